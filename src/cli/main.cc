@@ -1,0 +1,26 @@
+// The `tessera` command.
+#include <iostream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/demo.h"
+#include "core/scheduler.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"Tessera: a GPU cluster scheduler"};
+  app.require_subcommand(1);
+
+  std::string policy = "bestfit";
+  uint64_t seed = 42;
+  CLI::App* demo = app.add_subcommand("demo", "Place the seed examples on a small mixed cluster");
+  std::string policies;
+  for (const std::string& p : tessera::core::PolicyNames()) policies += (policies.empty() ? "" : ", ") + p;
+  demo->add_option("--policy", policy, "Placement policy: " + policies)->capture_default_str();
+  demo->add_option("--seed", seed, "Seed for the random policy")->capture_default_str();
+
+  CLI11_PARSE(app, argc, argv);
+
+  if (demo->parsed()) return tessera::cli::RunDemo(policy, seed, std::cout);
+  return 0;
+}

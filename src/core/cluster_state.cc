@@ -1,0 +1,303 @@
+#include "core/cluster_state.h"
+
+#include <algorithm>
+
+namespace tessera::core {
+
+std::string_view DeviceKindName(DeviceKind k) {
+  switch (k) {
+    case DeviceKind::kWhole:
+      return "whole";
+    case DeviceKind::kShare:
+      return "share";
+    case DeviceKind::kMigInstance:
+      return "mig";
+    case DeviceKind::kReplica:
+      return "replica";
+  }
+  return "?";
+}
+
+namespace {
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int64_t TakenMilli(const GpuDevice& g, const GpuUsage& u) {
+  switch (g.sharing.mode) {
+    case SharingMode::kExclusive:
+      return u.holders > 0 ? kMilliPerGpu : 0;
+    case SharingMode::kShared: {
+      int64_t by_mem = g.memory_mib > 0 ? CeilDiv(u.memory_mib * kMilliPerGpu, g.memory_mib) : 0;
+      return std::min<int64_t>(kMilliPerGpu, std::max<int64_t>(u.milli, by_mem));
+    }
+    case SharingMode::kTimeSlice:
+      return g.sharing.replicas == 0 ? 0
+                                     : std::min<int64_t>(kMilliPerGpu,
+                                                         CeilDiv(u.replicas * kMilliPerGpu,
+                                                                 g.sharing.replicas));
+    case SharingMode::kMig: {
+      const MigGeometry* geo = FindMigGeometry(g.model);
+      if (geo == nullptr) return 0;
+      int64_t sum = 0;
+      for (size_t i = 0; i < g.sharing.mig.size(); ++i) {
+        if (u.mig_used & (1u << i)) {
+          sum += MigInstanceMilli(*geo, geo->profiles[g.sharing.mig[i].profile]);
+        }
+      }
+      return std::min<int64_t>(kMilliPerGpu, sum);
+    }
+  }
+  return 0;
+}
+
+std::string ClassKey(const Labels& labels, const std::vector<Taint>& taints) {
+  std::string k;
+  for (const auto& [key, value] : labels) {
+    k.append(key).push_back('\x01');
+    k.append(value).push_back('\x02');
+  }
+  k.push_back('\x03');
+  for (const Taint& t : taints) {
+    k.append(t.key).push_back('\x01');
+    k.append(t.value).push_back('\x01');
+    k.push_back(static_cast<char>('0' + static_cast<int>(t.effect)));
+    k.push_back('\x02');
+  }
+  return k;
+}
+
+}  // namespace
+
+NodeClassId ClusterState::InternClass(const Labels& labels, const std::vector<Taint>& taints) {
+  std::string key = ClassKey(labels, taints);
+  auto it = class_index_.find(key);
+  if (it != class_index_.end()) return it->second;
+  NodeClassId id(static_cast<uint32_t>(class_labels_.size()));
+  class_labels_.push_back(labels);
+  class_taints_.push_back(taints);
+  class_index_.emplace(std::move(key), id);
+  return id;
+}
+
+Result<NodeId> ClusterState::AddNode(NodeSpec spec) {
+  std::sort(spec.gpus.begin(), spec.gpus.end(),
+            [](const GpuDevice& a, const GpuDevice& b) { return a.index < b.index; });
+  if (Status s = ValidateNodeSpec(spec); !s.ok()) return s;
+  if (by_name_.count(spec.name)) return AlreadyExists("node " + spec.name + " already exists");
+  NodeId id(static_cast<uint32_t>(nodes_.size()));
+  NodeRecord rec;
+  rec.name = std::move(spec.name);
+  rec.unschedulable = spec.unschedulable;
+  rec.allocatable = spec.allocatable;
+  rec.gpus = std::move(spec.gpus);
+  rec.gpus.shrink_to_fit();
+  rec.cls = InternClass(spec.labels, spec.taints);
+  rec.gpu_capacity_milli = kMilliPerGpu * static_cast<int64_t>(rec.gpus.size());
+  total_gpu_milli_ += rec.gpu_capacity_milli;
+  max_node_cpu_milli_ = std::max(max_node_cpu_milli_, rec.allocatable.cpu_milli);
+  max_node_gpu_milli_ = std::max(max_node_gpu_milli_, rec.gpu_capacity_milli);
+  NodeUsage usage;
+  usage.gpus.resize(rec.gpus.size());
+  usage.gpus.shrink_to_fit();
+  by_name_.emplace(rec.name, id);
+  nodes_.push_back(std::move(rec));
+  usage_.push_back(std::move(usage));
+  return id;
+}
+
+Result<NodeId> ClusterState::FindNode(std::string_view name) const {
+  auto it = by_name_.find(std::string(name));
+  if (it == by_name_.end()) return NotFound("node " + std::string(name) + " not found");
+  return it->second;
+}
+
+NodeSpec ClusterState::ExportSpec(NodeId id) const {
+  const NodeRecord& n = node(id);
+  NodeSpec s;
+  s.name = n.name;
+  s.labels = labels(id);
+  s.taints = taints(id);
+  s.unschedulable = n.unschedulable;
+  s.allocatable = n.allocatable;
+  s.gpus = n.gpus;
+  return s;
+}
+
+Status ClusterState::SetUnschedulable(NodeId id, bool unschedulable) {
+  if (id.value() >= nodes_.size()) return NotFound("no such node");
+  nodes_[id.value()].unschedulable = unschedulable;
+  return Status::Ok();
+}
+
+Status ClusterState::SetGpuHealth(NodeId id, int gpu, GpuHealth health) {
+  if (id.value() >= nodes_.size()) return NotFound("no such node");
+  NodeRecord& n = nodes_[id.value()];
+  if (gpu < 0 || gpu >= static_cast<int>(n.gpus.size())) {
+    return NotFound("node " + n.name + " has no GPU at position " + std::to_string(gpu));
+  }
+  n.gpus[gpu].health = health;
+  return Status::Ok();
+}
+
+Status ClusterState::SetLabels(NodeId id, Labels labels) {
+  if (id.value() >= nodes_.size()) return NotFound("no such node");
+  nodes_[id.value()].cls = InternClass(labels, taints(id));
+  return Status::Ok();
+}
+
+Status ClusterState::SetTaints(NodeId id, std::vector<Taint> taints) {
+  if (id.value() >= nodes_.size()) return NotFound("no such node");
+  for (const Taint& t : taints) {
+    if (t.key.empty()) return InvalidArgument("taint key must not be empty");
+  }
+  nodes_[id.value()].cls = InternClass(labels(id), taints);
+  return Status::Ok();
+}
+
+int64_t ClusterState::GpuTakenMilli(NodeId id, int gpu) const {
+  return TakenMilli(node(id).gpus[gpu], usage(id).gpus[gpu]);
+}
+
+int64_t ClusterState::GpuFreeMilli(NodeId id, int gpu) const {
+  const GpuDevice& g = node(id).gpus[gpu];
+  if (g.health != GpuHealth::kHealthy) return 0;
+  return kMilliPerGpu - TakenMilli(g, usage(id).gpus[gpu]);
+}
+
+Status ClusterState::CheckFits(const NodeRecord& n, const NodeUsage& u, const Placement& p) const {
+  const std::string where = "node " + n.name + ": ";
+  if (!(u.used + p.resources).FitsIn(n.allocatable)) {
+    return ResourceExhausted(where + "insufficient cpu or memory");
+  }
+  // Devices of one placement may share a card (replicas, MIG instances): check cumulatively.
+  std::vector<GpuUsage> after = u.gpus;
+  for (const DeviceAssignment& d : p.devices) {
+    if (d.gpu >= n.gpus.size()) {
+      return InvalidArgument(where + "no GPU at position " + std::to_string(d.gpu));
+    }
+    const GpuDevice& g = n.gpus[d.gpu];
+    GpuUsage& a = after[d.gpu];
+    const std::string gw = where + "GPU " + std::to_string(g.index) + ": ";
+    const SharingMode mode = g.sharing.mode;
+    switch (d.kind) {
+      case DeviceKind::kWhole:
+        if (mode != SharingMode::kExclusive && mode != SharingMode::kShared) {
+          return FailedPrecondition(gw + "a " + std::string(SharingModeName(mode)) +
+                                    " GPU cannot be held whole");
+        }
+        if (a.holders > 0) return ResourceExhausted(gw + "already in use");
+        a.milli = kMilliPerGpu;
+        a.memory_mib = g.memory_mib;
+        break;
+      case DeviceKind::kShare:
+        if (mode != SharingMode::kShared) {
+          return FailedPrecondition(gw + "a " + std::string(SharingModeName(mode)) +
+                                    " GPU cannot hold a fractional share");
+        }
+        if (d.milli < 0 || d.memory_mib < 0 || a.milli + d.milli > kMilliPerGpu ||
+            a.memory_mib + d.memory_mib > g.memory_mib) {
+          return ResourceExhausted(gw + "share does not fit");
+        }
+        a.milli += d.milli;
+        a.memory_mib += d.memory_mib;
+        break;
+      case DeviceKind::kMigInstance:
+        if (mode != SharingMode::kMig || d.mig_instance >= g.sharing.mig.size()) {
+          return FailedPrecondition(gw + "no MIG instance #" + std::to_string(d.mig_instance));
+        }
+        if (a.mig_used & (1u << d.mig_instance)) {
+          return ResourceExhausted(gw + "MIG instance #" + std::to_string(d.mig_instance) +
+                                   " already in use");
+        }
+        a.mig_used |= static_cast<uint16_t>(1u << d.mig_instance);
+        break;
+      case DeviceKind::kReplica:
+        if (mode != SharingMode::kTimeSlice) {
+          return FailedPrecondition(gw + "not a time-sliced GPU");
+        }
+        if (d.replicas == 0 || a.replicas + d.replicas > g.sharing.replicas) {
+          return ResourceExhausted(gw + "not enough free replicas");
+        }
+        a.replicas = static_cast<uint16_t>(a.replicas + d.replicas);
+        break;
+    }
+    ++a.holders;
+  }
+  return Status::Ok();
+}
+
+void ClusterState::Apply(NodeId id, const Placement& p, int sign) {
+  const NodeRecord& n = nodes_[id.value()];
+  NodeUsage& u = usage_[id.value()];
+  uint32_t touched = 0;
+  for (const DeviceAssignment& d : p.devices) touched |= 1u << d.gpu;
+  auto taken = [&] {
+    int64_t sum = 0;
+    for (size_t i = 0; i < n.gpus.size(); ++i) {
+      if (touched & (1u << i)) sum += TakenMilli(n.gpus[i], u.gpus[i]);
+    }
+    return sum;
+  };
+  const int64_t before = taken();
+  if (sign > 0) {
+    u.used += p.resources;
+  } else {
+    u.used -= p.resources;
+  }
+  u.pods += sign;
+  for (const DeviceAssignment& d : p.devices) {
+    const GpuDevice& g = n.gpus[d.gpu];
+    GpuUsage& a = u.gpus[d.gpu];
+    switch (d.kind) {
+      case DeviceKind::kWhole:
+        a.milli += sign * static_cast<int32_t>(kMilliPerGpu);
+        a.memory_mib += sign * g.memory_mib;
+        break;
+      case DeviceKind::kShare:
+        a.milli += sign * d.milli;
+        a.memory_mib += sign * d.memory_mib;
+        break;
+      case DeviceKind::kMigInstance:
+        if (sign > 0) {
+          a.mig_used |= static_cast<uint16_t>(1u << d.mig_instance);
+        } else {
+          a.mig_used &= static_cast<uint16_t>(~(1u << d.mig_instance));
+        }
+        break;
+      case DeviceKind::kReplica:
+        a.replicas = static_cast<uint16_t>(a.replicas + sign * d.replicas);
+        break;
+    }
+    a.holders = static_cast<uint16_t>(a.holders + sign);
+  }
+  allocated_gpu_milli_ += taken() - before;
+}
+
+Status ClusterState::Allocate(const Placement& p) {
+  if (!p.node.valid() || p.node.value() >= nodes_.size()) {
+    return NotFound("placement names no known node");
+  }
+  if (Status s = CheckFits(node(p.node), usage(p.node), p); !s.ok()) return s;
+  Apply(p.node, p, +1);
+  return Status::Ok();
+}
+
+Status ClusterState::Release(const Placement& p) {
+  if (!p.node.valid() || p.node.value() >= nodes_.size()) {
+    return NotFound("placement names no known node");
+  }
+  const NodeRecord& n = node(p.node);
+  const NodeUsage& u = usage(p.node);
+  if (!p.resources.FitsIn(u.used)) {
+    return FailedPrecondition("node " + n.name + ": releasing more cpu/memory than is held");
+  }
+  for (const DeviceAssignment& d : p.devices) {
+    if (d.gpu >= n.gpus.size() || u.gpus[d.gpu].holders == 0) {
+      return FailedPrecondition("node " + n.name + ": releasing a device that is not held");
+    }
+  }
+  Apply(p.node, p, -1);
+  return Status::Ok();
+}
+
+}  // namespace tessera::core

@@ -1,0 +1,137 @@
+// The allocation state of a cluster: node definitions plus what is held on each node and GPU.
+// A ClusterState is a plain value: copy it to take a snapshot for a scheduling cycle.
+#ifndef TESSERA_CORE_CLUSTER_STATE_H_
+#define TESSERA_CORE_CLUSTER_STATE_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/ids.h"
+#include "core/mig.h"
+#include "core/node.h"
+#include "core/resources.h"
+#include "core/status.h"
+
+namespace tessera::core {
+
+// What is held on one GPU.
+struct GpuUsage {
+  int32_t milli = 0;         // compute milli-GPUs held (a whole card holds 1000)
+  int64_t memory_mib = 0;    // memory held
+  uint16_t replicas = 0;     // time-slice replicas held
+  uint16_t mig_used = 0;     // bit i: MIG instance i of the card's layout is held
+  uint16_t holders = 0;      // number of assignments on the card
+};
+
+struct NodeUsage {
+  Resources used;
+  std::vector<GpuUsage> gpus;  // parallel to NodeSpec::gpus
+  int32_t pods = 0;
+};
+
+enum class DeviceKind : uint8_t { kWhole, kShare, kMigInstance, kReplica };
+
+std::string_view DeviceKindName(DeviceKind k);
+
+// One device held by a placement.
+struct DeviceAssignment {
+  uint8_t gpu = 0;          // position in NodeSpec::gpus
+  DeviceKind kind = DeviceKind::kWhole;
+  int32_t milli = 0;        // kWhole: 1000; kShare: compute share
+  int64_t memory_mib = 0;   // kWhole: card memory; kShare: memory share; kMig: instance memory
+  uint8_t mig_instance = 0; // kMigInstance: index into the card's layout
+  uint16_t replicas = 0;    // kReplica: replicas held on this card
+  friend bool operator==(const DeviceAssignment&, const DeviceAssignment&) = default;
+};
+
+// Where a pod runs and exactly which devices it holds.
+struct Placement {
+  NodeId node;
+  Resources resources;  // CPU and memory held on the node
+  std::vector<DeviceAssignment> devices;
+  friend bool operator==(const Placement&, const Placement&) = default;
+};
+
+// A node as the state keeps it: the spec minus labels and taints, which live in the node's
+// interned class (nodes of one pool share one copy).
+struct NodeRecord {
+  std::string name;
+  bool unschedulable = false;
+  Resources allocatable;
+  std::vector<GpuDevice> gpus;  // ordered by index
+  NodeClassId cls;
+  int64_t gpu_capacity_milli = 0;  // GPU capacity in milli-GPUs (1000 per card)
+};
+
+class ClusterState {
+ public:
+  // Adds a node; its name must be unique. GPUs are ordered by index.
+  Result<NodeId> AddNode(NodeSpec spec);
+
+  size_t size() const { return nodes_.size(); }
+  const NodeRecord& node(NodeId id) const { return nodes_[id.value()]; }
+  const NodeUsage& usage(NodeId id) const { return usage_[id.value()]; }
+  const Labels& labels(NodeId id) const { return class_labels(node(id).cls); }
+  const std::vector<Taint>& taints(NodeId id) const { return class_taints(node(id).cls); }
+  Result<NodeId> FindNode(std::string_view name) const;
+  // The node's full definition, labels and taints included.
+  NodeSpec ExportSpec(NodeId id) const;
+
+  // Interned label/taint sets: nodes with identical labels and taints share a class.
+  size_t num_classes() const { return class_labels_.size(); }
+  const Labels& class_labels(NodeClassId c) const { return class_labels_[c.value()]; }
+  const std::vector<Taint>& class_taints(NodeClassId c) const { return class_taints_[c.value()]; }
+
+  // Cordon / uncordon.
+  Status SetUnschedulable(NodeId id, bool unschedulable);
+  // Marks a GPU (by position) healthy or not; an unhealthy GPU receives no new work.
+  Status SetGpuHealth(NodeId id, int gpu, GpuHealth health);
+  Status SetLabels(NodeId id, Labels labels);
+  Status SetTaints(NodeId id, std::vector<Taint> taints);
+
+  // Checks that `p` fits in what is free and records it as held. Nothing changes on error.
+  // Capacity is all it checks: cordons and GPU health are the scheduler's filters, so running
+  // work can be restored onto a cordoned node or an unhealthy GPU.
+  Status Allocate(const Placement& p);
+  // Returns what `p` held. `p` must have been allocated.
+  Status Release(const Placement& p);
+
+  // Milli-GPUs of one GPU that are held (0..1000), whatever its sharing mode: the larger of the
+  // compute and memory fractions for a shared card, replicas/total for time-slicing, instance
+  // sizes for MIG, all-or-nothing for an exclusive card.
+  int64_t GpuTakenMilli(NodeId id, int gpu) const;
+  // Milli-GPUs still usable by new work: 0 on an unhealthy GPU.
+  int64_t GpuFreeMilli(NodeId id, int gpu) const;
+
+  // Cluster totals, kept incrementally.
+  int64_t total_gpu_milli() const { return total_gpu_milli_; }
+  int64_t allocated_gpu_milli() const { return allocated_gpu_milli_; }
+  // Largest node CPU and GPU capacity (normalizers for best-fit style scores).
+  int64_t max_node_cpu_milli() const { return max_node_cpu_milli_; }
+  int64_t max_node_gpu_milli() const { return max_node_gpu_milli_; }
+
+ private:
+  NodeClassId InternClass(const Labels& labels, const std::vector<Taint>& taints);
+  Status CheckFits(const NodeRecord& node, const NodeUsage& usage, const Placement& p) const;
+  void Apply(NodeId id, const Placement& p, int sign);
+  int64_t NodeTakenMilli(NodeId id) const;
+
+  std::vector<NodeRecord> nodes_;
+  std::vector<NodeUsage> usage_;
+  std::unordered_map<std::string, NodeId> by_name_;
+  std::vector<Labels> class_labels_;
+  std::vector<std::vector<Taint>> class_taints_;
+  std::map<std::string, NodeClassId> class_index_;
+  int64_t total_gpu_milli_ = 0;
+  int64_t allocated_gpu_milli_ = 0;
+  int64_t max_node_cpu_milli_ = 0;
+  int64_t max_node_gpu_milli_ = 0;
+};
+
+}  // namespace tessera::core
+
+#endif  // TESSERA_CORE_CLUSTER_STATE_H_

@@ -1,0 +1,370 @@
+#include "core/devices.h"
+
+#include <algorithm>
+
+namespace tessera::core {
+
+namespace {
+
+constexpr std::string_view kNoGpus = "no GPUs";
+constexpr std::string_view kUnhealthy = "unhealthy GPUs";
+constexpr std::string_view kInsufficientGpus = "insufficient free GPUs";
+constexpr std::string_view kNoSharing = "no GPU allows sharing";
+constexpr std::string_view kInsufficientGpuMemory = "insufficient GPU memory";
+constexpr std::string_view kInsufficientGpuCompute = "insufficient GPU compute";
+constexpr std::string_view kNoTimeSlice = "no time-sliced GPU";
+constexpr std::string_view kInsufficientReplicas = "insufficient time-slice replicas";
+constexpr std::string_view kOneReplicaOnly = "time-slicing allows one replica per request";
+
+bool ModelAllowed(const PodSpec& pod, const std::string& model) {
+  if (pod.gpu_models.empty()) return true;
+  return std::find(pod.gpu_models.begin(), pod.gpu_models.end(), model) != pod.gpu_models.end();
+}
+
+// Why no GPU of the node is eligible at all (model mismatch or health), or empty.
+std::string_view IneligibleReason(const DeviceRequest& req, const NodeRecord& node) {
+  if (node.gpus.empty()) return kNoGpus;
+  bool model_ok = false;
+  for (const GpuDevice& g : node.gpus) model_ok |= ModelAllowed(*req.pod, g.model);
+  return model_ok ? kUnhealthy : std::string_view(req.model_reason);
+}
+
+bool Free(const GpuUsage& u) { return u.holders == 0; }
+
+// Whole cards: one candidate per NVLink domain (else NUMA node) that can hold all of them, else
+// the lowest free indices. For one card, one candidate per (domain, NUMA) group.
+void ProposeWhole(const NodeRecord& node, const NodeUsage& usage, const std::vector<int>& free,
+                  int count, Candidate base, std::vector<Candidate>& out) {
+  auto emit = [&](const std::vector<int>& gpus) {
+    Candidate c = base;
+    c.kind = DeviceKind::kWhole;
+    c.n = static_cast<uint8_t>(count);
+    for (int i = 0; i < count; ++i) c.picks[i] = {static_cast<uint8_t>(gpus[i]), 0, 0};
+    out.push_back(c);
+  };
+  (void)usage;
+  const size_t before = out.size();
+  for (int pass = 0; pass < 2 && out.size() == before; ++pass) {
+    // pass 0 groups by NVLink domain, pass 1 by NUMA node.
+    std::vector<int16_t> seen;
+    for (int g : free) {
+      const GpuDevice& d = node.gpus[g];
+      int16_t key = pass == 0 ? d.nvlink_domain : d.numa_node;
+      int16_t other = pass == 0 ? d.numa_node : d.nvlink_domain;
+      if (key < 0) continue;
+      int16_t combo = count == 1 ? static_cast<int16_t>(key * 64 + (other + 1)) : key;
+      if (std::find(seen.begin(), seen.end(), combo) != seen.end()) continue;
+      seen.push_back(combo);
+      std::vector<int> group;
+      for (int h : free) {
+        const GpuDevice& e = node.gpus[h];
+        int16_t k2 = pass == 0 ? e.nvlink_domain : e.numa_node;
+        int16_t o2 = pass == 0 ? e.numa_node : e.nvlink_domain;
+        if (k2 == key && (count > 1 || o2 == other)) group.push_back(h);
+      }
+      if (static_cast<int>(group.size()) >= count) emit(group);
+    }
+  }
+  if (out.size() == before) emit(free);
+}
+
+}  // namespace
+
+DeviceRequest MakeDeviceRequest(const PodSpec& pod) {
+  DeviceRequest r;
+  r.pod = &pod;
+  if (!pod.gpu_models.empty()) {
+    r.model_reason = "no GPU of model ";
+    for (size_t i = 0; i < pod.gpu_models.size(); ++i) {
+      if (i) r.model_reason += "|";
+      r.model_reason += pod.gpu_models[i];
+    }
+  }
+  if (pod.gpu.kind == GpuRequestKind::kMig) {
+    r.mig_missing = "no MIG " + pod.gpu.mig_profile + " instance";
+    r.mig_busy = "no free MIG " + pod.gpu.mig_profile + " instance";
+  }
+  return r;
+}
+
+bool GpuEligible(const DeviceRequest& req, const NodeRecord& node, int gpu) {
+  const GpuDevice& g = node.gpus[gpu];
+  return g.health == GpuHealth::kHealthy && ModelAllowed(*req.pod, g.model);
+}
+
+int64_t ShareMemoryMib(const GpuRequest& req, const GpuDevice& gpu) {
+  if (req.memory_mib > 0) return req.memory_mib;
+  return gpu.memory_mib * req.milli / kMilliPerGpu;
+}
+
+std::string_view ProposeCandidates(const DeviceRequest& req, const ClusterState& state, NodeId id,
+                                   std::vector<Candidate>& out) {
+  const GpuRequest& gr = req.pod->gpu;
+  if (gr.kind == GpuRequestKind::kNone) {
+    Candidate c;
+    c.node = id;
+    out.push_back(c);
+    return {};
+  }
+  const NodeRecord& node = state.node(id);
+  const NodeUsage& usage = state.usage(id);
+  const int ngpus = static_cast<int>(node.gpus.size());
+  Candidate base;
+  base.node = id;
+
+  std::vector<int> eligible;
+  for (int g = 0; g < ngpus; ++g) {
+    if (GpuEligible(req, node, g)) eligible.push_back(g);
+  }
+  if (eligible.empty()) return IneligibleReason(req, node);
+
+  switch (gr.kind) {
+    case GpuRequestKind::kNone:
+      break;
+    case GpuRequestKind::kWhole: {
+      std::vector<int> free;
+      std::vector<int> ts;  // time-sliced cards advertised as plain nvidia.com/gpu
+      for (int g : eligible) {
+        const GpuSharing& s = node.gpus[g].sharing;
+        if ((s.mode == SharingMode::kExclusive || s.mode == SharingMode::kShared) &&
+            Free(usage.gpus[g])) {
+          free.push_back(g);
+        } else if (s.mode == SharingMode::kTimeSlice && !s.rename &&
+                   usage.gpus[g].replicas < s.replicas &&
+                   !(s.fail_requests_greater_than_one && gr.count > 1)) {
+          ts.push_back(g);
+        }
+      }
+      if (static_cast<int>(free.size()) >= gr.count) {
+        ProposeWhole(node, usage, free, gr.count, base, out);
+        return {};
+      }
+      if (!ts.empty()) {
+        // As the device plugin does: units are replicas, spread over distinct cards first.
+        Candidate c = base;
+        c.kind = DeviceKind::kReplica;
+        int left = gr.count;
+        std::vector<int> room(ngpus, 0);
+        for (int g : ts) room[g] = node.gpus[g].sharing.replicas - usage.gpus[g].replicas;
+        std::vector<uint16_t> take(ngpus, 0);
+        while (left > 0) {
+          bool progressed = false;
+          for (int g : ts) {
+            if (left > 0 && take[g] < room[g]) {
+              ++take[g];
+              --left;
+              progressed = true;
+            }
+          }
+          if (!progressed) break;
+        }
+        if (left == 0) {
+          for (int g : ts) {
+            if (take[g] > 0) c.picks[c.n++] = {static_cast<uint8_t>(g), 0, take[g]};
+          }
+          out.push_back(c);
+          return {};
+        }
+      }
+      return kInsufficientGpus;
+    }
+    case GpuRequestKind::kShare: {
+      bool any_shared = false;
+      bool any_memory = false;
+      std::vector<int> fit;
+      for (int g : eligible) {
+        const GpuDevice& d = node.gpus[g];
+        if (d.sharing.mode != SharingMode::kShared) continue;
+        any_shared = true;
+        const GpuUsage& u = usage.gpus[g];
+        const bool mem_ok = u.memory_mib + ShareMemoryMib(gr, d) <= d.memory_mib;
+        any_memory |= mem_ok;
+        if (mem_ok && u.milli + gr.milli <= kMilliPerGpu) fit.push_back(g);
+      }
+      if (!any_shared) return kNoSharing;
+      if (static_cast<int>(fit.size()) < gr.count) {
+        return any_memory ? kInsufficientGpuCompute : kInsufficientGpuMemory;
+      }
+      if (gr.count == 1) {
+        // One candidate per distinct card state; equal cards give equal outcomes.
+        std::vector<std::pair<int64_t, int64_t>> seen;
+        for (int g : fit) {
+          const GpuUsage& u = usage.gpus[g];
+          std::pair<int64_t, int64_t> key{u.milli, u.memory_mib * 65536 + node.gpus[g].memory_mib};
+          if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+          seen.push_back(key);
+          Candidate c = base;
+          c.kind = DeviceKind::kShare;
+          c.n = 1;
+          c.picks[0] = {static_cast<uint8_t>(g), 0, 0};
+          out.push_back(c);
+        }
+      } else {
+        // Several shares, each on a distinct card: the tightest cards first (best fit).
+        std::stable_sort(fit.begin(), fit.end(), [&](int a, int b) {
+          return state.GpuFreeMilli(id, a) < state.GpuFreeMilli(id, b);
+        });
+        Candidate c = base;
+        c.kind = DeviceKind::kShare;
+        c.n = static_cast<uint8_t>(gr.count);
+        for (int i = 0; i < gr.count; ++i) c.picks[i] = {static_cast<uint8_t>(fit[i]), 0, 0};
+        std::sort(c.picks.begin(), c.picks.begin() + c.n,
+                  [](const DevicePick& a, const DevicePick& b) { return a.gpu < b.gpu; });
+        out.push_back(c);
+      }
+      return {};
+    }
+    case GpuRequestKind::kMig: {
+      bool any_profile = false;
+      std::vector<DevicePick> free;
+      for (int g : eligible) {
+        const GpuDevice& d = node.gpus[g];
+        if (d.sharing.mode != SharingMode::kMig) continue;
+        const MigGeometry* geo = FindMigGeometry(d.model);
+        if (geo == nullptr) continue;
+        int prof = geo->FindProfile(gr.mig_profile);
+        if (prof < 0) continue;
+        for (size_t i = 0; i < d.sharing.mig.size(); ++i) {
+          if (d.sharing.mig[i].profile != prof) continue;
+          any_profile = true;
+          if (!(usage.gpus[g].mig_used & (1u << i))) {
+            free.push_back({static_cast<uint8_t>(g), static_cast<uint8_t>(i), 0});
+          }
+        }
+      }
+      if (!any_profile) return req.mig_missing;
+      if (static_cast<int>(free.size()) < gr.count) return req.mig_busy;
+      if (gr.count == 1) {
+        int last = -1;
+        for (const DevicePick& p : free) {
+          if (p.gpu == last) continue;  // the first free instance of each card
+          last = p.gpu;
+          Candidate c = base;
+          c.kind = DeviceKind::kMigInstance;
+          c.n = 1;
+          c.picks[0] = p;
+          out.push_back(c);
+        }
+      } else {
+        Candidate c = base;
+        c.kind = DeviceKind::kMigInstance;
+        c.n = static_cast<uint8_t>(gr.count);
+        std::copy(free.begin(), free.begin() + gr.count, c.picks.begin());
+        out.push_back(c);
+      }
+      return {};
+    }
+    case GpuRequestKind::kReplica: {
+      std::vector<int> ts;
+      bool any_ts = false;
+      bool one_only = false;
+      for (int g : eligible) {
+        const GpuSharing& s = node.gpus[g].sharing;
+        if (s.mode != SharingMode::kTimeSlice) continue;
+        any_ts = true;
+        if (s.fail_requests_greater_than_one && gr.count > 1) {
+          one_only = true;
+          continue;
+        }
+        if (usage.gpus[g].replicas < s.replicas) ts.push_back(g);
+      }
+      if (!any_ts) return kNoTimeSlice;
+      if (ts.empty() && one_only) return kOneReplicaOnly;
+      int room = 0;
+      for (int g : ts) room += node.gpus[g].sharing.replicas - usage.gpus[g].replicas;
+      if (room < gr.count) return kInsufficientReplicas;
+      if (gr.count == 1) {
+        std::vector<std::pair<int, int>> seen;
+        for (int g : ts) {
+          std::pair<int, int> key{usage.gpus[g].replicas, node.gpus[g].sharing.replicas};
+          if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+          seen.push_back(key);
+          Candidate c = base;
+          c.kind = DeviceKind::kReplica;
+          c.n = 1;
+          c.picks[0] = {static_cast<uint8_t>(g), 0, 1};
+          out.push_back(c);
+        }
+      } else {
+        // Replicas of one card share its compute: spread over distinct cards first.
+        std::vector<uint16_t> take(ngpus, 0);
+        int left = gr.count;
+        while (left > 0) {
+          for (int g : ts) {
+            if (left > 0 && usage.gpus[g].replicas + take[g] < node.gpus[g].sharing.replicas) {
+              ++take[g];
+              --left;
+            }
+          }
+        }
+        Candidate c = base;
+        c.kind = DeviceKind::kReplica;
+        for (int g : ts) {
+          if (take[g] > 0) c.picks[c.n++] = {static_cast<uint8_t>(g), 0, take[g]};
+        }
+        out.push_back(c);
+      }
+      return {};
+    }
+  }
+  return kNoGpus;
+}
+
+int64_t PickMilli(const ClusterState& s, const PodSpec& pod, const Candidate& c,
+                  const DevicePick& p) {
+  const GpuDevice& g = s.node(c.node).gpus[p.gpu];
+  switch (c.kind) {
+    case DeviceKind::kWhole:
+      return kMilliPerGpu;
+    case DeviceKind::kShare: {
+      const int64_t by_mem = ShareMemoryMib(pod.gpu, g) * kMilliPerGpu / g.memory_mib;
+      return std::min<int64_t>(kMilliPerGpu, std::max<int64_t>(pod.gpu.milli, by_mem));
+    }
+    case DeviceKind::kMigInstance: {
+      const MigGeometry* geo = FindMigGeometry(g.model);
+      return MigInstanceMilli(*geo, geo->profiles[g.sharing.mig[p.mig_instance].profile]);
+    }
+    case DeviceKind::kReplica:
+      return kMilliPerGpu * p.replicas / g.sharing.replicas;
+  }
+  return 0;
+}
+
+Placement Materialize(const ClusterState& state, const PodSpec& pod, const Candidate& c) {
+  Placement p;
+  p.node = c.node;
+  p.resources = pod.requests;
+  const NodeRecord& node = state.node(c.node);
+  for (const DevicePick& pick : c.devices()) {
+    const GpuDevice& g = node.gpus[pick.gpu];
+    DeviceAssignment d;
+    d.gpu = pick.gpu;
+    d.kind = c.kind;
+    switch (c.kind) {
+      case DeviceKind::kWhole:
+        d.milli = static_cast<int32_t>(kMilliPerGpu);
+        d.memory_mib = g.memory_mib;
+        break;
+      case DeviceKind::kShare:
+        d.milli = pod.gpu.milli;
+        d.memory_mib = ShareMemoryMib(pod.gpu, g);
+        break;
+      case DeviceKind::kMigInstance: {
+        d.mig_instance = pick.mig_instance;
+        const MigGeometry* geo = FindMigGeometry(g.model);
+        const MigProfile& prof = geo->profiles[g.sharing.mig[pick.mig_instance].profile];
+        d.memory_mib = MigInstanceMemoryMib(*geo, prof, g.memory_mib);
+        d.milli = static_cast<int32_t>(MigInstanceMilli(*geo, prof));
+        break;
+      }
+      case DeviceKind::kReplica:
+        d.replicas = pick.replicas;
+        d.milli = static_cast<int32_t>(kMilliPerGpu * pick.replicas / g.sharing.replicas);
+        break;
+    }
+    p.devices.push_back(d);
+  }
+  return p;
+}
+
+}  // namespace tessera::core

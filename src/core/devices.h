@@ -1,0 +1,47 @@
+// The device step: which exact devices on a node can satisfy a pod's GPU request. It proposes
+// candidate device sets (one per meaningfully different choice) and explains, when there is
+// none, why not, in the words of the unschedulable message.
+#ifndef TESSERA_CORE_DEVICES_H_
+#define TESSERA_CORE_DEVICES_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/cluster_state.h"
+#include "core/framework.h"
+#include "core/pod.h"
+
+namespace tessera::core {
+
+// Per-pod facts the device step needs, computed once per cycle.
+struct DeviceRequest {
+  const PodSpec* pod = nullptr;
+  std::string model_reason;     // "no GPU of model V100M16|V100M32"
+  std::string mig_missing;      // "no MIG 1g.5gb instance"
+  std::string mig_busy;         // "no free MIG 1g.5gb instance"
+};
+
+DeviceRequest MakeDeviceRequest(const PodSpec& pod);
+
+// True when GPU `gpu` of `node` is healthy and of a model the pod accepts.
+bool GpuEligible(const DeviceRequest& req, const NodeRecord& node, int gpu);
+
+// Appends to `out` the candidates for the request on node `id`. Returns an empty view when at
+// least one was appended, else the reason none exists (valid while `req` lives).
+std::string_view ProposeCandidates(const DeviceRequest& req, const ClusterState& state, NodeId id,
+                                   std::vector<Candidate>& out);
+
+// Memory (MiB) a share takes on `gpu`: the asked memory, or else `milli` of the card.
+int64_t ShareMemoryMib(const GpuRequest& req, const GpuDevice& gpu);
+
+// Milli-GPUs a pick of `c` takes on its card (see ClusterState::GpuTakenMilli).
+int64_t PickMilli(const ClusterState& state, const PodSpec& pod, const Candidate& c,
+                  const DevicePick& pick);
+
+// Turns a candidate into the Placement it stands for.
+Placement Materialize(const ClusterState& state, const PodSpec& pod, const Candidate& c);
+
+}  // namespace tessera::core
+
+#endif  // TESSERA_CORE_DEVICES_H_

@@ -1,0 +1,63 @@
+// Fragmentation Gradient Descent (Weng et al., "Beware of Fragmentation", USENIX ATC'23).
+//
+// The fragmentation of a node, as seen by a task type t, is the free GPU capacity (milli-GPUs)
+// that t cannot use there: all of it when t cannot run on the node at all (no GPU demand, CPU
+// short, no eligible card, model not accepted), else the free capacity of the cards that cannot
+// host t. The node's fragmentation for a workload is the popularity-weighted sum over task
+// types. FGD places a pod where (node and cards) this sum grows the least.
+#ifndef TESSERA_CORE_FGD_H_
+#define TESSERA_CORE_FGD_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/cluster_state.h"
+#include "core/framework.h"
+
+namespace tessera::core {
+
+// One kind of task in the target workload, with its popularity.
+struct TaskType {
+  int64_t cpu_milli = 0;
+  int32_t num_gpu = 0;      // cards (1 for a share)
+  int32_t gpu_milli = 0;    // per card: < 1000 a share, 1000 whole cards, 0 no GPU
+  std::vector<std::string> models;  // accepted models; empty: any
+  int64_t weight = 1;       // popularity (e.g. number of pods of this type)
+};
+
+// Free GPU state of one node, as FGD sees it.
+struct FragNode {
+  int64_t cpu_free = 0;
+  int n = 0;
+  std::array<int64_t, kMaxGpusPerNode> free{};        // free milli per card
+  std::array<uint8_t, kMaxGpusPerNode> shareable{};   // card takes fractional shares
+  std::array<uint8_t, kMaxGpusPerNode> wholeable{};   // card can be held whole
+  std::array<const std::string*, kMaxGpusPerNode> model{};
+};
+
+FragNode MakeFragNode(const ClusterState& state, NodeId id);
+
+// Fragmentation of `node` for one task type, in milli-GPUs.
+int64_t TaskFragmentation(const FragNode& node, const TaskType& t);
+// Popularity-weighted fragmentation over `types` (milli-GPU x weight).
+int64_t NodeFragmentation(const FragNode& node, std::span<const TaskType> types);
+
+// Builds the workload FGD aims at from observed pod shapes: the most popular types covering
+// `coverage_percent` of the weight.
+std::vector<TaskType> TypicalTaskTypes(std::vector<TaskType> observed, int coverage_percent);
+
+// The FGD score plugin. With a fixed workload it uses it; without one it learns the workload
+// from the pods it is asked to place (each placement attempt counts its pod's shape once).
+std::unique_ptr<ScorePlugin> MakeFgdScore(std::vector<TaskType> workload);
+
+// The task type a pod belongs to.
+TaskType TaskTypeOf(const PodSpec& pod);
+
+}  // namespace tessera::core
+
+#endif  // TESSERA_CORE_FGD_H_

@@ -1,0 +1,81 @@
+// Nodes and their GPUs. Each GPU carries its own sharing mode, so one node can mix whole,
+// time-sliced, fractionally shared and MIG-partitioned cards.
+#ifndef TESSERA_CORE_NODE_H_
+#define TESSERA_CORE_NODE_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/mig.h"
+#include "core/resources.h"
+#include "core/status.h"
+
+namespace tessera::core {
+
+enum class SharingMode : uint8_t {
+  kExclusive,  // one pod holds the whole card
+  kTimeSlice,  // `replicas` pods interleave on the card (no memory or fault isolation)
+  kShared,     // fractional compute (milli) and memory (MiB), MPS / cGPU / HAMi style
+  kMig,        // hardware partitions: `mig` lists the instances configured on the card
+};
+
+std::string_view SharingModeName(SharingMode m);
+
+struct GpuSharing {
+  SharingMode mode = SharingMode::kExclusive;
+  // kTimeSlice: number of replicas the card is advertised as (>= 2).
+  uint16_t replicas = 0;
+  // kTimeSlice: replicas are advertised as `nvidia.com/gpu.shared` (device plugin's
+  // renameByDefault). When false they are advertised as plain `nvidia.com/gpu` units.
+  bool rename = false;
+  // kTimeSlice: a request for more than one replica fails (failRequestsGreaterThanOne).
+  bool fail_requests_greater_than_one = false;
+  // kMig: the instances configured on the card; legal per CheckMigLayout.
+  std::vector<MigInstance> mig;
+};
+
+enum class GpuHealth : uint8_t { kHealthy, kUnhealthy };
+
+struct GpuDevice {
+  uint16_t index = 0;            // node-local index (nvidia-smi order)
+  std::string uuid;              // e.g. GPU-5c7f...; unique in the cluster
+  std::string model;             // e.g. "H100-80GB", "T4", "V100M32"
+  int64_t memory_mib = 0;        // framebuffer size
+  int16_t numa_node = -1;        // -1: unknown
+  int16_t nvlink_domain = -1;    // GPUs sharing a domain have NVLink/NVSwitch between them
+  GpuHealth health = GpuHealth::kHealthy;
+  GpuSharing sharing;
+};
+
+enum class TaintEffect : uint8_t { kNoSchedule, kPreferNoSchedule, kNoExecute };
+
+std::string_view TaintEffectName(TaintEffect e);
+
+struct Taint {
+  std::string key;
+  std::string value;
+  TaintEffect effect = TaintEffect::kNoSchedule;
+  friend bool operator==(const Taint&, const Taint&) = default;
+};
+
+using Labels = std::map<std::string, std::string, std::less<>>;
+
+struct NodeSpec {
+  std::string name;
+  Labels labels;
+  std::vector<Taint> taints;
+  bool unschedulable = false;   // cordoned
+  Resources allocatable;        // CPU and memory pods may use
+  std::vector<GpuDevice> gpus;  // indexed by GpuDevice::index order
+};
+
+// Checks a node definition: name, quantities, GPU indices unique and dense enough, per-GPU
+// sharing consistent with its model (MIG only on MIG-capable models, legal layout), replicas.
+Status ValidateNodeSpec(const NodeSpec& node);
+
+}  // namespace tessera::core
+
+#endif  // TESSERA_CORE_NODE_H_

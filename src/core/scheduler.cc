@@ -1,0 +1,324 @@
+#include "core/scheduler.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/devices.h"
+#include "core/plugins.h"
+
+namespace tessera::core {
+
+void PluginRegistry::RegisterFilter(std::string name, FilterFactory f) {
+  filters_[std::move(name)] = std::move(f);
+}
+
+void PluginRegistry::RegisterScore(std::string name, ScoreFactory f) {
+  scores_[std::move(name)] = std::move(f);
+}
+
+std::unique_ptr<FilterPlugin> PluginRegistry::NewFilter(std::string_view name,
+                                                        const SchedulerConfig& c) const {
+  auto it = filters_.find(name);
+  return it == filters_.end() ? nullptr : it->second(c);
+}
+
+std::unique_ptr<ScorePlugin> PluginRegistry::NewScore(std::string_view name,
+                                                      const SchedulerConfig& c) const {
+  auto it = scores_.find(name);
+  return it == scores_.end() ? nullptr : it->second(c);
+}
+
+const PluginRegistry& PluginRegistry::Default() {
+  static const PluginRegistry* registry = [] {
+    auto* r = new PluginRegistry();
+    r->RegisterFilter("NodeUnschedulable", [](auto&) { return MakeNodeUnschedulableFilter(); });
+    r->RegisterFilter("TaintToleration", [](auto&) { return MakeTaintTolerationFilter(); });
+    r->RegisterFilter("NodeAffinity", [](auto&) { return MakeNodeAffinityFilter(); });
+    r->RegisterFilter("NodeResourcesFit", [](auto&) { return MakeNodeResourcesFitFilter(); });
+    r->RegisterScore("BestFit", [](auto&) { return MakeBestFitScore(); });
+    r->RegisterScore("Spread", [](auto&) { return MakeSpreadScore(); });
+    r->RegisterScore("GpuPacking", [](auto&) { return MakeGpuPackingScore(); });
+    r->RegisterScore("DotProduct", [](auto&) { return MakeDotProductScore(); });
+    r->RegisterScore("Random", [](auto&) { return MakeRandomScore(); });
+    r->RegisterScore("FGD", [](const SchedulerConfig& c) { return MakeFgdScore(c.fgd_workload); });
+    r->RegisterScore("Topology", [](auto&) { return MakeTopologyScore(); });
+    r->RegisterScore("GangLocality", [](auto&) { return MakeGangLocalityScore(); });
+    r->RegisterScore("NodeAffinityPreferred",
+                     [](auto&) { return MakeNodeAffinityPreferredScore(); });
+    r->RegisterScore("TaintPreferNoSchedule",
+                     [](auto&) { return MakeTaintPreferNoScheduleScore(); });
+    return r;
+  }();
+  return *registry;
+}
+
+namespace {
+
+const std::pair<std::string_view, std::string_view> kPolicies[] = {
+    {"bestfit", "BestFit"},       {"spread", "Spread"},  {"gpupacking", "GpuPacking"},
+    {"dotproduct", "DotProduct"}, {"random", "Random"},  {"fgd", "FGD"},
+};
+
+}  // namespace
+
+std::vector<std::string> PolicyNames() {
+  std::vector<std::string> out;
+  for (const auto& [name, plugin] : kPolicies) out.emplace_back(name);
+  return out;
+}
+
+Result<Profile> ProfileForPolicy(std::string_view policy) {
+  for (const auto& [name, plugin] : kPolicies) {
+    if (name != policy) continue;
+    Profile p;
+    p.filters = {"NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodeResourcesFit"};
+    // The policy dominates; the helpers break its ties and steer multi-GPU and gang choices.
+    p.scores = {{std::string(plugin), 8},
+                {"Topology", 2},
+                {"GangLocality", 2},
+                {"NodeAffinityPreferred", 1},
+                {"TaintPreferNoSchedule", 1}};
+    return p;
+  }
+  std::string known;
+  for (const auto& [name, plugin] : kPolicies) known += (known.empty() ? "" : ", ") + std::string(name);
+  return InvalidArgument("unknown placement policy \"" + std::string(policy) + "\" (known: " +
+                         known + ")");
+}
+
+Result<std::unique_ptr<Scheduler>> Scheduler::Create(const SchedulerConfig& config,
+                                                      const PluginRegistry& registry) {
+  if (config.percentage_of_nodes_to_score < 0 || config.percentage_of_nodes_to_score > 100) {
+    return InvalidArgument("percentage_of_nodes_to_score must be in [0, 100]");
+  }
+  Result<Profile> profile = ProfileForPolicy(config.policy);
+  if (!profile.ok()) return profile.status();
+  std::unique_ptr<Scheduler> s(new Scheduler());
+  s->config_ = config;
+  for (const std::string& name : profile->filters) {
+    auto f = registry.NewFilter(name, config);
+    if (!f) return NotFound("no filter plugin named " + name);
+    if (auto* pf = dynamic_cast<PreFilterPlugin*>(f.get())) s->prefilters_.push_back(pf);
+    if (auto* rp = dynamic_cast<ReservePlugin*>(f.get())) s->reservers_.push_back(rp);
+    s->filters_.push_back(std::move(f));
+  }
+  for (const auto& [name, weight] : profile->scores) {
+    auto p = registry.NewScore(name, config);
+    if (!p) return NotFound("no score plugin named " + name);
+    if (auto* pf = dynamic_cast<PreFilterPlugin*>(p.get())) s->prefilters_.push_back(pf);
+    if (auto* rp = dynamic_cast<ReservePlugin*>(p.get())) s->reservers_.push_back(rp);
+    s->scores_.push_back({std::move(p), weight});
+  }
+  s->raw_scores_.resize(s->scores_.size());
+  s->class_memo_.resize(s->filters_.size());
+  s->class_reason_.resize(s->filters_.size());
+  return s;
+}
+
+int Scheduler::NumFeasibleToFind(int nodes) const {
+  constexpr int kMinFeasible = 100;
+  if (nodes <= kMinFeasible || config_.percentage_of_nodes_to_score >= 100) return nodes;
+  int pct = config_.percentage_of_nodes_to_score;
+  if (pct == 0) pct = std::max(5, 50 - nodes / 125);
+  return std::max(kMinFeasible, static_cast<int>(static_cast<int64_t>(nodes) * pct / 100));
+}
+
+namespace {
+
+// Counts of filter reasons, rendered as kube-scheduler does: most frequent first.
+class Diagnosis {
+ public:
+  void Add(std::string_view reason) {
+    for (auto& [r, n] : counts_) {
+      if (r == reason) {
+        ++n;
+        return;
+      }
+    }
+    counts_.emplace_back(std::string(reason), 1);
+  }
+  std::string Message(int total) const {
+    auto sorted = counts_;
+    std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+      return a.second != b.second ? a.second > b.second : a.first < b.first;
+    });
+    std::string m = "0/" + std::to_string(total) + " nodes are available";
+    for (size_t i = 0; i < sorted.size(); ++i) {
+      m += i == 0 ? ": " : ", ";
+      m += std::to_string(sorted[i].second) + " " + sorted[i].first;
+    }
+    return m + ".";
+  }
+
+ private:
+  std::vector<std::pair<std::string, int>> counts_;
+};
+
+}  // namespace
+
+PlaceOutcome Scheduler::Place(const ClusterState& state, const PodSpec& pod,
+                              const GangContext* gang) {
+  PlaceOutcome out;
+  if (Status s = ValidatePodSpec(pod); !s.ok()) {
+    out.reason = s.message();
+    return out;
+  }
+  CycleState cycle(pod, config_.seed, sequence_++, gang);
+  for (PreFilterPlugin* p : prefilters_) {
+    if (Status s = p->PreFilter(cycle, state); !s.ok()) {
+      out.reason = s.message();
+      return out;
+    }
+  }
+  const int n = static_cast<int>(state.size());
+  if (n == 0) {
+    out.reason = "0/0 nodes are available: no nodes in the cluster.";
+    return out;
+  }
+  const DeviceRequest req = MakeDeviceRequest(pod);
+  const int want = NumFeasibleToFind(n);
+  const size_t classes = state.num_classes();
+  for (size_t f = 0; f < filters_.size(); ++f) {
+    if (!filters_[f]->ClassScoped()) continue;
+    class_memo_[f].assign(classes, 0);
+    class_reason_[f].resize(classes);
+  }
+  candidates_.clear();
+  Diagnosis diag;
+  int feasible = 0;
+  int looked = 0;
+  const uint32_t start = next_start_ % static_cast<uint32_t>(n);
+  for (int i = 0; i < n && feasible < want; ++i) {
+    const NodeId id((start + static_cast<uint32_t>(i)) % static_cast<uint32_t>(n));
+    ++looked;
+    std::string_view reason;
+    for (size_t f = 0; f < filters_.size() && reason.empty(); ++f) {
+      FilterPlugin& plugin = *filters_[f];
+      if (plugin.ClassScoped()) {
+        const uint32_t cls = state.node(id).cls.value();
+        uint8_t& memo = class_memo_[f][cls];
+        if (memo == 0) {
+          std::string_view r = plugin.Filter(cycle, state, id);
+          memo = r.empty() ? 1 : 2;
+          if (!r.empty()) class_reason_[f][cls] = std::string(r);
+        }
+        if (memo == 2) reason = class_reason_[f][cls];
+      } else {
+        reason = plugin.Filter(cycle, state, id);
+      }
+    }
+    if (reason.empty()) reason = ProposeCandidates(req, state, id, candidates_);
+    if (!reason.empty()) {
+      diag.Add(reason);
+      continue;
+    }
+    ++feasible;
+  }
+  next_start_ = (start + static_cast<uint32_t>(looked)) % static_cast<uint32_t>(n);
+  out.evaluated_nodes = looked;
+  out.feasible_nodes = feasible;
+  if (candidates_.empty()) {
+    out.reason = diag.Message(n);
+    return out;
+  }
+
+  const size_t m = candidates_.size();
+  std::vector<int64_t> total(m, 0);
+  for (size_t p = 0; p < scores_.size(); ++p) {
+    ScorePlugin& plugin = *scores_[p].plugin;
+    std::vector<int64_t>& raw = raw_scores_[p];
+    raw.resize(m);
+    for (size_t c = 0; c < m; ++c) raw[c] = plugin.Score(cycle, state, candidates_[c]);
+    if (plugin.Normalizes()) plugin.NormalizeScores(raw);
+    for (size_t c = 0; c < m; ++c) total[c] += scores_[p].weight * raw[c];
+  }
+  size_t best = 0;
+  for (size_t c = 1; c < m; ++c) {
+    if (total[c] > total[best] ||
+        (total[c] == total[best] && candidates_[c].node < candidates_[best].node)) {
+      best = c;
+    }
+  }
+  out.ok = true;
+  out.placement = Materialize(state, pod, candidates_[best]);
+  return out;
+}
+
+PlaceOutcome Scheduler::Schedule(ClusterState& state, const PodSpec& pod) {
+  PlaceOutcome out = Place(state, pod);
+  if (!out.ok) return out;
+  if (Status s = state.Allocate(out.placement); !s.ok()) {
+    out.ok = false;
+    out.reason = "placement could not be reserved: " + s.message();
+    return out;
+  }
+  for (ReservePlugin* r : reservers_) r->Reserve(pod, state, out.placement);
+  return out;
+}
+
+Status Scheduler::Unreserve(ClusterState& state, const PodSpec& pod, const Placement& p) {
+  if (Status s = state.Release(p); !s.ok()) return s;
+  for (ReservePlugin* r : reservers_) r->Unreserve(pod, state, p);
+  return Status::Ok();
+}
+
+GangOutcome Scheduler::ScheduleGang(ClusterState& state, std::span<const PodSpec> members,
+                                    int min_member) {
+  GangOutcome out;
+  out.placements.resize(members.size());
+  const int need = min_member <= 0 ? static_cast<int>(members.size())
+                                   : std::min<int>(min_member, static_cast<int>(members.size()));
+  // Largest GPU demand first: big members are the hard ones to fit.
+  std::vector<size_t> order(members.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return NominalGpuMilli(members[a]) > NominalGpuMilli(members[b]);
+  });
+  GangContext gang;
+  int placed = 0;
+  std::string first_failure;
+  for (size_t k = 0; k < order.size(); ++k) {
+    const size_t i = order[k];
+    PlaceOutcome o = Place(state, members[i], &gang);
+    if (o.ok) {
+      if (Status s = state.Allocate(o.placement); !s.ok()) {
+        o.ok = false;
+        o.reason = s.message();
+      }
+    }
+    if (!o.ok) {
+      if (first_failure.empty()) {
+        std::string name = members[i].name.empty() ? "#" + std::to_string(i) : members[i].name;
+        first_failure = "gang member " + name + " (" + std::to_string(k + 1) + "/" +
+                        std::to_string(members.size()) + "): " + o.reason;
+      }
+      continue;
+    }
+    gang.nodes.push_back(o.placement.node);
+    out.placements[i] = std::move(o.placement);
+    ++placed;
+  }
+  if (placed >= need) {
+    out.ok = true;
+    for (size_t i = 0; i < members.size(); ++i) {
+      if (out.placements[i]) {
+        for (ReservePlugin* r : reservers_) r->Reserve(members[i], state, *out.placements[i]);
+      }
+    }
+    if (placed < static_cast<int>(members.size())) out.reason = first_failure;
+    return out;
+  }
+  // All-or-nothing: return everything this attempt took.
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (out.placements[i]) {
+      Status s = state.Release(*out.placements[i]);
+      (void)s;
+      out.placements[i].reset();
+    }
+  }
+  out.reason = "gang needs " + std::to_string(need) + " of " + std::to_string(members.size()) +
+               " members placed, could place " + std::to_string(placed) + "; " + first_failure;
+  return out;
+}
+
+}  // namespace tessera::core

@@ -1,0 +1,130 @@
+// The scheduler: a profile of plugins chosen by policy name, run over a ClusterState to place
+// one pod (with its exact devices) or a gang of pods all-or-nothing.
+#ifndef TESSERA_CORE_SCHEDULER_H_
+#define TESSERA_CORE_SCHEDULER_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/cluster_state.h"
+#include "core/fgd.h"
+#include "core/framework.h"
+#include "core/pod.h"
+
+namespace tessera::core {
+
+struct SchedulerConfig {
+  // Placement policy: bestfit, spread, gpupacking, dotproduct, random, fgd.
+  std::string policy = "bestfit";
+  // Seed for the random policy (and any other seeded choice).
+  uint64_t seed = 0;
+  // How many nodes to find feasible before scoring, as kube-scheduler's
+  // percentageOfNodesToScore: 0 adapts to the cluster size (50% minus 1% per 125 nodes, at least
+  // 5% and 100 nodes); 100 scores every feasible node.
+  int percentage_of_nodes_to_score = 0;
+  // FGD's target workload; empty: learned from the pods placed.
+  std::vector<TaskType> fgd_workload;
+};
+
+// Builds plugins by name; the default registry holds every built-in plugin.
+class PluginRegistry {
+ public:
+  using FilterFactory = std::function<std::unique_ptr<FilterPlugin>(const SchedulerConfig&)>;
+  using ScoreFactory = std::function<std::unique_ptr<ScorePlugin>(const SchedulerConfig&)>;
+
+  void RegisterFilter(std::string name, FilterFactory f);
+  void RegisterScore(std::string name, ScoreFactory f);
+  std::unique_ptr<FilterPlugin> NewFilter(std::string_view name, const SchedulerConfig& c) const;
+  std::unique_ptr<ScorePlugin> NewScore(std::string_view name, const SchedulerConfig& c) const;
+
+  static const PluginRegistry& Default();
+
+ private:
+  std::map<std::string, FilterFactory, std::less<>> filters_;
+  std::map<std::string, ScoreFactory, std::less<>> scores_;
+};
+
+// Which plugins run, in order, with score weights.
+struct Profile {
+  std::vector<std::string> filters;
+  std::vector<std::pair<std::string, int>> scores;
+};
+
+// The profile of a policy name, or an error listing the known policies.
+Result<Profile> ProfileForPolicy(std::string_view policy);
+// Every policy name, in a stable order.
+std::vector<std::string> PolicyNames();
+
+struct PlaceOutcome {
+  bool ok = false;
+  Placement placement;
+  // When !ok: "0/1523 nodes are available: 900 insufficient GPU memory, ...".
+  std::string reason;
+  int evaluated_nodes = 0;  // nodes looked at in this cycle
+  int feasible_nodes = 0;   // of which passed every filter and the device step
+};
+
+struct GangOutcome {
+  bool ok = false;
+  // Per member, in the order given: the placement (reserved in the state when ok).
+  std::vector<std::optional<Placement>> placements;
+  std::string reason;
+};
+
+class Scheduler {
+ public:
+  static Result<std::unique_ptr<Scheduler>> Create(
+      const SchedulerConfig& config, const PluginRegistry& registry = PluginRegistry::Default());
+
+  const SchedulerConfig& config() const { return config_; }
+
+  // Finds the best placement for `pod` on `state` without changing it.
+  PlaceOutcome Place(const ClusterState& state, const PodSpec& pod,
+                     const GangContext* gang = nullptr);
+
+  // Place, then allocate the placement in `state` and tell the reserve plugins.
+  PlaceOutcome Schedule(ClusterState& state, const PodSpec& pod);
+
+  // Places the members of a gang: succeeds when at least `min_member` of them (all when
+  // min_member <= 0) are placed, and then holds their placements in `state`; otherwise nothing
+  // stays reserved and the reason names the member that could not be placed.
+  GangOutcome ScheduleGang(ClusterState& state, std::span<const PodSpec> members,
+                           int min_member = 0);
+
+  // Returns a placement (e.g. of a finished pod) to the state and tells the reserve plugins.
+  Status Unreserve(ClusterState& state, const PodSpec& pod, const Placement& p);
+
+ private:
+  struct WeightedScore {
+    std::unique_ptr<ScorePlugin> plugin;
+    int weight;
+  };
+
+  Scheduler() = default;
+  int NumFeasibleToFind(int nodes) const;
+
+  SchedulerConfig config_;
+  std::vector<std::unique_ptr<FilterPlugin>> filters_;
+  std::vector<WeightedScore> scores_;
+  std::vector<PreFilterPlugin*> prefilters_;
+  std::vector<ReservePlugin*> reservers_;
+  uint64_t sequence_ = 0;
+  uint32_t next_start_ = 0;
+  // Scratch reused across cycles.
+  std::vector<Candidate> candidates_;
+  std::vector<std::vector<int64_t>> raw_scores_;
+  std::vector<std::vector<uint8_t>> class_memo_;  // per class-scoped filter: 0 unknown, 1 pass, 2 fail
+  std::vector<std::vector<std::string>> class_reason_;
+};
+
+}  // namespace tessera::core
+
+#endif  // TESSERA_CORE_SCHEDULER_H_
