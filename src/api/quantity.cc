@@ -124,7 +124,9 @@ Result<int64_t> CeilDiv(const Quantity& q, __int128 unit, std::string_view field
   if (q.negative()) {
     return InvalidArgument(std::string(field) + ": must not be negative");
   }
-  return static_cast<int64_t>((q.nano + unit - 1) / unit);
+  const __int128 v = (q.nano + unit - 1) / unit;
+  if (v > INT64_MAX) return InvalidArgument(std::string(field) + ": is too large");
+  return static_cast<int64_t>(v);
 }
 
 }  // namespace

@@ -72,10 +72,11 @@ Result<Profile> ProfileForPolicy(std::string_view policy) {
     if (name != policy) continue;
     Profile p;
     p.filters = {"NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodeResourcesFit"};
-    // The policy dominates; the helpers break its ties and steer multi-GPU and gang choices.
+    // The policy dominates single pods; the helpers break its ties and steer multi-GPU
+    // choices. Gang locality outranks the policy: members of one gang talk to each other.
     p.scores = {{std::string(plugin), 8},
                 {"Topology", 2},
-                {"GangLocality", 2},
+                {"GangLocality", 10},
                 {"NodeAffinityPreferred", 1},
                 {"TaintPreferNoSchedule", 1}};
     return p;

@@ -1,1 +1,137 @@
+#include "core/cluster_state.h"
+
 #include <gtest/gtest.h>
+
+#include "core/test_cluster.h"
+
+namespace tessera::core {
+namespace {
+
+using testing::MakeGpu;
+using testing::MakeNode;
+using testing::MustAdd;
+
+TEST(ClusterState, RejectsBadNodes) {
+  ClusterState s;
+  MustAdd(s, MakeNode("a", 1));
+  EXPECT_EQ(s.AddNode(MakeNode("a", 1)).status().code(), StatusCode::kAlreadyExists);
+
+  NodeSpec t4 = MakeNode("t4", 1, "T4", SharingMode::kMig, 15360);
+  t4.gpus[0].sharing.mig = {{0, 0}};
+  auto r = s.AddNode(t4);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("does not support MIG"), std::string::npos);
+
+  NodeSpec ts = MakeNode("ts", 1, "T4", SharingMode::kTimeSlice, 15360);
+  ts.gpus[0].sharing.replicas = 1;
+  EXPECT_FALSE(s.AddNode(ts).ok());
+
+  NodeSpec dup = MakeNode("dup", 2);
+  dup.gpus[1].index = 0;
+  EXPECT_NE(s.AddNode(dup).status().message().find("duplicate GPU index"), std::string::npos);
+  EXPECT_EQ(s.size(), 1u);
+}
+
+TEST(ClusterState, NodesWithEqualLabelsShareAClass) {
+  ClusterState s;
+  NodeSpec a = MakeNode("a", 1);
+  a.labels = {{"pool", "x"}};
+  NodeSpec b = MakeNode("b", 1);
+  b.labels = {{"pool", "x"}};
+  NodeSpec c = MakeNode("c", 1);
+  c.labels = {{"pool", "y"}};
+  NodeId ia = MustAdd(s, a), ib = MustAdd(s, b), ic = MustAdd(s, c);
+  EXPECT_EQ(s.node(ia).cls, s.node(ib).cls);
+  EXPECT_NE(s.node(ia).cls, s.node(ic).cls);
+  EXPECT_EQ(s.labels(ic).at("pool"), "y");
+  EXPECT_EQ(s.ExportSpec(ia).labels.at("pool"), "x");
+}
+
+TEST(ClusterState, AllocateIsAtomicAndReleaseRestores) {
+  ClusterState s;
+  NodeSpec n = MakeNode("n", 2, "A100-40GB", SharingMode::kShared, 40960);
+  NodeId id = MustAdd(s, n);
+  Placement share;
+  share.node = id;
+  share.resources = {1000, 1024};
+  share.devices = {{0, DeviceKind::kShare, 300, 12288, 0, 0}};
+  ASSERT_TRUE(s.Allocate(share).ok());
+  EXPECT_EQ(s.allocated_gpu_milli(), 300);
+
+  // Second device overflows: nothing of the placement may stick.
+  Placement bad;
+  bad.node = id;
+  bad.resources = {1000, 0};
+  bad.devices = {{1, DeviceKind::kShare, 500, 1000, 0, 0}, {0, DeviceKind::kShare, 800, 1000, 0, 0}};
+  EXPECT_FALSE(s.Allocate(bad).ok());
+  EXPECT_EQ(s.usage(id).gpus[1].milli, 0);
+  EXPECT_EQ(s.usage(id).used.cpu_milli, 1000);
+
+  // A whole card cannot be taken while a share sits on it.
+  Placement whole;
+  whole.node = id;
+  whole.devices = {{0, DeviceKind::kWhole, 1000, 40960, 0, 0}};
+  EXPECT_FALSE(s.Allocate(whole).ok());
+
+  ASSERT_TRUE(s.Release(share).ok());
+  EXPECT_EQ(s.allocated_gpu_milli(), 0);
+  EXPECT_EQ(s.usage(id).used, Resources{});
+  EXPECT_TRUE(s.Allocate(whole).ok());
+  EXPECT_EQ(s.allocated_gpu_milli(), 1000);
+}
+
+TEST(ClusterState, TakenMilliPerSharingMode) {
+  ClusterState s;
+  NodeSpec n;
+  n.name = "mixed";
+  n.allocatable = {1000, 1000};
+  n.gpus = {MakeGpu(0, "A100-40GB", 40960, SharingMode::kExclusive),
+            MakeGpu(1, "A100-40GB", 40960, SharingMode::kTimeSlice),
+            MakeGpu(2, "A100-40GB", 40960, SharingMode::kShared),
+            MakeGpu(3, "A100-40GB", 40960, SharingMode::kMig)};
+  const MigGeometry* geo = FindMigGeometry("A100-40GB");
+  n.gpus[3].sharing.mig = PlaceMigLayout(*geo, std::vector<std::pair<std::string, int>>{
+                                                   {"3g.20gb", 1}, {"1g.5gb", 4}})
+                              .value();
+  NodeId id = MustAdd(s, n);
+  Placement p;
+  p.node = id;
+  p.devices = {{0, DeviceKind::kWhole, 1000, 40960, 0, 0},
+               {1, DeviceKind::kReplica, 250, 0, 0, 1},
+               {2, DeviceKind::kShare, 100, 20480, 0, 0},  // memory half beats compute 0.1
+               {3, DeviceKind::kMigInstance, 0, 0, 0, 0}};
+  // Hold the 3g.20gb instance, wherever the layout put it.
+  const int three_g = geo->FindProfile("3g.20gb");
+  for (size_t i = 0; i < n.gpus[3].sharing.mig.size(); ++i) {
+    if (n.gpus[3].sharing.mig[i].profile == three_g) p.devices[3].mig_instance = static_cast<uint8_t>(i);
+  }
+  ASSERT_TRUE(s.Allocate(p).ok());
+  EXPECT_EQ(s.GpuTakenMilli(id, 0), 1000);
+  EXPECT_EQ(s.GpuTakenMilli(id, 1), 250);  // 1 of 4 replicas
+  EXPECT_EQ(s.GpuTakenMilli(id, 2), 500);
+  // 3g.20gb: 4/8 of the memory beats 3/7 of the compute.
+  EXPECT_EQ(s.GpuTakenMilli(id, 3), 500);
+  EXPECT_EQ(s.allocated_gpu_milli(), 2250);
+  ASSERT_TRUE(s.SetGpuHealth(id, 2, GpuHealth::kUnhealthy).ok());
+  EXPECT_EQ(s.GpuFreeMilli(id, 2), 0);
+  EXPECT_EQ(s.GpuTakenMilli(id, 2), 500);
+}
+
+TEST(ClusterState, SeveralInstancesOfOneCardCountOnce) {
+  ClusterState s;
+  NodeSpec n = MakeNode("mig", 1, "H100-80GB", SharingMode::kMig);
+  const MigGeometry* geo = FindMigGeometry("H100-80GB");
+  n.gpus[0].sharing.mig =
+      PlaceMigLayout(*geo, std::vector<std::pair<std::string, int>>{{"1g.10gb", 7}}).value();
+  NodeId id = MustAdd(s, n);
+  Placement p;
+  p.node = id;
+  p.devices = {{0, DeviceKind::kMigInstance, 0, 0, 0, 0}, {0, DeviceKind::kMigInstance, 0, 0, 1, 0}};
+  ASSERT_TRUE(s.Allocate(p).ok());
+  EXPECT_EQ(s.allocated_gpu_milli(), 286);  // two 1g.10gb at 143 each
+  ASSERT_TRUE(s.Release(p).ok());
+  EXPECT_EQ(s.allocated_gpu_milli(), 0);
+}
+
+}  // namespace
+}  // namespace tessera::core

@@ -1,1 +1,120 @@
+#include "core/fgd.h"
+
 #include <gtest/gtest.h>
+
+#include "core/test_cluster.h"
+
+namespace tessera::core {
+namespace {
+
+using testing::MakeNode;
+using testing::MakePod;
+using testing::MustAdd;
+
+TaskType Share(int32_t milli, int64_t weight) { return {0, 1, milli, {}, weight}; }
+TaskType Whole(int32_t n, int64_t weight) { return {0, n, 1000, {}, weight}; }
+TaskType CpuOnly(int64_t weight) { return {1000, 0, 0, {}, weight}; }
+
+// Holds `milli` on each card of node `id` (a share per card).
+void Hold(ClusterState& s, NodeId id, std::vector<int32_t> milli) {
+  Placement p;
+  p.node = id;
+  for (size_t g = 0; g < milli.size(); ++g) {
+    if (milli[g] > 0) {
+      p.devices.push_back({static_cast<uint8_t>(g), DeviceKind::kShare, milli[g], 0, 0, 0});
+    }
+  }
+  ASSERT_TRUE(s.Allocate(p).ok());
+}
+
+TEST(Fgd, FragmentationMatchesHandComputation) {
+  ClusterState s;
+  NodeId id = MustAdd(s, MakeNode("n", 4, "G2", SharingMode::kShared, 16384));
+  Hold(s, id, {0, 500, 800, 1000});  // free: 1000, 500, 200, 0 (total 1700)
+  FragNode f = MakeFragNode(s, id);
+  // Share of 300: cards with >= 300 free (1000, 500) are usable; the 200 is fragment.
+  EXPECT_EQ(TaskFragmentation(f, Share(300, 1)), 200);
+  // One whole card: only the fully free card is usable; 500 + 200 are fragment.
+  EXPECT_EQ(TaskFragmentation(f, Whole(1, 1)), 700);
+  // Two whole cards cannot run at all: everything free is fragment.
+  EXPECT_EQ(TaskFragmentation(f, Whole(2, 1)), 1700);
+  // A CPU-only task uses no GPU: all free GPU is fragment from its point of view.
+  EXPECT_EQ(TaskFragmentation(f, CpuOnly(1)), 1700);
+  // Share of 600: only the free card qualifies.
+  EXPECT_EQ(TaskFragmentation(f, Share(600, 1)), 700);
+  std::vector<TaskType> w = {Share(300, 3), Whole(1, 2), CpuOnly(1)};
+  EXPECT_EQ(NodeFragmentation(f, w), 3 * 200 + 2 * 700 + 1 * 1700);
+}
+
+TEST(Fgd, ModelConstraintsAndCpuMakeEverythingFragment) {
+  ClusterState s;
+  NodeSpec n = MakeNode("n", 2, "T4", SharingMode::kShared, 15360);
+  n.allocatable.cpu_milli = 4000;
+  NodeId id = MustAdd(s, n);
+  FragNode f = MakeFragNode(s, id);
+  TaskType v100 = Share(500, 1);
+  v100.models = {"V100M16", "V100M32"};
+  EXPECT_EQ(TaskFragmentation(f, v100), 2000);
+  TaskType hungry = Share(500, 1);
+  hungry.cpu_milli = 8000;
+  EXPECT_EQ(TaskFragmentation(f, hungry), 2000);
+  EXPECT_EQ(TaskFragmentation(f, Share(500, 1)), 0);
+}
+
+TEST(Fgd, PicksTheNodeAndCardThatAddLeastFragmentation) {
+  // Workload: shares of 500 and single whole cards, equally popular.
+  // Node a: free [1000, 1000]. Node b: free [600, 1000].
+  // A share of 500 on:
+  //   b/GPU0 -> [100, 1000]: share frag 100, whole frag 100 = 200; before 0 + 600 = 600; -400
+  //   b/GPU1 -> [600, 500]:  share frag 0,  whole frag 1100 = 1100; +500
+  //   a/GPU0 -> [500, 1000]: share frag 0,  whole frag 500  = 500;  +500
+  // FGD must choose b/GPU0, while best fit per node would also pick b but spread picks a.
+  ClusterState s;
+  MustAdd(s, MakeNode("a", 2, "G2", SharingMode::kShared, 16384));
+  NodeId b = MustAdd(s, MakeNode("b", 2, "G2", SharingMode::kShared, 16384));
+  Hold(s, b, {400, 0});
+  SchedulerConfig c;
+  c.policy = "fgd";
+  c.fgd_workload = {Share(500, 1), Whole(1, 1)};
+  auto sched = Scheduler::Create(c).value();
+  PlaceOutcome o = sched->Place(s, MakePod("p", {{"tessera.io/gpu-milli", "500"}}));
+  ASSERT_TRUE(o.ok) << o.reason;
+  EXPECT_EQ(o.placement.node, b);
+  EXPECT_EQ(o.placement.devices[0].gpu, 0);
+}
+
+TEST(Fgd, KeepsWholeNodesForLargePods) {
+  // Two 2-card nodes; arrivals: a 600 share, another 600 share, then a 2-card pod.
+  // The second share on a/GPU1 turns a = [400, 1000] into [400, 400]: fragmentation for
+  // {share 600, 2 whole cards} goes from 400 + 1400 = 1800 to 800 + 800 = 1600 (-200);
+  // on b/GPU0 it goes from 0 to 400 + 1400 = 1800 (+1800). FGD keeps b whole for the 2-card
+  // pod; spread puts the shares on both nodes and the 2-card pod cannot run.
+  auto run = [](const std::string& policy) {
+    ClusterState s;
+    MustAdd(s, MakeNode("a", 2, "G2", SharingMode::kShared, 16384));
+    MustAdd(s, MakeNode("b", 2, "G2", SharingMode::kShared, 16384));
+    SchedulerConfig c;
+    c.policy = policy;
+    c.percentage_of_nodes_to_score = 100;
+    c.fgd_workload = {Share(600, 1), Whole(2, 1)};
+    auto sched = Scheduler::Create(c).value();
+    int placed = 0;
+    placed += sched->Schedule(s, MakePod("s1", {{"tessera.io/gpu-milli", "600"}})).ok;
+    placed += sched->Schedule(s, MakePod("s2", {{"tessera.io/gpu-milli", "600"}})).ok;
+    placed += sched->Schedule(s, MakePod("w", {{"nvidia.com/gpu", "2"}})).ok;
+    return placed;
+  };
+  EXPECT_EQ(run("fgd"), 3);
+  EXPECT_EQ(run("spread"), 2);
+}
+
+TEST(Fgd, TypicalTypesCoverTheAskedShare) {
+  std::vector<TaskType> seen = {Share(500, 60), Whole(1, 30), Share(250, 6), CpuOnly(4)};
+  auto t = TypicalTaskTypes(seen, 90);
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(t[0].gpu_milli, 500);
+  EXPECT_EQ(TypicalTaskTypes(seen, 100).size(), 4u);
+}
+
+}  // namespace
+}  // namespace tessera::core

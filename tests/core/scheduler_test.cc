@@ -1,1 +1,427 @@
+#include "core/scheduler.h"
+
 #include <gtest/gtest.h>
+
+#include <set>
+
+#include "core/test_cluster.h"
+
+namespace tessera::core {
+namespace {
+
+using testing::GpuIndices;
+using testing::MakeGpu;
+using testing::MakeNode;
+using testing::MakePod;
+using testing::MustAdd;
+using testing::MustScheduler;
+
+// A node with one card of each sharing mode, A100-40GB.
+NodeSpec MixedNode(std::string name) {
+  NodeSpec n;
+  n.name = std::move(name);
+  n.allocatable = {64000, 512 * 1024};
+  n.gpus = {MakeGpu(0, "A100-40GB", 40960, SharingMode::kExclusive),
+            MakeGpu(1, "A100-40GB", 40960, SharingMode::kTimeSlice),
+            MakeGpu(2, "A100-40GB", 40960, SharingMode::kShared),
+            MakeGpu(3, "A100-40GB", 40960, SharingMode::kMig)};
+  n.gpus[1].sharing.rename = true;
+  const MigGeometry* geo = FindMigGeometry("A100-40GB");
+  n.gpus[3].sharing.mig = PlaceMigLayout(*geo, std::vector<std::pair<std::string, int>>{
+                                                   {"3g.20gb", 1}, {"2g.10gb", 1}, {"1g.5gb", 2}})
+                              .value();
+  return n;
+}
+
+struct KindCase {
+  const char* name;
+  api::ResourceList limits;
+  DeviceKind kind;
+  std::vector<int> gpus;  // expected GPU indices
+};
+
+class RequestKindTest : public ::testing::TestWithParam<KindCase> {};
+
+TEST_P(RequestKindTest, LandsOnTheRightKindOfCard) {
+  const KindCase& c = GetParam();
+  ClusterState s;
+  MustAdd(s, MixedNode("mixed"));
+  auto sched = MustScheduler();
+  PlaceOutcome o = sched->Schedule(s, MakePod(c.name, c.limits));
+  ASSERT_TRUE(o.ok) << o.reason;
+  ASSERT_FALSE(o.placement.devices.empty());
+  for (const DeviceAssignment& d : o.placement.devices) EXPECT_EQ(d.kind, c.kind);
+  EXPECT_EQ(GpuIndices(s, o.placement), c.gpus);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Kinds, RequestKindTest,
+    ::testing::Values(
+        // Whole cards may use an exclusive card or a free shared card.
+        KindCase{"whole", {{"nvidia.com/gpu", "1"}}, DeviceKind::kWhole, {0}},
+        KindCase{"whole2", {{"nvidia.com/gpu", "2"}}, DeviceKind::kWhole, {0, 2}},
+        KindCase{"milli", {{"tessera.io/gpu-milli", "300"}}, DeviceKind::kShare, {2}},
+        KindCase{"cgpu-mem", {{"aliyun.com/gpu-mem", "4"}}, DeviceKind::kShare, {2}},
+        KindCase{"cgpu-core", {{"aliyun.com/gpu-mem", "8"}, {"aliyun.com/gpu-core", "50"}},
+                 DeviceKind::kShare, {2}},
+        KindCase{"hami", {{"nvidia.com/gpumem", "4000"}, {"nvidia.com/gpucores", "30"}},
+                 DeviceKind::kShare, {2}},
+        KindCase{"mig", {{"nvidia.com/mig-1g.5gb", "1"}}, DeviceKind::kMigInstance, {3}},
+        KindCase{"mig2", {{"nvidia.com/mig-1g.5gb", "2"}}, DeviceKind::kMigInstance, {3, 3}},
+        KindCase{"replica", {{"nvidia.com/gpu.shared", "1"}}, DeviceKind::kReplica, {1}}));
+
+TEST(Scheduler, ShareSizesFollowTheRequest) {
+  ClusterState s;
+  MustAdd(s, MixedNode("mixed"));
+  auto sched = MustScheduler();
+  PlaceOutcome o = sched->Schedule(s, MakePod("p", {{"aliyun.com/gpu-mem", "8"},
+                                                     {"aliyun.com/gpu-core", "50"}}));
+  ASSERT_TRUE(o.ok) << o.reason;
+  EXPECT_EQ(o.placement.devices[0].milli, 500);
+  EXPECT_EQ(o.placement.devices[0].memory_mib, 8192);
+  // gpu-milli without memory takes the same fraction of the card's memory.
+  o = sched->Schedule(s, MakePod("q", {{"tessera.io/gpu-milli", "250"}}));
+  ASSERT_TRUE(o.ok) << o.reason;
+  EXPECT_EQ(o.placement.devices[0].memory_mib, 10240);
+}
+
+TEST(Scheduler, UnrenamedTimeSliceCardsServePlainGpuRequestsAsReplicas) {
+  ClusterState s;
+  NodeSpec n = MakeNode("ts", 1, "T4", SharingMode::kTimeSlice, 15360);
+  MustAdd(s, n);
+  auto sched = MustScheduler();
+  for (int i = 0; i < 4; ++i) {
+    PlaceOutcome o = sched->Schedule(s, MakePod("p", {{"nvidia.com/gpu", "1"}}));
+    ASSERT_TRUE(o.ok) << o.reason;
+    EXPECT_EQ(o.placement.devices[0].kind, DeviceKind::kReplica);
+  }
+  PlaceOutcome o = sched->Schedule(s, MakePod("p", {{"nvidia.com/gpu", "1"}}));
+  EXPECT_FALSE(o.ok);
+  EXPECT_EQ(o.reason, "0/1 nodes are available: 1 insufficient free GPUs.");
+}
+
+TEST(Scheduler, FailRequestsGreaterThanOne) {
+  ClusterState s;
+  NodeSpec n = MakeNode("ts", 2, "T4", SharingMode::kTimeSlice, 15360);
+  for (auto& g : n.gpus) {
+    g.sharing.rename = true;
+    g.sharing.fail_requests_greater_than_one = true;
+  }
+  MustAdd(s, n);
+  auto sched = MustScheduler();
+  PlaceOutcome o = sched->Schedule(s, MakePod("p", {{"nvidia.com/gpu.shared", "2"}}));
+  EXPECT_FALSE(o.ok);
+  EXPECT_NE(o.reason.find("time-slicing allows one replica per request"), std::string::npos);
+  EXPECT_TRUE(sched->Schedule(s, MakePod("p", {{"nvidia.com/gpu.shared", "1"}})).ok);
+}
+
+TEST(Scheduler, WholeGpusAreAlwaysDistinctCards) {
+  ClusterState s;
+  for (int i = 0; i < 4; ++i) MustAdd(s, MakeNode("n" + std::to_string(i), 8));
+  for (const std::string& policy : PolicyNames()) {
+    ClusterState st = s;
+    auto sched = MustScheduler(policy, 7);
+    const int sizes[] = {1, 2, 3, 4, 8, 1, 2};
+    for (int round = 0; round < 20; ++round) {
+      int k = sizes[round % 7];
+      PlaceOutcome o = sched->Schedule(st, MakePod("p", {{"nvidia.com/gpu", std::to_string(k)}}));
+      if (!o.ok) continue;
+      std::set<int> cards;
+      for (const auto& d : o.placement.devices) cards.insert(d.gpu);
+      EXPECT_EQ(cards.size(), static_cast<size_t>(k)) << policy;
+    }
+    // No card is ever held twice.
+    for (uint32_t n = 0; n < st.size(); ++n) {
+      for (const GpuUsage& u : st.usage(NodeId(n)).gpus) EXPECT_LE(u.holders, 1) << policy;
+    }
+  }
+}
+
+TEST(Scheduler, MultiCardSharesLandOnDistinctCards) {
+  ClusterState s;
+  MustAdd(s, MakeNode("n", 4, "A10", SharingMode::kShared, 24576));
+  auto sched = MustScheduler();
+  PlaceOutcome o = sched->Schedule(s, MakePod("p", {{"nvidia.com/gpu", "2"},
+                                                     {"nvidia.com/gpumem", "8000"}}));
+  ASSERT_TRUE(o.ok) << o.reason;
+  ASSERT_EQ(o.placement.devices.size(), 2u);
+  EXPECT_NE(o.placement.devices[0].gpu, o.placement.devices[1].gpu);
+  EXPECT_EQ(o.placement.devices[0].memory_mib, 8000);
+}
+
+TEST(Scheduler, ExplainsLikeKubeScheduler) {
+  ClusterState s;
+  MustAdd(s, MakeNode("small-1", 1, "T4", SharingMode::kShared, 15360));
+  MustAdd(s, MakeNode("small-2", 1, "T4", SharingMode::kShared, 15360));
+  NodeSpec tainted = MakeNode("tainted", 1, "A100-80GB", SharingMode::kShared, 81920);
+  tainted.taints = {{"gpu", "", TaintEffect::kNoSchedule}};
+  MustAdd(s, tainted);
+  auto sched = MustScheduler();
+  PlaceOutcome o = sched->Place(s, MakePod("big", {{"nvidia.com/gpumem", "20000"}}));
+  EXPECT_FALSE(o.ok);
+  EXPECT_EQ(o.reason,
+            "0/3 nodes are available: 2 insufficient GPU memory, 1 untolerated taint {gpu: }.");
+}
+
+struct FilterCase {
+  const char* name;
+  std::function<void(PodSpec&)> edit;
+  bool fits;
+  const char* reason;  // when it does not fit
+};
+
+class FilterTest : public ::testing::TestWithParam<FilterCase> {};
+
+// One node: labels zone=a, gpus=8, tier=gold; taints dedicated=ml:NoSchedule, spot:NoExecute.
+TEST_P(FilterTest, Verdict) {
+  const FilterCase& c = GetParam();
+  ClusterState s;
+  NodeSpec n = MakeNode("node", 1);
+  n.labels = {{"zone", "a"}, {"gpus", "8"}, {"tier", "gold"}};
+  n.taints = {{"dedicated", "ml", TaintEffect::kNoSchedule}, {"spot", "", TaintEffect::kNoExecute}};
+  MustAdd(s, n);
+  PodSpec pod = MakePod("p", {{"nvidia.com/gpu", "1"}});
+  pod.tolerations = {{"dedicated", TolerationOp::kEqual, "ml", true, TaintEffect::kNoSchedule},
+                     {"spot", TolerationOp::kExists, "", false, TaintEffect::kNoExecute}};
+  c.edit(pod);
+  auto sched = MustScheduler();
+  PlaceOutcome o = sched->Place(s, pod);
+  EXPECT_EQ(o.ok, c.fits) << o.reason;
+  if (!c.fits) EXPECT_NE(o.reason.find(c.reason), std::string::npos) << o.reason;
+}
+
+LabelRequirement Req(std::string key, SelectorOp op, std::vector<std::string> values = {}) {
+  return {std::move(key), op, std::move(values)};
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Filters, FilterTest,
+    ::testing::Values(
+        FilterCase{"tolerated", [](PodSpec&) {}, true, ""},
+        FilterCase{"selector-match", [](PodSpec& p) { p.node_selector = {{"zone", "a"}}; }, true, ""},
+        FilterCase{"selector-miss", [](PodSpec& p) { p.node_selector = {{"zone", "b"}}; }, false,
+                   "node selector mismatch"},
+        FilterCase{"in", [](PodSpec& p) { p.required_terms = {{{Req("zone", SelectorOp::kIn, {"b", "a"})}}}; },
+                   true, ""},
+        FilterCase{"in-miss", [](PodSpec& p) { p.required_terms = {{{Req("zone", SelectorOp::kIn, {"b"})}}}; },
+                   false, "node affinity mismatch"},
+        FilterCase{"notin", [](PodSpec& p) { p.required_terms = {{{Req("zone", SelectorOp::kNotIn, {"a"})}}}; },
+                   false, "node affinity mismatch"},
+        FilterCase{"exists", [](PodSpec& p) { p.required_terms = {{{Req("tier", SelectorOp::kExists)}}}; },
+                   true, ""},
+        FilterCase{"doesnotexist",
+                   [](PodSpec& p) { p.required_terms = {{{Req("tier", SelectorOp::kDoesNotExist)}}}; },
+                   false, "node affinity mismatch"},
+        FilterCase{"gt", [](PodSpec& p) { p.required_terms = {{{Req("gpus", SelectorOp::kGt, {"4"})}}}; },
+                   true, ""},
+        FilterCase{"gt-miss", [](PodSpec& p) { p.required_terms = {{{Req("gpus", SelectorOp::kGt, {"8"})}}}; },
+                   false, "node affinity mismatch"},
+        FilterCase{"lt", [](PodSpec& p) { p.required_terms = {{{Req("gpus", SelectorOp::kLt, {"9"})}}}; },
+                   true, ""},
+        FilterCase{"terms-are-ored",
+                   [](PodSpec& p) {
+                     p.required_terms = {{{Req("zone", SelectorOp::kIn, {"b"})}},
+                                         {{Req("tier", SelectorOp::kIn, {"gold"})}}};
+                   },
+                   true, ""},
+        FilterCase{"requirements-are-anded",
+                   [](PodSpec& p) {
+                     p.required_terms = {{{Req("zone", SelectorOp::kIn, {"a"}),
+                                           Req("tier", SelectorOp::kIn, {"silver"})}}};
+                   },
+                   false, "node affinity mismatch"},
+        FilterCase{"wrong-value", [](PodSpec& p) { p.tolerations[0].value = "web"; }, false,
+                   "untolerated taint {dedicated: ml}"},
+        FilterCase{"exists-any-value",
+                   [](PodSpec& p) {
+                     p.tolerations[0] = {"dedicated", TolerationOp::kExists, "", true, TaintEffect::kNoSchedule};
+                   },
+                   true, ""},
+        FilterCase{"wrong-effect",
+                   [](PodSpec& p) { p.tolerations[0].any_effect = false, p.tolerations[0].effect = TaintEffect::kNoExecute; },
+                   false, "untolerated taint {dedicated: ml}"},
+        FilterCase{"noexecute-untolerated", [](PodSpec& p) { p.tolerations.pop_back(); }, false,
+                   "untolerated taint {spot: }"},
+        FilterCase{"tolerate-everything",
+                   [](PodSpec& p) { p.tolerations = {{"", TolerationOp::kExists, "", true, TaintEffect::kNoSchedule}}; },
+                   true, ""},
+        FilterCase{"cpu", [](PodSpec& p) { p.requests.cpu_milli = 65000; }, false, "insufficient cpu"},
+        FilterCase{"memory", [](PodSpec& p) { p.requests.memory_mib = 600 * 1024; }, false,
+                   "insufficient memory"},
+        FilterCase{"model-ok", [](PodSpec& p) { p.gpu_models = {"A100-80GB", "H100-80GB"}; }, true, ""},
+        FilterCase{"model-miss", [](PodSpec& p) { p.gpu_models = {"V100M16", "V100M32"}; }, false,
+                   "no GPU of model V100M16|V100M32"}),
+    [](const ::testing::TestParamInfo<FilterCase>& i) {
+      std::string n = i.param.name;
+      for (char& ch : n) if (ch == '-') ch = '_';
+      return n;
+    });
+
+TEST(Scheduler, PreferNoScheduleSteersButDoesNotBlock) {
+  ClusterState s;
+  NodeSpec a = MakeNode("a-tainted", 1);
+  a.taints = {{"busy", "", TaintEffect::kPreferNoSchedule}};
+  MustAdd(s, a);
+  MustAdd(s, MakeNode("b-clean", 1));
+  auto sched = MustScheduler();
+  PlaceOutcome o = sched->Schedule(s, MakePod("p", {{"nvidia.com/gpu", "1"}}));
+  ASSERT_TRUE(o.ok);
+  EXPECT_EQ(s.node(o.placement.node).name, "b-clean");
+  o = sched->Schedule(s, MakePod("p", {{"nvidia.com/gpu", "1"}}));
+  ASSERT_TRUE(o.ok) << o.reason;
+  EXPECT_EQ(s.node(o.placement.node).name, "a-tainted");
+}
+
+TEST(Scheduler, PreferredAffinityPicksThePreferredNode) {
+  ClusterState s;
+  MustAdd(s, MakeNode("a", 1));
+  NodeSpec b = MakeNode("b", 1);
+  b.labels = {{"disk", "nvme"}};
+  MustAdd(s, b);
+  auto sched = MustScheduler();
+  PodSpec p = MakePod("p", {{"nvidia.com/gpu", "1"}});
+  p.preferred_terms = {{50, {{Req("disk", SelectorOp::kIn, {"nvme"})}}}};
+  PlaceOutcome o = sched->Place(s, p);
+  ASSERT_TRUE(o.ok);
+  EXPECT_EQ(s.node(o.placement.node).name, "b");
+}
+
+TEST(Scheduler, CordonedNodesAndUnhealthyGpusAreSkipped) {
+  ClusterState s;
+  NodeId a = MustAdd(s, MakeNode("a", 2));
+  NodeId b = MustAdd(s, MakeNode("b", 2));
+  ASSERT_TRUE(s.SetUnschedulable(a, true).ok());
+  ASSERT_TRUE(s.SetGpuHealth(b, 0, GpuHealth::kUnhealthy).ok());
+  auto sched = MustScheduler();
+  PlaceOutcome o = sched->Schedule(s, MakePod("p", {{"nvidia.com/gpu", "1"}}));
+  ASSERT_TRUE(o.ok);
+  EXPECT_EQ(o.placement.node, b);
+  EXPECT_EQ(GpuIndices(s, o.placement), std::vector<int>{1});
+  o = sched->Place(s, MakePod("p", {{"nvidia.com/gpu", "1"}}));
+  EXPECT_EQ(o.reason,
+            "0/2 nodes are available: 1 insufficient free GPUs, 1 node(s) were unschedulable.");
+}
+
+TEST(Scheduler, MultiGpuPodStaysInsideOneNvlinkDomain) {
+  ClusterState s;
+  NodeSpec n = MakeNode("n", 8);
+  for (int g = 0; g < 8; ++g) {
+    n.gpus[g].nvlink_domain = static_cast<int16_t>(g / 4);
+    n.gpus[g].numa_node = static_cast<int16_t>(g / 4);
+  }
+  NodeId id = MustAdd(s, n);
+  // Take GPUs 0-2 so the lowest free indices (3, 4) would straddle the two domains.
+  Placement hold;
+  hold.node = id;
+  for (uint8_t g = 0; g < 3; ++g) hold.devices.push_back({g, DeviceKind::kWhole, 1000, 81920, 0, 0});
+  ASSERT_TRUE(s.Allocate(hold).ok());
+  auto sched = MustScheduler();
+  PlaceOutcome o = sched->Schedule(s, MakePod("p", {{"nvidia.com/gpu", "2"}}));
+  ASSERT_TRUE(o.ok);
+  EXPECT_EQ(GpuIndices(s, o.placement), (std::vector<int>{4, 5}));
+  // One card goes where it leaves the domain tightest: GPU 3, completing domain 0.
+  o = sched->Schedule(s, MakePod("p", {{"nvidia.com/gpu", "1"}}));
+  ASSERT_TRUE(o.ok);
+  EXPECT_EQ(GpuIndices(s, o.placement), (std::vector<int>{3}));
+}
+
+TEST(Gang, AllOrNothing) {
+  ClusterState s;
+  for (int i = 0; i < 3; ++i) MustAdd(s, MakeNode("n" + std::to_string(i), 8));
+  auto sched = MustScheduler();
+  std::vector<PodSpec> four(4, MakePod("w", {{"nvidia.com/gpu", "8"}}));
+  const ClusterState before = s;
+  GangOutcome g = sched->ScheduleGang(s, four);
+  EXPECT_FALSE(g.ok);
+  EXPECT_NE(g.reason.find("could place 3"), std::string::npos) << g.reason;
+  EXPECT_EQ(s.allocated_gpu_milli(), 0);
+  for (uint32_t n = 0; n < s.size(); ++n) {
+    EXPECT_EQ(s.usage(NodeId(n)).pods, 0);
+    EXPECT_EQ(s.usage(NodeId(n)).used, before.usage(NodeId(n)).used);
+  }
+  for (const auto& p : g.placements) EXPECT_FALSE(p.has_value());
+
+  std::vector<PodSpec> three(3, MakePod("w", {{"nvidia.com/gpu", "8"}}));
+  g = sched->ScheduleGang(s, three);
+  ASSERT_TRUE(g.ok) << g.reason;
+  std::set<uint32_t> nodes;
+  for (const auto& p : g.placements) nodes.insert(p->node.value());
+  EXPECT_EQ(nodes.size(), 3u);
+  EXPECT_EQ(s.allocated_gpu_milli(), 24000);
+}
+
+TEST(Gang, MinMemberAllowsAPartialGang) {
+  ClusterState s;
+  MustAdd(s, MakeNode("n", 8));
+  auto sched = MustScheduler();
+  std::vector<PodSpec> members(3, MakePod("w", {{"nvidia.com/gpu", "4"}}));
+  GangOutcome g = sched->ScheduleGang(s, members, 2);
+  ASSERT_TRUE(g.ok) << g.reason;
+  int placed = 0;
+  for (const auto& p : g.placements) placed += p.has_value();
+  EXPECT_EQ(placed, 2);
+  EXPECT_EQ(s.allocated_gpu_milli(), 8000);
+}
+
+TEST(Gang, PacksMembersOntoFewNodes) {
+  ClusterState s;
+  for (int i = 0; i < 4; ++i) MustAdd(s, MakeNode("n" + std::to_string(i), 8));
+  auto sched = MustScheduler("spread");  // spread alone would use four nodes
+  std::vector<PodSpec> members(4, MakePod("w", {{"nvidia.com/gpu", "2"}}));
+  GangOutcome g = sched->ScheduleGang(s, members);
+  ASSERT_TRUE(g.ok);
+  std::set<uint32_t> nodes;
+  for (const auto& p : g.placements) nodes.insert(p->node.value());
+  EXPECT_EQ(nodes.size(), 1u);
+}
+
+std::vector<Placement> RunSequence(const std::string& policy, uint64_t seed) {
+  ClusterState s;
+  for (int i = 0; i < 6; ++i) {
+    MustAdd(s, MakeNode("n" + std::to_string(i), 4, "A10", SharingMode::kShared, 24576));
+  }
+  auto sched = MustScheduler(policy, seed);
+  std::vector<Placement> out;
+  const char* shapes[] = {"300", "500", "1000", "250", "700"};
+  for (int i = 0; i < 30; ++i) {
+    api::ResourceList r;
+    if (i % 7 == 3) {
+      r = {{"nvidia.com/gpu", "2"}};
+    } else {
+      r = {{"tessera.io/gpu-milli", shapes[i % 5]}};
+    }
+    PlaceOutcome o = sched->Schedule(s, MakePod("p", r));
+    if (o.ok) out.push_back(o.placement);
+  }
+  return out;
+}
+
+TEST(Scheduler, DeterministicForSameInputAndSeed) {
+  for (const std::string& policy : PolicyNames()) {
+    EXPECT_EQ(RunSequence(policy, 42), RunSequence(policy, 42)) << policy;
+  }
+  EXPECT_NE(RunSequence("random", 1), RunSequence("random", 2));
+}
+
+TEST(Scheduler, SamplesNodesOnLargeClustersLikeKubeScheduler) {
+  ClusterState s;
+  for (int i = 0; i < 1000; ++i) MustAdd(s, MakeNode("n" + std::to_string(i), 1));
+  auto adaptive = MustScheduler("bestfit", 1, 0);
+  PlaceOutcome o = adaptive->Place(s, MakePod("p", {{"nvidia.com/gpu", "1"}}));
+  ASSERT_TRUE(o.ok);
+  EXPECT_EQ(o.feasible_nodes, 420);  // 50% - 1000/125 = 42%
+  auto all = MustScheduler("bestfit", 1, 100);
+  o = all->Place(s, MakePod("p", {{"nvidia.com/gpu", "1"}}));
+  EXPECT_EQ(o.feasible_nodes, 1000);
+}
+
+TEST(Scheduler, UnknownPolicyIsAnError) {
+  SchedulerConfig c;
+  c.policy = "fastest";
+  auto s = Scheduler::Create(c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("known: bestfit"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera::core
