@@ -102,6 +102,7 @@ Result<NodeId> ClusterState::AddNode(NodeSpec spec) {
   by_name_.emplace(rec.name, id);
   nodes_.push_back(std::move(rec));
   usage_.push_back(std::move(usage));
+  RefreshFree(id);
   return id;
 }
 
@@ -136,6 +137,7 @@ Status ClusterState::SetGpuHealth(NodeId id, int gpu, GpuHealth health) {
     return NotFound("node " + n.name + " has no GPU at position " + std::to_string(gpu));
   }
   n.gpus[gpu].health = health;
+  RefreshFree(id);
   return Status::Ok();
 }
 
@@ -271,6 +273,15 @@ void ClusterState::Apply(NodeId id, const Placement& p, int sign) {
     a.holders = static_cast<uint16_t>(a.holders + sign);
   }
   allocated_gpu_milli_ += taken() - before;
+  RefreshFree(id);
+}
+
+void ClusterState::RefreshFree(NodeId id) {
+  int64_t free = 0;
+  for (size_t g = 0; g < nodes_[id.value()].gpus.size(); ++g) {
+    free += GpuFreeMilli(id, static_cast<int>(g));
+  }
+  usage_[id.value()].gpu_free_milli = free;
 }
 
 Status ClusterState::Allocate(const Placement& p) {

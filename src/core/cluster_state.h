@@ -29,8 +29,9 @@ struct GpuUsage {
 
 struct NodeUsage {
   Resources used;
-  std::vector<GpuUsage> gpus;  // parallel to NodeSpec::gpus
+  std::vector<GpuUsage> gpus;  // parallel to NodeRecord::gpus
   int32_t pods = 0;
+  int64_t gpu_free_milli = 0;  // sum of ClusterState::GpuFreeMilli over the node's GPUs
 };
 
 enum class DeviceKind : uint8_t { kWhole, kShare, kMigInstance, kReplica };
@@ -118,7 +119,7 @@ class ClusterState {
   NodeClassId InternClass(const Labels& labels, const std::vector<Taint>& taints);
   Status CheckFits(const NodeRecord& node, const NodeUsage& usage, const Placement& p) const;
   void Apply(NodeId id, const Placement& p, int sign);
-  int64_t NodeTakenMilli(NodeId id) const;
+  void RefreshFree(NodeId id);
 
   std::vector<NodeRecord> nodes_;
   std::vector<NodeUsage> usage_;

@@ -1,6 +1,7 @@
 #include "core/devices.h"
 
 #include <algorithm>
+#include <array>
 
 namespace tessera::core {
 
@@ -31,38 +32,52 @@ std::string_view IneligibleReason(const DeviceRequest& req, const NodeRecord& no
 
 bool Free(const GpuUsage& u) { return u.holders == 0; }
 
+// GPU positions of one node; never more than kMaxGpusPerNode, so no heap.
+struct GpuList {
+  std::array<int, kMaxGpusPerNode> v{};
+  int n = 0;
+  void push_back(int g) { v[n++] = g; }
+  int size() const { return n; }
+  bool empty() const { return n == 0; }
+  int operator[](int i) const { return v[i]; }
+  const int* begin() const { return v.data(); }
+  const int* end() const { return v.data() + n; }
+  int* begin() { return v.data(); }
+  int* end() { return v.data() + n; }
+};
+
 // Whole cards: one candidate per NVLink domain (else NUMA node) that can hold all of them, else
 // the lowest free indices. For one card, one candidate per (domain, NUMA) group.
-void ProposeWhole(const NodeRecord& node, const NodeUsage& usage, const std::vector<int>& free,
-                  int count, Candidate base, std::vector<Candidate>& out) {
-  auto emit = [&](const std::vector<int>& gpus) {
+void ProposeWhole(const NodeRecord& node, const GpuList& free, int count, Candidate base,
+                  std::vector<Candidate>& out) {
+  auto emit = [&](const GpuList& gpus) {
     Candidate c = base;
     c.kind = DeviceKind::kWhole;
     c.n = static_cast<uint8_t>(count);
     for (int i = 0; i < count; ++i) c.picks[i] = {static_cast<uint8_t>(gpus[i]), 0, 0};
     out.push_back(c);
   };
-  (void)usage;
   const size_t before = out.size();
   for (int pass = 0; pass < 2 && out.size() == before; ++pass) {
     // pass 0 groups by NVLink domain, pass 1 by NUMA node.
-    std::vector<int16_t> seen;
+    std::array<int16_t, kMaxGpusPerNode> seen{};
+    int nseen = 0;
     for (int g : free) {
       const GpuDevice& d = node.gpus[g];
       int16_t key = pass == 0 ? d.nvlink_domain : d.numa_node;
       int16_t other = pass == 0 ? d.numa_node : d.nvlink_domain;
       if (key < 0) continue;
       int16_t combo = count == 1 ? static_cast<int16_t>(key * 64 + (other + 1)) : key;
-      if (std::find(seen.begin(), seen.end(), combo) != seen.end()) continue;
-      seen.push_back(combo);
-      std::vector<int> group;
+      if (std::find(seen.begin(), seen.begin() + nseen, combo) != seen.begin() + nseen) continue;
+      seen[nseen++] = combo;
+      GpuList group;
       for (int h : free) {
         const GpuDevice& e = node.gpus[h];
         int16_t k2 = pass == 0 ? e.nvlink_domain : e.numa_node;
         int16_t o2 = pass == 0 ? e.numa_node : e.nvlink_domain;
         if (k2 == key && (count > 1 || o2 == other)) group.push_back(h);
       }
-      if (static_cast<int>(group.size()) >= count) emit(group);
+      if (group.size() >= count) emit(group);
     }
   }
   if (out.size() == before) emit(free);
@@ -112,7 +127,7 @@ std::string_view ProposeCandidates(const DeviceRequest& req, const ClusterState&
   Candidate base;
   base.node = id;
 
-  std::vector<int> eligible;
+  GpuList eligible;
   for (int g = 0; g < ngpus; ++g) {
     if (GpuEligible(req, node, g)) eligible.push_back(g);
   }
@@ -122,8 +137,8 @@ std::string_view ProposeCandidates(const DeviceRequest& req, const ClusterState&
     case GpuRequestKind::kNone:
       break;
     case GpuRequestKind::kWhole: {
-      std::vector<int> free;
-      std::vector<int> ts;  // time-sliced cards advertised as plain nvidia.com/gpu
+      GpuList free;
+      GpuList ts;  // time-sliced cards advertised as plain nvidia.com/gpu
       for (int g : eligible) {
         const GpuSharing& s = node.gpus[g].sharing;
         if ((s.mode == SharingMode::kExclusive || s.mode == SharingMode::kShared) &&
@@ -135,8 +150,8 @@ std::string_view ProposeCandidates(const DeviceRequest& req, const ClusterState&
           ts.push_back(g);
         }
       }
-      if (static_cast<int>(free.size()) >= gr.count) {
-        ProposeWhole(node, usage, free, gr.count, base, out);
+      if (free.size() >= gr.count) {
+        ProposeWhole(node, free, gr.count, base, out);
         return {};
       }
       if (!ts.empty()) {
@@ -144,9 +159,9 @@ std::string_view ProposeCandidates(const DeviceRequest& req, const ClusterState&
         Candidate c = base;
         c.kind = DeviceKind::kReplica;
         int left = gr.count;
-        std::vector<int> room(ngpus, 0);
+        std::array<int, kMaxGpusPerNode> room{};
         for (int g : ts) room[g] = node.gpus[g].sharing.replicas - usage.gpus[g].replicas;
-        std::vector<uint16_t> take(ngpus, 0);
+        std::array<uint16_t, kMaxGpusPerNode> take{};
         while (left > 0) {
           bool progressed = false;
           for (int g : ts) {
@@ -171,7 +186,7 @@ std::string_view ProposeCandidates(const DeviceRequest& req, const ClusterState&
     case GpuRequestKind::kShare: {
       bool any_shared = false;
       bool any_memory = false;
-      std::vector<int> fit;
+      GpuList fit;
       for (int g : eligible) {
         const GpuDevice& d = node.gpus[g];
         if (d.sharing.mode != SharingMode::kShared) continue;
@@ -182,17 +197,18 @@ std::string_view ProposeCandidates(const DeviceRequest& req, const ClusterState&
         if (mem_ok && u.milli + gr.milli <= kMilliPerGpu) fit.push_back(g);
       }
       if (!any_shared) return kNoSharing;
-      if (static_cast<int>(fit.size()) < gr.count) {
+      if (fit.size() < gr.count) {
         return any_memory ? kInsufficientGpuCompute : kInsufficientGpuMemory;
       }
       if (gr.count == 1) {
         // One candidate per distinct card state; equal cards give equal outcomes.
-        std::vector<std::pair<int64_t, int64_t>> seen;
+        std::array<std::pair<int64_t, int64_t>, kMaxGpusPerNode> seen{};
+        int nseen = 0;
         for (int g : fit) {
           const GpuUsage& u = usage.gpus[g];
           std::pair<int64_t, int64_t> key{u.milli, u.memory_mib * 65536 + node.gpus[g].memory_mib};
-          if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
-          seen.push_back(key);
+          if (std::find(seen.begin(), seen.begin() + nseen, key) != seen.begin() + nseen) continue;
+          seen[nseen++] = key;
           Candidate c = base;
           c.kind = DeviceKind::kShare;
           c.n = 1;
@@ -216,7 +232,8 @@ std::string_view ProposeCandidates(const DeviceRequest& req, const ClusterState&
     }
     case GpuRequestKind::kMig: {
       bool any_profile = false;
-      std::vector<DevicePick> free;
+      std::array<DevicePick, kMaxGpusPerNode * 8> free{};
+      int nfree = 0;
       for (int g : eligible) {
         const GpuDevice& d = node.gpus[g];
         if (d.sharing.mode != SharingMode::kMig) continue;
@@ -228,15 +245,16 @@ std::string_view ProposeCandidates(const DeviceRequest& req, const ClusterState&
           if (d.sharing.mig[i].profile != prof) continue;
           any_profile = true;
           if (!(usage.gpus[g].mig_used & (1u << i))) {
-            free.push_back({static_cast<uint8_t>(g), static_cast<uint8_t>(i), 0});
+            free[nfree++] = {static_cast<uint8_t>(g), static_cast<uint8_t>(i), 0};
           }
         }
       }
       if (!any_profile) return req.mig_missing;
-      if (static_cast<int>(free.size()) < gr.count) return req.mig_busy;
+      if (nfree < gr.count) return req.mig_busy;
       if (gr.count == 1) {
         int last = -1;
-        for (const DevicePick& p : free) {
+        for (int k = 0; k < nfree; ++k) {
+          const DevicePick& p = free[k];
           if (p.gpu == last) continue;  // the first free instance of each card
           last = p.gpu;
           Candidate c = base;
@@ -255,7 +273,7 @@ std::string_view ProposeCandidates(const DeviceRequest& req, const ClusterState&
       return {};
     }
     case GpuRequestKind::kReplica: {
-      std::vector<int> ts;
+      GpuList ts;
       bool any_ts = false;
       bool one_only = false;
       for (int g : eligible) {
@@ -274,11 +292,12 @@ std::string_view ProposeCandidates(const DeviceRequest& req, const ClusterState&
       for (int g : ts) room += node.gpus[g].sharing.replicas - usage.gpus[g].replicas;
       if (room < gr.count) return kInsufficientReplicas;
       if (gr.count == 1) {
-        std::vector<std::pair<int, int>> seen;
+        std::array<std::pair<int, int>, kMaxGpusPerNode> seen{};
+        int nseen = 0;
         for (int g : ts) {
           std::pair<int, int> key{usage.gpus[g].replicas, node.gpus[g].sharing.replicas};
-          if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
-          seen.push_back(key);
+          if (std::find(seen.begin(), seen.begin() + nseen, key) != seen.begin() + nseen) continue;
+          seen[nseen++] = key;
           Candidate c = base;
           c.kind = DeviceKind::kReplica;
           c.n = 1;
@@ -287,7 +306,7 @@ std::string_view ProposeCandidates(const DeviceRequest& req, const ClusterState&
         }
       } else {
         // Replicas of one card share its compute: spread over distinct cards first.
-        std::vector<uint16_t> take(ngpus, 0);
+        std::array<uint16_t, kMaxGpusPerNode> take{};
         int left = gr.count;
         while (left > 0) {
           for (int g : ts) {

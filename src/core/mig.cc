@@ -97,6 +97,9 @@ int MigGeometry::FindProfile(std::string_view name) const {
 }
 
 const MigGeometry* FindMigGeometry(std::string_view model) {
+  for (const MigGeometry& g : kCatalog) {  // fast path: the exact catalog spelling
+    if (g.model == model) return &g;
+  }
   if (EqualsIgnoreCase(model, "A100")) model = "A100-40GB";
   if (EqualsIgnoreCase(model, "H100")) model = "H100-80GB";
   if (EqualsIgnoreCase(model, "H200")) model = "H200-141GB";

@@ -15,6 +15,8 @@
 
 namespace tessera::core {
 
+enum class GpuHealth : uint8_t { kHealthy, kUnhealthy };
+
 enum class SharingMode : uint8_t {
   kExclusive,  // one pod holds the whole card
   kTimeSlice,  // `replicas` pods interleave on the card (no memory or fault isolation)
@@ -26,28 +28,27 @@ std::string_view SharingModeName(SharingMode m);
 
 struct GpuSharing {
   SharingMode mode = SharingMode::kExclusive;
-  // kTimeSlice: number of replicas the card is advertised as (>= 2).
-  uint16_t replicas = 0;
   // kTimeSlice: replicas are advertised as `nvidia.com/gpu.shared` (device plugin's
   // renameByDefault). When false they are advertised as plain `nvidia.com/gpu` units.
   bool rename = false;
   // kTimeSlice: a request for more than one replica fails (failRequestsGreaterThanOne).
   bool fail_requests_greater_than_one = false;
+  // kTimeSlice: number of replicas the card is advertised as (>= 2).
+  uint16_t replicas = 0;
   // kMig: the instances configured on the card; legal per CheckMigLayout.
   std::vector<MigInstance> mig;
 };
 
-enum class GpuHealth : uint8_t { kHealthy, kUnhealthy };
-
+// Fields the placement hot path reads come first, so a node's cards are read in few cache lines.
 struct GpuDevice {
   uint16_t index = 0;            // node-local index (nvidia-smi order)
-  std::string uuid;              // e.g. GPU-5c7f...; unique in the cluster
-  std::string model;             // e.g. "H100-80GB", "T4", "V100M32"
-  int64_t memory_mib = 0;        // framebuffer size
   int16_t numa_node = -1;        // -1: unknown
   int16_t nvlink_domain = -1;    // GPUs sharing a domain have NVLink/NVSwitch between them
   GpuHealth health = GpuHealth::kHealthy;
+  int64_t memory_mib = 0;        // framebuffer size
   GpuSharing sharing;
+  std::string model;             // e.g. "H100-80GB", "T4", "V100M32"
+  std::string uuid;              // e.g. GPU-5c7f...; unique in the cluster
 };
 
 enum class TaintEffect : uint8_t { kNoSchedule, kPreferNoSchedule, kNoExecute };

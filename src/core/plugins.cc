@@ -85,9 +85,7 @@ struct After {
 After ComputeAfter(const ClusterState& s, const PodSpec& pod, const Candidate& c) {
   After a;
   const NodeRecord& n = s.node(c.node);
-  for (size_t g = 0; g < n.gpus.size(); ++g) {
-    a.node_gpu_free += s.GpuFreeMilli(c.node, static_cast<int>(g));
-  }
+  a.node_gpu_free = s.usage(c.node).gpu_free_milli;
   for (const DevicePick& p : c.devices()) {
     int64_t take = PickMilli(s, pod, c, p);
     int64_t free = s.GpuFreeMilli(c.node, p.gpu);
@@ -235,6 +233,9 @@ class Random final : public ScorePlugin {
 class Topology final : public ScorePlugin {
  public:
   std::string_view Name() const override { return "Topology"; }
+  bool Skip(const CycleState& cycle) const override {
+    return cycle.pod().gpu.kind != GpuRequestKind::kWhole;
+  }
   int64_t Score(const CycleState&, const ClusterState& s, const Candidate& c) override {
     if (c.n == 0 || c.kind != DeviceKind::kWhole) return kMaxNodeScore;
     const NodeRecord& n = s.node(c.node);
@@ -267,6 +268,7 @@ class Topology final : public ScorePlugin {
 class GangLocality final : public ScorePlugin {
  public:
   std::string_view Name() const override { return "GangLocality"; }
+  bool Skip(const CycleState& cycle) const override { return cycle.gang() == nullptr; }
   int64_t Score(const CycleState& cycle, const ClusterState&, const Candidate& c) override {
     const GangContext* g = cycle.gang();
     if (g == nullptr) return 0;
@@ -278,6 +280,9 @@ class GangLocality final : public ScorePlugin {
 class NodeAffinityPreferred final : public ScorePlugin {
  public:
   std::string_view Name() const override { return "NodeAffinityPreferred"; }
+  bool Skip(const CycleState& cycle) const override {
+    return cycle.pod().preferred_terms.empty();
+  }
   bool Normalizes() const override { return true; }
   int64_t Score(const CycleState& cycle, const ClusterState& s, const Candidate& c) override {
     int64_t sum = 0;

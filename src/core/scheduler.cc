@@ -131,7 +131,7 @@ class Diagnosis {
  public:
   void Add(std::string_view reason) {
     for (auto& [r, n] : counts_) {
-      if (r == reason) {
+      if (r.size() == reason.size() && r == reason) {
         ++n;
         return;
       }
@@ -227,6 +227,7 @@ PlaceOutcome Scheduler::Place(const ClusterState& state, const PodSpec& pod,
   std::vector<int64_t> total(m, 0);
   for (size_t p = 0; p < scores_.size(); ++p) {
     ScorePlugin& plugin = *scores_[p].plugin;
+    if (plugin.Skip(cycle)) continue;
     std::vector<int64_t>& raw = raw_scores_[p];
     raw.resize(m);
     for (size_t c = 0; c < m; ++c) raw[c] = plugin.Score(cycle, state, candidates_[c]);
