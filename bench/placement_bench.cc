@@ -49,17 +49,19 @@ namespace {
 ClusterState MakeCluster(int nodes) {
   ClusterState s;
   const MigGeometry* a100 = FindMigGeometry("A100-80GB");
-  const auto mig_layout =
-      PlaceMigLayout(*a100, std::vector<std::pair<std::string, int>>{{"3g.40gb", 1},
-                                                                       {"2g.20gb", 1},
-                                                                       {"1g.10gb", 2}})
-          .value();
+  const auto mig_layout = PlaceMigLayout(*a100,
+                                         std::vector<std::pair<std::string, int>>{
+                                             {"3g.40gb", 1}, {"2g.20gb", 1}, {"1g.10gb", 2}})
+                              .value();
   for (int i = 0; i < nodes; ++i) {
     NodeSpec n;
     n.name = "node-" + std::to_string(i);
     n.allocatable = {96000, 1024 * 1024};
     const int pool = i % 4;
-    const char* model = pool == 0 ? "H100-80GB" : pool == 1 ? "A100-80GB" : pool == 2 ? "A10" : "T4";
+    const char* model = pool == 0   ? "H100-80GB"
+                        : pool == 1 ? "A100-80GB"
+                        : pool == 2 ? "A10"
+                                    : "T4";
     const int64_t mem = pool <= 1 ? 81920 : pool == 2 ? 24576 : 15360;
     n.labels = {{"nvidia.com/gpu.product", model},
                 {"nvidia.com/gpu.count", "8"},
@@ -154,13 +156,19 @@ void BM_StateBytesPerNode(benchmark::State& st) {
   st.counters["bytes_per_node"] = per_node;
 }
 
-#define TESSERA_PLACE_BENCH(policy)                                                        \
-  void BM_Place_##policy(benchmark::State& st) { RunPlace(st, #policy, 0); }               \
-  BENCHMARK(BM_Place_##policy)->Name("BM_Place/" #policy)->Arg(1000)->Arg(10000)->Unit(    \
-      benchmark::kMicrosecond);                                                            \
-  void BM_PlaceAll_##policy(benchmark::State& st) { RunPlace(st, #policy, 100); }          \
-  BENCHMARK(BM_PlaceAll_##policy)->Name("BM_PlaceAll/" #policy)->Arg(1000)->Arg(10000)->Unit( \
-      benchmark::kMicrosecond);
+#define TESSERA_PLACE_BENCH(policy)                                               \
+  void BM_Place_##policy(benchmark::State& st) { RunPlace(st, #policy, 0); }      \
+  BENCHMARK(BM_Place_##policy)                                                    \
+      ->Name("BM_Place/" #policy)                                                 \
+      ->Arg(1000)                                                                 \
+      ->Arg(10000)                                                                \
+      ->Unit(benchmark::kMicrosecond);                                            \
+  void BM_PlaceAll_##policy(benchmark::State& st) { RunPlace(st, #policy, 100); } \
+  BENCHMARK(BM_PlaceAll_##policy)                                                 \
+      ->Name("BM_PlaceAll/" #policy)                                              \
+      ->Arg(1000)                                                                 \
+      ->Arg(10000)                                                                \
+      ->Unit(benchmark::kMicrosecond);
 
 TESSERA_PLACE_BENCH(bestfit)
 TESSERA_PLACE_BENCH(spread)
@@ -169,7 +177,11 @@ TESSERA_PLACE_BENCH(dotproduct)
 TESSERA_PLACE_BENCH(random)
 TESSERA_PLACE_BENCH(fgd)
 
-BENCHMARK(BM_StateBytesPerNode)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_StateBytesPerNode)
+    ->Arg(1000)
+    ->Arg(10000)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
 
 }  // namespace
 }  // namespace tessera::core

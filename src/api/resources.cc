@@ -162,8 +162,8 @@ Status ApplyContainerResources(const ResourceList& limits, const ResourceList& r
   }
 
   core::GpuRequest gpu;
-  const int kinds = (mig_count > 0) + (replicas > 0) + (!share_keys.empty()) +
-                    (gpus > 0 && share_keys.empty());
+  const int kinds =
+      (mig_count > 0) + (replicas > 0) + (!share_keys.empty()) + (gpus > 0 && share_keys.empty());
   if (kinds > 1) {
     return InvalidArgument(base +
                            ": a container requests one kind of GPU resource: whole GPUs, a "

@@ -13,8 +13,8 @@ namespace {
 
 using namespace tessera::core;
 
-GpuDevice Gpu(int index, const std::string& node, const std::string& model, int64_t mem,
-              int numa, int link) {
+GpuDevice Gpu(int index, const std::string& node, const std::string& model, int64_t mem, int numa,
+              int link) {
   GpuDevice g;
   g.index = static_cast<uint16_t>(index);
   std::ostringstream uuid;
@@ -158,17 +158,17 @@ int RunDemo(const std::string& policy, uint64_t seed, std::ostream& out) {
   {
     PodSpec p = Pod("gpu-training", {{"nvidia.com/gpu", "2"}});
     p.node_selector = {{"accelerator", "nvidia-tesla-v100"}};
-    p.tolerations.push_back({"nvidia.com/gpu", TolerationOp::kExists, "", false,
-                             TaintEffect::kNoSchedule});
+    p.tolerations.push_back(
+        {"nvidia.com/gpu", TolerationOp::kExists, "", false, TaintEffect::kNoSchedule});
     pods.push_back({"01-pod-gpu-training.yaml", p});
   }
   pods.push_back({"03-cgpu-pods.yaml", Pod("cgpu-pod", {{"aliyun.com/gpu-mem", "4"}})});
-  pods.push_back({"03-cgpu-pods.yaml", Pod("cgpu-full-isolation",
-                                           {{"aliyun.com/gpu-mem", "8"},
-                                            {"aliyun.com/gpu-core", "50"}})});
+  pods.push_back(
+      {"03-cgpu-pods.yaml",
+       Pod("cgpu-full-isolation", {{"aliyun.com/gpu-mem", "8"}, {"aliyun.com/gpu-core", "50"}})});
   {
-    PodSpec p = Pod("gpu-topology-aware",
-                    {{"nvidia.com/gpu", "2"}, {"cpu", "8"}, {"memory", "32Gi"}});
+    PodSpec p =
+        Pod("gpu-topology-aware", {{"nvidia.com/gpu", "2"}, {"cpu", "8"}, {"memory", "32Gi"}});
     p.node_selector = {{"nvidia.com/gpu.count", "8"}};
     pods.push_back({"04-topology-aware-pod.yaml", p});
   }
@@ -209,7 +209,8 @@ int RunDemo(const std::string& policy, uint64_t seed, std::ostream& out) {
   out << "\ngang pytorch-distributed: placed " << placed << "/" << workers.size()
       << " [05-volcano-gang.yaml, minMember 4]\n";
   for (size_t i = 0; i < workers.size(); ++i) {
-    if (g.placements[i]) out << "    " << workers[i].name << " -> " << Describe(state, *g.placements[i]) << "\n";
+    if (g.placements[i])
+      out << "    " << workers[i].name << " -> " << Describe(state, *g.placements[i]) << "\n";
   }
   if (!g.ok) out << "    pending: " << g.reason << "\n";
 
@@ -217,8 +218,10 @@ int RunDemo(const std::string& policy, uint64_t seed, std::ostream& out) {
   std::vector<PodSpec> more(2, Pod("second-gang-worker", {{"nvidia.com/gpu", "8"}}));
   const int64_t before = state.allocated_gpu_milli();
   GangOutcome g2 = s.ScheduleGang(state, more, 2);
-  out << "gang second-gang: " << (g2.ok ? "placed" : "pending, nothing reserved ("
-                                                      + std::to_string(state.allocated_gpu_milli() - before) + " milli-GPU taken)")
+  out << "gang second-gang: "
+      << (g2.ok ? "placed"
+                : "pending, nothing reserved (" +
+                      std::to_string(state.allocated_gpu_milli() - before) + " milli-GPU taken)")
       << "\n    " << g2.reason << "\n";
 
   out << "\ncluster GPU allocation: " << std::fixed << std::setprecision(1)

@@ -15,7 +15,8 @@ int main(int argc, char** argv) {
   uint64_t seed = 42;
   CLI::App* demo = app.add_subcommand("demo", "Place the seed examples on a small mixed cluster");
   std::string policies;
-  for (const std::string& p : tessera::core::PolicyNames()) policies += (policies.empty() ? "" : ", ") + p;
+  for (const std::string& p : tessera::core::PolicyNames())
+    policies += (policies.empty() ? "" : ", ") + p;
   demo->add_option("--policy", policy, "Placement policy: " + policies)->capture_default_str();
   demo->add_option("--seed", seed, "Seed for the random policy")->capture_default_str();
 

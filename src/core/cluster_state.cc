@@ -31,10 +31,10 @@ int64_t TakenMilli(const GpuDevice& g, const GpuUsage& u) {
       return std::min<int64_t>(kMilliPerGpu, std::max<int64_t>(u.milli, by_mem));
     }
     case SharingMode::kTimeSlice:
-      return g.sharing.replicas == 0 ? 0
-                                     : std::min<int64_t>(kMilliPerGpu,
-                                                         CeilDiv(u.replicas * kMilliPerGpu,
-                                                                 g.sharing.replicas));
+      return g.sharing.replicas == 0
+                 ? 0
+                 : std::min<int64_t>(kMilliPerGpu,
+                                     CeilDiv(u.replicas * kMilliPerGpu, g.sharing.replicas));
     case SharingMode::kMig: {
       const MigGeometry* geo = FindMigGeometry(g.model);
       if (geo == nullptr) return 0;
@@ -93,6 +93,7 @@ Result<NodeId> ClusterState::AddNode(NodeSpec spec) {
   rec.gpus.shrink_to_fit();
   rec.cls = InternClass(spec.labels, spec.taints);
   rec.gpu_capacity_milli = kMilliPerGpu * static_cast<int64_t>(rec.gpus.size());
+  for (const GpuDevice& g : rec.gpus) rec.sharing_modes |= 1u << static_cast<int>(g.sharing.mode);
   total_gpu_milli_ += rec.gpu_capacity_milli;
   max_node_cpu_milli_ = std::max(max_node_cpu_milli_, rec.allocatable.cpu_milli);
   max_node_gpu_milli_ = std::max(max_node_gpu_milli_, rec.gpu_capacity_milli);

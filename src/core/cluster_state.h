@@ -20,11 +20,11 @@ namespace tessera::core {
 
 // What is held on one GPU.
 struct GpuUsage {
-  int32_t milli = 0;         // compute milli-GPUs held (a whole card holds 1000)
-  int64_t memory_mib = 0;    // memory held
-  uint16_t replicas = 0;     // time-slice replicas held
-  uint16_t mig_used = 0;     // bit i: MIG instance i of the card's layout is held
-  uint16_t holders = 0;      // number of assignments on the card
+  int32_t milli = 0;       // compute milli-GPUs held (a whole card holds 1000)
+  int64_t memory_mib = 0;  // memory held
+  uint16_t replicas = 0;   // time-slice replicas held
+  uint16_t mig_used = 0;   // bit i: MIG instance i of the card's layout is held
+  uint16_t holders = 0;    // number of assignments on the card
 };
 
 struct NodeUsage {
@@ -40,12 +40,12 @@ std::string_view DeviceKindName(DeviceKind k);
 
 // One device held by a placement.
 struct DeviceAssignment {
-  uint8_t gpu = 0;          // position in NodeSpec::gpus
+  uint8_t gpu = 0;  // position in NodeSpec::gpus
   DeviceKind kind = DeviceKind::kWhole;
-  int32_t milli = 0;        // kWhole: 1000; kShare: compute share
-  int64_t memory_mib = 0;   // kWhole: card memory; kShare: memory share; kMig: instance memory
-  uint8_t mig_instance = 0; // kMigInstance: index into the card's layout
-  uint16_t replicas = 0;    // kReplica: replicas held on this card
+  int32_t milli = 0;         // kWhole: 1000; kShare: compute share
+  int64_t memory_mib = 0;    // kWhole: card memory; kShare: memory share; kMig: instance memory
+  uint8_t mig_instance = 0;  // kMigInstance: index into the card's layout
+  uint16_t replicas = 0;     // kReplica: replicas held on this card
   friend bool operator==(const DeviceAssignment&, const DeviceAssignment&) = default;
 };
 
@@ -66,6 +66,7 @@ struct NodeRecord {
   std::vector<GpuDevice> gpus;  // ordered by index
   NodeClassId cls;
   int64_t gpu_capacity_milli = 0;  // GPU capacity in milli-GPUs (1000 per card)
+  uint8_t sharing_modes = 0;       // bit (1 << SharingMode): some card has that mode
 };
 
 class ClusterState {

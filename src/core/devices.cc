@@ -122,6 +122,13 @@ std::string_view ProposeCandidates(const DeviceRequest& req, const ClusterState&
     return {};
   }
   const NodeRecord& node = state.node(id);
+  // A node with no card of the mode the request needs is rejected without reading its cards.
+  auto lacks = [&](SharingMode m) { return !(node.sharing_modes & (1u << static_cast<int>(m))); };
+  if (!node.gpus.empty()) {
+    if (gr.kind == GpuRequestKind::kMig && lacks(SharingMode::kMig)) return req.mig_missing;
+    if (gr.kind == GpuRequestKind::kShare && lacks(SharingMode::kShared)) return kNoSharing;
+    if (gr.kind == GpuRequestKind::kReplica && lacks(SharingMode::kTimeSlice)) return kNoTimeSlice;
+  }
   const NodeUsage& usage = state.usage(id);
   const int ngpus = static_cast<int>(node.gpus.size());
   Candidate base;

@@ -17,9 +17,9 @@ namespace tessera::core {
 // Per-pod facts the device step needs, computed once per cycle.
 struct DeviceRequest {
   const PodSpec* pod = nullptr;
-  std::string model_reason;     // "no GPU of model V100M16|V100M32"
-  std::string mig_missing;      // "no MIG 1g.5gb instance"
-  std::string mig_busy;         // "no free MIG 1g.5gb instance"
+  std::string model_reason;  // "no GPU of model V100M16|V100M32"
+  std::string mig_missing;   // "no MIG 1g.5gb instance"
+  std::string mig_busy;      // "no free MIG 1g.5gb instance"
 };
 
 DeviceRequest MakeDeviceRequest(const PodSpec& pod);

@@ -24,19 +24,19 @@ namespace tessera::core {
 // One kind of task in the target workload, with its popularity.
 struct TaskType {
   int64_t cpu_milli = 0;
-  int32_t num_gpu = 0;      // cards (1 for a share)
-  int32_t gpu_milli = 0;    // per card: < 1000 a share, 1000 whole cards, 0 no GPU
+  int32_t num_gpu = 0;              // cards (1 for a share)
+  int32_t gpu_milli = 0;            // per card: < 1000 a share, 1000 whole cards, 0 no GPU
   std::vector<std::string> models;  // accepted models; empty: any
-  int64_t weight = 1;       // popularity (e.g. number of pods of this type)
+  int64_t weight = 1;               // popularity (e.g. number of pods of this type)
 };
 
 // Free GPU state of one node, as FGD sees it.
 struct FragNode {
   int64_t cpu_free = 0;
   int n = 0;
-  std::array<int64_t, kMaxGpusPerNode> free{};        // free milli per card
-  std::array<uint8_t, kMaxGpusPerNode> shareable{};   // card takes fractional shares
-  std::array<uint8_t, kMaxGpusPerNode> wholeable{};   // card can be held whole
+  std::array<int64_t, kMaxGpusPerNode> free{};       // free milli per card
+  std::array<uint8_t, kMaxGpusPerNode> shareable{};  // card takes fractional shares
+  std::array<uint8_t, kMaxGpusPerNode> wholeable{};  // card can be held whole
   std::array<const std::string*, kMaxGpusPerNode> model{};
 };
 

@@ -20,9 +20,11 @@ constexpr uint8_t kHalves = Starts({0, 4});
 constexpr uint8_t kZero = Starts({0});
 
 // The seven-slice family (A100, H100, H200) differs only in profile names.
-#define TESSERA_SEVEN_SLICE(p1, p1me, p1x2, p2, p3, p4, p7)                               \
+#define TESSERA_SEVEN_SLICE(p1, p1me, p1x2, p2, p3, p4, p7)                                     \
   {p1, 1, 1, kAll7, 7}, {p1me, 1, 1, kAll7, 1}, {p1x2, 1, 2, kEven4, 4}, {p2, 2, 2, kEven3, 3}, \
-      {p3, 3, 4, kHalves, 2}, {p4, 4, 4, kZero, 1}, { p7, 7, 8, kZero, 1 }
+      {p3, 3, 4, kHalves, 2}, {p4, 4, 4, kZero, 1}, {                                           \
+    p7, 7, 8, kZero, 1                                                                          \
+  }
 
 constexpr std::array<MigProfile, 7> kA100_40 = {{TESSERA_SEVEN_SLICE(
     "1g.5gb", "1g.5gb+me", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb")}};
@@ -53,8 +55,7 @@ const std::array<MigGeometry, 6> kCatalog = {{
 }};
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
            return std::tolower(static_cast<unsigned char>(x)) ==
                   std::tolower(static_cast<unsigned char>(y));
          });
@@ -125,8 +126,8 @@ Status CheckMigLayout(const MigGeometry& geo, std::span<const MigInstance> layou
     if (in.start >= geo.memory_slices || !(p.start_mask & (1u << in.start)) ||
         in.start + p.memory_slices > geo.memory_slices) {
       return InvalidArgument("MIG instance " + Describe(geo, in) + ": " + std::string(p.name) +
-                             " cannot start at memory slice " + std::to_string(in.start) +
-                             " on " + std::string(geo.model));
+                             " cannot start at memory slice " + std::to_string(in.start) + " on " +
+                             std::string(geo.model));
     }
     uint8_t m = SliceMask(p, in.start);
     if (used_mem & m) {
@@ -187,8 +188,8 @@ int64_t MigInstanceMemoryMib(const MigGeometry& geo, const MigProfile& profile,
 }
 
 int64_t MigInstanceMilli(const MigGeometry& geo, const MigProfile& profile) {
-  int64_t compute = (kMilliPerGpu * profile.compute_slices + geo.compute_slices - 1) /
-                    geo.compute_slices;
+  int64_t compute =
+      (kMilliPerGpu * profile.compute_slices + geo.compute_slices - 1) / geo.compute_slices;
   int64_t memory = kMilliPerGpu * profile.memory_slices / geo.memory_slices;
   return std::max(compute, memory);
 }

@@ -19,17 +19,17 @@
 namespace tessera::core {
 
 struct MigProfile {
-  std::string_view name;       // e.g. "1g.10gb", "1g.10gb+me"
-  uint8_t compute_slices;      // GPCs used
-  uint8_t memory_slices;       // memory slices used (consecutive)
-  uint8_t start_mask;          // bit i set: an instance may start at memory slice i
-  uint8_t max_instances;       // most instances of this profile on one GPU
+  std::string_view name;   // e.g. "1g.10gb", "1g.10gb+me"
+  uint8_t compute_slices;  // GPCs used
+  uint8_t memory_slices;   // memory slices used (consecutive)
+  uint8_t start_mask;      // bit i set: an instance may start at memory slice i
+  uint8_t max_instances;   // most instances of this profile on one GPU
 };
 
 struct MigGeometry {
-  std::string_view model;            // GPU model name, e.g. "A100-40GB"
-  uint8_t compute_slices;            // total compute slices (7 or 4)
-  uint8_t memory_slices;             // total memory slices (8 or 4)
+  std::string_view model;  // GPU model name, e.g. "A100-40GB"
+  uint8_t compute_slices;  // total compute slices (7 or 4)
+  uint8_t memory_slices;   // total memory slices (8 or 4)
   std::span<const MigProfile> profiles;
 
   // Index of the profile named `name` (with or without a "mig-" prefix), or -1.

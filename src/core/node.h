@@ -41,14 +41,14 @@ struct GpuSharing {
 
 // Fields the placement hot path reads come first, so a node's cards are read in few cache lines.
 struct GpuDevice {
-  uint16_t index = 0;            // node-local index (nvidia-smi order)
-  int16_t numa_node = -1;        // -1: unknown
-  int16_t nvlink_domain = -1;    // GPUs sharing a domain have NVLink/NVSwitch between them
+  uint16_t index = 0;          // node-local index (nvidia-smi order)
+  int16_t numa_node = -1;      // -1: unknown
+  int16_t nvlink_domain = -1;  // GPUs sharing a domain have NVLink/NVSwitch between them
   GpuHealth health = GpuHealth::kHealthy;
-  int64_t memory_mib = 0;        // framebuffer size
+  int64_t memory_mib = 0;  // framebuffer size
   GpuSharing sharing;
-  std::string model;             // e.g. "H100-80GB", "T4", "V100M32"
-  std::string uuid;              // e.g. GPU-5c7f...; unique in the cluster
+  std::string model;  // e.g. "H100-80GB", "T4", "V100M32"
+  std::string uuid;   // e.g. GPU-5c7f...; unique in the cluster
 };
 
 enum class TaintEffect : uint8_t { kNoSchedule, kPreferNoSchedule, kNoExecute };

@@ -77,7 +77,7 @@ class NodeResourcesFit final : public FilterPlugin {
 // Free GPU milli on the node after the candidate is placed, and on its picked cards.
 struct After {
   int64_t node_gpu_free = 0;
-  int64_t picked_free = 0;   // sum over picked cards of what stays free on them
+  int64_t picked_free = 0;  // sum over picked cards of what stays free on them
   int64_t cpu_free = 0;
   int64_t picked_taken_before = 0;  // how much of the picked cards was already taken
 };
@@ -108,9 +108,8 @@ class BestFit final : public ScorePlugin {
   std::string_view Name() const override { return "BestFit"; }
   int64_t Score(const CycleState& cycle, const ClusterState& s, const Candidate& c) override {
     After a = ComputeAfter(s, cycle.pod(), c);
-    const double cpu = s.max_node_cpu_milli() > 0
-                           ? static_cast<double>(a.cpu_free) / s.max_node_cpu_milli()
-                           : 0.0;
+    const double cpu =
+        s.max_node_cpu_milli() > 0 ? static_cast<double>(a.cpu_free) / s.max_node_cpu_milli() : 0.0;
     const double gpu = s.max_node_gpu_milli() > 0
                            ? static_cast<double>(a.node_gpu_free) / s.max_node_gpu_milli()
                            : 0.0;
@@ -253,7 +252,8 @@ class Topology final : public ScorePlugin {
     int size = 0;
     for (size_t g = 0; g < n.gpus.size(); ++g) {
       const GpuDevice& d = n.gpus[g];
-      bool same = one_link ? d.nvlink_domain == first.nvlink_domain : d.numa_node == first.numa_node;
+      bool same =
+          one_link ? d.nvlink_domain == first.nvlink_domain : d.numa_node == first.numa_node;
       if (!same) continue;
       ++size;
       if (s.usage(c.node).gpus[g].holders == 0) ++left;
@@ -273,16 +273,14 @@ class GangLocality final : public ScorePlugin {
     const GangContext* g = cycle.gang();
     if (g == nullptr) return 0;
     return std::find(g->nodes.begin(), g->nodes.end(), c.node) != g->nodes.end() ? kMaxNodeScore
-                                                                                   : 0;
+                                                                                 : 0;
   }
 };
 
 class NodeAffinityPreferred final : public ScorePlugin {
  public:
   std::string_view Name() const override { return "NodeAffinityPreferred"; }
-  bool Skip(const CycleState& cycle) const override {
-    return cycle.pod().preferred_terms.empty();
-  }
+  bool Skip(const CycleState& cycle) const override { return cycle.pod().preferred_terms.empty(); }
   bool Normalizes() const override { return true; }
   int64_t Score(const CycleState& cycle, const ClusterState& s, const Candidate& c) override {
     int64_t sum = 0;

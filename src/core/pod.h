@@ -29,9 +29,9 @@ enum class GpuRequestKind : uint8_t {
 struct GpuRequest {
   GpuRequestKind kind = GpuRequestKind::kNone;
   int32_t count = 0;
-  int32_t milli = 0;          // kShare: compute share per GPU in milli-GPUs (1..1000)
-  int64_t memory_mib = 0;     // kShare: memory per GPU
-  std::string mig_profile;    // kMig: profile name, e.g. "1g.5gb"
+  int32_t milli = 0;        // kShare: compute share per GPU in milli-GPUs (1..1000)
+  int64_t memory_mib = 0;   // kShare: memory per GPU
+  std::string mig_profile;  // kMig: profile name, e.g. "1g.5gb"
 };
 
 enum class SelectorOp : uint8_t { kIn, kNotIn, kExists, kDoesNotExist, kGt, kLt };

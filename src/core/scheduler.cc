@@ -55,8 +55,8 @@ const PluginRegistry& PluginRegistry::Default() {
 namespace {
 
 const std::pair<std::string_view, std::string_view> kPolicies[] = {
-    {"bestfit", "BestFit"},       {"spread", "Spread"},  {"gpupacking", "GpuPacking"},
-    {"dotproduct", "DotProduct"}, {"random", "Random"},  {"fgd", "FGD"},
+    {"bestfit", "BestFit"},       {"spread", "Spread"}, {"gpupacking", "GpuPacking"},
+    {"dotproduct", "DotProduct"}, {"random", "Random"}, {"fgd", "FGD"},
 };
 
 }  // namespace
@@ -82,13 +82,14 @@ Result<Profile> ProfileForPolicy(std::string_view policy) {
     return p;
   }
   std::string known;
-  for (const auto& [name, plugin] : kPolicies) known += (known.empty() ? "" : ", ") + std::string(name);
-  return InvalidArgument("unknown placement policy \"" + std::string(policy) + "\" (known: " +
-                         known + ")");
+  for (const auto& [name, plugin] : kPolicies)
+    known += (known.empty() ? "" : ", ") + std::string(name);
+  return InvalidArgument("unknown placement policy \"" + std::string(policy) +
+                         "\" (known: " + known + ")");
 }
 
 Result<std::unique_ptr<Scheduler>> Scheduler::Create(const SchedulerConfig& config,
-                                                      const PluginRegistry& registry) {
+                                                     const PluginRegistry& registry) {
   if (config.percentage_of_nodes_to_score < 0 || config.percentage_of_nodes_to_score > 100) {
     return InvalidArgument("percentage_of_nodes_to_score must be in [0, 100]");
   }

@@ -7,7 +7,7 @@ namespace {
 
 struct Case {
   const char* text;
-  int64_t milli;     // -1: parse error expected
+  int64_t milli;  // -1: parse error expected
   int64_t mib;
 };
 
@@ -31,10 +31,10 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Case{"8", 8000, 1}, Case{"500m", 500, 1}, Case{"1.5", 1500, 1},
                       Case{"32Gi", 32LL * 1024 * 1024 * 1024 * 1000, 32 * 1024},
                       Case{"512Mi", 512LL * 1024 * 1024 * 1000, 512}, Case{"1k", 1000000, 1},
-                      Case{"2e3", 2000000, 1}, Case{"1G", 1000000000000, 954},
-                      Case{"0", 0, 0}, Case{"", -1, 0}, Case{"abc", -1, 0}, Case{"1.2.3", -1, 0},
-                      Case{"5Qi", -1, 0}, Case{"1e999", -1, 0},
-                      Case{"99999999999999999999999999999", -1, 0}, Case{"16Ei", -1, 0}));
+                      Case{"2e3", 2000000, 1}, Case{"1G", 1000000000000, 954}, Case{"0", 0, 0},
+                      Case{"", -1, 0}, Case{"abc", -1, 0}, Case{"1.2.3", -1, 0}, Case{"5Qi", -1, 0},
+                      Case{"1e999", -1, 0}, Case{"99999999999999999999999999999", -1, 0},
+                      Case{"16Ei", -1, 0}));
 
 TEST(Quantity, IntegersAndSigns) {
   EXPECT_EQ(*ToInteger(*ParseQuantity("4", "f"), "f"), 4);

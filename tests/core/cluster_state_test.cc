@@ -62,7 +62,8 @@ TEST(ClusterState, AllocateIsAtomicAndReleaseRestores) {
   Placement bad;
   bad.node = id;
   bad.resources = {1000, 0};
-  bad.devices = {{1, DeviceKind::kShare, 500, 1000, 0, 0}, {0, DeviceKind::kShare, 800, 1000, 0, 0}};
+  bad.devices = {{1, DeviceKind::kShare, 500, 1000, 0, 0},
+                 {0, DeviceKind::kShare, 800, 1000, 0, 0}};
   EXPECT_FALSE(s.Allocate(bad).ok());
   EXPECT_EQ(s.usage(id).gpus[1].milli, 0);
   EXPECT_EQ(s.usage(id).used.cpu_milli, 1000);
@@ -90,9 +91,9 @@ TEST(ClusterState, TakenMilliPerSharingMode) {
             MakeGpu(2, "A100-40GB", 40960, SharingMode::kShared),
             MakeGpu(3, "A100-40GB", 40960, SharingMode::kMig)};
   const MigGeometry* geo = FindMigGeometry("A100-40GB");
-  n.gpus[3].sharing.mig = PlaceMigLayout(*geo, std::vector<std::pair<std::string, int>>{
-                                                   {"3g.20gb", 1}, {"1g.5gb", 4}})
-                              .value();
+  n.gpus[3].sharing.mig =
+      PlaceMigLayout(*geo, std::vector<std::pair<std::string, int>>{{"3g.20gb", 1}, {"1g.5gb", 4}})
+          .value();
   NodeId id = MustAdd(s, n);
   Placement p;
   p.node = id;
@@ -103,7 +104,8 @@ TEST(ClusterState, TakenMilliPerSharingMode) {
   // Hold the 3g.20gb instance, wherever the layout put it.
   const int three_g = geo->FindProfile("3g.20gb");
   for (size_t i = 0; i < n.gpus[3].sharing.mig.size(); ++i) {
-    if (n.gpus[3].sharing.mig[i].profile == three_g) p.devices[3].mig_instance = static_cast<uint8_t>(i);
+    if (n.gpus[3].sharing.mig[i].profile == three_g)
+      p.devices[3].mig_instance = static_cast<uint8_t>(i);
   }
   ASSERT_TRUE(s.Allocate(p).ok());
   EXPECT_EQ(s.GpuTakenMilli(id, 0), 1000);
@@ -126,7 +128,8 @@ TEST(ClusterState, SeveralInstancesOfOneCardCountOnce) {
   NodeId id = MustAdd(s, n);
   Placement p;
   p.node = id;
-  p.devices = {{0, DeviceKind::kMigInstance, 0, 0, 0, 0}, {0, DeviceKind::kMigInstance, 0, 0, 1, 0}};
+  p.devices = {{0, DeviceKind::kMigInstance, 0, 0, 0, 0},
+               {0, DeviceKind::kMigInstance, 0, 0, 1, 0}};
   ASSERT_TRUE(s.Allocate(p).ok());
   EXPECT_EQ(s.allocated_gpu_milli(), 286);  // two 1g.10gb at 143 each
   ASSERT_TRUE(s.Release(p).ok());

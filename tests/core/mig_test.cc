@@ -24,9 +24,9 @@ TEST(MigCatalog, HasTheSixModelsWithTheirProfiles) {
     int memory;
     const char* full;
   } rows[] = {
-      {"A100-40GB", 7, 7, 8, "7g.40gb"},  {"A100-80GB", 7, 7, 8, "7g.80gb"},
-      {"A30-24GB", 5, 4, 4, "4g.24gb"},   {"H100-80GB", 7, 7, 8, "7g.80gb"},
-      {"H100-94GB", 7, 7, 8, "7g.94gb"},  {"H200-141GB", 7, 7, 8, "7g.141gb"},
+      {"A100-40GB", 7, 7, 8, "7g.40gb"}, {"A100-80GB", 7, 7, 8, "7g.80gb"},
+      {"A30-24GB", 5, 4, 4, "4g.24gb"},  {"H100-80GB", 7, 7, 8, "7g.80gb"},
+      {"H100-94GB", 7, 7, 8, "7g.94gb"}, {"H200-141GB", 7, 7, 8, "7g.141gb"},
   };
   EXPECT_EQ(MigCatalog().size(), 6u);
   for (const Row& r : rows) {
@@ -68,16 +68,21 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         // Seven 1g slices fill slices 0..6.
         LayoutCase{"A100-40GB",
-                   {{"1g.5gb", 0}, {"1g.5gb", 1}, {"1g.5gb", 2}, {"1g.5gb", 3},
-                    {"1g.5gb", 4}, {"1g.5gb", 5}, {"1g.5gb", 6}},
+                   {{"1g.5gb", 0},
+                    {"1g.5gb", 1},
+                    {"1g.5gb", 2},
+                    {"1g.5gb", 3},
+                    {"1g.5gb", 4},
+                    {"1g.5gb", 5},
+                    {"1g.5gb", 6}},
                    nullptr},
         LayoutCase{"A100-40GB", {{"3g.20gb", 0}, {"3g.20gb", 4}}, nullptr},
         LayoutCase{"A100-40GB", {{"4g.20gb", 0}, {"3g.20gb", 4}}, nullptr},
-        LayoutCase{"A100-40GB", {{"2g.10gb", 0}, {"2g.10gb", 2}, {"2g.10gb", 4}, {"1g.5gb", 6}},
-                   nullptr},
+        LayoutCase{
+            "A100-40GB", {{"2g.10gb", 0}, {"2g.10gb", 2}, {"2g.10gb", 4}, {"1g.5gb", 6}}, nullptr},
         LayoutCase{"A100-80GB", {{"7g.80gb", 0}}, nullptr},
-        LayoutCase{"H100-80GB", {{"1g.20gb", 0}, {"1g.20gb", 2}, {"1g.20gb", 4}, {"1g.20gb", 6}},
-                   nullptr},
+        LayoutCase{
+            "H100-80GB", {{"1g.20gb", 0}, {"1g.20gb", 2}, {"1g.20gb", 4}, {"1g.20gb", 6}}, nullptr},
         LayoutCase{"A30-24GB", {{"2g.12gb", 0}, {"1g.6gb", 2}, {"1g.6gb", 3}}, nullptr},
         LayoutCase{"H200-141GB", {{"3g.71gb", 0}, {"2g.35gb", 4}, {"1g.18gb", 6}}, nullptr},
         // 1g profiles cannot use slice 7; 3g only starts at 0 or 4; 2g not at 6.
@@ -119,7 +124,9 @@ TEST(PlaceMigLayout, RejectsWhatCannotFit) {
 
 TEST(MigInstance, SizesFollowTheGeometry) {
   const MigGeometry* h100 = FindMigGeometry("H100-80GB");
-  auto milli = [&](const char* p) { return MigInstanceMilli(*h100, h100->profiles[h100->FindProfile(p)]); };
+  auto milli = [&](const char* p) {
+    return MigInstanceMilli(*h100, h100->profiles[h100->FindProfile(p)]);
+  };
   EXPECT_EQ(milli("1g.10gb"), 143);  // 1/7 of compute, rounded up
   EXPECT_EQ(milli("1g.20gb"), 250);  // 2/8 of memory beats 1/7 of compute
   EXPECT_EQ(milli("3g.40gb"), 500);

@@ -27,8 +27,9 @@ NodeSpec MixedNode(std::string name) {
             MakeGpu(3, "A100-40GB", 40960, SharingMode::kMig)};
   n.gpus[1].sharing.rename = true;
   const MigGeometry* geo = FindMigGeometry("A100-40GB");
-  n.gpus[3].sharing.mig = PlaceMigLayout(*geo, std::vector<std::pair<std::string, int>>{
-                                                   {"3g.20gb", 1}, {"2g.10gb", 1}, {"1g.5gb", 2}})
+  n.gpus[3].sharing.mig = PlaceMigLayout(*geo,
+                                         std::vector<std::pair<std::string, int>>{
+                                             {"3g.20gb", 1}, {"2g.10gb", 1}, {"1g.5gb", 2}})
                               .value();
   return n;
 }
@@ -62,10 +63,14 @@ INSTANTIATE_TEST_SUITE_P(
         KindCase{"whole2", {{"nvidia.com/gpu", "2"}}, DeviceKind::kWhole, {0, 2}},
         KindCase{"milli", {{"tessera.io/gpu-milli", "300"}}, DeviceKind::kShare, {2}},
         KindCase{"cgpu-mem", {{"aliyun.com/gpu-mem", "4"}}, DeviceKind::kShare, {2}},
-        KindCase{"cgpu-core", {{"aliyun.com/gpu-mem", "8"}, {"aliyun.com/gpu-core", "50"}},
-                 DeviceKind::kShare, {2}},
-        KindCase{"hami", {{"nvidia.com/gpumem", "4000"}, {"nvidia.com/gpucores", "30"}},
-                 DeviceKind::kShare, {2}},
+        KindCase{"cgpu-core",
+                 {{"aliyun.com/gpu-mem", "8"}, {"aliyun.com/gpu-core", "50"}},
+                 DeviceKind::kShare,
+                 {2}},
+        KindCase{"hami",
+                 {{"nvidia.com/gpumem", "4000"}, {"nvidia.com/gpucores", "30"}},
+                 DeviceKind::kShare,
+                 {2}},
         KindCase{"mig", {{"nvidia.com/mig-1g.5gb", "1"}}, DeviceKind::kMigInstance, {3}},
         KindCase{"mig2", {{"nvidia.com/mig-1g.5gb", "2"}}, DeviceKind::kMigInstance, {3, 3}},
         KindCase{"replica", {{"nvidia.com/gpu.shared", "1"}}, DeviceKind::kReplica, {1}}));
@@ -74,8 +79,8 @@ TEST(Scheduler, ShareSizesFollowTheRequest) {
   ClusterState s;
   MustAdd(s, MixedNode("mixed"));
   auto sched = MustScheduler();
-  PlaceOutcome o = sched->Schedule(s, MakePod("p", {{"aliyun.com/gpu-mem", "8"},
-                                                     {"aliyun.com/gpu-core", "50"}}));
+  PlaceOutcome o = sched->Schedule(
+      s, MakePod("p", {{"aliyun.com/gpu-mem", "8"}, {"aliyun.com/gpu-core", "50"}}));
   ASSERT_TRUE(o.ok) << o.reason;
   EXPECT_EQ(o.placement.devices[0].milli, 500);
   EXPECT_EQ(o.placement.devices[0].memory_mib, 8192);
@@ -141,8 +146,8 @@ TEST(Scheduler, MultiCardSharesLandOnDistinctCards) {
   ClusterState s;
   MustAdd(s, MakeNode("n", 4, "A10", SharingMode::kShared, 24576));
   auto sched = MustScheduler();
-  PlaceOutcome o = sched->Schedule(s, MakePod("p", {{"nvidia.com/gpu", "2"},
-                                                     {"nvidia.com/gpumem", "8000"}}));
+  PlaceOutcome o =
+      sched->Schedule(s, MakePod("p", {{"nvidia.com/gpu", "2"}, {"nvidia.com/gpumem", "8000"}}));
   ASSERT_TRUE(o.ok) << o.reason;
   ASSERT_EQ(o.placement.devices.size(), 2u);
   EXPECT_NE(o.placement.devices[0].gpu, o.placement.devices[1].gpu);
@@ -198,25 +203,43 @@ INSTANTIATE_TEST_SUITE_P(
     Filters, FilterTest,
     ::testing::Values(
         FilterCase{"tolerated", [](PodSpec&) {}, true, ""},
-        FilterCase{"selector-match", [](PodSpec& p) { p.node_selector = {{"zone", "a"}}; }, true, ""},
-        FilterCase{"selector-miss", [](PodSpec& p) { p.node_selector = {{"zone", "b"}}; }, false,
-                   "node selector mismatch"},
-        FilterCase{"in", [](PodSpec& p) { p.required_terms = {{{Req("zone", SelectorOp::kIn, {"b", "a"})}}}; },
+        FilterCase{"selector-match",
+                   [](PodSpec& p) {
+                     p.node_selector = {{"zone", "a"}};
+                   },
                    true, ""},
-        FilterCase{"in-miss", [](PodSpec& p) { p.required_terms = {{{Req("zone", SelectorOp::kIn, {"b"})}}}; },
-                   false, "node affinity mismatch"},
-        FilterCase{"notin", [](PodSpec& p) { p.required_terms = {{{Req("zone", SelectorOp::kNotIn, {"a"})}}}; },
-                   false, "node affinity mismatch"},
-        FilterCase{"exists", [](PodSpec& p) { p.required_terms = {{{Req("tier", SelectorOp::kExists)}}}; },
+        FilterCase{"selector-miss",
+                   [](PodSpec& p) {
+                     p.node_selector = {{"zone", "b"}};
+                   },
+                   false, "node selector mismatch"},
+        FilterCase{"in",
+                   [](PodSpec& p) {
+                     p.required_terms = {{{Req("zone", SelectorOp::kIn, {"b", "a"})}}};
+                   },
                    true, ""},
-        FilterCase{"doesnotexist",
-                   [](PodSpec& p) { p.required_terms = {{{Req("tier", SelectorOp::kDoesNotExist)}}}; },
+        FilterCase{"in-miss",
+                   [](PodSpec& p) { p.required_terms = {{{Req("zone", SelectorOp::kIn, {"b"})}}}; },
                    false, "node affinity mismatch"},
-        FilterCase{"gt", [](PodSpec& p) { p.required_terms = {{{Req("gpus", SelectorOp::kGt, {"4"})}}}; },
+        FilterCase{
+            "notin",
+            [](PodSpec& p) { p.required_terms = {{{Req("zone", SelectorOp::kNotIn, {"a"})}}}; },
+            false, "node affinity mismatch"},
+        FilterCase{"exists",
+                   [](PodSpec& p) { p.required_terms = {{{Req("tier", SelectorOp::kExists)}}}; },
                    true, ""},
-        FilterCase{"gt-miss", [](PodSpec& p) { p.required_terms = {{{Req("gpus", SelectorOp::kGt, {"8"})}}}; },
+        FilterCase{
+            "doesnotexist",
+            [](PodSpec& p) { p.required_terms = {{{Req("tier", SelectorOp::kDoesNotExist)}}}; },
+            false, "node affinity mismatch"},
+        FilterCase{"gt",
+                   [](PodSpec& p) { p.required_terms = {{{Req("gpus", SelectorOp::kGt, {"4"})}}}; },
+                   true, ""},
+        FilterCase{"gt-miss",
+                   [](PodSpec& p) { p.required_terms = {{{Req("gpus", SelectorOp::kGt, {"8"})}}}; },
                    false, "node affinity mismatch"},
-        FilterCase{"lt", [](PodSpec& p) { p.required_terms = {{{Req("gpus", SelectorOp::kLt, {"9"})}}}; },
+        FilterCase{"lt",
+                   [](PodSpec& p) { p.required_terms = {{{Req("gpus", SelectorOp::kLt, {"9"})}}}; },
                    true, ""},
         FilterCase{"terms-are-ored",
                    [](PodSpec& p) {
@@ -234,26 +257,42 @@ INSTANTIATE_TEST_SUITE_P(
                    "untolerated taint {dedicated: ml}"},
         FilterCase{"exists-any-value",
                    [](PodSpec& p) {
-                     p.tolerations[0] = {"dedicated", TolerationOp::kExists, "", true, TaintEffect::kNoSchedule};
+                     p.tolerations[0] = {"dedicated", TolerationOp::kExists, "", true,
+                                         TaintEffect::kNoSchedule};
                    },
                    true, ""},
         FilterCase{"wrong-effect",
-                   [](PodSpec& p) { p.tolerations[0].any_effect = false, p.tolerations[0].effect = TaintEffect::kNoExecute; },
+                   [](PodSpec& p) {
+                     p.tolerations[0].any_effect = false,
+                     p.tolerations[0].effect = TaintEffect::kNoExecute;
+                   },
                    false, "untolerated taint {dedicated: ml}"},
         FilterCase{"noexecute-untolerated", [](PodSpec& p) { p.tolerations.pop_back(); }, false,
                    "untolerated taint {spot: }"},
-        FilterCase{"tolerate-everything",
-                   [](PodSpec& p) { p.tolerations = {{"", TolerationOp::kExists, "", true, TaintEffect::kNoSchedule}}; },
-                   true, ""},
-        FilterCase{"cpu", [](PodSpec& p) { p.requests.cpu_milli = 65000; }, false, "insufficient cpu"},
+        FilterCase{
+            "tolerate-everything",
+            [](PodSpec& p) {
+              p.tolerations = {{"", TolerationOp::kExists, "", true, TaintEffect::kNoSchedule}};
+            },
+            true, ""},
+        FilterCase{"cpu", [](PodSpec& p) { p.requests.cpu_milli = 65000; }, false,
+                   "insufficient cpu"},
         FilterCase{"memory", [](PodSpec& p) { p.requests.memory_mib = 600 * 1024; }, false,
                    "insufficient memory"},
-        FilterCase{"model-ok", [](PodSpec& p) { p.gpu_models = {"A100-80GB", "H100-80GB"}; }, true, ""},
-        FilterCase{"model-miss", [](PodSpec& p) { p.gpu_models = {"V100M16", "V100M32"}; }, false,
-                   "no GPU of model V100M16|V100M32"}),
+        FilterCase{"model-ok",
+                   [](PodSpec& p) {
+                     p.gpu_models = {"A100-80GB", "H100-80GB"};
+                   },
+                   true, ""},
+        FilterCase{"model-miss",
+                   [](PodSpec& p) {
+                     p.gpu_models = {"V100M16", "V100M32"};
+                   },
+                   false, "no GPU of model V100M16|V100M32"}),
     [](const ::testing::TestParamInfo<FilterCase>& i) {
       std::string n = i.param.name;
-      for (char& ch : n) if (ch == '-') ch = '_';
+      for (char& ch : n)
+        if (ch == '-') ch = '_';
       return n;
     });
 
@@ -313,7 +352,8 @@ TEST(Scheduler, MultiGpuPodStaysInsideOneNvlinkDomain) {
   // Take GPUs 0-2 so the lowest free indices (3, 4) would straddle the two domains.
   Placement hold;
   hold.node = id;
-  for (uint8_t g = 0; g < 3; ++g) hold.devices.push_back({g, DeviceKind::kWhole, 1000, 81920, 0, 0});
+  for (uint8_t g = 0; g < 3; ++g)
+    hold.devices.push_back({g, DeviceKind::kWhole, 1000, 81920, 0, 0});
   ASSERT_TRUE(s.Allocate(hold).ok());
   auto sched = MustScheduler();
   PlaceOutcome o = sched->Schedule(s, MakePod("p", {{"nvidia.com/gpu", "2"}}));
