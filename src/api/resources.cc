@@ -10,15 +10,10 @@ namespace {
 
 using core::GpuRequestKind;
 
+// A non-negative whole number ("0" means none of that resource).
 Result<int64_t> Integer(const std::string& text, const std::string& field) {
   Result<Quantity> q = ParseQuantity(text, field);
   if (!q.ok()) return q.status();
-  if (q->negative() || q->nano == 0) {
-    // Zero is allowed (means none) only through the caller's check; negatives never.
-    if (q->negative()) {
-      return InvalidArgument(field + ": must be a positive integer, got \"" + text + "\"");
-    }
-  }
   Result<int64_t> v = ToInteger(*q, field);
   if (!v.ok()) {
     return InvalidArgument(field + ": must be a positive integer, got \"" + text + "\"");
