@@ -46,6 +46,27 @@ struct GpuList {
   int* end() { return v.data() + n; }
 };
 
+using CardState = std::pair<int64_t, int64_t>;
+
+// One single-card candidate per distinct card state (`state_of(g)`), lowest position first:
+// cards in equal states give equal outcomes, so scoring one of them is enough.
+template <typename StateOf>
+void ProposeOnePerCardState(const GpuList& cards, const Candidate& base, DeviceKind kind,
+                            uint16_t replicas, std::vector<Candidate>& out, StateOf state_of) {
+  std::array<CardState, kMaxGpusPerNode> seen{};
+  int nseen = 0;
+  for (int g : cards) {
+    const CardState key = state_of(g);
+    if (std::find(seen.begin(), seen.begin() + nseen, key) != seen.begin() + nseen) continue;
+    seen[nseen++] = key;
+    Candidate c = base;
+    c.kind = kind;
+    c.n = 1;
+    c.picks[0] = {static_cast<uint8_t>(g), 0, replicas};
+    out.push_back(c);
+  }
+}
+
 // Whole cards: one candidate per NVLink domain (else NUMA node) that can hold all of them, else
 // the lowest free indices. For one card, one candidate per (domain, NUMA) group.
 void ProposeWhole(const NodeRecord& node, const GpuList& free, int count, Candidate base,
@@ -208,20 +229,10 @@ std::string_view ProposeCandidates(const DeviceRequest& req, const ClusterState&
         return any_memory ? kInsufficientGpuCompute : kInsufficientGpuMemory;
       }
       if (gr.count == 1) {
-        // One candidate per distinct card state; equal cards give equal outcomes.
-        std::array<std::pair<int64_t, int64_t>, kMaxGpusPerNode> seen{};
-        int nseen = 0;
-        for (int g : fit) {
+        ProposeOnePerCardState(fit, base, DeviceKind::kShare, 0, out, [&](int g) {
           const GpuUsage& u = usage.gpus[g];
-          std::pair<int64_t, int64_t> key{u.milli, u.memory_mib * 65536 + node.gpus[g].memory_mib};
-          if (std::find(seen.begin(), seen.begin() + nseen, key) != seen.begin() + nseen) continue;
-          seen[nseen++] = key;
-          Candidate c = base;
-          c.kind = DeviceKind::kShare;
-          c.n = 1;
-          c.picks[0] = {static_cast<uint8_t>(g), 0, 0};
-          out.push_back(c);
-        }
+          return CardState{u.milli, u.memory_mib * 65536 + node.gpus[g].memory_mib};
+        });
       } else {
         // Several shares, each on a distinct card: the tightest cards first (best fit).
         std::stable_sort(fit.begin(), fit.end(), [&](int a, int b) {
@@ -299,18 +310,9 @@ std::string_view ProposeCandidates(const DeviceRequest& req, const ClusterState&
       for (int g : ts) room += node.gpus[g].sharing.replicas - usage.gpus[g].replicas;
       if (room < gr.count) return kInsufficientReplicas;
       if (gr.count == 1) {
-        std::array<std::pair<int, int>, kMaxGpusPerNode> seen{};
-        int nseen = 0;
-        for (int g : ts) {
-          std::pair<int, int> key{usage.gpus[g].replicas, node.gpus[g].sharing.replicas};
-          if (std::find(seen.begin(), seen.begin() + nseen, key) != seen.begin() + nseen) continue;
-          seen[nseen++] = key;
-          Candidate c = base;
-          c.kind = DeviceKind::kReplica;
-          c.n = 1;
-          c.picks[0] = {static_cast<uint8_t>(g), 0, 1};
-          out.push_back(c);
-        }
+        ProposeOnePerCardState(ts, base, DeviceKind::kReplica, 1, out, [&](int g) {
+          return CardState{usage.gpus[g].replicas, node.gpus[g].sharing.replicas};
+        });
       } else {
         // Replicas of one card share its compute: spread over distinct cards first.
         std::array<uint16_t, kMaxGpusPerNode> take{};

@@ -20,11 +20,12 @@ constexpr uint8_t kHalves = Starts({0, 4});
 constexpr uint8_t kZero = Starts({0});
 
 // The seven-slice family (A100, H100, H200) differs only in profile names.
-#define TESSERA_SEVEN_SLICE(p1, p1me, p1x2, p2, p3, p4, p7)                                     \
-  {p1, 1, 1, kAll7, 7}, {p1me, 1, 1, kAll7, 1}, {p1x2, 1, 2, kEven4, 4}, {p2, 2, 2, kEven3, 3}, \
-      {p3, 3, 4, kHalves, 2}, {p4, 4, 4, kZero, 1}, {                                           \
-    p7, 7, 8, kZero, 1                                                                          \
-  }
+// clang-format off
+#define TESSERA_SEVEN_SLICE(p1, p1me, p1x2, p2, p3, p4, p7)                   \
+  {p1, 1, 1, kAll7, 7},  {p1me, 1, 1, kAll7, 1}, {p1x2, 1, 2, kEven4, 4},     \
+  {p2, 2, 2, kEven3, 3}, {p3, 3, 4, kHalves, 2}, {p4, 4, 4, kZero, 1},        \
+  {p7, 7, 8, kZero, 1}
+// clang-format on
 
 constexpr std::array<MigProfile, 7> kA100_40 = {{TESSERA_SEVEN_SLICE(
     "1g.5gb", "1g.5gb+me", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb")}};
