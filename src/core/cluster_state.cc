@@ -73,6 +73,8 @@ NodeClassId ClusterState::InternClass(const Labels& labels, const std::vector<Ta
   auto it = class_index_.find(key);
   if (it != class_index_.end()) return it->second;
   NodeClassId id(static_cast<uint32_t>(class_labels_.size()));
+  for (const Taint& t : taints)
+    any_prefer_no_schedule_ |= t.effect == TaintEffect::kPreferNoSchedule;
   class_labels_.push_back(labels);
   class_taints_.push_back(taints);
   class_index_.emplace(std::move(key), id);
@@ -100,6 +102,12 @@ Result<NodeId> ClusterState::AddNode(NodeSpec spec) {
   NodeUsage usage;
   usage.gpus.resize(rec.gpus.size());
   usage.gpus.shrink_to_fit();
+  for (size_t g = 0; g < rec.gpus.size(); ++g) {
+    usage.gpus[g].mode = rec.gpus[g].sharing.mode;
+    usage.gpus[g].capacity_mib = static_cast<int32_t>(rec.gpus[g].memory_mib);
+    usage.gpus[g].numa_node = rec.gpus[g].numa_node;
+    usage.gpus[g].nvlink_domain = rec.gpus[g].nvlink_domain;
+  }
   by_name_.emplace(rec.name, id);
   nodes_.push_back(std::move(rec));
   usage_.push_back(std::move(usage));
@@ -162,9 +170,7 @@ int64_t ClusterState::GpuTakenMilli(NodeId id, int gpu) const {
 }
 
 int64_t ClusterState::GpuFreeMilli(NodeId id, int gpu) const {
-  const GpuDevice& g = node(id).gpus[gpu];
-  if (g.health != GpuHealth::kHealthy) return 0;
-  return kMilliPerGpu - TakenMilli(g, usage(id).gpus[gpu]);
+  return usage(id).gpus[gpu].free_milli;
 }
 
 Status ClusterState::CheckFits(const NodeRecord& n, const NodeUsage& u, const Placement& p) const {
@@ -278,11 +284,16 @@ void ClusterState::Apply(NodeId id, const Placement& p, int sign) {
 }
 
 void ClusterState::RefreshFree(NodeId id) {
+  const NodeRecord& n = nodes_[id.value()];
+  NodeUsage& u = usage_[id.value()];
   int64_t free = 0;
-  for (size_t g = 0; g < nodes_[id.value()].gpus.size(); ++g) {
-    free += GpuFreeMilli(id, static_cast<int>(g));
+  for (size_t g = 0; g < n.gpus.size(); ++g) {
+    GpuUsage& a = u.gpus[g];
+    a.healthy = n.gpus[g].health == GpuHealth::kHealthy;
+    a.free_milli = static_cast<int16_t>(a.healthy ? kMilliPerGpu - TakenMilli(n.gpus[g], a) : 0);
+    free += a.free_milli;
   }
-  usage_[id.value()].gpu_free_milli = free;
+  u.gpu_free_milli = free;
 }
 
 Status ClusterState::Allocate(const Placement& p) {

@@ -18,13 +18,21 @@
 
 namespace tessera::core {
 
-// What is held on one GPU.
+// What is held on one GPU, next to copies of the card's static facts that the placement scan
+// needs, so that scanning a node reads this small contiguous array and not its GpuDevice records.
 struct GpuUsage {
-  int32_t milli = 0;       // compute milli-GPUs held (a whole card holds 1000)
   int64_t memory_mib = 0;  // memory held
+  int32_t milli = 0;       // compute milli-GPUs held (a whole card holds 1000)
   uint16_t replicas = 0;   // time-slice replicas held
   uint16_t mig_used = 0;   // bit i: MIG instance i of the card's layout is held
   uint16_t holders = 0;    // number of assignments on the card
+  // Maintained by ClusterState; never set by callers.
+  int16_t free_milli = 0;                      // ClusterState::GpuFreeMilli of the card
+  SharingMode mode = SharingMode::kExclusive;  // the card's sharing mode
+  bool healthy = true;                         // the card's health is kHealthy
+  int32_t capacity_mib = 0;                    // the card's memory
+  int16_t numa_node = -1;                      // the card's NUMA node
+  int16_t nvlink_domain = -1;                  // the card's NVLink domain
 };
 
 struct NodeUsage {
@@ -112,6 +120,8 @@ class ClusterState {
   // Cluster totals, kept incrementally.
   int64_t total_gpu_milli() const { return total_gpu_milli_; }
   int64_t allocated_gpu_milli() const { return allocated_gpu_milli_; }
+  // False only when no node has a PreferNoSchedule taint (never reset once a node had one).
+  bool any_prefer_no_schedule() const { return any_prefer_no_schedule_; }
   // Largest node CPU and GPU capacity (normalizers for best-fit style scores).
   int64_t max_node_cpu_milli() const { return max_node_cpu_milli_; }
   int64_t max_node_gpu_milli() const { return max_node_gpu_milli_; }
@@ -132,6 +142,7 @@ class ClusterState {
   int64_t allocated_gpu_milli_ = 0;
   int64_t max_node_cpu_milli_ = 0;
   int64_t max_node_gpu_milli_ = 0;
+  bool any_prefer_no_schedule_ = false;
 };
 
 }  // namespace tessera::core

@@ -69,7 +69,7 @@ void ProposeOnePerCardState(const GpuList& cards, const Candidate& base, DeviceK
 
 // Whole cards: one candidate per NVLink domain (else NUMA node) that can hold all of them, else
 // the lowest free indices. For one card, one candidate per (domain, NUMA) group.
-void ProposeWhole(const NodeRecord& node, const GpuList& free, int count, Candidate base,
+void ProposeWhole(const NodeUsage& node, const GpuList& free, int count, Candidate base,
                   std::vector<Candidate>& out) {
   auto emit = [&](const GpuList& gpus) {
     Candidate c = base;
@@ -84,7 +84,7 @@ void ProposeWhole(const NodeRecord& node, const GpuList& free, int count, Candid
     std::array<int16_t, kMaxGpusPerNode> seen{};
     int nseen = 0;
     for (int g : free) {
-      const GpuDevice& d = node.gpus[g];
+      const GpuUsage& d = node.gpus[g];
       int16_t key = pass == 0 ? d.nvlink_domain : d.numa_node;
       int16_t other = pass == 0 ? d.numa_node : d.nvlink_domain;
       if (key < 0) continue;
@@ -93,7 +93,7 @@ void ProposeWhole(const NodeRecord& node, const GpuList& free, int count, Candid
       seen[nseen++] = combo;
       GpuList group;
       for (int h : free) {
-        const GpuDevice& e = node.gpus[h];
+        const GpuUsage& e = node.gpus[h];
         int16_t k2 = pass == 0 ? e.nvlink_domain : e.numa_node;
         int16_t o2 = pass == 0 ? e.numa_node : e.nvlink_domain;
         if (k2 == key && (count > 1 || o2 == other)) group.push_back(h);
@@ -123,14 +123,9 @@ DeviceRequest MakeDeviceRequest(const PodSpec& pod) {
   return r;
 }
 
-bool GpuEligible(const DeviceRequest& req, const NodeRecord& node, int gpu) {
-  const GpuDevice& g = node.gpus[gpu];
-  return g.health == GpuHealth::kHealthy && ModelAllowed(*req.pod, g.model);
-}
-
-int64_t ShareMemoryMib(const GpuRequest& req, const GpuDevice& gpu) {
+int64_t ShareMemoryMib(const GpuRequest& req, int64_t card_mib) {
   if (req.memory_mib > 0) return req.memory_mib;
-  return gpu.memory_mib * req.milli / kMilliPerGpu;
+  return card_mib * req.milli / kMilliPerGpu;
 }
 
 std::string_view ProposeCandidates(const DeviceRequest& req, const ClusterState& state, NodeId id,
@@ -156,8 +151,11 @@ std::string_view ProposeCandidates(const DeviceRequest& req, const ClusterState&
   base.node = id;
 
   GpuList eligible;
+  const bool any_model = req.pod->gpu_models.empty();
   for (int g = 0; g < ngpus; ++g) {
-    if (GpuEligible(req, node, g)) eligible.push_back(g);
+    if (usage.gpus[g].healthy && (any_model || ModelAllowed(*req.pod, node.gpus[g].model))) {
+      eligible.push_back(g);
+    }
   }
   if (eligible.empty()) return IneligibleReason(req, node);
 
@@ -168,18 +166,20 @@ std::string_view ProposeCandidates(const DeviceRequest& req, const ClusterState&
       GpuList free;
       GpuList ts;  // time-sliced cards advertised as plain nvidia.com/gpu
       for (int g : eligible) {
+        const SharingMode mode = usage.gpus[g].mode;
+        if (mode == SharingMode::kExclusive || mode == SharingMode::kShared) {
+          if (Free(usage.gpus[g])) free.push_back(g);
+          continue;
+        }
+        if (mode != SharingMode::kTimeSlice) continue;
         const GpuSharing& s = node.gpus[g].sharing;
-        if ((s.mode == SharingMode::kExclusive || s.mode == SharingMode::kShared) &&
-            Free(usage.gpus[g])) {
-          free.push_back(g);
-        } else if (s.mode == SharingMode::kTimeSlice && !s.rename &&
-                   usage.gpus[g].replicas < s.replicas &&
-                   !(s.fail_requests_greater_than_one && gr.count > 1)) {
+        if (!s.rename && usage.gpus[g].replicas < s.replicas &&
+            !(s.fail_requests_greater_than_one && gr.count > 1)) {
           ts.push_back(g);
         }
       }
       if (free.size() >= gr.count) {
-        ProposeWhole(node, free, gr.count, base, out);
+        ProposeWhole(usage, free, gr.count, base, out);
         return {};
       }
       if (!ts.empty()) {
@@ -216,11 +216,10 @@ std::string_view ProposeCandidates(const DeviceRequest& req, const ClusterState&
       bool any_memory = false;
       GpuList fit;
       for (int g : eligible) {
-        const GpuDevice& d = node.gpus[g];
-        if (d.sharing.mode != SharingMode::kShared) continue;
-        any_shared = true;
         const GpuUsage& u = usage.gpus[g];
-        const bool mem_ok = u.memory_mib + ShareMemoryMib(gr, d) <= d.memory_mib;
+        if (u.mode != SharingMode::kShared) continue;
+        any_shared = true;
+        const bool mem_ok = u.memory_mib + ShareMemoryMib(gr, u.capacity_mib) <= u.capacity_mib;
         any_memory |= mem_ok;
         if (mem_ok && u.milli + gr.milli <= kMilliPerGpu) fit.push_back(g);
       }
@@ -231,7 +230,7 @@ std::string_view ProposeCandidates(const DeviceRequest& req, const ClusterState&
       if (gr.count == 1) {
         ProposeOnePerCardState(fit, base, DeviceKind::kShare, 0, out, [&](int g) {
           const GpuUsage& u = usage.gpus[g];
-          return CardState{u.milli, u.memory_mib * 65536 + node.gpus[g].memory_mib};
+          return CardState{u.milli, u.memory_mib * 65536 + u.capacity_mib};
         });
       } else {
         // Several shares, each on a distinct card: the tightest cards first (best fit).
@@ -250,11 +249,11 @@ std::string_view ProposeCandidates(const DeviceRequest& req, const ClusterState&
     }
     case GpuRequestKind::kMig: {
       bool any_profile = false;
-      std::array<DevicePick, kMaxGpusPerNode * 8> free{};
+      std::array<DevicePick, kMaxGpusPerNode * 8> free;  // the first nfree are set
       int nfree = 0;
       for (int g : eligible) {
+        if (usage.gpus[g].mode != SharingMode::kMig) continue;
         const GpuDevice& d = node.gpus[g];
-        if (d.sharing.mode != SharingMode::kMig) continue;
         const MigGeometry* geo = FindMigGeometry(d.model);
         if (geo == nullptr) continue;
         int prof = geo->FindProfile(gr.mig_profile);
@@ -340,14 +339,22 @@ std::string_view ProposeCandidates(const DeviceRequest& req, const ClusterState&
 
 int64_t PickMilli(const ClusterState& s, const PodSpec& pod, const Candidate& c,
                   const DevicePick& p) {
-  const GpuDevice& g = s.node(c.node).gpus[p.gpu];
   switch (c.kind) {
     case DeviceKind::kWhole:
       return kMilliPerGpu;
     case DeviceKind::kShare: {
-      const int64_t by_mem = ShareMemoryMib(pod.gpu, g) * kMilliPerGpu / g.memory_mib;
+      const int64_t card_mib = s.usage(c.node).gpus[p.gpu].capacity_mib;
+      const int64_t by_mem = ShareMemoryMib(pod.gpu, card_mib) * kMilliPerGpu / card_mib;
       return std::min<int64_t>(kMilliPerGpu, std::max<int64_t>(pod.gpu.milli, by_mem));
     }
+    default:
+      break;
+  }
+  const GpuDevice& g = s.node(c.node).gpus[p.gpu];
+  switch (c.kind) {
+    case DeviceKind::kWhole:
+    case DeviceKind::kShare:
+      break;
     case DeviceKind::kMigInstance: {
       const MigGeometry* geo = FindMigGeometry(g.model);
       return MigInstanceMilli(*geo, geo->profiles[g.sharing.mig[p.mig_instance].profile]);
@@ -375,7 +382,7 @@ Placement Materialize(const ClusterState& state, const PodSpec& pod, const Candi
         break;
       case DeviceKind::kShare:
         d.milli = pod.gpu.milli;
-        d.memory_mib = ShareMemoryMib(pod.gpu, g);
+        d.memory_mib = ShareMemoryMib(pod.gpu, g.memory_mib);
         break;
       case DeviceKind::kMigInstance: {
         d.mig_instance = pick.mig_instance;

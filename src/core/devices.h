@@ -24,16 +24,13 @@ struct DeviceRequest {
 
 DeviceRequest MakeDeviceRequest(const PodSpec& pod);
 
-// True when GPU `gpu` of `node` is healthy and of a model the pod accepts.
-bool GpuEligible(const DeviceRequest& req, const NodeRecord& node, int gpu);
-
 // Appends to `out` the candidates for the request on node `id`. Returns an empty view when at
 // least one was appended, else the reason none exists (valid while `req` lives).
 std::string_view ProposeCandidates(const DeviceRequest& req, const ClusterState& state, NodeId id,
                                    std::vector<Candidate>& out);
 
-// Memory (MiB) a share takes on `gpu`: the asked memory, or else `milli` of the card.
-int64_t ShareMemoryMib(const GpuRequest& req, const GpuDevice& gpu);
+// Memory (MiB) a share takes on a card of `card_mib`: the asked memory, or else `milli` of it.
+int64_t ShareMemoryMib(const GpuRequest& req, int64_t card_mib);
 
 // Milli-GPUs a pick of `c` takes on its card (see ClusterState::GpuTakenMilli).
 int64_t PickMilli(const ClusterState& state, const PodSpec& pod, const Candidate& c,

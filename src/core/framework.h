@@ -103,7 +103,7 @@ class ScorePlugin : public virtual Plugin {
   virtual bool Normalizes() const { return false; }
   // True when the plugin has nothing to say about this pod (kube's PreScore "Skip"): it is not
   // run this cycle, which scores every candidate alike.
-  virtual bool Skip(const CycleState& cycle) const { return false; }
+  virtual bool Skip(const CycleState& cycle, const ClusterState& state) const { return false; }
   // Maps raw scores of all candidates of the cycle into [0, kMaxNodeScore].
   virtual void NormalizeScores(std::span<int64_t> scores) const;
 };

@@ -232,31 +232,30 @@ class Random final : public ScorePlugin {
 class Topology final : public ScorePlugin {
  public:
   std::string_view Name() const override { return "Topology"; }
-  bool Skip(const CycleState& cycle) const override {
+  bool Skip(const CycleState& cycle, const ClusterState&) const override {
     return cycle.pod().gpu.kind != GpuRequestKind::kWhole;
   }
   int64_t Score(const CycleState&, const ClusterState& s, const Candidate& c) override {
     if (c.n == 0 || c.kind != DeviceKind::kWhole) return kMaxNodeScore;
-    const NodeRecord& n = s.node(c.node);
-    const GpuDevice& first = n.gpus[c.picks[0].gpu];
+    const std::vector<GpuUsage>& gpus = s.usage(c.node).gpus;
+    const GpuUsage& first = gpus[c.picks[0].gpu];
     bool one_link = first.nvlink_domain >= 0;
     bool one_numa = first.numa_node >= 0;
     for (const DevicePick& p : c.devices()) {
-      one_link &= n.gpus[p.gpu].nvlink_domain == first.nvlink_domain;
-      one_numa &= n.gpus[p.gpu].numa_node == first.numa_node;
+      one_link &= gpus[p.gpu].nvlink_domain == first.nvlink_domain;
+      one_numa &= gpus[p.gpu].numa_node == first.numa_node;
     }
     int64_t base = one_link ? 2 * kMaxNodeScore / 3 : one_numa ? kMaxNodeScore / 3 : 0;
     if (!one_link && !one_numa) return base;
     // Free cards left in the group the candidate sits in.
     int left = 0;
     int size = 0;
-    for (size_t g = 0; g < n.gpus.size(); ++g) {
-      const GpuDevice& d = n.gpus[g];
+    for (const GpuUsage& d : gpus) {
       bool same =
           one_link ? d.nvlink_domain == first.nvlink_domain : d.numa_node == first.numa_node;
       if (!same) continue;
       ++size;
-      if (s.usage(c.node).gpus[g].holders == 0) ++left;
+      if (d.holders == 0) ++left;
     }
     left -= c.n;
     return base + (kMaxNodeScore / 3) * (size - left) / std::max(1, size);
@@ -268,7 +267,9 @@ class Topology final : public ScorePlugin {
 class GangLocality final : public ScorePlugin {
  public:
   std::string_view Name() const override { return "GangLocality"; }
-  bool Skip(const CycleState& cycle) const override { return cycle.gang() == nullptr; }
+  bool Skip(const CycleState& cycle, const ClusterState&) const override {
+    return cycle.gang() == nullptr;
+  }
   int64_t Score(const CycleState& cycle, const ClusterState&, const Candidate& c) override {
     const GangContext* g = cycle.gang();
     if (g == nullptr) return 0;
@@ -280,7 +281,9 @@ class GangLocality final : public ScorePlugin {
 class NodeAffinityPreferred final : public ScorePlugin {
  public:
   std::string_view Name() const override { return "NodeAffinityPreferred"; }
-  bool Skip(const CycleState& cycle) const override { return cycle.pod().preferred_terms.empty(); }
+  bool Skip(const CycleState& cycle, const ClusterState&) const override {
+    return cycle.pod().preferred_terms.empty();
+  }
   bool Normalizes() const override { return true; }
   int64_t Score(const CycleState& cycle, const ClusterState& s, const Candidate& c) override {
     int64_t sum = 0;
@@ -295,6 +298,9 @@ class NodeAffinityPreferred final : public ScorePlugin {
 class TaintPreferNoSchedule final : public ScorePlugin {
  public:
   std::string_view Name() const override { return "TaintPreferNoSchedule"; }
+  bool Skip(const CycleState&, const ClusterState& s) const override {
+    return !s.any_prefer_no_schedule();
+  }
   bool Normalizes() const override { return true; }
   int64_t Score(const CycleState& cycle, const ClusterState& s, const Candidate& c) override {
     int64_t untolerated = 0;

@@ -193,6 +193,13 @@ PlaceOutcome Scheduler::Place(const ClusterState& state, const PodSpec& pod,
   for (int i = 0; i < n && feasible < want; ++i) {
     const NodeId id((start + static_cast<uint32_t>(i)) % static_cast<uint32_t>(n));
     ++looked;
+    // The scan is memory-bound: fetch the next node's card records while this one is examined.
+    const NodeUsage& next = state.usage(NodeId((id.value() + 1) % static_cast<uint32_t>(n)));
+    if (!next.gpus.empty()) {
+      const char* p = reinterpret_cast<const char*>(next.gpus.data());
+      const size_t bytes = next.gpus.size() * sizeof(GpuUsage);
+      for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off);
+    }
     std::string_view reason;
     for (size_t f = 0; f < filters_.size() && reason.empty(); ++f) {
       FilterPlugin& plugin = *filters_[f];
@@ -228,7 +235,7 @@ PlaceOutcome Scheduler::Place(const ClusterState& state, const PodSpec& pod,
   std::vector<int64_t> total(m, 0);
   for (size_t p = 0; p < scores_.size(); ++p) {
     ScorePlugin& plugin = *scores_[p].plugin;
-    if (plugin.Skip(cycle)) continue;
+    if (plugin.Skip(cycle, state)) continue;
     std::vector<int64_t>& raw = raw_scores_[p];
     raw.resize(m);
     for (size_t c = 0; c < m; ++c) raw[c] = plugin.Score(cycle, state, candidates_[c]);
