@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/demo.h"
+#include "cli/sim_cmd.h"
 #include "core/scheduler.h"
 
 int main(int argc, char** argv) {
@@ -20,8 +21,12 @@ int main(int argc, char** argv) {
   demo->add_option("--policy", policy, "Placement policy: " + policies)->capture_default_str();
   demo->add_option("--seed", seed, "Seed for the random policy")->capture_default_str();
 
+  tessera::cli::SimOptions sim_opts;
+  CLI::App* sim = tessera::cli::AddSimCommand(app, sim_opts);
+
   CLI11_PARSE(app, argc, argv);
 
   if (demo->parsed()) return tessera::cli::RunDemo(policy, seed, std::cout);
+  if (sim->parsed()) return tessera::cli::RunSim(sim_opts, std::cout, std::cerr);
   return 0;
 }

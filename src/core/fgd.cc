@@ -18,16 +18,16 @@ bool ModelOk(const TaskType& t, const std::string* model) {
 FragNode MakeFragNode(const ClusterState& state, NodeId id) {
   FragNode f;
   const NodeRecord& n = state.node(id);
-  f.cpu_free = n.allocatable.cpu_milli - state.usage(id).used.cpu_milli;
+  const NodeUsage& u = state.usage(id);
+  f.cpu_free = n.allocatable.cpu_milli - u.used.cpu_milli;
   f.n = static_cast<int>(n.gpus.size());
   for (int g = 0; g < f.n; ++g) {
-    const GpuDevice& d = n.gpus[g];
-    f.free[g] = state.GpuFreeMilli(id, g);
-    const bool healthy = d.health == GpuHealth::kHealthy;
-    f.shareable[g] = healthy && d.sharing.mode == SharingMode::kShared;
-    f.wholeable[g] = healthy && (d.sharing.mode == SharingMode::kShared ||
-                                 d.sharing.mode == SharingMode::kExclusive);
-    f.model[g] = &d.model;
+    const GpuUsage& c = u.gpus[g];
+    f.free[g] = c.free_milli;
+    f.shareable[g] = c.healthy && c.mode == SharingMode::kShared;
+    f.wholeable[g] =
+        c.healthy && (c.mode == SharingMode::kShared || c.mode == SharingMode::kExclusive);
+    f.model[g] = &n.gpus[g].model;  // address only: read when a task type names models
   }
   return f;
 }
@@ -55,6 +55,95 @@ int64_t NodeFragmentation(const FragNode& node, std::span<const TaskType> types)
   int64_t sum = 0;
   for (const TaskType& t : types) sum += t.weight * TaskFragmentation(node, t);
   return sum;
+}
+
+FragmentationMemo::FragmentationMemo(std::vector<TaskType> types) : types_(std::move(types)) {
+  for (const TaskType& t : types_) {
+    cpu_levels_.push_back(t.cpu_milli);
+    models_matter_ |= !t.models.empty();
+  }
+  std::sort(cpu_levels_.begin(), cpu_levels_.end());
+  cpu_levels_.erase(std::unique(cpu_levels_.begin(), cpu_levels_.end()), cpu_levels_.end());
+}
+
+uint64_t FragmentationMemo::Hash(const Key& k) {
+  uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t{k.cpu_level} << 8) ^ k.n;
+  for (uint32_t i = 0; i < k.n; ++i) {
+    h ^= k.cards[i];
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 32;
+  }
+  return h;
+}
+
+uint32_t FragmentationMemo::ModelId(const std::string* model) {
+  if (!models_matter_ || model == nullptr) return 0;
+  for (size_t i = 0; i < models_.size(); ++i) {
+    if (models_[i] == *model) return static_cast<uint32_t>(i + 1);
+  }
+  models_.push_back(*model);
+  return static_cast<uint32_t>(models_.size());
+}
+
+FragmentationMemo::Key FragmentationMemo::KeyOf(std::span<const uint32_t> cards,
+                                                int64_t cpu_free) const {
+  // A type's CPU test depends only on the CPU level, its card tests only on each card's free
+  // share, flags and model, and the card order does not matter.
+  Key k;
+  k.n = static_cast<uint32_t>(cards.size());
+  k.cpu_level = static_cast<uint32_t>(
+      std::upper_bound(cpu_levels_.begin(), cpu_levels_.end(), cpu_free) - cpu_levels_.begin());
+  for (size_t g = 0; g < cards.size(); ++g) {
+    size_t i = g;  // insertion sort: at most 16 cards
+    while (i > 0 && k.cards[i - 1] > cards[g]) {
+      k.cards[i] = k.cards[i - 1];
+      --i;
+    }
+    k.cards[i] = cards[g];
+  }
+  return k;
+}
+
+FragmentationMemo::Key FragmentationMemo::MakeKey(const FragNode& node) {
+  std::array<uint32_t, kMaxGpusPerNode> cards;
+  for (int g = 0; g < node.n; ++g) cards[g] = PackCard(node, g);
+  return KeyOf({cards.data(), static_cast<size_t>(node.n)}, node.cpu_free);
+}
+
+void FragmentationMemo::Grow() {
+  std::vector<Slot> old = std::move(slots_);
+  slots_.assign(old.empty() ? 1024 : old.size() * 2, Slot{});
+  const size_t mask = slots_.size() - 1;
+  for (Slot& s : old) {
+    if (!s.used) continue;
+    size_t i = Hash(s.key) & mask;
+    while (slots_[i].used) i = (i + 1) & mask;
+    slots_[i] = s;
+  }
+}
+
+const int64_t* FragmentationMemo::Find(const Key& key) const {
+  if (slots_.empty()) return nullptr;
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = Hash(key) & mask; slots_[i].used; i = (i + 1) & mask) {
+    if (slots_[i].key == key) return &slots_[i].value;
+  }
+  return nullptr;
+}
+
+int64_t FragmentationMemo::Insert(const Key& key, const FragNode& node) {
+  const int64_t value = NodeFragmentation(node, types_);
+  if (used_ >= (size_t{1} << 20)) {  // bound the memory: start over
+    slots_.clear();
+    used_ = 0;
+  }
+  if (2 * (used_ + 1) > slots_.size()) Grow();
+  const size_t mask = slots_.size() - 1;
+  size_t i = Hash(key) & mask;
+  while (slots_[i].used) i = (i + 1) & mask;
+  slots_[i] = {key, value, true};
+  ++used_;
+  return value;
 }
 
 TaskType TaskTypeOf(const PodSpec& pod) {
@@ -98,7 +187,7 @@ using TypeKey = std::tuple<int64_t, int32_t, int32_t, std::vector<std::string>>;
 class Fgd final : public ScorePlugin, public PreFilterPlugin {
  public:
   explicit Fgd(std::vector<TaskType> workload)
-      : fixed_(!workload.empty()), types_(std::move(workload)) {}
+      : fixed_(!workload.empty()), memo_(std::move(workload)) {}
 
   std::string_view Name() const override { return "FGD"; }
   bool Normalizes() const override { return true; }
@@ -118,7 +207,8 @@ class Fgd final : public ScorePlugin, public PreFilterPlugin {
       for (const auto& [k, w] : observed_) {
         all.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k), w});
       }
-      types_ = TypicalTaskTypes(std::move(all), 95);
+      memo_ = FragmentationMemo(TypicalTaskTypes(std::move(all), 95));
+      last_.clear();
       next_rebuild_ = observations_ * 2;
     }
     return Status::Ok();
@@ -128,24 +218,55 @@ class Fgd final : public ScorePlugin, public PreFilterPlugin {
     if (cached_node_ != c.node) {
       cached_node_ = c.node;
       before_node_ = MakeFragNode(s, c.node);
-      before_ = NodeFragmentation(before_node_, types_);
+      for (int g = 0; g < before_node_.n; ++g) before_cards_[g] = memo_.PackCard(before_node_, g);
+      const FragmentationMemo::Key key = memo_.KeyOf(
+          {before_cards_.data(), static_cast<size_t>(before_node_.n)}, before_node_.cpu_free);
+      // A node's state rarely changes between cycles: check its last key before the table.
+      if (last_.size() < s.size()) last_.resize(s.size());
+      auto& [last_key, last_value, valid] = last_[c.node.value()];
+      if (!valid || !(last_key == key)) {
+        last_key = key;
+        last_value = memo_.Get(key, before_node_);
+        valid = true;
+      }
+      before_ = last_value;
     }
-    FragNode after = before_node_;
-    after.cpu_free -= cycle.pod().requests.cpu_milli;
+    // The state after placing: less CPU, less free on the picked cards.
+    std::array<int64_t, kMaxGpusPerNode> take{};
+    for (const DevicePick& p : c.devices()) take[p.gpu] += PickMilli(s, cycle.pod(), c, p);
+    std::array<uint32_t, kMaxGpusPerNode> cards = before_cards_;
     for (const DevicePick& p : c.devices()) {
-      after.free[p.gpu] = std::max<int64_t>(0, after.free[p.gpu] - PickMilli(s, cycle.pod(), c, p));
+      const int64_t free = std::max<int64_t>(0, before_node_.free[p.gpu] - take[p.gpu]);
+      cards[p.gpu] = (cards[p.gpu] & ~uint32_t{0x7ff}) | static_cast<uint32_t>(free);
     }
-    return before_ - NodeFragmentation(after, types_);  // higher: less fragmentation added
+    const int64_t cpu_free = before_node_.cpu_free - cycle.pod().requests.cpu_milli;
+    const FragmentationMemo::Key key =
+        memo_.KeyOf({cards.data(), static_cast<size_t>(before_node_.n)}, cpu_free);
+    int64_t after;
+    if (const int64_t* v = memo_.Find(key)) {
+      after = *v;
+    } else {
+      FragNode node = before_node_;
+      node.cpu_free = cpu_free;
+      for (const DevicePick& p : c.devices()) {
+        node.free[p.gpu] = std::max<int64_t>(0, before_node_.free[p.gpu] - take[p.gpu]);
+      }
+      after = memo_.Insert(key, node);
+    }
+    return before_ - after;  // higher: less fragmentation added
   }
 
  private:
   bool fixed_;
-  std::vector<TaskType> types_;
+  FragmentationMemo memo_;
+  // Per node: the key and fragmentation last computed for it.
+  std::vector<std::tuple<FragmentationMemo::Key, int64_t, bool>> last_;
   std::map<TypeKey, int64_t> observed_;
   int64_t observations_ = 0;
   int64_t next_rebuild_ = 0;
   NodeId cached_node_;
   FragNode before_node_;
+  std::array<uint32_t, kMaxGpusPerNode> before_cards_{};
   int64_t before_ = 0;
 };
 

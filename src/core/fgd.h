@@ -47,6 +47,58 @@ int64_t TaskFragmentation(const FragNode& node, const TaskType& t);
 // Popularity-weighted fragmentation over `types` (milli-GPU x weight).
 int64_t NodeFragmentation(const FragNode& node, std::span<const TaskType> types);
 
+// NodeFragmentation for one fixed workload, memoized on the node's canonical state (CPU reduced to
+// which task types it admits, cards sorted), so nodes in equal states are computed once.
+class FragmentationMemo {
+ public:
+  // The canonical state of a node: equal keys have equal fragmentation for every task type.
+  struct Key {
+    std::array<uint32_t, kMaxGpusPerNode> cards{};  // free milli, flags and model, sorted
+    uint32_t cpu_level = 0;                         // how many task CPU demands fit
+    uint32_t n = 0;
+    friend bool operator==(const Key&, const Key&) = default;
+  };
+
+  explicit FragmentationMemo(std::vector<TaskType> types);
+  const std::vector<TaskType>& types() const { return types_; }
+  // One card of `node` in key form.
+  uint32_t PackCard(const FragNode& node, int g) {
+    const uint32_t model = models_matter_ ? ModelId(node.model[g]) : 0;
+    return static_cast<uint32_t>(node.free[g]) | uint32_t{node.shareable[g]} << 11 |
+           uint32_t{node.wholeable[g]} << 12 | model << 13;
+  }
+  // The key of a node with these packed cards (any order) and free CPU.
+  Key KeyOf(std::span<const uint32_t> cards, int64_t cpu_free) const;
+  Key MakeKey(const FragNode& node);
+  // The memoized value for `key`, or nullptr.
+  const int64_t* Find(const Key& key) const;
+  // Computes NodeFragmentation(node, types()) and stores it under `key` = MakeKey(node).
+  int64_t Insert(const Key& key, const FragNode& node);
+  int64_t Get(const Key& key, const FragNode& node) {
+    const int64_t* v = Find(key);
+    return v ? *v : Insert(key, node);
+  }
+  int64_t Get(const FragNode& node) { return Get(MakeKey(node), node); }
+  size_t size() const { return used_; }
+
+ private:
+  struct Slot {
+    Key key;
+    int64_t value = 0;
+    bool used = false;
+  };
+  static uint64_t Hash(const Key& k);
+  uint32_t ModelId(const std::string* model);
+  void Grow();
+
+  std::vector<TaskType> types_;
+  std::vector<int64_t> cpu_levels_;  // distinct task CPU demands, ascending
+  bool models_matter_ = false;
+  std::vector<std::string> models_;
+  std::vector<Slot> slots_;  // open addressing, linear probing, at most half full
+  size_t used_ = 0;
+};
+
 // Builds the workload FGD aims at from observed pod shapes: the most popular types covering
 // `coverage_percent` of the weight.
 std::vector<TaskType> TypicalTaskTypes(std::vector<TaskType> observed, int coverage_percent);

@@ -1,0 +1,219 @@
+#include "sim/arrival.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <tuple>
+
+#include "core/scheduler.h"
+
+namespace tessera::sim {
+
+namespace {
+
+// SplitMix64: small, fast and fully specified, so a seed means the same run everywhere.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  uint64_t Next() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [0, n), n > 0, without modulo bias.
+  uint64_t Below(uint64_t n) {
+    const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
+    uint64_t x = Next();
+    while (x >= limit) x = Next();
+    return x % n;
+  }
+
+ private:
+  uint64_t state_;
+};
+
+}  // namespace
+
+std::vector<core::TaskType> TraceWorkload(std::span<const TracePod> pods) {
+  using Key = std::tuple<int64_t, int32_t, int32_t, std::vector<std::string>>;
+  std::map<Key, int64_t> counts;
+  for (const TracePod& p : pods) {
+    const core::TaskType t = core::TaskTypeOf(ToPodSpec(p));
+    ++counts[Key{t.cpu_milli, t.num_gpu, t.gpu_milli, t.models}];
+  }
+  std::vector<core::TaskType> types;
+  types.reserve(counts.size());
+  for (const auto& [k, n] : counts) {
+    types.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k), n});
+  }
+  // Most popular first; the map order breaks ties, so the result is deterministic.
+  std::stable_sort(
+      types.begin(), types.end(),
+      [](const core::TaskType& a, const core::TaskType& b) { return a.weight > b.weight; });
+  return types;
+}
+
+std::vector<uint32_t> SampleArrivals(std::span<const TracePod> pods, uint64_t seed,
+                                     int64_t target_milli) {
+  std::vector<uint32_t> out;
+  int64_t any_gpu = 0;
+  for (const TracePod& p : pods) any_gpu += p.GpuDemandMilli();
+  if (pods.empty() || any_gpu == 0) return out;
+  Rng rng(seed);
+  int64_t demand = 0;
+  while (demand < target_milli) {
+    const auto i = static_cast<uint32_t>(rng.Below(pods.size()));
+    out.push_back(i);
+    demand += pods[i].GpuDemandMilli();
+  }
+  for (size_t i = out.size(); i > 1; --i) std::swap(out[i - 1], out[rng.Below(i)]);
+  return out;
+}
+
+Result<ArrivalRun> RunArrival(const Trace& trace, const core::ClusterState& base,
+                              std::span<const core::TaskType> workload,
+                              const ArrivalConfig& config) {
+  const auto start = std::chrono::steady_clock::now();
+  if (!(config.inflate > 0) || config.inflate > 100) {
+    return InvalidArgument("inflate must be in (0, 100]");
+  }
+  core::SchedulerConfig sc;
+  sc.policy = config.policy;
+  sc.seed = config.seed;
+  sc.percentage_of_nodes_to_score = config.percentage_of_nodes_to_score;
+  sc.fgd_workload.assign(workload.begin(), workload.end());
+  auto sched = core::Scheduler::Create(sc);
+  if (!sched.ok()) return sched.status();
+  core::ClusterState state = base;
+  const int64_t capacity = state.total_gpu_milli();
+  if (capacity == 0) return InvalidArgument("the cluster has no GPUs");
+  const auto target = static_cast<int64_t>(std::ceil(config.inflate * capacity));
+  const std::vector<uint32_t> arrivals = SampleArrivals(trace.pods, config.seed, target);
+  if (arrivals.empty()) return InvalidArgument("the pod list has no GPU demand");
+  std::vector<core::PodSpec> specs;
+  specs.reserve(trace.pods.size());
+  for (const TracePod& p : trace.pods) specs.push_back(ToPodSpec(p));
+
+  int64_t weight = 0;
+  for (const core::TaskType& t : workload) weight += t.weight;
+  core::FragmentationMemo memo({workload.begin(), workload.end()});
+  std::vector<int64_t> node_frag(state.size());
+  int64_t frag = 0;  // milli-GPU x weight
+  auto refresh = [&](core::NodeId id) {
+    const int64_t f = memo.Get(core::MakeFragNode(state, id));
+    frag += f - node_frag[id.value()];
+    node_frag[id.value()] = f;
+  };
+  for (uint32_t n = 0; n < state.size(); ++n) refresh(core::NodeId(n));
+
+  ArrivalRun run;
+  run.policy = config.policy;
+  run.seed = config.seed;
+  const int max_pct = static_cast<int>(std::floor(config.inflate * 100 + 1e-9));
+  auto record = [&] {
+    const int64_t allocated = state.allocated_gpu_milli();
+    const int64_t free = capacity - allocated;
+    const double frag_milli = weight > 0 ? static_cast<double>(frag) / weight : 0.0;
+    run.alloc_pct.push_back(100.0 * allocated / capacity);
+    run.frag_gpus.push_back(frag_milli / core::kMilliPerGpu);
+    run.frag_pct.push_back(free > 0 ? 100.0 * frag_milli / free : 0.0);
+  };
+  record();
+  int64_t arrived = 0;
+  for (uint32_t i : arrivals) {
+    const TracePod& pod = trace.pods[i];
+    core::PlaceOutcome o = (*sched)->Schedule(state, specs[i]);
+    ++run.arrived_pods;
+    if (o.ok) {
+      ++run.placed_pods;
+      refresh(o.placement.node);
+    } else {
+      ++run.failed_pods;
+      run.failed_gpu_milli += pod.GpuDemandMilli();
+    }
+    arrived += pod.GpuDemandMilli();
+    while (static_cast<int>(run.alloc_pct.size()) <= max_pct &&
+           arrived * 100 >= static_cast<int64_t>(run.alloc_pct.size()) * capacity) {
+      record();
+    }
+  }
+  run.wall_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return run;
+}
+
+Result<std::vector<ArrivalRun>> RunArrivals(const Trace& trace,
+                                            std::span<const std::string> policies,
+                                            std::span<const uint64_t> seeds,
+                                            const ArrivalConfig& config, int jobs) {
+  core::ClusterState base;
+  for (const core::NodeSpec& n : trace.nodes) {
+    auto id = base.AddNode(n);
+    if (!id.ok()) return id.status();
+  }
+  const std::vector<core::TaskType> workload = TraceWorkload(trace.pods);
+  const size_t total = policies.size() * seeds.size();
+  std::vector<ArrivalRun> runs(total);
+  std::vector<Status> errors(total, Status::Ok());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t k = next++; k < total; k = next++) {
+      ArrivalConfig c = config;
+      c.policy = policies[k / seeds.size()];
+      c.seed = seeds[k % seeds.size()];
+      auto r = RunArrival(trace, base, workload, c);
+      if (r.ok()) {
+        runs[k] = std::move(*r);
+      } else {
+        errors[k] = r.status();
+      }
+    }
+  };
+  const int threads = std::max(1, std::min<int>(jobs, static_cast<int>(total)));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+  for (const Status& s : errors) {
+    if (!s.ok()) return s;
+  }
+  return runs;
+}
+
+std::vector<ArrivalSummary> Summarize(std::span<const ArrivalRun> runs) {
+  std::vector<ArrivalSummary> out;
+  auto add = [](std::vector<double>& sum, const std::vector<double>& v) {
+    if (sum.size() < v.size()) sum.resize(v.size(), 0.0);
+    for (size_t i = 0; i < v.size(); ++i) sum[i] += v[i];
+  };
+  for (const ArrivalRun& r : runs) {
+    auto it = std::find_if(out.begin(), out.end(),
+                           [&](const ArrivalSummary& s) { return s.policy == r.policy; });
+    if (it == out.end()) {
+      out.push_back({});
+      it = out.end() - 1;
+      it->policy = r.policy;
+    }
+    ++it->seeds;
+    add(it->alloc_pct, r.alloc_pct);
+    add(it->frag_pct, r.frag_pct);
+    add(it->frag_gpus, r.frag_gpus);
+    it->failed_pods += static_cast<double>(r.failed_pods);
+    it->wall_seconds += r.wall_seconds;
+  }
+  for (ArrivalSummary& s : out) {
+    for (auto* v : {&s.alloc_pct, &s.frag_pct, &s.frag_gpus}) {
+      for (double& x : *v) x /= s.seeds;
+    }
+    s.failed_pods /= s.seeds;
+  }
+  return out;
+}
+
+}  // namespace tessera::sim

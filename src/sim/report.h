@@ -1,0 +1,39 @@
+// Output of arrival-only simulations: a human table, JSON (one object per policy) and an SVG plot
+// of the allocation ratio against the arrived demand.
+#ifndef TESSERA_SIM_REPORT_H_
+#define TESSERA_SIM_REPORT_H_
+
+#include <optional>
+#include <ostream>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "sim/arrival.h"
+
+namespace tessera::sim {
+
+// The FGD paper's published allocation (mean of 10 seeds, % at 100% / 130% arrived demand) for a
+// policy on one of its traces, when it has one.
+struct PaperFigure {
+  double at100 = 0;
+  double at130 = 0;
+};
+std::optional<PaperFigure> PaperAllocation(std::string_view trace, std::string_view policy);
+
+// Allocation and fragmentation at the listed demand points, failed pods, wall time; with the
+// paper's figure next to Tessera's where the paper has one.
+void WriteTable(std::ostream& out, std::string_view trace, std::span<const ArrivalSummary> s);
+
+// One JSON object per line and policy: {"policy", "trace", "seeds", "alloc_at", "frag_ratio_at",
+// "frag_gpus_at", "failed_pods", "wall_seconds"}; the *_at maps are keyed by arrived-demand
+// percent, every 10% and the last point.
+void WriteJson(std::ostream& out, std::string_view trace, std::span<const ArrivalSummary> s);
+
+// A line chart: x = arrived GPU demand (% of capacity), y = GPU allocation (%), one line per
+// policy, with axes, ticks, labels and a legend.
+void WriteSvg(std::ostream& out, std::string_view trace, std::span<const ArrivalSummary> s);
+
+}  // namespace tessera::sim
+
+#endif  // TESSERA_SIM_REPORT_H_
