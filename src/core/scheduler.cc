@@ -190,11 +190,13 @@ PlaceOutcome Scheduler::Place(const ClusterState& state, const PodSpec& pod,
   int feasible = 0;
   int looked = 0;
   const uint32_t start = next_start_ % static_cast<uint32_t>(n);
+  uint32_t next_index = start;
   for (int i = 0; i < n && feasible < want; ++i) {
-    const NodeId id((start + static_cast<uint32_t>(i)) % static_cast<uint32_t>(n));
+    const NodeId id(next_index);
+    next_index = next_index + 1 == static_cast<uint32_t>(n) ? 0 : next_index + 1;
     ++looked;
     // The scan is memory-bound: fetch the next node's card records while this one is examined.
-    const NodeUsage& next = state.usage(NodeId((id.value() + 1) % static_cast<uint32_t>(n)));
+    const NodeUsage& next = state.usage(NodeId(next_index));
     if (!next.gpus.empty()) {
       const char* p = reinterpret_cast<const char*>(next.gpus.data());
       const size_t bytes = next.gpus.size() * sizeof(GpuUsage);
