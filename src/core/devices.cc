@@ -339,6 +339,7 @@ std::string_view ProposeCandidates(const DeviceRequest& req, const ClusterState&
 
 int64_t PickMilli(const ClusterState& s, const PodSpec& pod, const Candidate& c,
                   const DevicePick& p) {
+  // Whole cards and shares need only the usage record; MIG and replicas read the card's config.
   switch (c.kind) {
     case DeviceKind::kWhole:
       return kMilliPerGpu;
@@ -347,20 +348,13 @@ int64_t PickMilli(const ClusterState& s, const PodSpec& pod, const Candidate& c,
       const int64_t by_mem = ShareMemoryMib(pod.gpu, card_mib) * kMilliPerGpu / card_mib;
       return std::min<int64_t>(kMilliPerGpu, std::max<int64_t>(pod.gpu.milli, by_mem));
     }
-    default:
-      break;
-  }
-  const GpuDevice& g = s.node(c.node).gpus[p.gpu];
-  switch (c.kind) {
-    case DeviceKind::kWhole:
-    case DeviceKind::kShare:
-      break;
     case DeviceKind::kMigInstance: {
+      const GpuDevice& g = s.node(c.node).gpus[p.gpu];
       const MigGeometry* geo = FindMigGeometry(g.model);
       return MigInstanceMilli(*geo, geo->profiles[g.sharing.mig[p.mig_instance].profile]);
     }
     case DeviceKind::kReplica:
-      return kMilliPerGpu * p.replicas / g.sharing.replicas;
+      return kMilliPerGpu * p.replicas / s.node(c.node).gpus[p.gpu].sharing.replicas;
   }
   return 0;
 }

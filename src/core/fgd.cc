@@ -208,7 +208,6 @@ class Fgd final : public ScorePlugin, public PreFilterPlugin {
         all.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k), w});
       }
       memo_ = FragmentationMemo(TypicalTaskTypes(std::move(all), 95));
-      last_.clear();
       next_rebuild_ = observations_ * 2;
     }
     return Status::Ok();
@@ -221,23 +220,15 @@ class Fgd final : public ScorePlugin, public PreFilterPlugin {
       for (int g = 0; g < before_node_.n; ++g) before_cards_[g] = memo_.PackCard(before_node_, g);
       const FragmentationMemo::Key key = memo_.KeyOf(
           {before_cards_.data(), static_cast<size_t>(before_node_.n)}, before_node_.cpu_free);
-      // A node's state rarely changes between cycles: check its last key before the table.
-      if (last_.size() < s.size()) last_.resize(s.size());
-      auto& [last_key, last_value, valid] = last_[c.node.value()];
-      if (!valid || !(last_key == key)) {
-        last_key = key;
-        last_value = memo_.Get(key, before_node_);
-        valid = true;
-      }
-      before_ = last_value;
+      before_ = memo_.Get(key, before_node_);
     }
     // The state after placing: less CPU, less free on the picked cards.
     std::array<int64_t, kMaxGpusPerNode> take{};
     for (const DevicePick& p : c.devices()) take[p.gpu] += PickMilli(s, cycle.pod(), c, p);
+    auto free_after = [&](int g) { return std::max<int64_t>(0, before_node_.free[g] - take[g]); };
     std::array<uint32_t, kMaxGpusPerNode> cards = before_cards_;
     for (const DevicePick& p : c.devices()) {
-      const int64_t free = std::max<int64_t>(0, before_node_.free[p.gpu] - take[p.gpu]);
-      cards[p.gpu] = (cards[p.gpu] & ~uint32_t{0x7ff}) | static_cast<uint32_t>(free);
+      cards[p.gpu] = (cards[p.gpu] & ~uint32_t{0x7ff}) | static_cast<uint32_t>(free_after(p.gpu));
     }
     const int64_t cpu_free = before_node_.cpu_free - cycle.pod().requests.cpu_milli;
     const FragmentationMemo::Key key =
@@ -248,9 +239,7 @@ class Fgd final : public ScorePlugin, public PreFilterPlugin {
     } else {
       FragNode node = before_node_;
       node.cpu_free = cpu_free;
-      for (const DevicePick& p : c.devices()) {
-        node.free[p.gpu] = std::max<int64_t>(0, before_node_.free[p.gpu] - take[p.gpu]);
-      }
+      for (const DevicePick& p : c.devices()) node.free[p.gpu] = free_after(p.gpu);
       after = memo_.Insert(key, node);
     }
     return before_ - after;  // higher: less fragmentation added
@@ -259,8 +248,6 @@ class Fgd final : public ScorePlugin, public PreFilterPlugin {
  private:
   bool fixed_;
   FragmentationMemo memo_;
-  // Per node: the key and fragmentation last computed for it.
-  std::vector<std::tuple<FragmentationMemo::Key, int64_t, bool>> last_;
   std::map<TypeKey, int64_t> observed_;
   int64_t observations_ = 0;
   int64_t next_rebuild_ = 0;

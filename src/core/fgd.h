@@ -60,7 +60,6 @@ class FragmentationMemo {
   };
 
   explicit FragmentationMemo(std::vector<TaskType> types);
-  const std::vector<TaskType>& types() const { return types_; }
   // One card of `node` in key form.
   uint32_t PackCard(const FragNode& node, int g) {
     const uint32_t model = models_matter_ ? ModelId(node.model[g]) : 0;
@@ -72,14 +71,13 @@ class FragmentationMemo {
   Key MakeKey(const FragNode& node);
   // The memoized value for `key`, or nullptr.
   const int64_t* Find(const Key& key) const;
-  // Computes NodeFragmentation(node, types()) and stores it under `key` = MakeKey(node).
+  // Computes NodeFragmentation(node, <the workload>) and stores it under `key` = MakeKey(node).
   int64_t Insert(const Key& key, const FragNode& node);
   int64_t Get(const Key& key, const FragNode& node) {
     const int64_t* v = Find(key);
     return v ? *v : Insert(key, node);
   }
   int64_t Get(const FragNode& node) { return Get(MakeKey(node), node); }
-  size_t size() const { return used_; }
 
  private:
   struct Slot {

@@ -121,8 +121,8 @@ class Scheduler {
   // Scratch reused across cycles.
   std::vector<Candidate> candidates_;
   std::vector<std::vector<int64_t>> raw_scores_;
-  std::vector<std::vector<uint8_t>>
-      class_memo_;  // per class-scoped filter: 0 unknown, 1 pass, 2 fail
+  // Per class-scoped filter and node class: 0 unknown, 1 pass, 2 fail.
+  std::vector<std::vector<uint8_t>> class_memo_;
   std::vector<std::vector<std::string>> class_reason_;
 };
 

@@ -6,6 +6,8 @@
 #include <map>
 #include <optional>
 
+#include "api/resources.h"
+
 namespace tessera::sim {
 
 namespace {
@@ -122,19 +124,6 @@ constexpr int64_t kMaxCpuMilli = 1'000'000'000;  // a million cores
 constexpr int64_t kMaxMemoryMib = int64_t{1} << 40;
 constexpr int64_t kMaxTime = int64_t{1} << 50;
 
-std::vector<std::string> SplitModels(std::string_view spec) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= spec.size()) {
-    size_t bar = spec.find('|', start);
-    if (bar == std::string_view::npos) bar = spec.size();
-    std::string_view m = Trim(spec.substr(start, bar - start));
-    if (!m.empty()) out.emplace_back(m);
-    start = bar + 1;
-  }
-  return out;
-}
-
 template <typename T>
 Result<T> ReadFile(const std::string& path, Result<T> (*read)(std::istream&, std::string_view)) {
   std::ifstream in(path);
@@ -240,7 +229,7 @@ Result<std::vector<TracePod>> ReadPods(std::istream& in, std::string_view source
           r, "gpu_milli",
           "a share (< 1000) is of one GPU only; num_gpu is " + std::to_string(p.num_gpu));
     }
-    p.gpu_models = SplitModels(t.Cell(r, "gpu_spec"));
+    p.gpu_models = api::ParseGpuModels(t.Cell(r, "gpu_spec"));
     const bool generic = t.Has("submit_time");
     auto created = t.Int(r, generic ? "submit_time" : "creation_time", 0, kMaxTime, -1);
     if (!created.ok()) return created.status();
