@@ -173,6 +173,30 @@ int64_t ClusterState::GpuFreeMilli(NodeId id, int gpu) const {
   return usage(id).gpus[gpu].free_milli;
 }
 
+int64_t ClusterState::DeviceGpuMilli(NodeId id, const DeviceAssignment& d) const {
+  const GpuDevice& g = node(id).gpus[d.gpu];
+  switch (d.kind) {
+    case DeviceKind::kWhole:
+      return kMilliPerGpu;
+    case DeviceKind::kShare: {
+      const int64_t by_mem =
+          g.memory_mib > 0 ? CeilDiv(d.memory_mib * kMilliPerGpu, g.memory_mib) : 0;
+      return std::min<int64_t>(kMilliPerGpu, std::max<int64_t>(d.milli, by_mem));
+    }
+    case DeviceKind::kMigInstance: {
+      const MigGeometry* geo = FindMigGeometry(g.model);
+      if (geo == nullptr || d.mig_instance >= g.sharing.mig.size()) return 0;
+      return MigInstanceMilli(*geo, geo->profiles[g.sharing.mig[d.mig_instance].profile]);
+    }
+    case DeviceKind::kReplica:
+      return g.sharing.replicas == 0
+                 ? 0
+                 : std::min<int64_t>(kMilliPerGpu,
+                                     CeilDiv(d.replicas * kMilliPerGpu, g.sharing.replicas));
+  }
+  return 0;
+}
+
 Status ClusterState::CheckFits(const NodeRecord& n, const NodeUsage& u, const Placement& p) const {
   const std::string where = "node " + n.name + ": ";
   if (!(u.used + p.resources).FitsIn(n.allocatable)) {

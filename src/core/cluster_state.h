@@ -116,6 +116,10 @@ class ClusterState {
   int64_t GpuTakenMilli(NodeId id, int gpu) const;
   // Milli-GPUs still usable by new work: 0 on an unhealthy GPU.
   int64_t GpuFreeMilli(NodeId id, int gpu) const;
+  // GPU equivalents one device of a placement on node `id` takes, in milli-GPUs: 1000 for a
+  // whole card, the larger of the compute and memory fractions for a share, the slice fraction
+  // for a MIG instance, replicas over the card's replicas for time-slicing.
+  int64_t DeviceGpuMilli(NodeId id, const DeviceAssignment& d) const;
 
   // Cluster totals, kept incrementally.
   int64_t total_gpu_milli() const { return total_gpu_milli_; }

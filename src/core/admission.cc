@@ -1,0 +1,813 @@
+#include "core/admission.h"
+
+#include <algorithm>
+#include <limits>
+#include <queue>
+#include <string>
+#include <tuple>
+#include <unordered_set>
+#include <utility>
+
+namespace tessera::core {
+
+namespace {
+
+constexpr int64_t kNoEnd = std::numeric_limits<int64_t>::max();
+constexpr size_t kNotRunning = static_cast<size_t>(-1);
+// Most flavor combinations tried for one workload.
+constexpr int kMaxFlavorCombos = 64;
+
+// A workload holding resources in the cycle's working state.
+struct Holder {
+  const Workload* w = nullptr;
+  int queue = -1;
+  int32_t priority = 0;
+  QuotaCharge charge;
+  QuotaVector amount = {0, 0, 0};  // for the namespace quota
+  int64_t admitted_ms = 0;
+  int64_t end_ms = kNoEnd;
+  size_t running_index = kNotRunning;    // into the running list, or
+  size_t admission_index = kNotRunning;  // into this cycle's admissions
+  bool victim = false;
+};
+
+struct PendingInfo {
+  int queue = -1;
+  int32_t priority = 0;
+  bool can_preempt = true;
+  QuotaVector lower = {0, 0, 0};
+};
+
+// A resource group of a queue: the resources it covers and its flavors, in order.
+struct Group {
+  std::vector<QuotaResource> covered;
+  std::vector<int> flavors;
+};
+
+enum class Block : uint8_t { kNone, kQuota, kPlacement };
+
+struct Attempt {
+  Block block = Block::kQuota;
+  std::string reason;
+  // The first flavor combination whose quota fits (for reservations), -1 when none.
+  int quota_fit_combo = -1;
+};
+
+std::string PriorityText(int32_t p) { return "priority " + std::to_string(p); }
+
+}  // namespace
+
+Result<AdmissionCycle> AdmissionCycle::Create(const QueueConfig& config, CycleOptions options) {
+  Result<QuotaTree> tree = QuotaTree::Build(config);
+  if (!tree.ok()) return tree.status();
+  AdmissionCycle c;
+  c.options_ = options;
+  c.tree_ = std::move(tree).value();
+  for (const LocalQueueSpec& l : config.local_queues) {
+    c.local_queues_[l.namespace_name + "/" + l.name] = l.queue;
+  }
+  for (const PriorityClassSpec& p : config.priority_classes) {
+    c.priority_classes_[p.name] = p;
+    if (p.global_default) c.default_class_ = p;
+  }
+  for (const NamespaceQuota& n : config.namespace_quotas) {
+    c.namespace_quotas_[n.namespace_name] = n;
+  }
+  return c;
+}
+
+// The state of one cycle.
+class CycleRun {
+ public:
+  CycleRun(const AdmissionCycle& cycle, Scheduler& placer, const ClusterState& snapshot,
+           std::span<const Workload> pending, std::span<const AdmittedWorkload> running,
+           int64_t now_ms)
+      : c_(cycle),
+        placer_(placer),
+        state_(snapshot),
+        tree_(cycle.tree_),
+        pending_(pending),
+        running_(running),
+        now_(now_ms) {}
+
+  CycleResult Run(std::span<const Reservation> held);
+
+ private:
+  // One pending workload's flavor choice: per used group of its queue, the flavor index.
+  using Combo = std::vector<int>;
+
+  void ChargeRunning();
+  void ResolvePending();
+  std::vector<Combo> Combos(size_t idx) const;
+  QuotaCharge ChargeFor(size_t idx, const Combo& combo, const QuotaVector& amount) const;
+  // Pods constrained to the combo's flavors; false when a flavor contradicts the pods' own
+  // selectors or GPU models.
+  bool ConstrainedPods(size_t idx, const Combo& combo, std::vector<PodSpec>* pods) const;
+  std::string NamespaceExplain(const std::string& ns, const QuotaVector& amount) const;
+
+  Attempt TryAdmit(size_t idx);
+  // Places the workload's gang for `combo`. With `keep`, holds it; otherwise rolls it back.
+  // Reserved nodes are usable only by the reservation's owner and by work that ends before the
+  // reservation starts.
+  GangOutcome PlaceGang(size_t idx, const std::vector<PodSpec>& pods, bool keep);
+  // Quota and room for the workload under `combo` (a simulation; nothing stays held). On
+  // success `*amount` is what the simulated placement would charge.
+  bool FitsNow(size_t idx, const Combo& combo, QuotaVector* amount);
+  bool TryPreempt(size_t idx, std::string* reason);
+  void TryReserve(size_t idx, const Combo& combo, std::string* reason);
+  void Admit(size_t idx, const QuotaCharge& charge, GangOutcome gang);
+
+  const std::vector<std::optional<Placement>>& PlacementsOf(const Holder& h) const {
+    return h.running_index != kNotRunning ? running_[h.running_index].placements
+                                          : out_.admissions[h.admission_index].admitted.placements;
+  }
+  // Releases (sign -1) or re-allocates (+1) a holder's placements in the working state.
+  void MovePlacements(const Holder& h, int sign);
+  void RemoveHolder(Holder& h);
+  void RestoreHolder(Holder& h);
+  void DropReservation(size_t owner);
+  void SetCordon(const std::vector<NodeId>& nodes, bool on);
+  std::string QualifyKey(size_t idx) const;
+  bool Qualifies(size_t idx, const Reservation& r) const;
+
+  const AdmissionCycle& c_;
+  Scheduler& placer_;
+  ClusterState state_;
+  QuotaTree tree_;
+  std::span<const Workload> pending_;
+  std::span<const AdmittedWorkload> running_;
+  int64_t now_;
+
+  CycleResult out_;
+  std::vector<Holder> holders_;
+  std::vector<PendingInfo> info_;
+  std::vector<std::vector<Group>> groups_;  // per queue
+  std::unordered_map<std::string, QuotaVector> ns_used_;
+  // Placement failures in this cycle: the state only loses room, so they stay failures.
+  std::unordered_map<std::string, std::string> failed_shapes_;
+  std::unordered_set<std::string> failed_preemptions_;
+  // Reservations in force and their owners (pending indices).
+  std::vector<Reservation> reservations_;
+  std::vector<size_t> reservation_owner_;
+  std::vector<uint8_t> cordoned_by_snapshot_;
+};
+
+void CycleRun::ChargeRunning() {
+  groups_.resize(tree_.num_queues());
+  for (int q = 0; q < tree_.num_queues(); ++q) {
+    for (const ResourceGroup& g : tree_.queue(q).resource_groups) {
+      Group& out = groups_[q].emplace_back();
+      out.covered = g.covered;
+      for (const FlavorQuotas& f : g.flavors) out.flavors.push_back(tree_.FindFlavor(f.flavor));
+    }
+  }
+  holders_.reserve(running_.size() + pending_.size());
+  for (size_t i = 0; i < running_.size(); ++i) {
+    const AdmittedWorkload& a = running_[i];
+    Holder& h = holders_.emplace_back();
+    h.w = &a.workload;
+    h.queue = tree_.FindQueue(a.queue);
+    h.priority = a.priority;
+    h.admitted_ms = a.admitted_ms;
+    h.end_ms = a.workload.estimated_runtime_ms > 0 ? a.admitted_ms + a.workload.estimated_runtime_ms
+                                                   : kNoEnd;
+    h.running_index = i;
+    h.amount = PlacedAmount(state_, a.placements);
+    for (int r = 0; r < kNumQuotaResources; ++r) {
+      const int f = a.flavors[r].empty() ? kNoFlavor : tree_.FindFlavor(a.flavors[r]);
+      h.charge.flavor[r] = f < 0 ? kNoFlavor : f;
+      h.charge.amount[r] = h.amount[r];
+    }
+    if (h.queue >= 0) tree_.AddUsage(h.queue, h.charge, +1);
+    QuotaVector& ns = ns_used_[a.workload.namespace_name];
+    for (int r = 0; r < kNumQuotaResources; ++r) ns[r] += h.amount[r];
+  }
+  cordoned_by_snapshot_.resize(state_.size());
+  for (uint32_t n = 0; n < state_.size(); ++n) {
+    cordoned_by_snapshot_[n] = state_.node(NodeId(n)).unschedulable ? 1 : 0;
+  }
+}
+
+void CycleRun::ResolvePending() {
+  info_.resize(pending_.size());
+  out_.pending_reasons.assign(pending_.size(), "");
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    const Workload& w = pending_[i];
+    PendingInfo& p = info_[i];
+    std::string& reason = out_.pending_reasons[i];
+    auto lq = c_.local_queues_.find(w.namespace_name + "/" + w.local_queue);
+    if (lq == c_.local_queues_.end()) {
+      reason = "local queue " + w.namespace_name + "/" + w.local_queue + " does not exist";
+      continue;
+    }
+    const int q = tree_.FindQueue(lq->second);
+    if (q < 0) {
+      reason = "queue " + lq->second + " (of local queue " + w.namespace_name + "/" +
+               w.local_queue + ") does not exist";
+      continue;
+    }
+    if (!w.priority_class.empty()) {
+      auto pc = c_.priority_classes_.find(w.priority_class);
+      if (pc == c_.priority_classes_.end()) {
+        reason = "priority class " + w.priority_class + " does not exist";
+        continue;
+      }
+      p.priority = pc->second.value;
+      p.can_preempt = pc->second.preemption == PreemptionPolicyKind::kPreemptLowerPriority;
+    } else if (c_.default_class_) {
+      p.priority = c_.default_class_->value;
+      p.can_preempt = c_.default_class_->preemption == PreemptionPolicyKind::kPreemptLowerPriority;
+    }
+    if (w.pod_sets.empty() || PodCount(w) <= 0) {
+      reason = "workload has no pods";
+      continue;
+    }
+    bool valid = true;
+    for (const PodSet& s : w.pod_sets) {
+      if (s.count < 0) {
+        reason = "pod set " + s.name + ": count must be >= 0, got " + std::to_string(s.count);
+        valid = false;
+        break;
+      }
+      if (Status st = ValidatePodSpec(s.pod); !st.ok()) {
+        reason = "pod set " + s.name + ": " + st.message();
+        valid = false;
+        break;
+      }
+    }
+    if (!valid) continue;
+    p.lower = RequestLowerBound(w);
+    p.queue = q;
+  }
+}
+
+std::vector<CycleRun::Combo> CycleRun::Combos(size_t idx) const {
+  const PendingInfo& p = info_[idx];
+  const std::vector<Group>& groups = groups_[p.queue];
+  const bool wants_gpu =
+      std::any_of(pending_[idx].pod_sets.begin(), pending_[idx].pod_sets.end(),
+                  [](const PodSet& s) { return s.pod.gpu.kind != GpuRequestKind::kNone; });
+  // Groups the workload uses get a flavor; the others get none (-1).
+  std::vector<int> sizes(groups.size(), 0);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (QuotaResource r : groups[g].covered) {
+      if (p.lower[static_cast<int>(r)] > 0 || (r == QuotaResource::kGpu && wants_gpu)) {
+        sizes[g] = static_cast<int>(groups[g].flavors.size());
+      }
+    }
+  }
+  std::vector<Combo> combos;
+  Combo cur(groups.size(), -1);
+  std::vector<int> pos(groups.size(), 0);
+  while (static_cast<int>(combos.size()) < kMaxFlavorCombos) {
+    for (size_t g = 0; g < groups.size(); ++g) {
+      cur[g] = sizes[g] == 0 ? -1 : groups[g].flavors[pos[g]];
+    }
+    combos.push_back(cur);
+    // Odometer: the last group varies fastest, so earlier groups keep their first flavors
+    // longest.
+    int g = static_cast<int>(groups.size()) - 1;
+    for (; g >= 0; --g) {
+      if (sizes[g] == 0) continue;
+      if (++pos[g] < sizes[g]) break;
+      pos[g] = 0;
+    }
+    if (g < 0) break;
+  }
+  return combos;
+}
+
+QuotaCharge CycleRun::ChargeFor(size_t idx, const Combo& combo, const QuotaVector& amount) const {
+  const std::vector<Group>& groups = groups_[info_[idx].queue];
+  QuotaCharge c;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (combo[g] < 0) continue;
+    for (QuotaResource r : groups[g].covered) c.flavor[static_cast<int>(r)] = combo[g];
+  }
+  for (int r = 0; r < kNumQuotaResources; ++r) {
+    c.amount[r] = c.flavor[r] == kNoFlavor ? 0 : amount[r];
+  }
+  return c;
+}
+
+bool CycleRun::ConstrainedPods(size_t idx, const Combo& combo, std::vector<PodSpec>* pods) const {
+  *pods = ExpandPods(pending_[idx]);
+  for (int f : combo) {
+    if (f < 0) continue;
+    const ResourceFlavor& flavor = tree_.flavor(f);
+    for (PodSpec& p : *pods) {
+      for (const auto& [key, value] : flavor.node_labels) {
+        auto [it, inserted] = p.node_selector.emplace(key, value);
+        if (!inserted && it->second != value) return false;
+      }
+      p.tolerations.insert(p.tolerations.end(), flavor.tolerations.begin(),
+                           flavor.tolerations.end());
+      if (flavor.gpu_models.empty()) continue;
+      if (p.gpu_models.empty()) {
+        p.gpu_models = flavor.gpu_models;
+        continue;
+      }
+      std::vector<std::string> both;
+      for (const std::string& m : p.gpu_models) {
+        if (std::find(flavor.gpu_models.begin(), flavor.gpu_models.end(), m) !=
+            flavor.gpu_models.end()) {
+          both.push_back(m);
+        }
+      }
+      if (both.empty()) return false;
+      p.gpu_models = std::move(both);
+    }
+  }
+  return true;
+}
+
+std::string CycleRun::NamespaceExplain(const std::string& ns, const QuotaVector& amount) const {
+  auto it = c_.namespace_quotas_.find(ns);
+  if (it == c_.namespace_quotas_.end()) return "";
+  auto used_it = ns_used_.find(ns);
+  const QuotaVector used = used_it == ns_used_.end() ? QuotaVector{0, 0, 0} : used_it->second;
+  for (int r = 0; r < kNumQuotaResources; ++r) {
+    const std::optional<int64_t>& hard = it->second.hard[r];
+    if (!hard || amount[r] == 0 || used[r] + amount[r] <= *hard) continue;
+    const QuotaResource res = static_cast<QuotaResource>(r);
+    return "namespace " + ns + " quota: requests." + std::string(QuotaResourceName(res)) + " " +
+           FormatQuota(res, used[r]) + " used + " + FormatQuota(res, amount[r]) +
+           " requested exceeds hard " + FormatQuota(res, *hard);
+  }
+  return "";
+}
+
+bool CycleRun::Qualifies(size_t idx, const Reservation& r) const {
+  const int64_t runtime = pending_[idx].estimated_runtime_ms;
+  return runtime > 0 && r.start_ms && now_ + runtime <= *r.start_ms;
+}
+
+std::string CycleRun::QualifyKey(size_t idx) const {
+  std::string k;
+  for (size_t r = 0; r < reservations_.size(); ++r) {
+    if (reservation_owner_[r] == idx || Qualifies(idx, reservations_[r])) {
+      k += std::to_string(r) + ",";
+    }
+  }
+  return k;
+}
+
+void CycleRun::SetCordon(const std::vector<NodeId>& nodes, bool on) {
+  for (NodeId n : nodes) {
+    if (cordoned_by_snapshot_[n.value()]) continue;
+    Status s = state_.SetUnschedulable(n, on);
+    (void)s;
+  }
+}
+
+GangOutcome CycleRun::PlaceGang(size_t idx, const std::vector<PodSpec>& pods, bool keep) {
+  std::vector<size_t> opened;
+  for (size_t r = 0; r < reservations_.size(); ++r) {
+    if (reservation_owner_[r] == idx || Qualifies(idx, reservations_[r])) {
+      SetCordon(reservations_[r].nodes, false);
+      opened.push_back(r);
+    }
+  }
+  ++out_.placement_attempts;
+  GangOutcome g = placer_.ScheduleGang(state_, pods, pending_[idx].min_member);
+  for (size_t r : opened) SetCordon(reservations_[r].nodes, true);
+  if (g.ok && !keep) {
+    for (size_t i = 0; i < pods.size(); ++i) {
+      if (g.placements[i]) {
+        Status s = placer_.Unreserve(state_, pods[i], *g.placements[i]);
+        (void)s;
+      }
+    }
+  }
+  return g;
+}
+
+Attempt CycleRun::TryAdmit(size_t idx) {
+  const Workload& w = pending_[idx];
+  const PendingInfo& p = info_[idx];
+  Attempt a;
+  if (std::string ns = NamespaceExplain(w.namespace_name, p.lower); !ns.empty()) {
+    a.reason = ns;
+    return a;
+  }
+  const std::vector<Combo> combos = Combos(idx);
+  std::string quota_reason, placement_reason;
+  std::string shape;
+  for (size_t ci = 0; ci < combos.size(); ++ci) {
+    const Combo& combo = combos[ci];
+    const QuotaCharge lower = ChargeFor(idx, combo, p.lower);
+    if (!tree_.Fits(p.queue, lower)) {
+      if (quota_reason.empty()) quota_reason = tree_.Explain(p.queue, lower);
+      continue;
+    }
+    if (a.quota_fit_combo < 0) a.quota_fit_combo = static_cast<int>(ci);
+    if (shape.empty()) shape = ShapeKey(w) + "|" + QualifyKey(idx) + "|";
+    std::string key = shape;
+    for (int f : combo) key += std::to_string(f) + ",";
+    if (auto it = failed_shapes_.find(key); it != failed_shapes_.end()) {
+      ++out_.placement_cache_hits;
+      if (placement_reason.empty()) placement_reason = it->second;
+      continue;
+    }
+    std::vector<PodSpec> pods;
+    if (!ConstrainedPods(idx, combo, &pods)) {
+      if (placement_reason.empty()) {
+        placement_reason = "the pods' node selector or GPU models exclude the queue's flavors";
+      }
+      continue;
+    }
+    GangOutcome g = PlaceGang(idx, pods, /*keep=*/true);
+    if (!g.ok) {
+      failed_shapes_[key] = g.reason;
+      if (placement_reason.empty()) placement_reason = g.reason;
+      continue;
+    }
+    const QuotaCharge exact = ChargeFor(idx, combo, PlacedAmount(state_, g.placements));
+    std::string over = NamespaceExplain(w.namespace_name, PlacedAmount(state_, g.placements));
+    if (over.empty() && !tree_.Fits(p.queue, exact)) over = tree_.Explain(p.queue, exact);
+    if (!over.empty()) {
+      for (size_t i = 0; i < pods.size(); ++i) {
+        if (g.placements[i]) {
+          Status s = placer_.Unreserve(state_, pods[i], *g.placements[i]);
+          (void)s;
+        }
+      }
+      if (quota_reason.empty()) quota_reason = over;
+      continue;
+    }
+    Admit(idx, exact, std::move(g));
+    a.block = Block::kNone;
+    return a;
+  }
+  if (a.quota_fit_combo >= 0 && !placement_reason.empty()) {
+    a.block = Block::kPlacement;
+    a.reason = placement_reason;
+  } else {
+    a.reason = quota_reason.empty() ? placement_reason : quota_reason;
+  }
+  return a;
+}
+
+void CycleRun::Admit(size_t idx, const QuotaCharge& charge, GangOutcome gang) {
+  const Workload& w = pending_[idx];
+  const PendingInfo& p = info_[idx];
+  Admission& ad = out_.admissions.emplace_back();
+  ad.pending_index = idx;
+  ad.borrowing = tree_.WouldBorrow(p.queue, charge);
+  ad.admitted.workload = w;
+  ad.admitted.queue = tree_.queue(p.queue).name;
+  for (int r = 0; r < kNumQuotaResources; ++r) {
+    if (charge.flavor[r] != kNoFlavor) ad.admitted.flavors[r] = tree_.flavor(charge.flavor[r]).name;
+  }
+  ad.admitted.placements = std::move(gang.placements);
+  ad.admitted.priority = p.priority;
+  ad.admitted.admitted_ms = now_;
+  tree_.AddUsage(p.queue, charge, +1);
+  const QuotaVector amount = PlacedAmount(state_, ad.admitted.placements);
+  QuotaVector& ns = ns_used_[w.namespace_name];
+  for (int r = 0; r < kNumQuotaResources; ++r) ns[r] += amount[r];
+  // Admitted work holds room that later reservations in this cycle wait for.
+  Holder& h = holders_.emplace_back();
+  h.w = &w;
+  h.queue = p.queue;
+  h.priority = p.priority;
+  h.charge = charge;
+  h.amount = amount;
+  h.admitted_ms = now_;
+  h.end_ms = w.estimated_runtime_ms > 0 ? now_ + w.estimated_runtime_ms : kNoEnd;
+  h.admission_index = out_.admissions.size() - 1;
+  DropReservation(idx);
+}
+
+void CycleRun::MovePlacements(const Holder& h, int sign) {
+  for (const std::optional<Placement>& p : PlacementsOf(h)) {
+    if (!p) continue;
+    Status s = sign < 0 ? state_.Release(*p) : state_.Allocate(*p);
+    (void)s;
+  }
+}
+
+void CycleRun::RemoveHolder(Holder& h) {
+  MovePlacements(h, -1);
+  if (h.queue >= 0) tree_.AddUsage(h.queue, h.charge, -1);
+  QuotaVector& ns = ns_used_[h.w->namespace_name];
+  for (int r = 0; r < kNumQuotaResources; ++r) ns[r] -= h.amount[r];
+}
+
+void CycleRun::RestoreHolder(Holder& h) {
+  MovePlacements(h, +1);
+  if (h.queue >= 0) tree_.AddUsage(h.queue, h.charge, +1);
+  QuotaVector& ns = ns_used_[h.w->namespace_name];
+  for (int r = 0; r < kNumQuotaResources; ++r) ns[r] += h.amount[r];
+}
+
+bool CycleRun::FitsNow(size_t idx, const Combo& combo, QuotaVector* amount) {
+  const PendingInfo& p = info_[idx];
+  if (!NamespaceExplain(pending_[idx].namespace_name, p.lower).empty()) return false;
+  if (!tree_.Fits(p.queue, ChargeFor(idx, combo, p.lower))) return false;
+  std::vector<PodSpec> pods;
+  if (!ConstrainedPods(idx, combo, &pods)) return false;
+  GangOutcome g = PlaceGang(idx, pods, /*keep=*/false);
+  if (!g.ok) return false;
+  // The exact charge of the simulated placement; the state no longer holds it, but the devices
+  // and cards it names are unchanged.
+  *amount = PlacedAmount(state_, g.placements);
+  return NamespaceExplain(pending_[idx].namespace_name, *amount).empty() &&
+         tree_.Fits(p.queue, ChargeFor(idx, combo, *amount));
+}
+
+bool CycleRun::TryPreempt(size_t idx, std::string* reason) {
+  const Workload& w = pending_[idx];
+  const PendingInfo& p = info_[idx];
+  if (!p.can_preempt) return false;
+  const int q = p.queue;
+  const PreemptionPolicy& pol = tree_.queue(q).preemption;
+  const int root = tree_.RootOf(q);
+  const bool may_reclaim = root >= 0 && (pol.reclaim_within_cohort != ReclaimPreemption::kNever ||
+                                         pol.borrow_within_cohort != BorrowWithinCohort::kNever);
+  if (pol.within_queue == WithinQueuePreemption::kNever && !may_reclaim) return false;
+  const std::string cache_key =
+      std::to_string(q) + "|" + std::to_string(p.priority) + "|" + ShapeKey(w);
+  if (failed_preemptions_.contains(cache_key)) return false;
+
+  enum Kind : uint8_t { kWithin, kReclaim, kBorrow };
+  struct Cand {
+    size_t holder;
+    Kind kind;
+  };
+  for (const Combo& combo : Combos(idx)) {
+    const QuotaCharge charge = ChargeFor(idx, combo, p.lower);
+    const bool borrows_after = tree_.WouldBorrow(q, charge);
+    const int64_t share_after = tree_.ShareMilli(q, &charge);
+    std::vector<Cand> cands;
+    for (size_t hi = 0; hi < holders_.size(); ++hi) {
+      const Holder& h = holders_[hi];
+      // Work admitted in this cycle is not preempted in it.
+      if (h.victim || h.running_index == kNotRunning || h.queue < 0) continue;
+      if (h.queue == q) {
+        const bool lower = h.priority < p.priority;
+        const bool newer_equal = h.priority == p.priority && h.w->created_ms > w.created_ms;
+        if ((pol.within_queue == WithinQueuePreemption::kLowerPriority && lower) ||
+            (pol.within_queue == WithinQueuePreemption::kLowerOrNewerEqualPriority &&
+             (lower || newer_equal))) {
+          cands.push_back({hi, kWithin});
+        }
+        continue;
+      }
+      if (!may_reclaim || tree_.RootOf(h.queue) != root || !tree_.Borrowing(h.queue)) continue;
+      const bool prio_ok = pol.reclaim_within_cohort == ReclaimPreemption::kAny ||
+                           (pol.reclaim_within_cohort == ReclaimPreemption::kLowerPriority &&
+                            h.priority < p.priority);
+      if (c_.options_.fair_sharing || !borrows_after) {
+        if (prio_ok) cands.push_back({hi, kReclaim});
+      } else if (pol.borrow_within_cohort == BorrowWithinCohort::kLowerPriority &&
+                 h.priority < p.priority &&
+                 (!pol.max_priority_threshold || h.priority <= *pol.max_priority_threshold)) {
+        cands.push_back({hi, kBorrow});
+      }
+    }
+    if (cands.empty()) continue;
+    // Eviction order: other queues' borrowers before the own queue, lowest priority, most
+    // recently admitted, fewest pods, then name.
+    std::sort(cands.begin(), cands.end(), [&](const Cand& a, const Cand& b) {
+      const Holder& x = holders_[a.holder];
+      const Holder& y = holders_[b.holder];
+      const bool xo = x.queue != q, yo = y.queue != q;
+      if (xo != yo) return xo;
+      if (x.priority != y.priority) return x.priority < y.priority;
+      if (x.admitted_ms != y.admitted_ms) return x.admitted_ms > y.admitted_ms;
+      const int32_t xp = PodCount(*x.w), yp = PodCount(*y.w);
+      if (xp != yp) return xp < yp;
+      return x.w->name < y.w->name;
+    });
+    std::vector<Cand> removed;
+    QuotaVector amount = {0, 0, 0};
+    bool fits = false;
+    for (const Cand& cand : cands) {
+      Holder& h = holders_[cand.holder];
+      // Fair sharing: take only from a queue whose share stays above the preemptor's share
+      // after admission, so two queues never take turns evicting each other.
+      if (c_.options_.fair_sharing && cand.kind != kWithin &&
+          tree_.ShareMilli(h.queue) <= share_after) {
+        continue;
+      }
+      RemoveHolder(h);
+      removed.push_back(cand);
+      if (FitsNow(idx, combo, &amount)) {
+        fits = true;
+        break;
+      }
+    }
+    if (!fits) {
+      for (const Cand& cand : removed) RestoreHolder(holders_[cand.holder]);
+      continue;
+    }
+    // Minimal set: put back every victim the preemptor can do without, latest first.
+    std::vector<uint8_t> needed(removed.size(), 1);
+    for (size_t i = removed.size() - 1; i-- > 0;) {
+      RestoreHolder(holders_[removed[i].holder]);
+      QuotaVector without = {0, 0, 0};
+      if (FitsNow(idx, combo, &without)) {
+        needed[i] = 0;
+        amount = without;
+      } else {
+        RemoveHolder(holders_[removed[i].holder]);
+      }
+    }
+    // The victims' devices stay busy until they have stopped, so no one else may be placed
+    // there in this cycle; their quota passes to the preemptor, which holds it (nominated) so
+    // that later workloads neither take it nor preempt again for the same room.
+    for (size_t i = 0; i < removed.size(); ++i) {
+      if (needed[i]) MovePlacements(holders_[removed[i].holder], +1);
+    }
+    tree_.AddUsage(q, ChargeFor(idx, combo, amount), +1);
+    QuotaVector& ns = ns_used_[w.namespace_name];
+    for (int r = 0; r < kNumQuotaResources; ++r) ns[r] += amount[r];
+    std::string names;
+    int count = 0;
+    for (size_t i = 0; i < removed.size(); ++i) {
+      if (!needed[i]) continue;
+      Holder& h = holders_[removed[i].holder];
+      h.victim = true;
+      // A victim frees its room now, as far as reservations are concerned.
+      h.end_ms = now_;
+      Preemption& pr = out_.preemptions.emplace_back();
+      pr.running_index = h.running_index;
+      pr.victim = h.w->name;
+      pr.preemptor = w.name;
+      pr.reason = "preempted by " + w.name + " (queue " + tree_.queue(q).name + ", " +
+                  PriorityText(p.priority) + "): ";
+      switch (removed[i].kind) {
+        case kWithin:
+          pr.reason += h.priority < p.priority ? "higher priority in the same queue"
+                                               : "older workload of equal priority in the same "
+                                                 "queue";
+          break;
+        case kReclaim:
+          pr.reason += "reclaiming quota that queue " + tree_.queue(h.queue).name +
+                       " borrowed in the cohort";
+          break;
+        case kBorrow:
+          pr.reason += "lower-priority work borrowing in the cohort";
+          break;
+      }
+      names += (count++ ? ", " : "") + h.w->name;
+    }
+    *reason = "preempting " + std::to_string(count) + " workload" + (count == 1 ? "" : "s") +
+              " to make room (" + names + "); " + *reason;
+    return true;
+  }
+  failed_preemptions_.insert(cache_key);
+  return false;
+}
+
+void CycleRun::TryReserve(size_t idx, const Combo& combo, std::string* reason) {
+  std::vector<PodSpec> pods;
+  if (!ConstrainedPods(idx, combo, &pods)) return;
+  DropReservation(idx);
+  // Holders in the order they are expected to free their room.
+  std::vector<size_t> order;
+  for (size_t i = 0; i < holders_.size(); ++i) order.push_back(i);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const Holder& x = holders_[a];
+    const Holder& y = holders_[b];
+    return std::tie(x.end_ms, x.admitted_ms, x.w->name) <
+           std::tie(y.end_ms, y.admitted_ms, y.w->name);
+  });
+  std::vector<NodeId> nodes;
+  auto fits_after = [&](size_t k) {
+    for (size_t i = 0; i < k; ++i) MovePlacements(holders_[order[i]], -1);
+    GangOutcome g = PlaceGang(idx, pods, /*keep=*/false);
+    nodes.clear();
+    if (g.ok) {
+      for (const std::optional<Placement>& p : g.placements) {
+        if (p && std::find(nodes.begin(), nodes.end(), p->node) == nodes.end()) {
+          nodes.push_back(p->node);
+        }
+      }
+    }
+    for (size_t i = 0; i < k; ++i) MovePlacements(holders_[order[i]], +1);
+    return g.ok;
+  };
+  if (order.empty() || !fits_after(order.size())) {
+    *reason += "; does not fit even when running work ends (no nodes reserved)";
+    return;
+  }
+  size_t lo = 0, hi = order.size();
+  while (hi - lo > 1) {
+    const size_t mid = lo + (hi - lo) / 2;
+    (fits_after(mid) ? hi : lo) = mid;
+  }
+  fits_after(hi);
+  std::sort(nodes.begin(), nodes.end());
+  Reservation r;
+  r.workload = pending_[idx].name;
+  r.nodes = nodes;
+  const int64_t end = holders_[order[hi - 1]].end_ms;
+  if (end != kNoEnd) r.start_ms = std::max(end, now_);
+  SetCordon(r.nodes, true);
+  *reason += "; reserved " + std::to_string(r.nodes.size()) + " node" +
+             (r.nodes.size() == 1 ? "" : "s") + " to start " +
+             (r.start_ms ? "at " + std::to_string(*r.start_ms) + " ms"
+                         : "when running work ends (runtimes unknown)");
+  reservations_.push_back(std::move(r));
+  reservation_owner_.push_back(idx);
+}
+
+void CycleRun::DropReservation(size_t owner) {
+  for (size_t r = 0; r < reservations_.size(); ++r) {
+    if (reservation_owner_[r] != owner) continue;
+    SetCordon(reservations_[r].nodes, false);
+    reservations_.erase(reservations_.begin() + static_cast<std::ptrdiff_t>(r));
+    reservation_owner_.erase(reservation_owner_.begin() + static_cast<std::ptrdiff_t>(r));
+    return;
+  }
+}
+
+CycleResult CycleRun::Run(std::span<const Reservation> held) {
+  ChargeRunning();
+  ResolvePending();
+  // Reservations carried over from the previous cycle hold their nodes until their owner's turn.
+  std::unordered_map<std::string, size_t> by_name;
+  for (size_t i = 0; i < pending_.size(); ++i) by_name.emplace(pending_[i].name, i);
+  for (const Reservation& r : held) {
+    auto it = by_name.find(r.workload);
+    if (it == by_name.end() || info_[it->second].queue < 0) continue;
+    bool valid = true;
+    for (NodeId n : r.nodes) valid = valid && n.value() < state_.size();
+    if (!valid) continue;
+    SetCordon(r.nodes, true);
+    reservations_.push_back(r);
+    reservation_owner_.push_back(it->second);
+  }
+
+  // Per queue, pending workloads by priority (high first), then age, then name.
+  std::vector<std::vector<size_t>> lists(tree_.num_queues());
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    if (info_[i].queue >= 0) lists[info_[i].queue].push_back(i);
+  }
+  for (std::vector<size_t>& l : lists) {
+    std::sort(l.begin(), l.end(), [&](size_t a, size_t b) {
+      return std::make_tuple(-info_[a].priority, pending_[a].created_ms,
+                             std::string_view(pending_[a].name)) <
+             std::make_tuple(-info_[b].priority, pending_[b].created_ms,
+                             std::string_view(pending_[b].name));
+    });
+  }
+  std::vector<size_t> cursor(lists.size(), 0);
+  // Queue heads: lowest share after admission (fair sharing) or no borrowing first, then
+  // priority, age and name.
+  using Key = std::tuple<int64_t, int32_t, int64_t, std::string_view, int>;
+  auto key_of = [&](int q) {
+    const size_t i = lists[q][cursor[q]];
+    // The head's first flavor choice stands for its charge when ordering.
+    const QuotaCharge charge = ChargeFor(i, Combos(i).front(), info_[i].lower);
+    const int64_t order = c_.options_.fair_sharing ? tree_.ShareMilli(q, &charge)
+                                                   : (tree_.WouldBorrow(q, charge) ? 1 : 0);
+    return Key(order, -info_[i].priority, pending_[i].created_ms, pending_[i].name, q);
+  };
+  std::priority_queue<Key, std::vector<Key>, std::greater<>> heads;
+  for (int q = 0; q < tree_.num_queues(); ++q) {
+    if (!lists[q].empty()) heads.push(key_of(q));
+  }
+  std::vector<uint8_t> reserved_queue(lists.size(), 0);
+  int reservations_made = 0;
+  while (!heads.empty()) {
+    const int q = std::get<4>(heads.top());
+    heads.pop();
+    const size_t idx = lists[q][cursor[q]];
+    Attempt a = TryAdmit(idx);
+    if (a.block != Block::kNone) {
+      std::string reason = a.reason;
+      const bool preempting = TryPreempt(idx, &reason);
+      if (!preempting && a.block == Block::kPlacement && c_.options_.backfill &&
+          !reserved_queue[q] && reservations_made < c_.options_.max_reservations) {
+        reserved_queue[q] = 1;
+        ++reservations_made;
+        TryReserve(idx, Combos(idx)[a.quota_fit_combo], &reason);
+      }
+      out_.pending_reasons[idx] = std::move(reason);
+      if (tree_.queue(q).strategy == QueueingStrategy::kStrictFifo) {
+        for (size_t k = cursor[q] + 1; k < lists[q].size(); ++k) {
+          out_.pending_reasons[lists[q][k]] = "waiting behind " + pending_[idx].name +
+                                              ", the head of StrictFIFO queue " +
+                                              tree_.queue(q).name;
+        }
+        cursor[q] = lists[q].size();
+      }
+    }
+    if (cursor[q] < lists[q].size() && ++cursor[q] < lists[q].size()) heads.push(key_of(q));
+  }
+  out_.reservations = reservations_;
+  return std::move(out_);
+}
+
+CycleResult AdmissionCycle::Run(Scheduler& placer, const ClusterState& snapshot,
+                                std::span<const Workload> pending,
+                                std::span<const AdmittedWorkload> running, int64_t now_ms,
+                                std::span<const Reservation> held) const {
+  CycleRun run(*this, placer, snapshot, pending, running, now_ms);
+  return run.Run(held);
+}
+
+}  // namespace tessera::core

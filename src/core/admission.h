@@ -1,0 +1,94 @@
+// The queue layer's scheduling cycle: decides which pending workloads run (quota, fair sharing,
+// priorities), where (through the placement Scheduler, in the same cycle), who is preempted to
+// make room, and which nodes are held for a blocked job while smaller work backfills.
+//
+// One call = one cycle: input is a cluster snapshot that holds every running workload's
+// placements, the pending and running workloads and the time; output is admissions with exact
+// placements, preemptions with reasons, reservations, and a reason for every workload left
+// pending. Pure: the caller applies the decisions.
+#ifndef TESSERA_CORE_ADMISSION_H_
+#define TESSERA_CORE_ADMISSION_H_
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/cluster_state.h"
+#include "core/quota.h"
+#include "core/scheduler.h"
+#include "core/workload.h"
+
+namespace tessera::core {
+
+struct CycleOptions {
+  // Order queue heads by weighted dominant-resource share and reclaim from the highest share.
+  // Off: Kueue's classic order (work that does not borrow first, then priority, then age).
+  bool fair_sharing = true;
+  // Hold nodes for a workload blocked for lack of room, so smaller work cannot delay it.
+  bool backfill = true;
+  // Most reservations made in one cycle (one per queue at most).
+  int max_reservations = 16;
+};
+
+struct Admission {
+  size_t pending_index = 0;  // into the cycle's pending list
+  AdmittedWorkload admitted;
+  bool borrowing = false;  // admitted above the queue's nominal quota
+};
+
+struct Preemption {
+  size_t running_index = 0;  // into the cycle's running list
+  std::string victim;
+  std::string preemptor;
+  // "preempted by team-a/train-2 (queue team-a, priority 100): reclaiming quota lent to queue
+  // team-b".
+  std::string reason;
+};
+
+// Nodes held for a workload that has quota but no room; work that would not finish before
+// `start_ms` cannot use them.
+struct Reservation {
+  std::string workload;
+  std::vector<NodeId> nodes;
+  std::optional<int64_t> start_ms;  // unset: unknown (running work has no estimated runtime)
+};
+
+struct CycleResult {
+  std::vector<Admission> admissions;
+  std::vector<Preemption> preemptions;
+  std::vector<Reservation> reservations;
+  // Parallel to the pending list: why each workload stays pending; empty when admitted.
+  std::vector<std::string> pending_reasons;
+  int placement_attempts = 0;  // gang placements tried (admission, preemption, reservation)
+  int placement_cache_hits = 0;
+};
+
+class AdmissionCycle {
+ public:
+  static Result<AdmissionCycle> Create(const QueueConfig& config, CycleOptions options = {});
+
+  const QuotaTree& quotas() const { return tree_; }
+
+  // One cycle. `snapshot` must hold the placements of every running workload; `placer` finds the
+  // placements (its reserve plugins see admissions; simulations are rolled back). `held`: the
+  // previous cycle's reservations, which keep their nodes until their owner's turn.
+  CycleResult Run(Scheduler& placer, const ClusterState& snapshot,
+                  std::span<const Workload> pending, std::span<const AdmittedWorkload> running,
+                  int64_t now_ms, std::span<const Reservation> held = {}) const;
+
+ private:
+  friend class CycleRun;
+  CycleOptions options_;
+  QuotaTree tree_;
+  std::unordered_map<std::string, std::string> local_queues_;  // "ns/name" -> queue
+  std::unordered_map<std::string, PriorityClassSpec> priority_classes_;
+  std::optional<PriorityClassSpec> default_class_;
+  std::unordered_map<std::string, NamespaceQuota> namespace_quotas_;
+};
+
+}  // namespace tessera::core
+
+#endif  // TESSERA_CORE_ADMISSION_H_

@@ -1,0 +1,142 @@
+// Queueing objects with Kueue/Volcano semantics: resource flavors, queues (ClusterQueue) with
+// per-flavor quotas in resource groups, a cohort tree, local queues, namespace quotas and
+// priority classes. Plain values; `ValidateQueueConfig` checks them as a whole.
+//
+// Quota is counted in three resources: GPU in milli-GPU equivalents (a whole card 1000, a 0.3
+// share 300, a 1g.10gb slice of an A100 143, one of 4 time-slice replicas 250), CPU in
+// millicores and memory in MiB.
+#ifndef TESSERA_CORE_QUEUE_SPEC_H_
+#define TESSERA_CORE_QUEUE_SPEC_H_
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/node.h"
+#include "core/pod.h"
+#include "core/status.h"
+
+namespace tessera::core {
+
+enum class QuotaResource : uint8_t { kGpu = 0, kCpu = 1, kMemory = 2 };
+inline constexpr int kNumQuotaResources = 3;
+// "nvidia.com/gpu", "cpu", "memory".
+std::string_view QuotaResourceName(QuotaResource r);
+
+// An amount per quota resource, indexed by QuotaResource.
+using QuotaVector = std::array<int64_t, kNumQuotaResources>;
+
+// A kind of node (Kueue ResourceFlavor): work admitted under it runs only on nodes with these
+// labels and GPU models, and tolerates these taints.
+struct ResourceFlavor {
+  std::string name;
+  Labels node_labels;
+  std::vector<std::string> gpu_models;  // empty: any model
+  std::vector<Toleration> tolerations;
+};
+
+struct ResourceQuota {
+  QuotaResource resource = QuotaResource::kGpu;
+  int64_t nominal = 0;
+  // Most the owner may use above `nominal`, taken from its cohort; unset: no limit.
+  std::optional<int64_t> borrowing_limit;
+  // Most of `nominal` others in the cohort may borrow; unset: all of it.
+  std::optional<int64_t> lending_limit;
+};
+
+struct FlavorQuotas {
+  std::string flavor;
+  std::vector<ResourceQuota> resources;  // one per covered resource of the group
+};
+
+// Resources charged together: a workload takes one flavor for all of them, the first in order
+// whose quota and nodes fit.
+struct ResourceGroup {
+  std::vector<QuotaResource> covered;
+  std::vector<FlavorQuotas> flavors;
+};
+
+enum class QueueingStrategy : uint8_t {
+  kStrictFifo,      // a head that cannot be admitted blocks the workloads behind it
+  kBestEffortFifo,  // workloads behind a blocked head may be admitted
+};
+
+enum class WithinQueuePreemption : uint8_t { kNever, kLowerPriority, kLowerOrNewerEqualPriority };
+enum class ReclaimPreemption : uint8_t { kNever, kLowerPriority, kAny };
+enum class BorrowWithinCohort : uint8_t { kNever, kLowerPriority };
+
+struct PreemptionPolicy {
+  WithinQueuePreemption within_queue = WithinQueuePreemption::kNever;
+  // Taking back lent quota from queues of the cohort that are borrowing.
+  ReclaimPreemption reclaim_within_cohort = ReclaimPreemption::kNever;
+  // Preempting in the cohort while the preemptor itself borrows: only victims of priority below
+  // both the preemptor's and `max_priority_threshold` (when set).
+  BorrowWithinCohort borrow_within_cohort = BorrowWithinCohort::kNever;
+  std::optional<int32_t> max_priority_threshold;
+};
+
+// A queue with quota (Kueue ClusterQueue).
+struct QueueSpec {
+  std::string name;
+  std::string cohort;  // empty: none
+  std::vector<ResourceGroup> resource_groups;
+  QueueingStrategy strategy = QueueingStrategy::kBestEffortFifo;
+  PreemptionPolicy preemption;
+  // fairSharing.weight in thousandths (1000 = weight 1); 0: borrows only what nobody else wants.
+  int64_t fair_weight_milli = 1000;
+};
+
+// A node of the cohort tree; may hold quota of its own and lend/borrow to its parent.
+struct CohortSpec {
+  std::string name;
+  std::string parent;  // empty: a root
+  std::vector<ResourceGroup> resource_groups;
+  int64_t fair_weight_milli = 1000;
+};
+
+// A namespaced name users submit to, pointing at a queue (Kueue LocalQueue).
+struct LocalQueueSpec {
+  std::string namespace_name;
+  std::string name;
+  std::string queue;
+};
+
+// Hard limits on what a namespace's admitted work holds (ResourceQuota requests.* and limits.*;
+// requests equal limits for GPUs, and the core charges requests).
+struct NamespaceQuota {
+  std::string namespace_name;
+  std::array<std::optional<int64_t>, kNumQuotaResources> hard;
+};
+
+enum class PreemptionPolicyKind : uint8_t { kPreemptLowerPriority, kNever };
+
+struct PriorityClassSpec {
+  std::string name;
+  int32_t value = 0;
+  PreemptionPolicyKind preemption = PreemptionPolicyKind::kPreemptLowerPriority;
+  bool global_default = false;
+};
+
+struct QueueConfig {
+  std::vector<ResourceFlavor> flavors;
+  std::vector<CohortSpec> cohorts;
+  std::vector<QueueSpec> queues;
+  std::vector<LocalQueueSpec> local_queues;
+  std::vector<NamespaceQuota> namespace_quotas;
+  std::vector<PriorityClassSpec> priority_classes;
+};
+
+// Checks names (unique, non-empty), references (flavors, cohorts, parents, queues), the cohort
+// tree (no cycles), quantities (non-negative; lending limit at most nominal), resource groups
+// (each resource in one group of a queue; every flavor of a group lists exactly the covered
+// resources; a flavor in one group of a queue only) and at most one global default priority
+// class. Errors name the object and field: `queues[2] (team-a).resource_groups[0].flavors[1]
+// .resources[0].nominal: must be >= 0, got -4`.
+Status ValidateQueueConfig(const QueueConfig& config);
+
+}  // namespace tessera::core
+
+#endif  // TESSERA_CORE_QUEUE_SPEC_H_

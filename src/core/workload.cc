@@ -1,0 +1,117 @@
+#include "core/workload.h"
+
+#include <string>
+
+namespace tessera::core {
+
+std::vector<PodSpec> ExpandPods(const Workload& w) {
+  std::vector<PodSpec> pods;
+  pods.reserve(PodCount(w));
+  for (const PodSet& set : w.pod_sets) {
+    for (int32_t i = 0; i < set.count; ++i) {
+      PodSpec& p = pods.emplace_back(set.pod);
+      p.name = w.name + "/" + set.name + "-" + std::to_string(i);
+    }
+  }
+  return pods;
+}
+
+int32_t PodCount(const Workload& w) {
+  int32_t n = 0;
+  for (const PodSet& set : w.pod_sets) n += set.count;
+  return n;
+}
+
+QuotaVector RequestLowerBound(const Workload& w) {
+  QuotaVector v = {0, 0, 0};
+  for (const PodSet& set : w.pod_sets) {
+    const PodSpec& p = set.pod;
+    int64_t gpu = NominalGpuMilli(p);
+    if (p.gpu.kind == GpuRequestKind::kMig || p.gpu.kind == GpuRequestKind::kReplica ||
+        (p.gpu.kind == GpuRequestKind::kShare && p.gpu.milli == 0)) {
+      gpu = p.gpu.count;
+    }
+    v[static_cast<int>(QuotaResource::kGpu)] += gpu * set.count;
+    v[static_cast<int>(QuotaResource::kCpu)] += p.requests.cpu_milli * set.count;
+    v[static_cast<int>(QuotaResource::kMemory)] += p.requests.memory_mib * set.count;
+  }
+  return v;
+}
+
+QuotaVector PlacedAmount(const ClusterState& state,
+                         std::span<const std::optional<Placement>> placements) {
+  QuotaVector v = {0, 0, 0};
+  for (const std::optional<Placement>& p : placements) {
+    if (!p) continue;
+    for (const DeviceAssignment& d : p->devices) {
+      v[static_cast<int>(QuotaResource::kGpu)] += state.DeviceGpuMilli(p->node, d);
+    }
+    v[static_cast<int>(QuotaResource::kCpu)] += p->resources.cpu_milli;
+    v[static_cast<int>(QuotaResource::kMemory)] += p->resources.memory_mib;
+  }
+  return v;
+}
+
+namespace {
+
+void Append(std::string& k, int64_t v) {
+  k += std::to_string(v);
+  k += ',';
+}
+
+void Append(std::string& k, const std::string& s) {
+  Append(k, static_cast<int64_t>(s.size()));
+  k += s;
+}
+
+void AppendTerm(std::string& k, const NodeSelectorTerm& t) {
+  Append(k, static_cast<int64_t>(t.requirements.size()));
+  for (const LabelRequirement& r : t.requirements) {
+    Append(k, r.key);
+    Append(k, static_cast<int64_t>(r.op));
+    Append(k, static_cast<int64_t>(r.values.size()));
+    for (const std::string& v : r.values) Append(k, v);
+  }
+}
+
+}  // namespace
+
+std::string ShapeKey(const Workload& w) {
+  std::string k;
+  Append(k, w.min_member);
+  for (const PodSet& set : w.pod_sets) {
+    const PodSpec& p = set.pod;
+    Append(k, set.count);
+    Append(k, p.requests.cpu_milli);
+    Append(k, p.requests.memory_mib);
+    Append(k, static_cast<int64_t>(p.gpu.kind));
+    Append(k, p.gpu.count);
+    Append(k, p.gpu.milli);
+    Append(k, p.gpu.memory_mib);
+    Append(k, p.gpu.mig_profile);
+    Append(k, static_cast<int64_t>(p.gpu_models.size()));
+    for (const std::string& m : p.gpu_models) Append(k, m);
+    Append(k, static_cast<int64_t>(p.node_selector.size()));
+    for (const auto& [key, value] : p.node_selector) {
+      Append(k, key);
+      Append(k, value);
+    }
+    Append(k, static_cast<int64_t>(p.required_terms.size()));
+    for (const NodeSelectorTerm& t : p.required_terms) AppendTerm(k, t);
+    Append(k, static_cast<int64_t>(p.preferred_terms.size()));
+    for (const PreferredTerm& t : p.preferred_terms) {
+      Append(k, t.weight);
+      AppendTerm(k, t.term);
+    }
+    Append(k, static_cast<int64_t>(p.tolerations.size()));
+    for (const Toleration& t : p.tolerations) {
+      Append(k, t.key);
+      Append(k, static_cast<int64_t>(t.op));
+      Append(k, t.value);
+      Append(k, t.any_effect ? -1 : static_cast<int64_t>(t.effect));
+    }
+  }
+  return k;
+}
+
+}  // namespace tessera::core
