@@ -51,6 +51,8 @@ struct Attempt {
   std::string reason;
   // The first flavor combination whose quota fits (for reservations), -1 when none.
   int quota_fit_combo = -1;
+  // Per flavor combination: 1 when its pods were found not to fit the current state.
+  std::vector<uint8_t> no_room;
 };
 
 std::string PriorityText(int32_t p) { return "priority " + std::to_string(p); }
@@ -110,10 +112,18 @@ class CycleRun {
   // Reserved nodes are usable only by the reservation's owner and by work that ends before the
   // reservation starts.
   GangOutcome PlaceGang(size_t idx, const std::vector<PodSpec>& pods, bool keep);
-  // Quota and room for the workload under `combo` (a simulation; nothing stays held). On
-  // success `*amount` is what the simulated placement would charge.
-  bool FitsNow(size_t idx, const Combo& combo, QuotaVector* amount);
-  bool TryPreempt(size_t idx, std::string* reason);
+  enum class Fit : uint8_t { kNoQuota, kNoRoom, kYes };
+  // Quota and room for the workload's `pods` under `combo` (a simulation; nothing stays held).
+  // When it places, `*amount` is what the placement would charge and `*nodes` its nodes (also
+  // when the exact charge then misses the quota: kNoQuota with nodes); otherwise nodes is empty.
+  Fit Check(size_t idx, const Combo& combo, const std::vector<PodSpec>& pods, QuotaVector* amount,
+            std::vector<NodeId>* nodes);
+  // Quota alone, for a charge of `amount` (namespace quota included).
+  bool QuotaFits(size_t idx, const Combo& combo, const QuotaVector& amount) const;
+  // A necessary condition for some pod to fit on one of `nodes`: its node selector, free CPU,
+  // memory and GPU (whole free cards for whole-card requests); taints and affinity ignored.
+  bool AnyPodMayFit(const std::vector<NodeId>& nodes, const std::vector<PodSpec>& pods) const;
+  bool TryPreempt(size_t idx, const Attempt& attempt, std::string* reason);
   void TryReserve(size_t idx, const Combo& combo, std::string* reason);
   void Admit(size_t idx, const QuotaCharge& charge, GangOutcome gang);
 
@@ -127,7 +137,7 @@ class CycleRun {
   void RestoreHolder(Holder& h);
   void DropReservation(size_t owner);
   void SetCordon(const std::vector<NodeId>& nodes, bool on);
-  std::string QualifyKey(size_t idx) const;
+  bool OwnsReservation(size_t idx) const;
   bool Qualifies(size_t idx, const Reservation& r) const;
 
   const AdmissionCycle& c_;
@@ -140,11 +150,24 @@ class CycleRun {
 
   CycleResult out_;
   std::vector<Holder> holders_;
+  std::vector<std::vector<size_t>> by_queue_;              // holders per queue
+  std::vector<int> root_;                                  // per queue: root cohort node, -1: none
+  std::unordered_map<int, std::vector<int>> root_queues_;  // root cohort node -> its queues
   std::vector<PendingInfo> info_;
   std::vector<std::vector<Group>> groups_;  // per queue
   std::unordered_map<std::string, QuotaVector> ns_used_;
-  // Placement failures in this cycle: the state only loses room, so they stay failures.
-  std::unordered_map<std::string, std::string> failed_shapes_;
+  // Placement failures in this cycle, per shape and flavor choice: the shortest estimated
+  // runtime that failed (kNoEnd: unknown) and why. The state only loses room and reservations
+  // only close nodes, and a longer runtime opens a subset of the reserved nodes a shorter one
+  // opens, so any runtime at least that long fails too.
+  struct Failure {
+    int64_t runtime = kNoEnd;
+    std::string reason;
+  };
+  std::unordered_map<std::string, Failure> failed_shapes_;
+  static std::string FailureKey(const std::string& shape, const Combo& combo);
+  // The recorded failure that covers this workload under `key`, or null.
+  const Failure* KnownFailure(size_t idx, const std::string& key) const;
   std::unordered_set<std::string> failed_preemptions_;
   // Reservations in force and their owners (pending indices).
   std::vector<Reservation> reservations_;
@@ -162,6 +185,11 @@ void CycleRun::ChargeRunning() {
     }
   }
   holders_.reserve(running_.size() + pending_.size());
+  by_queue_.resize(tree_.num_queues());
+  for (int q = 0; q < tree_.num_queues(); ++q) {
+    root_.push_back(tree_.RootOf(q));
+    if (root_.back() >= 0) root_queues_[root_.back()].push_back(q);
+  }
   for (size_t i = 0; i < running_.size(); ++i) {
     const AdmittedWorkload& a = running_[i];
     Holder& h = holders_.emplace_back();
@@ -178,7 +206,10 @@ void CycleRun::ChargeRunning() {
       h.charge.flavor[r] = f < 0 ? kNoFlavor : f;
       h.charge.amount[r] = h.amount[r];
     }
-    if (h.queue >= 0) tree_.AddUsage(h.queue, h.charge, +1);
+    if (h.queue >= 0) {
+      tree_.AddUsage(h.queue, h.charge, +1);
+      by_queue_[h.queue].push_back(holders_.size() - 1);
+    }
     QuotaVector& ns = ns_used_[a.workload.namespace_name];
     for (int r = 0; r < kNumQuotaResources; ++r) ns[r] += h.amount[r];
   }
@@ -342,14 +373,9 @@ bool CycleRun::Qualifies(size_t idx, const Reservation& r) const {
   return runtime > 0 && r.start_ms && now_ + runtime <= *r.start_ms;
 }
 
-std::string CycleRun::QualifyKey(size_t idx) const {
-  std::string k;
-  for (size_t r = 0; r < reservations_.size(); ++r) {
-    if (reservation_owner_[r] == idx || Qualifies(idx, reservations_[r])) {
-      k += std::to_string(r) + ",";
-    }
-  }
-  return k;
+bool CycleRun::OwnsReservation(size_t idx) const {
+  return std::find(reservation_owner_.begin(), reservation_owner_.end(), idx) !=
+         reservation_owner_.end();
 }
 
 void CycleRun::SetCordon(const std::vector<NodeId>& nodes, bool on) {
@@ -382,6 +408,22 @@ GangOutcome CycleRun::PlaceGang(size_t idx, const std::vector<PodSpec>& pods, bo
   return g;
 }
 
+std::string CycleRun::FailureKey(const std::string& shape, const Combo& combo) {
+  std::string key = shape;
+  for (int f : combo) key += std::to_string(f) + ",";
+  return key;
+}
+
+const CycleRun::Failure* CycleRun::KnownFailure(size_t idx, const std::string& key) const {
+  // An owner sees its own reserved nodes: its outcome says nothing about others and theirs
+  // nothing about it.
+  if (OwnsReservation(idx)) return nullptr;
+  const int64_t runtime =
+      pending_[idx].estimated_runtime_ms > 0 ? pending_[idx].estimated_runtime_ms : kNoEnd;
+  auto it = failed_shapes_.find(key);
+  return it != failed_shapes_.end() && runtime >= it->second.runtime ? &it->second : nullptr;
+}
+
 Attempt CycleRun::TryAdmit(size_t idx) {
   const Workload& w = pending_[idx];
   const PendingInfo& p = info_[idx];
@@ -391,6 +433,7 @@ Attempt CycleRun::TryAdmit(size_t idx) {
     return a;
   }
   const std::vector<Combo> combos = Combos(idx);
+  a.no_room.assign(combos.size(), 0);
   std::string quota_reason, placement_reason;
   std::string shape;
   for (size_t ci = 0; ci < combos.size(); ++ci) {
@@ -401,12 +444,14 @@ Attempt CycleRun::TryAdmit(size_t idx) {
       continue;
     }
     if (a.quota_fit_combo < 0) a.quota_fit_combo = static_cast<int>(ci);
-    if (shape.empty()) shape = ShapeKey(w) + "|" + QualifyKey(idx) + "|";
-    std::string key = shape;
-    for (int f : combo) key += std::to_string(f) + ",";
-    if (auto it = failed_shapes_.find(key); it != failed_shapes_.end()) {
+    if (shape.empty()) shape = ShapeKey(w) + "|";
+    const std::string key = FailureKey(shape, combo);
+    const bool owner = OwnsReservation(idx);
+    const int64_t runtime = w.estimated_runtime_ms > 0 ? w.estimated_runtime_ms : kNoEnd;
+    if (const Failure* f = KnownFailure(idx, key)) {
       ++out_.placement_cache_hits;
-      if (placement_reason.empty()) placement_reason = it->second;
+      a.no_room[ci] = 1;
+      if (placement_reason.empty()) placement_reason = f->reason;
       continue;
     }
     std::vector<PodSpec> pods;
@@ -418,7 +463,11 @@ Attempt CycleRun::TryAdmit(size_t idx) {
     }
     GangOutcome g = PlaceGang(idx, pods, /*keep=*/true);
     if (!g.ok) {
-      failed_shapes_[key] = g.reason;
+      if (!owner) {
+        Failure& f = failed_shapes_[key];
+        if (f.reason.empty() || runtime < f.runtime) f = {runtime, g.reason};
+      }
+      a.no_room[ci] = 1;
       if (placement_reason.empty()) placement_reason = g.reason;
       continue;
     }
@@ -476,6 +525,7 @@ void CycleRun::Admit(size_t idx, const QuotaCharge& charge, GangOutcome gang) {
   h.admitted_ms = now_;
   h.end_ms = w.estimated_runtime_ms > 0 ? now_ + w.estimated_runtime_ms : kNoEnd;
   h.admission_index = out_.admissions.size() - 1;
+  by_queue_[p.queue].push_back(holders_.size() - 1);
   DropReservation(idx);
 }
 
@@ -501,28 +551,75 @@ void CycleRun::RestoreHolder(Holder& h) {
   for (int r = 0; r < kNumQuotaResources; ++r) ns[r] += h.amount[r];
 }
 
-bool CycleRun::FitsNow(size_t idx, const Combo& combo, QuotaVector* amount) {
-  const PendingInfo& p = info_[idx];
-  if (!NamespaceExplain(pending_[idx].namespace_name, p.lower).empty()) return false;
-  if (!tree_.Fits(p.queue, ChargeFor(idx, combo, p.lower))) return false;
-  std::vector<PodSpec> pods;
-  if (!ConstrainedPods(idx, combo, &pods)) return false;
-  GangOutcome g = PlaceGang(idx, pods, /*keep=*/false);
-  if (!g.ok) return false;
-  // The exact charge of the simulated placement; the state no longer holds it, but the devices
-  // and cards it names are unchanged.
-  *amount = PlacedAmount(state_, g.placements);
-  return NamespaceExplain(pending_[idx].namespace_name, *amount).empty() &&
-         tree_.Fits(p.queue, ChargeFor(idx, combo, *amount));
+bool CycleRun::QuotaFits(size_t idx, const Combo& combo, const QuotaVector& amount) const {
+  return NamespaceExplain(pending_[idx].namespace_name, amount).empty() &&
+         tree_.Fits(info_[idx].queue, ChargeFor(idx, combo, amount));
 }
 
-bool CycleRun::TryPreempt(size_t idx, std::string* reason) {
+CycleRun::Fit CycleRun::Check(size_t idx, const Combo& combo, const std::vector<PodSpec>& pods,
+                              QuotaVector* amount, std::vector<NodeId>* nodes) {
+  nodes->clear();
+  if (!QuotaFits(idx, combo, info_[idx].lower)) return Fit::kNoQuota;
+  GangOutcome g = PlaceGang(idx, pods, /*keep=*/false);
+  if (!g.ok) return Fit::kNoRoom;
+  // The exact charge of the simulated placement: the state no longer holds it, but the cards
+  // it names are unchanged.
+  *amount = PlacedAmount(state_, g.placements);
+  for (const std::optional<Placement>& p : g.placements) {
+    if (p) nodes->push_back(p->node);
+  }
+  return QuotaFits(idx, combo, *amount) ? Fit::kYes : Fit::kNoQuota;
+}
+
+bool CycleRun::AnyPodMayFit(const std::vector<NodeId>& nodes,
+                            const std::vector<PodSpec>& pods) const {
+  for (NodeId n : nodes) {
+    const NodeRecord& rec = state_.node(n);
+    const NodeUsage& u = state_.usage(n);
+    int free_cards = 0;
+    int64_t best_card = 0;
+    for (const GpuUsage& g : u.gpus) {
+      if (g.healthy && g.holders == 0) ++free_cards;
+      best_card = std::max<int64_t>(best_card, g.free_milli);
+    }
+    const Labels& labels = state_.labels(n);
+    for (const PodSpec& p : pods) {
+      if (!(u.used + p.requests).FitsIn(rec.allocatable)) continue;
+      bool selected = true;
+      for (const auto& [key, value] : p.node_selector) {
+        auto it = labels.find(key);
+        selected = selected && it != labels.end() && it->second == value;
+      }
+      if (!selected) continue;
+      switch (p.gpu.kind) {
+        case GpuRequestKind::kNone:
+          return true;
+        case GpuRequestKind::kWhole:
+          // Time-sliced cards hand out replicas for whole-card requests.
+          if (free_cards >= p.gpu.count ||
+              (rec.sharing_modes & (1u << static_cast<int>(SharingMode::kTimeSlice))) != 0) {
+            return true;
+          }
+          break;
+        case GpuRequestKind::kShare:
+          if (best_card >= p.gpu.milli) return true;
+          break;
+        default:
+          if (u.gpu_free_milli > 0) return true;
+          break;
+      }
+    }
+  }
+  return false;
+}
+
+bool CycleRun::TryPreempt(size_t idx, const Attempt& attempt, std::string* reason) {
   const Workload& w = pending_[idx];
   const PendingInfo& p = info_[idx];
   if (!p.can_preempt) return false;
   const int q = p.queue;
   const PreemptionPolicy& pol = tree_.queue(q).preemption;
-  const int root = tree_.RootOf(q);
+  const int root = root_[q];
   const bool may_reclaim = root >= 0 && (pol.reclaim_within_cohort != ReclaimPreemption::kNever ||
                                          pol.borrow_within_cohort != BorrowWithinCohort::kNever);
   if (pol.within_queue == WithinQueuePreemption::kNever && !may_reclaim) return false;
@@ -535,26 +632,37 @@ bool CycleRun::TryPreempt(size_t idx, std::string* reason) {
     size_t holder;
     Kind kind;
   };
-  for (const Combo& combo : Combos(idx)) {
+  const std::string shape = ShapeKey(w) + "|";
+  const std::vector<Combo> combos = Combos(idx);
+  for (size_t ci = 0; ci < combos.size(); ++ci) {
+    const Combo& combo = combos[ci];
     const QuotaCharge charge = ChargeFor(idx, combo, p.lower);
     const bool borrows_after = tree_.WouldBorrow(q, charge);
     const int64_t share_after = tree_.ShareMilli(q, &charge);
     std::vector<Cand> cands;
-    for (size_t hi = 0; hi < holders_.size(); ++hi) {
+    for (size_t hi : by_queue_[q]) {
       const Holder& h = holders_[hi];
       // Work admitted in this cycle is not preempted in it.
-      if (h.victim || h.running_index == kNotRunning || h.queue < 0) continue;
-      if (h.queue == q) {
-        const bool lower = h.priority < p.priority;
-        const bool newer_equal = h.priority == p.priority && h.w->created_ms > w.created_ms;
-        if ((pol.within_queue == WithinQueuePreemption::kLowerPriority && lower) ||
-            (pol.within_queue == WithinQueuePreemption::kLowerOrNewerEqualPriority &&
-             (lower || newer_equal))) {
-          cands.push_back({hi, kWithin});
-        }
-        continue;
+      if (h.victim || h.running_index == kNotRunning) continue;
+      const bool lower = h.priority < p.priority;
+      const bool newer_equal = h.priority == p.priority && h.w->created_ms > w.created_ms;
+      if ((pol.within_queue == WithinQueuePreemption::kLowerPriority && lower) ||
+          (pol.within_queue == WithinQueuePreemption::kLowerOrNewerEqualPriority &&
+           (lower || newer_equal))) {
+        cands.push_back({hi, kWithin});
       }
-      if (!may_reclaim || tree_.RootOf(h.queue) != root || !tree_.Borrowing(h.queue)) continue;
+    }
+    // Only queues of the same cohort tree that borrow can lose lent quota.
+    std::vector<size_t> lenders_of;
+    if (may_reclaim) {
+      for (int vq : root_queues_[root]) {
+        if (vq == q || !tree_.Borrowing(vq)) continue;
+        lenders_of.insert(lenders_of.end(), by_queue_[vq].begin(), by_queue_[vq].end());
+      }
+    }
+    for (size_t hi : lenders_of) {
+      const Holder& h = holders_[hi];
+      if (h.victim || h.running_index == kNotRunning) continue;
       const bool prio_ok = pol.reclaim_within_cohort == ReclaimPreemption::kAny ||
                            (pol.reclaim_within_cohort == ReclaimPreemption::kLowerPriority &&
                             h.priority < p.priority);
@@ -580,8 +688,21 @@ bool CycleRun::TryPreempt(size_t idx, std::string* reason) {
       if (xp != yp) return xp < yp;
       return x.w->name < y.w->name;
     });
+    std::vector<PodSpec> pods;
+    if (!ConstrainedPods(idx, combo, &pods)) continue;
     std::vector<Cand> removed;
     QuotaVector amount = {0, 0, 0};
+    std::vector<NodeId> fit_nodes;
+    // Nodes that gained room since the last simulation found none; while the workload is known
+    // not to fit, it can only fit now if a pod fits on one of them.
+    std::vector<NodeId> gained;
+    // Known when admission found no room for this choice, or a workload of the same shape did
+    // (when quota stopped this one before it looked).
+    bool known_no_room = (ci < attempt.no_room.size() && attempt.no_room[ci]) ||
+                         KnownFailure(idx, FailureKey(shape, combo)) != nullptr;
+    // What the workload needs of quota: its request's lower bound, raised to what a simulated
+    // placement actually charged (a MIG slice or a memory share charges more than its bound).
+    QuotaVector need = p.lower;
     bool fits = false;
     for (const Cand& cand : cands) {
       Holder& h = holders_[cand.holder];
@@ -593,25 +714,58 @@ bool CycleRun::TryPreempt(size_t idx, std::string* reason) {
       }
       RemoveHolder(h);
       removed.push_back(cand);
-      if (FitsNow(idx, combo, &amount)) {
+      for (const std::optional<Placement>& pl : PlacementsOf(h)) {
+        if (pl) gained.push_back(pl->node);
+      }
+      if (!QuotaFits(idx, combo, need)) continue;
+      if (known_no_room && !AnyPodMayFit(gained, pods)) continue;
+      const Fit f = Check(idx, combo, pods, &amount, &fit_nodes);
+      if (f == Fit::kYes) {
         fits = true;
         break;
+      }
+      if (f == Fit::kNoQuota && !fit_nodes.empty()) {
+        for (int r = 0; r < kNumQuotaResources; ++r) need[r] = std::max(need[r], amount[r]);
+        fit_nodes.clear();
+      }
+      if (f == Fit::kNoRoom) {
+        known_no_room = true;
+        gained.clear();
       }
     }
     if (!fits) {
       for (const Cand& cand : removed) RestoreHolder(holders_[cand.holder]);
       continue;
     }
-    // Minimal set: put back every victim the preemptor can do without, latest first.
+    // Minimal set: put back every victim the preemptor can do without, latest first. A victim
+    // on none of the nodes of the last placement found leaves that placement valid: only the
+    // quota needs checking.
     std::vector<uint8_t> needed(removed.size(), 1);
     for (size_t i = removed.size() - 1; i-- > 0;) {
-      RestoreHolder(holders_[removed[i].holder]);
-      QuotaVector without = {0, 0, 0};
-      if (FitsNow(idx, combo, &without)) {
-        needed[i] = 0;
-        amount = without;
+      Holder& h = holders_[removed[i].holder];
+      RestoreHolder(h);
+      bool disjoint = true;
+      for (const std::optional<Placement>& pl : PlacementsOf(h)) {
+        if (pl && std::find(fit_nodes.begin(), fit_nodes.end(), pl->node) != fit_nodes.end()) {
+          disjoint = false;
+        }
+      }
+      bool ok = false;
+      if (disjoint) {
+        ok = QuotaFits(idx, combo, amount);
       } else {
-        RemoveHolder(holders_[removed[i].holder]);
+        QuotaVector without = {0, 0, 0};
+        std::vector<NodeId> without_nodes;
+        if (Check(idx, combo, pods, &without, &without_nodes) == Fit::kYes) {
+          ok = true;
+          amount = without;
+          fit_nodes = std::move(without_nodes);
+        }
+      }
+      if (ok) {
+        needed[i] = 0;
+      } else {
+        RemoveHolder(h);
       }
     }
     // The victims' devices stay busy until they have stopped, so no one else may be placed
@@ -665,40 +819,88 @@ void CycleRun::TryReserve(size_t idx, const Combo& combo, std::string* reason) {
   std::vector<PodSpec> pods;
   if (!ConstrainedPods(idx, combo, &pods)) return;
   DropReservation(idx);
-  // Holders in the order they are expected to free their room.
+  // Nodes whose labels match some pod's node selector (per label class).
+  std::vector<int8_t> class_ok(state_.num_classes(), -1);
+  auto relevant = [&](NodeId n) {
+    int8_t& ok = class_ok[state_.node(n).cls.value()];
+    if (ok < 0) {
+      ok = 0;
+      const Labels& labels = state_.labels(n);
+      for (const PodSpec& p : pods) {
+        bool all = true;
+        for (const auto& [key, value] : p.node_selector) {
+          auto it = labels.find(key);
+          all = all && it != labels.end() && it->second == value;
+        }
+        if (all) ok = 1;
+      }
+    }
+    return ok == 1;
+  };
+  // Holders on such nodes, in the order they are expected to free their room.
   std::vector<size_t> order;
-  for (size_t i = 0; i < holders_.size(); ++i) order.push_back(i);
+  for (size_t i = 0; i < holders_.size(); ++i) {
+    for (const std::optional<Placement>& p : PlacementsOf(holders_[i])) {
+      if (p && relevant(p->node)) {
+        order.push_back(i);
+        break;
+      }
+    }
+  }
+  // Ties by holder index: running work in input order, then this cycle's admissions.
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     const Holder& x = holders_[a];
     const Holder& y = holders_[b];
-    return std::tie(x.end_ms, x.admitted_ms, x.w->name) <
-           std::tie(y.end_ms, y.admitted_ms, y.w->name);
+    return std::tie(x.end_ms, x.admitted_ms, a) < std::tie(y.end_ms, y.admitted_ms, b);
   });
+  // The fewest holders (a prefix of `order`) whose end makes room: found by doubling, then
+  // bisection, moving placements in and out of the state incrementally.
+  size_t released = 0;
+  auto release_first = [&](size_t k) {
+    while (released < k) MovePlacements(holders_[order[released++]], -1);
+    while (released > k) MovePlacements(holders_[order[--released]], +1);
+  };
   std::vector<NodeId> nodes;
-  auto fits_after = [&](size_t k) {
-    for (size_t i = 0; i < k; ++i) MovePlacements(holders_[order[i]], -1);
-    GangOutcome g = PlaceGang(idx, pods, /*keep=*/false);
-    nodes.clear();
-    if (g.ok) {
-      for (const std::optional<Placement>& p : g.placements) {
-        if (p && std::find(nodes.begin(), nodes.end(), p->node) == nodes.end()) {
-          nodes.push_back(p->node);
-        }
+  // `lo`: a prefix known not to make room. Beyond it, only the nodes the extra holders free
+  // can make a difference; no simulation when no pod could fit on any of them.
+  auto fits_after = [&](size_t k, size_t lo) {
+    std::vector<NodeId> gained;
+    for (size_t i = lo; i < k; ++i) {
+      for (const std::optional<Placement>& p : PlacementsOf(holders_[order[i]])) {
+        if (p) gained.push_back(p->node);
       }
     }
-    for (size_t i = 0; i < k; ++i) MovePlacements(holders_[order[i]], +1);
+    release_first(k);
+    if (!AnyPodMayFit(gained, pods)) return false;
+    GangOutcome g = PlaceGang(idx, pods, /*keep=*/false);
+    nodes.clear();
+    for (const std::optional<Placement>& p : g.placements) {
+      if (p && std::find(nodes.begin(), nodes.end(), p->node) == nodes.end()) {
+        nodes.push_back(p->node);
+      }
+    }
     return g.ok;
   };
-  if (order.empty() || !fits_after(order.size())) {
+  size_t lo = 0, hi = 0;
+  for (size_t k = 1; k <= order.size() && hi == 0; k = std::min(2 * k, order.size())) {
+    if (fits_after(k, lo)) {
+      hi = k;
+    } else {
+      lo = k;
+      if (k == order.size()) break;
+    }
+  }
+  if (hi == 0) {
+    release_first(0);
     *reason += "; does not fit even when running work ends (no nodes reserved)";
     return;
   }
-  size_t lo = 0, hi = order.size();
   while (hi - lo > 1) {
     const size_t mid = lo + (hi - lo) / 2;
-    (fits_after(mid) ? hi : lo) = mid;
+    (fits_after(mid, lo) ? hi : lo) = mid;
   }
-  fits_after(hi);
+  fits_after(hi, 0);
+  release_first(0);
   std::sort(nodes.begin(), nodes.end());
   Reservation r;
   r.workload = pending_[idx].name;
@@ -779,7 +981,7 @@ CycleResult CycleRun::Run(std::span<const Reservation> held) {
     Attempt a = TryAdmit(idx);
     if (a.block != Block::kNone) {
       std::string reason = a.reason;
-      const bool preempting = TryPreempt(idx, &reason);
+      const bool preempting = TryPreempt(idx, a, &reason);
       if (!preempting && a.block == Block::kPlacement && c_.options_.backfill &&
           !reserved_queue[q] && reservations_made < c_.options_.max_reservations) {
         reserved_queue[q] = 1;

@@ -469,10 +469,11 @@ TEST(Admission, BackfillKeepsTheHeadJobsStart) {
   EXPECT_NE(r.pending_reasons[0].find("reserved 1 node to start at 100 ms"), std::string::npos)
       << r.pending_reasons[0];
 
-  // Without runtimes the head still holds the node it needs: nothing else lands there.
+  // Without runtimes the head still holds the node it needs, guessing that the oldest work
+  // ends first (r1, admitted at t=1 before r2 at t=5): nothing else lands on r1's node.
   Sim blind(2);
-  blind.Run(cycle, Job("a", "r2", 6));
-  blind.Run(cycle, Job("a", "r1", 4));
+  blind.Run(cycle, Job("a", "r2", 6), 5);
+  blind.Run(cycle, Job("a", "r1", 4), 1);
   const NodeId blind_r1 = blind.running[1].placements[0]->node;
   blind.pending = {Job("a", "big", 8, 1, 1), Job("a", "s1", 4, 1, 2, "", 50),
                    Job("a", "s3", 2, 1, 4)};
