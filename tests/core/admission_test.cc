@@ -119,6 +119,16 @@ struct Sim {
     return r;
   }
 
+  // Runs `cycles` cycles at times start, start+1, ...; returns how many preemptions they made.
+  int PreemptionsOver(const AdmissionCycle& cycle, int cycles, int64_t start) {
+    int n = 0;
+    for (int i = 0; i < cycles; ++i) {
+      now = start + i;
+      n += static_cast<int>(Cycle(cycle).preemptions.size());
+    }
+    return n;
+  }
+
   // Admits `w` directly (setup), as if an earlier cycle had, at time `at`.
   void Run(const AdmissionCycle& cycle, Workload w, int64_t at = 0) {
     pending = {std::move(w)};
@@ -386,11 +396,7 @@ TEST(Admission, NoPreemptionLoopAtFairShare) {
   sim.Run(cycle, Job("a", "a2", 3), 2);
   sim.Run(cycle, Job("b", "b1", 2), 3);
   sim.pending = {Job("b", "b2", 1, 1, 4), Job("b", "b3", 1, 1, 5)};
-  int preemptions = 0;
-  for (int i = 0; i < 11; ++i) {
-    sim.now = 10 + i;
-    preemptions += static_cast<int>(sim.Cycle(cycle).preemptions.size());
-  }
+  const int preemptions = sim.PreemptionsOver(cycle, 11, 10);
   EXPECT_EQ(preemptions, 1);
   // b ends with 4 GPUs (b1, b2, b3), a with one 3-GPU job; a's other job waits.
   EXPECT_EQ(sim.RunningNames(), (std::vector<std::string>{"a/a1", "b/b1", "b/b2", "b/b3"}));
@@ -414,11 +420,7 @@ TEST(Admission, NoPreemptionLoopWhenBothBorrowEqually) {
   sim.Run(cycle, Job("a", "a2", 3), 3);
   sim.Run(cycle, Job("b", "b2", 3), 4);
   sim.pending = {Job("a", "a3", 1, 1, 5), Job("b", "b3", 1, 1, 6)};
-  int preemptions = 0;
-  for (int i = 0; i < 10; ++i) {
-    sim.now = 10 + i;
-    preemptions += static_cast<int>(sim.Cycle(cycle).preemptions.size());
-  }
+  const int preemptions = sim.PreemptionsOver(cycle, 10, 10);
   EXPECT_EQ(preemptions, 0);
   EXPECT_EQ(sim.pending.size(), 2u);
 }
