@@ -8,6 +8,8 @@
 #include <unordered_set>
 #include <utility>
 
+#include "core/plugins.h"
+
 namespace tessera::core {
 
 namespace {
@@ -56,6 +58,24 @@ struct Attempt {
 };
 
 std::string PriorityText(int32_t p) { return "priority " + std::to_string(p); }
+
+// A workload's estimated runtime; kNoEnd when unknown.
+int64_t RuntimeOrNoEnd(const Workload& w) {
+  return w.estimated_runtime_ms > 0 ? w.estimated_runtime_ms : kNoEnd;
+}
+
+// When work started at `start` is expected to end; kNoEnd when its runtime is unknown.
+int64_t ExpectedEnd(const Workload& w, int64_t start) {
+  return w.estimated_runtime_ms > 0 ? start + w.estimated_runtime_ms : kNoEnd;
+}
+
+// Appends the nodes of `placements` to `nodes`.
+void AppendNodes(const std::vector<std::optional<Placement>>& placements,
+                 std::vector<NodeId>* nodes) {
+  for (const std::optional<Placement>& p : placements) {
+    if (p) nodes->push_back(p->node);
+  }
+}
 
 }  // namespace
 
@@ -125,7 +145,9 @@ class CycleRun {
   bool AnyPodMayFit(const std::vector<NodeId>& nodes, const std::vector<PodSpec>& pods) const;
   bool TryPreempt(size_t idx, const Attempt& attempt, std::string* reason);
   void TryReserve(size_t idx, const Combo& combo, std::string* reason);
-  void Admit(size_t idx, const QuotaCharge& charge, GangOutcome gang);
+  // Rolls back the placements of a gang this cycle placed (and told the reserve plugins of).
+  void Unplace(const std::vector<PodSpec>& pods, const GangOutcome& g);
+  void Admit(size_t idx, const QuotaCharge& charge, const QuotaVector& amount, GangOutcome gang);
 
   const std::vector<std::optional<Placement>>& PlacementsOf(const Holder& h) const {
     return h.running_index != kNotRunning ? running_[h.running_index].placements
@@ -133,6 +155,13 @@ class CycleRun {
   }
   // Releases (sign -1) or re-allocates (+1) a holder's placements in the working state.
   void MovePlacements(const Holder& h, int sign);
+  // Adds (sign +1) or removes (-1) a charge to a queue's quota usage and `amount` to its
+  // namespace's.
+  void ChargeUsage(int queue, const std::string& ns, const QuotaCharge& charge,
+                   const QuotaVector& amount, int sign);
+  void ChargeHolder(const Holder& h, int sign) {
+    ChargeUsage(h.queue, h.w->namespace_name, h.charge, h.amount, sign);
+  }
   void RemoveHolder(Holder& h);
   void RestoreHolder(Holder& h);
   void DropReservation(size_t owner);
@@ -168,6 +197,7 @@ class CycleRun {
   static std::string FailureKey(const std::string& shape, const Combo& combo);
   // The recorded failure that covers this workload under `key`, or null.
   const Failure* KnownFailure(size_t idx, const std::string& key) const;
+  void RecordFailure(size_t idx, const std::string& key, const std::string& reason);
   std::unordered_set<std::string> failed_preemptions_;
   // Reservations in force and their owners (pending indices).
   std::vector<Reservation> reservations_;
@@ -197,8 +227,7 @@ void CycleRun::ChargeRunning() {
     h.queue = tree_.FindQueue(a.queue);
     h.priority = a.priority;
     h.admitted_ms = a.admitted_ms;
-    h.end_ms = a.workload.estimated_runtime_ms > 0 ? a.admitted_ms + a.workload.estimated_runtime_ms
-                                                   : kNoEnd;
+    h.end_ms = ExpectedEnd(a.workload, a.admitted_ms);
     h.running_index = i;
     h.amount = PlacedAmount(state_, a.placements);
     for (int r = 0; r < kNumQuotaResources; ++r) {
@@ -206,12 +235,8 @@ void CycleRun::ChargeRunning() {
       h.charge.flavor[r] = f < 0 ? kNoFlavor : f;
       h.charge.amount[r] = h.amount[r];
     }
-    if (h.queue >= 0) {
-      tree_.AddUsage(h.queue, h.charge, +1);
-      by_queue_[h.queue].push_back(holders_.size() - 1);
-    }
-    QuotaVector& ns = ns_used_[a.workload.namespace_name];
-    for (int r = 0; r < kNumQuotaResources; ++r) ns[r] += h.amount[r];
+    ChargeHolder(h, +1);
+    if (h.queue >= 0) by_queue_[h.queue].push_back(holders_.size() - 1);
   }
   cordoned_by_snapshot_.resize(state_.size());
   for (uint32_t n = 0; n < state_.size(); ++n) {
@@ -397,15 +422,17 @@ GangOutcome CycleRun::PlaceGang(size_t idx, const std::vector<PodSpec>& pods, bo
   ++out_.placement_attempts;
   GangOutcome g = placer_.ScheduleGang(state_, pods, pending_[idx].min_member);
   for (size_t r : opened) SetCordon(reservations_[r].nodes, true);
-  if (g.ok && !keep) {
-    for (size_t i = 0; i < pods.size(); ++i) {
-      if (g.placements[i]) {
-        Status s = placer_.Unreserve(state_, pods[i], *g.placements[i]);
-        (void)s;
-      }
+  if (g.ok && !keep) Unplace(pods, g);
+  return g;
+}
+
+void CycleRun::Unplace(const std::vector<PodSpec>& pods, const GangOutcome& g) {
+  for (size_t i = 0; i < pods.size(); ++i) {
+    if (g.placements[i]) {
+      Status s = placer_.Unreserve(state_, pods[i], *g.placements[i]);
+      (void)s;
     }
   }
-  return g;
 }
 
 std::string CycleRun::FailureKey(const std::string& shape, const Combo& combo) {
@@ -418,10 +445,17 @@ const CycleRun::Failure* CycleRun::KnownFailure(size_t idx, const std::string& k
   // An owner sees its own reserved nodes: its outcome says nothing about others and theirs
   // nothing about it.
   if (OwnsReservation(idx)) return nullptr;
-  const int64_t runtime =
-      pending_[idx].estimated_runtime_ms > 0 ? pending_[idx].estimated_runtime_ms : kNoEnd;
   auto it = failed_shapes_.find(key);
-  return it != failed_shapes_.end() && runtime >= it->second.runtime ? &it->second : nullptr;
+  return it != failed_shapes_.end() && RuntimeOrNoEnd(pending_[idx]) >= it->second.runtime
+             ? &it->second
+             : nullptr;
+}
+
+void CycleRun::RecordFailure(size_t idx, const std::string& key, const std::string& reason) {
+  if (OwnsReservation(idx)) return;
+  const int64_t runtime = RuntimeOrNoEnd(pending_[idx]);
+  Failure& f = failed_shapes_[key];
+  if (f.reason.empty() || runtime < f.runtime) f = {runtime, reason};
 }
 
 Attempt CycleRun::TryAdmit(size_t idx) {
@@ -446,8 +480,6 @@ Attempt CycleRun::TryAdmit(size_t idx) {
     if (a.quota_fit_combo < 0) a.quota_fit_combo = static_cast<int>(ci);
     if (shape.empty()) shape = ShapeKey(w) + "|";
     const std::string key = FailureKey(shape, combo);
-    const bool owner = OwnsReservation(idx);
-    const int64_t runtime = w.estimated_runtime_ms > 0 ? w.estimated_runtime_ms : kNoEnd;
     if (const Failure* f = KnownFailure(idx, key)) {
       ++out_.placement_cache_hits;
       a.no_room[ci] = 1;
@@ -463,28 +495,21 @@ Attempt CycleRun::TryAdmit(size_t idx) {
     }
     GangOutcome g = PlaceGang(idx, pods, /*keep=*/true);
     if (!g.ok) {
-      if (!owner) {
-        Failure& f = failed_shapes_[key];
-        if (f.reason.empty() || runtime < f.runtime) f = {runtime, g.reason};
-      }
+      RecordFailure(idx, key, g.reason);
       a.no_room[ci] = 1;
       if (placement_reason.empty()) placement_reason = g.reason;
       continue;
     }
-    const QuotaCharge exact = ChargeFor(idx, combo, PlacedAmount(state_, g.placements));
-    std::string over = NamespaceExplain(w.namespace_name, PlacedAmount(state_, g.placements));
+    const QuotaVector amount = PlacedAmount(state_, g.placements);
+    const QuotaCharge exact = ChargeFor(idx, combo, amount);
+    std::string over = NamespaceExplain(w.namespace_name, amount);
     if (over.empty() && !tree_.Fits(p.queue, exact)) over = tree_.Explain(p.queue, exact);
     if (!over.empty()) {
-      for (size_t i = 0; i < pods.size(); ++i) {
-        if (g.placements[i]) {
-          Status s = placer_.Unreserve(state_, pods[i], *g.placements[i]);
-          (void)s;
-        }
-      }
+      Unplace(pods, g);
       if (quota_reason.empty()) quota_reason = over;
       continue;
     }
-    Admit(idx, exact, std::move(g));
+    Admit(idx, exact, amount, std::move(g));
     a.block = Block::kNone;
     return a;
   }
@@ -497,7 +522,8 @@ Attempt CycleRun::TryAdmit(size_t idx) {
   return a;
 }
 
-void CycleRun::Admit(size_t idx, const QuotaCharge& charge, GangOutcome gang) {
+void CycleRun::Admit(size_t idx, const QuotaCharge& charge, const QuotaVector& amount,
+                     GangOutcome gang) {
   const Workload& w = pending_[idx];
   const PendingInfo& p = info_[idx];
   Admission& ad = out_.admissions.emplace_back();
@@ -511,10 +537,6 @@ void CycleRun::Admit(size_t idx, const QuotaCharge& charge, GangOutcome gang) {
   ad.admitted.placements = std::move(gang.placements);
   ad.admitted.priority = p.priority;
   ad.admitted.admitted_ms = now_;
-  tree_.AddUsage(p.queue, charge, +1);
-  const QuotaVector amount = PlacedAmount(state_, ad.admitted.placements);
-  QuotaVector& ns = ns_used_[w.namespace_name];
-  for (int r = 0; r < kNumQuotaResources; ++r) ns[r] += amount[r];
   // Admitted work holds room that later reservations in this cycle wait for.
   Holder& h = holders_.emplace_back();
   h.w = &w;
@@ -523,8 +545,9 @@ void CycleRun::Admit(size_t idx, const QuotaCharge& charge, GangOutcome gang) {
   h.charge = charge;
   h.amount = amount;
   h.admitted_ms = now_;
-  h.end_ms = w.estimated_runtime_ms > 0 ? now_ + w.estimated_runtime_ms : kNoEnd;
+  h.end_ms = ExpectedEnd(w, now_);
   h.admission_index = out_.admissions.size() - 1;
+  ChargeHolder(h, +1);
   by_queue_[p.queue].push_back(holders_.size() - 1);
   DropReservation(idx);
 }
@@ -537,18 +560,21 @@ void CycleRun::MovePlacements(const Holder& h, int sign) {
   }
 }
 
+void CycleRun::ChargeUsage(int queue, const std::string& ns, const QuotaCharge& charge,
+                           const QuotaVector& amount, int sign) {
+  if (queue >= 0) tree_.AddUsage(queue, charge, sign);
+  QuotaVector& used = ns_used_[ns];
+  for (int r = 0; r < kNumQuotaResources; ++r) used[r] += sign * amount[r];
+}
+
 void CycleRun::RemoveHolder(Holder& h) {
   MovePlacements(h, -1);
-  if (h.queue >= 0) tree_.AddUsage(h.queue, h.charge, -1);
-  QuotaVector& ns = ns_used_[h.w->namespace_name];
-  for (int r = 0; r < kNumQuotaResources; ++r) ns[r] -= h.amount[r];
+  ChargeHolder(h, -1);
 }
 
 void CycleRun::RestoreHolder(Holder& h) {
   MovePlacements(h, +1);
-  if (h.queue >= 0) tree_.AddUsage(h.queue, h.charge, +1);
-  QuotaVector& ns = ns_used_[h.w->namespace_name];
-  for (int r = 0; r < kNumQuotaResources; ++r) ns[r] += h.amount[r];
+  ChargeHolder(h, +1);
 }
 
 bool CycleRun::QuotaFits(size_t idx, const Combo& combo, const QuotaVector& amount) const {
@@ -565,9 +591,7 @@ CycleRun::Fit CycleRun::Check(size_t idx, const Combo& combo, const std::vector<
   // The exact charge of the simulated placement: the state no longer holds it, but the cards
   // it names are unchanged.
   *amount = PlacedAmount(state_, g.placements);
-  for (const std::optional<Placement>& p : g.placements) {
-    if (p) nodes->push_back(p->node);
-  }
+  AppendNodes(g.placements, nodes);
   return QuotaFits(idx, combo, *amount) ? Fit::kYes : Fit::kNoQuota;
 }
 
@@ -585,12 +609,7 @@ bool CycleRun::AnyPodMayFit(const std::vector<NodeId>& nodes,
     const Labels& labels = state_.labels(n);
     for (const PodSpec& p : pods) {
       if (!(u.used + p.requests).FitsIn(rec.allocatable)) continue;
-      bool selected = true;
-      for (const auto& [key, value] : p.node_selector) {
-        auto it = labels.find(key);
-        selected = selected && it != labels.end() && it->second == value;
-      }
-      if (!selected) continue;
+      if (!MatchesSelector(labels, p.node_selector)) continue;
       switch (p.gpu.kind) {
         case GpuRequestKind::kNone:
           return true;
@@ -623,8 +642,8 @@ bool CycleRun::TryPreempt(size_t idx, const Attempt& attempt, std::string* reaso
   const bool may_reclaim = root >= 0 && (pol.reclaim_within_cohort != ReclaimPreemption::kNever ||
                                          pol.borrow_within_cohort != BorrowWithinCohort::kNever);
   if (pol.within_queue == WithinQueuePreemption::kNever && !may_reclaim) return false;
-  const std::string cache_key =
-      std::to_string(q) + "|" + std::to_string(p.priority) + "|" + ShapeKey(w);
+  const std::string shape = ShapeKey(w) + "|";
+  const std::string cache_key = std::to_string(q) + "|" + std::to_string(p.priority) + "|" + shape;
   if (failed_preemptions_.contains(cache_key)) return false;
 
   enum Kind : uint8_t { kWithin, kReclaim, kBorrow };
@@ -632,10 +651,11 @@ bool CycleRun::TryPreempt(size_t idx, const Attempt& attempt, std::string* reaso
     size_t holder;
     Kind kind;
   };
-  const std::string shape = ShapeKey(w) + "|";
   const std::vector<Combo> combos = Combos(idx);
   for (size_t ci = 0; ci < combos.size(); ++ci) {
     const Combo& combo = combos[ci];
+    std::vector<PodSpec> pods;
+    if (!ConstrainedPods(idx, combo, &pods)) continue;
     const QuotaCharge charge = ChargeFor(idx, combo, p.lower);
     const bool borrows_after = tree_.WouldBorrow(q, charge);
     const int64_t share_after = tree_.ShareMilli(q, &charge);
@@ -688,8 +708,6 @@ bool CycleRun::TryPreempt(size_t idx, const Attempt& attempt, std::string* reaso
       if (xp != yp) return xp < yp;
       return x.w->name < y.w->name;
     });
-    std::vector<PodSpec> pods;
-    if (!ConstrainedPods(idx, combo, &pods)) continue;
     std::vector<Cand> removed;
     QuotaVector amount = {0, 0, 0};
     std::vector<NodeId> fit_nodes;
@@ -714,9 +732,7 @@ bool CycleRun::TryPreempt(size_t idx, const Attempt& attempt, std::string* reaso
       }
       RemoveHolder(h);
       removed.push_back(cand);
-      for (const std::optional<Placement>& pl : PlacementsOf(h)) {
-        if (pl) gained.push_back(pl->node);
-      }
+      AppendNodes(PlacementsOf(h), &gained);
       if (!QuotaFits(idx, combo, need)) continue;
       if (known_no_room && !AnyPodMayFit(gained, pods)) continue;
       const Fit f = Check(idx, combo, pods, &amount, &fit_nodes);
@@ -774,9 +790,7 @@ bool CycleRun::TryPreempt(size_t idx, const Attempt& attempt, std::string* reaso
     for (size_t i = 0; i < removed.size(); ++i) {
       if (needed[i]) MovePlacements(holders_[removed[i].holder], +1);
     }
-    tree_.AddUsage(q, ChargeFor(idx, combo, amount), +1);
-    QuotaVector& ns = ns_used_[w.namespace_name];
-    for (int r = 0; r < kNumQuotaResources; ++r) ns[r] += amount[r];
+    ChargeUsage(q, w.namespace_name, ChargeFor(idx, combo, amount), amount, +1);
     std::string names;
     int count = 0;
     for (size_t i = 0; i < removed.size(); ++i) {
@@ -824,16 +838,9 @@ void CycleRun::TryReserve(size_t idx, const Combo& combo, std::string* reason) {
   auto relevant = [&](NodeId n) {
     int8_t& ok = class_ok[state_.node(n).cls.value()];
     if (ok < 0) {
-      ok = 0;
       const Labels& labels = state_.labels(n);
-      for (const PodSpec& p : pods) {
-        bool all = true;
-        for (const auto& [key, value] : p.node_selector) {
-          auto it = labels.find(key);
-          all = all && it != labels.end() && it->second == value;
-        }
-        if (all) ok = 1;
-      }
+      ok = std::any_of(pods.begin(), pods.end(),
+                       [&](const PodSpec& p) { return MatchesSelector(labels, p.node_selector); });
     }
     return ok == 1;
   };
@@ -865,20 +872,12 @@ void CycleRun::TryReserve(size_t idx, const Combo& combo, std::string* reason) {
   // can make a difference; no simulation when no pod could fit on any of them.
   auto fits_after = [&](size_t k, size_t lo) {
     std::vector<NodeId> gained;
-    for (size_t i = lo; i < k; ++i) {
-      for (const std::optional<Placement>& p : PlacementsOf(holders_[order[i]])) {
-        if (p) gained.push_back(p->node);
-      }
-    }
+    for (size_t i = lo; i < k; ++i) AppendNodes(PlacementsOf(holders_[order[i]]), &gained);
     release_first(k);
     if (!AnyPodMayFit(gained, pods)) return false;
     GangOutcome g = PlaceGang(idx, pods, /*keep=*/false);
     nodes.clear();
-    for (const std::optional<Placement>& p : g.placements) {
-      if (p && std::find(nodes.begin(), nodes.end(), p->node) == nodes.end()) {
-        nodes.push_back(p->node);
-      }
-    }
+    AppendNodes(g.placements, &nodes);
     return g.ok;
   };
   size_t lo = 0, hi = 0;
@@ -902,6 +901,7 @@ void CycleRun::TryReserve(size_t idx, const Combo& combo, std::string* reason) {
   fits_after(hi, 0);
   release_first(0);
   std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
   Reservation r;
   r.workload = pending_[idx].name;
   r.nodes = nodes;

@@ -46,10 +46,7 @@ class NodeAffinity final : public FilterPlugin {
   std::string_view Filter(CycleState& cycle, const ClusterState& s, NodeId n) override {
     const PodSpec& pod = cycle.pod();
     const Labels& labels = s.labels(n);
-    for (const auto& [k, v] : pod.node_selector) {
-      auto it = labels.find(k);
-      if (it == labels.end() || it->second != v) return "node selector mismatch";
-    }
+    if (!MatchesSelector(labels, pod.node_selector)) return "node selector mismatch";
     if (!pod.required_terms.empty() &&
         std::none_of(pod.required_terms.begin(), pod.required_terms.end(),
                      [&](const NodeSelectorTerm& t) { return MatchesTerm(labels, t); })) {
@@ -342,6 +339,13 @@ bool MatchesRequirement(const Labels& labels, const LabelRequirement& r) {
     }
   }
   return false;
+}
+
+bool MatchesSelector(const Labels& labels, const Labels& selector) {
+  return std::all_of(selector.begin(), selector.end(), [&](const auto& kv) {
+    auto it = labels.find(kv.first);
+    return it != labels.end() && it->second == kv.second;
+  });
 }
 
 bool MatchesTerm(const Labels& labels, const NodeSelectorTerm& term) {

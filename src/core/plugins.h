@@ -12,6 +12,8 @@
 
 namespace tessera::core {
 
+// True when the node's labels carry every key/value of a nodeSelector.
+bool MatchesSelector(const Labels& labels, const Labels& selector);
 // True when the node's labels satisfy one requirement / all requirements of a term.
 bool MatchesRequirement(const Labels& labels, const LabelRequirement& r);
 bool MatchesTerm(const Labels& labels, const NodeSelectorTerm& term);

@@ -162,12 +162,6 @@ void QuotaTree::AddUsage(int q, const QuotaCharge& c, int sign) {
   }
 }
 
-int64_t QuotaTree::Usage(int q, int flavor, QuotaResource r) const {
-  return nodes_[q].usage[Fr(flavor, r)];
-}
-int64_t QuotaTree::Nominal(int q, int flavor, QuotaResource r) const {
-  return nodes_[q].nominal[Fr(flavor, r)];
-}
 int64_t QuotaTree::Available(int q, int flavor, QuotaResource r) const {
   return AvailableAt(q, Fr(flavor, r));
 }
@@ -192,14 +186,10 @@ bool QuotaTree::WouldBorrow(int q, const QuotaCharge& c) const {
   return false;
 }
 
-bool QuotaTree::Borrowing(int q, const QuotaCharge* c) const {
+bool QuotaTree::Borrowing(int q) const {
   const Node& n = nodes_[q];
   for (size_t fr = 0; fr < n.usage.size(); ++fr) {
-    if (n.usage[fr] <= n.subtree[fr]) continue;
-    if (c == nullptr) return true;
-    const int flavor = static_cast<int>(fr) / kNumQuotaResources;
-    const int r = static_cast<int>(fr) % kNumQuotaResources;
-    if (c->flavor[r] == flavor && c->amount[r] > 0) return true;
+    if (n.usage[fr] > n.subtree[fr]) return true;
   }
   return false;
 }

@@ -59,9 +59,8 @@ class QuotaTree {
   bool Fits(int q, const QuotaCharge& c) const;
   // True when admitting `c` puts some charged flavor/resource of the queue above nominal.
   bool WouldBorrow(int q, const QuotaCharge& c) const;
-  // True when the queue uses more than nominal of a flavor/resource that `c` charges (any, when
-  // `c` is null).
-  bool Borrowing(int q, const QuotaCharge* c = nullptr) const;
+  // True when the queue uses more than its quota of some flavor/resource.
+  bool Borrowing(int q) const;
   // Why `c` does not fit: "queue team-a: nvidia.com/gpu in flavor h100 needs 8 GPUs, 4 GPUs
   // available (uses 12 GPUs of nominal 16 GPUs; ...)". Empty when it fits.
   std::string Explain(int q, const QuotaCharge& c) const;
@@ -69,8 +68,7 @@ class QuotaTree {
   // Weighted dominant-resource share in thousandths, with `extra` added to the queue's usage.
   int64_t ShareMilli(int q, const QuotaCharge* extra = nullptr) const;
 
-  int64_t Usage(int q, int flavor, QuotaResource r) const;
-  int64_t Nominal(int q, int flavor, QuotaResource r) const;
+  // What the queue may still take of a flavor/resource.
   int64_t Available(int q, int flavor, QuotaResource r) const;
 
  private:
