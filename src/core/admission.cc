@@ -26,10 +26,12 @@ struct Holder {
   int32_t priority = 0;
   QuotaCharge charge;
   QuotaVector amount = {0, 0, 0};  // for the namespace quota
+  int ns = -1;                     // its namespace's quota (NamespaceOf)
   int64_t admitted_ms = 0;
   int64_t end_ms = kNoEnd;
   size_t running_index = kNotRunning;    // into the running list, or
   size_t admission_index = kNotRunning;  // into this cycle's admissions
+  int32_t pods = 0;
   bool victim = false;
 };
 
@@ -38,6 +40,8 @@ struct PendingInfo {
   int32_t priority = 0;
   bool can_preempt = true;
   QuotaVector lower = {0, 0, 0};
+  int ns = -1;     // its namespace's quota (NamespaceOf)
+  int shape = -1;  // interned ShapeKey, -1 until first needed
 };
 
 // A resource group of a queue: the resources it covers and its flavors, in order.
@@ -120,12 +124,19 @@ class CycleRun {
 
   void ChargeRunning();
   void ResolvePending();
-  std::vector<Combo> Combos(size_t idx) const;
+  // The workload's flavor choices, in the order they are tried (cached per queue and the set of
+  // resource groups the workload uses).
+  const std::vector<Combo>& Combos(size_t idx);
+  // The workload's interned ShapeKey: workloads of one shape place alike.
+  int ShapeOf(size_t idx);
   QuotaCharge ChargeFor(size_t idx, const Combo& combo, const QuotaVector& amount) const;
   // Pods constrained to the combo's flavors; false when a flavor contradicts the pods' own
   // selectors or GPU models.
   bool ConstrainedPods(size_t idx, const Combo& combo, std::vector<PodSpec>* pods) const;
-  std::string NamespaceExplain(const std::string& ns, const QuotaVector& amount) const;
+  // Index of the namespace's quota, -1 when it has none.
+  int NamespaceOf(const std::string& ns);
+  // Why `amount` more exceeds the quota of namespace index `ns`; empty when it fits.
+  std::string NamespaceExplain(int ns, const QuotaVector& amount) const;
 
   Attempt TryAdmit(size_t idx);
   // Places the workload's gang for `combo`. With `keep`, holds it; otherwise rolls it back.
@@ -140,11 +151,19 @@ class CycleRun {
             std::vector<NodeId>* nodes);
   // Quota alone, for a charge of `amount` (namespace quota included).
   bool QuotaFits(size_t idx, const Combo& combo, const QuotaVector& amount) const;
-  // A necessary condition for some pod to fit on one of `nodes`: its node selector, free CPU,
-  // memory and GPU (whole free cards for whole-card requests); taints and affinity ignored.
-  bool AnyPodMayFit(const std::vector<NodeId>& nodes, const std::vector<PodSpec>& pods) const;
+  // True when some pod of `pods` passes the placement filters and device step on one of
+  // `nodes` (with the reservations the workload may use open): necessary for the gang to fit
+  // where it did not before these nodes gained room, and sufficient for a single pod.
+  bool AnyPodFeasible(size_t idx, std::vector<NodeId> nodes, const std::vector<PodSpec>& pods);
+  // Whether the pods (under the flavor choice `key` names) fit once all work held in this cycle
+  // has ended and no node is reserved: when not, neither preemption nor a reservation helps.
+  bool FitsWhenAllEnd(size_t idx, const std::string& key, const std::vector<PodSpec>& pods);
   bool TryPreempt(size_t idx, const Attempt& attempt, std::string* reason);
-  void TryReserve(size_t idx, const Combo& combo, std::string* reason);
+  void TryReserve(size_t idx, const Attempt& attempt, std::string* reason);
+  // Uncordons the reservations workload `idx` may use (its own, and those it ends before);
+  // returns them for CloseReservations.
+  std::vector<size_t> OpenReservations(size_t idx);
+  void CloseReservations(const std::vector<size_t>& opened);
   // Rolls back the placements of a gang this cycle placed (and told the reserve plugins of).
   void Unplace(const std::vector<PodSpec>& pods, const GangOutcome& g);
   void Admit(size_t idx, const QuotaCharge& charge, const QuotaVector& amount, GangOutcome gang);
@@ -157,10 +176,10 @@ class CycleRun {
   void MovePlacements(const Holder& h, int sign);
   // Adds (sign +1) or removes (-1) a charge to a queue's quota usage and `amount` to its
   // namespace's.
-  void ChargeUsage(int queue, const std::string& ns, const QuotaCharge& charge,
-                   const QuotaVector& amount, int sign);
+  void ChargeUsage(int queue, int ns, const QuotaCharge& charge, const QuotaVector& amount,
+                   int sign);
   void ChargeHolder(const Holder& h, int sign) {
-    ChargeUsage(h.queue, h.w->namespace_name, h.charge, h.amount, sign);
+    ChargeUsage(h.queue, h.ns, h.charge, h.amount, sign);
   }
   void RemoveHolder(Holder& h);
   void RestoreHolder(Holder& h);
@@ -179,12 +198,21 @@ class CycleRun {
 
   CycleResult out_;
   std::vector<Holder> holders_;
-  std::vector<std::vector<size_t>> by_queue_;              // holders per queue
+  // Holders per queue and flavor (a holder is listed under each flavor it is charged to).
+  std::vector<std::vector<std::vector<size_t>>> by_queue_flavor_;
+  void IndexHolder(size_t holder);
+  // Calls fn(holder index) once for each running, non-victim holder of queue `q` charged to a
+  // flavor that `charge` uses: as in Kueue, only such work is a preemption candidate.
+  template <typename Fn>
+  void ForEachSharingFlavor(int q, const QuotaCharge& charge, Fn fn) const;
   std::vector<int> root_;                                  // per queue: root cohort node, -1: none
   std::unordered_map<int, std::vector<int>> root_queues_;  // root cohort node -> its queues
   std::vector<PendingInfo> info_;
   std::vector<std::vector<Group>> groups_;  // per queue
-  std::unordered_map<std::string, QuotaVector> ns_used_;
+  // Namespaces with a quota, by index: the quota and what the cycle's holders use of it.
+  std::unordered_map<std::string_view, int> ns_index_;
+  std::vector<const NamespaceQuota*> ns_quota_;
+  std::vector<QuotaVector> ns_used_;
   // Placement failures in this cycle, per shape and flavor choice: the shortest estimated
   // runtime that failed (kNoEnd: unknown) and why. The state only loses room and reservations
   // only close nodes, and a longer runtime opens a subset of the reserved nodes a shorter one
@@ -192,18 +220,62 @@ class CycleRun {
   struct Failure {
     int64_t runtime = kNoEnd;
     std::string reason;
+    std::string workload;  // whose placement failed
   };
   std::unordered_map<std::string, Failure> failed_shapes_;
-  static std::string FailureKey(const std::string& shape, const Combo& combo);
+  static std::string FailureKey(int shape, const Combo& combo);
   // The recorded failure that covers this workload under `key`, or null.
   const Failure* KnownFailure(size_t idx, const std::string& key) const;
   void RecordFailure(size_t idx, const std::string& key, const std::string& reason);
   std::unordered_set<std::string> failed_preemptions_;
+  std::unordered_map<std::string, int> shapes_;
+  std::unordered_map<uint64_t, std::vector<Combo>> combos_;
+  // Per queue: the lowest priority of its running work (a bound: victims are not removed).
+  std::vector<int32_t> min_running_priority_;
+  // The working state with every holder's placements released and no reservation cordoned,
+  // built when first needed, and per failure key whether the pods fit on it.
+  std::optional<ClusterState> all_ended_;
+  std::unordered_map<std::string, bool> fits_when_all_end_;
   // Reservations in force and their owners (pending indices).
   std::vector<Reservation> reservations_;
   std::vector<size_t> reservation_owner_;
   std::vector<uint8_t> cordoned_by_snapshot_;
 };
+
+void CycleRun::IndexHolder(size_t holder) {
+  const Holder& h = holders_[holder];
+  for (int r = 0; r < kNumQuotaResources; ++r) {
+    const int f = h.charge.flavor[r];
+    if (f == kNoFlavor) continue;
+    bool listed = false;
+    for (int k = 0; k < r; ++k) listed = listed || h.charge.flavor[k] == f;
+    if (!listed) by_queue_flavor_[h.queue][f].push_back(holder);
+  }
+}
+
+template <typename Fn>
+void CycleRun::ForEachSharingFlavor(int q, const QuotaCharge& charge, Fn fn) const {
+  for (int r = 0; r < kNumQuotaResources; ++r) {
+    const int f = charge.flavor[r];
+    bool seen = f == kNoFlavor;
+    for (int k = 0; k < r; ++k) seen = seen || charge.flavor[k] == f;
+    if (seen) continue;
+    for (size_t hi : by_queue_flavor_[q][f]) {
+      const Holder& h = holders_[hi];
+      // Work admitted in this cycle is not preempted in it.
+      if (h.victim || h.running_index == kNotRunning) continue;
+      // Listed under an earlier flavor of the charge: already called.
+      bool earlier = false;
+      for (int k = 0; k < r; ++k) {
+        const int g = charge.flavor[k];
+        for (int j = 0; j < kNumQuotaResources && g != kNoFlavor; ++j) {
+          earlier = earlier || h.charge.flavor[j] == g;
+        }
+      }
+      if (!earlier) fn(hi);
+    }
+  }
+}
 
 void CycleRun::ChargeRunning() {
   groups_.resize(tree_.num_queues());
@@ -215,11 +287,13 @@ void CycleRun::ChargeRunning() {
     }
   }
   holders_.reserve(running_.size() + pending_.size());
-  by_queue_.resize(tree_.num_queues());
+  by_queue_flavor_.assign(tree_.num_queues(),
+                          std::vector<std::vector<size_t>>(tree_.num_flavors()));
   for (int q = 0; q < tree_.num_queues(); ++q) {
     root_.push_back(tree_.RootOf(q));
     if (root_.back() >= 0) root_queues_[root_.back()].push_back(q);
   }
+  min_running_priority_.assign(tree_.num_queues(), std::numeric_limits<int32_t>::max());
   for (size_t i = 0; i < running_.size(); ++i) {
     const AdmittedWorkload& a = running_[i];
     Holder& h = holders_.emplace_back();
@@ -229,6 +303,8 @@ void CycleRun::ChargeRunning() {
     h.admitted_ms = a.admitted_ms;
     h.end_ms = ExpectedEnd(a.workload, a.admitted_ms);
     h.running_index = i;
+    h.ns = NamespaceOf(a.workload.namespace_name);
+    h.pods = PodCount(a.workload);
     h.amount = PlacedAmount(state_, a.placements);
     for (int r = 0; r < kNumQuotaResources; ++r) {
       const int f = a.flavors[r].empty() ? kNoFlavor : tree_.FindFlavor(a.flavors[r]);
@@ -236,7 +312,9 @@ void CycleRun::ChargeRunning() {
       h.charge.amount[r] = h.amount[r];
     }
     ChargeHolder(h, +1);
-    if (h.queue >= 0) by_queue_[h.queue].push_back(holders_.size() - 1);
+    if (h.queue < 0) continue;
+    IndexHolder(holders_.size() - 1);
+    min_running_priority_[h.queue] = std::min(min_running_priority_[h.queue], h.priority);
   }
   cordoned_by_snapshot_.resize(state_.size());
   for (uint32_t n = 0; n < state_.size(); ++n) {
@@ -293,11 +371,21 @@ void CycleRun::ResolvePending() {
     }
     if (!valid) continue;
     p.lower = RequestLowerBound(w);
+    p.ns = NamespaceOf(w.namespace_name);
     p.queue = q;
   }
 }
 
-std::vector<CycleRun::Combo> CycleRun::Combos(size_t idx) const {
+int CycleRun::ShapeOf(size_t idx) {
+  int& shape = info_[idx].shape;
+  if (shape < 0) {
+    shape =
+        shapes_.emplace(ShapeKey(pending_[idx]), static_cast<int>(shapes_.size())).first->second;
+  }
+  return shape;
+}
+
+const std::vector<CycleRun::Combo>& CycleRun::Combos(size_t idx) {
   const PendingInfo& p = info_[idx];
   const std::vector<Group>& groups = groups_[p.queue];
   const bool wants_gpu =
@@ -305,14 +393,20 @@ std::vector<CycleRun::Combo> CycleRun::Combos(size_t idx) const {
                   [](const PodSet& s) { return s.pod.gpu.kind != GpuRequestKind::kNone; });
   // Groups the workload uses get a flavor; the others get none (-1).
   std::vector<int> sizes(groups.size(), 0);
+  uint64_t used = 0;
   for (size_t g = 0; g < groups.size(); ++g) {
     for (QuotaResource r : groups[g].covered) {
       if (p.lower[static_cast<int>(r)] > 0 || (r == QuotaResource::kGpu && wants_gpu)) {
         sizes[g] = static_cast<int>(groups[g].flavors.size());
+        used |= uint64_t{1} << g;
       }
     }
   }
-  std::vector<Combo> combos;
+  // Every group covers a resource of its own, so a queue has at most kNumQuotaResources.
+  const uint64_t cache_key = (static_cast<uint64_t>(p.queue) << 32) | used;
+  auto [it, inserted] = combos_.try_emplace(cache_key);
+  std::vector<Combo>& combos = it->second;
+  if (!inserted) return combos;
   Combo cur(groups.size(), -1);
   std::vector<int> pos(groups.size(), 0);
   while (static_cast<int>(combos.size()) < kMaxFlavorCombos) {
@@ -377,18 +471,30 @@ bool CycleRun::ConstrainedPods(size_t idx, const Combo& combo, std::vector<PodSp
   return true;
 }
 
-std::string CycleRun::NamespaceExplain(const std::string& ns, const QuotaVector& amount) const {
+int CycleRun::NamespaceOf(const std::string& ns) {
+  if (c_.namespace_quotas_.empty()) return -1;
+  auto known = ns_index_.find(ns);
+  if (known != ns_index_.end()) return known->second;
   auto it = c_.namespace_quotas_.find(ns);
-  if (it == c_.namespace_quotas_.end()) return "";
-  auto used_it = ns_used_.find(ns);
-  const QuotaVector used = used_it == ns_used_.end() ? QuotaVector{0, 0, 0} : used_it->second;
+  if (it == c_.namespace_quotas_.end()) return -1;
+  const int index = static_cast<int>(ns_quota_.size());
+  ns_index_.emplace(it->first, index);
+  ns_quota_.push_back(&it->second);
+  ns_used_.push_back({0, 0, 0});
+  return index;
+}
+
+std::string CycleRun::NamespaceExplain(int ns, const QuotaVector& amount) const {
+  if (ns < 0) return "";
+  const NamespaceQuota& quota = *ns_quota_[ns];
+  const QuotaVector& used = ns_used_[ns];
   for (int r = 0; r < kNumQuotaResources; ++r) {
-    const std::optional<int64_t>& hard = it->second.hard[r];
+    const std::optional<int64_t>& hard = quota.hard[r];
     if (!hard || amount[r] == 0 || used[r] + amount[r] <= *hard) continue;
     const QuotaResource res = static_cast<QuotaResource>(r);
-    return "namespace " + ns + " quota: requests." + std::string(QuotaResourceName(res)) + " " +
-           FormatQuota(res, used[r]) + " used + " + FormatQuota(res, amount[r]) +
-           " requested exceeds hard " + FormatQuota(res, *hard);
+    return "namespace " + quota.namespace_name + " quota: requests." +
+           std::string(QuotaResourceName(res)) + " " + FormatQuota(res, used[r]) + " used + " +
+           FormatQuota(res, amount[r]) + " requested exceeds hard " + FormatQuota(res, *hard);
   }
   return "";
 }
@@ -411,7 +517,7 @@ void CycleRun::SetCordon(const std::vector<NodeId>& nodes, bool on) {
   }
 }
 
-GangOutcome CycleRun::PlaceGang(size_t idx, const std::vector<PodSpec>& pods, bool keep) {
+std::vector<size_t> CycleRun::OpenReservations(size_t idx) {
   std::vector<size_t> opened;
   for (size_t r = 0; r < reservations_.size(); ++r) {
     if (reservation_owner_[r] == idx || Qualifies(idx, reservations_[r])) {
@@ -419,11 +525,63 @@ GangOutcome CycleRun::PlaceGang(size_t idx, const std::vector<PodSpec>& pods, bo
       opened.push_back(r);
     }
   }
+  return opened;
+}
+
+void CycleRun::CloseReservations(const std::vector<size_t>& opened) {
+  for (size_t r : opened) SetCordon(reservations_[r].nodes, true);
+}
+
+GangOutcome CycleRun::PlaceGang(size_t idx, const std::vector<PodSpec>& pods, bool keep) {
+  const std::vector<size_t> opened = OpenReservations(idx);
   ++out_.placement_attempts;
   GangOutcome g = placer_.ScheduleGang(state_, pods, pending_[idx].min_member);
-  for (size_t r : opened) SetCordon(reservations_[r].nodes, true);
+  CloseReservations(opened);
   if (g.ok && !keep) Unplace(pods, g);
   return g;
+}
+
+bool CycleRun::AnyPodFeasible(size_t idx, std::vector<NodeId> nodes,
+                              const std::vector<PodSpec>& pods) {
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  const std::vector<size_t> opened = OpenReservations(idx);
+  bool any = false;
+  // Members of one pod set are alike: the set's first member stands for the rest.
+  size_t first = 0;
+  for (const PodSet& set : pending_[idx].pod_sets) {
+    if (set.count <= 0) continue;
+    if (!any && first < pods.size()) any = placer_.AnyFeasible(state_, pods[first], nodes);
+    first += static_cast<size_t>(set.count);
+  }
+  CloseReservations(opened);
+  return any;
+}
+
+bool CycleRun::FitsWhenAllEnd(size_t idx, const std::string& key,
+                              const std::vector<PodSpec>& pods) {
+  auto it = fits_when_all_end_.find(key);
+  if (it != fits_when_all_end_.end()) return it->second;
+  if (!all_ended_) {
+    all_ended_ = state_;
+    for (const Holder& h : holders_) {
+      for (const std::optional<Placement>& p : PlacementsOf(h)) {
+        if (p) (void)all_ended_->Release(*p);
+      }
+    }
+    for (uint32_t n = 0; n < all_ended_->size(); ++n) {
+      if (!cordoned_by_snapshot_[n]) (void)all_ended_->SetUnschedulable(NodeId(n), false);
+    }
+  }
+  ++out_.placement_attempts;
+  GangOutcome g = placer_.ScheduleGang(*all_ended_, pods, pending_[idx].min_member);
+  if (g.ok) {
+    for (size_t i = 0; i < pods.size(); ++i) {
+      if (g.placements[i]) (void)placer_.Unreserve(*all_ended_, pods[i], *g.placements[i]);
+    }
+  }
+  fits_when_all_end_.emplace(key, g.ok);
+  return g.ok;
 }
 
 void CycleRun::Unplace(const std::vector<PodSpec>& pods, const GangOutcome& g) {
@@ -435,8 +593,8 @@ void CycleRun::Unplace(const std::vector<PodSpec>& pods, const GangOutcome& g) {
   }
 }
 
-std::string CycleRun::FailureKey(const std::string& shape, const Combo& combo) {
-  std::string key = shape;
+std::string CycleRun::FailureKey(int shape, const Combo& combo) {
+  std::string key = std::to_string(shape) + "|";
   for (int f : combo) key += std::to_string(f) + ",";
   return key;
 }
@@ -455,21 +613,19 @@ void CycleRun::RecordFailure(size_t idx, const std::string& key, const std::stri
   if (OwnsReservation(idx)) return;
   const int64_t runtime = RuntimeOrNoEnd(pending_[idx]);
   Failure& f = failed_shapes_[key];
-  if (f.reason.empty() || runtime < f.runtime) f = {runtime, reason};
+  if (f.reason.empty() || runtime < f.runtime) f = {runtime, reason, pending_[idx].name};
 }
 
 Attempt CycleRun::TryAdmit(size_t idx) {
-  const Workload& w = pending_[idx];
   const PendingInfo& p = info_[idx];
   Attempt a;
-  if (std::string ns = NamespaceExplain(w.namespace_name, p.lower); !ns.empty()) {
+  if (std::string ns = NamespaceExplain(p.ns, p.lower); !ns.empty()) {
     a.reason = ns;
     return a;
   }
-  const std::vector<Combo> combos = Combos(idx);
+  const std::vector<Combo>& combos = Combos(idx);
   a.no_room.assign(combos.size(), 0);
   std::string quota_reason, placement_reason;
-  std::string shape;
   for (size_t ci = 0; ci < combos.size(); ++ci) {
     const Combo& combo = combos[ci];
     const QuotaCharge lower = ChargeFor(idx, combo, p.lower);
@@ -478,12 +634,14 @@ Attempt CycleRun::TryAdmit(size_t idx) {
       continue;
     }
     if (a.quota_fit_combo < 0) a.quota_fit_combo = static_cast<int>(ci);
-    if (shape.empty()) shape = ShapeKey(w) + "|";
-    const std::string key = FailureKey(shape, combo);
+    const std::string key = FailureKey(ShapeOf(idx), combo);
     if (const Failure* f = KnownFailure(idx, key)) {
       ++out_.placement_cache_hits;
       a.no_room[ci] = 1;
-      if (placement_reason.empty()) placement_reason = f->reason;
+      if (placement_reason.empty()) {
+        placement_reason =
+            f->reason + " (found placing " + f->workload + ", of the same shape, in this cycle)";
+      }
       continue;
     }
     std::vector<PodSpec> pods;
@@ -497,16 +655,16 @@ Attempt CycleRun::TryAdmit(size_t idx) {
     if (!g.ok) {
       RecordFailure(idx, key, g.reason);
       a.no_room[ci] = 1;
-      if (placement_reason.empty()) placement_reason = g.reason;
+      if (placement_reason.empty()) placement_reason = std::move(g.reason);
       continue;
     }
     const QuotaVector amount = PlacedAmount(state_, g.placements);
     const QuotaCharge exact = ChargeFor(idx, combo, amount);
-    std::string over = NamespaceExplain(w.namespace_name, amount);
+    std::string over = NamespaceExplain(p.ns, amount);
     if (over.empty() && !tree_.Fits(p.queue, exact)) over = tree_.Explain(p.queue, exact);
     if (!over.empty()) {
       Unplace(pods, g);
-      if (quota_reason.empty()) quota_reason = over;
+      if (quota_reason.empty()) quota_reason = std::move(over);
       continue;
     }
     Admit(idx, exact, amount, std::move(g));
@@ -515,9 +673,9 @@ Attempt CycleRun::TryAdmit(size_t idx) {
   }
   if (a.quota_fit_combo >= 0 && !placement_reason.empty()) {
     a.block = Block::kPlacement;
-    a.reason = placement_reason;
+    a.reason = std::move(placement_reason);
   } else {
-    a.reason = quota_reason.empty() ? placement_reason : quota_reason;
+    a.reason = quota_reason.empty() ? std::move(placement_reason) : std::move(quota_reason);
   }
   return a;
 }
@@ -547,8 +705,10 @@ void CycleRun::Admit(size_t idx, const QuotaCharge& charge, const QuotaVector& a
   h.admitted_ms = now_;
   h.end_ms = ExpectedEnd(w, now_);
   h.admission_index = out_.admissions.size() - 1;
+  h.ns = p.ns;
+  h.pods = PodCount(w);
   ChargeHolder(h, +1);
-  by_queue_[p.queue].push_back(holders_.size() - 1);
+  IndexHolder(holders_.size() - 1);
   DropReservation(idx);
 }
 
@@ -560,9 +720,10 @@ void CycleRun::MovePlacements(const Holder& h, int sign) {
   }
 }
 
-void CycleRun::ChargeUsage(int queue, const std::string& ns, const QuotaCharge& charge,
-                           const QuotaVector& amount, int sign) {
+void CycleRun::ChargeUsage(int queue, int ns, const QuotaCharge& charge, const QuotaVector& amount,
+                           int sign) {
   if (queue >= 0) tree_.AddUsage(queue, charge, sign);
+  if (ns < 0) return;
   QuotaVector& used = ns_used_[ns];
   for (int r = 0; r < kNumQuotaResources; ++r) used[r] += sign * amount[r];
 }
@@ -578,7 +739,7 @@ void CycleRun::RestoreHolder(Holder& h) {
 }
 
 bool CycleRun::QuotaFits(size_t idx, const Combo& combo, const QuotaVector& amount) const {
-  return NamespaceExplain(pending_[idx].namespace_name, amount).empty() &&
+  return NamespaceExplain(info_[idx].ns, amount).empty() &&
          tree_.Fits(info_[idx].queue, ChargeFor(idx, combo, amount));
 }
 
@@ -595,43 +756,6 @@ CycleRun::Fit CycleRun::Check(size_t idx, const Combo& combo, const std::vector<
   return QuotaFits(idx, combo, *amount) ? Fit::kYes : Fit::kNoQuota;
 }
 
-bool CycleRun::AnyPodMayFit(const std::vector<NodeId>& nodes,
-                            const std::vector<PodSpec>& pods) const {
-  for (NodeId n : nodes) {
-    const NodeRecord& rec = state_.node(n);
-    const NodeUsage& u = state_.usage(n);
-    int free_cards = 0;
-    int64_t best_card = 0;
-    for (const GpuUsage& g : u.gpus) {
-      if (g.healthy && g.holders == 0) ++free_cards;
-      best_card = std::max<int64_t>(best_card, g.free_milli);
-    }
-    const Labels& labels = state_.labels(n);
-    for (const PodSpec& p : pods) {
-      if (!(u.used + p.requests).FitsIn(rec.allocatable)) continue;
-      if (!MatchesSelector(labels, p.node_selector)) continue;
-      switch (p.gpu.kind) {
-        case GpuRequestKind::kNone:
-          return true;
-        case GpuRequestKind::kWhole:
-          // Time-sliced cards hand out replicas for whole-card requests.
-          if (free_cards >= p.gpu.count ||
-              (rec.sharing_modes & (1u << static_cast<int>(SharingMode::kTimeSlice))) != 0) {
-            return true;
-          }
-          break;
-        case GpuRequestKind::kShare:
-          if (best_card >= p.gpu.milli) return true;
-          break;
-        default:
-          if (u.gpu_free_milli > 0) return true;
-          break;
-      }
-    }
-  }
-  return false;
-}
-
 bool CycleRun::TryPreempt(size_t idx, const Attempt& attempt, std::string* reason) {
   const Workload& w = pending_[idx];
   const PendingInfo& p = info_[idx];
@@ -642,8 +766,9 @@ bool CycleRun::TryPreempt(size_t idx, const Attempt& attempt, std::string* reaso
   const bool may_reclaim = root >= 0 && (pol.reclaim_within_cohort != ReclaimPreemption::kNever ||
                                          pol.borrow_within_cohort != BorrowWithinCohort::kNever);
   if (pol.within_queue == WithinQueuePreemption::kNever && !may_reclaim) return false;
-  const std::string shape = ShapeKey(w) + "|";
-  const std::string cache_key = std::to_string(q) + "|" + std::to_string(p.priority) + "|" + shape;
+  const int shape = ShapeOf(idx);
+  const std::string cache_key =
+      std::to_string(q) + "|" + std::to_string(p.priority) + "|" + std::to_string(shape);
   if (failed_preemptions_.contains(cache_key)) return false;
 
   enum Kind : uint8_t { kWithin, kReclaim, kBorrow };
@@ -651,7 +776,7 @@ bool CycleRun::TryPreempt(size_t idx, const Attempt& attempt, std::string* reaso
     size_t holder;
     Kind kind;
   };
-  const std::vector<Combo> combos = Combos(idx);
+  const std::vector<Combo>& combos = Combos(idx);
   for (size_t ci = 0; ci < combos.size(); ++ci) {
     const Combo& combo = combos[ci];
     std::vector<PodSpec> pods;
@@ -659,30 +784,27 @@ bool CycleRun::TryPreempt(size_t idx, const Attempt& attempt, std::string* reaso
     const QuotaCharge charge = ChargeFor(idx, combo, p.lower);
     const bool borrows_after = tree_.WouldBorrow(q, charge);
     const int64_t share_after = tree_.ShareMilli(q, &charge);
+    // Whether a queue whose running work has `min_priority` at the least may hold candidates.
+    const bool within_any = pol.within_queue == WithinQueuePreemption::kLowerOrNewerEqualPriority
+                                ? min_running_priority_[q] <= p.priority
+                                : pol.within_queue == WithinQueuePreemption::kLowerPriority &&
+                                      min_running_priority_[q] < p.priority;
     std::vector<Cand> cands;
-    for (size_t hi : by_queue_[q]) {
-      const Holder& h = holders_[hi];
-      // Work admitted in this cycle is not preempted in it.
-      if (h.victim || h.running_index == kNotRunning) continue;
-      const bool lower = h.priority < p.priority;
-      const bool newer_equal = h.priority == p.priority && h.w->created_ms > w.created_ms;
-      if ((pol.within_queue == WithinQueuePreemption::kLowerPriority && lower) ||
-          (pol.within_queue == WithinQueuePreemption::kLowerOrNewerEqualPriority &&
-           (lower || newer_equal))) {
-        cands.push_back({hi, kWithin});
-      }
+    if (within_any) {
+      ForEachSharingFlavor(q, charge, [&](size_t hi) {
+        const Holder& h = holders_[hi];
+        const bool lower = h.priority < p.priority;
+        const bool newer_equal = h.priority == p.priority && h.w->created_ms > w.created_ms;
+        if ((pol.within_queue == WithinQueuePreemption::kLowerPriority && lower) ||
+            (pol.within_queue == WithinQueuePreemption::kLowerOrNewerEqualPriority &&
+             (lower || newer_equal))) {
+          cands.push_back({hi, kWithin});
+        }
+      });
     }
     // Only queues of the same cohort tree that borrow can lose lent quota.
-    std::vector<size_t> lenders_of;
-    if (may_reclaim) {
-      for (int vq : root_queues_[root]) {
-        if (vq == q || !tree_.Borrowing(vq)) continue;
-        lenders_of.insert(lenders_of.end(), by_queue_[vq].begin(), by_queue_[vq].end());
-      }
-    }
-    for (size_t hi : lenders_of) {
+    auto reclaim_candidate = [&](size_t hi) {
       const Holder& h = holders_[hi];
-      if (h.victim || h.running_index == kNotRunning) continue;
       const bool prio_ok = pol.reclaim_within_cohort == ReclaimPreemption::kAny ||
                            (pol.reclaim_within_cohort == ReclaimPreemption::kLowerPriority &&
                             h.priority < p.priority);
@@ -693,10 +815,28 @@ bool CycleRun::TryPreempt(size_t idx, const Attempt& attempt, std::string* reaso
                  (!pol.max_priority_threshold || h.priority <= *pol.max_priority_threshold)) {
         cands.push_back({hi, kBorrow});
       }
+    };
+    if (may_reclaim) {
+      for (int vq : root_queues_[root]) {
+        if (vq == q || !tree_.Borrowing(vq)) continue;
+        if (pol.reclaim_within_cohort != ReclaimPreemption::kAny &&
+            min_running_priority_[vq] >= p.priority) {
+          continue;
+        }
+        ForEachSharingFlavor(vq, charge, reclaim_candidate);
+      }
     }
     if (cands.empty()) continue;
+    // Quota alone, with every candidate gone: when it does not fit then, no set of victims
+    // helps (checked on the quota tree only, no placement moved).
+    for (const Cand& c : cands) ChargeHolder(holders_[c.holder], -1);
+    const bool quota_possible = QuotaFits(idx, combo, p.lower);
+    for (const Cand& c : cands) ChargeHolder(holders_[c.holder], +1);
+    if (!quota_possible) continue;
+    const std::string key = FailureKey(shape, combo);
+    if (!FitsWhenAllEnd(idx, key, pods)) continue;
     // Eviction order: other queues' borrowers before the own queue, lowest priority, most
-    // recently admitted, fewest pods, then name.
+    // recently admitted, fewest pods, most recently created, then name.
     std::sort(cands.begin(), cands.end(), [&](const Cand& a, const Cand& b) {
       const Holder& x = holders_[a.holder];
       const Holder& y = holders_[b.holder];
@@ -704,20 +844,21 @@ bool CycleRun::TryPreempt(size_t idx, const Attempt& attempt, std::string* reaso
       if (xo != yo) return xo;
       if (x.priority != y.priority) return x.priority < y.priority;
       if (x.admitted_ms != y.admitted_ms) return x.admitted_ms > y.admitted_ms;
-      const int32_t xp = PodCount(*x.w), yp = PodCount(*y.w);
-      if (xp != yp) return xp < yp;
+      if (x.pods != y.pods) return x.pods < y.pods;
+      if (x.w->created_ms != y.w->created_ms) return x.w->created_ms > y.w->created_ms;
       return x.w->name < y.w->name;
     });
     std::vector<Cand> removed;
     QuotaVector amount = {0, 0, 0};
     std::vector<NodeId> fit_nodes;
-    // Nodes that gained room since the last simulation found none; while the workload is known
-    // not to fit, it can only fit now if a pod fits on one of them.
+    // Nodes that gained room since they were last looked at (by a simulation that found no
+    // room or by the gate below); while the workload is known not to fit, it can only fit now
+    // if a pod fits on one of them.
     std::vector<NodeId> gained;
     // Known when admission found no room for this choice, or a workload of the same shape did
     // (when quota stopped this one before it looked).
-    bool known_no_room = (ci < attempt.no_room.size() && attempt.no_room[ci]) ||
-                         KnownFailure(idx, FailureKey(shape, combo)) != nullptr;
+    bool known_no_room =
+        (ci < attempt.no_room.size() && attempt.no_room[ci]) || KnownFailure(idx, key) != nullptr;
     // What the workload needs of quota: its request's lower bound, raised to what a simulated
     // placement actually charged (a MIG slice or a memory share charges more than its bound).
     QuotaVector need = p.lower;
@@ -734,15 +875,22 @@ bool CycleRun::TryPreempt(size_t idx, const Attempt& attempt, std::string* reaso
       removed.push_back(cand);
       AppendNodes(PlacementsOf(h), &gained);
       if (!QuotaFits(idx, combo, need)) continue;
-      if (known_no_room && !AnyPodMayFit(gained, pods)) continue;
+      if (known_no_room) {
+        // Nodes found to hold no room for any pod keep none until they gain more.
+        const bool may_fit = AnyPodFeasible(idx, gained, pods);
+        gained.clear();
+        if (!may_fit) continue;
+      }
       const Fit f = Check(idx, combo, pods, &amount, &fit_nodes);
       if (f == Fit::kYes) {
         fits = true;
         break;
       }
       if (f == Fit::kNoQuota && !fit_nodes.empty()) {
+        // There is room; the exact charge is what misses.
         for (int r = 0; r < kNumQuotaResources; ++r) need[r] = std::max(need[r], amount[r]);
         fit_nodes.clear();
+        known_no_room = false;
       }
       if (f == Fit::kNoRoom) {
         known_no_room = true;
@@ -790,7 +938,7 @@ bool CycleRun::TryPreempt(size_t idx, const Attempt& attempt, std::string* reaso
     for (size_t i = 0; i < removed.size(); ++i) {
       if (needed[i]) MovePlacements(holders_[removed[i].holder], +1);
     }
-    ChargeUsage(q, w.namespace_name, ChargeFor(idx, combo, amount), amount, +1);
+    ChargeUsage(q, p.ns, ChargeFor(idx, combo, amount), amount, +1);
     std::string names;
     int count = 0;
     for (size_t i = 0; i < removed.size(); ++i) {
@@ -829,9 +977,21 @@ bool CycleRun::TryPreempt(size_t idx, const Attempt& attempt, std::string* reaso
   return false;
 }
 
-void CycleRun::TryReserve(size_t idx, const Combo& combo, std::string* reason) {
+void CycleRun::TryReserve(size_t idx, const Attempt& attempt, std::string* reason) {
+  // The first flavor choice whose quota fits and whose pods fit once running work ends.
+  const std::vector<Combo>& combos = Combos(idx);
+  const int shape = ShapeOf(idx);
   std::vector<PodSpec> pods;
-  if (!ConstrainedPods(idx, combo, &pods)) return;
+  bool found = false;
+  for (size_t ci = std::max(attempt.quota_fit_combo, 0); ci < combos.size() && !found; ++ci) {
+    found = QuotaFits(idx, combos[ci], info_[idx].lower) &&
+            ConstrainedPods(idx, combos[ci], &pods) &&
+            FitsWhenAllEnd(idx, FailureKey(shape, combos[ci]), pods);
+  }
+  if (!found) {
+    *reason += "; does not fit even when running work ends (no nodes reserved)";
+    return;
+  }
   DropReservation(idx);
   // Nodes whose labels match some pod's node selector (per label class).
   std::vector<int8_t> class_ok(state_.num_classes(), -1);
@@ -874,7 +1034,7 @@ void CycleRun::TryReserve(size_t idx, const Combo& combo, std::string* reason) {
     std::vector<NodeId> gained;
     for (size_t i = lo; i < k; ++i) AppendNodes(PlacementsOf(holders_[order[i]]), &gained);
     release_first(k);
-    if (!AnyPodMayFit(gained, pods)) return false;
+    if (!AnyPodFeasible(idx, gained, pods)) return false;
     GangOutcome g = PlaceGang(idx, pods, /*keep=*/false);
     nodes.clear();
     AppendNodes(g.placements, &nodes);
@@ -980,13 +1140,13 @@ CycleResult CycleRun::Run(std::span<const Reservation> held) {
     const size_t idx = lists[q][cursor[q]];
     Attempt a = TryAdmit(idx);
     if (a.block != Block::kNone) {
-      std::string reason = a.reason;
+      std::string reason = std::move(a.reason);
       const bool preempting = TryPreempt(idx, a, &reason);
       if (!preempting && a.block == Block::kPlacement && c_.options_.backfill &&
           !reserved_queue[q] && reservations_made < c_.options_.max_reservations) {
         reserved_queue[q] = 1;
         ++reservations_made;
-        TryReserve(idx, Combos(idx)[a.quota_fit_combo], &reason);
+        TryReserve(idx, a, &reason);
       }
       out_.pending_reasons[idx] = std::move(reason);
       if (tree_.queue(q).strategy == QueueingStrategy::kStrictFifo) {

@@ -100,6 +100,7 @@ Result<NodeId> ClusterState::AddNode(NodeSpec spec) {
   max_node_cpu_milli_ = std::max(max_node_cpu_milli_, rec.allocatable.cpu_milli);
   max_node_gpu_milli_ = std::max(max_node_gpu_milli_, rec.gpu_capacity_milli);
   NodeUsage usage;
+  usage.cls = rec.cls;
   usage.gpus.resize(rec.gpus.size());
   usage.gpus.shrink_to_fit();
   for (size_t g = 0; g < rec.gpus.size(); ++g) {
@@ -153,6 +154,7 @@ Status ClusterState::SetGpuHealth(NodeId id, int gpu, GpuHealth health) {
 Status ClusterState::SetLabels(NodeId id, Labels labels) {
   if (id.value() >= nodes_.size()) return NotFound("no such node");
   nodes_[id.value()].cls = InternClass(labels, taints(id));
+  usage_[id.value()].cls = nodes_[id.value()].cls;
   return Status::Ok();
 }
 
@@ -162,6 +164,7 @@ Status ClusterState::SetTaints(NodeId id, std::vector<Taint> taints) {
     if (t.key.empty()) return InvalidArgument("taint key must not be empty");
   }
   nodes_[id.value()].cls = InternClass(labels(id), taints);
+  usage_[id.value()].cls = nodes_[id.value()].cls;
   return Status::Ok();
 }
 

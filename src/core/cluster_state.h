@@ -40,6 +40,7 @@ struct NodeUsage {
   std::vector<GpuUsage> gpus;  // parallel to NodeRecord::gpus
   int32_t pods = 0;
   int64_t gpu_free_milli = 0;  // sum of ClusterState::GpuFreeMilli over the node's GPUs
+  NodeClassId cls;             // copy of NodeRecord::cls, for the scan
 };
 
 enum class DeviceKind : uint8_t { kWhole, kShare, kMigInstance, kReplica };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "core/check.h"
 #include "core/devices.h"
 #include "core/plugins.h"
 
@@ -158,6 +159,58 @@ class Diagnosis {
 
 }  // namespace
 
+Status Scheduler::BeginCycle(CycleState& cycle, const ClusterState& state) {
+  for (PreFilterPlugin* p : prefilters_) {
+    if (Status s = p->PreFilter(cycle, state); !s.ok()) return s;
+  }
+  const size_t classes = state.num_classes();
+  class_failed_.assign(classes, 0);
+  for (size_t f = 0; f < filters_.size(); ++f) {
+    if (!filters_[f]->ClassScoped()) continue;
+    class_memo_[f].assign(classes, 0);
+    class_reason_[f].resize(classes);
+  }
+  return Status::Ok();
+}
+
+std::string_view Scheduler::Examine(CycleState& cycle, const ClusterState& state,
+                                    const DeviceRequest& req, NodeId id) {
+  for (size_t f = 0; f < filters_.size(); ++f) {
+    FilterPlugin& plugin = *filters_[f];
+    std::string_view reason;
+    if (plugin.ClassScoped()) {
+      const uint32_t cls = state.node(id).cls.value();
+      uint8_t& memo = class_memo_[f][cls];
+      if (memo == 0) {
+        std::string_view r = plugin.Filter(cycle, state, id);
+        memo = r.empty() ? 1 : 2;
+        if (!r.empty()) {
+          class_reason_[f][cls] = std::string(r);
+          class_failed_[cls] = 1;
+        }
+      }
+      if (memo == 2) reason = class_reason_[f][cls];
+    } else {
+      reason = plugin.Filter(cycle, state, id);
+    }
+    if (!reason.empty()) return reason;
+  }
+  return ProposeCandidates(req, state, id, candidates_);
+}
+
+bool Scheduler::AnyFeasible(const ClusterState& state, const PodSpec& pod,
+                            std::span<const NodeId> nodes) {
+  if (nodes.empty() || !ValidatePodSpec(pod).ok()) return false;
+  CycleState cycle(pod, config_.seed, sequence_, nullptr);
+  if (!BeginCycle(cycle, state).ok()) return false;
+  const DeviceRequest req = MakeDeviceRequest(pod);
+  candidates_.clear();
+  for (NodeId id : nodes) {
+    if (id.value() < state.size() && Examine(cycle, state, req, id).empty()) return true;
+  }
+  return false;
+}
+
 PlaceOutcome Scheduler::Place(const ClusterState& state, const PodSpec& pod,
                               const GangContext* gang) {
   PlaceOutcome out;
@@ -166,11 +219,9 @@ PlaceOutcome Scheduler::Place(const ClusterState& state, const PodSpec& pod,
     return out;
   }
   CycleState cycle(pod, config_.seed, sequence_++, gang);
-  for (PreFilterPlugin* p : prefilters_) {
-    if (Status s = p->PreFilter(cycle, state); !s.ok()) {
-      out.reason = s.message();
-      return out;
-    }
+  if (Status s = BeginCycle(cycle, state); !s.ok()) {
+    out.reason = s.message();
+    return out;
   }
   const int n = static_cast<int>(state.size());
   if (n == 0) {
@@ -179,51 +230,46 @@ PlaceOutcome Scheduler::Place(const ClusterState& state, const PodSpec& pod,
   }
   const DeviceRequest req = MakeDeviceRequest(pod);
   const int want = NumFeasibleToFind(n);
-  const size_t classes = state.num_classes();
-  for (size_t f = 0; f < filters_.size(); ++f) {
-    if (!filters_[f]->ClassScoped()) continue;
-    class_memo_[f].assign(classes, 0);
-    class_reason_[f].resize(classes);
-  }
   candidates_.clear();
   Diagnosis diag;
   int feasible = 0;
   int looked = 0;
   const uint32_t start = next_start_ % static_cast<uint32_t>(n);
   uint32_t next_index = start;
+  // A node of a class some filter already rejected, or with no free milli-GPU for a GPU request
+  // of any kind, is passed over unexamined, and examined for the diagnosis only if the scan
+  // finds no node at all.
+  const bool wants_gpu = pod.gpu.kind != GpuRequestKind::kNone;
+  passed_over_.clear();
   for (int i = 0; i < n && feasible < want; ++i) {
     const NodeId id(next_index);
     next_index = next_index + 1 == static_cast<uint32_t>(n) ? 0 : next_index + 1;
     ++looked;
+    const NodeUsage& usage = state.usage(id);
+    if ((wants_gpu && usage.gpu_free_milli == 0) || class_failed_[usage.cls.value()]) {
+      passed_over_.push_back(id);
+      continue;
+    }
     // The scan is memory-bound: fetch the next node's card records while this one is examined.
     const NodeUsage& next = state.usage(NodeId(next_index));
-    if (!next.gpus.empty()) {
+    if (!next.gpus.empty() && (!wants_gpu || next.gpu_free_milli > 0)) {
       const char* p = reinterpret_cast<const char*>(next.gpus.data());
       const size_t bytes = next.gpus.size() * sizeof(GpuUsage);
       for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off);
     }
-    std::string_view reason;
-    for (size_t f = 0; f < filters_.size() && reason.empty(); ++f) {
-      FilterPlugin& plugin = *filters_[f];
-      if (plugin.ClassScoped()) {
-        const uint32_t cls = state.node(id).cls.value();
-        uint8_t& memo = class_memo_[f][cls];
-        if (memo == 0) {
-          std::string_view r = plugin.Filter(cycle, state, id);
-          memo = r.empty() ? 1 : 2;
-          if (!r.empty()) class_reason_[f][cls] = std::string(r);
-        }
-        if (memo == 2) reason = class_reason_[f][cls];
-      } else {
-        reason = plugin.Filter(cycle, state, id);
-      }
-    }
-    if (reason.empty()) reason = ProposeCandidates(req, state, id, candidates_);
+    const std::string_view reason = Examine(cycle, state, req, id);
     if (!reason.empty()) {
       diag.Add(reason);
       continue;
     }
     ++feasible;
+  }
+  if (candidates_.empty()) {
+    for (NodeId id : passed_over_) {
+      const std::string_view reason = Examine(cycle, state, req, id);
+      TESSERA_CHECK(!reason.empty());
+      diag.Add(reason);
+    }
   }
   next_start_ = (start + static_cast<uint32_t>(looked)) % static_cast<uint32_t>(n);
   out.evaluated_nodes = looked;

@@ -21,6 +21,8 @@
 
 namespace tessera::core {
 
+struct DeviceRequest;
+
 struct SchedulerConfig {
   // Placement policy: bestfit, spread, gpupacking, dotproduct, random, fgd.
   std::string policy = "bestfit";
@@ -102,6 +104,11 @@ class Scheduler {
   // Returns a placement (e.g. of a finished pod) to the state and tells the reserve plugins.
   Status Unreserve(ClusterState& state, const PodSpec& pod, const Placement& p);
 
+  // True when `pod` passes every pre-filter, filter and the device step on one of `nodes` as
+  // `state` stands: then Place finds a placement. The gate for "did freeing these nodes make
+  // room". Changes nothing but scratch.
+  bool AnyFeasible(const ClusterState& state, const PodSpec& pod, std::span<const NodeId> nodes);
+
  private:
   struct WeightedScore {
     std::unique_ptr<ScorePlugin> plugin;
@@ -110,6 +117,12 @@ class Scheduler {
 
   Scheduler() = default;
   int NumFeasibleToFind(int nodes) const;
+  // Runs the pre-filters and resets the per-class filter memo for a new cycle.
+  Status BeginCycle(CycleState& cycle, const ClusterState& state);
+  // Runs the filters, then the device step, on one node: empty when it is feasible (its
+  // candidates appended to candidates_), else the reason.
+  std::string_view Examine(CycleState& cycle, const ClusterState& state, const DeviceRequest& req,
+                           NodeId id);
 
   SchedulerConfig config_;
   std::vector<std::unique_ptr<FilterPlugin>> filters_;
@@ -120,10 +133,13 @@ class Scheduler {
   uint32_t next_start_ = 0;
   // Scratch reused across cycles.
   std::vector<Candidate> candidates_;
+  std::vector<NodeId> passed_over_;
   std::vector<std::vector<int64_t>> raw_scores_;
   // Per class-scoped filter and node class: 0 unknown, 1 pass, 2 fail.
   std::vector<std::vector<uint8_t>> class_memo_;
   std::vector<std::vector<std::string>> class_reason_;
+  // Per node class: 1 once a class-scoped filter rejected it in this cycle.
+  std::vector<uint8_t> class_failed_;
 };
 
 }  // namespace tessera::core

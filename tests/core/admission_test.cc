@@ -498,6 +498,52 @@ TEST(Admission, BackfillKeepsTheHeadJobsStart) {
   EXPECT_NE(held["b/early"][0], blind_r1);
 }
 
+TEST(Admission, ReservationOnAFlavorTheJobCanRunOn) {
+  // Flavors in order: "whole" (node whole-0, exclusive cards) then "shared" (node shared-0,
+  // shared cards); quota 16 GPUs in each. Running: fill-w (8 GPUs, ends t=1000) on whole-0 and
+  // fill-s (8 GPUs, ends t=100) on shared-0, so both nodes are full. A pending 0.5-GPU share
+  // fits the quota of both flavors but no node now. Its first flavor can never hold a share
+  // (exclusive cards), so the reservation is on shared-0, which frees when fill-s ends:
+  // start t=100. Reserving under the first flavor whose quota fits would find nothing.
+  QueueConfig cfg = Config({});
+  cfg.flavors = {{"whole", {{"pool", "whole"}}, {}, {}}, {"shared", {{"pool", "shared"}}, {}, {}}};
+  QueueSpec q;
+  q.name = "a";
+  q.resource_groups = {GpuGroup({{"whole", 16}, {"shared", 16}})};
+  cfg.queues = {q};
+  cfg.local_queues = {{"a", "main", "a"}};
+  AdmissionCycle cycle = MustCycle(cfg);
+  Sim sim(0);
+  NodeSpec w = MakeNode("whole-0", 8);
+  w.labels = {{"pool", "whole"}};
+  NodeSpec sh = MakeNode("shared-0", 8, "H100-80GB", SharingMode::kShared);
+  sh.labels = {{"pool", "shared"}};
+  MustAdd(sim.state, w);
+  const NodeId shared_id = MustAdd(sim.state, sh);
+  sim.Run(cycle, Job("a", "fill-w", 8, 1, 0, "", 1000));
+  sim.Run(cycle, Job("a", "fill-s", 8, 1, 1, "", 100));
+  ASSERT_EQ(sim.running[1].placements[0]->node, shared_id);
+  Workload share = Job("a", "share", 1, 1, 2);
+  share.pod_sets[0].pod = MakePod("", {{"tessera.io/gpu-milli", "500"}});
+  sim.pending = {share};
+  CycleResult r = sim.Cycle(cycle);
+  EXPECT_TRUE(r.admissions.empty());
+  ASSERT_EQ(r.reservations.size(), 1u) << r.pending_reasons[0];
+  EXPECT_EQ(r.reservations[0].nodes, std::vector<NodeId>{shared_id});
+  EXPECT_EQ(r.reservations[0].start_ms, 100);
+
+  // A share no node could ever hold (more GPU memory than a card has) reserves nothing.
+  Workload huge = Job("a", "huge", 1, 1, 3);
+  huge.pod_sets[0].pod =
+      MakePod("", {{"tessera.io/gpu-milli", "500"}, {"nvidia.com/gpumem", "200000"}});
+  sim.pending = {huge};
+  CycleResult h = sim.Cycle(cycle);
+  EXPECT_TRUE(h.reservations.empty());
+  EXPECT_NE(h.pending_reasons[0].find("does not fit even when running work ends"),
+            std::string::npos)
+      << h.pending_reasons[0];
+}
+
 TEST(Admission, FlavorsInOrderAndPendingReasons) {
   // Two flavors: h100 nodes (label pool=h100) and a100 nodes (pool=a100). Queue quota: h100 4,
   // a100 8. A 6-GPU job does not fit h100's quota and takes a100, landing on an a100 node.

@@ -168,6 +168,57 @@ TEST(Scheduler, ExplainsLikeKubeScheduler) {
             "0/3 nodes are available: 2 insufficient GPU memory, 1 untolerated taint {gpu: }.");
 }
 
+TEST(Scheduler, NodesPassedOverStillCountInTheExplanation) {
+  // Six nodes, visited from node 0: two full (no free milli-GPU), two whose class fails the
+  // node selector, one cordoned, one with a free card. A 1-GPU pod with selector pool=a lands
+  // on the free one, sampling from where the scan stopped. Once that card is taken too, the
+  // full and mismatched nodes the fast scan passed over unexamined are examined for the
+  // explanation, so every node is counted with the reason a full examination gives.
+  ClusterState s;
+  for (int i = 0; i < 6; ++i) {
+    NodeSpec n = MakeNode("n" + std::to_string(i), 1);
+    n.labels = {{"pool", i == 2 || i == 4 ? "b" : "a"}};
+    n.unschedulable = i == 5;
+    MustAdd(s, n);
+  }
+  auto sched = MustScheduler();
+  PodSpec pod = MakePod("p", {{"nvidia.com/gpu", "1"}});
+  pod.node_selector = {{"pool", "a"}};
+  for (int i : {0, 1}) {
+    PlaceOutcome fill = sched->Schedule(s, pod);
+    ASSERT_TRUE(fill.ok) << fill.reason;
+    EXPECT_EQ(fill.placement.node, NodeId(i));
+  }
+  PlaceOutcome o = sched->Schedule(s, pod);
+  ASSERT_TRUE(o.ok) << o.reason;
+  EXPECT_EQ(o.placement.node, NodeId(3));
+  o = sched->Place(s, pod);
+  EXPECT_FALSE(o.ok);
+  EXPECT_EQ(o.reason,
+            "0/6 nodes are available: 3 insufficient free GPUs, 2 node selector mismatch, 1 "
+            "node(s) were unschedulable.");
+  EXPECT_EQ(o.evaluated_nodes, 6);
+}
+
+TEST(Scheduler, AnyFeasibleLooksOnlyAtTheGivenNodes) {
+  ClusterState s;
+  const NodeId full = MustAdd(s, MakeNode("full", 1));
+  const NodeId free_node = MustAdd(s, MakeNode("free", 1));
+  NodeSpec t = MakeNode("tainted", 1);
+  t.taints = {{"gpu", "", TaintEffect::kNoSchedule}};
+  const NodeId tainted = MustAdd(s, t);
+  auto sched = MustScheduler();
+  const PodSpec pod = MakePod("p", {{"nvidia.com/gpu", "1"}});
+  ASSERT_EQ(sched->Schedule(s, pod).placement.node, full);  // takes "full"'s card (lowest id first)
+  std::vector<NodeId> none, some = {full, tainted}, all = {full, tainted, free_node};
+  EXPECT_FALSE(sched->AnyFeasible(s, pod, none));
+  EXPECT_FALSE(sched->AnyFeasible(s, pod, some));
+  EXPECT_TRUE(sched->AnyFeasible(s, pod, all));
+  // Nothing was taken by asking.
+  EXPECT_TRUE(sched->AnyFeasible(s, pod, all));
+  EXPECT_EQ(s.allocated_gpu_milli(), 1000);
+}
+
 struct FilterCase {
   const char* name;
   std::function<void(PodSpec&)> edit;
@@ -192,7 +243,9 @@ TEST_P(FilterTest, Verdict) {
   auto sched = MustScheduler();
   PlaceOutcome o = sched->Place(s, pod);
   EXPECT_EQ(o.ok, c.fits) << o.reason;
-  if (!c.fits) EXPECT_NE(o.reason.find(c.reason), std::string::npos) << o.reason;
+  if (!c.fits) {
+    EXPECT_NE(o.reason.find(c.reason), std::string::npos) << o.reason;
+  }
 }
 
 LabelRequirement Req(std::string key, SelectorOp op, std::vector<std::string> values = {}) {
