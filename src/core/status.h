@@ -17,6 +17,9 @@ enum class StatusCode {
   kAlreadyExists,
   kFailedPrecondition,
   kResourceExhausted,
+  kConflict,          // a write based on a stale version
+  kUnauthenticated,   // no or unknown credentials
+  kPermissionDenied,  // known credentials, not allowed
   kInternal,
 };
 
@@ -48,6 +51,14 @@ inline Status FailedPrecondition(std::string m) {
 inline Status ResourceExhausted(std::string m) {
   return Status(StatusCode::kResourceExhausted, std::move(m));
 }
+inline Status Conflict(std::string m) { return Status(StatusCode::kConflict, std::move(m)); }
+inline Status Unauthenticated(std::string m) {
+  return Status(StatusCode::kUnauthenticated, std::move(m));
+}
+inline Status PermissionDenied(std::string m) {
+  return Status(StatusCode::kPermissionDenied, std::move(m));
+}
+inline Status Internal(std::string m) { return Status(StatusCode::kInternal, std::move(m)); }
 
 // A value of T, or the Status that explains why there is none. Accessing the value of an error
 // Result is a programming error (checked by assert).

@@ -1,0 +1,96 @@
+// The durable object store behind the control plane: objects addressed by (kind, namespace,
+// name), each with the store revision of its last write as its resource version, and an ordered
+// log of changes that watches read from. Every Commit is all-or-nothing.
+#ifndef TESSERA_STORE_STORE_H_
+#define TESSERA_STORE_STORE_H_
+
+#include <compare>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace tessera::store {
+
+struct ObjectKey {
+  std::string kind;  // "Job", "Queue", ...
+  std::string ns;    // empty for cluster-scoped kinds
+  std::string name;
+  friend auto operator<=>(const ObjectKey&, const ObjectKey&) = default;
+};
+
+// "Job ns/name" or "Queue name", for messages.
+std::string Describe(const ObjectKey& key);
+
+struct StoredObject {
+  ObjectKey key;
+  int64_t version = 0;  // the revision of its last write
+  std::string body;     // JSON text, as the API layer wrote it
+};
+
+enum class ChangeType : uint8_t { kAdded, kModified, kDeleted };
+
+struct Change {
+  int64_t revision = 0;
+  ChangeType type = ChangeType::kAdded;
+  // The object after the change; for kDeleted its last body, with `version` the delete's
+  // revision.
+  StoredObject object;
+};
+
+// One write of a transaction.
+struct Write {
+  enum class Op : uint8_t {
+    kCreate,  // fails with AlreadyExists when the object exists
+    kPut,     // creates or replaces
+    kDelete,  // fails with NotFound when the object does not exist
+  };
+  Op op = Op::kPut;
+  ObjectKey key;
+  std::string body;  // unused for kDelete
+  // When set, the object's current version must equal it (0: must not exist), else Conflict.
+  std::optional<int64_t> expected_version;
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Applies `writes` in order as one transaction: all of them or, on the first error, none.
+  // Each write gets its own revision, returned in order. A kPut whose body equals the stored
+  // one changes nothing and returns the object's current version (idempotent apply).
+  virtual Result<std::vector<int64_t>> Commit(std::span<const Write> writes) = 0;
+
+  virtual Result<std::optional<StoredObject>> Get(const ObjectKey& key) = 0;
+
+  // Objects of `kind`, ordered by namespace and name; only namespace `ns` when given.
+  virtual Result<std::vector<StoredObject>> List(std::string_view kind,
+                                                 std::optional<std::string_view> ns) = 0;
+
+  // Changes with revision > `after`, oldest first, at most `limit`. FailedPrecondition when
+  // changes after `after` were already compacted away (the caller must list again).
+  virtual Result<std::vector<Change>> ChangesAfter(int64_t after, size_t limit) = 0;
+
+  // The revision of the latest write (0 for an empty store).
+  virtual int64_t Revision() = 0;
+};
+
+struct SqliteOptions {
+  // fsync the log on every commit: survives power loss, not only a killed process. Off, a
+  // commit survives kill -9 of the server (SQLite WAL, synchronous=NORMAL).
+  bool fsync_every_commit = false;
+  // Changes kept for watches; older ones are compacted away.
+  int64_t retained_changes = 100'000;
+};
+
+// Opens (creating when missing) an SQLite database in WAL mode at `path`.
+Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path, SqliteOptions options = {});
+
+}  // namespace tessera::store
+
+#endif  // TESSERA_STORE_STORE_H_

@@ -1,0 +1,197 @@
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "store/store.h"
+
+namespace tessera::store {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fresh database path in a temporary directory removed at the end of the test.
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/tessera-store-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    path_ = dir_ + "/state.db";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::unique_ptr<Store> Open(SqliteOptions o = {}) {
+    auto s = OpenSqliteStore(path_, o);
+    EXPECT_TRUE(s.ok()) << s.status().message();
+    return s.ok() ? std::move(s).value() : nullptr;
+  }
+
+  std::string dir_, path_;
+};
+
+ObjectKey Job(std::string name, std::string ns = "team-a") { return {"Job", ns, name}; }
+
+Write Create(ObjectKey k, std::string body) { return {Write::Op::kCreate, k, body, {}}; }
+Write Put(ObjectKey k, std::string body, std::optional<int64_t> v = {}) {
+  return {Write::Op::kPut, k, body, v};
+}
+
+TEST_F(StoreTest, WritesGetsAndListsWithVersions) {
+  auto s = Open();
+  auto r = s->Commit(std::vector<Write>{Create(Job("a"), "{\"a\":1}"),
+                                        Create(Job("b", "team-b"), "{\"b\":1}"),
+                                        Create({"Queue", "", "q"}, "{}")});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(*r, (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(s->Revision(), 3);
+  auto got = s->Get(Job("a"));
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->version, 1);
+  EXPECT_EQ((*got)->body, "{\"a\":1}");
+  EXPECT_FALSE(s->Get(Job("a", "team-b"))->has_value());
+  EXPECT_EQ(s->List("Job", std::nullopt)->size(), 2u);
+  auto only_b = s->List("Job", std::string_view("team-b"));
+  ASSERT_EQ(only_b->size(), 1u);
+  EXPECT_EQ((*only_b)[0].key.name, "b");
+}
+
+TEST_F(StoreTest, StaleVersionsConflictAndCreateDoesNotOverwrite) {
+  auto s = Open();
+  ASSERT_TRUE(s->Commit(std::vector<Write>{Create(Job("a"), "v1")}).ok());
+  auto dup = s->Commit(std::vector<Write>{Create(Job("a"), "v2")});
+  EXPECT_EQ(dup.status().code(), StatusCode::kAlreadyExists);
+  auto stale = s->Commit(std::vector<Write>{Put(Job("a"), "v2", 7)});
+  EXPECT_EQ(stale.status().code(), StatusCode::kConflict);
+  EXPECT_NE(stale.status().message().find("is at version 1"), std::string::npos)
+      << stale.status().message();
+  auto fresh = s->Commit(std::vector<Write>{Put(Job("a"), "v2", 1)});
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_EQ((*fresh)[0], 2);
+  // expected_version 0: only when absent.
+  EXPECT_EQ(s->Commit(std::vector<Write>{Put(Job("a"), "v3", 0)}).status().code(),
+            StatusCode::kConflict);
+  EXPECT_EQ((*s->Get(Job("a")))->body, "v2");
+}
+
+TEST_F(StoreTest, ACommitIsAllOrNothing) {
+  // The third write fails (deletes a missing object): the first two, and the revision, stay as
+  // they were.
+  auto s = Open();
+  ASSERT_TRUE(s->Commit(std::vector<Write>{Create(Job("keep"), "k")}).ok());
+  auto r = s->Commit(std::vector<Write>{Create(Job("x"), "x"),
+                                        Put(Job("keep"), "changed"),
+                                        {Write::Op::kDelete, Job("missing"), "", {}}});
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
+  EXPECT_FALSE(s->Get(Job("x"))->has_value());
+  EXPECT_EQ((*s->Get(Job("keep")))->body, "k");
+  EXPECT_EQ(s->Revision(), 1);
+  EXPECT_EQ(s->ChangesAfter(0, 100)->size(), 1u);
+  // The next write continues from revision 1.
+  EXPECT_EQ((*s->Commit(std::vector<Write>{Create(Job("y"), "y")}))[0], 2);
+}
+
+TEST_F(StoreTest, IdenticalPutIsANoOp) {
+  auto s = Open();
+  ASSERT_TRUE(s->Commit(std::vector<Write>{Put(Job("a"), "same")}).ok());
+  auto again = s->Commit(std::vector<Write>{Put(Job("a"), "same")});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)[0], 1);
+  EXPECT_EQ(s->Revision(), 1);
+  EXPECT_EQ(s->ChangesAfter(0, 100)->size(), 1u);
+}
+
+TEST_F(StoreTest, ChangesAreOrderedAndDeletesCarryTheLastBody) {
+  auto s = Open();
+  ASSERT_TRUE(s->Commit(std::vector<Write>{Create(Job("a"), "1")}).ok());
+  ASSERT_TRUE(s->Commit(std::vector<Write>{Put(Job("a"), "2")}).ok());
+  ASSERT_TRUE(s->Commit(std::vector<Write>{{Write::Op::kDelete, Job("a"), "", {}}}).ok());
+  auto all = s->ChangesAfter(0, 100);
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ((*all)[0].type, ChangeType::kAdded);
+  EXPECT_EQ((*all)[1].type, ChangeType::kModified);
+  EXPECT_EQ((*all)[2].type, ChangeType::kDeleted);
+  EXPECT_EQ((*all)[2].object.body, "2");
+  EXPECT_EQ((*all)[2].revision, 3);
+  auto tail = s->ChangesAfter(1, 1);
+  ASSERT_EQ(tail->size(), 1u);
+  EXPECT_EQ((*tail)[0].revision, 2);
+}
+
+TEST_F(StoreTest, ReopenRestoresObjectsAndRevision) {
+  {
+    auto s = Open();
+    ASSERT_TRUE(s->Commit(std::vector<Write>{Create(Job("a"), "1"), Create(Job("b"), "2")}).ok());
+  }
+  auto s = Open();
+  EXPECT_EQ(s->Revision(), 2);
+  EXPECT_EQ(s->List("Job", std::nullopt)->size(), 2u);
+  EXPECT_EQ((*s->Commit(std::vector<Write>{Create(Job("c"), "3")}))[0], 3);
+}
+
+TEST_F(StoreTest, OldChangesAreCompacted) {
+  // Keep 10 changes: after 1,020 writes, changes up to 1,010 may be gone (compaction runs in
+  // batches of 1,000), and asking from before what is kept is an error, not a silent gap.
+  auto s = Open({.retained_changes = 10});
+  for (int i = 0; i < 1020; ++i) {
+    ASSERT_TRUE(s->Commit(std::vector<Write>{Put(Job("a"), std::to_string(i))}).ok());
+  }
+  auto old = s->ChangesAfter(5, 10);
+  EXPECT_EQ(old.status().code(), StatusCode::kFailedPrecondition);
+  auto recent = s->ChangesAfter(1015, 10);
+  ASSERT_TRUE(recent.ok()) << recent.status().message();
+  EXPECT_EQ(recent->size(), 5u);
+}
+
+TEST_F(StoreTest, AcknowledgedWritesSurviveKill9) {
+  // A child process commits one job per transaction and reports each acknowledged commit on a
+  // pipe; it is killed with SIGKILL mid-stream. Every acknowledged job is in the reopened store.
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(fds[0]);
+    auto s = OpenSqliteStore(path_);
+    if (!s.ok()) _exit(2);
+    for (int i = 0;; ++i) {
+      if (!(*s)->Commit(std::vector<Write>{Create(Job("j" + std::to_string(i)), "{}")}).ok()) {
+        _exit(3);
+      }
+      if (write(fds[1], &i, sizeof i) != sizeof i) _exit(4);
+    }
+  }
+  close(fds[1]);
+  int acked = -1, v;
+  while (acked < 300 && read(fds[0], &v, sizeof v) == sizeof v) acked = v;
+  kill(child, SIGKILL);
+  // Drain what the child acknowledged before it died.
+  while (read(fds[0], &v, sizeof v) == sizeof v) acked = v;
+  close(fds[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "child exited with " << WEXITSTATUS(status);
+  ASSERT_GE(acked, 300);
+  auto s = Open();
+  auto jobs = s->List("Job", std::nullopt);
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_GE(static_cast<int>(jobs->size()), acked + 1);
+  for (int i = 0; i <= acked; ++i) {
+    EXPECT_TRUE(s->Get(Job("j" + std::to_string(i)))->has_value()) << i;
+  }
+}
+
+TEST_F(StoreTest, UnopenablePathIsAnError) {
+  auto s = OpenSqliteStore("/nonexistent-dir/x/state.db");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("cannot open store"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera::store
