@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/demo.h"
+#include "cli/server_cmd.h"
 #include "cli/sim_cmd.h"
 #include "core/scheduler.h"
 
@@ -24,9 +25,13 @@ int main(int argc, char** argv) {
   tessera::cli::SimOptions sim_opts;
   CLI::App* sim = tessera::cli::AddSimCommand(app, sim_opts);
 
+  tessera::cli::ServerOptions server_opts;
+  CLI::App* server = tessera::cli::AddServerCommand(app, server_opts);
+
   CLI11_PARSE(app, argc, argv);
 
   if (demo->parsed()) return tessera::cli::RunDemo(policy, seed, std::cout);
   if (sim->parsed()) return tessera::cli::RunSim(sim_opts, std::cout, std::cerr);
+  if (server->parsed()) return tessera::cli::RunServer(server_opts, std::cout, std::cerr);
   return 0;
 }

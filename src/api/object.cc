@@ -1,0 +1,266 @@
+#include "api/object.h"
+
+#include <algorithm>
+
+namespace tessera::api {
+
+using nlohmann::json;
+
+const std::vector<KindInfo>& Kinds() {
+  static const std::vector<KindInfo> kinds = {
+      {"Job", "jobs", true},
+      {"LocalQueue", "localqueues", true},
+      {"NamespaceQuota", "namespacequotas", true},
+      {"Queue", "queues", false},
+      {"Cohort", "cohorts", false},
+      {"ResourceFlavor", "resourceflavors", false},
+      {"PriorityClass", "priorityclasses", false},
+      {"Node", "nodes", false},
+      {"GpuSharingConfig", "gpusharingconfigs", false},
+  };
+  return kinds;
+}
+
+const KindInfo* FindKind(std::string_view kind) {
+  for (const KindInfo& k : Kinds()) {
+    if (k.kind == kind) return &k;
+  }
+  return nullptr;
+}
+
+const KindInfo* FindKindByPlural(std::string_view plural) {
+  for (const KindInfo& k : Kinds()) {
+    if (k.plural == plural) return &k;
+  }
+  return nullptr;
+}
+
+namespace {
+
+Status Bad(std::string_view path, std::string_view what) {
+  return InvalidArgument(std::string(path) + ": " + std::string(what));
+}
+
+std::string KnownKinds() {
+  std::string out;
+  for (const KindInfo& k : Kinds()) out += (out.empty() ? "" : ", ") + std::string(k.kind);
+  return out;
+}
+
+// Label and annotation keys: an optional DNS subdomain prefix and '/', then a name of at most 63
+// alphanumerics, '-', '_' or '.', starting and ending alphanumeric.
+bool ValidKey(std::string_view key) {
+  const size_t slash = key.rfind('/');
+  if (slash != std::string_view::npos && !ValidateName(key.substr(0, slash), false, "").ok()) {
+    return false;
+  }
+  const std::string_view name = slash == std::string_view::npos ? key : key.substr(slash + 1);
+  if (name.empty() || name.size() > 63) return false;
+  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  if (!alnum(name.front()) || !alnum(name.back())) return false;
+  return std::all_of(name.begin(), name.end(),
+                     [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
+}
+
+Status ValidateStringMap(const json& m, std::string_view path, bool label_values) {
+  if (!m.is_object()) return Bad(path, "must be a map of strings");
+  for (const auto& [k, v] : m.items()) {
+    const std::string p = std::string(path) + "." + k;
+    if (!ValidKey(k)) return Bad(p, "invalid key");
+    if (!v.is_string()) return Bad(p, "must be a string");
+    if (label_values) {
+      const std::string& s = v.get_ref<const std::string&>();
+      if (s.size() > 63) return Bad(p, "label values are at most 63 characters");
+      if (!s.empty() && !ValidKey(s)) return Bad(p, "invalid label value \"" + s + "\"");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<json> ParseJson(std::string_view text, int max_depth) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') in_string = true;
+    if (c == '{' || c == '[') {
+      if (++depth > max_depth) {
+        return InvalidArgument("body: nested deeper than " + std::to_string(max_depth) +
+                               " levels at byte " + std::to_string(i));
+      }
+    }
+    if (c == '}' || c == ']') --depth;
+  }
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    return InvalidArgument("body: malformed JSON: " + std::string(e.what()));
+  }
+}
+
+Status ValidateName(std::string_view value, bool label, std::string_view path) {
+  const size_t max = label ? 63 : 253;
+  if (value.empty()) return Bad(path, "must not be empty");
+  if (value.size() > max) {
+    return Bad(path, "must be at most " + std::to_string(max) + " characters, got " +
+                         std::to_string(value.size()));
+  }
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  const bool chars_ok = std::all_of(value.begin(), value.end(), [&](char c) {
+    return alnum(c) || c == '-' || (!label && c == '.');
+  });
+  if (!chars_ok || !alnum(value.front()) || !alnum(value.back())) {
+    return Bad(path, "\"" + std::string(value) + "\" is not a valid " +
+                         (label ? "DNS-1123 label" : "DNS-1123 subdomain") +
+                         " (lowercase letters, digits, '-'" + (label ? "" : ", '.'") +
+                         "; starting and ending with a letter or digit)");
+  }
+  return Status::Ok();
+}
+
+Status ValidateEnvelope(const json& obj) {
+  if (!obj.is_object()) return Bad("body", "must be a JSON object");
+  for (const auto& [k, v] : obj.items()) {
+    if (k != "apiVersion" && k != "kind" && k != "metadata" && k != "spec" && k != "status") {
+      return Bad(k, "unknown field");
+    }
+  }
+  const auto api = obj.find("apiVersion");
+  if (api == obj.end() || !api->is_string()) return Bad("apiVersion", "must be a string");
+  if (*api != kApiVersion) {
+    return Bad("apiVersion",
+               "must be " + std::string(kApiVersion) + ", got \"" + api->get<std::string>() + "\"");
+  }
+  const auto kind = obj.find("kind");
+  if (kind == obj.end() || !kind->is_string()) return Bad("kind", "must be a string");
+  const KindInfo* info = FindKind(kind->get_ref<const std::string&>());
+  if (info == nullptr) {
+    return Bad("kind",
+               "unknown kind \"" + kind->get<std::string>() + "\" (known: " + KnownKinds() + ")");
+  }
+  const auto meta = obj.find("metadata");
+  if (meta == obj.end() || !meta->is_object()) return Bad("metadata", "must be an object");
+  for (const auto& [k, v] : meta->items()) {
+    if (k != "name" && k != "namespace" && k != "labels" && k != "annotations" &&
+        k != "resourceVersion" && k != "uid" && k != "creationTimestamp" && k != "generation") {
+      return Bad("metadata." + k, "unknown field");
+    }
+  }
+  const auto name = meta->find("name");
+  if (name == meta->end() || !name->is_string()) return Bad("metadata.name", "must be a string");
+  if (Status s = ValidateName(name->get_ref<const std::string&>(), false, "metadata.name");
+      !s.ok()) {
+    return s;
+  }
+  const auto ns = meta->find("namespace");
+  if (info->namespaced) {
+    if (ns == meta->end() || !ns->is_string()) {
+      return Bad("metadata.namespace",
+                 "must be set: " + std::string(info->kind) + " is a namespaced kind");
+    }
+    if (Status s = ValidateName(ns->get_ref<const std::string&>(), true, "metadata.namespace");
+        !s.ok()) {
+      return s;
+    }
+  } else if (ns != meta->end() && !(ns->is_string() && ns->get_ref<const std::string&>().empty())) {
+    return Bad("metadata.namespace",
+               "must not be set: " + std::string(info->kind) + " is cluster-scoped");
+  }
+  if (const auto rv = meta->find("resourceVersion");
+      rv != meta->end() && !(rv->is_string() && !rv->get_ref<const std::string&>().empty() &&
+                             std::all_of(rv->get_ref<const std::string&>().begin(),
+                                         rv->get_ref<const std::string&>().end(),
+                                         [](char c) { return c >= '0' && c <= '9'; }) &&
+                             rv->get_ref<const std::string&>().size() <= 18)) {
+    return Bad("metadata.resourceVersion", "must be a string of digits");
+  }
+  if (const auto l = meta->find("labels"); l != meta->end()) {
+    if (Status s = ValidateStringMap(*l, "metadata.labels", true); !s.ok()) return s;
+  }
+  if (const auto a = meta->find("annotations"); a != meta->end()) {
+    if (Status s = ValidateStringMap(*a, "metadata.annotations", false); !s.ok()) return s;
+  }
+  if (const auto spec = obj.find("spec"); spec != obj.end() && !spec->is_object()) {
+    return Bad("spec", "must be an object");
+  }
+  return Status::Ok();
+}
+
+ObjectId IdOf(const json& obj) {
+  ObjectId id;
+  id.kind = FindKind(obj.at("kind").get_ref<const std::string&>());
+  const json& meta = obj.at("metadata");
+  id.name = meta.at("name").get<std::string>();
+  if (id.kind->namespaced) id.ns = meta.at("namespace").get<std::string>();
+  return id;
+}
+
+Result<LabelSelector> LabelSelector::Parse(std::string_view text) {
+  LabelSelector sel;
+  while (!text.empty()) {
+    const size_t comma = text.find(',');
+    std::string_view term = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    auto trim = [](std::string_view s) {
+      while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+      while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+      return s;
+    };
+    term = trim(term);
+    if (term.empty()) return InvalidArgument("labelSelector: empty term");
+    Term t;
+    size_t at;
+    if ((at = term.find("!=")) != std::string_view::npos) {
+      t = {std::string(trim(term.substr(0, at))), Op::kNe, std::string(trim(term.substr(at + 2)))};
+    } else if ((at = term.find("==")) != std::string_view::npos) {
+      t = {std::string(trim(term.substr(0, at))), Op::kEq, std::string(trim(term.substr(at + 2)))};
+    } else if ((at = term.find('=')) != std::string_view::npos) {
+      t = {std::string(trim(term.substr(0, at))), Op::kEq, std::string(trim(term.substr(at + 1)))};
+    } else if (term.front() == '!') {
+      t = {std::string(trim(term.substr(1))), Op::kNotExists, ""};
+    } else {
+      t = {std::string(term), Op::kExists, ""};
+    }
+    if (!ValidKey(t.key)) {
+      return InvalidArgument("labelSelector: invalid key \"" + t.key + "\"");
+    }
+    sel.terms_.push_back(std::move(t));
+  }
+  return sel;
+}
+
+bool LabelSelector::Matches(const json& labels) const {
+  for (const Term& t : terms_) {
+    const bool has = labels.is_object() && labels.contains(t.key);
+    const std::string value = has ? labels.at(t.key).get<std::string>() : "";
+    switch (t.op) {
+      case Op::kEq:
+        if (!has || value != t.value) return false;
+        break;
+      case Op::kNe:
+        if (has && value == t.value) return false;
+        break;
+      case Op::kExists:
+        if (!has) return false;
+        break;
+      case Op::kNotExists:
+        if (has) return false;
+        break;
+    }
+  }
+  return true;
+}
+
+}  // namespace tessera::api

@@ -1,0 +1,70 @@
+// API objects in the Kubernetes shape (apiVersion, kind, metadata, spec, status): the kinds the
+// control plane serves, checks of an object's envelope and metadata with field paths, bounded
+// JSON parsing, and label selectors.
+#ifndef TESSERA_API_OBJECT_H_
+#define TESSERA_API_OBJECT_H_
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace tessera::api {
+
+inline constexpr std::string_view kApiVersion = "tessera.io/v1";
+
+struct KindInfo {
+  std::string_view kind;    // "Job"
+  std::string_view plural;  // "jobs", the path segment
+  bool namespaced = true;
+};
+
+// Every kind the API serves, in a stable order.
+const std::vector<KindInfo>& Kinds();
+const KindInfo* FindKind(std::string_view kind);
+const KindInfo* FindKindByPlural(std::string_view plural);
+
+// Parses JSON text; InvalidArgument naming the byte offset when malformed, or when nested deeper
+// than `max_depth` objects/arrays.
+Result<nlohmann::json> ParseJson(std::string_view text, int max_depth = 32);
+
+// A DNS-1123 subdomain (names) or label (namespaces): lowercase alphanumerics, '-' and, for
+// subdomains, '.'; starting and ending alphanumeric; at most 253 / 63 characters.
+Status ValidateName(std::string_view value, bool label, std::string_view path);
+
+// Checks an object's envelope: a JSON object with apiVersion tessera.io/v1, a known kind, no
+// fields beyond apiVersion/kind/metadata/spec/status, metadata with a valid name, a namespace
+// exactly when the kind is namespaced, string labels and annotations with valid keys, and an
+// object spec. Errors name the field ("metadata.labels.team: must be a string").
+Status ValidateEnvelope(const nlohmann::json& obj);
+
+// The object's kind, namespace ("" when cluster-scoped) and name; the envelope must be valid.
+struct ObjectId {
+  const KindInfo* kind = nullptr;
+  std::string ns;
+  std::string name;
+};
+ObjectId IdOf(const nlohmann::json& obj);
+
+// Equality-based label selectors as kubectl writes them: "a=b,c!=d,e,!f" (also "a==b").
+class LabelSelector {
+ public:
+  static Result<LabelSelector> Parse(std::string_view text);
+  bool Matches(const nlohmann::json& labels) const;  // labels: an object of strings, or null
+
+ private:
+  enum class Op : uint8_t { kEq, kNe, kExists, kNotExists };
+  struct Term {
+    std::string key;
+    Op op;
+    std::string value;
+  };
+  std::vector<Term> terms_;
+};
+
+}  // namespace tessera::api
+
+#endif  // TESSERA_API_OBJECT_H_

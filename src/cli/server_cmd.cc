@@ -1,0 +1,82 @@
+#include "cli/server_cmd.h"
+
+#include <signal.h>
+
+#include <boost/asio/ip/address.hpp>
+
+#include "server/api_server.h"
+#include "server/http_server.h"
+
+namespace tessera::cli {
+
+CLI::App* AddServerCommand(CLI::App& app, ServerOptions& opts) {
+  CLI::App* cmd = app.add_subcommand("server", "Run the control plane: REST API and durable state");
+  cmd->add_option("--data-dir", opts.data_dir, "Directory of the state database and admin token")
+      ->capture_default_str();
+  cmd->add_option("--listen", opts.listen, "HOST:PORT to listen on (port 0: any free port)")
+      ->capture_default_str();
+  cmd->add_flag("--insecure", opts.insecure,
+                "Allow plain HTTP on a non-loopback address (TLS is not built in yet)");
+  cmd->add_option("--max-body-bytes", opts.max_body_bytes, "Largest request body accepted")
+      ->capture_default_str();
+  return cmd;
+}
+
+int RunServer(const ServerOptions& opts, std::ostream& out, std::ostream& err) {
+  const size_t colon = opts.listen.rfind(':');
+  if (colon == std::string::npos) {
+    err << "error: --listen: expected HOST:PORT, got \"" << opts.listen << "\"\n";
+    return 2;
+  }
+  server::HttpServerOptions http;
+  http.host = opts.listen.substr(0, colon);
+  http.max_body_bytes = opts.max_body_bytes;
+  try {
+    const int port = std::stoi(opts.listen.substr(colon + 1));
+    if (port < 0 || port > 65535) throw std::out_of_range("port");
+    http.port = static_cast<uint16_t>(port);
+  } catch (const std::exception&) {
+    err << "error: --listen: invalid port in \"" << opts.listen << "\"\n";
+    return 2;
+  }
+  boost::system::error_code ec;
+  const auto addr = boost::asio::ip::make_address(http.host, ec);
+  if (ec) {
+    err << "error: --listen: invalid address \"" << http.host << "\"\n";
+    return 2;
+  }
+  if (!addr.is_loopback() && !opts.insecure) {
+    err << "error: --listen " << opts.listen
+        << ": listening beyond loopback needs TLS, which this build does not serve yet; pass "
+           "--insecure to accept plain HTTP\n";
+    return 2;
+  }
+  // Block the stop signals before any thread starts, then wait for one of them.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+
+  auto api = server::ApiServer::Open(opts.data_dir);
+  if (!api.ok()) {
+    err << "error: " << api.status().message() << "\n";
+    return 1;
+  }
+  server::ApiServer* handler = api->get();
+  auto srv = server::HttpServer::Start(
+      http, [handler](const server::HttpRequest& r) { return handler->Handle(r); });
+  if (!srv.ok()) {
+    err << "error: " << srv.status().message() << "\n";
+    return 1;
+  }
+  out << "listening on " << http.host << ":" << (*srv)->port() << std::endl;
+  out << "admin token: " << opts.data_dir << "/admin.token" << std::endl;
+  int sig = 0;
+  sigwait(&stop, &sig);
+  (*srv)->Stop();
+  out << "stopped" << std::endl;
+  return 0;
+}
+
+}  // namespace tessera::cli

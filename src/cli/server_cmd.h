@@ -1,0 +1,26 @@
+// `tessera server`: the control plane (REST API over the durable store) until SIGINT/SIGTERM.
+#ifndef TESSERA_CLI_SERVER_CMD_H_
+#define TESSERA_CLI_SERVER_CMD_H_
+
+#include <ostream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace tessera::cli {
+
+struct ServerOptions {
+  std::string data_dir = "tessera-data";
+  std::string listen = "127.0.0.1:8443";  // host:port; port 0 picks a free one
+  bool insecure = false;                  // allow plain HTTP on a non-loopback address
+  size_t max_body_bytes = 4 << 20;
+};
+
+CLI::App* AddServerCommand(CLI::App& app, ServerOptions& opts);
+
+// Serves until SIGINT or SIGTERM; returns the exit code. Prints "listening on HOST:PORT".
+int RunServer(const ServerOptions& opts, std::ostream& out, std::ostream& err);
+
+}  // namespace tessera::cli
+
+#endif  // TESSERA_CLI_SERVER_CMD_H_

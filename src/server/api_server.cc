@@ -1,0 +1,318 @@
+#include "server/api_server.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <utility>
+#include <vector>
+
+#include "api/object.h"
+
+namespace tessera::server {
+
+using nlohmann::json;
+
+namespace {
+
+int HttpCode(StatusCode c) {
+  switch (c) {
+    case StatusCode::kOk:
+      return 200;
+    case StatusCode::kInvalidArgument:
+      return 400;
+    case StatusCode::kUnauthenticated:
+      return 401;
+    case StatusCode::kPermissionDenied:
+      return 403;
+    case StatusCode::kNotFound:
+      return 404;
+    case StatusCode::kAlreadyExists:
+    case StatusCode::kConflict:
+      return 409;
+    case StatusCode::kFailedPrecondition:
+      return 412;
+    case StatusCode::kResourceExhausted:
+      return 429;
+    case StatusCode::kInternal:
+      return 500;
+  }
+  return 500;
+}
+
+std::string_view Reason(StatusCode c) {
+  switch (c) {
+    case StatusCode::kInvalidArgument:
+      return "Invalid";
+    case StatusCode::kUnauthenticated:
+      return "Unauthorized";
+    case StatusCode::kPermissionDenied:
+      return "Forbidden";
+    case StatusCode::kNotFound:
+      return "NotFound";
+    case StatusCode::kAlreadyExists:
+      return "AlreadyExists";
+    case StatusCode::kConflict:
+      return "Conflict";
+    case StatusCode::kFailedPrecondition:
+      return "PreconditionFailed";
+    case StatusCode::kResourceExhausted:
+      return "TooManyRequests";
+    default:
+      return "InternalError";
+  }
+}
+
+HttpResponse Error(const Status& s) {
+  const int code = HttpCode(s.code());
+  return {code, "application/json", StatusJson(code, Reason(s.code()), s.message())};
+}
+
+HttpResponse Json(int code, const json& body) { return {code, "application/json", body.dump()}; }
+
+// The stored form of an object: without its resourceVersion (the store's version is the truth).
+std::string StoredBody(json obj) {
+  obj["metadata"].erase("resourceVersion");
+  return obj.dump();
+}
+
+// The served form: the stored body with the version as metadata.resourceVersion.
+json Served(const store::StoredObject& o) {
+  json obj = json::parse(o.body);
+  obj["metadata"]["resourceVersion"] = std::to_string(o.version);
+  return obj;
+}
+
+std::optional<int64_t> RequestedVersion(const json& obj) {
+  const json& meta = obj.at("metadata");
+  const auto rv = meta.find("resourceVersion");
+  if (rv == meta.end()) return std::nullopt;
+  return std::stoll(rv->get<std::string>());
+}
+
+// A parsed API path: /api/v1[/namespaces/{ns}]/{plural}[/{name}].
+struct Route {
+  const api::KindInfo* kind = nullptr;
+  std::optional<std::string> ns;
+  std::optional<std::string> name;
+};
+
+Result<Route> ParseRoute(std::string_view path) {
+  std::vector<std::string_view> parts;
+  while (!path.empty()) {
+    const size_t slash = path.find('/');
+    if (slash != 0) parts.push_back(path.substr(0, slash));
+    if (slash == std::string_view::npos) break;
+    path.remove_prefix(slash + 1);
+  }
+  if (parts.size() < 3 || parts[0] != "api" || parts[1] != "v1") {
+    return NotFound("no such path");
+  }
+  size_t i = 2;
+  Route r;
+  if (parts[i] == "namespaces" && parts.size() >= 5) {
+    if (Status s = api::ValidateName(parts[3], true, "namespace"); !s.ok()) return s;
+    r.ns = std::string(parts[3]);
+    i = 4;
+  }
+  r.kind = api::FindKindByPlural(parts[i]);
+  if (r.kind == nullptr) {
+    return NotFound("no resource type \"" + std::string(parts[i]) + "\" in " +
+                    std::string(api::kApiVersion));
+  }
+  if (r.ns && !r.kind->namespaced) {
+    return NotFound(std::string(r.kind->kind) + " is cluster-scoped; use /api/v1/" +
+                    std::string(r.kind->plural));
+  }
+  if (i + 1 < parts.size()) r.name = std::string(parts[i + 1]);
+  if (i + 2 < parts.size()) return NotFound("no such path");
+  if (r.name && r.kind->namespaced && !r.ns) {
+    return NotFound("a namespaced " + std::string(r.kind->kind) +
+                    " is addressed under /api/v1/namespaces/{namespace}/");
+  }
+  return r;
+}
+
+// May `p` act on objects of `kind` in namespace `ns` ("" when cluster-scoped or all)?
+Status Authorize(const Principal& p, const api::KindInfo& kind,
+                 const std::optional<std::string>& ns) {
+  if (p.role == Principal::Role::kAdmin) return Status::Ok();
+  if (p.role == Principal::Role::kNamespace && kind.namespaced && ns && *ns == p.ns) {
+    return Status::Ok();
+  }
+  if (p.role == Principal::Role::kNamespace) {
+    return PermissionDenied("this token is limited to namespace " + p.ns);
+  }
+  return PermissionDenied("an agent token cannot use this endpoint");
+}
+
+// Parses and checks one object from a request body; the path's namespace and name, when given,
+// must agree with the object's.
+Result<json> ParseObject(const json& obj, const Route* route) {
+  if (Status s = api::ValidateEnvelope(obj); !s.ok()) return s;
+  const api::ObjectId id = api::IdOf(obj);
+  if (route != nullptr) {
+    if (id.kind != route->kind) {
+      return InvalidArgument("kind: " + std::string(id.kind->kind) + " does not match the path (" +
+                             std::string(route->kind->plural) + ")");
+    }
+    if (route->ns && id.ns != *route->ns) {
+      return InvalidArgument("metadata.namespace: \"" + id.ns +
+                             "\" does not match the path's namespace \"" + *route->ns + "\"");
+    }
+    if (route->name && id.name != *route->name) {
+      return InvalidArgument("metadata.name: \"" + id.name +
+                             "\" does not match the path's name \"" + *route->name + "\"");
+    }
+  }
+  return obj;
+}
+
+store::ObjectKey KeyOf(const api::ObjectId& id) {
+  return {std::string(id.kind->kind), id.ns, id.name};
+}
+
+}  // namespace
+
+ApiServer::ApiServer(std::unique_ptr<store::Store> store)
+    : store_(std::move(store)), tokens_(*store_) {}
+
+Result<std::unique_ptr<ApiServer>> ApiServer::Open(const std::string& data_dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(data_dir, ec);
+  if (ec) return FailedPrecondition("cannot create data dir " + data_dir + ": " + ec.message());
+  auto store = store::OpenSqliteStore(data_dir + "/state.db");
+  if (!store.ok()) return store.status();
+  std::unique_ptr<ApiServer> server(new ApiServer(std::move(store).value()));
+  auto admin = server->tokens_.EnsureAdmin();
+  if (!admin.ok()) return admin.status();
+  if (admin->has_value()) {
+    const std::string path = data_dir + "/admin.token";
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0) return FailedPrecondition("cannot write " + path + ": " + std::strerror(errno));
+    const std::string line = **admin + "\n";
+    const bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
+                    ::fsync(fd) == 0;
+    ::close(fd);
+    if (!ok) return FailedPrecondition("cannot write " + path);
+  }
+  return server;
+}
+
+HttpResponse ApiServer::Handle(const HttpRequest& req) {
+  if (req.path == "/healthz") return {200, "text/plain", "ok"};
+  if (req.path == "/readyz") {
+    return {200, "text/plain", "ok (revision " + std::to_string(store_->Revision()) + ")"};
+  }
+  Result<Principal> who = tokens_.Authenticate(req.authorization);
+  if (!who.ok()) return Error(who.status());
+
+  if (req.path == "/api/v1/tokens" && req.method == "POST") {
+    if (who->role != Principal::Role::kAdmin) {
+      return Error(PermissionDenied("only the admin token creates tokens"));
+    }
+    auto body = api::ParseJson(req.body);
+    if (!body.ok()) return Error(body.status());
+    const std::string ns = body->is_object() ? body->value("namespace", "") : "";
+    if (Status s = api::ValidateName(ns, true, "namespace"); !s.ok()) return Error(s);
+    auto token = tokens_.Create(Principal::Role::kNamespace, ns);
+    if (!token.ok()) return Error(token.status());
+    return Json(201, {{"namespace", ns}, {"token", *token}});
+  }
+
+  if (req.path == "/api/v1/apply" && req.method == "POST") {
+    auto body = api::ParseJson(req.body);
+    if (!body.ok()) return Error(body.status());
+    json items = body->is_object() && body->contains("items") && !body->contains("kind")
+                     ? (*body)["items"]
+                     : json::array({*body});
+    if (!items.is_array()) return Error(InvalidArgument("items: must be a list"));
+    std::vector<store::Write> writes;
+    std::vector<api::ObjectId> ids;
+    for (size_t i = 0; i < items.size(); ++i) {
+      auto obj = ParseObject(items[i], nullptr);
+      if (!obj.ok()) {
+        return Error(Status(obj.status().code(),
+                            "items[" + std::to_string(i) + "]." + obj.status().message()));
+      }
+      const api::ObjectId id = api::IdOf(*obj);
+      if (Status s = Authorize(*who, *id.kind, id.ns); !s.ok()) return Error(s);
+      writes.push_back(
+          {store::Write::Op::kPut, KeyOf(id), StoredBody(*obj), RequestedVersion(*obj)});
+      ids.push_back(id);
+    }
+    auto versions = store_->Commit(writes);
+    if (!versions.ok()) return Error(versions.status());
+    json out = json::array();
+    for (size_t i = 0; i < ids.size(); ++i) {
+      json o = json::parse(writes[i].body);
+      o["metadata"]["resourceVersion"] = std::to_string((*versions)[i]);
+      out.push_back(std::move(o));
+    }
+    return Json(200, {{"kind", "List"}, {"apiVersion", api::kApiVersion}, {"items", out}});
+  }
+
+  auto route = ParseRoute(req.path);
+  if (!route.ok()) return Error(route.status());
+  if (Status s = Authorize(*who, *route->kind, route->ns); !s.ok()) return Error(s);
+  const std::string kind(route->kind->kind);
+
+  if (req.method == "GET" && !route->name) {
+    std::optional<api::LabelSelector> selector;
+    if (auto it = req.query.find("labelSelector"); it != req.query.end()) {
+      auto sel = api::LabelSelector::Parse(it->second);
+      if (!sel.ok()) return Error(sel.status());
+      selector = std::move(sel).value();
+    }
+    auto list =
+        store_->List(kind, route->ns ? std::optional<std::string_view>(*route->ns) : std::nullopt);
+    if (!list.ok()) return Error(list.status());
+    json items = json::array();
+    for (const store::StoredObject& o : *list) {
+      json obj = Served(o);
+      if (selector && !selector->Matches(obj["metadata"].value("labels", json()))) continue;
+      items.push_back(std::move(obj));
+    }
+    return Json(200, {{"kind", kind + "List"},
+                      {"apiVersion", api::kApiVersion},
+                      {"metadata", {{"resourceVersion", std::to_string(store_->Revision())}}},
+                      {"items", items}});
+  }
+  const store::ObjectKey key{kind, route->ns.value_or(""), route->name.value_or("")};
+  if (req.method == "GET") {
+    auto got = store_->Get(key);
+    if (!got.ok()) return Error(got.status());
+    if (!got->has_value()) return Error(NotFound(store::Describe(key) + " not found"));
+    return Json(200, Served(**got));
+  }
+  if (req.method == "DELETE" && route->name) {
+    store::Write w{store::Write::Op::kDelete, key, "", {}};
+    auto r = store_->Commit(std::span<const store::Write>(&w, 1));
+    if (!r.ok()) return Error(r.status());
+    return Json(200, {{"kind", "Status"},
+                      {"status", "Success"},
+                      {"message", store::Describe(key) + " deleted"}});
+  }
+  if ((req.method == "POST" && !route->name) || (req.method == "PUT" && route->name)) {
+    auto body = api::ParseJson(req.body);
+    if (!body.ok()) return Error(body.status());
+    auto obj = ParseObject(*body, &*route);
+    if (!obj.ok()) return Error(obj.status());
+    const api::ObjectId id = api::IdOf(*obj);
+    const bool create = req.method == "POST";
+    store::Write w{create ? store::Write::Op::kCreate : store::Write::Op::kPut, KeyOf(id),
+                   StoredBody(*obj), create ? std::nullopt : RequestedVersion(*obj)};
+    auto r = store_->Commit(std::span<const store::Write>(&w, 1));
+    if (!r.ok()) return Error(r.status());
+    return Json(create ? 201 : 200, Served({w.key, (*r)[0], w.body}));
+  }
+  return {405, "application/json",
+          StatusJson(405, "MethodNotAllowed",
+                     "method " + req.method + " is not allowed on " + req.path)};
+}
+
+}  // namespace tessera::server

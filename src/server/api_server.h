@@ -1,0 +1,51 @@
+// The REST API of the control plane over the durable store:
+//
+//   GET    /healthz, /readyz
+//   GET    /api/v1/{plural}                          list (all namespaces for namespaced kinds)
+//   GET    /api/v1/namespaces/{ns}/{plural}          list in a namespace
+//   GET    .../{plural}/{name}                       get
+//   POST   .../{plural}                              create (409 when it exists)
+//   PUT    .../{plural}/{name}                       replace; metadata.resourceVersion, when set,
+//                                                    must be current (409 when stale)
+//   DELETE .../{plural}/{name}                       delete
+//   POST   /api/v1/apply                             server-side apply of one object or
+//                                                    {"items": [...]}: create or replace each,
+//                                                    all or nothing; unchanged objects keep
+//                                                    their resourceVersion
+//   POST   /api/v1/tokens  {"namespace": NS}         (admin) a namespace-scoped token
+//
+// Lists take `labelSelector`. Every request needs "Authorization: Bearer <token>": unknown or
+// missing -> 401; a namespace token outside its namespace or on cluster-scoped kinds -> 403.
+// Errors are Kubernetes Status objects naming the field at fault; nothing is written on error.
+#ifndef TESSERA_SERVER_API_SERVER_H_
+#define TESSERA_SERVER_API_SERVER_H_
+
+#include <memory>
+#include <string>
+
+#include "server/auth.h"
+#include "server/http_server.h"
+#include "store/store.h"
+
+namespace tessera::server {
+
+class ApiServer {
+ public:
+  // Opens (or creates) the state in `data_dir`. On first start writes the admin token to
+  // `<data_dir>/admin.token` with mode 0600.
+  static Result<std::unique_ptr<ApiServer>> Open(const std::string& data_dir);
+
+  HttpResponse Handle(const HttpRequest& request);
+
+  store::Store& store() { return *store_; }
+
+ private:
+  explicit ApiServer(std::unique_ptr<store::Store> store);
+
+  std::unique_ptr<store::Store> store_;
+  TokenAuthority tokens_;
+};
+
+}  // namespace tessera::server
+
+#endif  // TESSERA_SERVER_API_SERVER_H_

@@ -1,0 +1,117 @@
+#include "server/auth.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <sys/random.h>
+
+#include <nlohmann/json.hpp>
+#include <vector>
+
+namespace tessera::server {
+
+namespace {
+
+constexpr std::string_view kTokenKind = "Token";
+constexpr std::string_view kAdminId = "admin";
+
+std::string Hex(const unsigned char* data, size_t n) {
+  static const char* digits = "0123456789abcdef";
+  std::string out(2 * n, '0');
+  for (size_t i = 0; i < n; ++i) {
+    out[2 * i] = digits[data[i] >> 4];
+    out[2 * i + 1] = digits[data[i] & 15];
+  }
+  return out;
+}
+
+Result<std::string> RandomHex(size_t bytes) {
+  std::vector<unsigned char> buf(bytes);
+  size_t got = 0;
+  while (got < bytes) {
+    const ssize_t n = getrandom(buf.data() + got, bytes - got, 0);
+    if (n <= 0) return Internal("no randomness for a token");
+    got += static_cast<size_t>(n);
+  }
+  return Hex(buf.data(), bytes);
+}
+
+std::string_view RoleName(Principal::Role r) {
+  switch (r) {
+    case Principal::Role::kAdmin:
+      return "admin";
+    case Principal::Role::kNamespace:
+      return "namespace";
+    case Principal::Role::kAgent:
+      return "agent";
+  }
+  return "namespace";
+}
+
+Result<std::string> Store(store::Store& store, const std::string& id, Principal::Role role,
+                          const std::string& ns) {
+  Result<std::string> secret = RandomHex(32);
+  if (!secret.ok()) return secret.status();
+  const nlohmann::json body = {
+      {"role", RoleName(role)}, {"namespace", ns}, {"sha256", Sha256Hex(*secret)}};
+  store::Write w{store::Write::Op::kCreate, {std::string(kTokenKind), "", id}, body.dump(), {}};
+  if (auto r = store.Commit(std::span<const store::Write>(&w, 1)); !r.ok()) return r.status();
+  return id + "." + *secret;
+}
+
+}  // namespace
+
+std::string Sha256Hex(std::string_view data) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_Digest(data.data(), data.size(), md, &n, EVP_sha256(), nullptr);
+  return Hex(md, n);
+}
+
+Result<std::optional<std::string>> TokenAuthority::EnsureAdmin() {
+  auto existing = store_.Get({std::string(kTokenKind), "", std::string(kAdminId)});
+  if (!existing.ok()) return existing.status();
+  if (existing->has_value()) return std::optional<std::string>();
+  Result<std::string> t = Store(store_, std::string(kAdminId), Principal::Role::kAdmin, "");
+  if (!t.ok()) return t.status();
+  return std::optional<std::string>(*t);
+}
+
+Result<std::string> TokenAuthority::Create(Principal::Role role, const std::string& ns) {
+  Result<std::string> id = RandomHex(8);
+  if (!id.ok()) return id.status();
+  return Store(store_, *id, role, role == Principal::Role::kNamespace ? ns : "");
+}
+
+Result<Principal> TokenAuthority::Authenticate(std::string_view authorization) {
+  constexpr std::string_view kBearer = "Bearer ";
+  if (authorization.empty()) return Unauthenticated("missing bearer token");
+  if (authorization.substr(0, kBearer.size()) != kBearer) {
+    return Unauthenticated("the Authorization header must be \"Bearer <token>\"");
+  }
+  const std::string_view token = authorization.substr(kBearer.size());
+  const size_t dot = token.find('.');
+  if (dot == std::string_view::npos || dot == 0 || dot > 64) {
+    return Unauthenticated("unknown token");
+  }
+  const std::string id(token.substr(0, dot));
+  auto stored = store_.Get({std::string(kTokenKind), "", id});
+  if (!stored.ok()) return stored.status();
+  if (!stored->has_value()) return Unauthenticated("unknown token");
+  const nlohmann::json body = nlohmann::json::parse((*stored)->body, nullptr, false);
+  if (!body.is_object()) return Internal("token record " + id + " is corrupt");
+  const std::string want = body.value("sha256", "");
+  const std::string got = Sha256Hex(token.substr(dot + 1));
+  if (want.size() != got.size() || CRYPTO_memcmp(want.data(), got.data(), got.size()) != 0) {
+    return Unauthenticated("unknown token");
+  }
+  Principal p;
+  const std::string role = body.value("role", "");
+  p.role = role == "admin"   ? Principal::Role::kAdmin
+           : role == "agent" ? Principal::Role::kAgent
+                             : Principal::Role::kNamespace;
+  p.ns = body.value("namespace", "");
+  p.token_id = id;
+  return p;
+}
+
+}  // namespace tessera::server

@@ -1,0 +1,218 @@
+#include "server/http_server.h"
+
+#include <boost/asio.hpp>
+#include <boost/beast.hpp>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <utility>
+
+namespace tessera::server {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+std::string StatusJson(int code, std::string_view reason, std::string_view message) {
+  return nlohmann::json{{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Failure"},
+                        {"reason", reason}, {"message", message}, {"code", code}}
+      .dump();
+}
+
+namespace {
+
+// One connection: read a request, answer it, repeat while the client keeps it alive.
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, const HttpHandler& handler, size_t max_body)
+      : stream_(std::move(socket)), handler_(handler), max_body_(max_body) {}
+
+  void Start() { Read(); }
+
+ private:
+  void Read() {
+    parser_.emplace();
+    parser_->body_limit(max_body_);
+    parser_->header_limit(64 * 1024);
+    stream_.expires_after(std::chrono::seconds(60));
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
+  }
+
+  void OnRead(beast::error_code ec) {
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
+        ec == asio::error::operation_aborted || ec == asio::error::connection_reset) {
+      Close();
+      return;
+    }
+    if (ec == http::error::body_limit) {
+      Reply(413, "application/json",
+            StatusJson(413, "RequestEntityTooLarge",
+                       "request body exceeds " + std::to_string(max_body_) + " bytes"),
+            false);
+      return;
+    }
+    if (ec) {
+      Reply(400, "application/json",
+            StatusJson(400, "BadRequest", "malformed HTTP request: " + ec.message()), false);
+      return;
+    }
+    http::request<http::string_body> req = parser_->release();
+    HttpRequest r;
+    r.method = std::string(req.method_string().data(), req.method_string().size());
+    const std::string_view target(req.target().data(), req.target().size());
+    const size_t q = target.find('?');
+    const bool path_ok = PercentDecode(target.substr(0, q), false, &r.path);
+    const bool query_ok = q == std::string_view::npos || ParseQuery(target.substr(q + 1), &r.query);
+    if (!path_ok || !query_ok) {
+      Reply(400, "application/json",
+            StatusJson(400, "BadRequest", "malformed percent-escape in the request target"),
+            req.keep_alive());
+      return;
+    }
+    r.authorization =
+        std::string(req[http::field::authorization].data(), req[http::field::authorization].size());
+    r.content_type =
+        std::string(req[http::field::content_type].data(), req[http::field::content_type].size());
+    r.body = std::move(req.body());
+    HttpResponse out = handler_(r);
+    Reply(out.status, out.content_type, std::move(out.body), req.keep_alive());
+  }
+
+  void Reply(int status, std::string_view content_type, std::string body, bool keep_alive) {
+    auto res =
+        std::make_shared<http::response<http::string_body>>(static_cast<http::status>(status), 11);
+    res->set(http::field::server, "tessera");
+    res->set(http::field::content_type, std::string(content_type));
+    res->keep_alive(keep_alive);
+    res->body() = std::move(body);
+    res->prepare_payload();
+    http::async_write(stream_, *res,
+                      [self = shared_from_this(), res, keep_alive](beast::error_code ec, size_t) {
+                        if (ec || !keep_alive) {
+                          self->Close();
+                          return;
+                        }
+                        self->Read();
+                      });
+  }
+
+  void Close() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+  }
+
+  beast::tcp_stream stream_;
+  const HttpHandler& handler_;
+  size_t max_body_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+};
+
+}  // namespace
+
+struct HttpServer::Impl {
+  asio::io_context io{1};
+  tcp::acceptor acceptor{io};
+  HttpHandler handler;
+  size_t max_body = 0;
+  std::thread thread;
+  bool stopped = false;
+
+  void Accept() {
+    acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
+      if (ec == asio::error::operation_aborted) return;
+      if (!ec) std::make_shared<Session>(std::move(socket), handler, max_body)->Start();
+      Accept();
+    });
+  }
+};
+
+HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+HttpServer::~HttpServer() { Stop(); }
+
+Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options,
+                                                      HttpHandler handler) {
+  auto impl = std::make_unique<Impl>();
+  impl->handler = std::move(handler);
+  impl->max_body = options.max_body_bytes;
+  beast::error_code ec;
+  const asio::ip::address addr = asio::ip::make_address(options.host, ec);
+  if (ec) return InvalidArgument("listen address " + options.host + ": " + ec.message());
+  const tcp::endpoint endpoint(addr, options.port);
+  impl->acceptor.open(endpoint.protocol(), ec);
+  if (!ec) impl->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) impl->acceptor.bind(endpoint, ec);
+  if (!ec) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return FailedPrecondition("cannot listen on " + options.host + ":" +
+                              std::to_string(options.port) + ": " + ec.message());
+  }
+  impl->Accept();
+  Impl* raw = impl.get();
+  impl->thread = std::thread([raw] { raw->io.run(); });
+  return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
+}
+
+uint16_t HttpServer::port() const { return impl_->acceptor.local_endpoint().port(); }
+
+void HttpServer::Stop() {
+  if (!impl_ || impl_->stopped) return;
+  impl_->stopped = true;
+  asio::post(impl_->io, [this] {
+    beast::error_code ec;
+    impl_->acceptor.close(ec);
+  });
+  impl_->io.stop();
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+bool PercentDecode(std::string_view in, bool plus_is_space, std::string* out) {
+  out->clear();
+  out->reserve(in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    const char c = in[i];
+    if (c == '%') {
+      if (i + 2 >= in.size()) return false;
+      const int hi = HexValue(in[i + 1]), lo = HexValue(in[i + 2]);
+      if (hi < 0 || lo < 0) return false;
+      out->push_back(static_cast<char>(hi * 16 + lo));
+      i += 2;
+    } else {
+      out->push_back(plus_is_space && c == '+' ? ' ' : c);
+    }
+  }
+  return true;
+}
+
+bool ParseQuery(std::string_view query, std::map<std::string, std::string>* out) {
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    if (pair.empty()) continue;
+    const size_t eq = pair.find('=');
+    std::string key, value;
+    if (!PercentDecode(pair.substr(0, eq), true, &key)) return false;
+    if (eq != std::string_view::npos && !PercentDecode(pair.substr(eq + 1), true, &value)) {
+      return false;
+    }
+    (*out)[key] = value;
+  }
+  return true;
+}
+
+}  // namespace tessera::server

@@ -1,0 +1,68 @@
+// A small asynchronous HTTP/1.1 server on Boost.Beast: it reads requests (with a body limit),
+// hands each to a handler, and writes the handler's response, keeping connections alive.
+// The handler runs on the server's I/O thread; it must not block for long.
+#ifndef TESSERA_SERVER_HTTP_SERVER_H_
+#define TESSERA_SERVER_HTTP_SERVER_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+
+namespace tessera::server {
+
+struct HttpRequest {
+  std::string method;  // "GET", "POST", ...
+  std::string path;    // without the query, percent-decoded
+  std::map<std::string, std::string> query;
+  std::string authorization;  // the Authorization header, verbatim
+  std::string content_type;
+  std::string body;
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+};
+
+using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
+
+struct HttpServerOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 0;  // 0: any free port
+  size_t max_body_bytes = 4 << 20;
+};
+
+class HttpServer {
+ public:
+  // Binds, listens and starts serving on a thread of its own.
+  static Result<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options,
+                                                   HttpHandler handler);
+  ~HttpServer();  // stops
+
+  uint16_t port() const;
+  // Stops accepting, closes connections and joins the I/O thread. Idempotent.
+  void Stop();
+
+ private:
+  struct Impl;
+  explicit HttpServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// A Kubernetes-style Status object: {"kind":"Status",...,"reason":R,"message":M,"code":C}.
+std::string StatusJson(int code, std::string_view reason, std::string_view message);
+
+// Splits "a=1&b=x%20y" into decoded pairs; false on a malformed escape.
+bool ParseQuery(std::string_view query, std::map<std::string, std::string>* out);
+// Decodes %XX escapes (and '+' as a space only when `plus_is_space`); false when malformed.
+bool PercentDecode(std::string_view in, bool plus_is_space, std::string* out);
+
+}  // namespace tessera::server
+
+#endif  // TESSERA_SERVER_HTTP_SERVER_H_

@@ -1,0 +1,264 @@
+#include "server/api_server.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <boost/asio.hpp>
+#include <boost/beast.hpp>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "server/http_server.h"
+
+namespace tessera::server {
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+using nlohmann::json;
+
+struct Reply {
+  int status = 0;
+  json body;
+  std::string raw;
+};
+
+// A real server on a free loopback port over a temporary data directory.
+class ApiServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/tessera-api-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    StartServer();
+    std::ifstream in(dir_ + "/admin.token");
+    std::getline(in, admin_);
+    ASSERT_FALSE(admin_.empty());
+  }
+  void TearDown() override {
+    StopServer();
+    std::filesystem::remove_all(dir_);
+  }
+
+  void StartServer(size_t max_body = 1 << 20) {
+    auto api = ApiServer::Open(dir_);
+    ASSERT_TRUE(api.ok()) << api.status().message();
+    api_ = std::move(api).value();
+    HttpServerOptions o;
+    o.max_body_bytes = max_body;
+    auto srv = HttpServer::Start(o, [this](const HttpRequest& r) { return api_->Handle(r); });
+    ASSERT_TRUE(srv.ok()) << srv.status().message();
+    http_ = std::move(srv).value();
+  }
+  void StopServer() {
+    if (http_) http_->Stop();
+    http_.reset();
+    api_.reset();
+  }
+
+  Reply Call(http::verb method, const std::string& target, const std::string& token,
+             const std::string& body = "") {
+    boost::asio::io_context io;
+    beast::tcp_stream stream(io);
+    stream.connect({boost::asio::ip::make_address("127.0.0.1"), http_->port()});
+    http::request<http::string_body> req(method, target, 11);
+    req.set(http::field::host, "127.0.0.1");
+    if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
+    req.body() = body;
+    req.prepare_payload();
+    http::write(stream, req);
+    beast::flat_buffer buf;
+    http::response<http::string_body> res;
+    http::read(stream, buf, res);
+    Reply r;
+    r.status = res.result_int();
+    r.raw = res.body();
+    r.body = json::parse(r.raw, nullptr, false);
+    return r;
+  }
+  Reply Get(const std::string& t, const std::string& tok) { return Call(http::verb::get, t, tok); }
+  Reply Post(const std::string& t, const std::string& tok, const json& b) {
+    return Call(http::verb::post, t, tok, b.dump());
+  }
+
+  std::string dir_, admin_;
+  std::unique_ptr<ApiServer> api_;
+  std::unique_ptr<HttpServer> http_;
+};
+
+json JobObj(const std::string& ns, const std::string& name, json labels = json::object()) {
+  return {{"apiVersion", "tessera.io/v1"},
+          {"kind", "Job"},
+          {"metadata", {{"name", name}, {"namespace", ns}, {"labels", labels}}},
+          {"spec", json::object()}};
+}
+
+const std::string kJobs = "/api/v1/namespaces/team-a/jobs";
+
+TEST_F(ApiServerTest, HealthNeedsNoTokenEverythingElseDoes) {
+  EXPECT_EQ(Get("/healthz", "").status, 200);
+  EXPECT_EQ(Get("/readyz", "").status, 200);
+  Reply none = Get("/api/v1/jobs", "");
+  EXPECT_EQ(none.status, 401);
+  EXPECT_EQ(none.body["reason"], "Unauthorized");
+  EXPECT_EQ(Get("/api/v1/jobs", "admin.0000").status, 401);
+  EXPECT_EQ(Get("/api/v1/jobs", admin_ + "x").status, 401);
+  EXPECT_EQ(Get("/api/v1/jobs", admin_).status, 200);
+  struct stat st;
+  ASSERT_EQ(stat((dir_ + "/admin.token").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600);
+}
+
+TEST_F(ApiServerTest, CreateGetReplaceDeleteWithResourceVersions) {
+  Reply c = Post(kJobs, admin_, JobObj("team-a", "train"));
+  ASSERT_EQ(c.status, 201) << c.raw;
+  const std::string rv = c.body["metadata"]["resourceVersion"];
+  EXPECT_EQ(Post(kJobs, admin_, JobObj("team-a", "train")).status, 409);
+  Reply g = Get(kJobs + "/train", admin_);
+  ASSERT_EQ(g.status, 200);
+  EXPECT_EQ(g.body["metadata"]["resourceVersion"], rv);
+
+  json update = JobObj("team-a", "train", {{"v", "2"}});
+  update["metadata"]["resourceVersion"] = rv;
+  Reply u = Call(http::verb::put, kJobs + "/train", admin_, update.dump());
+  ASSERT_EQ(u.status, 200) << u.raw;
+  EXPECT_NE(u.body["metadata"]["resourceVersion"], rv);
+  // The same update again is based on a stale version now.
+  Reply stale = Call(http::verb::put, kJobs + "/train", admin_, update.dump());
+  EXPECT_EQ(stale.status, 409);
+  EXPECT_EQ(stale.body["reason"], "Conflict");
+
+  EXPECT_EQ(Call(http::verb::delete_, kJobs + "/train", admin_).status, 200);
+  EXPECT_EQ(Get(kJobs + "/train", admin_).status, 404);
+  EXPECT_EQ(Call(http::verb::delete_, kJobs + "/train", admin_).status, 404);
+}
+
+TEST_F(ApiServerTest, ApplyIsIdempotentAndAllOrNothing) {
+  json list = {{"items", {JobObj("team-a", "a"), JobObj("team-a", "b")}}};
+  Reply first = Post("/api/v1/apply", admin_, list);
+  ASSERT_EQ(first.status, 200) << first.raw;
+  Reply again = Post("/api/v1/apply", admin_, list);
+  ASSERT_EQ(again.status, 200);
+  EXPECT_EQ(first.body["items"], again.body["items"]);  // same resourceVersions
+
+  // The second object is invalid: nothing of the apply is written.
+  json bad = {{"items", {JobObj("team-a", "c"), JobObj("team-a", "Bad_Name")}}};
+  Reply r = Post("/api/v1/apply", admin_, bad);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body["message"].get<std::string>().find("items[1].metadata.name"), std::string::npos)
+      << r.raw;
+  EXPECT_EQ(Get(kJobs + "/c", admin_).status, 404);
+  // A stale version in the second object: the first is not written either.
+  json stale_second = JobObj("team-a", "b");
+  stale_second["metadata"]["resourceVersion"] = "1";
+  Reply s = Post("/api/v1/apply", admin_, {{"items", {JobObj("team-a", "d"), stale_second}}});
+  EXPECT_EQ(s.status, 409);
+  EXPECT_EQ(Get(kJobs + "/d", admin_).status, 404);
+}
+
+TEST_F(ApiServerTest, ListsFilterByNamespaceAndLabels) {
+  ASSERT_EQ(Post("/api/v1/apply", admin_,
+                 {{"items",
+                   {JobObj("team-a", "a1", {{"tier", "gold"}}), JobObj("team-a", "a2"),
+                    JobObj("team-b", "b1", {{"tier", "gold"}})}}})
+                .status,
+            200);
+  EXPECT_EQ(Get("/api/v1/jobs", admin_).body["items"].size(), 3u);
+  EXPECT_EQ(Get(kJobs, admin_).body["items"].size(), 2u);
+  Reply gold = Get("/api/v1/jobs?labelSelector=tier%3Dgold", admin_);
+  ASSERT_EQ(gold.body["items"].size(), 2u);
+  EXPECT_EQ(Get("/api/v1/jobs?labelSelector=!tier", admin_).body["items"].size(), 1u);
+  EXPECT_EQ(Get("/api/v1/jobs?labelSelector=tier!%3Dgold", admin_).body["items"].size(), 1u);
+  EXPECT_EQ(Get("/api/v1/jobs?labelSelector=%3D%3D", admin_).status, 400);
+}
+
+TEST_F(ApiServerTest, NamespaceTokensSeeOnlyTheirNamespace) {
+  Reply t = Post("/api/v1/tokens", admin_, {{"namespace", "team-a"}});
+  ASSERT_EQ(t.status, 201) << t.raw;
+  const std::string team_a = t.body["token"];
+  // Allowed: its own namespace.
+  EXPECT_EQ(Post(kJobs, team_a, JobObj("team-a", "mine")).status, 201);
+  EXPECT_EQ(Get(kJobs, team_a).status, 200);
+  // Forbidden: another namespace, all namespaces, cluster-scoped kinds, applying elsewhere,
+  // making tokens.
+  EXPECT_EQ(Get("/api/v1/namespaces/team-b/jobs", team_a).status, 403);
+  EXPECT_EQ(Post("/api/v1/namespaces/team-b/jobs", team_a, JobObj("team-b", "x")).status, 403);
+  EXPECT_EQ(Get("/api/v1/jobs", team_a).status, 403);
+  EXPECT_EQ(Get("/api/v1/queues", team_a).status, 403);
+  EXPECT_EQ(Post("/api/v1/apply", team_a, JobObj("team-b", "x")).status, 403);
+  EXPECT_EQ(Post("/api/v1/tokens", team_a, {{"namespace", "team-a"}}).status, 403);
+  EXPECT_EQ(Get("/api/v1/namespaces/team-b/jobs/x", admin_).status, 404);
+}
+
+TEST_F(ApiServerTest, BadInputGets4xxNamingTheFieldAndWritesNothing) {
+  struct Case {
+    std::string body;
+    int status;
+    std::string message;
+  };
+  json deep = json::object();
+  for (int i = 0; i < 40; ++i) deep = {{"x", deep}};
+  json wrong_ns = JobObj("team-b", "j");
+  json no_ns = JobObj("team-a", "j");
+  no_ns["metadata"].erase("namespace");
+  json bad_label = JobObj("team-a", "j", {{"tier", "not ok!"}});
+  json bad_rv = JobObj("team-a", "j");
+  bad_rv["metadata"]["resourceVersion"] = "-3";
+  json spec_list = JobObj("team-a", "j");
+  spec_list["spec"] = json::array();
+  json api_v = JobObj("team-a", "j");
+  api_v["apiVersion"] = "batch/v1";
+  json kind = JobObj("team-a", "j");
+  kind["kind"] = "Deployment";
+  json meta_field = JobObj("team-a", "j");
+  meta_field["metadata"]["owner"] = "me";
+  const std::vector<Case> cases = {
+      {"{\"apiVersion\": ", 400, "malformed JSON"},
+      {"[1, 2]", 400, "body: must be a JSON object"},
+      {deep.dump(), 400, "nested deeper than 32"},
+      {wrong_ns.dump(), 400, "metadata.namespace: \"team-b\" does not match"},
+      {no_ns.dump(), 400, "metadata.namespace: must be set"},
+      {bad_label.dump(), 400, "metadata.labels.tier: invalid label value"},
+      {bad_rv.dump(), 400, "metadata.resourceVersion: must be a string of digits"},
+      {spec_list.dump(), 400, "spec: must be an object"},
+      {api_v.dump(), 400, "apiVersion: must be tessera.io/v1"},
+      {kind.dump(), 400, "kind: unknown kind \"Deployment\""},
+      {meta_field.dump(), 400, "metadata.owner: unknown field"},
+  };
+  const int64_t before = api_->store().Revision();
+  for (const Case& c : cases) {
+    Reply r = Call(http::verb::post, kJobs, admin_, c.body);
+    EXPECT_EQ(r.status, c.status) << c.body.substr(0, 80);
+    EXPECT_NE(r.body.value("message", "").find(c.message), std::string::npos) << r.raw;
+  }
+  EXPECT_EQ(api_->store().Revision(), before);
+  EXPECT_EQ(Get("/api/v1/nothings", admin_).status, 404);
+  EXPECT_EQ(Get("/api/v1/namespaces/Team_A/jobs", admin_).status, 400);
+  EXPECT_EQ(Call(http::verb::patch, kJobs + "/j", admin_, "{}").status, 405);
+}
+
+TEST_F(ApiServerTest, OversizedBodiesAreRefused) {
+  StopServer();
+  StartServer(/*max_body=*/1024);
+  json big = JobObj("team-a", "big", {{"pad", "x"}});
+  big["spec"]["blob"] = std::string(4096, 'a');
+  Reply r = Call(http::verb::post, kJobs, admin_, big.dump());
+  EXPECT_EQ(r.status, 413);
+  EXPECT_EQ(Get(kJobs + "/big", admin_).status, 404);
+}
+
+TEST_F(ApiServerTest, StateAndTokensSurviveARestart) {
+  ASSERT_EQ(Post(kJobs, admin_, JobObj("team-a", "keep")).status, 201);
+  Reply t = Post("/api/v1/tokens", admin_, {{"namespace", "team-a"}});
+  const std::string team_a = t.body["token"];
+  StopServer();
+  StartServer();
+  // The admin token file was not rewritten: the old token still works.
+  EXPECT_EQ(Get(kJobs + "/keep", admin_).status, 200);
+  EXPECT_EQ(Get(kJobs + "/keep", team_a).status, 200);
+}
+
+}  // namespace
+}  // namespace tessera::server
