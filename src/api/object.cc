@@ -9,6 +9,7 @@ using nlohmann::json;
 const std::vector<KindInfo>& Kinds() {
   static const std::vector<KindInfo> kinds = {
       {"Job", "jobs", true},
+      {"PodGroup", "podgroups", true},
       {"LocalQueue", "localqueues", true},
       {"NamespaceQuota", "namespacequotas", true},
       {"Queue", "queues", false},

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/kinds.h"
 #include "api/object.h"
 
 namespace tessera::server {
@@ -154,6 +155,7 @@ Status Authorize(const Principal& p, const api::KindInfo& kind,
 // must agree with the object's.
 Result<json> ParseObject(const json& obj, const Route* route) {
   if (Status s = api::ValidateEnvelope(obj); !s.ok()) return s;
+  if (Status s = api::ValidateSpec(obj); !s.ok()) return s;
   const api::ObjectId id = api::IdOf(obj);
   if (route != nullptr) {
     if (id.kind != route->kind) {

@@ -89,10 +89,12 @@ class ApiServerTest : public ::testing::Test {
 };
 
 json JobObj(const std::string& ns, const std::string& name, json labels = json::object()) {
-  return {{"apiVersion", "tessera.io/v1"},
-          {"kind", "Job"},
-          {"metadata", {{"name", name}, {"namespace", ns}, {"labels", labels}}},
-          {"spec", json::object()}};
+  return {
+      {"apiVersion", "tessera.io/v1"},
+      {"kind", "Job"},
+      {"metadata", {{"name", name}, {"namespace", ns}, {"labels", labels}}},
+      {"spec",
+       {{"tasks", {{{"name", "main"}, {"resources", {{"limits", {{"nvidia.com/gpu", 1}}}}}}}}}}};
 }
 
 const std::string kJobs = "/api/v1/namespaces/team-a/jobs";
@@ -214,7 +216,22 @@ TEST_F(ApiServerTest, BadInputGets4xxNamingTheFieldAndWritesNothing) {
   kind["kind"] = "Deployment";
   json meta_field = JobObj("team-a", "j");
   meta_field["metadata"]["owner"] = "me";
+  auto with_gpu = [](json gpus) {
+    json j = JobObj("team-a", "j");
+    j["spec"]["tasks"][0]["resources"]["limits"]["nvidia.com/gpu"] = gpus;
+    return j;
+  };
+  json spec_field = JobObj("team-a", "j");
+  spec_field["spec"]["replicas"] = 3;
+  json gang = JobObj("team-a", "j");
+  gang["spec"]["minMember"] = 5;
   const std::vector<Case> cases = {
+      {with_gpu("-2").dump(), 400,
+       "spec.tasks[0].resources.limits.nvidia.com/gpu: must be a positive integer, got \"-2\""},
+      {with_gpu("1.5").dump(), 400, "spec.tasks[0].resources.limits.nvidia.com/gpu"},
+      {with_gpu(100000).dump(), 400, "is absurd"},
+      {spec_field.dump(), 400, "spec.replicas: unknown field"},
+      {gang.dump(), 400, "spec.minMember: is 5, more than the job's 1 pods"},
       {"{\"apiVersion\": ", 400, "malformed JSON"},
       {"[1, 2]", 400, "body: must be a JSON object"},
       {deep.dump(), 400, "nested deeper than 32"},
@@ -243,7 +260,7 @@ TEST_F(ApiServerTest, OversizedBodiesAreRefused) {
   StopServer();
   StartServer(/*max_body=*/1024);
   json big = JobObj("team-a", "big", {{"pad", "x"}});
-  big["spec"]["blob"] = std::string(4096, 'a');
+  big["metadata"]["annotations"] = {{"blob", std::string(4096, 'a')}};
   Reply r = Call(http::verb::post, kJobs, admin_, big.dump());
   EXPECT_EQ(r.status, 413);
   EXPECT_EQ(Get(kJobs + "/big", admin_).status, 404);

@@ -1,0 +1,471 @@
+#include "api/kinds.h"
+
+#include <algorithm>
+
+#include "api/fields.h"
+#include "api/object.h"
+#include "api/quantity.h"
+#include "api/resources.h"
+
+namespace tessera::api {
+
+using nlohmann::json;
+
+namespace {
+
+Status Bad(const std::string& path, std::string_view what) {
+  return InvalidArgument(path + ": " + std::string(what));
+}
+
+// Returns from the enclosing function when `expr` is an error.
+#define TESSERA_RETURN_IF_ERROR(expr)   \
+  do {                                  \
+    if (Status _s = (expr); !_s.ok()) { \
+      return _s;                        \
+    }                                   \
+  } while (0)
+
+const json kNull;
+
+const json& Spec(const json& obj) {
+  const auto it = obj.find("spec");
+  return it == obj.end() ? kNull : *it;
+}
+
+std::string MetaString(const json& obj, const char* key) {
+  const json& meta = obj.at("metadata");
+  return meta.contains(key) && meta.at(key).is_string() ? meta.at(key).get<std::string>() : "";
+}
+
+Result<std::vector<core::Toleration>> DecodeTolerations(Fields& f, std::string_view key) {
+  std::vector<core::Toleration> out;
+  const json* list = f.Get(key);
+  if (list == nullptr) return out;
+  const std::string path = f.At(key);
+  if (!list->is_array()) return Bad(path, "must be a list");
+  for (size_t i = 0; i < list->size(); ++i) {
+    Fields t((*list)[i], Index(path, i), false);
+    core::Toleration tol;
+    int op = 0, effect = -1;
+    TESSERA_RETURN_IF_ERROR(t.String("key", &tol.key));
+    TESSERA_RETURN_IF_ERROR(t.Enum("operator", {"Equal", "Exists"}, &op));
+    TESSERA_RETURN_IF_ERROR(t.String("value", &tol.value));
+    TESSERA_RETURN_IF_ERROR(
+        t.Enum("effect", {"NoSchedule", "PreferNoSchedule", "NoExecute"}, &effect));
+    int64_t seconds = 0;
+    TESSERA_RETURN_IF_ERROR(t.Int("tolerationSeconds", &seconds, 0, int64_t{1} << 40));
+    TESSERA_RETURN_IF_ERROR(t.Finish());
+    tol.op = op == 1 ? core::TolerationOp::kExists : core::TolerationOp::kEqual;
+    if (tol.op == core::TolerationOp::kExists && !tol.value.empty()) {
+      return Bad(Index(path, i) + ".value", "must be empty with operator Exists");
+    }
+    if (tol.op == core::TolerationOp::kEqual && tol.key.empty()) {
+      return Bad(Index(path, i) + ".key", "is required with operator Equal");
+    }
+    tol.any_effect = effect < 0;
+    if (effect >= 0) tol.effect = static_cast<core::TaintEffect>(effect);
+    out.push_back(std::move(tol));
+  }
+  return out;
+}
+
+// A quota amount of `resource` ("nvidia.com/gpu", "cpu", "memory") in the core's units.
+Result<int64_t> QuotaAmount(core::QuotaResource r, const json& v, const std::string& path) {
+  if (!v.is_string() && !v.is_number()) return Bad(path, "must be a quantity");
+  const std::string text = v.is_string() ? v.get<std::string>() : v.dump();
+  Result<Quantity> q = ParseQuantity(text, path);
+  if (!q.ok()) return q.status();
+  if (q->negative()) return Bad(path, "must not be negative, got \"" + text + "\"");
+  // GPUs and CPUs both count in thousandths.
+  return r == core::QuotaResource::kMemory ? ToMebibytes(*q, path) : ToMilli(*q, path);
+}
+
+Result<core::QuotaResource> QuotaResourceOf(const std::string& name, const std::string& path) {
+  for (int r = 0; r < core::kNumQuotaResources; ++r) {
+    if (core::QuotaResourceName(static_cast<core::QuotaResource>(r)) == name) {
+      return static_cast<core::QuotaResource>(r);
+    }
+  }
+  return Bad(path, "unknown resource \"" + name + "\" (quota covers nvidia.com/gpu, cpu, memory)");
+}
+
+Result<std::vector<core::ResourceGroup>> DecodeResourceGroups(Fields& spec) {
+  std::vector<core::ResourceGroup> out;
+  const json* groups = spec.Get("resourceGroups");
+  if (groups == nullptr) return out;
+  const std::string gpath = spec.At("resourceGroups");
+  if (!groups->is_array()) return Bad(gpath, "must be a list");
+  for (size_t g = 0; g < groups->size(); ++g) {
+    Fields gf((*groups)[g], Index(gpath, g), false);
+    core::ResourceGroup group;
+    std::vector<std::string> covered;
+    TESSERA_RETURN_IF_ERROR(gf.StringList("coveredResources", &covered));
+    for (size_t i = 0; i < covered.size(); ++i) {
+      auto r = QuotaResourceOf(covered[i], Index(gf.At("coveredResources"), i));
+      if (!r.ok()) return r.status();
+      group.covered.push_back(*r);
+    }
+    const json* flavors = gf.Get("flavors");
+    const std::string fpath = gf.At("flavors");
+    if (flavors == nullptr || !flavors->is_array()) return Bad(fpath, "must be a list");
+    for (size_t k = 0; k < flavors->size(); ++k) {
+      Fields ff((*flavors)[k], Index(fpath, k), false);
+      core::FlavorQuotas fq;
+      TESSERA_RETURN_IF_ERROR(ff.String("name", &fq.flavor, true));
+      const json* res = ff.Get("resources");
+      const std::string rpath = ff.At("resources");
+      if (res == nullptr || !res->is_array()) return Bad(rpath, "must be a list");
+      for (size_t j = 0; j < res->size(); ++j) {
+        Fields rf((*res)[j], Index(rpath, j), false);
+        std::string name;
+        TESSERA_RETURN_IF_ERROR(rf.String("name", &name, true));
+        auto r = QuotaResourceOf(name, rf.At("name"));
+        if (!r.ok()) return r.status();
+        core::ResourceQuota q;
+        q.resource = *r;
+        const json* nominal = rf.Get("nominalQuota");
+        if (nominal == nullptr) return Bad(rf.At("nominalQuota"), "is required");
+        auto n = QuotaAmount(*r, *nominal, rf.At("nominalQuota"));
+        if (!n.ok()) return n.status();
+        q.nominal = *n;
+        for (const char* limit : {"borrowingLimit", "lendingLimit"}) {
+          if (const json* v = rf.Get(limit)) {
+            auto a = QuotaAmount(*r, *v, rf.At(limit));
+            if (!a.ok()) return a.status();
+            (std::string_view(limit) == "borrowingLimit" ? q.borrowing_limit : q.lending_limit) =
+                *a;
+          }
+        }
+        TESSERA_RETURN_IF_ERROR(rf.Finish());
+        fq.resources.push_back(q);
+      }
+      TESSERA_RETURN_IF_ERROR(ff.Finish());
+      group.flavors.push_back(std::move(fq));
+    }
+    TESSERA_RETURN_IF_ERROR(gf.Finish());
+    out.push_back(std::move(group));
+  }
+  return out;
+}
+
+// fairSharing: {weight: a number >= 0}, in thousandths.
+Status DecodeFairWeight(Fields& spec, int64_t* milli) {
+  const json* fs = spec.Get("fairSharing");
+  if (fs == nullptr) return Status::Ok();
+  Fields f(*fs, spec.At("fairSharing"), false);
+  if (const json* w = f.Get("weight")) {
+    const std::string path = f.At("weight");
+    if (!w->is_number() && !w->is_string()) return Bad(path, "must be a number");
+    Result<Quantity> q = ParseQuantity(w->is_string() ? w->get<std::string>() : w->dump(), path);
+    if (!q.ok()) return q.status();
+    Result<int64_t> m = ToMilli(*q, path);
+    if (!m.ok()) return m.status();
+    if (*m > 1'000'000'000) return Bad(path, "is absurd");
+    *milli = *m;
+  }
+  return f.Finish();
+}
+
+}  // namespace
+
+Result<JobSpec> DecodeJob(const json& obj) {
+  JobSpec job;
+  core::Workload& w = job.workload;
+  w.namespace_name = MetaString(obj, "namespace");
+  w.name = w.namespace_name + "/" + MetaString(obj, "name");
+  Fields spec(Spec(obj), "spec");
+  TESSERA_RETURN_IF_ERROR(spec.String("queue", &w.local_queue));
+  TESSERA_RETURN_IF_ERROR(spec.String("priorityClassName", &w.priority_class));
+  TESSERA_RETURN_IF_ERROR(spec.String("podGroup", &job.pod_group));
+  TESSERA_RETURN_IF_ERROR(spec.Bool("suspend", &job.suspend));
+  int64_t runtime_s = 0, min_member = 0;
+  TESSERA_RETURN_IF_ERROR(spec.Int("estimatedRuntimeSeconds", &runtime_s, 0, 10LL * 365 * 86400));
+  w.estimated_runtime_ms = runtime_s * 1000;
+  TESSERA_RETURN_IF_ERROR(spec.Int("minMember", &min_member, 0, 100'000));
+  w.min_member = static_cast<int32_t>(min_member);
+  const json* tasks = spec.Get("tasks");
+  const std::string tpath = spec.At("tasks");
+  if (tasks == nullptr || !tasks->is_array() || tasks->empty()) {
+    return Bad(tpath, "must list at least one task");
+  }
+  if (tasks->size() > 64) return Bad(tpath, "at most 64 tasks");
+  int64_t total = 0;
+  for (size_t i = 0; i < tasks->size(); ++i) {
+    Fields t((*tasks)[i], Index(tpath, i), false);
+    TaskRun run;
+    core::PodSet set;
+    TESSERA_RETURN_IF_ERROR(t.String("name", &run.name, true));
+    TESSERA_RETURN_IF_ERROR(ValidateName(run.name, true, t.At("name")));
+    for (const TaskRun& other : job.tasks) {
+      if (other.name == run.name) return Bad(t.At("name"), "duplicate task \"" + run.name + "\"");
+    }
+    int64_t replicas = 1, retries = 0;
+    TESSERA_RETURN_IF_ERROR(t.Int("replicas", &replicas, 1, 10'000));
+    TESSERA_RETURN_IF_ERROR(t.String("image", &run.image));
+    TESSERA_RETURN_IF_ERROR(t.StringList("command", &run.command));
+    TESSERA_RETURN_IF_ERROR(t.StringList("args", &run.args));
+    TESSERA_RETURN_IF_ERROR(t.StringMap("env", &run.env));
+    int restart = 0;
+    TESSERA_RETURN_IF_ERROR(t.Enum("restartPolicy", {"Never", "OnFailure", "Always"}, &restart));
+    run.restart_policy = std::vector<std::string>{"Never", "OnFailure", "Always"}[restart];
+    TESSERA_RETURN_IF_ERROR(t.Int("maxRetries", &retries, 0, 1000));
+    run.replicas = static_cast<int32_t>(replicas);
+    run.max_retries = static_cast<int32_t>(retries);
+    set.name = run.name;
+    set.count = run.replicas;
+    set.pod.name = run.name;
+    ResourceList limits, requests;
+    if (const json* res = t.Get("resources")) {
+      Fields r(*res, t.At("resources"), false);
+      TESSERA_RETURN_IF_ERROR(r.StringMap("limits", &limits, true));
+      TESSERA_RETURN_IF_ERROR(r.StringMap("requests", &requests, true));
+      TESSERA_RETURN_IF_ERROR(r.Finish());
+    }
+    TESSERA_RETURN_IF_ERROR(ApplyContainerResources(limits, requests, t.At("resources"), &set.pod));
+    TESSERA_RETURN_IF_ERROR(t.StringMap("nodeSelector", &set.pod.node_selector));
+    auto tols = DecodeTolerations(t, "tolerations");
+    if (!tols.ok()) return tols.status();
+    set.pod.tolerations = std::move(tols).value();
+    TESSERA_RETURN_IF_ERROR(t.StringList("gpuModels", &set.pod.gpu_models));
+    TESSERA_RETURN_IF_ERROR(t.Finish());
+    if (Status s = core::ValidatePodSpec(set.pod); !s.ok()) return Bad(t.path(), s.message());
+    total += replicas;
+    job.tasks.push_back(std::move(run));
+    w.pod_sets.push_back(std::move(set));
+  }
+  if (w.min_member > total) {
+    return Bad(spec.At("minMember"), "is " + std::to_string(w.min_member) +
+                                         ", more than the job's " + std::to_string(total) +
+                                         " pods");
+  }
+  TESSERA_RETURN_IF_ERROR(spec.Finish());
+  return job;
+}
+
+Result<PodGroupSpec> DecodePodGroup(const json& obj) {
+  PodGroupSpec pg;
+  pg.namespace_name = MetaString(obj, "namespace");
+  pg.name = MetaString(obj, "name");
+  Fields spec(Spec(obj), "spec");
+  int64_t min_member = 1;
+  TESSERA_RETURN_IF_ERROR(spec.Int("minMember", &min_member, 1, 100'000));
+  pg.min_member = static_cast<int32_t>(min_member);
+  TESSERA_RETURN_IF_ERROR(spec.String("queue", &pg.queue));
+  TESSERA_RETURN_IF_ERROR(spec.String("priorityClassName", &pg.priority_class));
+  TESSERA_RETURN_IF_ERROR(spec.Finish());
+  return pg;
+}
+
+Result<core::QueueSpec> DecodeQueue(const json& obj) {
+  core::QueueSpec q;
+  q.name = MetaString(obj, "name");
+  Fields spec(Spec(obj), "spec");
+  TESSERA_RETURN_IF_ERROR(spec.String("cohort", &q.cohort));
+  int strategy = 1;
+  TESSERA_RETURN_IF_ERROR(
+      spec.Enum("queueingStrategy", {"StrictFIFO", "BestEffortFIFO"}, &strategy));
+  q.strategy =
+      strategy == 0 ? core::QueueingStrategy::kStrictFifo : core::QueueingStrategy::kBestEffortFifo;
+  TESSERA_RETURN_IF_ERROR(DecodeFairWeight(spec, &q.fair_weight_milli));
+  if (const json* p = spec.Get("preemption")) {
+    Fields pf(*p, spec.At("preemption"), false);
+    int within = 0, reclaim = 0;
+    TESSERA_RETURN_IF_ERROR(pf.Enum(
+        "withinClusterQueue", {"Never", "LowerPriority", "LowerOrNewerEqualPriority"}, &within));
+    TESSERA_RETURN_IF_ERROR(
+        pf.Enum("reclaimWithinCohort", {"Never", "LowerPriority", "Any"}, &reclaim));
+    q.preemption.within_queue = static_cast<core::WithinQueuePreemption>(within);
+    q.preemption.reclaim_within_cohort = static_cast<core::ReclaimPreemption>(reclaim);
+    if (const json* b = pf.Get("borrowWithinCohort")) {
+      Fields bf(*b, pf.At("borrowWithinCohort"), false);
+      int policy = 0;
+      TESSERA_RETURN_IF_ERROR(bf.Enum("policy", {"Never", "LowerPriority"}, &policy));
+      q.preemption.borrow_within_cohort = static_cast<core::BorrowWithinCohort>(policy);
+      int64_t threshold = 0;
+      if (bf.Get("maxPriorityThreshold") != nullptr) {
+        TESSERA_RETURN_IF_ERROR(
+            bf.Int("maxPriorityThreshold", &threshold, -2'000'000'000, 2'000'000'000));
+        q.preemption.max_priority_threshold = static_cast<int32_t>(threshold);
+      }
+      TESSERA_RETURN_IF_ERROR(bf.Finish());
+    }
+    TESSERA_RETURN_IF_ERROR(pf.Finish());
+  }
+  auto groups = DecodeResourceGroups(spec);
+  if (!groups.ok()) return groups.status();
+  q.resource_groups = std::move(groups).value();
+  TESSERA_RETURN_IF_ERROR(spec.Finish());
+  return q;
+}
+
+Result<core::CohortSpec> DecodeCohort(const json& obj) {
+  core::CohortSpec c;
+  c.name = MetaString(obj, "name");
+  Fields spec(Spec(obj), "spec");
+  TESSERA_RETURN_IF_ERROR(spec.String("parent", &c.parent));
+  TESSERA_RETURN_IF_ERROR(DecodeFairWeight(spec, &c.fair_weight_milli));
+  auto groups = DecodeResourceGroups(spec);
+  if (!groups.ok()) return groups.status();
+  c.resource_groups = std::move(groups).value();
+  TESSERA_RETURN_IF_ERROR(spec.Finish());
+  return c;
+}
+
+Result<core::LocalQueueSpec> DecodeLocalQueue(const json& obj) {
+  core::LocalQueueSpec l;
+  l.namespace_name = MetaString(obj, "namespace");
+  l.name = MetaString(obj, "name");
+  Fields spec(Spec(obj), "spec");
+  TESSERA_RETURN_IF_ERROR(spec.String("clusterQueue", &l.queue));
+  if (l.queue.empty()) TESSERA_RETURN_IF_ERROR(spec.String("queue", &l.queue));
+  if (l.queue.empty()) return Bad("spec.clusterQueue", "is required");
+  TESSERA_RETURN_IF_ERROR(spec.Finish());
+  return l;
+}
+
+Result<core::ResourceFlavor> DecodeResourceFlavor(const json& obj) {
+  core::ResourceFlavor f;
+  f.name = MetaString(obj, "name");
+  Fields spec(Spec(obj), "spec");
+  TESSERA_RETURN_IF_ERROR(spec.StringMap("nodeLabels", &f.node_labels));
+  TESSERA_RETURN_IF_ERROR(spec.StringList("gpuModels", &f.gpu_models));
+  auto tols = DecodeTolerations(spec, "tolerations");
+  if (!tols.ok()) return tols.status();
+  f.tolerations = std::move(tols).value();
+  TESSERA_RETURN_IF_ERROR(spec.Finish());
+  return f;
+}
+
+Result<core::PriorityClassSpec> DecodePriorityClass(const json& obj) {
+  core::PriorityClassSpec p;
+  p.name = MetaString(obj, "name");
+  Fields spec(Spec(obj), "spec");
+  int64_t value = 0;
+  TESSERA_RETURN_IF_ERROR(spec.Int("value", &value, -2'000'000'000, 1'000'000'000, true));
+  p.value = static_cast<int32_t>(value);
+  int policy = 0;
+  TESSERA_RETURN_IF_ERROR(
+      spec.Enum("preemptionPolicy", {"PreemptLowerPriority", "Never"}, &policy));
+  p.preemption = static_cast<core::PreemptionPolicyKind>(policy);
+  TESSERA_RETURN_IF_ERROR(spec.Bool("globalDefault", &p.global_default));
+  std::string description;
+  TESSERA_RETURN_IF_ERROR(spec.String("description", &description));
+  TESSERA_RETURN_IF_ERROR(spec.Finish());
+  return p;
+}
+
+Result<core::NamespaceQuota> DecodeNamespaceQuota(const json& obj) {
+  core::NamespaceQuota nq;
+  nq.namespace_name = MetaString(obj, "namespace");
+  Fields spec(Spec(obj), "spec");
+  std::map<std::string, std::string> hard;
+  TESSERA_RETURN_IF_ERROR(spec.StringMap("hard", &hard, true));
+  TESSERA_RETURN_IF_ERROR(spec.Finish());
+  for (const auto& [key, value] : hard) {
+    const std::string path = "spec.hard." + key;
+    std::string resource = key;
+    for (const char* prefix : {"requests.", "limits."}) {
+      if (resource.starts_with(prefix)) resource = resource.substr(std::string_view(prefix).size());
+    }
+    auto r = QuotaResourceOf(resource, path);
+    if (!r.ok()) {
+      return Bad(path, "unknown quota \"" + key +
+                           "\" (known: [requests.|limits.]nvidia.com/gpu, cpu, memory)");
+    }
+    auto amount = QuotaAmount(*r, value, path);
+    if (!amount.ok()) return amount.status();
+    // requests.* and limits.* cap the same charge (requests equal limits for GPUs): the
+    // tighter one holds.
+    std::optional<int64_t>& slot = nq.hard[static_cast<int>(*r)];
+    slot = slot ? std::min(*slot, *amount) : *amount;
+  }
+  return nq;
+}
+
+Result<GpuSharingConfigSpec> DecodeGpuSharingConfig(const json& obj) {
+  GpuSharingConfigSpec c;
+  c.name = MetaString(obj, "name");
+  Fields spec(Spec(obj), "spec");
+  TESSERA_RETURN_IF_ERROR(spec.StringMap("nodeSelector", &c.node_selector));
+  TESSERA_RETURN_IF_ERROR(spec.StringList("gpus", &c.gpus));
+  int modes = 0;
+  if (const json* ts = spec.Get("timeSlicing")) {
+    ++modes;
+    Fields f(*ts, spec.At("timeSlicing"), false);
+    int64_t replicas = 0;
+    TESSERA_RETURN_IF_ERROR(f.Int("replicas", &replicas, 2, 1024, true));
+    TESSERA_RETURN_IF_ERROR(f.Bool("renameByDefault", &c.sharing.rename));
+    TESSERA_RETURN_IF_ERROR(
+        f.Bool("failRequestsGreaterThanOne", &c.sharing.fail_requests_greater_than_one));
+    TESSERA_RETURN_IF_ERROR(f.Finish());
+    c.sharing.mode = core::SharingMode::kTimeSlice;
+    c.sharing.replicas = static_cast<uint16_t>(replicas);
+  }
+  if (const json* sh = spec.Get("shared")) {
+    ++modes;
+    TESSERA_RETURN_IF_ERROR(Fields(*sh, spec.At("shared")).Finish());
+    c.sharing.mode = core::SharingMode::kShared;
+  }
+  if (const json* mig = spec.Get("mig")) {
+    ++modes;
+    Fields f(*mig, spec.At("mig"), false);
+    std::map<std::string, std::string> unused;
+    const json* layout = f.Get("layout");
+    const std::string lpath = f.At("layout");
+    if (layout == nullptr || !layout->is_object() || layout->empty()) {
+      return Bad(lpath, "must map MIG profiles to counts, e.g. {\"1g.10gb\": 7}");
+    }
+    Fields lf(*layout, lpath, false);
+    for (const auto& [profile, count] : layout->items()) {
+      int64_t n = 0;
+      TESSERA_RETURN_IF_ERROR(lf.Int(profile, &n, 1, 7, true));
+      c.mig_layout.emplace_back(profile, static_cast<int>(n));
+    }
+    TESSERA_RETURN_IF_ERROR(f.Finish());
+    c.sharing.mode = core::SharingMode::kMig;
+  }
+  if (const json* ex = spec.Get("exclusive")) {
+    ++modes;
+    TESSERA_RETURN_IF_ERROR(Fields(*ex, spec.At("exclusive")).Finish());
+  }
+  if (modes != 1) {
+    return Bad("spec", "must set exactly one of timeSlicing, shared, mig, exclusive");
+  }
+  TESSERA_RETURN_IF_ERROR(spec.Finish());
+  return c;
+}
+
+Status ValidateSpec(const json& obj) {
+  const std::string kind = obj.at("kind").get<std::string>();
+  if (kind == "Job") return DecodeJob(obj).status();
+  if (kind == "PodGroup") return DecodePodGroup(obj).status();
+  if (kind == "Queue") return DecodeQueue(obj).status();
+  if (kind == "Cohort") return DecodeCohort(obj).status();
+  if (kind == "LocalQueue") return DecodeLocalQueue(obj).status();
+  if (kind == "ResourceFlavor") return DecodeResourceFlavor(obj).status();
+  if (kind == "PriorityClass") return DecodePriorityClass(obj).status();
+  if (kind == "NamespaceQuota") return DecodeNamespaceQuota(obj).status();
+  if (kind == "GpuSharingConfig") return DecodeGpuSharingConfig(obj).status();
+  if (kind == "Node") {
+    Fields spec(Spec(obj), "spec");
+    bool unschedulable = false;
+    TESSERA_RETURN_IF_ERROR(spec.Bool("unschedulable", &unschedulable));
+    if (const json* taints = spec.Get("taints")) {
+      if (!taints->is_array()) return Bad("spec.taints", "must be a list");
+      for (size_t i = 0; i < taints->size(); ++i) {
+        Fields t((*taints)[i], Index("spec.taints", i), false);
+        std::string key, value;
+        int effect = 0;
+        TESSERA_RETURN_IF_ERROR(t.String("key", &key, true));
+        TESSERA_RETURN_IF_ERROR(t.String("value", &value));
+        TESSERA_RETURN_IF_ERROR(
+            t.Enum("effect", {"NoSchedule", "PreferNoSchedule", "NoExecute"}, &effect));
+        TESSERA_RETURN_IF_ERROR(t.Finish());
+      }
+    }
+    return spec.Finish();
+  }
+  return InvalidArgument("kind: no spec schema for " + kind);
+}
+
+}  // namespace tessera::api

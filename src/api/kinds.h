@@ -1,0 +1,92 @@
+// The specs of Tessera's own kinds (tessera.io/v1) and their decoding into core types. Decoding
+// is the validation: every field is checked for type and range and unknown fields are errors,
+// each naming its path ("spec.tasks[0].resources.limits.nvidia.com/gpu: ...").
+//
+//   Job              spec: queue, priorityClassName, minMember, estimatedRuntimeSeconds, suspend,
+//                    podGroup, tasks[]: name, replicas, image, command, args, env, resources
+//                    {limits, requests}, restartPolicy, maxRetries, nodeSelector, tolerations,
+//                    gpuModels
+//   PodGroup         spec: minMember, queue, priorityClassName (a Volcano gang of pods)
+//   Queue            spec as Kueue's ClusterQueue: cohort, queueingStrategy, fairSharing.weight,
+//                    preemption, resourceGroups[] {coveredResources, flavors[] {name,
+//                    resources[] {name, nominalQuota, borrowingLimit, lendingLimit}}}
+//   Cohort           spec: parent, resourceGroups, fairSharing.weight
+//   LocalQueue       spec: clusterQueue (or queue)
+//   ResourceFlavor   spec: nodeLabels, gpuModels, tolerations
+//   PriorityClass    spec: value, preemptionPolicy, globalDefault, description
+//   NamespaceQuota   spec: hard {requests.nvidia.com/gpu, limits.nvidia.com/gpu, requests.cpu,
+//                    cpu, requests.memory, memory, ...}
+//   GpuSharingConfig spec: nodeSelector, gpus (indices or UUIDs; empty: every GPU), and one of
+//                    timeSlicing {replicas, renameByDefault, failRequestsGreaterThanOne},
+//                    shared {}, mig {layout: {profile: count}}, exclusive {}
+//   Node             spec: unschedulable, labels/taints come from metadata.labels and
+//                    spec.taints; allocatable and GPUs are reported by the node agent (status)
+#ifndef TESSERA_API_KINDS_H_
+#define TESSERA_API_KINDS_H_
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/node.h"
+#include "core/queue_spec.h"
+#include "core/status.h"
+#include "core/workload.h"
+
+namespace tessera::api {
+
+// How to run one task of a Job (what the node agent needs beyond placement).
+struct TaskRun {
+  std::string name;
+  int32_t replicas = 1;
+  std::string image;
+  std::vector<std::string> command;
+  std::vector<std::string> args;
+  std::map<std::string, std::string> env;
+  std::string restart_policy = "Never";  // Never | OnFailure | Always
+  int32_t max_retries = 0;
+};
+
+struct JobSpec {
+  core::Workload workload;  // name "<namespace>/<name>"; created_ms left 0
+  std::vector<TaskRun> tasks;
+  bool suspend = false;
+  std::string pod_group;  // a PodGroup of the namespace the pods belong to
+};
+
+struct PodGroupSpec {
+  std::string namespace_name;
+  std::string name;
+  int32_t min_member = 1;
+  std::string queue;
+  std::string priority_class;
+};
+
+enum class SharingChoice : uint8_t { kExclusive, kTimeSlicing, kShared, kMig };
+
+struct GpuSharingConfigSpec {
+  std::string name;
+  core::Labels node_selector;     // empty: every node
+  std::vector<std::string> gpus;  // GPU indices ("0") or UUIDs; empty: every GPU of the node
+  core::GpuSharing sharing;       // mode, time-slicing flags; MIG layout left empty
+  std::vector<std::pair<std::string, int>> mig_layout;  // profile -> count, for kMig
+};
+
+// Each takes a full object whose envelope ValidateEnvelope accepted.
+Result<JobSpec> DecodeJob(const nlohmann::json& obj);
+Result<PodGroupSpec> DecodePodGroup(const nlohmann::json& obj);
+Result<core::QueueSpec> DecodeQueue(const nlohmann::json& obj);
+Result<core::CohortSpec> DecodeCohort(const nlohmann::json& obj);
+Result<core::LocalQueueSpec> DecodeLocalQueue(const nlohmann::json& obj);
+Result<core::ResourceFlavor> DecodeResourceFlavor(const nlohmann::json& obj);
+Result<core::PriorityClassSpec> DecodePriorityClass(const nlohmann::json& obj);
+Result<core::NamespaceQuota> DecodeNamespaceQuota(const nlohmann::json& obj);
+Result<GpuSharingConfigSpec> DecodeGpuSharingConfig(const nlohmann::json& obj);
+
+// Decodes the object by its kind; Ok when its spec is valid.
+Status ValidateSpec(const nlohmann::json& obj);
+
+}  // namespace tessera::api
+
+#endif  // TESSERA_API_KINDS_H_
