@@ -252,6 +252,10 @@ Result<PodGroupSpec> DecodePodGroup(const json& obj) {
   pg.min_member = static_cast<int32_t>(min_member);
   TESSERA_RETURN_IF_ERROR(spec.String("queue", &pg.queue));
   TESSERA_RETURN_IF_ERROR(spec.String("priorityClassName", &pg.priority_class));
+  ResourceList min_resources;
+  TESSERA_RETURN_IF_ERROR(spec.StringMap("minResources", &min_resources, true));
+  TESSERA_RETURN_IF_ERROR(
+      ApplyContainerResources(min_resources, {}, "spec.minResources", &pg.min_resources));
   TESSERA_RETURN_IF_ERROR(spec.Finish());
   return pg;
 }
@@ -387,6 +391,10 @@ Result<GpuSharingConfigSpec> DecodeGpuSharingConfig(const json& obj) {
   c.name = MetaString(obj, "name");
   Fields spec(Spec(obj), "spec");
   TESSERA_RETURN_IF_ERROR(spec.StringMap("nodeSelector", &c.node_selector));
+  TESSERA_RETURN_IF_ERROR(spec.Bool("default", &c.is_default));
+  if (c.is_default && !c.node_selector.empty()) {
+    return Bad("spec.default", "a default config has no nodeSelector");
+  }
   TESSERA_RETURN_IF_ERROR(spec.StringList("gpus", &c.gpus));
   int modes = 0;
   if (const json* ts = spec.Get("timeSlicing")) {

@@ -6,7 +6,7 @@
 //                    podGroup, tasks[]: name, replicas, image, command, args, env, resources
 //                    {limits, requests}, restartPolicy, maxRetries, nodeSelector, tolerations,
 //                    gpuModels
-//   PodGroup         spec: minMember, queue, priorityClassName (a Volcano gang of pods)
+//   PodGroup         spec: minMember, queue, priorityClassName, minResources (a Volcano gang)
 //   Queue            spec as Kueue's ClusterQueue: cohort, queueingStrategy, fairSharing.weight,
 //                    preemption, resourceGroups[] {coveredResources, flavors[] {name,
 //                    resources[] {name, nominalQuota, borrowingLimit, lendingLimit}}}
@@ -16,7 +16,8 @@
 //   PriorityClass    spec: value, preemptionPolicy, globalDefault, description
 //   NamespaceQuota   spec: hard {requests.nvidia.com/gpu, limits.nvidia.com/gpu, requests.cpu,
 //                    cpu, requests.memory, memory, ...}
-//   GpuSharingConfig spec: nodeSelector, gpus (indices or UUIDs; empty: every GPU), and one of
+//   GpuSharingConfig spec: nodeSelector or default (nodes no other config selects), gpus
+//                    (indices or UUIDs; empty: every GPU), and one of
 //                    timeSlicing {replicas, renameByDefault, failRequestsGreaterThanOne},
 //                    shared {}, mig {layout: {profile: count}}, exclusive {}
 //   Node             spec: unschedulable, labels/taints come from metadata.labels and
@@ -61,12 +62,15 @@ struct PodGroupSpec {
   int32_t min_member = 1;
   std::string queue;
   std::string priority_class;
+  // Resources that must be free before the group's pods are placed (Volcano minResources).
+  core::PodSpec min_resources;
 };
 
 enum class SharingChoice : uint8_t { kExclusive, kTimeSlicing, kShared, kMig };
 
 struct GpuSharingConfigSpec {
   std::string name;
+  bool is_default = false;        // covers nodes no other config selects
   core::Labels node_selector;     // empty: every node
   std::vector<std::string> gpus;  // GPU indices ("0") or UUIDs; empty: every GPU of the node
   core::GpuSharing sharing;       // mode, time-slicing flags; MIG layout left empty

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "api/kinds.h"
+#include "api/manifest.h"
 #include "api/object.h"
 
 namespace tessera::server {
@@ -178,6 +179,35 @@ store::ObjectKey KeyOf(const api::ObjectId& id) {
   return {std::string(id.kind->kind), id.ns, id.name};
 }
 
+// The objects of an apply request: YAML (Content-Type *yaml*) or JSON, one object or
+// {"items": [...]}, in Tessera's kinds or any manifest api::TranslateDocument understands.
+// Objects without a namespace land in the `namespace` query parameter's, else "default".
+Result<json> ApplyItems(const HttpRequest& req) {
+  auto ns_it = req.query.find("namespace");
+  const std::string ns = ns_it == req.query.end() ? "default" : ns_it->second;
+  if (Status s = api::ValidateName(ns, true, "namespace"); !s.ok()) return s;
+  if (req.content_type.find("yaml") != std::string::npos) {
+    auto objs = api::TranslateManifest(req.body, "body", ns);
+    if (!objs.ok()) return objs.status();
+    return json(*objs);
+  }
+  auto body = api::ParseJson(req.body);
+  if (!body.ok()) return body.status();
+  const bool list = body->is_object() && body->contains("items") && !body->contains("kind");
+  json docs = list ? (*body)["items"] : json::array({*body});
+  if (!docs.is_array()) return InvalidArgument("items: must be a list");
+  json out = json::array();
+  for (size_t i = 0; i < docs.size(); ++i) {
+    auto objs = api::TranslateDocument(docs[i], ns);
+    if (!objs.ok()) {
+      return Status(objs.status().code(),
+                    (list ? "items[" + std::to_string(i) + "]: " : "") + objs.status().message());
+    }
+    for (json& o : *objs) out.push_back(std::move(o));
+  }
+  return out;
+}
+
 }  // namespace
 
 ApiServer::ApiServer(std::unique_ptr<store::Store> store)
@@ -227,16 +257,12 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
   }
 
   if (req.path == "/api/v1/apply" && req.method == "POST") {
-    auto body = api::ParseJson(req.body);
-    if (!body.ok()) return Error(body.status());
-    json items = body->is_object() && body->contains("items") && !body->contains("kind")
-                     ? (*body)["items"]
-                     : json::array({*body});
-    if (!items.is_array()) return Error(InvalidArgument("items: must be a list"));
+    auto items = ApplyItems(req);
+    if (!items.ok()) return Error(items.status());
     std::vector<store::Write> writes;
     std::vector<api::ObjectId> ids;
-    for (size_t i = 0; i < items.size(); ++i) {
-      auto obj = ParseObject(items[i], nullptr);
+    for (size_t i = 0; i < items->size(); ++i) {
+      auto obj = ParseObject((*items)[i], nullptr);
       if (!obj.ok()) {
         return Error(Status(obj.status().code(),
                             "items[" + std::to_string(i) + "]." + obj.status().message()));

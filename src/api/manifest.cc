@@ -1,0 +1,595 @@
+#include "api/manifest.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <limits>
+#include <regex>
+#include <set>
+
+#include "api/fields.h"
+#include "api/object.h"
+#include "api/quantity.h"
+
+namespace tessera::api {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr int kMaxYamlDepth = 64;
+constexpr int64_t kMaxYamlNodes = 1'000'000;
+
+Status Bad(const std::string& path, std::string_view what) {
+  return InvalidArgument(path + ": " + std::string(what));
+}
+
+#define TESSERA_RETURN_IF_ERROR(expr)   \
+  do {                                  \
+    if (Status _s = (expr); !_s.ok()) { \
+      return _s;                        \
+    }                                   \
+  } while (0)
+
+// ---- YAML to JSON ---------------------------------------------------------------------------
+
+json PlainScalar(const std::string& s) {
+  static const std::regex kInt(R"([-+]?[0-9]+)");
+  static const std::regex kFloat(R"([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?)");
+  if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return nullptr;
+  if (s == "true" || s == "True" || s == "TRUE") return true;
+  if (s == "false" || s == "False" || s == "FALSE") return false;
+  if (std::regex_match(s, kInt)) {
+    errno = 0;
+    char* end = nullptr;
+    const long long v = std::strtoll(s.c_str(), &end, 10);
+    if (errno == 0) return static_cast<int64_t>(v);
+    return s;  // out of range: left as text, reported where a number is expected
+  }
+  if (std::regex_match(s, kFloat)) {
+    const double d = std::strtod(s.c_str(), nullptr);
+    if (std::isfinite(d)) return d;
+  }
+  return s;
+}
+
+struct Converter {
+  int64_t nodes = 0;
+
+  Result<json> Convert(const YAML::Node& n, int depth) {
+    if (++nodes > kMaxYamlNodes) {
+      return InvalidArgument("YAML: more than 1000000 nodes (after expanding aliases)");
+    }
+    if (depth > kMaxYamlDepth) {
+      return InvalidArgument("YAML: nested deeper than " + std::to_string(kMaxYamlDepth) +
+                             " levels (line " + std::to_string(n.Mark().line + 1) + ")");
+    }
+    switch (n.Type()) {
+      case YAML::NodeType::Undefined:
+      case YAML::NodeType::Null:
+        return json(nullptr);
+      case YAML::NodeType::Scalar:
+        // Tag "!" marks a quoted scalar: always a string.
+        return n.Tag() == "!" ? json(n.Scalar()) : PlainScalar(n.Scalar());
+      case YAML::NodeType::Sequence: {
+        json arr = json::array();
+        for (const YAML::Node& item : n) {
+          Result<json> v = Convert(item, depth + 1);
+          if (!v.ok()) return v;
+          arr.push_back(std::move(v).value());
+        }
+        return arr;
+      }
+      case YAML::NodeType::Map: {
+        json obj = json::object();
+        for (const auto& kv : n) {
+          if (!kv.first.IsScalar()) {
+            return InvalidArgument("YAML: a map key must be a scalar (line " +
+                                   std::to_string(kv.first.Mark().line + 1) + ")");
+          }
+          const std::string key = kv.first.Scalar();
+          if (obj.contains(key)) {
+            return InvalidArgument("YAML: duplicate key \"" + key + "\" (line " +
+                                   std::to_string(kv.first.Mark().line + 1) + ")");
+          }
+          Result<json> v = Convert(kv.second, depth + 1);
+          if (!v.ok()) return v;
+          obj[key] = std::move(v).value();
+        }
+        return obj;
+      }
+    }
+    return json(nullptr);
+  }
+};
+
+// ---- helpers --------------------------------------------------------------------------------
+
+json Object(std::string_view kind, const std::string& name, const std::string& ns,
+            const json& labels, const json& annotations, json spec) {
+  json meta = {{"name", name}};
+  if (!ns.empty()) meta["namespace"] = ns;
+  if (labels.is_object() && !labels.empty()) meta["labels"] = labels;
+  if (annotations.is_object() && !annotations.empty()) meta["annotations"] = annotations;
+  return {{"apiVersion", kApiVersion}, {"kind", kind}, {"metadata", meta}, {"spec", spec}};
+}
+
+const json kEmpty = json::object();
+
+const json& Member(const json& obj, const char* key) {
+  if (!obj.is_object()) return kEmpty;
+  const auto it = obj.find(key);
+  return it == obj.end() || it->is_null() ? kEmpty : *it;
+}
+
+std::string Text(const json& obj, const char* key) {
+  const json& v = Member(obj, key);
+  return v.is_string() ? v.get<std::string>() : "";
+}
+
+// Checks that `obj` has no fields beyond `allowed`; `why` says what to do about the others.
+Status OnlyFields(const json& obj, const std::string& path,
+                  std::initializer_list<const char*> allowed, std::string_view why) {
+  if (!obj.is_object()) return obj.is_null() ? Status::Ok() : Bad(path, "must be an object");
+  for (const auto& [k, v] : obj.items()) {
+    bool ok = false;
+    for (const char* a : allowed) ok = ok || k == a;
+    if (!ok) return Bad(path.empty() ? k : path + "." + k, why);
+  }
+  return Status::Ok();
+}
+
+constexpr std::string_view kNotRun = "not supported: Tessera does not act on it";
+
+// Sums a resource over containers: "cpu" and "memory" add up; any other resource may be set by
+// one container only.
+Status AddResources(const json& list, const std::string& path, json* sum) {
+  if (list.is_null()) return Status::Ok();
+  if (!list.is_object()) return Bad(path, "must be a map of quantities");
+  for (const auto& [name, value] : list.items()) {
+    const std::string p = path + "." + name;
+    if (!value.is_string() && !value.is_number()) return Bad(p, "must be a quantity");
+    if (!sum->contains(name)) {
+      (*sum)[name] = value;
+      continue;
+    }
+    if (name != "cpu" && name != "memory" && name != "ephemeral-storage") {
+      return Bad(p, "set by two containers; one container of a pod may request it");
+    }
+    auto text = [](const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
+    Result<Quantity> a = ParseQuantity(text((*sum)[name]), p);
+    Result<Quantity> b = ParseQuantity(text(value), p);
+    if (!a.ok()) return a.status();
+    if (!b.ok()) return b.status();
+    const __int128 total = a->nano + b->nano;
+    if (total > std::numeric_limits<int64_t>::max() || total < 0) return Bad(p, "is absurd");
+    (*sum)[name] = std::to_string(static_cast<int64_t>(total)) + "n";
+  }
+  return Status::Ok();
+}
+
+// Translates a pod template's spec into a task (without name and replicas) and the job-level
+// fields it implies (priorityClassName).
+Status PodSpecToTask(const json& pod, const std::string& path, json* task, json* job) {
+  TESSERA_RETURN_IF_ERROR(
+      OnlyFields(pod, path,
+                 {"containers", "nodeSelector", "tolerations", "restartPolicy", "priorityClassName",
+                  "schedulerName", "terminationGracePeriodSeconds"},
+                 kNotRun));
+  const json& containers = Member(pod, "containers");
+  const std::string cpath = path + ".containers";
+  if (!containers.is_array() || containers.empty()) {
+    return Bad(cpath, "must list at least one container");
+  }
+  json limits = json::object(), requests = json::object();
+  std::vector<std::string> command, args;
+  json env = json::object();
+  for (size_t i = 0; i < containers.size(); ++i) {
+    const json& c = containers[i];
+    const std::string p = Index(cpath, i);
+    TESSERA_RETURN_IF_ERROR(OnlyFields(
+        c, p, {"name", "image", "command", "args", "env", "resources", "imagePullPolicy"},
+        kNotRun));
+    const json& res = Member(c, "resources");
+    TESSERA_RETURN_IF_ERROR(OnlyFields(res, p + ".resources", {"limits", "requests"}, kNotRun));
+    TESSERA_RETURN_IF_ERROR(AddResources(Member(res, "limits"), p + ".resources.limits", &limits));
+    TESSERA_RETURN_IF_ERROR(
+        AddResources(Member(res, "requests"), p + ".resources.requests", &requests));
+    if (i == 0) {
+      if (c.contains("image")) (*task)["image"] = c["image"];
+      if (c.contains("command")) (*task)["command"] = c["command"];
+      if (c.contains("args")) (*task)["args"] = c["args"];
+    } else if (c.contains("command") || c.contains("args")) {
+      return Bad(p,
+                 "Tessera runs one process per pod: the first container's command; put the "
+                 "others in their own tasks");
+    }
+    const json& e = Member(c, "env");
+    if (e.is_array()) {
+      for (size_t k = 0; k < e.size(); ++k) {
+        const std::string ep = Index(p + ".env", k);
+        TESSERA_RETURN_IF_ERROR(
+            OnlyFields(e[k], ep, {"name", "value"},
+                       "not supported: only literal values (valueFrom needs the Kubernetes API)"));
+        if (!Member(e[k], "name").is_string()) return Bad(ep + ".name", "must be a string");
+        env[Text(e[k], "name")] = Member(e[k], "value").is_string() ? e[k]["value"] : json("");
+      }
+    } else if (!e.empty()) {
+      return Bad(p + ".env", "must be a list of {name, value}");
+    }
+  }
+  json resources = json::object();
+  if (!limits.empty()) resources["limits"] = limits;
+  if (!requests.empty()) resources["requests"] = requests;
+  if (!resources.empty()) (*task)["resources"] = resources;
+  if (!env.empty()) (*task)["env"] = env;
+  for (const char* k : {"nodeSelector", "tolerations", "restartPolicy"}) {
+    if (pod.contains(k) && !pod[k].is_null()) (*task)[k] = pod[k];
+  }
+  if (pod.contains("priorityClassName")) (*job)["priorityClassName"] = pod["priorityClassName"];
+  return Status::Ok();
+}
+
+// The queue a Kubernetes object names with the Kueue label, if any.
+void QueueFromLabel(const json& meta, json* spec) {
+  const std::string q = Text(Member(meta, "labels"), "kueue.x-k8s.io/queue-name");
+  if (!q.empty()) (*spec)["queue"] = q;
+}
+
+// The PodGroup a pod joins (Volcano's annotation).
+void GroupFromAnnotation(const json& meta, json* spec) {
+  for (const char* key : {"scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name"}) {
+    const std::string g = Text(Member(meta, "annotations"), key);
+    if (!g.empty()) (*spec)["podGroup"] = g;
+  }
+}
+
+struct Doc {
+  std::string api, kind, name, ns;
+  json meta;
+};
+
+Result<std::vector<json>> Pod(const Doc& d, const json& doc) {
+  json job = json::object(), task = {{"name", "main"}, {"replicas", 1}};
+  TESSERA_RETURN_IF_ERROR(PodSpecToTask(Member(doc, "spec"), "spec", &task, &job));
+  const json& containers = doc["spec"]["containers"];
+  if (containers[0].contains("name") && containers[0]["name"].is_string()) {
+    task["name"] = containers[0]["name"];
+  }
+  if (!task.contains("restartPolicy")) task["restartPolicy"] = "Always";
+  job["tasks"] = json::array({task});
+  QueueFromLabel(d.meta, &job);
+  GroupFromAnnotation(d.meta, &job);
+  return std::vector<json>{
+      Object("Job", d.name, d.ns, Member(d.meta, "labels"), Member(d.meta, "annotations"), job)};
+}
+
+Result<std::vector<json>> BatchJob(const Doc& d, const json& doc) {
+  const json& spec = Member(doc, "spec");
+  TESSERA_RETURN_IF_ERROR(
+      OnlyFields(spec, "spec",
+                 {"template", "parallelism", "completions", "backoffLimit", "suspend"}, kNotRun));
+  json job = json::object(), task = {{"name", "main"}};
+  const json& tmpl = Member(spec, "template");
+  TESSERA_RETURN_IF_ERROR(OnlyFields(tmpl, "spec.template", {"metadata", "spec"}, kNotRun));
+  TESSERA_RETURN_IF_ERROR(PodSpecToTask(Member(tmpl, "spec"), "spec.template.spec", &task, &job));
+  const json& par = Member(spec, "parallelism");
+  const json& comp = Member(spec, "completions");
+  task["replicas"] = par.is_number_integer() ? par : json(1);
+  if (comp.is_number_integer() && comp != task["replicas"]) {
+    return Bad("spec.completions", "must equal parallelism: Tessera runs a job's pods together");
+  }
+  if (spec.contains("backoffLimit")) task["maxRetries"] = spec["backoffLimit"];
+  if (spec.contains("suspend")) job["suspend"] = spec["suspend"];
+  job["tasks"] = json::array({task});
+  QueueFromLabel(d.meta, &job);
+  return std::vector<json>{
+      Object("Job", d.name, d.ns, Member(d.meta, "labels"), Member(d.meta, "annotations"), job)};
+}
+
+Result<std::vector<json>> VolcanoJob(const Doc& d, const json& doc) {
+  const json& spec = Member(doc, "spec");
+  TESSERA_RETURN_IF_ERROR(OnlyFields(spec, "spec",
+                                     {"minAvailable", "schedulerName", "plugins", "tasks", "queue",
+                                      "maxRetry", "priorityClassName"},
+                                     kNotRun));
+  json job = json::object(), annotations = Member(d.meta, "annotations");
+  if (spec.contains("minAvailable")) job["minMember"] = spec["minAvailable"];
+  if (spec.contains("queue")) job["queue"] = spec["queue"];
+  if (spec.contains("priorityClassName")) job["priorityClassName"] = spec["priorityClassName"];
+  // Volcano's job plugins (ssh keys, headless service, env) set up the pods' network identity;
+  // kept for the runner, not dropped.
+  if (spec.contains("plugins")) {
+    TESSERA_RETURN_IF_ERROR(
+        OnlyFields(spec["plugins"], "spec.plugins", {"ssh", "svc", "env"},
+                   "not supported: Tessera knows the ssh, svc and env plugins"));
+    annotations["tessera.io/volcano-plugins"] = spec["plugins"].dump();
+  }
+  const json& tasks = Member(spec, "tasks");
+  if (!tasks.is_array() || tasks.empty()) return Bad("spec.tasks", "must list at least one task");
+  json out = json::array();
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const std::string p = Index("spec.tasks", i);
+    TESSERA_RETURN_IF_ERROR(
+        OnlyFields(tasks[i], p, {"name", "replicas", "template", "maxRetry", "policies"}, kNotRun));
+    if (tasks[i].contains("policies")) {
+      return Bad(p + ".policies",
+                 "not supported: Tessera restarts by restartPolicy and maxRetries");
+    }
+    json task = {
+        {"name", Member(tasks[i], "name").is_string() ? tasks[i]["name"]
+                                                      : json("task" + std::to_string(i))},
+        {"replicas", Member(tasks[i], "replicas").is_number() ? tasks[i]["replicas"] : json(1)}};
+    const json& tmpl = Member(tasks[i], "template");
+    TESSERA_RETURN_IF_ERROR(OnlyFields(tmpl, p + ".template", {"metadata", "spec"}, kNotRun));
+    TESSERA_RETURN_IF_ERROR(PodSpecToTask(Member(tmpl, "spec"), p + ".template.spec", &task, &job));
+    const json& retry =
+        tasks[i].contains("maxRetry") ? tasks[i]["maxRetry"] : Member(spec, "maxRetry");
+    if (retry.is_number()) task["maxRetries"] = retry;
+    out.push_back(task);
+  }
+  job["tasks"] = out;
+  return std::vector<json>{Object("Job", d.name, d.ns, Member(d.meta, "labels"), annotations, job)};
+}
+
+Result<std::vector<json>> VolcanoPodGroup(const Doc& d, const json& doc) {
+  const json& spec = Member(doc, "spec");
+  TESSERA_RETURN_IF_ERROR(OnlyFields(
+      spec, "spec", {"minMember", "minResources", "queue", "priorityClassName"}, kNotRun));
+  json pg = json::object();
+  for (const char* k : {"minMember", "queue", "priorityClassName", "minResources"}) {
+    if (spec.contains(k)) pg[k] = spec[k];
+  }
+  return std::vector<json>{Object("PodGroup", d.name, d.ns, Member(d.meta, "labels"),
+                                  Member(d.meta, "annotations"), pg)};
+}
+
+Result<std::vector<json>> Kueue(const Doc& d, const json& doc) {
+  const json& spec = Member(doc, "spec");
+  if (d.kind == "ClusterQueue") {
+    TESSERA_RETURN_IF_ERROR(OnlyFields(spec, "spec",
+                                       {"cohort", "queueingStrategy", "fairSharing", "preemption",
+                                        "resourceGroups", "namespaceSelector"},
+                                       kNotRun));
+    json q = spec;
+    if (q.contains("namespaceSelector")) {
+      if (!q["namespaceSelector"].is_object() || !q["namespaceSelector"].empty()) {
+        return Bad("spec.namespaceSelector",
+                   "not supported: only {} (every namespace); scope access with LocalQueues and "
+                   "namespace tokens");
+      }
+      q.erase("namespaceSelector");
+    }
+    return std::vector<json>{
+        Object("Queue", d.name, "", Member(d.meta, "labels"), Member(d.meta, "annotations"), q)};
+  }
+  if (d.kind == "LocalQueue") {
+    TESSERA_RETURN_IF_ERROR(OnlyFields(spec, "spec", {"clusterQueue"}, kNotRun));
+    return std::vector<json>{Object("LocalQueue", d.name, d.ns, Member(d.meta, "labels"),
+                                    Member(d.meta, "annotations"), spec)};
+  }
+  if (d.kind == "ResourceFlavor") {
+    TESSERA_RETURN_IF_ERROR(OnlyFields(
+        spec, "spec", {"nodeLabels", "tolerations"},
+        "not supported: Tessera flavors have nodeLabels and tolerations (taint the nodes)"));
+    return std::vector<json>{Object("ResourceFlavor", d.name, "", Member(d.meta, "labels"),
+                                    Member(d.meta, "annotations"), spec)};
+  }
+  if (d.kind == "Cohort") {
+    TESSERA_RETURN_IF_ERROR(
+        OnlyFields(spec, "spec", {"parent", "resourceGroups", "fairSharing"}, kNotRun));
+    json c = spec;
+    if (!c.is_object()) c = json::object();
+    return std::vector<json>{
+        Object("Cohort", d.name, "", Member(d.meta, "labels"), Member(d.meta, "annotations"), c)};
+  }
+  return Bad("kind", "Kueue " + d.kind +
+                         " is not supported (known: ClusterQueue, LocalQueue, ResourceFlavor, "
+                         "Cohort; Workloads are made by Tessera itself)");
+}
+
+// One NVIDIA device-plugin config (the YAML text of a ConfigMap value) as a GpuSharingConfig
+// spec, or an error at `path`.
+Result<json> DevicePluginConfig(const std::string& text, const std::string& path) {
+  Result<std::vector<json>> docs = ParseYamlDocuments(text);
+  if (!docs.ok()) return Bad(path, docs.status().message());
+  if (docs->size() != 1 || !(*docs)[0].is_object()) {
+    return Bad(path, "must be one device-plugin config (version, flags, sharing)");
+  }
+  const json& cfg = (*docs)[0];
+  TESSERA_RETURN_IF_ERROR(OnlyFields(cfg, path, {"version", "flags", "sharing"}, kNotRun));
+  const std::string mig = Text(Member(cfg, "flags"), "migStrategy");
+  TESSERA_RETURN_IF_ERROR(
+      OnlyFields(Member(cfg, "flags"), path + ".flags",
+                 {"migStrategy", "failOnInitError", "nvidiaDriverRoot", "plugin"}, kNotRun));
+  if (!mig.empty() && mig != "none") {
+    return Bad(path + ".flags.migStrategy",
+               "\"" + mig + "\": MIG layouts are set per GPU with a GpuSharingConfig mig block");
+  }
+  const json& sharing = Member(cfg, "sharing");
+  TESSERA_RETURN_IF_ERROR(OnlyFields(sharing, path + ".sharing", {"timeSlicing"},
+                                     "not supported: use a GpuSharingConfig shared block"));
+  const json& ts = Member(sharing, "timeSlicing");
+  if (ts.empty()) return json{{"exclusive", json::object()}};
+  const std::string tp = path + ".sharing.timeSlicing";
+  TESSERA_RETURN_IF_ERROR(
+      OnlyFields(ts, tp, {"renameByDefault", "failRequestsGreaterThanOne", "resources"}, kNotRun));
+  const json& res = Member(ts, "resources");
+  if (!res.is_array() || res.size() != 1 || Text(res[0], "name") != "nvidia.com/gpu") {
+    return Bad(tp + ".resources", "must list nvidia.com/gpu once, with its replicas");
+  }
+  TESSERA_RETURN_IF_ERROR(
+      OnlyFields(res[0], tp + ".resources[0]", {"name", "replicas", "devices"}, kNotRun));
+  if (res[0].contains("devices")) {
+    return Bad(tp + ".resources[0].devices",
+               "pick GPUs with a GpuSharingConfig's gpus list (indices or UUIDs)");
+  }
+  json out = {{"replicas", Member(res[0], "replicas")}};
+  for (const char* k : {"renameByDefault", "failRequestsGreaterThanOne"}) {
+    if (ts.contains(k)) out[k] = ts[k];
+  }
+  return json{{"timeSlicing", out}};
+}
+
+constexpr std::string_view kConfigLabel = "nvidia.com/device-plugin.config";
+
+// GpuSharingConfigs from device-plugin configs by name; `default_name` covers unlabeled nodes.
+Result<std::vector<json>> SharingConfigs(const std::string& prefix, const json& data,
+                                         const std::string& path, const std::string& default_name) {
+  if (!data.is_object() || data.empty()) return Bad(path, "must map config names to configs");
+  std::vector<json> out;
+  for (const auto& [key, text] : data.items()) {
+    if (!text.is_string()) return Bad(path + "." + key, "must be a device-plugin config text");
+    Result<json> spec = DevicePluginConfig(text.get<std::string>(), path + "." + key);
+    if (!spec.ok()) return spec.status();
+    const bool is_default = key == default_name;
+    if (is_default) {
+      (*spec)["default"] = true;
+    } else {
+      (*spec)["nodeSelector"] = {{kConfigLabel, key}};
+    }
+    std::string name = prefix + "-" + key;
+    for (char& c : name) c = (c == '_' ? '-' : static_cast<char>(std::tolower(c)));
+    out.push_back(Object("GpuSharingConfig", name, "", kEmpty, kEmpty, *spec));
+  }
+  return out;
+}
+
+std::string Rejection(const std::string& api, const std::string& kind) {
+  if (kind == "DaemonSet") {
+    return "a DaemonSet is not a Tessera object: the NVIDIA device plugin and DCGM exporter "
+           "DaemonSets are replaced by `tessera agent` on each node";
+  }
+  if (kind == "PrometheusRule") {
+    return "Prometheus rules are not scheduling objects: load them into Prometheus; Tessera "
+           "serves the DCGM metric names they use on /metrics";
+  }
+  if (kind == "Deployment" || kind == "StatefulSet" || kind == "ReplicaSet") {
+    return "a " + kind + " is not supported: submit a Job (tessera.io/v1, batch/v1 or Volcano)";
+  }
+  return "unknown kind " + kind + " of apiVersion " + api +
+         " (Tessera understands Pod, batch/v1 Job, Volcano Job and PodGroup, Kueue "
+         "ClusterQueue/LocalQueue/ResourceFlavor/Cohort, ResourceQuota, PriorityClass, "
+         "device-plugin ConfigMaps and tessera.io/v1 kinds)";
+}
+
+}  // namespace
+
+Result<std::vector<json>> ParseYamlDocuments(std::string_view text) {
+  std::vector<YAML::Node> nodes;
+  try {
+    nodes = YAML::LoadAll(std::string(text));
+  } catch (const YAML::Exception& e) {
+    return InvalidArgument("YAML: " + e.msg + " (line " + std::to_string(e.mark.line + 1) +
+                           ", column " + std::to_string(e.mark.column + 1) + ")");
+  }
+  std::vector<json> out;
+  Converter conv;
+  for (const YAML::Node& n : nodes) {
+    Result<json> j = conv.Convert(n, 0);
+    if (!j.ok()) return j.status();
+    out.push_back(std::move(j).value());
+  }
+  return out;
+}
+
+Result<std::vector<json>> TranslateDocument(const json& doc, std::string_view default_namespace) {
+  if (doc.is_null()) return std::vector<json>{};
+  if (!doc.is_object()) return InvalidArgument("document: must be a map");
+  if (!doc.contains("apiVersion") && !doc.contains("kind")) {
+    if (doc.contains("groups")) {
+      return InvalidArgument(Rejection("", "PrometheusRule"));
+    }
+    if (doc.contains("devicePlugin")) {
+      const json& cfg = Member(doc["devicePlugin"], "config");
+      TESSERA_RETURN_IF_ERROR(OnlyFields(doc, "", {"devicePlugin"}, kNotRun));
+      TESSERA_RETURN_IF_ERROR(
+          OnlyFields(cfg, "devicePlugin.config", {"name", "create", "default", "data"}, kNotRun));
+      const std::string name = Text(cfg, "name").empty() ? "device-plugin" : Text(cfg, "name");
+      return SharingConfigs(name, Member(cfg, "data"), "devicePlugin.config.data",
+                            Text(cfg, "default"));
+    }
+    return InvalidArgument("document: has no apiVersion and kind");
+  }
+  Doc d;
+  d.api = Text(doc, "apiVersion");
+  d.kind = Text(doc, "kind");
+  d.meta = Member(doc, "metadata");
+  d.name = Text(d.meta, "name");
+  d.ns = Text(d.meta, "namespace");
+  if (d.api.empty()) return Bad("apiVersion", "must be set");
+  if (d.kind.empty()) return Bad("kind", "must be set");
+  if (d.api == kApiVersion) {
+    json obj = doc;
+    const KindInfo* info = FindKind(d.kind);
+    if (info != nullptr && info->namespaced && d.ns.empty() && obj["metadata"].is_object()) {
+      obj["metadata"]["namespace"] = default_namespace;
+    }
+    return std::vector<json>{obj};
+  }
+  TESSERA_RETURN_IF_ERROR(OnlyFields(d.meta, "metadata",
+                                     {"name", "namespace", "labels", "annotations", "generateName"},
+                                     "not supported"));
+  if (d.name.empty()) return Bad("metadata.name", "must be set");
+  if (d.ns.empty()) d.ns = std::string(default_namespace);
+  const std::string group = d.api.substr(0, d.api.find('/'));
+  if (d.api == "v1" && d.kind == "Pod") {
+    TESSERA_RETURN_IF_ERROR(
+        OnlyFields(doc, "", {"apiVersion", "kind", "metadata", "spec"}, kNotRun));
+    return Pod(d, doc);
+  }
+  if (d.api == "batch/v1" && d.kind == "Job") {
+    TESSERA_RETURN_IF_ERROR(
+        OnlyFields(doc, "", {"apiVersion", "kind", "metadata", "spec"}, kNotRun));
+    return BatchJob(d, doc);
+  }
+  if (group == "batch.volcano.sh" && d.kind == "Job") return VolcanoJob(d, doc);
+  if (group == "scheduling.volcano.sh" && d.kind == "PodGroup") return VolcanoPodGroup(d, doc);
+  if (group == "kueue.x-k8s.io") return Kueue(d, doc);
+  if (d.api == "v1" && d.kind == "ResourceQuota") {
+    const json& spec = Member(doc, "spec");
+    TESSERA_RETURN_IF_ERROR(
+        OnlyFields(spec, "spec", {"hard"}, "not supported: Tessera quotas are hard limits only"));
+    return std::vector<json>{Object("NamespaceQuota", d.name, d.ns, Member(d.meta, "labels"),
+                                    Member(d.meta, "annotations"), spec)};
+  }
+  if (group == "scheduling.k8s.io" && d.kind == "PriorityClass") {
+    TESSERA_RETURN_IF_ERROR(OnlyFields(doc, "",
+                                       {"apiVersion", "kind", "metadata", "value",
+                                        "preemptionPolicy", "globalDefault", "description"},
+                                       kNotRun));
+    json spec = json::object();
+    for (const char* k : {"value", "preemptionPolicy", "globalDefault", "description"}) {
+      if (doc.contains(k)) spec[k] = doc[k];
+    }
+    return std::vector<json>{Object("PriorityClass", d.name, "", Member(d.meta, "labels"),
+                                    Member(d.meta, "annotations"), spec)};
+  }
+  if (d.api == "v1" && d.kind == "ConfigMap") {
+    // The NVIDIA device plugin's config map: each key a config; "any" (the chart's usual
+    // default name) covers nodes without a config label.
+    return SharingConfigs(d.name, Member(doc, "data"), "data", "any");
+  }
+  return InvalidArgument(Rejection(d.api, d.kind));
+}
+
+Result<std::vector<json>> TranslateManifest(std::string_view text, std::string_view source,
+                                            std::string_view default_namespace) {
+  Result<std::vector<json>> docs = ParseYamlDocuments(text);
+  if (!docs.ok()) return InvalidArgument(std::string(source) + ": " + docs.status().message());
+  std::vector<json> out;
+  for (size_t i = 0; i < docs->size(); ++i) {
+    const json& doc = (*docs)[i];
+    Result<std::vector<json>> objs = TranslateDocument(doc, default_namespace);
+    if (!objs.ok()) {
+      std::string what = std::string(source) + ": document " + std::to_string(i + 1);
+      const std::string kind = Text(doc, "kind"), name = Text(Member(doc, "metadata"), "name");
+      if (!kind.empty()) what += " (" + kind + (name.empty() ? "" : " " + name) + ")";
+      return InvalidArgument(what + ": " + objs.status().message());
+    }
+    for (json& o : *objs) out.push_back(std::move(o));
+  }
+  return out;
+}
+
+}  // namespace tessera::api

@@ -1,0 +1,51 @@
+// Manifests users already have, translated into Tessera's kinds (tessera.io/v1):
+//
+//   v1 Pod                                  -> Job with one task of one replica
+//   batch/v1 Job (kueue.x-k8s.io/queue-name) -> Job, replicas = parallelism, queue from the label
+//   batch.volcano.sh Job                    -> Job: tasks, minAvailable -> minMember, queue
+//   scheduling.volcano.sh PodGroup          -> PodGroup
+//   kueue.x-k8s.io ClusterQueue, LocalQueue, ResourceFlavor, Cohort
+//                                           -> Queue, LocalQueue, ResourceFlavor, Cohort
+//   v1 ResourceQuota                        -> NamespaceQuota
+//   scheduling.k8s.io PriorityClass         -> PriorityClass
+//   v1 ConfigMap of NVIDIA device-plugin configs, and the Helm values block
+//   devicePlugin.config                     -> GpuSharingConfig per config (a node picks one
+//                                              with the label nvidia.com/device-plugin.config;
+//                                              the default config covers the other nodes)
+//   tessera.io/v1 objects                   -> unchanged
+//
+// What Tessera does not act on is an error that says what to use instead (the device plugin
+// DaemonSet, Prometheus rules, Deployments ...); fields that would change what runs but have
+// no Tessera meaning are errors too, never dropped.
+#ifndef TESSERA_API_MANIFEST_H_
+#define TESSERA_API_MANIFEST_H_
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace tessera::api {
+
+// Parses YAML text (one or more documents; JSON is YAML) into JSON values. Plain scalars become
+// booleans, integers, floats or null as YAML 1.2's core schema says; quoted ones stay strings.
+// Errors give the line; nesting deeper than 64 or more than 1,000,000 nodes after alias
+// expansion are errors.
+Result<std::vector<nlohmann::json>> ParseYamlDocuments(std::string_view text);
+
+// Translates one document into Tessera objects (usually one; none for an empty document).
+// Objects without a namespace get `default_namespace` when their kind is namespaced.
+Result<std::vector<nlohmann::json>> TranslateDocument(const nlohmann::json& doc,
+                                                      std::string_view default_namespace);
+
+// Parses and translates every document of a manifest. Errors are prefixed with
+// "<source>: document <n> (<kind> <name>): ".
+Result<std::vector<nlohmann::json>> TranslateManifest(std::string_view text,
+                                                      std::string_view source,
+                                                      std::string_view default_namespace);
+
+}  // namespace tessera::api
+
+#endif  // TESSERA_API_MANIFEST_H_
