@@ -4,9 +4,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <utility>
 #include <vector>
@@ -179,6 +181,81 @@ store::ObjectKey KeyOf(const api::ObjectId& id) {
   return {std::string(id.kind->kind), id.ns, id.name};
 }
 
+// One watch: events of one kind (and namespace, and selector) after a revision.
+class WatchStream : public ResponseStream, public std::enable_shared_from_this<WatchStream> {
+ public:
+  WatchStream(ChangeFeed& feed, std::string kind, std::optional<std::string> ns,
+              std::optional<api::LabelSelector> selector)
+      : feed_(feed), kind_(std::move(kind)), ns_(std::move(ns)), selector_(std::move(selector)) {}
+
+  // Starts after `revision`, first sending `initial` objects as ADDED.
+  void Start(int64_t revision, const std::vector<store::StoredObject>& initial) {
+    last_ = revision;
+    for (const store::StoredObject& o : initial) Add(pending_, "ADDED", o);
+  }
+
+  void Next(std::function<void(std::optional<std::string>)> emit) override {
+    std::string out = std::move(pending_);
+    pending_.clear();
+    if (ended_) return emit(std::nullopt);
+    while (out.empty()) {
+      auto changes = feed_.After(last_, 512);
+      if (!changes.ok()) {
+        ended_ = true;
+        const json status = json::parse(StatusJson(410, "Expired", changes.status().message()));
+        return emit(json{{"type", "ERROR"}, {"object", status}}.dump() + "\n");
+      }
+      for (const store::Change& c : *changes) {
+        last_ = c.revision;
+        if (!Wanted(c.object.key)) continue;
+        Add(out,
+            c.type == store::ChangeType::kAdded      ? "ADDED"
+            : c.type == store::ChangeType::kModified ? "MODIFIED"
+                                                     : "DELETED",
+            c.object);
+      }
+      if (changes->size() < 512) break;
+    }
+    if (!out.empty()) return emit(std::move(out));
+    // Nothing new for this watch: wait for the next commit.
+    std::weak_ptr<WatchStream> weak = shared_from_this();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (cancelled_) return;
+    subscription_ = feed_.Subscribe(last_, [weak, emit] {
+      if (auto self = weak.lock()) self->Next(emit);
+    });
+  }
+
+  void Cancel() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancelled_ = true;
+    if (subscription_ != 0) feed_.Unsubscribe(subscription_);
+  }
+
+ private:
+  bool Wanted(const store::ObjectKey& key) const {
+    return key.kind == kind_ && (!ns_ || key.ns == *ns_);
+  }
+
+  void Add(std::string& out, const char* type, const store::StoredObject& o) const {
+    json obj = Served(o);
+    if (selector_ && !selector_->Matches(obj["metadata"].value("labels", json()))) return;
+    out += json{{"type", type}, {"object", std::move(obj)}}.dump();
+    out += "\n";
+  }
+
+  ChangeFeed& feed_;
+  const std::string kind_;
+  const std::optional<std::string> ns_;
+  const std::optional<api::LabelSelector> selector_;
+  int64_t last_ = 0;
+  std::string pending_;
+  bool ended_ = false;
+  std::mutex mu_;
+  bool cancelled_ = false;
+  uint64_t subscription_ = 0;
+};
+
 // The objects of an apply request: YAML (Content-Type *yaml*) or JSON, one object or
 // {"items": [...]}, in Tessera's kinds or any manifest api::TranslateDocument understands.
 // Objects without a namespace land in the `namespace` query parameter's, else "default".
@@ -211,7 +288,13 @@ Result<json> ApplyItems(const HttpRequest& req) {
 }  // namespace
 
 ApiServer::ApiServer(std::unique_ptr<store::Store> store)
-    : store_(std::move(store)), tokens_(*store_) {}
+    : store_(std::move(store)), tokens_(*store_), feed_(*store_) {}
+
+Result<std::vector<int64_t>> ApiServer::Commit(std::span<const store::Write> writes) {
+  auto r = store_->Commit(writes);
+  if (r.ok()) feed_.CatchUp();
+  return r;
+}
 
 Result<std::unique_ptr<ApiServer>> ApiServer::Open(const std::string& data_dir) {
   std::error_code ec;
@@ -235,6 +318,51 @@ Result<std::unique_ptr<ApiServer>> ApiServer::Open(const std::string& data_dir) 
   return server;
 }
 
+HttpResponse ApiServer::Watch(const HttpRequest& req, const std::string& kind,
+                              const std::optional<std::string>& ns,
+                              std::optional<api::LabelSelector> selector) {
+  auto digits = [](const std::string& v, size_t max) {
+    return !v.empty() && v.size() <= max &&
+           std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  int64_t from = 0;
+  int timeout = 1800;
+  if (auto it = req.query.find("resourceVersion"); it != req.query.end() && !it->second.empty()) {
+    if (!digits(it->second, 18)) {
+      return Error(InvalidArgument("resourceVersion: must be a string of digits"));
+    }
+    from = std::stoll(it->second);
+  }
+  if (auto it = req.query.find("timeoutSeconds"); it != req.query.end()) {
+    if (!digits(it->second, 6)) {
+      return Error(InvalidArgument("timeoutSeconds: must be a number of seconds"));
+    }
+    timeout = std::max(1, std::stoi(it->second));
+  }
+  auto stream = std::make_shared<WatchStream>(feed_, kind, ns, std::move(selector));
+  if (from == 0) {
+    // Start from the current state: its objects first, then what changes after it.
+    const int64_t at = store_->Revision();
+    auto list = store_->List(kind, ns ? std::optional<std::string_view>(*ns) : std::nullopt);
+    if (!list.ok()) return Error(list.status());
+    stream->Start(at, *list);
+  } else {
+    if (from > store_->Revision()) {
+      return Error(InvalidArgument("resourceVersion " + std::to_string(from) +
+                                   " is in the future (latest is " +
+                                   std::to_string(store_->Revision()) + ")"));
+    }
+    if (auto probe = feed_.After(from, 1); !probe.ok()) {
+      return {410, "application/json", StatusJson(410, "Expired", probe.status().message())};
+    }
+    stream->Start(from, {});
+  }
+  HttpResponse out;
+  out.stream = stream;
+  out.stream_seconds = timeout;
+  return out;
+}
+
 HttpResponse ApiServer::Handle(const HttpRequest& req) {
   if (req.path == "/healthz") return {200, "text/plain", "ok"};
   if (req.path == "/readyz") {
@@ -253,6 +381,7 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
     if (Status s = api::ValidateName(ns, true, "namespace"); !s.ok()) return Error(s);
     auto token = tokens_.Create(Principal::Role::kNamespace, ns);
     if (!token.ok()) return Error(token.status());
+    feed_.CatchUp();
     return Json(201, {{"namespace", ns}, {"token", *token}});
   }
 
@@ -273,7 +402,7 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
           {store::Write::Op::kPut, KeyOf(id), StoredBody(*obj), RequestedVersion(*obj)});
       ids.push_back(id);
     }
-    auto versions = store_->Commit(writes);
+    auto versions = Commit(writes);
     if (!versions.ok()) return Error(versions.status());
     json out = json::array();
     for (size_t i = 0; i < ids.size(); ++i) {
@@ -295,6 +424,10 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
       auto sel = api::LabelSelector::Parse(it->second);
       if (!sel.ok()) return Error(sel.status());
       selector = std::move(sel).value();
+    }
+    if (auto w = req.query.find("watch");
+        w != req.query.end() && (w->second == "1" || w->second == "true")) {
+      return Watch(req, kind, route->ns, std::move(selector));
     }
     auto list =
         store_->List(kind, route->ns ? std::optional<std::string_view>(*route->ns) : std::nullopt);
@@ -319,7 +452,7 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
   }
   if (req.method == "DELETE" && route->name) {
     store::Write w{store::Write::Op::kDelete, key, "", {}};
-    auto r = store_->Commit(std::span<const store::Write>(&w, 1));
+    auto r = Commit(std::span<const store::Write>(&w, 1));
     if (!r.ok()) return Error(r.status());
     return Json(200, {{"kind", "Status"},
                       {"status", "Success"},
@@ -334,7 +467,7 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
     const bool create = req.method == "POST";
     store::Write w{create ? store::Write::Op::kCreate : store::Write::Op::kPut, KeyOf(id),
                    StoredBody(*obj), create ? std::nullopt : RequestedVersion(*obj)};
-    auto r = store_->Commit(std::span<const store::Write>(&w, 1));
+    auto r = Commit(std::span<const store::Write>(&w, 1));
     if (!r.ok()) return Error(r.status());
     return Json(create ? 201 : 200, Served({w.key, (*r)[0], w.body}));
   }

@@ -13,17 +13,28 @@
 //                                                    all or nothing; unchanged objects keep
 //                                                    their resourceVersion
 //   POST   /api/v1/tokens  {"namespace": NS}         (admin) a namespace-scoped token
+//   GET    <list path>?watch=1[&resourceVersion=N][&timeoutSeconds=S]
+//                                                    a stream of newline-separated events
+//                                                    {"type": ADDED|MODIFIED|DELETED, "object"}
+//                                                    after revision N; without N (or N=0) the
+//                                                    current objects come first as ADDED; a
+//                                                    compacted N answers 410
 //
-// Lists take `labelSelector`. Every request needs "Authorization: Bearer <token>": unknown or
-// missing -> 401; a namespace token outside its namespace or on cluster-scoped kinds -> 403.
-// Errors are Kubernetes Status objects naming the field at fault; nothing is written on error.
+// Lists and watches take `labelSelector`. Every request needs "Authorization: Bearer <token>":
+// unknown or missing -> 401; a namespace token outside its namespace or on cluster-scoped kinds ->
+// 403. Errors are Kubernetes Status objects naming the field at fault; nothing is written on error.
 #ifndef TESSERA_SERVER_API_SERVER_H_
 #define TESSERA_SERVER_API_SERVER_H_
 
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
+#include "api/object.h"
 #include "server/auth.h"
+#include "server/change_feed.h"
 #include "server/http_server.h"
 #include "store/store.h"
 
@@ -38,12 +49,20 @@ class ApiServer {
   HttpResponse Handle(const HttpRequest& request);
 
   store::Store& store() { return *store_; }
+  ChangeFeed& feed() { return feed_; }
 
  private:
   explicit ApiServer(std::unique_ptr<store::Store> store);
 
+  HttpResponse Watch(const HttpRequest& req, const std::string& kind,
+                     const std::optional<std::string>& ns,
+                     std::optional<api::LabelSelector> selector);
+  // Commits `writes` and lets watchers see them.
+  Result<std::vector<int64_t>> Commit(std::span<const store::Write> writes);
+
   std::unique_ptr<store::Store> store_;
   TokenAuthority tokens_;
+  ChangeFeed feed_;
 };
 
 }  // namespace tessera::server

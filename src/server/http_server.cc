@@ -1,8 +1,10 @@
 #include "server/http_server.h"
 
+#include <array>
 #include <boost/asio.hpp>
 #include <boost/beast.hpp>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 #include <utility>
 
@@ -88,7 +90,88 @@ class Session : public std::enable_shared_from_this<Session> {
         std::string(req[http::field::content_type].data(), req[http::field::content_type].size());
     r.body = std::move(req.body());
     HttpResponse out = handler_(r);
+    if (out.stream) {
+      StartStream(std::move(out));
+      return;
+    }
     Reply(out.status, out.content_type, std::move(out.body), req.keep_alive());
+  }
+
+  // Streams a response body: headers, then chunks as the stream emits them, until it ends,
+  // times out or the client goes away.
+  void StartStream(HttpResponse out) {
+    stream_.expires_never();
+    body_stream_ = out.stream;
+    timer_.emplace(stream_.get_executor());
+    timer_->expires_after(std::chrono::seconds(out.stream_seconds));
+    timer_->async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (!ec) self->EndStream();
+    });
+    // A read that completes only when the client closes (or misbehaves).
+    stream_.socket().async_read_some(asio::buffer(probe_),
+                                     [self = shared_from_this()](beast::error_code, size_t) {
+                                       self->streaming_ = false;
+                                       self->StopStream();
+                                     });
+    streaming_ = true;
+    auto head = std::make_shared<std::string>(
+        "HTTP/1.1 " + std::to_string(out.status) + " " +
+        std::string(http::obsolete_reason(static_cast<http::status>(out.status))) +
+        "\r\nServer: tessera\r\nContent-Type: " + out.content_type +
+        "\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
+    asio::async_write(stream_.socket(), asio::buffer(*head),
+                      [self = shared_from_this(), head](beast::error_code ec, size_t) {
+                        if (ec) return self->StopStream();
+                        self->PullChunk();
+                      });
+  }
+
+  void PullChunk() {
+    if (!streaming_) return StopStream();
+    // Emitted from any thread: hop onto this connection's executor, if the connection (and so
+    // the server's I/O context) still exists.
+    std::weak_ptr<Session> weak = shared_from_this();
+    body_stream_->Next([weak](std::optional<std::string> chunk) {
+      if (auto self = weak.lock()) {
+        asio::post(self->stream_.get_executor(), [self, chunk = std::move(chunk)]() mutable {
+          self->WriteChunk(std::move(chunk));
+        });
+      }
+    });
+  }
+
+  void WriteChunk(std::optional<std::string> chunk) {
+    if (!streaming_) return StopStream();
+    if (!chunk) return EndStream();
+    if (chunk->empty()) return PullChunk();
+    std::ostringstream hex;
+    hex << std::hex << chunk->size();
+    auto data = std::make_shared<std::string>(hex.str() + "\r\n" + *chunk + "\r\n");
+    asio::async_write(stream_.socket(), asio::buffer(*data),
+                      [self = shared_from_this(), data](beast::error_code ec, size_t) {
+                        if (ec) return self->StopStream();
+                        self->PullChunk();
+                      });
+  }
+
+  // Ends the body properly, then closes.
+  void EndStream() {
+    if (!streaming_) return StopStream();
+    streaming_ = false;
+    auto last = std::make_shared<std::string>("0\r\n\r\n");
+    asio::async_write(
+        stream_.socket(), asio::buffer(*last),
+        [self = shared_from_this(), last](beast::error_code, size_t) { self->StopStream(); });
+  }
+
+  void StopStream() {
+    streaming_ = false;
+    if (body_stream_) body_stream_->Cancel();
+    body_stream_.reset();
+    if (timer_) timer_->cancel();
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+    stream_.socket().close(ec);
   }
 
   void Reply(int status, std::string_view content_type, std::string body, bool keep_alive) {
@@ -119,6 +202,10 @@ class Session : public std::enable_shared_from_this<Session> {
   size_t max_body_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
+  std::shared_ptr<ResponseStream> body_stream_;
+  std::optional<asio::steady_timer> timer_;
+  std::array<char, 1> probe_{};
+  bool streaming_ = false;
 };
 
 }  // namespace

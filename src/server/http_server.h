@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -24,10 +25,25 @@ struct HttpRequest {
   std::string body;
 };
 
+// A response body produced over time (a watch), sent with chunked transfer encoding. After
+// the headers, and after each chunk is written, the server calls Next; the stream calls `emit`
+// exactly once per Next, from any thread: with the next chunk, or with nullopt to end.
+class ResponseStream {
+ public:
+  virtual ~ResponseStream() = default;
+  virtual void Next(std::function<void(std::optional<std::string>)> emit) = 0;
+  // The client left, the stream timed out or the server stops: a pending Next may be dropped.
+  virtual void Cancel() = 0;
+};
+
 struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+  // When set, the body is this stream (status and content type still apply), ended after
+  // `stream_seconds` at the latest; the connection closes after it.
+  std::shared_ptr<ResponseStream> stream;
+  int stream_seconds = 1800;
 };
 
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;

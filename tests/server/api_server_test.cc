@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <array>
 #include <boost/asio.hpp>
 #include <boost/beast.hpp>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -100,6 +102,88 @@ json JobObj(const std::string& ns, const std::string& name, json labels = json::
 }
 
 const std::string kJobs = "/api/v1/namespaces/team-a/jobs";
+
+// A watch over a raw connection: the request, then chunked events as they arrive.
+class WatchClient {
+ public:
+  WatchClient(uint16_t port, const std::string& target, const std::string& token) : socket_(io_) {
+    socket_.connect({boost::asio::ip::make_address("127.0.0.1"), port});
+    const std::string req =
+        "GET " + target + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token + "\r\n\r\n";
+    boost::asio::write(socket_, boost::asio::buffer(req));
+  }
+
+  // The HTTP status, once the header has arrived.
+  int Status() {
+    while (header_end_ == std::string::npos && Fill()) {
+    }
+    return header_end_ == std::string::npos ? 0 : std::stoi(raw_.substr(9, 3));
+  }
+
+  // Reads until `n` events have arrived or `ms` pass; returns the events so far.
+  std::vector<json> Events(size_t n, int ms = 3000) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (Parse(), events_.size() < n && !ended_ && std::chrono::steady_clock::now() < deadline) {
+      if (!Fill(deadline)) break;
+    }
+    return events_;
+  }
+  bool ended() const { return ended_; }
+
+ private:
+  // Reads more bytes (until `deadline`); false on timeout or close.
+  bool Fill(std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::now() +
+                                                             std::chrono::seconds(3)) {
+    std::array<char, 4096> buf;
+    bool got = false, done = false;
+    socket_.async_read_some(boost::asio::buffer(buf), [&](beast::error_code ec, size_t n) {
+      done = true;
+      if (!ec) {
+        raw_.append(buf.data(), n);
+        got = true;
+      }
+    });
+    io_.restart();
+    io_.run_until(deadline);
+    if (!done) {
+      socket_.cancel();
+      io_.restart();
+      io_.run();
+    }
+    if (header_end_ == std::string::npos) header_end_ = raw_.find("\r\n\r\n");
+    return got;
+  }
+
+  void Parse() {
+    if (header_end_ == std::string::npos) return;
+    size_t pos = header_end_ + 4 + consumed_;
+    while (true) {
+      const size_t eol = raw_.find("\r\n", pos);
+      if (eol == std::string::npos) return;
+      const size_t len = std::stoul(raw_.substr(pos, eol - pos), nullptr, 16);
+      if (len == 0) {
+        ended_ = true;
+        return;
+      }
+      if (raw_.size() < eol + 2 + len + 2) return;
+      lines_ += raw_.substr(eol + 2, len);
+      pos = eol + 2 + len + 2;
+      consumed_ = pos - header_end_ - 4;
+      size_t nl;
+      while ((nl = lines_.find('\n')) != std::string::npos) {
+        events_.push_back(json::parse(lines_.substr(0, nl)));
+        lines_.erase(0, nl + 1);
+      }
+    }
+  }
+
+  boost::asio::io_context io_;
+  boost::asio::ip::tcp::socket socket_;
+  std::string raw_, lines_;
+  size_t header_end_ = std::string::npos, consumed_ = 0;
+  std::vector<json> events_;
+  bool ended_ = false;
+};
 
 TEST_F(ApiServerTest, HealthNeedsNoTokenEverythingElseDoes) {
   EXPECT_EQ(Get("/healthz", "").status, 200);
@@ -296,6 +380,69 @@ TEST_F(ApiServerTest, AppliesEverySeedManifest) {
   EXPECT_EQ(Get("/api/v1/priorityclasses", admin_).body["items"].size(), 3u);
   EXPECT_EQ(Get("/api/v1/gpusharingconfigs", admin_).body["items"].size(), 3u);
   EXPECT_EQ(Get("/api/v1/podgroups", admin_).body["items"].size(), 1u);
+}
+
+TEST_F(ApiServerTest, WatchStreamsChangesOfOneKindAndNamespace) {
+  ASSERT_EQ(Post(kJobs, admin_, JobObj("team-a", "before")).status, 201);
+  WatchClient w(http_->port(), kJobs + "?watch=1", admin_);
+  ASSERT_EQ(w.Status(), 200);
+  // The current state first, as ADDED.
+  auto ev = w.Events(1);
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0]["type"], "ADDED");
+  EXPECT_EQ(ev[0]["object"]["metadata"]["name"], "before");
+  // Then changes: another namespace and another kind are not this watch's business.
+  ASSERT_EQ(Post("/api/v1/namespaces/team-b/jobs", admin_, JobObj("team-b", "other")).status, 201);
+  ASSERT_EQ(Post("/api/v1/apply", admin_,
+                 json{{"apiVersion", "tessera.io/v1"},
+                      {"kind", "Queue"},
+                      {"metadata", {{"name", "q"}}},
+                      {"spec", json::object()}})
+                .status,
+            200);
+  Reply c = Post(kJobs, admin_, JobObj("team-a", "new"));
+  ASSERT_EQ(c.status, 201);
+  json update = JobObj("team-a", "new", {{"v", "2"}});
+  ASSERT_EQ(Call(http::verb::put, kJobs + "/new", admin_, update.dump()).status, 200);
+  ASSERT_EQ(Call(http::verb::delete_, kJobs + "/new", admin_).status, 200);
+  ev = w.Events(4);
+  ASSERT_EQ(ev.size(), 4u);
+  EXPECT_EQ(ev[1]["type"], "ADDED");
+  EXPECT_EQ(ev[1]["object"]["metadata"]["name"], "new");
+  EXPECT_EQ(ev[1]["object"]["metadata"]["resourceVersion"], c.body["metadata"]["resourceVersion"]);
+  EXPECT_EQ(ev[2]["type"], "MODIFIED");
+  EXPECT_EQ(ev[2]["object"]["metadata"]["labels"]["v"], "2");
+  EXPECT_EQ(ev[3]["type"], "DELETED");
+  EXPECT_EQ(ev[3]["object"]["metadata"]["name"], "new");
+}
+
+TEST_F(ApiServerTest, WatchResumesFromAResourceVersionAndFilters) {
+  Reply a = Post(kJobs, admin_, JobObj("team-a", "a", {{"tier", "gold"}}));
+  ASSERT_EQ(Post(kJobs, admin_, JobObj("team-a", "b")).status, 201);
+  ASSERT_EQ(Post(kJobs, admin_, JobObj("team-a", "c", {{"tier", "gold"}})).status, 201);
+  const std::string rv = a.body["metadata"]["resourceVersion"];
+  // From a's version: b and c, not a; with the selector, c only.
+  WatchClient all(http_->port(), "/api/v1/jobs?watch=true&resourceVersion=" + rv, admin_);
+  auto ev = all.Events(2);
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_EQ(ev[0]["object"]["metadata"]["name"], "b");
+  EXPECT_EQ(ev[1]["object"]["metadata"]["name"], "c");
+  WatchClient gold(http_->port(),
+                   "/api/v1/jobs?watch=1&labelSelector=tier%3Dgold&resourceVersion=" + rv, admin_);
+  ev = gold.Events(2, 500);
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0]["object"]["metadata"]["name"], "c");
+  // A version from the future is refused; a namespace token watches only its namespace.
+  EXPECT_EQ(Get("/api/v1/jobs?watch=1&resourceVersion=999999", admin_).status, 400);
+  Reply t = Post("/api/v1/tokens", admin_, {{"namespace", "team-a"}});
+  EXPECT_EQ(Get("/api/v1/namespaces/team-b/jobs?watch=1", t.body["token"]).status, 403);
+}
+
+TEST_F(ApiServerTest, WatchEndsAfterItsTimeout) {
+  WatchClient w(http_->port(), kJobs + "?watch=1&timeoutSeconds=1", admin_);
+  ASSERT_EQ(w.Status(), 200);
+  w.Events(1, 3000);
+  EXPECT_TRUE(w.ended());
 }
 
 TEST_F(ApiServerTest, StateAndTokensSurviveARestart) {

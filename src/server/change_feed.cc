@@ -1,0 +1,84 @@
+#include "server/change_feed.h"
+
+#include <utility>
+
+namespace tessera::server {
+
+void ChangeFeed::CatchUp() {
+  std::vector<std::function<void()>> wake;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    while (true) {
+      auto changes = store_.ChangesAfter(head_, 4096);
+      if (!changes.ok()) {
+        // Compacted past the newest kept change (a burst larger than the log keeps): resume at
+        // the store's revision; older revisions are served from the store or refused.
+        recent_.clear();
+        head_ = store_.Revision();
+        break;
+      }
+      for (store::Change& c : *changes) {
+        head_ = c.revision;
+        recent_.push_back(std::move(c));
+        if (recent_.size() > kept_) recent_.pop_front();
+      }
+      if (changes->size() < 4096) break;
+    }
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      if (it->second.first < head_) {
+        wake.push_back(std::move(it->second.second));
+        it = waiting_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& w : wake) w();
+}
+
+Result<std::vector<store::Change>> ChangeFeed::After(int64_t after, size_t limit) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (after >= head_) return std::vector<store::Change>{};
+    if (!recent_.empty() && recent_.front().revision <= after + 1) {
+      std::vector<store::Change> out;
+      for (const store::Change& c : recent_) {
+        if (c.revision <= after) continue;
+        if (out.size() >= limit) break;
+        out.push_back(c);
+      }
+      return out;
+    }
+  }
+  return store_.ChangesAfter(after, limit);
+}
+
+uint64_t ChangeFeed::Subscribe(int64_t after, std::function<void()> wake) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (after >= head_) {
+      const uint64_t id = next_id_++;
+      waiting_.emplace(id, std::make_pair(after, std::move(wake)));
+      return id;
+    }
+  }
+  wake();
+  return 0;
+}
+
+void ChangeFeed::Unsubscribe(uint64_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  waiting_.erase(id);
+}
+
+int64_t ChangeFeed::head() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return head_;
+}
+
+size_t ChangeFeed::subscribers() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return waiting_.size();
+}
+
+}  // namespace tessera::server

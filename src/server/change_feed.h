@@ -1,0 +1,51 @@
+// The stream of committed changes that watches follow: recent changes kept in memory, older
+// ones read from the store's log, and wake-ups for watchers waiting for the next change.
+// Thread-safe.
+#ifndef TESSERA_SERVER_CHANGE_FEED_H_
+#define TESSERA_SERVER_CHANGE_FEED_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "store/store.h"
+
+namespace tessera::server {
+
+class ChangeFeed {
+ public:
+  explicit ChangeFeed(store::Store& store, size_t kept = 16384)
+      : store_(store), kept_(kept), head_(store.Revision()) {}
+
+  // Reads what was committed since the last call from the store's log and wakes the watchers
+  // waiting for it. Call after every commit (any writer).
+  void CatchUp();
+
+  // Changes with revision > `after`, oldest first, at most `limit`; FailedPrecondition when
+  // they were compacted away.
+  Result<std::vector<store::Change>> After(int64_t after, size_t limit);
+
+  // Calls `wake` once, on the publishing thread, as soon as a change after `after` exists
+  // (at once when one already does). Returns an id for Unsubscribe.
+  uint64_t Subscribe(int64_t after, std::function<void()> wake);
+  void Unsubscribe(uint64_t id);
+
+  int64_t head() const;
+  size_t subscribers() const;
+
+ private:
+  store::Store& store_;
+  const size_t kept_;
+  mutable std::mutex mu_;
+  std::deque<store::Change> recent_;  // the newest kept_ changes
+  int64_t head_;                      // revision of the newest change published
+  uint64_t next_id_ = 1;
+  std::map<uint64_t, std::pair<int64_t, std::function<void()>>> waiting_;
+};
+
+}  // namespace tessera::server
+
+#endif  // TESSERA_SERVER_CHANGE_FEED_H_
