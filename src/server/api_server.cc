@@ -71,12 +71,22 @@ std::string_view Reason(StatusCode c) {
   }
 }
 
-HttpResponse Error(const Status& s) {
-  const int code = HttpCode(s.code());
-  return {code, "application/json", StatusJson(code, Reason(s.code()), s.message())};
+HttpResponse Reply(int code, std::string content_type, std::string body) {
+  HttpResponse r;
+  r.status = code;
+  r.content_type = std::move(content_type);
+  r.body = std::move(body);
+  return r;
 }
 
-HttpResponse Json(int code, const json& body) { return {code, "application/json", body.dump()}; }
+HttpResponse Error(const Status& s) {
+  const int code = HttpCode(s.code());
+  return Reply(code, "application/json", StatusJson(code, Reason(s.code()), s.message()));
+}
+
+HttpResponse Json(int code, const json& body) {
+  return Reply(code, "application/json", body.dump());
+}
 
 // The stored form of an object: without its resourceVersion (the store's version is the truth).
 std::string StoredBody(json obj) {
@@ -353,7 +363,7 @@ HttpResponse ApiServer::Watch(const HttpRequest& req, const std::string& kind,
                                    std::to_string(store_->Revision()) + ")"));
     }
     if (auto probe = feed_.After(from, 1); !probe.ok()) {
-      return {410, "application/json", StatusJson(410, "Expired", probe.status().message())};
+      return Reply(410, "application/json", StatusJson(410, "Expired", probe.status().message()));
     }
     stream->Start(from, {});
   }
@@ -364,9 +374,9 @@ HttpResponse ApiServer::Watch(const HttpRequest& req, const std::string& kind,
 }
 
 HttpResponse ApiServer::Handle(const HttpRequest& req) {
-  if (req.path == "/healthz") return {200, "text/plain", "ok"};
+  if (req.path == "/healthz") return Reply(200, "text/plain", "ok");
   if (req.path == "/readyz") {
-    return {200, "text/plain", "ok (revision " + std::to_string(store_->Revision()) + ")"};
+    return Reply(200, "text/plain", "ok (revision " + std::to_string(store_->Revision()) + ")");
   }
   Result<Principal> who = tokens_.Authenticate(req.authorization);
   if (!who.ok()) return Error(who.status());
@@ -471,9 +481,9 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
     if (!r.ok()) return Error(r.status());
     return Json(create ? 201 : 200, Served({w.key, (*r)[0], w.body}));
   }
-  return {405, "application/json",
-          StatusJson(405, "MethodNotAllowed",
-                     "method " + req.method + " is not allowed on " + req.path)};
+  return Reply(405, "application/json",
+               StatusJson(405, "MethodNotAllowed",
+                          "method " + req.method + " is not allowed on " + req.path));
 }
 
 }  // namespace tessera::server
