@@ -10,6 +10,7 @@
 #include "api/fields.h"
 #include "api/object.h"
 #include "api/quantity.h"
+#include "api/resources.h"
 
 namespace tessera::api {
 
@@ -192,6 +193,14 @@ Status PodSpecToTask(const json& pod, const std::string& path, json* task, json*
         kNotRun));
     const json& res = Member(c, "resources");
     TESSERA_RETURN_IF_ERROR(OnlyFields(res, p + ".resources", {"limits", "requests"}, kNotRun));
+    // Checked here too, so that errors name the field as the user wrote it.
+    Fields rf(res, p + ".resources");
+    ResourceList own_limits, own_requests;
+    TESSERA_RETURN_IF_ERROR(rf.StringMap("limits", &own_limits, true));
+    TESSERA_RETURN_IF_ERROR(rf.StringMap("requests", &own_requests, true));
+    core::PodSpec probe;
+    TESSERA_RETURN_IF_ERROR(
+        ApplyContainerResources(own_limits, own_requests, p + ".resources", &probe));
     TESSERA_RETURN_IF_ERROR(AddResources(Member(res, "limits"), p + ".resources.limits", &limits));
     TESSERA_RETURN_IF_ERROR(
         AddResources(Member(res, "requests"), p + ".resources.requests", &requests));

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/demo.h"
+#include "cli/resource_cmds.h"
 #include "cli/server_cmd.h"
 #include "cli/sim_cmd.h"
 #include "core/scheduler.h"
@@ -28,10 +29,17 @@ int main(int argc, char** argv) {
   tessera::cli::ServerOptions server_opts;
   CLI::App* server = tessera::cli::AddServerCommand(app, server_opts);
 
+  tessera::cli::ResourceOptions resource_opts;
+  tessera::cli::AddResourceCommands(app, resource_opts);
+
   CLI11_PARSE(app, argc, argv);
 
   if (demo->parsed()) return tessera::cli::RunDemo(policy, seed, std::cout);
   if (sim->parsed()) return tessera::cli::RunSim(sim_opts, std::cout, std::cerr);
   if (server->parsed()) return tessera::cli::RunServer(server_opts, std::cout, std::cerr);
+  if (int code = tessera::cli::RunResourceCommand(resource_opts, std::cin, std::cout, std::cerr);
+      code >= 0) {
+    return code;
+  }
   return 0;
 }

@@ -403,8 +403,19 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
     for (size_t i = 0; i < items->size(); ++i) {
       auto obj = ParseObject((*items)[i], nullptr);
       if (!obj.ok()) {
-        return Error(Status(obj.status().code(),
-                            "items[" + std::to_string(i) + "]." + obj.status().message()));
+        const json& item = (*items)[i];
+        auto text = [](const json& o, const char* key) {
+          return o.is_object() && o.contains(key) && o[key].is_string() ? o[key].get<std::string>()
+                                                                        : std::string();
+        };
+        const json meta = item.is_object() ? item.value("metadata", json()) : json();
+        const std::string kind = text(item, "kind"), name = text(meta, "name"),
+                          ns = text(meta, "namespace");
+        std::string what = "items[" + std::to_string(i) + "]";
+        if (!kind.empty() && !name.empty()) {
+          what += " (" + kind + " " + (ns.empty() ? "" : ns + "/") + name + ")";
+        }
+        return Error(Status(obj.status().code(), what + ": " + obj.status().message()));
       }
       const api::ObjectId id = api::IdOf(*obj);
       if (Status s = Authorize(*who, *id.kind, id.ns); !s.ok()) return Error(s);

@@ -1,0 +1,105 @@
+#include "cli/client.h"
+
+#include <boost/asio.hpp>
+#include <boost/beast.hpp>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "api/manifest.h"
+
+namespace tessera::cli {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+
+namespace {
+
+Status SetAddress(std::string addr, Endpoint* ep) {
+  if (addr.starts_with("https://")) {
+    return InvalidArgument("server " + addr + ": TLS is not supported by this build; use http://");
+  }
+  if (addr.starts_with("http://")) addr = addr.substr(7);
+  while (!addr.empty() && addr.back() == '/') addr.pop_back();
+  const size_t colon = addr.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == addr.size()) {
+    return InvalidArgument("server address \"" + addr + "\": expected HOST:PORT");
+  }
+  ep->host = addr.substr(0, colon);
+  ep->port = addr.substr(colon + 1);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Endpoint> ResolveEndpoint(const std::string& addr, const std::string& token) {
+  Endpoint ep;
+  std::string server = addr, tok = token;
+  if (server.empty()) {
+    if (const char* e = std::getenv("TESSERA_ADDR")) server = e;
+  }
+  if (tok.empty()) {
+    if (const char* e = std::getenv("TESSERA_TOKEN")) tok = e;
+  }
+  if (server.empty() || tok.empty()) {
+    const char* home = std::getenv("HOME");
+    const std::string path = std::string(home ? home : "") + "/.tessera/config";
+    std::ifstream in(path);
+    if (in) {
+      std::stringstream ss;
+      ss << in.rdbuf();
+      auto docs = api::ParseYamlDocuments(ss.str());
+      if (!docs.ok() || docs->size() != 1 || !(*docs)[0].is_object()) {
+        return InvalidArgument(path + ": expected a map with server and token");
+      }
+      const auto& cfg = (*docs)[0];
+      for (const auto& [key, value] : cfg.items()) {
+        if ((key != "server" && key != "token") || !value.is_string()) {
+          return InvalidArgument(path + ": " + key +
+                                 ": expected only the strings server and token");
+        }
+      }
+      if (server.empty() && cfg.contains("server")) server = cfg["server"].get<std::string>();
+      if (tok.empty() && cfg.contains("token")) tok = cfg["token"].get<std::string>();
+    }
+  }
+  if (!server.empty()) {
+    if (Status s = SetAddress(server, &ep); !s.ok()) return s;
+  }
+  ep.token = tok;
+  return ep;
+}
+
+Result<Response> Request(const Endpoint& ep, const std::string& method, const std::string& target,
+                         const std::string& body, const std::string& content_type) {
+  try {
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::resolver resolver(io);
+    beast::tcp_stream stream(io);
+    stream.expires_after(std::chrono::seconds(60));
+    stream.connect(resolver.resolve(ep.host, ep.port));
+    http::request<http::string_body> req(http::string_to_verb(method), target, 11);
+    req.set(http::field::host, ep.host);
+    req.set(http::field::user_agent, "tessera-cli");
+    if (!ep.token.empty()) req.set(http::field::authorization, "Bearer " + ep.token);
+    if (!content_type.empty()) req.set(http::field::content_type, content_type);
+    req.body() = body;
+    req.prepare_payload();
+    http::write(stream, req);
+    beast::flat_buffer buf;
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(256 << 20);
+    http::read(stream, buf, parser);
+    Response r;
+    r.status = parser.get().result_int();
+    r.body = parser.get().body();
+    beast::error_code ec;
+    stream.socket().shutdown(boost::asio::ip::tcp::socket::shutdown_both, ec);
+    return r;
+  } catch (const boost::system::system_error& e) {
+    return FailedPrecondition("cannot reach the server at " + ep.host + ":" + ep.port + ": " +
+                              e.code().message());
+  }
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,373 @@
+#include "cli/resource_cmds.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "api/manifest.h"
+#include "api/object.h"
+#include "cli/client.h"
+
+namespace tessera::cli {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kRefused = 1;
+constexpr int kUsage = 2;
+constexpr int kUnreachable = 3;
+
+void AddConnectionFlags(CLI::App* cmd, ResourceOptions& o) {
+  cmd->add_option("--server", o.server, "Server HOST:PORT (else TESSERA_ADDR, ~/.tessera/config)");
+  cmd->add_option("--token", o.token, "Bearer token (else TESSERA_TOKEN, ~/.tessera/config)");
+}
+
+// A kind from what users type: "jobs", "job", "Job", or a short name.
+const api::KindInfo* ResolveKind(std::string word) {
+  std::transform(word.begin(), word.end(), word.begin(), ::tolower);
+  static const std::map<std::string, std::string> kShort = {
+      {"cq", "queues"},
+      {"clusterqueue", "queues"},
+      {"clusterqueues", "queues"},
+      {"lq", "localqueues"},
+      {"pc", "priorityclasses"},
+      {"pg", "podgroups"},
+      {"rf", "resourceflavors"},
+      {"flavor", "resourceflavors"},
+      {"flavors", "resourceflavors"},
+      {"quota", "namespacequotas"},
+      {"quotas", "namespacequotas"},
+      {"no", "nodes"},
+  };
+  if (auto it = kShort.find(word); it != kShort.end()) word = it->second;
+  for (const api::KindInfo& k : api::Kinds()) {
+    std::string kind(k.kind);
+    std::transform(kind.begin(), kind.end(), kind.begin(), ::tolower);
+    if (word == k.plural || word == kind) return &k;
+  }
+  return nullptr;
+}
+
+std::string KnownKinds() {
+  std::string s;
+  for (const api::KindInfo& k : api::Kinds()) s += (s.empty() ? "" : ", ") + std::string(k.plural);
+  return s;
+}
+
+// Prints a server refusal the way kubectl does; returns the exit code.
+int Refused(const Response& r, std::ostream& err) {
+  const json body = json::parse(r.body, nullptr, false);
+  if (body.is_object() && body.contains("message")) {
+    err << "Error from server (" << body.value("reason", std::to_string(r.status))
+        << "): " << body["message"].get<std::string>() << "\n";
+  } else {
+    err << "Error from server (HTTP " << r.status << "): " << r.body << "\n";
+  }
+  return kRefused;
+}
+
+std::optional<Response> Send(const ResourceOptions& o, const std::string& method,
+                             const std::string& target, const std::string& body,
+                             const std::string& content_type, std::ostream& err, int* code) {
+  auto ep = ResolveEndpoint(o.server, o.token);
+  if (!ep.ok()) {
+    err << "error: " << ep.status().message() << "\n";
+    *code = kUsage;
+    return std::nullopt;
+  }
+  auto r = Request(*ep, method, target, body, content_type);
+  if (!r.ok()) {
+    err << "error: " << r.status().message() << "\n";
+    *code = kUnreachable;
+    return std::nullopt;
+  }
+  return *r;
+}
+
+void EmitYaml(YAML::Emitter& e, const json& v) {
+  if (v.is_object()) {
+    e << YAML::BeginMap;
+    for (const auto& [k, x] : v.items()) {
+      e << YAML::Key << k << YAML::Value;
+      EmitYaml(e, x);
+    }
+    e << YAML::EndMap;
+  } else if (v.is_array()) {
+    e << YAML::BeginSeq;
+    for (const json& x : v) EmitYaml(e, x);
+    e << YAML::EndSeq;
+  } else if (v.is_string()) {
+    // Quoted when YAML would read it as another type.
+    const std::string s = v.get<std::string>();
+    const auto parsed = api::ParseYamlDocuments(s);
+    const bool plain_ok = parsed.ok() && parsed->size() == 1 && (*parsed)[0].is_string() &&
+                          (*parsed)[0].get<std::string>() == s;
+    if (plain_ok) {
+      e << s;
+    } else {
+      e << YAML::DoubleQuoted << s;
+    }
+  } else if (v.is_null()) {
+    e << YAML::Null;
+  } else {
+    e << v.dump();
+  }
+}
+
+// Per-kind summary columns for the table.
+std::vector<std::pair<std::string, std::string>> Columns(const json& obj, bool wide) {
+  const std::string kind = obj.value("kind", "");
+  const json spec = obj.value("spec", json::object());
+  std::vector<std::pair<std::string, std::string>> cols;
+  if (kind == "Job") {
+    int64_t pods = 0;
+    for (const json& t : spec.value("tasks", json::array())) pods += t.value("replicas", 1);
+    cols.emplace_back("QUEUE", spec.value("queue", "<none>"));
+    cols.emplace_back("PODS", std::to_string(pods));
+    cols.emplace_back("MIN", std::to_string(spec.value("minMember", 0)));
+  } else if (kind == "Queue") {
+    cols.emplace_back("COHORT", spec.value("cohort", "<none>"));
+    cols.emplace_back("STRATEGY", spec.value("queueingStrategy", "BestEffortFIFO"));
+  } else if (kind == "LocalQueue") {
+    cols.emplace_back("CLUSTERQUEUE", spec.value("clusterQueue", spec.value("queue", "")));
+  } else if (kind == "PriorityClass") {
+    cols.emplace_back("VALUE", std::to_string(spec.value("value", 0)));
+    cols.emplace_back("PREEMPTION", spec.value("preemptionPolicy", "PreemptLowerPriority"));
+  } else if (kind == "PodGroup") {
+    cols.emplace_back("MINMEMBER", std::to_string(spec.value("minMember", 1)));
+    cols.emplace_back("QUEUE", spec.value("queue", "<none>"));
+  }
+  if (wide) {
+    cols.emplace_back("RESOURCEVERSION", obj["metadata"].value("resourceVersion", std::string("")));
+  }
+  return cols;
+}
+
+void PrintTable(const std::vector<json>& items, bool with_ns, bool wide, std::ostream& out) {
+  if (items.empty()) {
+    out << "No resources found.\n";
+    return;
+  }
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> header;
+  if (with_ns) header.push_back("NAMESPACE");
+  header.push_back("NAME");
+  for (const auto& [h, v] : Columns(items[0], wide)) header.push_back(h);
+  rows.push_back(header);
+  for (const json& o : items) {
+    std::vector<std::string> row;
+    if (with_ns) row.push_back(o["metadata"].value("namespace", ""));
+    row.push_back(o["metadata"].value("name", ""));
+    for (const auto& [h, v] : Columns(o, wide)) row.push_back(v);
+    rows.push_back(row);
+  }
+  std::vector<size_t> width(header.size(), 0);
+  for (const auto& r : rows) {
+    for (size_t i = 0; i < r.size() && i < width.size(); ++i)
+      width[i] = std::max(width[i], r[i].size());
+  }
+  for (const auto& r : rows) {
+    for (size_t i = 0; i < r.size(); ++i) {
+      out << (i + 1 < r.size() ? std::string(r[i]) + std::string(width[i] - r[i].size() + 3, ' ')
+                               : r[i]);
+    }
+    out << "\n";
+  }
+}
+
+int Apply(const ResourceOptions& o, std::istream& in, std::ostream& out, std::ostream& err) {
+  std::vector<std::pair<std::string, std::string>> sources;  // name, text
+  for (const std::string& f : o.files) {
+    if (f == "-") {
+      std::stringstream ss;
+      ss << in.rdbuf();
+      sources.emplace_back("<stdin>", ss.str());
+      continue;
+    }
+    std::error_code ec;
+    std::vector<fs::path> paths;
+    if (fs::is_directory(f, ec)) {
+      for (const auto& e : fs::directory_iterator(f, ec)) {
+        const std::string ext = e.path().extension();
+        if (ext == ".yaml" || ext == ".yml" || ext == ".json") paths.push_back(e.path());
+      }
+      std::sort(paths.begin(), paths.end());
+    } else {
+      paths.push_back(f);
+    }
+    for (const fs::path& p : paths) {
+      std::ifstream file(p);
+      if (!file) {
+        err << "error: cannot read " << p.string() << "\n";
+        return kUsage;
+      }
+      std::stringstream ss;
+      ss << file.rdbuf();
+      sources.emplace_back(p.string(), ss.str());
+    }
+  }
+  int code = 0;
+  for (const auto& [name, text] : sources) {
+    int send_code = 0;
+    auto r = Send(o, "POST", "/api/v1/apply?namespace=" + o.ns, text, "application/yaml", err,
+                  &send_code);
+    if (!r) return send_code;
+    if (r->status != 200) {
+      err << name << ": ";
+      code = Refused(*r, err);
+      continue;
+    }
+    const json body = json::parse(r->body, nullptr, false);
+    for (const json& item : body.value("items", json::array())) {
+      const api::KindInfo* k = api::FindKind(item.value("kind", ""));
+      std::string kind = k ? std::string(k->plural) : item.value("kind", "");
+      out << kind << "/" << item["metadata"].value("name", "");
+      if (item["metadata"].contains("namespace")) {
+        out << " (namespace " << item["metadata"]["namespace"].get<std::string>() << ")";
+      }
+      out << " applied, resourceVersion "
+          << item["metadata"].value("resourceVersion", std::string("?")) << "\n";
+    }
+  }
+  return code;
+}
+
+int Get(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
+  const api::KindInfo* kind = ResolveKind(o.kind);
+  if (kind == nullptr) {
+    err << "error: the server doesn't have a resource type \"" << o.kind
+        << "\" (known: " << KnownKinds() << ")\n";
+    return kUsage;
+  }
+  if (o.output != "" && o.output != "wide" && o.output != "json" && o.output != "yaml") {
+    err << "error: -o: unknown output format \"" << o.output << "\" (wide, json, yaml)\n";
+    return kUsage;
+  }
+  std::string target = "/api/v1/";
+  const bool all = o.all_namespaces || !kind->namespaced;
+  if (kind->namespaced && !o.all_namespaces) target += "namespaces/" + o.ns + "/";
+  target += std::string(kind->plural);
+  if (!o.name.empty()) target += "/" + o.name;
+  if (!o.selector.empty() && o.name.empty()) {
+    std::string enc;
+    for (char c : o.selector) {
+      if (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_' ||
+          c == '/') {
+        enc += c;
+      } else {
+        std::ostringstream h;
+        h << '%' << std::uppercase << std::hex << std::setw(2) << std::setfill('0')
+          << static_cast<int>(static_cast<unsigned char>(c));
+        enc += h.str();
+      }
+    }
+    target += "?labelSelector=" + enc;
+  }
+  int code = 0;
+  auto r = Send(o, "GET", target, "", "", err, &code);
+  if (!r) return code;
+  if (r->status != 200) return Refused(*r, err);
+  const json body = json::parse(r->body, nullptr, false);
+  if (o.output == "json") {
+    out << body.dump(2) << "\n";
+    return 0;
+  }
+  if (o.output == "yaml") {
+    YAML::Emitter e;
+    EmitYaml(e, body);
+    out << e.c_str() << "\n";
+    return 0;
+  }
+  std::vector<json> items;
+  if (o.name.empty()) {
+    for (const json& i : body.value("items", json::array())) items.push_back(i);
+  } else {
+    items.push_back(body);
+  }
+  PrintTable(items, all && kind->namespaced, o.output == "wide", out);
+  return 0;
+}
+
+int Delete(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
+  const api::KindInfo* kind = ResolveKind(o.kind);
+  if (kind == nullptr) {
+    err << "error: unknown resource type \"" << o.kind << "\" (known: " << KnownKinds() << ")\n";
+    return kUsage;
+  }
+  std::string target = "/api/v1/";
+  if (kind->namespaced) target += "namespaces/" + o.ns + "/";
+  target += std::string(kind->plural) + "/" + o.name;
+  int code = 0;
+  auto r = Send(o, "DELETE", target, "", "", err, &code);
+  if (!r) return code;
+  if (r->status != 200) return Refused(*r, err);
+  out << kind->plural << "/" << o.name << " deleted\n";
+  return 0;
+}
+
+int TokenCreate(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
+  int code = 0;
+  auto r = Send(o, "POST", "/api/v1/tokens", json{{"namespace", o.token_namespace}}.dump(),
+                "application/json", err, &code);
+  if (!r) return code;
+  if (r->status != 201) return Refused(*r, err);
+  out << json::parse(r->body).value("token", "") << "\n";
+  return 0;
+}
+
+}  // namespace
+
+void AddResourceCommands(CLI::App& app, ResourceOptions& o) {
+  o.apply = app.add_subcommand("apply", "Create or update objects from manifests (server-side)");
+  o.apply->add_option("-f,--filename", o.files, "File, directory of .yaml/.yml/.json, or -")
+      ->required();
+  o.apply->add_option("-n,--namespace", o.ns, "Namespace for objects that name none")
+      ->capture_default_str();
+  AddConnectionFlags(o.apply, o);
+
+  o.get = app.add_subcommand("get", "List objects of a kind, or show one");
+  o.get->add_option("kind", o.kind, "Kind: jobs, queues, localqueues, ... (or its short name)")
+      ->required();
+  o.get->add_option("name", o.name, "Object name");
+  o.get->add_option("-n,--namespace", o.ns, "Namespace")->capture_default_str();
+  o.get->add_flag("-A,--all-namespaces", o.all_namespaces, "Every namespace");
+  o.get->add_option("-o,--output", o.output, "wide, json or yaml");
+  o.get->add_option("-l,--selector", o.selector, "Label selector, e.g. team=a,tier!=spot");
+  AddConnectionFlags(o.get, o);
+
+  o.del = app.add_subcommand("delete", "Delete an object");
+  o.del->add_option("kind", o.kind, "Kind")->required();
+  o.del->add_option("name", o.name, "Object name")->required();
+  o.del->add_option("-n,--namespace", o.ns, "Namespace")->capture_default_str();
+  AddConnectionFlags(o.del, o);
+
+  CLI::App* token = app.add_subcommand("token", "Manage API tokens");
+  token->require_subcommand(1);
+  o.token_create = token->add_subcommand("create", "Create a namespace-scoped token (admin only)");
+  o.token_create->add_option("--namespace", o.token_namespace, "The token's namespace")->required();
+  AddConnectionFlags(o.token_create, o);
+}
+
+int RunResourceCommand(const ResourceOptions& o, std::istream& in, std::ostream& out,
+                       std::ostream& err) {
+  try {
+    if (o.apply && o.apply->parsed()) return Apply(o, in, out, err);
+    if (o.get && o.get->parsed()) return Get(o, out, err);
+    if (o.del && o.del->parsed()) return Delete(o, out, err);
+    if (o.token_create && o.token_create->parsed()) return TokenCreate(o, out, err);
+  } catch (const json::exception& e) {
+    // Only a server that is not Tessera's, or a broken one, answers what cannot be read.
+    err << "error: unexpected response from the server: " << e.what() << "\n";
+    return kRefused;
+  }
+  return -1;
+}
+
+}  // namespace tessera::cli

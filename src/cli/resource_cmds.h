@@ -1,0 +1,42 @@
+// kubectl-style commands against the control plane's REST API: apply, get, delete, and
+// token create. Server and token come from --server/--token, TESSERA_ADDR/TESSERA_TOKEN or
+// ~/.tessera/config. Exit codes: 0 done, 1 refused by the server, 2 bad usage or input,
+// 3 server unreachable.
+#ifndef TESSERA_CLI_RESOURCE_CMDS_H_
+#define TESSERA_CLI_RESOURCE_CMDS_H_
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace tessera::cli {
+
+struct ResourceOptions {
+  std::string server;
+  std::string token;
+  std::string ns = "default";
+  bool all_namespaces = false;
+  std::string output;  // get: "" (table), wide, json, yaml
+  std::string selector;
+  std::vector<std::string> files;  // apply -f
+  std::string kind;                // get/delete
+  std::string name;
+  std::string token_namespace;  // token create --namespace
+
+  CLI::App* apply = nullptr;
+  CLI::App* get = nullptr;
+  CLI::App* del = nullptr;
+  CLI::App* token_create = nullptr;
+};
+
+void AddResourceCommands(CLI::App& app, ResourceOptions& opts);
+
+// Runs whichever of the commands was parsed; -1 when none was.
+int RunResourceCommand(const ResourceOptions& opts, std::istream& in, std::ostream& out,
+                       std::ostream& err);
+
+}  // namespace tessera::cli
+
+#endif  // TESSERA_CLI_RESOURCE_CMDS_H_

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# The kubectl-style CLI against a real server: apply the seed examples, get, delete, tokens,
+# and the exit codes of every failure kind.
+source "$(dirname "$0")/server_env.sh" "$1"
+SEEDS=$2
+start_server
+
+# Every seed but the Prometheus rules is applied; the rules file is refused with advice, so
+# the command exits 1.
+expect_exit 1 "$TESSERA" apply -f "$SEEDS"
+expect_out "jobs/pytorch-distributed (namespace default) applied"
+expect_out "queues/gpu-cluster-queue applied"
+expect_out "namespacequotas/gpu-quota (namespace team-a) applied"
+expect_out "load them into Prometheus"
+
+# Applying the same file again changes nothing: same resourceVersion.
+expect_exit 0 "$TESSERA" apply -f "$SEEDS/05-volcano-gang.yaml"
+first=$OUT
+expect_exit 0 "$TESSERA" apply -f "$SEEDS/05-volcano-gang.yaml"
+[ "$OUT" = "$first" ] || fail "re-apply changed versions: $first / $OUT"
+
+expect_exit 0 "$TESSERA" get jobs -A
+expect_out "pytorch-distributed"
+echo "$OUT" | grep -E "^default +pytorch-distributed +<none> +4 +4$" >/dev/null ||
+  fail "gang row wrong: $OUT"
+expect_exit 0 "$TESSERA" get job pytorch-distributed -o json
+expect_out '"minMember": 4'
+expect_exit 0 "$TESSERA" get pc -o yaml
+expect_out "value: 100000"
+expect_exit 0 "$TESSERA" get cq
+expect_out "gpu-cluster-queue"
+
+# Apply from stdin, into a namespace given on the command line.
+cat <<'YAML' >"$WORK/pod.yaml"
+apiVersion: v1
+kind: Pod
+metadata:
+  name: stdin-pod
+  labels: {team: a}
+spec:
+  containers:
+  - name: c
+    resources:
+      limits: {nvidia.com/gpu: 1}
+YAML
+expect_exit 0 "$TESSERA" apply -f - -n team-a <"$WORK/pod.yaml"
+expect_out "jobs/stdin-pod (namespace team-a) applied"
+expect_exit 0 "$TESSERA" get jobs -n team-a -l team=a
+expect_out "stdin-pod"
+expect_exit 0 "$TESSERA" get jobs -n team-a -l team=b
+expect_out "No resources found."
+
+# Bad input: the server names the field; nothing is written.
+cat <<'YAML' >"$WORK/bad.yaml"
+apiVersion: batch/v1
+kind: Job
+metadata: {name: bad, namespace: team-a}
+spec:
+  template:
+    spec:
+      containers:
+      - name: c
+        resources:
+          limits: {nvidia.com/gpu: "-2"}
+YAML
+expect_exit 1 "$TESSERA" apply -f "$WORK/bad.yaml"
+expect_out 'spec.template.spec.containers[0].resources.limits.nvidia.com/gpu'
+expect_exit 1 "$TESSERA" get job bad -n team-a
+expect_out "NotFound"
+
+# Tokens: a namespace token sees its namespace only.
+expect_exit 0 "$TESSERA" token create --namespace team-a
+team_token=$OUT
+expect_exit 0 "$TESSERA" get jobs -n team-a --token "$team_token"
+expect_out "stdin-pod"
+expect_exit 1 "$TESSERA" get jobs -A --token "$team_token"
+expect_out "Forbidden"
+expect_exit 1 "$TESSERA" get jobs --token wrong.token
+expect_out "Unauthorized"
+
+expect_exit 0 "$TESSERA" delete job stdin-pod -n team-a
+expect_out "jobs/stdin-pod deleted"
+expect_exit 1 "$TESSERA" delete job stdin-pod -n team-a
+expect_exit 2 "$TESSERA" get widgets
+expect_out 'resource type "widgets"'
+expect_exit 2 "$TESSERA" get jobs -o xml
+
+# Config file instead of the environment.
+mkdir -p "$WORK/home/.tessera"
+printf 'server: %s\ntoken: %s\n' "$TESSERA_ADDR" "$TESSERA_TOKEN" >"$WORK/home/.tessera/config"
+expect_exit 0 env -u TESSERA_ADDR -u TESSERA_TOKEN HOME="$WORK/home" "$TESSERA" get pc
+expect_out "online-inference"
+
+kill -9 "$SERVER_PID"
+wait "$SERVER_PID" 2>/dev/null || true
+SERVER_PID=
+expect_exit 3 "$TESSERA" get jobs
+expect_out "cannot reach the server"
+echo "cli_test: ok"

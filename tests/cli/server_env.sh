@@ -1,0 +1,44 @@
+# Shared by the CLI tests: starts `tessera server` on a free loopback port over a fresh data
+# directory and stops it on exit. Usage: source server_env.sh TESSERA_BINARY
+set -euo pipefail
+TESSERA=$1
+WORK=$(mktemp -d /tmp/tessera-cli-XXXXXX)
+SERVER_PID=
+cleanup() {
+  if [ -n "$SERVER_PID" ]; then kill -9 "$SERVER_PID" 2>/dev/null || true; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+# Starts the server (again) on the data dir; sets TESSERA_ADDR and TESSERA_TOKEN.
+start_server() {
+  "$TESSERA" server --data-dir "$WORK/data" --listen 127.0.0.1:0 >"$WORK/server.out" 2>&1 &
+  SERVER_PID=$!
+  for _ in $(seq 100); do
+    if grep -q "listening on" "$WORK/server.out"; then break; fi
+    sleep 0.05
+  done
+  grep -q "listening on" "$WORK/server.out" || fail "server did not start: $(cat "$WORK/server.out")"
+  export TESSERA_ADDR=$(sed -n 's/^listening on //p' "$WORK/server.out")
+  export TESSERA_TOKEN=$(cat "$WORK/data/admin.token")
+}
+
+# Runs a command expecting exit code $1; its stdout+stderr are left in $OUT.
+expect_exit() {
+  local want=$1
+  shift
+  set +e
+  OUT=$("$@" 2>&1)
+  local got=$?
+  set -e
+  [ "$got" -eq "$want" ] || fail "'$*' exited $got, want $want: $OUT"
+}
+
+expect_out() {
+  echo "$OUT" | grep -qF -- "$1" || fail "expected '$1' in: $OUT"
+}
