@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <utility>
@@ -191,12 +192,58 @@ store::ObjectKey KeyOf(const api::ObjectId& id) {
   return {std::string(id.kind->kind), id.ns, id.name};
 }
 
+const char* EventType(store::ChangeType t) {
+  switch (t) {
+    case store::ChangeType::kAdded:
+      return "ADDED";
+    case store::ChangeType::kModified:
+      return "MODIFIED";
+    case store::ChangeType::kDeleted:
+      return "DELETED";
+  }
+  return "MODIFIED";
+}
+
+}  // namespace
+
+// Watch events rendered once per change and shared by every watcher (the newest 4,096).
+class EventCache {
+ public:
+  struct Event {
+    json labels;       // the object's labels, for selectors
+    std::string line;  // {"type":...,"object":...}\n
+  };
+
+  std::shared_ptr<const Event> Get(const store::Change& c) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = events_.find(c.revision);
+    if (it != events_.end()) return it->second;
+    auto e = std::make_shared<Event>();
+    json obj = Served(c.object);
+    e->labels = obj["metadata"].value("labels", json());
+    e->line = json{{"type", EventType(c.type)}, {"object", std::move(obj)}}.dump() + "\n";
+    events_.emplace(c.revision, e);
+    if (events_.size() > 4096) events_.erase(events_.begin());
+    return e;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<int64_t, std::shared_ptr<const Event>> events_;
+};
+
+namespace {
+
 // One watch: events of one kind (and namespace, and selector) after a revision.
 class WatchStream : public ResponseStream, public std::enable_shared_from_this<WatchStream> {
  public:
-  WatchStream(ChangeFeed& feed, std::string kind, std::optional<std::string> ns,
-              std::optional<api::LabelSelector> selector)
-      : feed_(feed), kind_(std::move(kind)), ns_(std::move(ns)), selector_(std::move(selector)) {}
+  WatchStream(ChangeFeed& feed, EventCache& events, std::string kind,
+              std::optional<std::string> ns, std::optional<api::LabelSelector> selector)
+      : feed_(feed),
+        events_(events),
+        kind_(std::move(kind)),
+        ns_(std::move(ns)),
+        selector_(std::move(selector)) {}
 
   // Starts after `revision`, first sending `initial` objects as ADDED.
   void Start(int64_t revision, const std::vector<store::StoredObject>& initial) {
@@ -218,11 +265,9 @@ class WatchStream : public ResponseStream, public std::enable_shared_from_this<W
       for (const store::Change& c : *changes) {
         last_ = c.revision;
         if (!Wanted(c.object.key)) continue;
-        Add(out,
-            c.type == store::ChangeType::kAdded      ? "ADDED"
-            : c.type == store::ChangeType::kModified ? "MODIFIED"
-                                                     : "DELETED",
-            c.object);
+        std::shared_ptr<const EventCache::Event> e = events_.Get(c);
+        if (selector_ && !selector_->Matches(e->labels)) continue;
+        out += e->line;
       }
       if (changes->size() < 512) break;
     }
@@ -255,6 +300,7 @@ class WatchStream : public ResponseStream, public std::enable_shared_from_this<W
   }
 
   ChangeFeed& feed_;
+  EventCache& events_;
   const std::string kind_;
   const std::optional<std::string> ns_;
   const std::optional<api::LabelSelector> selector_;
@@ -298,7 +344,12 @@ Result<json> ApplyItems(const HttpRequest& req) {
 }  // namespace
 
 ApiServer::ApiServer(std::unique_ptr<store::Store> store)
-    : store_(std::move(store)), tokens_(*store_), feed_(*store_) {}
+    : store_(std::move(store)),
+      tokens_(*store_),
+      feed_(*store_),
+      events_(std::make_unique<EventCache>()) {}
+
+ApiServer::~ApiServer() = default;
 
 Result<std::vector<int64_t>> ApiServer::Commit(std::span<const store::Write> writes) {
   auto r = store_->Commit(writes);
@@ -349,7 +400,7 @@ HttpResponse ApiServer::Watch(const HttpRequest& req, const std::string& kind,
     }
     timeout = std::max(1, std::stoi(it->second));
   }
-  auto stream = std::make_shared<WatchStream>(feed_, kind, ns, std::move(selector));
+  auto stream = std::make_shared<WatchStream>(feed_, *events_, kind, ns, std::move(selector));
   if (from == 0) {
     // Start from the current state: its objects first, then what changes after it.
     const int64_t at = store_->Revision();

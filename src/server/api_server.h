@@ -40,8 +40,11 @@
 
 namespace tessera::server {
 
+class EventCache;
+
 class ApiServer {
  public:
+  ~ApiServer();
   // Opens (or creates) the state in `data_dir`. On first start writes the admin token to
   // `<data_dir>/admin.token` with mode 0600.
   static Result<std::unique_ptr<ApiServer>> Open(const std::string& data_dir);
@@ -63,6 +66,7 @@ class ApiServer {
   std::unique_ptr<store::Store> store_;
   TokenAuthority tokens_;
   ChangeFeed feed_;
+  std::unique_ptr<EventCache> events_;
 };
 
 }  // namespace tessera::server

@@ -3,7 +3,9 @@
 // meta (the latest and the compacted revision).
 #include <sqlite3.h>
 
+#include <memory>
 #include <mutex>
+#include <unordered_map>
 #include <utility>
 
 #include "store/store.h"
@@ -15,6 +17,8 @@ std::string Describe(const ObjectKey& key) {
 }
 
 namespace {
+
+constexpr const char* kGetSql = "SELECT version, body FROM objects WHERE kind=?1 AND ns=?2 AND name=?3";
 
 // A prepared statement, reset for reuse after each run.
 class Statement {
@@ -54,10 +58,26 @@ class Statement {
   int status_ = SQLITE_ERROR;
 };
 
+// A cached statement in use: reset (bindings cleared, read locks released) when it goes.
+class InUse {
+ public:
+  explicit InUse(Statement& s) : s_(s) {}
+  ~InUse() { s_.Reset(); }
+  InUse(const InUse&) = delete;
+  InUse& operator=(const InUse&) = delete;
+  Statement* operator->() { return &s_; }
+
+ private:
+  Statement& s_;
+};
+
 class SqliteStore : public Store {
  public:
   SqliteStore(sqlite3* db, SqliteOptions options) : db_(db), options_(options) {}
-  ~SqliteStore() override { sqlite3_close(db_); }
+  ~SqliteStore() override {
+    cache_.clear();  // statements are finalized before the connection closes
+    sqlite3_close(db_);
+  }
 
   Status Init() {
     const std::string pragmas = std::string("PRAGMA journal_mode=WAL; PRAGMA synchronous=") +
@@ -105,12 +125,12 @@ class SqliteStore : public Store {
 
   Result<std::optional<StoredObject>> Get(const ObjectKey& key) override {
     std::lock_guard<std::mutex> lock(mu_);
-    Statement q(db_, "SELECT version, body FROM objects WHERE kind=?1 AND ns=?2 AND name=?3");
-    q.Bind(1, key.kind).Bind(2, key.ns).Bind(3, key.name);
-    const int rc = q.Step();
+    InUse q(Prepared(kGetSql));
+    q->Bind(1, key.kind).Bind(2, key.ns).Bind(3, key.name);
+    const int rc = q->Step();
     if (rc == SQLITE_DONE) return std::optional<StoredObject>();
     if (rc != SQLITE_ROW) return Error("get");
-    return std::optional<StoredObject>(StoredObject{key, q.Int(0), q.Text(1)});
+    return std::optional<StoredObject>(StoredObject{key, q->Int(0), q->Text(1)});
   }
 
   Result<std::vector<StoredObject>> List(std::string_view kind,
@@ -138,17 +158,17 @@ class SqliteStore : public Store {
                                 " is too old: changes up to " + std::to_string(compacted_) +
                                 " were compacted; list again");
     }
-    Statement q(db_,
-                "SELECT revision, type, kind, ns, name, body FROM changes WHERE revision > ?1 "
-                "ORDER BY revision LIMIT ?2");
-    q.Bind(1, after).Bind(2, static_cast<int64_t>(limit));
+    InUse q(Prepared(
+        "SELECT revision, type, kind, ns, name, body FROM changes WHERE revision > ?1 "
+        "ORDER BY revision LIMIT ?2"));
+    q->Bind(1, after).Bind(2, static_cast<int64_t>(limit));
     std::vector<Change> out;
     int rc;
-    while ((rc = q.Step()) == SQLITE_ROW) {
+    while ((rc = q->Step()) == SQLITE_ROW) {
       Change& c = out.emplace_back();
-      c.revision = q.Int(0);
-      c.type = static_cast<ChangeType>(q.Int(1));
-      c.object = {{q.Text(2), q.Text(3), q.Text(4)}, c.revision, q.Text(5)};
+      c.revision = q->Int(0);
+      c.type = static_cast<ChangeType>(q->Int(1));
+      c.object = {{q->Text(2), q->Text(3), q->Text(4)}, c.revision, q->Text(5)};
     }
     if (rc != SQLITE_DONE) return Error("changes");
     return out;
@@ -160,6 +180,13 @@ class SqliteStore : public Store {
   }
 
  private:
+  // The statement for `sql` (a string literal: cached by address), prepared on first use.
+  Statement& Prepared(const char* sql) {
+    std::unique_ptr<Statement>& s = cache_[sql];
+    if (!s) s = std::make_unique<Statement>(db_, sql);
+    return *s;
+  }
+
   Status Error(std::string_view what) const {
     return Internal("store " + std::string(what) + ": " + sqlite3_errmsg(db_));
   }
@@ -175,19 +202,21 @@ class SqliteStore : public Store {
   }
 
   Status SetMeta(const char* key, int64_t value) {
-    Statement q(db_, "UPDATE meta SET value=?2 WHERE key=?1");
-    q.Bind(1, key).Bind(2, value);
-    return q.Step() == SQLITE_DONE ? Status::Ok() : Error("meta");
+    InUse q(Prepared("UPDATE meta SET value=?2 WHERE key=?1"));
+    q->Bind(1, key).Bind(2, value);
+    return q->Step() == SQLITE_DONE ? Status::Ok() : Error("meta");
   }
 
   Result<std::vector<int64_t>> CommitLocked(std::span<const Write> writes) {
-    Statement get(db_, "SELECT version, body FROM objects WHERE kind=?1 AND ns=?2 AND name=?3");
-    Statement put(db_, "INSERT OR REPLACE INTO objects VALUES(?1, ?2, ?3, ?4, ?5)");
-    Statement del(db_, "DELETE FROM objects WHERE kind=?1 AND ns=?2 AND name=?3");
-    Statement log(db_, "INSERT INTO changes VALUES(?1, ?2, ?3, ?4, ?5, ?6)");
+    Statement& get = Prepared(kGetSql);
+    Statement& put = Prepared("INSERT OR REPLACE INTO objects VALUES(?1, ?2, ?3, ?4, ?5)");
+    Statement& del = Prepared("DELETE FROM objects WHERE kind=?1 AND ns=?2 AND name=?3");
+    Statement& log = Prepared("INSERT INTO changes VALUES(?1, ?2, ?3, ?4, ?5, ?6)");
     if (!get.prepared() || !put.prepared() || !del.prepared() || !log.prepared()) {
       return Error("prepare");
     }
+    // Each is reset again below before reuse; reset on the way out, however it is left.
+    InUse g(get), p(put), d(del), l(log);
     std::vector<int64_t> revisions;
     for (const Write& w : writes) {
       get.Reset();
@@ -252,6 +281,7 @@ class SqliteStore : public Store {
 
   sqlite3* db_;
   SqliteOptions options_;
+  std::unordered_map<const char*, std::unique_ptr<Statement>> cache_;
   std::mutex mu_;
   int64_t revision_ = 0;
   int64_t compacted_ = 0;
