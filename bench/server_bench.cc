@@ -127,9 +127,10 @@ class Watchers {
     for (int i = 0; i < n; ++i) {
       auto& c = conns_.emplace_back(std::make_unique<Conn>(io_));
       c->socket.connect({asio::ip::make_address("127.0.0.1"), port});
-      c->request = "GET /api/v1/namespaces/bench/jobs?watch=1&resourceVersion=1 HTTP/1.1\r\n"
-                   "Host: x\r\nAuthorization: Bearer " +
-                   token + "\r\n\r\n";
+      c->request =
+          "GET /api/v1/namespaces/bench/jobs?watch=1&resourceVersion=1 HTTP/1.1\r\n"
+          "Host: x\r\nAuthorization: Bearer " +
+          token + "\r\n\r\n";
       asio::write(c->socket, asio::buffer(c->request));
       Read(i);
     }
@@ -190,8 +191,8 @@ void BM_WatchFanout(benchmark::State& st) {
     created += 100;
     watchers.WaitFor(created);
   }
-  st.counters["events_per_second"] =
-      benchmark::Counter(static_cast<double>(n) * 100 * st.iterations(), benchmark::Counter::kIsRate);
+  st.counters["events_per_second"] = benchmark::Counter(
+      static_cast<double>(n) * 100 * st.iterations(), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_WatchFanout)->Arg(1000)->Unit(benchmark::kMillisecond)->UseRealTime();
 

@@ -6,10 +6,6 @@ using nlohmann::json;
 
 namespace {
 
-Status Bad(const std::string& path, std::string_view what) {
-  return InvalidArgument(path + ": " + std::string(what));
-}
-
 // The value as the user wrote it, for messages.
 std::string Shown(const json& v) {
   return v.is_string() ? "\"" + v.get<std::string>() + "\"" : v.dump();
@@ -34,40 +30,40 @@ const json* Fields::Get(std::string_view key) {
 }
 
 Status Fields::String(std::string_view key, std::string* out, bool required) {
-  if (!is_object_) return Bad(path_, "must be an object");
+  if (!is_object_) return FieldError(path_, "must be an object");
   const json* v = Get(key);
-  if (v == nullptr) return required ? Bad(At(key), "is required") : Status::Ok();
-  if (!v->is_string()) return Bad(At(key), "must be a string, got " + Shown(*v));
+  if (v == nullptr) return required ? FieldError(At(key), "is required") : Status::Ok();
+  if (!v->is_string()) return FieldError(At(key), "must be a string, got " + Shown(*v));
   *out = v->get<std::string>();
   return Status::Ok();
 }
 
 Status Fields::Int(std::string_view key, int64_t* out, int64_t min, int64_t max, bool required) {
-  if (!is_object_) return Bad(path_, "must be an object");
+  if (!is_object_) return FieldError(path_, "must be an object");
   const json* v = Get(key);
-  if (v == nullptr) return required ? Bad(At(key), "is required") : Status::Ok();
+  if (v == nullptr) return required ? FieldError(At(key), "is required") : Status::Ok();
   if (!v->is_number_integer()) {
-    return Bad(At(key), "must be an integer, got " + Shown(*v));
+    return FieldError(At(key), "must be an integer, got " + Shown(*v));
   }
   // Unsigned values above int64 arrive as number_unsigned; compare in that domain.
   if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(max)) {
-    return Bad(At(key), "must be in [" + std::to_string(min) + ", " + std::to_string(max) +
-                            "], got " + v->dump());
+    return FieldError(At(key), "must be in [" + std::to_string(min) + ", " + std::to_string(max) +
+                                   "], got " + v->dump());
   }
   const int64_t x = v->get<int64_t>();
   if (x < min || x > max) {
-    return Bad(At(key), "must be in [" + std::to_string(min) + ", " + std::to_string(max) +
-                            "], got " + std::to_string(x));
+    return FieldError(At(key), "must be in [" + std::to_string(min) + ", " + std::to_string(max) +
+                                   "], got " + std::to_string(x));
   }
   *out = x;
   return Status::Ok();
 }
 
 Status Fields::Bool(std::string_view key, bool* out) {
-  if (!is_object_) return Bad(path_, "must be an object");
+  if (!is_object_) return FieldError(path_, "must be an object");
   const json* v = Get(key);
   if (v == nullptr) return Status::Ok();
-  if (!v->is_boolean()) return Bad(At(key), "must be true or false, got " + Shown(*v));
+  if (!v->is_boolean()) return FieldError(At(key), "must be true or false, got " + Shown(*v));
   *out = v->get<bool>();
   return Status::Ok();
 }
@@ -83,16 +79,16 @@ Status Fields::Enum(std::string_view key, const std::vector<std::string_view>& a
   }
   std::string list;
   for (std::string_view a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-  return Bad(At(key), "must be one of " + list + ", got \"" + s + "\"");
+  return FieldError(At(key), "must be one of " + list + ", got \"" + s + "\"");
 }
 
 Status Fields::StringList(std::string_view key, std::vector<std::string>* out) {
-  if (!is_object_) return Bad(path_, "must be an object");
+  if (!is_object_) return FieldError(path_, "must be an object");
   const json* v = Get(key);
   if (v == nullptr) return Status::Ok();
-  if (!v->is_array()) return Bad(At(key), "must be a list of strings");
+  if (!v->is_array()) return FieldError(At(key), "must be a list of strings");
   for (size_t i = 0; i < v->size(); ++i) {
-    if (!(*v)[i].is_string()) return Bad(Index(At(key), i), "must be a string");
+    if (!(*v)[i].is_string()) return FieldError(Index(At(key), i), "must be a string");
     out->push_back((*v)[i].get<std::string>());
   }
   return Status::Ok();
@@ -100,17 +96,17 @@ Status Fields::StringList(std::string_view key, std::vector<std::string>* out) {
 
 Status Fields::Pairs(std::string_view key, bool quantities,
                      std::vector<std::pair<std::string, std::string>>* out) {
-  if (!is_object_) return Bad(path_, "must be an object");
+  if (!is_object_) return FieldError(path_, "must be an object");
   const json* v = Get(key);
   if (v == nullptr) return Status::Ok();
-  if (!v->is_object()) return Bad(At(key), "must be a map");
+  if (!v->is_object()) return FieldError(At(key), "must be a map");
   for (const auto& [k, x] : v->items()) {
     if (x.is_string()) {
       out->emplace_back(k, x.get<std::string>());
     } else if (quantities && x.is_number()) {
       out->emplace_back(k, x.dump());
     } else {
-      return Bad(At(key) + "." + k, quantities ? "must be a quantity" : "must be a string");
+      return FieldError(At(key) + "." + k, quantities ? "must be a quantity" : "must be a string");
     }
   }
   return Status::Ok();
@@ -133,12 +129,16 @@ Status Fields::StringMap(std::string_view key,
 }
 
 Status Fields::Finish() const {
-  if (!is_object_) return Bad(path_, "must be an object");
+  if (!is_object_) return FieldError(path_, "must be an object");
   if (!obj_.is_object()) return Status::Ok();
   for (const auto& [k, v] : obj_.items()) {
-    if (!known_.contains(k)) return Bad(At(k), "unknown field");
+    if (!known_.contains(k)) return FieldError(At(k), "unknown field");
   }
   return Status::Ok();
+}
+
+Status FieldError(const std::string& path, std::string_view what) {
+  return InvalidArgument(path + ": " + std::string(what));
 }
 
 std::string Index(std::string_view path, size_t i) {

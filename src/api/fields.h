@@ -53,6 +53,9 @@ class Fields {
   std::set<std::string, std::less<>> known_;
 };
 
+// InvalidArgument "<path>: <what>".
+Status FieldError(const std::string& path, std::string_view what);
+
 // "<path>[<i>]".
 std::string Index(std::string_view path, size_t i);
 

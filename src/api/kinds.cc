@@ -13,18 +13,6 @@ using nlohmann::json;
 
 namespace {
 
-Status Bad(const std::string& path, std::string_view what) {
-  return InvalidArgument(path + ": " + std::string(what));
-}
-
-// Returns from the enclosing function when `expr` is an error.
-#define TESSERA_RETURN_IF_ERROR(expr)   \
-  do {                                  \
-    if (Status _s = (expr); !_s.ok()) { \
-      return _s;                        \
-    }                                   \
-  } while (0)
-
 const json kNull;
 
 const json& Spec(const json& obj) {
@@ -42,7 +30,7 @@ Result<std::vector<core::Toleration>> DecodeTolerations(Fields& f, std::string_v
   const json* list = f.Get(key);
   if (list == nullptr) return out;
   const std::string path = f.At(key);
-  if (!list->is_array()) return Bad(path, "must be a list");
+  if (!list->is_array()) return FieldError(path, "must be a list");
   for (size_t i = 0; i < list->size(); ++i) {
     Fields t((*list)[i], Index(path, i), false);
     core::Toleration tol;
@@ -57,10 +45,10 @@ Result<std::vector<core::Toleration>> DecodeTolerations(Fields& f, std::string_v
     TESSERA_RETURN_IF_ERROR(t.Finish());
     tol.op = op == 1 ? core::TolerationOp::kExists : core::TolerationOp::kEqual;
     if (tol.op == core::TolerationOp::kExists && !tol.value.empty()) {
-      return Bad(Index(path, i) + ".value", "must be empty with operator Exists");
+      return FieldError(Index(path, i) + ".value", "must be empty with operator Exists");
     }
     if (tol.op == core::TolerationOp::kEqual && tol.key.empty()) {
-      return Bad(Index(path, i) + ".key", "is required with operator Equal");
+      return FieldError(Index(path, i) + ".key", "is required with operator Equal");
     }
     tol.any_effect = effect < 0;
     if (effect >= 0) tol.effect = static_cast<core::TaintEffect>(effect);
@@ -71,11 +59,11 @@ Result<std::vector<core::Toleration>> DecodeTolerations(Fields& f, std::string_v
 
 // A quota amount of `resource` ("nvidia.com/gpu", "cpu", "memory") in the core's units.
 Result<int64_t> QuotaAmount(core::QuotaResource r, const json& v, const std::string& path) {
-  if (!v.is_string() && !v.is_number()) return Bad(path, "must be a quantity");
+  if (!v.is_string() && !v.is_number()) return FieldError(path, "must be a quantity");
   const std::string text = v.is_string() ? v.get<std::string>() : v.dump();
   Result<Quantity> q = ParseQuantity(text, path);
   if (!q.ok()) return q.status();
-  if (q->negative()) return Bad(path, "must not be negative, got \"" + text + "\"");
+  if (q->negative()) return FieldError(path, "must not be negative, got \"" + text + "\"");
   // GPUs and CPUs both count in thousandths.
   return r == core::QuotaResource::kMemory ? ToMebibytes(*q, path) : ToMilli(*q, path);
 }
@@ -86,15 +74,15 @@ Result<core::QuotaResource> QuotaResourceOf(const std::string& name, const std::
       return static_cast<core::QuotaResource>(r);
     }
   }
-  return Bad(path, "unknown resource \"" + name + "\" (quota covers nvidia.com/gpu, cpu, memory)");
+  return FieldError(path,
+                    "unknown resource \"" + name + "\" (quota covers nvidia.com/gpu, cpu, memory)");
 }
 
-Result<std::vector<core::ResourceGroup>> DecodeResourceGroups(Fields& spec) {
-  std::vector<core::ResourceGroup> out;
+Status DecodeResourceGroups(Fields& spec, std::vector<core::ResourceGroup>* out) {
   const json* groups = spec.Get("resourceGroups");
-  if (groups == nullptr) return out;
+  if (groups == nullptr) return Status::Ok();
   const std::string gpath = spec.At("resourceGroups");
-  if (!groups->is_array()) return Bad(gpath, "must be a list");
+  if (!groups->is_array()) return FieldError(gpath, "must be a list");
   for (size_t g = 0; g < groups->size(); ++g) {
     Fields gf((*groups)[g], Index(gpath, g), false);
     core::ResourceGroup group;
@@ -107,14 +95,14 @@ Result<std::vector<core::ResourceGroup>> DecodeResourceGroups(Fields& spec) {
     }
     const json* flavors = gf.Get("flavors");
     const std::string fpath = gf.At("flavors");
-    if (flavors == nullptr || !flavors->is_array()) return Bad(fpath, "must be a list");
+    if (flavors == nullptr || !flavors->is_array()) return FieldError(fpath, "must be a list");
     for (size_t k = 0; k < flavors->size(); ++k) {
       Fields ff((*flavors)[k], Index(fpath, k), false);
       core::FlavorQuotas fq;
       TESSERA_RETURN_IF_ERROR(ff.String("name", &fq.flavor, true));
       const json* res = ff.Get("resources");
       const std::string rpath = ff.At("resources");
-      if (res == nullptr || !res->is_array()) return Bad(rpath, "must be a list");
+      if (res == nullptr || !res->is_array()) return FieldError(rpath, "must be a list");
       for (size_t j = 0; j < res->size(); ++j) {
         Fields rf((*res)[j], Index(rpath, j), false);
         std::string name;
@@ -124,7 +112,7 @@ Result<std::vector<core::ResourceGroup>> DecodeResourceGroups(Fields& spec) {
         core::ResourceQuota q;
         q.resource = *r;
         const json* nominal = rf.Get("nominalQuota");
-        if (nominal == nullptr) return Bad(rf.At("nominalQuota"), "is required");
+        if (nominal == nullptr) return FieldError(rf.At("nominalQuota"), "is required");
         auto n = QuotaAmount(*r, *nominal, rf.At("nominalQuota"));
         if (!n.ok()) return n.status();
         q.nominal = *n;
@@ -143,9 +131,9 @@ Result<std::vector<core::ResourceGroup>> DecodeResourceGroups(Fields& spec) {
       group.flavors.push_back(std::move(fq));
     }
     TESSERA_RETURN_IF_ERROR(gf.Finish());
-    out.push_back(std::move(group));
+    out->push_back(std::move(group));
   }
-  return out;
+  return Status::Ok();
 }
 
 // fairSharing: {weight: a number >= 0}, in thousandths.
@@ -155,12 +143,12 @@ Status DecodeFairWeight(Fields& spec, int64_t* milli) {
   Fields f(*fs, spec.At("fairSharing"), false);
   if (const json* w = f.Get("weight")) {
     const std::string path = f.At("weight");
-    if (!w->is_number() && !w->is_string()) return Bad(path, "must be a number");
+    if (!w->is_number() && !w->is_string()) return FieldError(path, "must be a number");
     Result<Quantity> q = ParseQuantity(w->is_string() ? w->get<std::string>() : w->dump(), path);
     if (!q.ok()) return q.status();
     Result<int64_t> m = ToMilli(*q, path);
     if (!m.ok()) return m.status();
-    if (*m > 1'000'000'000) return Bad(path, "is absurd");
+    if (*m > 1'000'000'000) return FieldError(path, "is absurd");
     *milli = *m;
   }
   return f.Finish();
@@ -186,9 +174,9 @@ Result<JobSpec> DecodeJob(const json& obj) {
   const json* tasks = spec.Get("tasks");
   const std::string tpath = spec.At("tasks");
   if (tasks == nullptr || !tasks->is_array() || tasks->empty()) {
-    return Bad(tpath, "must list at least one task");
+    return FieldError(tpath, "must list at least one task");
   }
-  if (tasks->size() > 64) return Bad(tpath, "at most 64 tasks");
+  if (tasks->size() > 64) return FieldError(tpath, "at most 64 tasks");
   int64_t total = 0;
   for (size_t i = 0; i < tasks->size(); ++i) {
     Fields t((*tasks)[i], Index(tpath, i), false);
@@ -197,7 +185,8 @@ Result<JobSpec> DecodeJob(const json& obj) {
     TESSERA_RETURN_IF_ERROR(t.String("name", &run.name, true));
     TESSERA_RETURN_IF_ERROR(ValidateName(run.name, true, t.At("name")));
     for (const TaskRun& other : job.tasks) {
-      if (other.name == run.name) return Bad(t.At("name"), "duplicate task \"" + run.name + "\"");
+      if (other.name == run.name)
+        return FieldError(t.At("name"), "duplicate task \"" + run.name + "\"");
     }
     int64_t replicas = 1, retries = 0;
     TESSERA_RETURN_IF_ERROR(t.Int("replicas", &replicas, 1, 10'000));
@@ -228,15 +217,16 @@ Result<JobSpec> DecodeJob(const json& obj) {
     set.pod.tolerations = std::move(tols).value();
     TESSERA_RETURN_IF_ERROR(t.StringList("gpuModels", &set.pod.gpu_models));
     TESSERA_RETURN_IF_ERROR(t.Finish());
-    if (Status s = core::ValidatePodSpec(set.pod); !s.ok()) return Bad(t.path(), s.message());
+    if (Status s = core::ValidatePodSpec(set.pod); !s.ok())
+      return FieldError(t.path(), s.message());
     total += replicas;
     job.tasks.push_back(std::move(run));
     w.pod_sets.push_back(std::move(set));
   }
   if (w.min_member > total) {
-    return Bad(spec.At("minMember"), "is " + std::to_string(w.min_member) +
-                                         ", more than the job's " + std::to_string(total) +
-                                         " pods");
+    return FieldError(spec.At("minMember"), "is " + std::to_string(w.min_member) +
+                                                ", more than the job's " + std::to_string(total) +
+                                                " pods");
   }
   TESSERA_RETURN_IF_ERROR(spec.Finish());
   return job;
@@ -295,9 +285,7 @@ Result<core::QueueSpec> DecodeQueue(const json& obj) {
     }
     TESSERA_RETURN_IF_ERROR(pf.Finish());
   }
-  auto groups = DecodeResourceGroups(spec);
-  if (!groups.ok()) return groups.status();
-  q.resource_groups = std::move(groups).value();
+  TESSERA_RETURN_IF_ERROR(DecodeResourceGroups(spec, &q.resource_groups));
   TESSERA_RETURN_IF_ERROR(spec.Finish());
   return q;
 }
@@ -308,9 +296,7 @@ Result<core::CohortSpec> DecodeCohort(const json& obj) {
   Fields spec(Spec(obj), "spec");
   TESSERA_RETURN_IF_ERROR(spec.String("parent", &c.parent));
   TESSERA_RETURN_IF_ERROR(DecodeFairWeight(spec, &c.fair_weight_milli));
-  auto groups = DecodeResourceGroups(spec);
-  if (!groups.ok()) return groups.status();
-  c.resource_groups = std::move(groups).value();
+  TESSERA_RETURN_IF_ERROR(DecodeResourceGroups(spec, &c.resource_groups));
   TESSERA_RETURN_IF_ERROR(spec.Finish());
   return c;
 }
@@ -322,7 +308,7 @@ Result<core::LocalQueueSpec> DecodeLocalQueue(const json& obj) {
   Fields spec(Spec(obj), "spec");
   TESSERA_RETURN_IF_ERROR(spec.String("clusterQueue", &l.queue));
   if (l.queue.empty()) TESSERA_RETURN_IF_ERROR(spec.String("queue", &l.queue));
-  if (l.queue.empty()) return Bad("spec.clusterQueue", "is required");
+  if (l.queue.empty()) return FieldError("spec.clusterQueue", "is required");
   TESSERA_RETURN_IF_ERROR(spec.Finish());
   return l;
 }
@@ -373,8 +359,8 @@ Result<core::NamespaceQuota> DecodeNamespaceQuota(const json& obj) {
     }
     auto r = QuotaResourceOf(resource, path);
     if (!r.ok()) {
-      return Bad(path, "unknown quota \"" + key +
-                           "\" (known: [requests.|limits.]nvidia.com/gpu, cpu, memory)");
+      return FieldError(path, "unknown quota \"" + key +
+                                  "\" (known: [requests.|limits.]nvidia.com/gpu, cpu, memory)");
     }
     auto amount = QuotaAmount(*r, value, path);
     if (!amount.ok()) return amount.status();
@@ -393,7 +379,7 @@ Result<GpuSharingConfigSpec> DecodeGpuSharingConfig(const json& obj) {
   TESSERA_RETURN_IF_ERROR(spec.StringMap("nodeSelector", &c.node_selector));
   TESSERA_RETURN_IF_ERROR(spec.Bool("default", &c.is_default));
   if (c.is_default && !c.node_selector.empty()) {
-    return Bad("spec.default", "a default config has no nodeSelector");
+    return FieldError("spec.default", "a default config has no nodeSelector");
   }
   TESSERA_RETURN_IF_ERROR(spec.StringList("gpus", &c.gpus));
   int modes = 0;
@@ -421,7 +407,7 @@ Result<GpuSharingConfigSpec> DecodeGpuSharingConfig(const json& obj) {
     const json* layout = f.Get("layout");
     const std::string lpath = f.At("layout");
     if (layout == nullptr || !layout->is_object() || layout->empty()) {
-      return Bad(lpath, "must map MIG profiles to counts, e.g. {\"1g.10gb\": 7}");
+      return FieldError(lpath, "must map MIG profiles to counts, e.g. {\"1g.10gb\": 7}");
     }
     Fields lf(*layout, lpath, false);
     for (const auto& [profile, count] : layout->items()) {
@@ -437,7 +423,7 @@ Result<GpuSharingConfigSpec> DecodeGpuSharingConfig(const json& obj) {
     TESSERA_RETURN_IF_ERROR(Fields(*ex, spec.At("exclusive")).Finish());
   }
   if (modes != 1) {
-    return Bad("spec", "must set exactly one of timeSlicing, shared, mig, exclusive");
+    return FieldError("spec", "must set exactly one of timeSlicing, shared, mig, exclusive");
   }
   TESSERA_RETURN_IF_ERROR(spec.Finish());
   return c;
@@ -459,7 +445,7 @@ Status ValidateSpec(const json& obj) {
     bool unschedulable = false;
     TESSERA_RETURN_IF_ERROR(spec.Bool("unschedulable", &unschedulable));
     if (const json* taints = spec.Get("taints")) {
-      if (!taints->is_array()) return Bad("spec.taints", "must be a list");
+      if (!taints->is_array()) return FieldError("spec.taints", "must be a list");
       for (size_t i = 0; i < taints->size(); ++i) {
         Fields t((*taints)[i], Index("spec.taints", i), false);
         std::string key, value;

@@ -21,17 +21,6 @@ namespace {
 constexpr int kMaxYamlDepth = 64;
 constexpr int64_t kMaxYamlNodes = 1'000'000;
 
-Status Bad(const std::string& path, std::string_view what) {
-  return InvalidArgument(path + ": " + std::string(what));
-}
-
-#define TESSERA_RETURN_IF_ERROR(expr)   \
-  do {                                  \
-    if (Status _s = (expr); !_s.ok()) { \
-      return _s;                        \
-    }                                   \
-  } while (0)
-
 // ---- YAML to JSON ---------------------------------------------------------------------------
 
 json PlainScalar(const std::string& s) {
@@ -131,11 +120,11 @@ std::string Text(const json& obj, const char* key) {
 // Checks that `obj` has no fields beyond `allowed`; `why` says what to do about the others.
 Status OnlyFields(const json& obj, const std::string& path,
                   std::initializer_list<const char*> allowed, std::string_view why) {
-  if (!obj.is_object()) return obj.is_null() ? Status::Ok() : Bad(path, "must be an object");
+  if (!obj.is_object()) return obj.is_null() ? Status::Ok() : FieldError(path, "must be an object");
   for (const auto& [k, v] : obj.items()) {
     bool ok = false;
     for (const char* a : allowed) ok = ok || k == a;
-    if (!ok) return Bad(path.empty() ? k : path + "." + k, why);
+    if (!ok) return FieldError(path.empty() ? k : path + "." + k, why);
   }
   return Status::Ok();
 }
@@ -146,16 +135,16 @@ constexpr std::string_view kNotRun = "not supported: Tessera does not act on it"
 // one container only.
 Status AddResources(const json& list, const std::string& path, json* sum) {
   if (list.is_null()) return Status::Ok();
-  if (!list.is_object()) return Bad(path, "must be a map of quantities");
+  if (!list.is_object()) return FieldError(path, "must be a map of quantities");
   for (const auto& [name, value] : list.items()) {
     const std::string p = path + "." + name;
-    if (!value.is_string() && !value.is_number()) return Bad(p, "must be a quantity");
+    if (!value.is_string() && !value.is_number()) return FieldError(p, "must be a quantity");
     if (!sum->contains(name)) {
       (*sum)[name] = value;
       continue;
     }
     if (name != "cpu" && name != "memory" && name != "ephemeral-storage") {
-      return Bad(p, "set by two containers; one container of a pod may request it");
+      return FieldError(p, "set by two containers; one container of a pod may request it");
     }
     auto text = [](const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
     Result<Quantity> a = ParseQuantity(text((*sum)[name]), p);
@@ -163,7 +152,7 @@ Status AddResources(const json& list, const std::string& path, json* sum) {
     if (!a.ok()) return a.status();
     if (!b.ok()) return b.status();
     const __int128 total = a->nano + b->nano;
-    if (total > std::numeric_limits<int64_t>::max() || total < 0) return Bad(p, "is absurd");
+    if (total > std::numeric_limits<int64_t>::max() || total < 0) return FieldError(p, "is absurd");
     (*sum)[name] = std::to_string(static_cast<int64_t>(total)) + "n";
   }
   return Status::Ok();
@@ -180,7 +169,7 @@ Status PodSpecToTask(const json& pod, const std::string& path, json* task, json*
   const json& containers = Member(pod, "containers");
   const std::string cpath = path + ".containers";
   if (!containers.is_array() || containers.empty()) {
-    return Bad(cpath, "must list at least one container");
+    return FieldError(cpath, "must list at least one container");
   }
   json limits = json::object(), requests = json::object();
   std::vector<std::string> command, args;
@@ -209,9 +198,9 @@ Status PodSpecToTask(const json& pod, const std::string& path, json* task, json*
       if (c.contains("command")) (*task)["command"] = c["command"];
       if (c.contains("args")) (*task)["args"] = c["args"];
     } else if (c.contains("command") || c.contains("args")) {
-      return Bad(p,
-                 "Tessera runs one process per pod: the first container's command; put the "
-                 "others in their own tasks");
+      return FieldError(p,
+                        "Tessera runs one process per pod: the first container's command; put the "
+                        "others in their own tasks");
     }
     const json& e = Member(c, "env");
     if (e.is_array()) {
@@ -220,11 +209,11 @@ Status PodSpecToTask(const json& pod, const std::string& path, json* task, json*
         TESSERA_RETURN_IF_ERROR(
             OnlyFields(e[k], ep, {"name", "value"},
                        "not supported: only literal values (valueFrom needs the Kubernetes API)"));
-        if (!Member(e[k], "name").is_string()) return Bad(ep + ".name", "must be a string");
+        if (!Member(e[k], "name").is_string()) return FieldError(ep + ".name", "must be a string");
         env[Text(e[k], "name")] = Member(e[k], "value").is_string() ? e[k]["value"] : json("");
       }
     } else if (!e.empty()) {
-      return Bad(p + ".env", "must be a list of {name, value}");
+      return FieldError(p + ".env", "must be a list of {name, value}");
     }
   }
   json resources = json::object();
@@ -286,7 +275,8 @@ Result<std::vector<json>> BatchJob(const Doc& d, const json& doc) {
   const json& comp = Member(spec, "completions");
   task["replicas"] = par.is_number_integer() ? par : json(1);
   if (comp.is_number_integer() && comp != task["replicas"]) {
-    return Bad("spec.completions", "must equal parallelism: Tessera runs a job's pods together");
+    return FieldError("spec.completions",
+                      "must equal parallelism: Tessera runs a job's pods together");
   }
   if (spec.contains("backoffLimit")) task["maxRetries"] = spec["backoffLimit"];
   if (spec.contains("suspend")) job["suspend"] = spec["suspend"];
@@ -315,15 +305,16 @@ Result<std::vector<json>> VolcanoJob(const Doc& d, const json& doc) {
     annotations["tessera.io/volcano-plugins"] = spec["plugins"].dump();
   }
   const json& tasks = Member(spec, "tasks");
-  if (!tasks.is_array() || tasks.empty()) return Bad("spec.tasks", "must list at least one task");
+  if (!tasks.is_array() || tasks.empty())
+    return FieldError("spec.tasks", "must list at least one task");
   json out = json::array();
   for (size_t i = 0; i < tasks.size(); ++i) {
     const std::string p = Index("spec.tasks", i);
     TESSERA_RETURN_IF_ERROR(
         OnlyFields(tasks[i], p, {"name", "replicas", "template", "maxRetry", "policies"}, kNotRun));
     if (tasks[i].contains("policies")) {
-      return Bad(p + ".policies",
-                 "not supported: Tessera restarts by restartPolicy and maxRetries");
+      return FieldError(p + ".policies",
+                        "not supported: Tessera restarts by restartPolicy and maxRetries");
     }
     json task = {
         {"name", Member(tasks[i], "name").is_string() ? tasks[i]["name"]
@@ -363,9 +354,10 @@ Result<std::vector<json>> Kueue(const Doc& d, const json& doc) {
     json q = spec;
     if (q.contains("namespaceSelector")) {
       if (!q["namespaceSelector"].is_object() || !q["namespaceSelector"].empty()) {
-        return Bad("spec.namespaceSelector",
-                   "not supported: only {} (every namespace); scope access with LocalQueues and "
-                   "namespace tokens");
+        return FieldError(
+            "spec.namespaceSelector",
+            "not supported: only {} (every namespace); scope access with LocalQueues and "
+            "namespace tokens");
       }
       q.erase("namespaceSelector");
     }
@@ -392,18 +384,19 @@ Result<std::vector<json>> Kueue(const Doc& d, const json& doc) {
     return std::vector<json>{
         Object("Cohort", d.name, "", Member(d.meta, "labels"), Member(d.meta, "annotations"), c)};
   }
-  return Bad("kind", "Kueue " + d.kind +
-                         " is not supported (known: ClusterQueue, LocalQueue, ResourceFlavor, "
-                         "Cohort; Workloads are made by Tessera itself)");
+  return FieldError("kind",
+                    "Kueue " + d.kind +
+                        " is not supported (known: ClusterQueue, LocalQueue, ResourceFlavor, "
+                        "Cohort; Workloads are made by Tessera itself)");
 }
 
 // One NVIDIA device-plugin config (the YAML text of a ConfigMap value) as a GpuSharingConfig
 // spec, or an error at `path`.
 Result<json> DevicePluginConfig(const std::string& text, const std::string& path) {
   Result<std::vector<json>> docs = ParseYamlDocuments(text);
-  if (!docs.ok()) return Bad(path, docs.status().message());
+  if (!docs.ok()) return FieldError(path, docs.status().message());
   if (docs->size() != 1 || !(*docs)[0].is_object()) {
-    return Bad(path, "must be one device-plugin config (version, flags, sharing)");
+    return FieldError(path, "must be one device-plugin config (version, flags, sharing)");
   }
   const json& cfg = (*docs)[0];
   TESSERA_RETURN_IF_ERROR(OnlyFields(cfg, path, {"version", "flags", "sharing"}, kNotRun));
@@ -412,8 +405,9 @@ Result<json> DevicePluginConfig(const std::string& text, const std::string& path
       OnlyFields(Member(cfg, "flags"), path + ".flags",
                  {"migStrategy", "failOnInitError", "nvidiaDriverRoot", "plugin"}, kNotRun));
   if (!mig.empty() && mig != "none") {
-    return Bad(path + ".flags.migStrategy",
-               "\"" + mig + "\": MIG layouts are set per GPU with a GpuSharingConfig mig block");
+    return FieldError(
+        path + ".flags.migStrategy",
+        "\"" + mig + "\": MIG layouts are set per GPU with a GpuSharingConfig mig block");
   }
   const json& sharing = Member(cfg, "sharing");
   TESSERA_RETURN_IF_ERROR(OnlyFields(sharing, path + ".sharing", {"timeSlicing"},
@@ -425,13 +419,13 @@ Result<json> DevicePluginConfig(const std::string& text, const std::string& path
       OnlyFields(ts, tp, {"renameByDefault", "failRequestsGreaterThanOne", "resources"}, kNotRun));
   const json& res = Member(ts, "resources");
   if (!res.is_array() || res.size() != 1 || Text(res[0], "name") != "nvidia.com/gpu") {
-    return Bad(tp + ".resources", "must list nvidia.com/gpu once, with its replicas");
+    return FieldError(tp + ".resources", "must list nvidia.com/gpu once, with its replicas");
   }
   TESSERA_RETURN_IF_ERROR(
       OnlyFields(res[0], tp + ".resources[0]", {"name", "replicas", "devices"}, kNotRun));
   if (res[0].contains("devices")) {
-    return Bad(tp + ".resources[0].devices",
-               "pick GPUs with a GpuSharingConfig's gpus list (indices or UUIDs)");
+    return FieldError(tp + ".resources[0].devices",
+                      "pick GPUs with a GpuSharingConfig's gpus list (indices or UUIDs)");
   }
   json out = {{"replicas", Member(res[0], "replicas")}};
   for (const char* k : {"renameByDefault", "failRequestsGreaterThanOne"}) {
@@ -445,10 +439,12 @@ constexpr std::string_view kConfigLabel = "nvidia.com/device-plugin.config";
 // GpuSharingConfigs from device-plugin configs by name; `default_name` covers unlabeled nodes.
 Result<std::vector<json>> SharingConfigs(const std::string& prefix, const json& data,
                                          const std::string& path, const std::string& default_name) {
-  if (!data.is_object() || data.empty()) return Bad(path, "must map config names to configs");
+  if (!data.is_object() || data.empty())
+    return FieldError(path, "must map config names to configs");
   std::vector<json> out;
   for (const auto& [key, text] : data.items()) {
-    if (!text.is_string()) return Bad(path + "." + key, "must be a device-plugin config text");
+    if (!text.is_string())
+      return FieldError(path + "." + key, "must be a device-plugin config text");
     Result<json> spec = DevicePluginConfig(text.get<std::string>(), path + "." + key);
     if (!spec.ok()) return spec.status();
     const bool is_default = key == default_name;
@@ -526,8 +522,8 @@ Result<std::vector<json>> TranslateDocument(const json& doc, std::string_view de
   d.meta = Member(doc, "metadata");
   d.name = Text(d.meta, "name");
   d.ns = Text(d.meta, "namespace");
-  if (d.api.empty()) return Bad("apiVersion", "must be set");
-  if (d.kind.empty()) return Bad("kind", "must be set");
+  if (d.api.empty()) return FieldError("apiVersion", "must be set");
+  if (d.kind.empty()) return FieldError("kind", "must be set");
   if (d.api == kApiVersion) {
     json obj = doc;
     const KindInfo* info = FindKind(d.kind);
@@ -539,7 +535,7 @@ Result<std::vector<json>> TranslateDocument(const json& doc, std::string_view de
   TESSERA_RETURN_IF_ERROR(OnlyFields(d.meta, "metadata",
                                      {"name", "namespace", "labels", "annotations", "generateName"},
                                      "not supported"));
-  if (d.name.empty()) return Bad("metadata.name", "must be set");
+  if (d.name.empty()) return FieldError("metadata.name", "must be set");
   if (d.ns.empty()) d.ns = std::string(default_namespace);
   const std::string group = d.api.substr(0, d.api.find('/'));
   if (d.api == "v1" && d.kind == "Pod") {

@@ -98,4 +98,12 @@ class Result {
 
 }  // namespace tessera
 
+// Returns the Status of `expr` from the enclosing function when it is an error.
+#define TESSERA_RETURN_IF_ERROR(expr)                              \
+  do {                                                             \
+    if (::tessera::Status _tessera_s = (expr); !_tessera_s.ok()) { \
+      return _tessera_s;                                           \
+    }                                                              \
+  } while (0)
+
 #endif  // TESSERA_CORE_STATUS_H_
