@@ -429,6 +429,75 @@ Result<GpuSharingConfigSpec> DecodeGpuSharingConfig(const json& obj) {
   return c;
 }
 
+Result<core::NodeSpec> DecodeNode(const json& obj) {
+  core::NodeSpec n;
+  n.name = MetaString(obj, "name");
+  if (const json& labels = obj.at("metadata").value("labels", json()); labels.is_object()) {
+    for (const auto& [k, v] : labels.items()) n.labels[k] = v.get<std::string>();
+  }
+  Fields spec(Spec(obj), "spec");
+  TESSERA_RETURN_IF_ERROR(spec.Bool("unschedulable", &n.unschedulable));
+  if (const json* taints = spec.Get("taints")) {
+    if (!taints->is_array()) return FieldError("spec.taints", "must be a list");
+    for (size_t i = 0; i < taints->size(); ++i) {
+      Fields t((*taints)[i], Index("spec.taints", i), false);
+      core::Taint taint;
+      int effect = 0;
+      TESSERA_RETURN_IF_ERROR(t.String("key", &taint.key, true));
+      TESSERA_RETURN_IF_ERROR(t.String("value", &taint.value));
+      TESSERA_RETURN_IF_ERROR(
+          t.Enum("effect", {"NoSchedule", "PreferNoSchedule", "NoExecute"}, &effect));
+      TESSERA_RETURN_IF_ERROR(t.Finish());
+      taint.effect = static_cast<core::TaintEffect>(effect);
+      n.taints.push_back(std::move(taint));
+    }
+  }
+  TESSERA_RETURN_IF_ERROR(spec.Finish());
+  const auto st = obj.find("status");
+  Fields status(st == obj.end() ? kNull : *st, "status");
+  if (const json* alloc = status.Get("allocatable")) {
+    Fields a(*alloc, "status.allocatable", false);
+    ResourceList list;
+    for (const char* r : {"cpu", "memory"}) {
+      if (const json* v = a.Get(r)) {
+        if (!v->is_string() && !v->is_number()) return FieldError(a.At(r), "must be a quantity");
+        list[r] = v->is_string() ? v->get<std::string>() : v->dump();
+      }
+    }
+    TESSERA_RETURN_IF_ERROR(a.Finish());
+    core::PodSpec probe;
+    TESSERA_RETURN_IF_ERROR(ApplyContainerResources(list, {}, "status.allocatable", &probe));
+    n.allocatable = probe.requests;
+  }
+  if (const json* gpus = status.Get("gpus")) {
+    if (!gpus->is_array()) return FieldError("status.gpus", "must be a list");
+    if (gpus->size() > 64) return FieldError("status.gpus", "at most 64 GPUs per node");
+    for (size_t i = 0; i < gpus->size(); ++i) {
+      Fields g((*gpus)[i], Index("status.gpus", i), false);
+      core::GpuDevice d;
+      int64_t index = 0, mem = 0, numa = -1, nvlink = -1;
+      int health = 0;
+      TESSERA_RETURN_IF_ERROR(g.Int("index", &index, 0, 63, true));
+      TESSERA_RETURN_IF_ERROR(g.String("uuid", &d.uuid, true));
+      TESSERA_RETURN_IF_ERROR(g.String("model", &d.model, true));
+      TESSERA_RETURN_IF_ERROR(g.Int("memoryMiB", &mem, 1, 4 << 20, true));
+      TESSERA_RETURN_IF_ERROR(g.Int("numaNode", &numa, -1, 1023));
+      TESSERA_RETURN_IF_ERROR(g.Int("nvlinkDomain", &nvlink, -1, 32767));
+      TESSERA_RETURN_IF_ERROR(g.Enum("health", {"Healthy", "Unhealthy"}, &health));
+      TESSERA_RETURN_IF_ERROR(g.Finish());
+      d.index = static_cast<uint16_t>(index);
+      d.memory_mib = mem;
+      d.numa_node = static_cast<int16_t>(numa);
+      d.nvlink_domain = static_cast<int16_t>(nvlink);
+      d.health = health == 0 ? core::GpuHealth::kHealthy : core::GpuHealth::kUnhealthy;
+      n.gpus.push_back(std::move(d));
+    }
+  }
+  TESSERA_RETURN_IF_ERROR(status.Finish());
+  if (Status s = core::ValidateNodeSpec(n); !s.ok()) return FieldError("status", s.message());
+  return n;
+}
+
 Status ValidateSpec(const json& obj) {
   const std::string kind = obj.at("kind").get<std::string>();
   if (kind == "Job") return DecodeJob(obj).status();
@@ -440,22 +509,20 @@ Status ValidateSpec(const json& obj) {
   if (kind == "PriorityClass") return DecodePriorityClass(obj).status();
   if (kind == "NamespaceQuota") return DecodeNamespaceQuota(obj).status();
   if (kind == "GpuSharingConfig") return DecodeGpuSharingConfig(obj).status();
-  if (kind == "Node") {
+  if (kind == "Node") return DecodeNode(obj).status();
+  if (kind == "Event") {
     Fields spec(Spec(obj), "spec");
-    bool unschedulable = false;
-    TESSERA_RETURN_IF_ERROR(spec.Bool("unschedulable", &unschedulable));
-    if (const json* taints = spec.Get("taints")) {
-      if (!taints->is_array()) return FieldError("spec.taints", "must be a list");
-      for (size_t i = 0; i < taints->size(); ++i) {
-        Fields t((*taints)[i], Index("spec.taints", i), false);
-        std::string key, value;
-        int effect = 0;
-        TESSERA_RETURN_IF_ERROR(t.String("key", &key, true));
-        TESSERA_RETURN_IF_ERROR(t.String("value", &value));
-        TESSERA_RETURN_IF_ERROR(
-            t.Enum("effect", {"NoSchedule", "PreferNoSchedule", "NoExecute"}, &effect));
-        TESSERA_RETURN_IF_ERROR(t.Finish());
-      }
+    std::string text;
+    int type = 0;
+    TESSERA_RETURN_IF_ERROR(spec.Enum("type", {"Normal", "Warning"}, &type));
+    TESSERA_RETURN_IF_ERROR(spec.String("reason", &text, true));
+    TESSERA_RETURN_IF_ERROR(spec.String("message", &text));
+    TESSERA_RETURN_IF_ERROR(spec.String("time", &text));
+    if (const json* inv = spec.Get("involvedObject")) {
+      Fields i(*inv, "spec.involvedObject", false);
+      TESSERA_RETURN_IF_ERROR(i.String("kind", &text, true));
+      TESSERA_RETURN_IF_ERROR(i.String("name", &text, true));
+      TESSERA_RETURN_IF_ERROR(i.Finish());
     }
     return spec.Finish();
   }

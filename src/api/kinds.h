@@ -20,8 +20,11 @@
 //                    (indices or UUIDs; empty: every GPU), and one of
 //                    timeSlicing {replicas, renameByDefault, failRequestsGreaterThanOne},
 //                    shared {}, mig {layout: {profile: count}}, exclusive {}
-//   Node             spec: unschedulable, labels/taints come from metadata.labels and
-//                    spec.taints; allocatable and GPUs are reported by the node agent (status)
+//   Event            spec: type (Normal | Warning), reason, message, time, involvedObject
+//                    {kind, name}: what the scheduler did and why
+//   Node             metadata.labels; spec: unschedulable, taints; status (reported by the node
+//                    agent): allocatable {cpu, memory}, gpus[] {index, uuid, model, memoryMiB,
+//                    numaNode, nvlinkDomain, health}
 #ifndef TESSERA_API_KINDS_H_
 #define TESSERA_API_KINDS_H_
 
@@ -87,6 +90,8 @@ Result<core::ResourceFlavor> DecodeResourceFlavor(const nlohmann::json& obj);
 Result<core::PriorityClassSpec> DecodePriorityClass(const nlohmann::json& obj);
 Result<core::NamespaceQuota> DecodeNamespaceQuota(const nlohmann::json& obj);
 Result<GpuSharingConfigSpec> DecodeGpuSharingConfig(const nlohmann::json& obj);
+// Every GPU exclusive: sharing comes from GpuSharingConfigs.
+Result<core::NodeSpec> DecodeNode(const nlohmann::json& obj);
 
 // Decodes the object by its kind; Ok when its spec is valid.
 Status ValidateSpec(const nlohmann::json& obj);

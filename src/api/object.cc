@@ -10,6 +10,7 @@ const std::vector<KindInfo>& Kinds() {
   static const std::vector<KindInfo> kinds = {
       {"Job", "jobs", true},
       {"PodGroup", "podgroups", true},
+      {"Event", "events", true},
       {"LocalQueue", "localqueues", true},
       {"NamespaceQuota", "namespacequotas", true},
       {"Queue", "queues", false},

@@ -132,14 +132,27 @@ std::vector<std::pair<std::string, std::string>> Columns(const json& obj, bool w
     cols.emplace_back("QUEUE", spec.value("queue", "<none>"));
     cols.emplace_back("PODS", std::to_string(pods));
     cols.emplace_back("MIN", std::to_string(spec.value("minMember", 0)));
+    const json status = obj.value("status", json::object());
+    cols.emplace_back("STATUS", status.value("phase", "New"));
+    if (wide) cols.emplace_back("MESSAGE", status.value("message", ""));
   } else if (kind == "Queue") {
     cols.emplace_back("COHORT", spec.value("cohort", "<none>"));
     cols.emplace_back("STRATEGY", spec.value("queueingStrategy", "BestEffortFIFO"));
+    const json status = obj.value("status", json::object());
+    cols.emplace_back("ACTIVE", status.contains("active")
+                                    ? (status["active"].get<bool>() ? "true" : "false")
+                                    : "unknown");
   } else if (kind == "LocalQueue") {
     cols.emplace_back("CLUSTERQUEUE", spec.value("clusterQueue", spec.value("queue", "")));
   } else if (kind == "PriorityClass") {
     cols.emplace_back("VALUE", std::to_string(spec.value("value", 0)));
     cols.emplace_back("PREEMPTION", spec.value("preemptionPolicy", "PreemptLowerPriority"));
+  } else if (kind == "Event") {
+    const json inv = spec.value("involvedObject", json::object());
+    cols.emplace_back("TYPE", spec.value("type", "Normal"));
+    cols.emplace_back("REASON", spec.value("reason", ""));
+    cols.emplace_back("OBJECT", inv.value("kind", "") + "/" + inv.value("name", ""));
+    cols.emplace_back("MESSAGE", spec.value("message", ""));
   } else if (kind == "PodGroup") {
     cols.emplace_back("MINMEMBER", std::to_string(spec.value("minMember", 1)));
     cols.emplace_back("QUEUE", spec.value("queue", "<none>"));

@@ -6,6 +6,7 @@
 
 #include "server/api_server.h"
 #include "server/http_server.h"
+#include "server/scheduling_loop.h"
 
 namespace tessera::cli {
 
@@ -18,6 +19,8 @@ CLI::App* AddServerCommand(CLI::App& app, ServerOptions& opts) {
   cmd->add_flag("--insecure", opts.insecure,
                 "Allow plain HTTP on a non-loopback address (TLS is not built in yet)");
   cmd->add_option("--max-body-bytes", opts.max_body_bytes, "Largest request body accepted")
+      ->capture_default_str();
+  cmd->add_option("--policy", opts.policy, "Placement policy of the scheduling loop")
       ->capture_default_str();
   return cmd;
 }
@@ -63,6 +66,11 @@ int RunServer(const ServerOptions& opts, std::ostream& out, std::ostream& err) {
     err << "error: " << api.status().message() << "\n";
     return 1;
   }
+  auto loop = server::SchedulingLoop::Create(**api, {opts.policy});
+  if (!loop.ok()) {
+    err << "error: --policy: " << loop.status().message() << "\n";
+    return 2;
+  }
   server::ApiServer* handler = api->get();
   auto srv = server::HttpServer::Start(
       http, [handler](const server::HttpRequest& r) { return handler->Handle(r); });
@@ -70,11 +78,13 @@ int RunServer(const ServerOptions& opts, std::ostream& out, std::ostream& err) {
     err << "error: " << srv.status().message() << "\n";
     return 1;
   }
+  (*loop)->Start();
   out << "listening on " << http.host << ":" << (*srv)->port() << std::endl;
   out << "admin token: " << opts.data_dir << "/admin.token" << std::endl;
   int sig = 0;
   sigwait(&stop, &sig);
   (*srv)->Stop();
+  (*loop)->Stop();
   out << "stopped" << std::endl;
   return 0;
 }

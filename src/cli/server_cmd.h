@@ -14,6 +14,7 @@ struct ServerOptions {
   std::string listen = "127.0.0.1:8443";  // host:port; port 0 picks a free one
   bool insecure = false;                  // allow plain HTTP on a non-loopback address
   size_t max_body_bytes = 4 << 20;
+  std::string policy = "bestfit";  // placement policy of the scheduling loop
 };
 
 CLI::App* AddServerCommand(CLI::App& app, ServerOptions& opts);

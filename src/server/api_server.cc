@@ -6,7 +6,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -237,8 +240,8 @@ namespace {
 // One watch: events of one kind (and namespace, and selector) after a revision.
 class WatchStream : public ResponseStream, public std::enable_shared_from_this<WatchStream> {
  public:
-  WatchStream(ChangeFeed& feed, EventCache& events, std::string kind,
-              std::optional<std::string> ns, std::optional<api::LabelSelector> selector)
+  WatchStream(ChangeFeed& feed, EventCache& events, std::string kind, std::optional<std::string> ns,
+              std::optional<api::LabelSelector> selector)
       : feed_(feed),
         events_(events),
         kind_(std::move(kind)),
@@ -347,9 +350,68 @@ ApiServer::ApiServer(std::unique_ptr<store::Store> store)
     : store_(std::move(store)),
       tokens_(*store_),
       feed_(*store_),
-      events_(std::make_unique<EventCache>()) {}
+      events_(std::make_unique<EventCache>()),
+      clock_([] {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+            .count();
+      }) {}
 
 ApiServer::~ApiServer() = default;
+
+std::string FormatTime(int64_t ms) {
+  const std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<int>(ms % 1000));
+  return buf;
+}
+
+int64_t ParseTime(std::string_view text) {
+  std::tm tm{};
+  int ms = 0;
+  const std::string t(text);
+  const char* rest = strptime(t.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (rest == nullptr) return -1;
+  if (*rest == '.') {
+    int digits = 0;
+    for (++rest; *rest >= '0' && *rest <= '9'; ++rest, ++digits) {
+      if (digits < 3) ms = ms * 10 + (*rest - '0');
+    }
+    for (; digits < 3; ++digits) ms *= 10;
+  }
+  if (std::string_view(rest) != "Z") return -1;
+  return static_cast<int64_t>(timegm(&tm)) * 1000 + ms;
+}
+
+Status ApiServer::KeepSystemFields(const Principal& who, json* obj, store::Write* w) {
+  const bool may_set_status = who.role != Principal::Role::kNamespace && obj->contains("status");
+  auto existing = store_->Get(w->key);
+  if (!existing.ok()) return existing.status();
+  json& meta = (*obj)["metadata"];
+  if (existing->has_value()) {
+    const json old = json::parse((*existing)->body);
+    if (!may_set_status) {
+      obj->erase("status");
+      if (old.contains("status")) (*obj)["status"] = old["status"];
+    }
+    const json& old_meta = old["metadata"];
+    meta.erase("creationTimestamp");
+    if (old_meta.contains("creationTimestamp")) {
+      meta["creationTimestamp"] = old_meta["creationTimestamp"];
+    }
+    // What was read must still be the object's when the write lands.
+    if (!w->expected_version) w->expected_version = (*existing)->version;
+  } else {
+    if (!may_set_status) obj->erase("status");
+    meta["creationTimestamp"] = FormatTime(clock_());
+  }
+  w->body = StoredBody(*obj);
+  return Status::Ok();
+}
 
 Result<std::vector<int64_t>> ApiServer::Commit(std::span<const store::Write> writes) {
   auto r = store_->Commit(writes);
@@ -470,8 +532,9 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
       }
       const api::ObjectId id = api::IdOf(*obj);
       if (Status s = Authorize(*who, *id.kind, id.ns); !s.ok()) return Error(s);
-      writes.push_back(
-          {store::Write::Op::kPut, KeyOf(id), StoredBody(*obj), RequestedVersion(*obj)});
+      store::Write w{store::Write::Op::kPut, KeyOf(id), "", RequestedVersion(*obj)};
+      if (Status s = KeepSystemFields(*who, &*obj, &w); !s.ok()) return Error(s);
+      writes.push_back(std::move(w));
       ids.push_back(id);
     }
     auto versions = Commit(writes);
@@ -537,8 +600,9 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
     if (!obj.ok()) return Error(obj.status());
     const api::ObjectId id = api::IdOf(*obj);
     const bool create = req.method == "POST";
-    store::Write w{create ? store::Write::Op::kCreate : store::Write::Op::kPut, KeyOf(id),
-                   StoredBody(*obj), create ? std::nullopt : RequestedVersion(*obj)};
+    store::Write w{create ? store::Write::Op::kCreate : store::Write::Op::kPut, KeyOf(id), "",
+                   create ? std::nullopt : RequestedVersion(*obj)};
+    if (Status s = KeepSystemFields(*who, &*obj, &w); !s.ok()) return Error(s);
     auto r = Commit(std::span<const store::Write>(&w, 1));
     if (!r.ok()) return Error(r.status());
     return Json(create ? 201 : 200, Served({w.key, (*r)[0], w.body}));

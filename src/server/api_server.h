@@ -26,7 +26,9 @@
 #ifndef TESSERA_SERVER_API_SERVER_H_
 #define TESSERA_SERVER_API_SERVER_H_
 
+#include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
@@ -54,20 +56,34 @@ class ApiServer {
   store::Store& store() { return *store_; }
   ChangeFeed& feed() { return feed_; }
 
+  // Commits `writes` and lets watchers see them: the one way writers inside the server (the
+  // scheduling loop) write.
+  Result<std::vector<int64_t>> Commit(std::span<const store::Write> writes);
+
+  // The wall clock in milliseconds since the epoch (replaceable in tests).
+  void set_clock(std::function<int64_t()> clock) { clock_ = std::move(clock); }
+
  private:
   explicit ApiServer(std::unique_ptr<store::Store> store);
 
   HttpResponse Watch(const HttpRequest& req, const std::string& kind,
                      const std::optional<std::string>& ns,
                      std::optional<api::LabelSelector> selector);
-  // Commits `writes` and lets watchers see them.
-  Result<std::vector<int64_t>> Commit(std::span<const store::Write> writes);
+  // An object's status and creation time are the system's: a write keeps the stored status
+  // unless an admin or agent sends one, and keeps the creation time (set on creation). Fills
+  // `w->body` and pins `w->expected_version` to the version read.
+  Status KeepSystemFields(const Principal& who, nlohmann::json* obj, store::Write* w);
 
   std::unique_ptr<store::Store> store_;
   TokenAuthority tokens_;
   ChangeFeed feed_;
   std::unique_ptr<EventCache> events_;
+  std::function<int64_t()> clock_;
 };
+
+// RFC 3339 in UTC with milliseconds ("2026-11-21T08:40:00.123Z"), and back (-1 when malformed).
+std::string FormatTime(int64_t ms_since_epoch);
+int64_t ParseTime(std::string_view text);
 
 }  // namespace tessera::server
 

@@ -21,7 +21,7 @@ expect_exit 0 "$TESSERA" apply -f "$SEEDS/05-volcano-gang.yaml"
 
 expect_exit 0 "$TESSERA" get jobs -A
 expect_out "pytorch-distributed"
-echo "$OUT" | grep -E "^default +pytorch-distributed +<none> +4 +4$" >/dev/null ||
+echo "$OUT" | grep -E "^default +pytorch-distributed +<none> +4 +4 +[A-Za-z]+$" >/dev/null ||
   fail "gang row wrong: $OUT"
 expect_exit 0 "$TESSERA" get job pytorch-distributed -o json
 expect_out '"minMember": 4'
@@ -90,6 +90,31 @@ mkdir -p "$WORK/home/.tessera"
 printf 'server: %s\ntoken: %s\n' "$TESSERA_ADDR" "$TESSERA_TOKEN" >"$WORK/home/.tessera/config"
 expect_exit 0 env -u TESSERA_ADDR -u TESSERA_TOKEN HOME="$WORK/home" "$TESSERA" get pc
 expect_out "online-inference"
+
+# The server's scheduling loop binds work to a node's exact GPUs and records why.
+cat <<'YAML' >"$WORK/node.yaml"
+apiVersion: tessera.io/v1
+kind: Node
+metadata: {name: gpu-node-1, labels: {nvidia.com/gpu.count: "8"}}
+status:
+  allocatable: {cpu: "64", memory: 512Gi}
+  gpus:
+  - {index: 0, uuid: GPU-0, model: A100-80GB, memoryMiB: 81920}
+  - {index: 1, uuid: GPU-1, model: A100-80GB, memoryMiB: 81920}
+YAML
+expect_exit 0 "$TESSERA" apply -f "$WORK/node.yaml"
+expect_exit 0 "$TESSERA" apply -f - -n team-a <"$WORK/pod.yaml"
+for _ in $(seq 100); do
+  expect_exit 0 "$TESSERA" get job stdin-pod -n team-a -o json
+  if echo "$OUT" | grep -q '"phase": "Admitted"'; then break; fi
+  sleep 0.05
+done
+expect_out '"node": "gpu-node-1"'
+expect_out '"uuid": "GPU-0"'
+expect_exit 0 "$TESSERA" get events -n team-a
+expect_out "Scheduled to gpu-node-1 GPU 0"
+expect_exit 0 "$TESSERA" get jobs -n team-a
+expect_out "Admitted"
 
 kill -9 "$SERVER_PID"
 wait "$SERVER_PID" 2>/dev/null || true

@@ -235,7 +235,9 @@ TEST_F(ApiServerTest, ApplyIsIdempotentAndAllOrNothing) {
   json bad = {{"items", {JobObj("team-a", "c"), JobObj("team-a", "Bad_Name")}}};
   Reply r = Post("/api/v1/apply", admin_, bad);
   EXPECT_EQ(r.status, 400);
-  EXPECT_NE(r.body["message"].get<std::string>().find("items[1] (Job team-a/Bad_Name): metadata.name"), std::string::npos)
+  EXPECT_NE(
+      r.body["message"].get<std::string>().find("items[1] (Job team-a/Bad_Name): metadata.name"),
+      std::string::npos)
       << r.raw;
   EXPECT_EQ(Get(kJobs + "/c", admin_).status, 404);
   // A stale version in the second object: the first is not written either.

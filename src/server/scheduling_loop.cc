@@ -1,0 +1,532 @@
+#include "server/scheduling_loop.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "api/kinds.h"
+#include "core/mig.h"
+#include "core/workload.h"
+
+namespace tessera::server {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr char kUnqueued[] = "tessera-unqueued";
+
+struct Stored {
+  json obj;
+  int64_t version = 0;
+};
+
+std::vector<Stored> ListKind(store::Store& store, const char* kind,
+                             std::vector<std::string>* problems) {
+  std::vector<Stored> out;
+  auto list = store.List(kind, std::nullopt);
+  if (!list.ok()) {
+    problems->push_back(list.status().message());
+    return out;
+  }
+  for (const store::StoredObject& o : *list) {
+    out.push_back({json::parse(o.body), o.version});
+  }
+  return out;
+}
+
+std::string NameOf(const json& obj) { return obj["metadata"].value("name", ""); }
+std::string NamespaceOf(const json& obj) { return obj["metadata"].value("namespace", ""); }
+
+bool Matches(const core::Labels& labels, const core::Labels& selector) {
+  for (const auto& [k, v] : selector) {
+    auto it = labels.find(k);
+    if (it == labels.end() || it->second != v) return false;
+  }
+  return true;
+}
+
+// Gives each GPU of `node` the sharing of the first config (by name) that selects the node and
+// lists the GPU (or lists none); a node no config selects takes the default configs.
+void ApplySharing(const std::vector<api::GpuSharingConfigSpec>& configs, core::NodeSpec* node,
+                  std::vector<std::string>* problems) {
+  bool selected = false;
+  for (const auto& c : configs)
+    selected = selected || (!c.is_default && Matches(node->labels, c.node_selector) &&
+                            !c.node_selector.empty());
+  for (core::GpuDevice& gpu : node->gpus) {
+    for (const auto& c : configs) {
+      const bool applies =
+          c.is_default ? !selected
+                       : (c.node_selector.empty() || Matches(node->labels, c.node_selector));
+      if (!applies) continue;
+      const bool listed =
+          c.gpus.empty() ||
+          std::find(c.gpus.begin(), c.gpus.end(), std::to_string(gpu.index)) != c.gpus.end() ||
+          std::find(c.gpus.begin(), c.gpus.end(), gpu.uuid) != c.gpus.end();
+      if (!listed) continue;
+      gpu.sharing = c.sharing;
+      if (c.sharing.mode == core::SharingMode::kMig) {
+        const core::MigGeometry* geo = core::FindMigGeometry(gpu.model);
+        auto layout = geo ? core::PlaceMigLayout(*geo, c.mig_layout)
+                          : Result<std::vector<core::MigInstance>>(
+                                InvalidArgument(gpu.model + " is not MIG-capable"));
+        if (!layout.ok()) {
+          problems->push_back("GpuSharingConfig " + c.name + " on node " + node->name + " GPU " +
+                              std::to_string(gpu.index) + ": " + layout.status().message());
+          gpu.sharing = {};
+          break;
+        }
+        gpu.sharing.mig = std::move(layout).value();
+      }
+      break;
+    }
+  }
+}
+
+json DevicesJson(const core::ClusterState& s, const core::Placement& p) {
+  const core::NodeRecord& node = s.node(p.node);
+  json devices = json::array();
+  for (const core::DeviceAssignment& d : p.devices) {
+    const core::GpuDevice& g = node.gpus[d.gpu];
+    json j = {{"gpu", d.gpu},     {"index", g.index},
+              {"uuid", g.uuid},   {"kind", std::string(core::DeviceKindName(d.kind))},
+              {"milli", d.milli}, {"memoryMiB", d.memory_mib}};
+    if (d.kind == core::DeviceKind::kMigInstance && d.mig_instance < g.sharing.mig.size()) {
+      const core::MigGeometry* geo = core::FindMigGeometry(g.model);
+      j["migInstance"] = d.mig_instance;
+      if (geo)
+        j["migProfile"] = std::string(geo->profiles[g.sharing.mig[d.mig_instance].profile].name);
+    }
+    if (d.kind == core::DeviceKind::kReplica) j["replicas"] = d.replicas;
+    devices.push_back(std::move(j));
+  }
+  return devices;
+}
+
+Result<core::Placement> PlacementFromJson(const core::ClusterState& s, const json& pod) {
+  auto node = s.FindNode(pod.value("node", ""));
+  if (!node.ok()) return node.status();
+  core::Placement p;
+  p.node = *node;
+  p.resources = {pod.value("cpuMilli", int64_t{0}), pod.value("memoryMiB", int64_t{0})};
+  const size_t gpus = s.node(*node).gpus.size();
+  for (const json& d : pod.value("devices", json::array())) {
+    core::DeviceAssignment a;
+    const int64_t pos = d.value("gpu", int64_t{-1});
+    if (pos < 0 || static_cast<size_t>(pos) >= gpus) return NotFound("GPU position out of range");
+    a.gpu = static_cast<uint8_t>(pos);
+    const std::string kind = d.value("kind", "");
+    bool known = false;
+    for (core::DeviceKind k : {core::DeviceKind::kWhole, core::DeviceKind::kShare,
+                               core::DeviceKind::kMigInstance, core::DeviceKind::kReplica}) {
+      if (core::DeviceKindName(k) == kind) {
+        a.kind = k;
+        known = true;
+      }
+    }
+    if (!known) return InvalidArgument("unknown device kind " + kind);
+    a.milli = static_cast<int32_t>(d.value("milli", int64_t{0}));
+    a.memory_mib = d.value("memoryMiB", int64_t{0});
+    a.mig_instance = static_cast<uint8_t>(d.value("migInstance", int64_t{0}));
+    a.replicas = static_cast<uint16_t>(d.value("replicas", int64_t{0}));
+    p.devices.push_back(a);
+  }
+  return p;
+}
+
+// "node-3 GPUs 0,1", "node-2 GPU 3 (MIG 1g.10gb)", "node-1 GPU 2 (share 500 milli, 4096 MiB)".
+std::string Where(const core::ClusterState& s, const core::Placement& p) {
+  const core::NodeRecord& node = s.node(p.node);
+  std::string out = node.name;
+  if (p.devices.empty()) return out;
+  out += p.devices.size() == 1 ? " GPU " : " GPUs ";
+  for (size_t i = 0; i < p.devices.size(); ++i) {
+    const core::DeviceAssignment& d = p.devices[i];
+    out += (i ? "," : "") + std::to_string(node.gpus[d.gpu].index);
+  }
+  const core::DeviceAssignment& d = p.devices[0];
+  const core::GpuDevice& g = node.gpus[d.gpu];
+  if (d.kind == core::DeviceKind::kShare) {
+    out += " (share " + (d.milli > 0 ? std::to_string(d.milli) + " milli, " : std::string()) +
+           std::to_string(d.memory_mib) + " MiB)";
+  } else if (d.kind == core::DeviceKind::kMigInstance && d.mig_instance < g.sharing.mig.size()) {
+    const core::MigGeometry* geo = core::FindMigGeometry(g.model);
+    if (geo)
+      out +=
+          " (MIG " + std::string(geo->profiles[g.sharing.mig[d.mig_instance].profile].name) + ")";
+  } else if (d.kind == core::DeviceKind::kReplica) {
+    out += " (" + std::to_string(d.replicas) + " time-slice replica" +
+           (d.replicas == 1 ? "" : "s") + ")";
+  }
+  return out;
+}
+
+// Drops what makes the queue configuration invalid, one object at a time, as the error names it
+// ("queues[2] (team-a).resource_groups...": queue 2): a broken queue stops only its own work.
+// Dropped queues and why are added to `inactive`, other dropped objects to `problems`. An error
+// naming no list entry is returned.
+Status DropInvalid(core::QueueConfig* cfg, std::map<std::string, std::string>* inactive,
+                   std::vector<std::string>* problems) {
+  for (;;) {
+    Status s = core::ValidateQueueConfig(*cfg);
+    if (s.ok()) return s;
+    const std::string& msg = s.message();
+    const size_t open = msg.find('['), close = msg.find(']');
+    if (open == std::string::npos || close == std::string::npos || close < open) return s;
+    const std::string list = msg.substr(0, open);
+    size_t i = 0;
+    try {
+      i = std::stoul(msg.substr(open + 1, close - open - 1));
+    } catch (const std::exception&) {
+      return s;
+    }
+    auto drop = [&](auto& v) {
+      if (i >= v.size()) return false;
+      v.erase(v.begin() + static_cast<std::ptrdiff_t>(i));
+      return true;
+    };
+    bool dropped = false;
+    if (list == "queues" && i < cfg->queues.size()) {
+      (*inactive)[cfg->queues[i].name] = msg;
+      dropped = drop(cfg->queues);
+    } else if (list == "cohorts") {
+      dropped = drop(cfg->cohorts);
+    } else if (list == "local_queues") {
+      dropped = drop(cfg->local_queues);
+    } else if (list == "flavors") {
+      dropped = drop(cfg->flavors);
+    } else if (list == "priority_classes") {
+      dropped = drop(cfg->priority_classes);
+    } else if (list == "namespace_quotas") {
+      dropped = drop(cfg->namespace_quotas);
+    }
+    if (!dropped) return s;
+    if (list != "queues") problems->push_back("ignored: " + msg);
+  }
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SchedulingLoop>> SchedulingLoop::Create(ApiServer& api,
+                                                               SchedulingLoopOptions options) {
+  core::SchedulerConfig sc;
+  sc.policy = options.policy;
+  auto placer = core::Scheduler::Create(sc);
+  if (!placer.ok()) return placer.status();
+  return std::unique_ptr<SchedulingLoop>(
+      new SchedulingLoop(api, std::move(options), std::move(placer).value()));
+}
+
+SchedulingLoop::SchedulingLoop(ApiServer& api, SchedulingLoopOptions options,
+                               std::unique_ptr<core::Scheduler> placer)
+    : api_(api), options_(std::move(options)), placer_(std::move(placer)) {}
+
+SchedulingLoop::~SchedulingLoop() { Stop(); }
+
+Result<CycleSummary> SchedulingLoop::RunOnce(int64_t now_ms) {
+  CycleSummary sum;
+  store::Store& store = api_.store();
+  std::vector<std::string> problems;
+
+  // Writes one object, based on the version read; a concurrent change wins (next cycle retries).
+  auto put = [&](const json& obj, std::optional<int64_t> version) {
+    const std::string kind = obj["kind"];
+    store::Write w{store::Write::Op::kPut, {kind, NamespaceOf(obj), NameOf(obj)}, "", version};
+    json body = obj;
+    body["metadata"].erase("resourceVersion");
+    w.body = body.dump();
+    auto r = api_.Commit(std::span<const store::Write>(&w, 1));
+    if (r.ok()) {
+      ++sum.writes;
+    } else if (r.status().code() == StatusCode::kConflict) {
+      ++sum.write_conflicts;
+    }
+  };
+  auto event = [&](const json& job, const char* type, const std::string& reason,
+                   const std::string& message) {
+    std::string name = NameOf(job).substr(0, 200) + "." + std::to_string(now_ms) + "-" +
+                       std::to_string(++event_seq_);
+    json e = {{"apiVersion", "tessera.io/v1"},
+              {"kind", "Event"},
+              {"metadata",
+               {{"name", name},
+                {"namespace", NamespaceOf(job)},
+                {"creationTimestamp", FormatTime(now_ms)}}},
+              {"spec",
+               {{"type", type},
+                {"reason", reason},
+                {"message", message},
+                {"time", FormatTime(now_ms)},
+                {"involvedObject", {{"kind", "Job"}, {"name", NameOf(job)}}}}}};
+    put(e, 0);
+  };
+
+  // The cluster: nodes with their GPUs' sharing.
+  std::vector<api::GpuSharingConfigSpec> sharing;
+  for (const Stored& s : ListKind(store, "GpuSharingConfig", &problems)) {
+    if (auto c = api::DecodeGpuSharingConfig(s.obj); c.ok())
+      sharing.push_back(std::move(c).value());
+  }
+  core::ClusterState state;
+  for (const Stored& s : ListKind(store, "Node", &problems)) {
+    auto node = api::DecodeNode(s.obj);
+    if (!node.ok()) continue;
+    ApplySharing(sharing, &*node, &problems);
+    if (auto id = state.AddNode(std::move(node).value()); !id.ok()) {
+      problems.push_back(id.status().message());
+    }
+  }
+
+  // The queues.
+  core::QueueConfig cfg;
+  for (const Stored& s : ListKind(store, "ResourceFlavor", &problems)) {
+    if (auto v = api::DecodeResourceFlavor(s.obj); v.ok()) cfg.flavors.push_back(*v);
+  }
+  for (const Stored& s : ListKind(store, "Cohort", &problems)) {
+    if (auto v = api::DecodeCohort(s.obj); v.ok()) cfg.cohorts.push_back(*v);
+  }
+  for (const Stored& s : ListKind(store, "Queue", &problems)) {
+    if (auto v = api::DecodeQueue(s.obj); v.ok()) cfg.queues.push_back(*v);
+  }
+  for (const Stored& s : ListKind(store, "LocalQueue", &problems)) {
+    if (auto v = api::DecodeLocalQueue(s.obj); v.ok()) cfg.local_queues.push_back(*v);
+  }
+  for (const Stored& s : ListKind(store, "PriorityClass", &problems)) {
+    if (auto v = api::DecodePriorityClass(s.obj); v.ok()) cfg.priority_classes.push_back(*v);
+  }
+  for (const Stored& s : ListKind(store, "NamespaceQuota", &problems)) {
+    auto v = api::DecodeNamespaceQuota(s.obj);
+    if (!v.ok()) continue;
+    // Two quotas of one namespace: the tighter limit per resource holds.
+    auto same = std::find_if(
+        cfg.namespace_quotas.begin(), cfg.namespace_quotas.end(),
+        [&](const core::NamespaceQuota& q) { return q.namespace_name == v->namespace_name; });
+    if (same == cfg.namespace_quotas.end()) {
+      cfg.namespace_quotas.push_back(*v);
+      continue;
+    }
+    for (int r = 0; r < core::kNumQuotaResources; ++r) {
+      if (v->hard[r])
+        same->hard[r] = same->hard[r] ? std::min(*same->hard[r], *v->hard[r]) : *v->hard[r];
+    }
+  }
+  core::QueueSpec unqueued;
+  unqueued.name = kUnqueued;
+  cfg.queues.push_back(unqueued);
+  std::map<std::string, api::PodGroupSpec> groups;
+  for (const Stored& s : ListKind(store, "PodGroup", &problems)) {
+    if (auto g = api::DecodePodGroup(s.obj); g.ok()) groups[g->namespace_name + "/" + g->name] = *g;
+  }
+
+  // The work: bound Jobs hold their devices; the others are pending.
+  std::vector<core::Workload> pending;
+  std::vector<const Stored*> pending_obj;
+  std::vector<core::AdmittedWorkload> running;
+  std::vector<const Stored*> running_obj;
+  const std::vector<Stored> jobs = ListKind(store, "Job", &problems);
+  std::set<std::string> unqueued_ns;
+  for (const Stored& s : jobs) {
+    auto job = api::DecodeJob(s.obj);
+    if (!job.ok() || job->suspend) continue;
+    core::Workload w = std::move(job->workload);
+    if (!job->pod_group.empty()) {
+      auto g = groups.find(w.namespace_name + "/" + job->pod_group);
+      if (g != groups.end()) {
+        if (w.min_member == 0) w.min_member = std::min(g->second.min_member, core::PodCount(w));
+        if (w.local_queue.empty()) w.local_queue = g->second.queue;
+        if (w.priority_class.empty()) w.priority_class = g->second.priority_class;
+      }
+    }
+    if (w.local_queue.empty()) {
+      w.local_queue = kUnqueued;
+      unqueued_ns.insert(w.namespace_name);
+    }
+    w.created_ms = ParseTime(s.obj["metadata"].value("creationTimestamp", ""));
+    const json status = s.obj.value("status", json::object());
+    if (status.value("phase", "") == "Admitted") {
+      core::AdmittedWorkload a;
+      a.workload = w;
+      a.queue = status.value("queue", "");
+      const json flavors = status.value("flavors", json::object());
+      for (int r = 0; r < core::kNumQuotaResources; ++r) {
+        const std::string res(core::QuotaResourceName(static_cast<core::QuotaResource>(r)));
+        a.flavors[r] = flavors.value(res, "");
+      }
+      a.priority = status.value("priority", 0);
+      a.admitted_ms = ParseTime(status.value("admittedAt", ""));
+      bool bound = true;
+      for (const json& pod : status.value("pods", json::array())) {
+        if (pod.is_null()) {
+          a.placements.emplace_back();
+          continue;
+        }
+        auto p = PlacementFromJson(state, pod);
+        if (!p.ok() || !state.Allocate(*p).ok()) {
+          bound = false;
+          break;
+        }
+        a.placements.push_back(std::move(p).value());
+      }
+      if (bound && a.placements.size() == static_cast<size_t>(core::PodCount(w))) {
+        running.push_back(std::move(a));
+        running_obj.push_back(&s);
+        continue;
+      }
+      // The binding no longer holds (a node left, a GPU's sharing changed): give back what was
+      // taken and schedule the Job again.
+      for (const std::optional<core::Placement>& p : a.placements) {
+        if (p) (void)state.Release(*p);
+      }
+      event(s.obj, "Warning", "BindingLost",
+            "its node or devices are gone; the job is scheduled again");
+    }
+    pending.push_back(std::move(w));
+    pending_obj.push_back(&s);
+  }
+  for (const std::string& ns : unqueued_ns) cfg.local_queues.push_back({ns, kUnqueued, kUnqueued});
+  sum.pending = static_cast<int>(pending.size());
+
+  auto set_pending = [&](const Stored& s, const std::string& message) {
+    json status = s.obj.value("status", json::object());
+    if (status.value("phase", "") == "Pending" && status.value("message", "") == message) return;
+    json obj = s.obj;
+    obj["status"] = {{"phase", "Pending"}, {"message", message}};
+    put(obj, s.version);
+    event(s.obj, "Normal", "Pending", message);
+  };
+
+  std::map<std::string, std::string> inactive;
+  if (Status valid = DropInvalid(&cfg, &inactive, &problems); !valid.ok()) {
+    sum.config_error = valid.message();
+    for (const Stored* s : pending_obj) {
+      set_pending(*s, "the queue configuration is invalid: " + valid.message());
+    }
+    return sum;
+  }
+  auto cycle = core::AdmissionCycle::Create(cfg);
+  if (!cycle.ok()) return cycle.status();
+  core::CycleResult result = cycle->Run(*placer_, state, pending, running, now_ms, held_);
+  held_ = result.reservations;
+
+  std::vector<uint8_t> admitted(pending.size(), 0);
+  for (const core::Admission& a : result.admissions) {
+    admitted[a.pending_index] = 1;
+    const Stored& s = *pending_obj[a.pending_index];
+    json pods = json::array();
+    std::string where;
+    const std::vector<core::PodSpec> expanded = core::ExpandPods(a.admitted.workload);
+    for (size_t i = 0; i < a.admitted.placements.size(); ++i) {
+      const std::optional<core::Placement>& p = a.admitted.placements[i];
+      if (!p) {
+        pods.push_back(nullptr);
+        continue;
+      }
+      const std::string pod_name = expanded[i].name.substr(expanded[i].name.rfind('/') + 1);
+      pods.push_back({{"name", pod_name},
+                      {"node", state.node(p->node).name},
+                      {"cpuMilli", p->resources.cpu_milli},
+                      {"memoryMiB", p->resources.memory_mib},
+                      {"devices", DevicesJson(state, *p)}});
+      if (i < 8) where += (where.empty() ? "" : "; ") + pod_name + " to " + Where(state, *p);
+    }
+    if (a.admitted.placements.size() > 8) {
+      where += "; and " + std::to_string(a.admitted.placements.size() - 8) + " more pods";
+    }
+    json flavors = json::object();
+    for (int r = 0; r < core::kNumQuotaResources; ++r) {
+      if (a.admitted.flavors[r].empty()) continue;
+      flavors[std::string(core::QuotaResourceName(static_cast<core::QuotaResource>(r)))] =
+          a.admitted.flavors[r];
+    }
+    json obj = s.obj;
+    obj["status"] = {{"phase", "Admitted"},
+                     {"queue", a.admitted.queue},
+                     {"flavors", flavors},
+                     {"priority", a.admitted.priority},
+                     {"admittedAt", FormatTime(now_ms)},
+                     {"pods", pods}};
+    put(obj, s.version);
+    event(s.obj, "Normal", "Scheduled",
+          a.admitted.placements.size() == 1 && a.admitted.placements[0]
+              ? "Scheduled to " + Where(state, *a.admitted.placements[0])
+              : "Scheduled " + where);
+    ++sum.admitted;
+  }
+  for (const core::Preemption& p : result.preemptions) {
+    const Stored& s = *running_obj[p.running_index];
+    json obj = s.obj;
+    obj["status"] = {{"phase", "Pending"}, {"message", p.reason}};
+    put(obj, s.version);
+    event(s.obj, "Warning", "Preempted", p.reason);
+    ++sum.preempted;
+  }
+  for (size_t i = 0; i < pending.size(); ++i) {
+    if (admitted[i]) continue;
+    std::string reason = result.pending_reasons[i];
+    // "queue X (of local queue ns/l) does not exist" for a queue dropped as invalid.
+    for (const auto& [name, why] : inactive) {
+      if (reason.rfind("queue " + name + " (of local queue", 0) == 0) {
+        reason = "queue " + name + " is inactive: " + why;
+      }
+    }
+    set_pending(*pending_obj[i], reason);
+  }
+  // Each Queue says whether it is active, and why not.
+  for (const Stored& s : ListKind(store, "Queue", &problems)) {
+    auto it = inactive.find(NameOf(s.obj));
+    json status = {{"active", it == inactive.end()}};
+    if (it != inactive.end()) status["message"] = it->second;
+    if (s.obj.value("status", json()) == status) continue;
+    json obj = s.obj;
+    obj["status"] = status;
+    put(obj, s.version);
+  }
+  sum.inactive_queues = static_cast<int>(inactive.size());
+  return sum;
+}
+
+void SchedulingLoop::Start() {
+  thread_ = std::thread([this] {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_) {
+      dirty_ = false;
+      const int64_t head = api_.feed().head();
+      lock.unlock();
+      const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+      (void)RunOnce(now);
+      // Wake on the next change after what this cycle saw (its own writes included, so a
+      // cycle follows its decisions once), at the latest after the period.
+      const uint64_t sub = api_.feed().Subscribe(head, [this] {
+        std::lock_guard<std::mutex> l(mu_);
+        dirty_ = true;
+        wake_.notify_all();
+      });
+      lock.lock();
+      subscription_ = sub;
+      // At most 20 cycles a second, however fast changes come.
+      wake_.wait_for(lock, std::chrono::milliseconds(50), [this] { return stop_; });
+      wake_.wait_for(lock, std::chrono::milliseconds(options_.period_ms),
+                     [this] { return stop_ || dirty_; });
+      lock.unlock();
+      api_.feed().Unsubscribe(sub);
+      lock.lock();
+      subscription_ = 0;
+    }
+  });
+}
+
+void SchedulingLoop::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    wake_.notify_all();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace tessera::server

@@ -1,0 +1,81 @@
+// The control plane's scheduling loop: on every change (and periodically) it reads the stored
+// objects, builds the cluster state (nodes with their GPUs' sharing configs, the work already
+// bound), runs one admission cycle of the core's queue layer over the pending Jobs, and writes
+// the decisions back: bindings with exact devices in each Job's status, pending reasons, and
+// Events ("Scheduled to node-3 GPUs 0,1", "Pending: ...", "Preempted by ...").
+//
+// Job status written here:
+//   phase: Pending | Admitted, message (why pending), queue, flavors {resource: flavor},
+//   admittedAt, pods[] {name, node, cpuMilli, memoryMiB,
+//                       devices[] {gpu (position), index, uuid, kind, milli, memoryMiB,
+//                                  migInstance, migProfile, replicas}}
+// Jobs without spec.queue go through a built-in queue without quota ("tessera-unqueued"), so
+// namespace quotas and placement still apply to them. A Queue whose definition is invalid (an
+// unknown flavor, say) is inactive: its work waits with the reason, the rest is scheduled, and
+// the Queue's status says {active: false, message}.
+#ifndef TESSERA_SERVER_SCHEDULING_LOOP_H_
+#define TESSERA_SERVER_SCHEDULING_LOOP_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/admission.h"
+#include "core/scheduler.h"
+#include "server/api_server.h"
+
+namespace tessera::server {
+
+struct SchedulingLoopOptions {
+  std::string policy = "bestfit";
+  int period_ms = 1000;  // a cycle at least this often, and after every change
+};
+
+// What one cycle did.
+struct CycleSummary {
+  int pending = 0;
+  int admitted = 0;
+  int preempted = 0;
+  int writes = 0;            // status and event writes
+  int write_conflicts = 0;   // writes refused because the object changed meanwhile
+  int inactive_queues = 0;   // queues left out for an invalid definition
+  std::string config_error;  // the queue configuration could not be repaired: nothing admitted
+};
+
+class SchedulingLoop {
+ public:
+  static Result<std::unique_ptr<SchedulingLoop>> Create(ApiServer& api,
+                                                        SchedulingLoopOptions options = {});
+  ~SchedulingLoop();  // stops
+
+  // One cycle at wall time `now_ms`.
+  Result<CycleSummary> RunOnce(int64_t now_ms);
+
+  // Runs cycles on a thread of its own until Stop.
+  void Start();
+  void Stop();
+
+ private:
+  SchedulingLoop(ApiServer& api, SchedulingLoopOptions options,
+                 std::unique_ptr<core::Scheduler> placer);
+
+  ApiServer& api_;
+  SchedulingLoopOptions options_;
+  std::unique_ptr<core::Scheduler> placer_;
+  std::vector<core::Reservation> held_;
+  int64_t event_seq_ = 0;
+
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  bool dirty_ = false;
+  uint64_t subscription_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace tessera::server
+
+#endif  // TESSERA_SERVER_SCHEDULING_LOOP_H_

@@ -1,0 +1,388 @@
+#include "server/scheduling_loop.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "server/api_server.h"
+
+namespace tessera::server {
+namespace {
+
+using nlohmann::json;
+
+// The API server over a temporary data dir, driven through its request handler, and the
+// scheduling loop run cycle by cycle.
+class LoopTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/tessera-loop-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    Open();
+  }
+  void TearDown() override {
+    loop_.reset();
+    api_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  void Open() {
+    loop_.reset();
+    api_ = ApiServer::Open(dir_).value();
+    std::ifstream in(dir_ + "/admin.token");
+    std::getline(in, admin_);
+    loop_ = SchedulingLoop::Create(*api_).value();
+  }
+
+  void Apply(const std::string& yaml) {
+    HttpRequest r;
+    r.method = "POST";
+    r.path = "/api/v1/apply";
+    r.authorization = "Bearer " + admin_;
+    r.content_type = "application/yaml";
+    r.body = yaml;
+    HttpResponse out = api_->Handle(r);
+    ASSERT_EQ(out.status, 200) << out.body;
+  }
+  json Get(const std::string& path) {
+    HttpRequest r;
+    r.method = "GET";
+    r.path = path;
+    r.authorization = "Bearer " + admin_;
+    HttpResponse out = api_->Handle(r);
+    EXPECT_EQ(out.status, 200) << path << ": " << out.body;
+    return json::parse(out.body, nullptr, false);
+  }
+  json Job(const std::string& name, const std::string& ns = "default") {
+    return Get("/api/v1/namespaces/" + ns + "/jobs/" + name);
+  }
+  CycleSummary Cycle() {
+    now_ += 1000;
+    auto s = loop_->RunOnce(now_);
+    EXPECT_TRUE(s.ok()) << s.status().message();
+    return s.ok() ? *s : CycleSummary{};
+  }
+  // Messages of the events about a job, oldest first.
+  std::vector<std::string> Events(const std::string& job, const std::string& ns = "default") {
+    std::vector<std::pair<std::string, std::string>> out;
+    const json events = Get("/api/v1/namespaces/" + ns + "/events");
+    for (const json& e : events["items"]) {
+      if (e["spec"]["involvedObject"]["name"] == job) {
+        out.emplace_back(e["metadata"]["name"], e["spec"]["reason"].get<std::string>() + ": " +
+                                                    e["spec"]["message"].get<std::string>());
+      }
+    }
+    std::vector<std::string> msgs;
+    for (auto& [n, m] : out) msgs.push_back(m);
+    return msgs;
+  }
+
+  std::string dir_, admin_;
+  std::unique_ptr<ApiServer> api_;
+  std::unique_ptr<SchedulingLoop> loop_;
+  int64_t now_ = 1'800'000'000'000;
+};
+
+// Two nodes of 8 A100-80GB each; gpu-b's GPU 7 is shared and GPU 6 split into MIG instances.
+constexpr char kCluster[] = R"(
+apiVersion: tessera.io/v1
+kind: Node
+metadata: {name: gpu-a, labels: {pool: a100, nvidia.com/gpu.count: "8"}}
+status:
+  allocatable: {cpu: "64", memory: 512Gi}
+  gpus:
+  - {index: 0, uuid: GPU-a0, model: A100-80GB, memoryMiB: 81920, numaNode: 0}
+  - {index: 1, uuid: GPU-a1, model: A100-80GB, memoryMiB: 81920, numaNode: 0}
+  - {index: 2, uuid: GPU-a2, model: A100-80GB, memoryMiB: 81920, numaNode: 0}
+  - {index: 3, uuid: GPU-a3, model: A100-80GB, memoryMiB: 81920, numaNode: 0}
+  - {index: 4, uuid: GPU-a4, model: A100-80GB, memoryMiB: 81920, numaNode: 1}
+  - {index: 5, uuid: GPU-a5, model: A100-80GB, memoryMiB: 81920, numaNode: 1}
+  - {index: 6, uuid: GPU-a6, model: A100-80GB, memoryMiB: 81920, numaNode: 1}
+  - {index: 7, uuid: GPU-a7, model: A100-80GB, memoryMiB: 81920, numaNode: 1}
+---
+apiVersion: tessera.io/v1
+kind: Node
+metadata: {name: gpu-b, labels: {pool: a100, nvidia.com/gpu.count: "8", role: mixed}}
+status:
+  allocatable: {cpu: "64", memory: 512Gi}
+  gpus:
+  - {index: 0, uuid: GPU-b0, model: A100-80GB, memoryMiB: 81920}
+  - {index: 1, uuid: GPU-b1, model: A100-80GB, memoryMiB: 81920}
+  - {index: 2, uuid: GPU-b2, model: A100-80GB, memoryMiB: 81920}
+  - {index: 3, uuid: GPU-b3, model: A100-80GB, memoryMiB: 81920}
+  - {index: 4, uuid: GPU-b4, model: A100-80GB, memoryMiB: 81920}
+  - {index: 5, uuid: GPU-b5, model: A100-80GB, memoryMiB: 81920}
+  - {index: 6, uuid: GPU-b6, model: A100-80GB, memoryMiB: 81920}
+  - {index: 7, uuid: GPU-b7, model: A100-80GB, memoryMiB: 81920}
+---
+apiVersion: tessera.io/v1
+kind: GpuSharingConfig
+metadata: {name: b7-shared}
+spec: {nodeSelector: {role: mixed}, gpus: ["7"], shared: {}}
+---
+apiVersion: tessera.io/v1
+kind: GpuSharingConfig
+metadata: {name: b6-mig}
+spec: {nodeSelector: {role: mixed}, gpus: [GPU-b6], mig: {layout: {1g.10gb: 7}}}
+)";
+
+TEST_F(LoopTest, BindsJobsToExactDevicesAndExplainsTheRest) {
+  Apply(kCluster);
+  Apply(R"(
+apiVersion: v1
+kind: Pod
+metadata: {name: two-gpus}
+spec:
+  containers: [{name: c, resources: {limits: {nvidia.com/gpu: 2}}}]
+  nodeSelector: {nvidia.com/gpu.count: "8"}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: cgpu}
+spec:
+  containers: [{name: c, resources: {limits: {aliyun.com/gpu-mem: 4}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: slice}
+spec:
+  containers: [{name: c, resources: {limits: {nvidia.com/mig-1g.10gb: 1}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: lost, labels: {kueue.x-k8s.io/queue-name: nope}}
+spec:
+  containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: huge}
+spec:
+  containers: [{name: c, resources: {limits: {nvidia.com/gpu: 9}}}]
+)");
+  const CycleSummary s = Cycle();
+  EXPECT_EQ(s.admitted, 3);
+  EXPECT_TRUE(s.config_error.empty()) << s.config_error;
+
+  json two = Job("two-gpus");
+  ASSERT_EQ(two["status"]["phase"], "Admitted") << two.dump();
+  json pod = two["status"]["pods"][0];
+  EXPECT_EQ(pod["devices"].size(), 2u);
+  EXPECT_EQ(pod["devices"][0]["kind"], "whole");
+  const std::string node = pod["node"];
+  ASSERT_FALSE(Events("two-gpus").empty());
+  EXPECT_EQ(Events("two-gpus").back().rfind("Scheduled: Scheduled to " + node + " GPUs ", 0), 0u)
+      << Events("two-gpus").back();
+
+  json cgpu = Job("cgpu")["status"]["pods"][0];
+  EXPECT_EQ(cgpu["node"], "gpu-b");
+  EXPECT_EQ(cgpu["devices"][0]["kind"], "share");
+  EXPECT_EQ(cgpu["devices"][0]["uuid"], "GPU-b7");
+  EXPECT_EQ(cgpu["devices"][0]["memoryMiB"], 4096);
+  json slice = Job("slice")["status"]["pods"][0];
+  EXPECT_EQ(slice["devices"][0]["uuid"], "GPU-b6");
+  EXPECT_EQ(slice["devices"][0]["migProfile"], "1g.10gb");
+
+  EXPECT_EQ(Job("lost")["status"]["phase"], "Pending");
+  EXPECT_EQ(Job("lost")["status"]["message"], "local queue default/nope does not exist");
+  EXPECT_NE(Job("huge")["status"]["message"].get<std::string>().find("0/2 nodes are available"),
+            std::string::npos);
+
+  // Nothing changed: the next cycle writes nothing.
+  EXPECT_EQ(Cycle().writes, 0);
+}
+
+TEST_F(LoopTest, QuotasQueuesAndPreemption) {
+  Apply(kCluster);
+  Apply(R"(
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: a100}
+spec: {nodeLabels: {pool: a100}}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: team-a}
+spec:
+  preemption: {withinClusterQueue: LowerPriority}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors: [{name: a100, resources: [{name: nvidia.com/gpu, nominalQuota: 8}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: main, namespace: team-a}
+spec: {clusterQueue: team-a}
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: low}
+value: 10
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high}
+value: 1000
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: train, namespace: team-a, labels: {kueue.x-k8s.io/queue-name: main}}
+spec:
+  parallelism: 2
+  template:
+    spec:
+      priorityClassName: low
+      containers: [{name: c, resources: {limits: {nvidia.com/gpu: 4}}}]
+)");
+  EXPECT_EQ(Cycle().admitted, 1);
+  EXPECT_EQ(Job("train", "team-a")["status"]["phase"], "Admitted");
+  EXPECT_EQ(Job("train", "team-a")["status"]["flavors"]["nvidia.com/gpu"], "a100");
+
+  // The queue's 8 GPUs are used: a low-priority job waits, naming the quota.
+  Apply(R"(
+apiVersion: batch/v1
+kind: Job
+metadata: {name: more, namespace: team-a, labels: {kueue.x-k8s.io/queue-name: main}}
+spec:
+  template:
+    spec:
+      priorityClassName: low
+      containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1}}}]
+)");
+  Cycle();
+  EXPECT_NE(Job("more", "team-a")["status"]["message"].get<std::string>().find("queue team-a"),
+            std::string::npos)
+      << Job("more", "team-a").dump();
+
+  // A high-priority job preempts the gang (whole), then runs.
+  Apply(R"(
+apiVersion: batch/v1
+kind: Job
+metadata: {name: urgent, namespace: team-a, labels: {kueue.x-k8s.io/queue-name: main}}
+spec:
+  template:
+    spec:
+      priorityClassName: high
+      containers: [{name: c, resources: {limits: {nvidia.com/gpu: 4}}}]
+)");
+  const CycleSummary p = Cycle();
+  EXPECT_EQ(p.preempted, 1);
+  EXPECT_EQ(Job("train", "team-a")["status"]["phase"], "Pending");
+  EXPECT_EQ(Events("train", "team-a").back().rfind("Preempted: preempted by team-a/urgent", 0), 0u)
+      << Events("train", "team-a").back();
+  Cycle();
+  EXPECT_EQ(Job("urgent", "team-a")["status"]["phase"], "Admitted");
+
+  // A namespace quota of 1 GPU in team-b holds a 2-GPU pod back.
+  Apply(R"(
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: q, namespace: team-b}
+spec: {hard: {requests.nvidia.com/gpu: 1}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: two, namespace: team-b}
+spec:
+  containers: [{name: c, resources: {limits: {nvidia.com/gpu: 2}}}]
+)");
+  Cycle();
+  EXPECT_NE(
+      Job("two", "team-b")["status"]["message"].get<std::string>().find("namespace team-b quota"),
+      std::string::npos)
+      << Job("two", "team-b").dump();
+}
+
+TEST_F(LoopTest, BindingsSurviveARestartAndKeepTheirDevices) {
+  Apply(kCluster);
+  Apply(R"(
+apiVersion: v1
+kind: Pod
+metadata: {name: big}
+spec:
+  containers: [{name: c, resources: {limits: {nvidia.com/gpu: 8}}}]
+)");
+  EXPECT_EQ(Cycle().admitted, 1);
+  json before = Job("big")["status"];
+  Open();  // a restarted server: the store is all it has
+  const CycleSummary s = Cycle();
+  EXPECT_EQ(s.admitted, 0);
+  EXPECT_EQ(s.writes, 0);
+  EXPECT_EQ(Job("big")["status"], before);
+  // The bound node is full: a 6-GPU pod goes to the other node (whose other two cards are MIG
+  // and shared), a second one waits.
+  Apply(R"(
+apiVersion: v1
+kind: Pod
+metadata: {name: big2}
+spec:
+  containers: [{name: c, resources: {limits: {nvidia.com/gpu: 6}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: big3}
+spec:
+  containers: [{name: c, resources: {limits: {nvidia.com/gpu: 6}}}]
+)");
+  Cycle();
+  ASSERT_EQ(Job("big2")["status"]["phase"], "Admitted");
+  EXPECT_NE(Job("big2")["status"]["pods"][0]["node"], before["pods"][0]["node"]);
+  EXPECT_EQ(Job("big3")["status"]["phase"], "Pending");
+  // User updates keep the status: re-applying the job does not unbind it.
+  Apply(R"(
+apiVersion: v1
+kind: Pod
+metadata: {name: big, labels: {touched: "yes"}}
+spec:
+  containers: [{name: c, resources: {limits: {nvidia.com/gpu: 8}}}]
+)");
+  EXPECT_EQ(Job("big")["status"], before);
+}
+
+TEST_F(LoopTest, AnInvalidQueueStopsOnlyItsOwnWork) {
+  // Queue q names a flavor that does not exist: it is inactive and its job waits with the
+  // reason; a job outside any queue still runs.
+  Apply(kCluster);
+  Apply(R"(
+apiVersion: tessera.io/v1
+kind: Queue
+metadata: {name: q}
+spec:
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors: [{name: missing-flavor, resources: [{name: nvidia.com/gpu, nominalQuota: 8}]}]
+---
+apiVersion: tessera.io/v1
+kind: LocalQueue
+metadata: {name: main, namespace: default}
+spec: {clusterQueue: q}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: queued, labels: {kueue.x-k8s.io/queue-name: main}}
+spec:
+  containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: free}
+spec:
+  containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1}}}]
+)");
+  const CycleSummary s = Cycle();
+  EXPECT_TRUE(s.config_error.empty());
+  EXPECT_EQ(s.inactive_queues, 1);
+  EXPECT_EQ(s.admitted, 1);
+  EXPECT_EQ(Job("free")["status"]["phase"], "Admitted");
+  const std::string why = Job("queued")["status"]["message"];
+  EXPECT_EQ(why.rfind("queue q is inactive: ", 0), 0u) << why;
+  EXPECT_NE(why.find("unknown resource flavor \"missing-flavor\""), std::string::npos) << why;
+  json q = Get("/api/v1/queues/q");
+  EXPECT_EQ(q["status"]["active"], false);
+}
+
+}  // namespace
+}  // namespace tessera::server
