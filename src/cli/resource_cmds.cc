@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -326,12 +327,121 @@ int Delete(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
 }
 
 int TokenCreate(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
+  if (o.token_agent == !o.token_namespace.empty()) {
+    err << "error: give either --namespace NS or --agent\n";
+    return kUsage;
+  }
+  const json body =
+      o.token_agent ? json{{"role", "agent"}} : json{{"namespace", o.token_namespace}};
   int code = 0;
-  auto r = Send(o, "POST", "/api/v1/tokens", json{{"namespace", o.token_namespace}}.dump(),
-                "application/json", err, &code);
+  auto r = Send(o, "POST", "/api/v1/tokens", body.dump(), "application/json", err, &code);
   if (!r) return code;
   if (r->status != 201) return Refused(*r, err);
   out << json::parse(r->body).value("token", "") << "\n";
+  return 0;
+}
+
+// GETs `target`, lets `edit` change the object (false: nothing to do), PUTs it back based on
+// the version read; retried when someone else wrote in between. Returns the exit code.
+int Update(const ResourceOptions& o, const std::string& target,
+           const std::function<bool(json&)>& edit, std::ostream& err) {
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    int code = 0;
+    auto got = Send(o, "GET", target, "", "", err, &code);
+    if (!got) return code;
+    if (got->status != 200) return Refused(*got, err);
+    json obj = json::parse(got->body);
+    if (!edit(obj)) return 0;
+    auto put = Send(o, "PUT", target, obj.dump(), "application/json", err, &code);
+    if (!put) return code;
+    if (put->status == 200) return 0;
+    if (put->status != 409) return Refused(*put, err);
+  }
+  err << "error: " << target << " kept changing; try again\n";
+  return kRefused;
+}
+
+int Cordon(const ResourceOptions& o, bool on, std::ostream& out, std::ostream& err) {
+  const int code = Update(
+      o, "/api/v1/nodes/" + o.name,
+      [&](json& node) {
+        if (!node["spec"].is_object()) node["spec"] = json::object();
+        if (node["spec"].value("unschedulable", false) == on) return false;
+        node["spec"]["unschedulable"] = on;
+        return true;
+      },
+      err);
+  if (code == 0) out << "nodes/" << o.name << (on ? " cordoned" : " uncordoned") << "\n";
+  return code;
+}
+
+// Cordons the node, then sends every Job bound to it back to Pending: the scheduling loop places
+// them elsewhere.
+int Drain(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
+  if (int code = Cordon(o, true, out, err); code != 0) return code;
+  int code = 0;
+  auto jobs = Send(o, "GET", "/api/v1/jobs", "", "", err, &code);
+  if (!jobs) return code;
+  if (jobs->status != 200) return Refused(*jobs, err);
+  int evicted = 0;
+  for (const json& job : json::parse(jobs->body).value("items", json::array())) {
+    bool here = false;
+    for (const json& pod : job.value("status", json::object()).value("pods", json::array())) {
+      here = here || (pod.is_object() && pod.value("node", "") == o.name);
+    }
+    if (!here) continue;
+    const std::string ns = job["metadata"]["namespace"], name = job["metadata"]["name"];
+    code = Update(
+        o, "/api/v1/namespaces/" + ns + "/jobs/" + name,
+        [&](json& j) {
+          j["status"] = {{"phase", "Pending"},
+                         {"message", "evicted: node " + o.name + " was drained"}};
+          return true;
+        },
+        err);
+    if (code != 0) return code;
+    out << "jobs/" << name << " (namespace " << ns << ") evicted\n";
+    ++evicted;
+  }
+  out << "nodes/" << o.name << " drained (" << evicted << " job" << (evicted == 1 ? "" : "s")
+      << " evicted)\n";
+  return 0;
+}
+
+// The object as YAML, then the events about it.
+int Describe(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
+  const api::KindInfo* kind = ResolveKind(o.kind);
+  if (kind == nullptr) {
+    err << "error: unknown resource type \"" << o.kind << "\" (known: " << KnownKinds() << ")\n";
+    return kUsage;
+  }
+  const std::string base =
+      "/api/v1/" + (kind->namespaced ? "namespaces/" + o.ns + "/" : std::string());
+  int code = 0;
+  auto r = Send(o, "GET", base + std::string(kind->plural) + "/" + o.name, "", "", err, &code);
+  if (!r) return code;
+  if (r->status != 200) return Refused(*r, err);
+  YAML::Emitter e;
+  EmitYaml(e, json::parse(r->body));
+  out << e.c_str() << "\n";
+  if (!kind->namespaced) return 0;
+  auto events = Send(o, "GET", base + "events", "", "", err, &code);
+  if (!events) return code;
+  if (events->status != 200) return Refused(*events, err);
+  std::vector<json> mine;
+  for (const json& ev : json::parse(events->body).value("items", json::array())) {
+    const json inv = ev["spec"].value("involvedObject", json::object());
+    if (inv.value("kind", "") == kind->kind && inv.value("name", "") == o.name) mine.push_back(ev);
+  }
+  std::sort(mine.begin(), mine.end(), [](const json& a, const json& b) {
+    return a["spec"].value("time", "") < b["spec"].value("time", "");
+  });
+  out << "Events:\n";
+  if (mine.empty()) out << "  <none>\n";
+  for (const json& ev : mine) {
+    out << "  " << ev["spec"].value("time", "") << "  " << ev["spec"].value("type", "") << "  "
+        << ev["spec"].value("reason", "") << "  " << ev["spec"].value("message", "") << "\n";
+  }
   return 0;
 }
 
@@ -364,7 +474,24 @@ void AddResourceCommands(CLI::App& app, ResourceOptions& o) {
   CLI::App* token = app.add_subcommand("token", "Manage API tokens");
   token->require_subcommand(1);
   o.token_create = token->add_subcommand("create", "Create a namespace-scoped token (admin only)");
-  o.token_create->add_option("--namespace", o.token_namespace, "The token's namespace")->required();
+  o.token_create->add_option("--namespace", o.token_namespace, "The token's namespace");
+  o.token_create->add_flag("--agent", o.token_agent, "A join token for node agents");
+
+  o.describe = app.add_subcommand("describe", "Show an object and the events about it");
+  o.describe->add_option("kind", o.kind, "Kind")->required();
+  o.describe->add_option("name", o.name, "Object name")->required();
+  o.describe->add_option("-n,--namespace", o.ns, "Namespace")->capture_default_str();
+  AddConnectionFlags(o.describe, o);
+
+  o.cordon = app.add_subcommand("cordon", "Mark a node unschedulable");
+  o.cordon->add_option("node", o.name, "Node name")->required();
+  AddConnectionFlags(o.cordon, o);
+  o.uncordon = app.add_subcommand("uncordon", "Mark a node schedulable again");
+  o.uncordon->add_option("node", o.name, "Node name")->required();
+  AddConnectionFlags(o.uncordon, o);
+  o.drain = app.add_subcommand("drain", "Cordon a node and send its jobs back to the queue");
+  o.drain->add_option("node", o.name, "Node name")->required();
+  AddConnectionFlags(o.drain, o);
   AddConnectionFlags(o.token_create, o);
 }
 
@@ -375,6 +502,10 @@ int RunResourceCommand(const ResourceOptions& o, std::istream& in, std::ostream&
     if (o.get && o.get->parsed()) return Get(o, out, err);
     if (o.del && o.del->parsed()) return Delete(o, out, err);
     if (o.token_create && o.token_create->parsed()) return TokenCreate(o, out, err);
+    if (o.describe && o.describe->parsed()) return Describe(o, out, err);
+    if (o.cordon && o.cordon->parsed()) return Cordon(o, true, out, err);
+    if (o.uncordon && o.uncordon->parsed()) return Cordon(o, false, out, err);
+    if (o.drain && o.drain->parsed()) return Drain(o, out, err);
   } catch (const json::exception& e) {
     // Only a server that is not Tessera's, or a broken one, answers what cannot be read.
     err << "error: unexpected response from the server: " << e.what() << "\n";

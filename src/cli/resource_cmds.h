@@ -1,5 +1,6 @@
-// kubectl-style commands against the control plane's REST API: apply, get, delete, and
-// token create. Server and token come from --server/--token, TESSERA_ADDR/TESSERA_TOKEN or
+// kubectl-style commands against the control plane's REST API: apply, get, describe, delete,
+// cordon, uncordon, drain, and token create. Server and token come from --server/--token,
+// TESSERA_ADDR/TESSERA_TOKEN or
 // ~/.tessera/config. Exit codes: 0 done, 1 refused by the server, 2 bad usage or input,
 // 3 server unreachable.
 #ifndef TESSERA_CLI_RESOURCE_CMDS_H_
@@ -24,11 +25,16 @@ struct ResourceOptions {
   std::string kind;                // get/delete
   std::string name;
   std::string token_namespace;  // token create --namespace
+  bool token_agent = false;     // token create --agent
 
   CLI::App* apply = nullptr;
   CLI::App* get = nullptr;
   CLI::App* del = nullptr;
   CLI::App* token_create = nullptr;
+  CLI::App* describe = nullptr;
+  CLI::App* cordon = nullptr;
+  CLI::App* uncordon = nullptr;
+  CLI::App* drain = nullptr;
 };
 
 void AddResourceCommands(CLI::App& app, ResourceOptions& opts);

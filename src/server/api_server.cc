@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/fields.h"
 #include "api/kinds.h"
 #include "api/manifest.h"
 #include "api/object.h"
@@ -156,16 +157,18 @@ Result<Route> ParseRoute(std::string_view path) {
 }
 
 // May `p` act on objects of `kind` in namespace `ns` ("" when cluster-scoped or all)?
+// Node agents read everything, and write Nodes, Events and Job status.
 Status Authorize(const Principal& p, const api::KindInfo& kind,
-                 const std::optional<std::string>& ns) {
+                 const std::optional<std::string>& ns, bool write) {
   if (p.role == Principal::Role::kAdmin) return Status::Ok();
-  if (p.role == Principal::Role::kNamespace && kind.namespaced && ns && *ns == p.ns) {
-    return Status::Ok();
-  }
   if (p.role == Principal::Role::kNamespace) {
+    if (kind.namespaced && ns && *ns == p.ns) return Status::Ok();
     return PermissionDenied("this token is limited to namespace " + p.ns);
   }
-  return PermissionDenied("an agent token cannot use this endpoint");
+  if (!write || kind.kind == "Node" || kind.kind == "Event" || kind.kind == "Job") {
+    return Status::Ok();
+  }
+  return PermissionDenied("an agent token writes only Nodes, Events and Job status");
 }
 
 // Parses and checks one object from a request body; the path's namespace and name, when given,
@@ -500,12 +503,24 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
     }
     auto body = api::ParseJson(req.body);
     if (!body.ok()) return Error(body.status());
-    const std::string ns = body->is_object() ? body->value("namespace", "") : "";
+    api::Fields f(*body, "");
+    std::string ns;
+    int role = 0;
+    if (Status s = f.String("namespace", &ns); !s.ok()) return Error(s);
+    if (Status s = f.Enum("role", {"namespace", "agent"}, &role); !s.ok()) return Error(s);
+    if (Status s = f.Finish(); !s.ok()) return Error(s);
+    if (role == 1) {
+      if (!ns.empty()) return Error(InvalidArgument("namespace: an agent token has none"));
+      auto token = tokens_.Create(Principal::Role::kAgent, "");
+      if (!token.ok()) return Error(token.status());
+      feed_.CatchUp();
+      return Json(201, {{"role", "agent"}, {"token", *token}});
+    }
     if (Status s = api::ValidateName(ns, true, "namespace"); !s.ok()) return Error(s);
     auto token = tokens_.Create(Principal::Role::kNamespace, ns);
     if (!token.ok()) return Error(token.status());
     feed_.CatchUp();
-    return Json(201, {{"namespace", ns}, {"token", *token}});
+    return Json(201, {{"role", "namespace"}, {"namespace", ns}, {"token", *token}});
   }
 
   if (req.path == "/api/v1/apply" && req.method == "POST") {
@@ -531,7 +546,7 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
         return Error(Status(obj.status().code(), what + ": " + obj.status().message()));
       }
       const api::ObjectId id = api::IdOf(*obj);
-      if (Status s = Authorize(*who, *id.kind, id.ns); !s.ok()) return Error(s);
+      if (Status s = Authorize(*who, *id.kind, id.ns, true); !s.ok()) return Error(s);
       store::Write w{store::Write::Op::kPut, KeyOf(id), "", RequestedVersion(*obj)};
       if (Status s = KeepSystemFields(*who, &*obj, &w); !s.ok()) return Error(s);
       writes.push_back(std::move(w));
@@ -550,7 +565,9 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
 
   auto route = ParseRoute(req.path);
   if (!route.ok()) return Error(route.status());
-  if (Status s = Authorize(*who, *route->kind, route->ns); !s.ok()) return Error(s);
+  if (Status s = Authorize(*who, *route->kind, route->ns, req.method != "GET"); !s.ok()) {
+    return Error(s);
+  }
   const std::string kind(route->kind->kind);
 
   if (req.method == "GET" && !route->name) {

@@ -13,6 +13,9 @@
 //                                                    all or nothing; unchanged objects keep
 //                                                    their resourceVersion
 //   POST   /api/v1/tokens  {"namespace": NS}         (admin) a namespace-scoped token
+//   POST   /api/v1/tokens  {"role": "agent"}         (admin) a join token for node agents,
+//                                                    which read everything and write Nodes,
+//                                                    Events and Job status
 //   GET    <list path>?watch=1[&resourceVersion=N][&timeoutSeconds=S]
 //                                                    a stream of newline-separated events
 //                                                    {"type": ADDED|MODIFIED|DELETED, "object"}

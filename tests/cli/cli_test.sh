@@ -116,6 +116,40 @@ expect_out "Scheduled to gpu-node-1 GPU 0"
 expect_exit 0 "$TESSERA" get jobs -n team-a
 expect_out "Admitted"
 
+# Draining the node sends its job back to the queue; the loop binds it to the other node.
+# (gpu-node-2 lacks the gpu.count label the seed topology pod selects: that one stays pending.)
+sed 's/gpu-node-1/gpu-node-2/; s/GPU-0/GPU-20/; s/GPU-1/GPU-21/; s/labels: {nvidia.com\/gpu.count: "8"}/labels: {}/' \
+  "$WORK/node.yaml" >"$WORK/node2.yaml"
+expect_exit 0 "$TESSERA" apply -f "$WORK/node2.yaml"
+expect_exit 0 "$TESSERA" drain gpu-node-1
+expect_out "jobs/stdin-pod (namespace team-a) evicted"
+expect_out "jobs/gpu-topology-aware (namespace default) evicted"
+expect_out "nodes/gpu-node-1 drained (2 jobs evicted)"
+for _ in $(seq 100); do
+  expect_exit 0 "$TESSERA" get job stdin-pod -n team-a -o json
+  if echo "$OUT" | grep -q '"node": "gpu-node-2"'; then break; fi
+  sleep 0.05
+done
+expect_out '"node": "gpu-node-2"'
+expect_exit 0 "$TESSERA" describe job stdin-pod -n team-a
+expect_out "Scheduled to gpu-node-2 GPU 0"
+expect_out "Scheduled to gpu-node-1 GPU 0"
+expect_exit 0 "$TESSERA" get node gpu-node-1 -o json
+expect_out '"unschedulable": true'
+expect_exit 0 "$TESSERA" uncordon gpu-node-1
+expect_out "nodes/gpu-node-1 uncordoned"
+expect_exit 1 "$TESSERA" cordon no-such-node
+expect_out "NotFound"
+
+# A node agent's join token reads everything and writes nodes, not queues.
+expect_exit 0 "$TESSERA" token create --agent
+agent_token=$OUT
+expect_exit 0 "$TESSERA" get jobs -A --token "$agent_token"
+expect_exit 0 "$TESSERA" apply -f "$WORK/node2.yaml" --token "$agent_token"
+expect_exit 1 "$TESSERA" apply -f "$SEEDS/06-kueue-queue-and-job.yaml" --token "$agent_token"
+expect_out "Forbidden"
+expect_exit 2 "$TESSERA" token create
+
 kill -9 "$SERVER_PID"
 wait "$SERVER_PID" 2>/dev/null || true
 SERVER_PID=
