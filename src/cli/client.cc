@@ -1,7 +1,9 @@
 #include "cli/client.h"
 
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast.hpp>
+#include <boost/beast/ssl.hpp>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -17,9 +19,11 @@ namespace {
 
 Status SetAddress(std::string addr, Endpoint* ep) {
   if (addr.starts_with("https://")) {
-    return InvalidArgument("server " + addr + ": TLS is not supported by this build; use http://");
+    ep->tls = true;
+    addr = addr.substr(8);
+  } else if (addr.starts_with("http://")) {
+    addr = addr.substr(7);
   }
-  if (addr.starts_with("http://")) addr = addr.substr(7);
   while (!addr.empty() && addr.back() == '/') addr.pop_back();
   const size_t colon = addr.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == addr.size()) {
@@ -32,9 +36,13 @@ Status SetAddress(std::string addr, Endpoint* ep) {
 
 }  // namespace
 
-Result<Endpoint> ResolveEndpoint(const std::string& addr, const std::string& token) {
+Result<Endpoint> ResolveEndpoint(const std::string& addr, const std::string& token,
+                                 const std::string& ca_file) {
   Endpoint ep;
-  std::string server = addr, tok = token;
+  std::string server = addr, tok = token, ca = ca_file;
+  if (ca.empty()) {
+    if (const char* e = std::getenv("TESSERA_CA")) ca = e;
+  }
   if (server.empty()) {
     if (const char* e = std::getenv("TESSERA_ADDR")) server = e;
   }
@@ -54,51 +62,85 @@ Result<Endpoint> ResolveEndpoint(const std::string& addr, const std::string& tok
       }
       const auto& cfg = (*docs)[0];
       for (const auto& [key, value] : cfg.items()) {
-        if ((key != "server" && key != "token") || !value.is_string()) {
+        if ((key != "server" && key != "token" && key != "ca") || !value.is_string()) {
           return InvalidArgument(path + ": " + key +
-                                 ": expected only the strings server and token");
+                                 ": expected only the strings server, token and ca");
         }
       }
       if (server.empty() && cfg.contains("server")) server = cfg["server"].get<std::string>();
       if (tok.empty() && cfg.contains("token")) tok = cfg["token"].get<std::string>();
+      if (ca.empty() && cfg.contains("ca")) ca = cfg["ca"].get<std::string>();
     }
   }
   if (!server.empty()) {
     if (Status s = SetAddress(server, &ep); !s.ok()) return s;
   }
   ep.token = tok;
+  ep.ca_file = ca;
   return ep;
 }
+
+namespace {
+
+template <class Stream>
+Response Exchange(Stream& stream, const Endpoint& ep, const std::string& method,
+                  const std::string& target, const std::string& body,
+                  const std::string& content_type) {
+  http::request<http::string_body> req(http::string_to_verb(method), target, 11);
+  req.set(http::field::host, ep.host);
+  req.set(http::field::user_agent, "tessera-cli");
+  if (!ep.token.empty()) req.set(http::field::authorization, "Bearer " + ep.token);
+  if (!content_type.empty()) req.set(http::field::content_type, content_type);
+  req.body() = body;
+  req.prepare_payload();
+  http::write(stream, req);
+  beast::flat_buffer buf;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(256 << 20);
+  http::read(stream, buf, parser);
+  Response r;
+  r.status = parser.get().result_int();
+  r.body = parser.get().body();
+  return r;
+}
+
+}  // namespace
 
 Result<Response> Request(const Endpoint& ep, const std::string& method, const std::string& target,
                          const std::string& body, const std::string& content_type) {
   try {
     boost::asio::io_context io;
     boost::asio::ip::tcp::resolver resolver(io);
-    beast::tcp_stream stream(io);
-    stream.expires_after(std::chrono::seconds(60));
-    stream.connect(resolver.resolve(ep.host, ep.port));
-    http::request<http::string_body> req(http::string_to_verb(method), target, 11);
-    req.set(http::field::host, ep.host);
-    req.set(http::field::user_agent, "tessera-cli");
-    if (!ep.token.empty()) req.set(http::field::authorization, "Bearer " + ep.token);
-    if (!content_type.empty()) req.set(http::field::content_type, content_type);
-    req.body() = body;
-    req.prepare_payload();
-    http::write(stream, req);
-    beast::flat_buffer buf;
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(256 << 20);
-    http::read(stream, buf, parser);
-    Response r;
-    r.status = parser.get().result_int();
-    r.body = parser.get().body();
-    beast::error_code ec;
-    stream.socket().shutdown(boost::asio::ip::tcp::socket::shutdown_both, ec);
-    return r;
+    beast::tcp_stream tcp(io);
+    tcp.expires_after(std::chrono::seconds(60));
+    tcp.connect(resolver.resolve(ep.host, ep.port));
+    if (!ep.tls) {
+      Response r = Exchange(tcp, ep, method, target, body, content_type);
+      beast::error_code ec;
+      tcp.socket().shutdown(boost::asio::ip::tcp::socket::shutdown_both, ec);
+      return r;
+    }
+    namespace ssl = boost::asio::ssl;
+    ssl::context ctx(ssl::context::tls_client);
+    ctx.set_verify_mode(ssl::verify_peer);
+    if (ep.ca_file.empty()) {
+      ctx.set_default_verify_paths();
+    } else {
+      ctx.load_verify_file(ep.ca_file);
+    }
+    ssl::stream<beast::tcp_stream> stream(std::move(tcp), ctx);
+    stream.set_verify_callback(ssl::host_name_verification(ep.host));
+    if (!SSL_set_tlsext_host_name(stream.native_handle(), ep.host.c_str())) {
+      return FailedPrecondition("cannot set the TLS server name " + ep.host);
+    }
+    stream.handshake(ssl::stream_base::client);
+    return Exchange(stream, ep, method, target, body, content_type);
   } catch (const boost::system::system_error& e) {
     return FailedPrecondition("cannot reach the server at " + ep.host + ":" + ep.port + ": " +
-                              e.code().message());
+                              e.code().message() +
+                              (e.code().category() == boost::asio::error::get_ssl_category()
+                                   ? " (TLS: check --ca-file / TESSERA_CA)"
+                                   : ""));
   }
 }
 

@@ -13,12 +13,15 @@ struct Endpoint {
   std::string host = "127.0.0.1";
   std::string port = "8443";
   std::string token;
+  bool tls = false;     // https://: the server's certificate is verified, host name included
+  std::string ca_file;  // PEM bundle to verify it with; empty: the system's trust store
 };
 
-// Resolves the endpoint from `addr` / `token` (empty: not given), the environment and the
-// config file (JSON or YAML with keys `server` and `token`). `addr` is HOST:PORT or
-// http://HOST:PORT.
-Result<Endpoint> ResolveEndpoint(const std::string& addr, const std::string& token);
+// Resolves the endpoint from `addr` / `token` / `ca_file` (empty: not given), the environment
+// (TESSERA_ADDR, TESSERA_TOKEN, TESSERA_CA) and the config file (YAML or JSON with keys
+// `server`, `token`, `ca`). `addr` is HOST:PORT, http://HOST:PORT or https://HOST:PORT.
+Result<Endpoint> ResolveEndpoint(const std::string& addr, const std::string& token,
+                                 const std::string& ca_file = "");
 
 struct Response {
   int status = 0;

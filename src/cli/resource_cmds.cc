@@ -28,6 +28,8 @@ constexpr int kUnreachable = 3;
 void AddConnectionFlags(CLI::App* cmd, ResourceOptions& o) {
   cmd->add_option("--server", o.server, "Server HOST:PORT (else TESSERA_ADDR, ~/.tessera/config)");
   cmd->add_option("--token", o.token, "Bearer token (else TESSERA_TOKEN, ~/.tessera/config)");
+  cmd->add_option("--ca-file", o.ca_file,
+                  "PEM CA bundle for an https:// server (else TESSERA_CA, ~/.tessera/config)");
 }
 
 // A kind from what users type: "jobs", "job", "Job", or a short name.
@@ -77,7 +79,7 @@ int Refused(const Response& r, std::ostream& err) {
 std::optional<Response> Send(const ResourceOptions& o, const std::string& method,
                              const std::string& target, const std::string& body,
                              const std::string& content_type, std::ostream& err, int* code) {
-  auto ep = ResolveEndpoint(o.server, o.token);
+  auto ep = ResolveEndpoint(o.server, o.token, o.ca_file);
   if (!ep.ok()) {
     err << "error: " << ep.status().message() << "\n";
     *code = kUsage;

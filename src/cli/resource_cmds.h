@@ -17,6 +17,7 @@ namespace tessera::cli {
 struct ResourceOptions {
   std::string server;
   std::string token;
+  std::string ca_file;
   std::string ns = "default";
   bool all_namespaces = false;
   std::string output;  // get: "" (table), wide, json, yaml

@@ -16,8 +16,9 @@ CLI::App* AddServerCommand(CLI::App& app, ServerOptions& opts) {
       ->capture_default_str();
   cmd->add_option("--listen", opts.listen, "HOST:PORT to listen on (port 0: any free port)")
       ->capture_default_str();
-  cmd->add_flag("--insecure", opts.insecure,
-                "Allow plain HTTP on a non-loopback address (TLS is not built in yet)");
+  cmd->add_option("--tls-cert", opts.tls_cert, "PEM certificate chain: serve HTTPS");
+  cmd->add_option("--tls-key", opts.tls_key, "PEM private key of the certificate");
+  cmd->add_flag("--insecure", opts.insecure, "Allow plain HTTP on a non-loopback address");
   cmd->add_option("--max-body-bytes", opts.max_body_bytes, "Largest request body accepted")
       ->capture_default_str();
   cmd->add_option("--policy", opts.policy, "Placement policy of the scheduling loop")
@@ -34,6 +35,8 @@ int RunServer(const ServerOptions& opts, std::ostream& out, std::ostream& err) {
   server::HttpServerOptions http;
   http.host = opts.listen.substr(0, colon);
   http.max_body_bytes = opts.max_body_bytes;
+  http.tls_cert_file = opts.tls_cert;
+  http.tls_key_file = opts.tls_key;
   try {
     const int port = std::stoi(opts.listen.substr(colon + 1));
     if (port < 0 || port > 65535) throw std::out_of_range("port");
@@ -48,10 +51,11 @@ int RunServer(const ServerOptions& opts, std::ostream& out, std::ostream& err) {
     err << "error: --listen: invalid address \"" << http.host << "\"\n";
     return 2;
   }
-  if (!addr.is_loopback() && !opts.insecure) {
+  const bool tls = !opts.tls_cert.empty() || !opts.tls_key.empty();
+  if (!addr.is_loopback() && !tls && !opts.insecure) {
     err << "error: --listen " << opts.listen
-        << ": listening beyond loopback needs TLS, which this build does not serve yet; pass "
-           "--insecure to accept plain HTTP\n";
+        << ": listening beyond loopback needs TLS (--tls-cert and --tls-key), or --insecure to "
+           "accept plain HTTP\n";
     return 2;
   }
   // Block the stop signals before any thread starts, then wait for one of them.
@@ -79,7 +83,8 @@ int RunServer(const ServerOptions& opts, std::ostream& out, std::ostream& err) {
     return 1;
   }
   (*loop)->Start();
-  out << "listening on " << http.host << ":" << (*srv)->port() << std::endl;
+  out << "listening on " << (tls ? "https://" : "") << http.host << ":" << (*srv)->port()
+      << std::endl;
   out << "admin token: " << opts.data_dir << "/admin.token" << std::endl;
   int sig = 0;
   sigwait(&stop, &sig);

@@ -13,6 +13,8 @@ struct ServerOptions {
   std::string data_dir = "tessera-data";
   std::string listen = "127.0.0.1:8443";  // host:port; port 0 picks a free one
   bool insecure = false;                  // allow plain HTTP on a non-loopback address
+  std::string tls_cert;                   // PEM certificate chain; with tls_key: HTTPS only
+  std::string tls_key;
   size_t max_body_bytes = 4 << 20;
   std::string policy = "bestfit";  // placement policy of the scheduling loop
 };

@@ -2,7 +2,9 @@
 
 #include <array>
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast.hpp>
+#include <boost/beast/ssl.hpp>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -34,23 +36,40 @@ std::string StatusJson(int code, std::string_view reason, std::string_view messa
 
 namespace {
 
-// One connection: read a request, answer it, repeat while the client keeps it alive.
-class Session : public std::enable_shared_from_this<Session> {
- public:
-  Session(tcp::socket socket, const HttpHandler& handler, size_t max_body)
-      : stream_(std::move(socket)), handler_(handler), max_body_(max_body) {}
+using TlsStream = asio::ssl::stream<beast::tcp_stream>;
 
-  void Start() { Read(); }
+// One connection over `Stream` (beast::tcp_stream, or TlsStream): read a request, answer it,
+// repeat while the client keeps it alive.
+template <class Stream>
+class Session : public std::enable_shared_from_this<Session<Stream>> {
+ public:
+  Session(Stream stream, const HttpHandler& handler, size_t max_body)
+      : stream_(std::move(stream)), handler_(handler), max_body_(max_body) {}
+
+  void Start() {
+    if constexpr (std::is_same_v<Stream, TlsStream>) {
+      Lowest().expires_after(std::chrono::seconds(30));
+      stream_.async_handshake(asio::ssl::stream_base::server,
+                              [self = this->shared_from_this()](beast::error_code ec) {
+                                if (ec) return self->Close();
+                                self->Read();
+                              });
+    } else {
+      Read();
+    }
+  }
 
  private:
+  beast::tcp_stream& Lowest() { return beast::get_lowest_layer(stream_); }
+
   void Read() {
     parser_.emplace();
     parser_->body_limit(max_body_);
     parser_->header_limit(64 * 1024);
-    stream_.expires_after(std::chrono::seconds(60));
+    Lowest().expires_after(std::chrono::seconds(60));
     http::async_read(
         stream_, buffer_, *parser_,
-        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
+        [self = this->shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
   }
 
   void OnRead(beast::error_code ec) {
@@ -100,27 +119,27 @@ class Session : public std::enable_shared_from_this<Session> {
   // Streams a response body: headers, then chunks as the stream emits them, until it ends,
   // times out or the client goes away.
   void StartStream(HttpResponse out) {
-    stream_.expires_never();
+    Lowest().expires_never();
     body_stream_ = out.stream;
-    timer_.emplace(stream_.get_executor());
+    timer_.emplace(Lowest().get_executor());
     timer_->expires_after(std::chrono::seconds(out.stream_seconds));
-    timer_->async_wait([self = shared_from_this()](beast::error_code ec) {
+    timer_->async_wait([self = this->shared_from_this()](beast::error_code ec) {
       if (!ec) self->EndStream();
     });
     // A read that completes only when the client closes (or misbehaves).
-    stream_.socket().async_read_some(asio::buffer(probe_),
-                                     [self = shared_from_this()](beast::error_code, size_t) {
-                                       self->streaming_ = false;
-                                       self->StopStream();
-                                     });
+    stream_.async_read_some(asio::buffer(probe_),
+                            [self = this->shared_from_this()](beast::error_code, size_t) {
+                              self->streaming_ = false;
+                              self->StopStream();
+                            });
     streaming_ = true;
     auto head = std::make_shared<std::string>(
         "HTTP/1.1 " + std::to_string(out.status) + " " +
         std::string(http::obsolete_reason(static_cast<http::status>(out.status))) +
         "\r\nServer: tessera\r\nContent-Type: " + out.content_type +
         "\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
-    asio::async_write(stream_.socket(), asio::buffer(*head),
-                      [self = shared_from_this(), head](beast::error_code ec, size_t) {
+    asio::async_write(stream_, asio::buffer(*head),
+                      [self = this->shared_from_this(), head](beast::error_code ec, size_t) {
                         if (ec) return self->StopStream();
                         self->PullChunk();
                       });
@@ -130,10 +149,10 @@ class Session : public std::enable_shared_from_this<Session> {
     if (!streaming_) return StopStream();
     // Emitted from any thread: hop onto this connection's executor, if the connection (and so
     // the server's I/O context) still exists.
-    std::weak_ptr<Session> weak = shared_from_this();
+    std::weak_ptr<Session> weak = this->shared_from_this();
     body_stream_->Next([weak](std::optional<std::string> chunk) {
       if (auto self = weak.lock()) {
-        asio::post(self->stream_.get_executor(), [self, chunk = std::move(chunk)]() mutable {
+        asio::post(self->Lowest().get_executor(), [self, chunk = std::move(chunk)]() mutable {
           self->WriteChunk(std::move(chunk));
         });
       }
@@ -147,8 +166,8 @@ class Session : public std::enable_shared_from_this<Session> {
     std::ostringstream hex;
     hex << std::hex << chunk->size();
     auto data = std::make_shared<std::string>(hex.str() + "\r\n" + *chunk + "\r\n");
-    asio::async_write(stream_.socket(), asio::buffer(*data),
-                      [self = shared_from_this(), data](beast::error_code ec, size_t) {
+    asio::async_write(stream_, asio::buffer(*data),
+                      [self = this->shared_from_this(), data](beast::error_code ec, size_t) {
                         if (ec) return self->StopStream();
                         self->PullChunk();
                       });
@@ -160,8 +179,8 @@ class Session : public std::enable_shared_from_this<Session> {
     streaming_ = false;
     auto last = std::make_shared<std::string>("0\r\n\r\n");
     asio::async_write(
-        stream_.socket(), asio::buffer(*last),
-        [self = shared_from_this(), last](beast::error_code, size_t) { self->StopStream(); });
+        stream_, asio::buffer(*last),
+        [self = this->shared_from_this(), last](beast::error_code, size_t) { self->StopStream(); });
   }
 
   void StopStream() {
@@ -170,8 +189,8 @@ class Session : public std::enable_shared_from_this<Session> {
     body_stream_.reset();
     if (timer_) timer_->cancel();
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
-    stream_.socket().close(ec);
+    Lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
+    Lowest().socket().close(ec);
   }
 
   void Reply(int status, std::string_view content_type, std::string body, bool keep_alive) {
@@ -182,22 +201,23 @@ class Session : public std::enable_shared_from_this<Session> {
     res->keep_alive(keep_alive);
     res->body() = std::move(body);
     res->prepare_payload();
-    http::async_write(stream_, *res,
-                      [self = shared_from_this(), res, keep_alive](beast::error_code ec, size_t) {
-                        if (ec || !keep_alive) {
-                          self->Close();
-                          return;
-                        }
-                        self->Read();
-                      });
+    http::async_write(
+        stream_, *res,
+        [self = this->shared_from_this(), res, keep_alive](beast::error_code ec, size_t) {
+          if (ec || !keep_alive) {
+            self->Close();
+            return;
+          }
+          self->Read();
+        });
   }
 
   void Close() {
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    Lowest().socket().shutdown(tcp::socket::shutdown_send, ec);
   }
 
-  beast::tcp_stream stream_;
+  Stream stream_;
   const HttpHandler& handler_;
   size_t max_body_;
   beast::flat_buffer buffer_;
@@ -215,13 +235,21 @@ struct HttpServer::Impl {
   tcp::acceptor acceptor{io};
   HttpHandler handler;
   size_t max_body = 0;
+  std::optional<asio::ssl::context> tls;
   std::thread thread;
   bool stopped = false;
 
   void Accept() {
     acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
       if (ec == asio::error::operation_aborted) return;
-      if (!ec) std::make_shared<Session>(std::move(socket), handler, max_body)->Start();
+      if (!ec && tls) {
+        std::make_shared<Session<TlsStream>>(TlsStream(std::move(socket), *tls), handler, max_body)
+            ->Start();
+      } else if (!ec) {
+        std::make_shared<Session<beast::tcp_stream>>(beast::tcp_stream(std::move(socket)), handler,
+                                                     max_body)
+            ->Start();
+      }
       Accept();
     });
   }
@@ -237,6 +265,20 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
   impl->handler = std::move(handler);
   impl->max_body = options.max_body_bytes;
   beast::error_code ec;
+  if (!options.tls_cert_file.empty() || !options.tls_key_file.empty()) {
+    if (options.tls_cert_file.empty() || options.tls_key_file.empty()) {
+      return InvalidArgument("TLS needs both a certificate and a key file");
+    }
+    impl->tls.emplace(asio::ssl::context::tls_server);
+    impl->tls->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                           asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+                           asio::ssl::context::no_tlsv1_1);
+    impl->tls->use_certificate_chain_file(options.tls_cert_file, ec);
+    if (ec)
+      return InvalidArgument("TLS certificate " + options.tls_cert_file + ": " + ec.message());
+    impl->tls->use_private_key_file(options.tls_key_file, asio::ssl::context::pem, ec);
+    if (ec) return InvalidArgument("TLS key " + options.tls_key_file + ": " + ec.message());
+  }
   const asio::ip::address addr = asio::ip::make_address(options.host, ec);
   if (ec) return InvalidArgument("listen address " + options.host + ": " + ec.message());
   const tcp::endpoint endpoint(addr, options.port);

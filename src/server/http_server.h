@@ -52,6 +52,9 @@ struct HttpServerOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 0;  // 0: any free port
   size_t max_body_bytes = 4 << 20;
+  // PEM files; both set: HTTPS (TLS 1.2 or later) only.
+  std::string tls_cert_file;
+  std::string tls_key_file;
 };
 
 class HttpServer {
