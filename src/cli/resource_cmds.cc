@@ -3,10 +3,12 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iomanip>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -447,6 +449,171 @@ int Describe(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
   return 0;
 }
 
+// GETs a list; nullopt (with the exit code in *code) when it fails.
+std::optional<std::vector<json>> List(const ResourceOptions& o, const std::string& target,
+                                      std::ostream& err, int* code) {
+  auto r = Send(o, "GET", target, "", "", err, code);
+  if (!r) return std::nullopt;
+  if (r->status != 200) {
+    *code = Refused(*r, err);
+    return std::nullopt;
+  }
+  std::vector<json> out;
+  for (json& i : json::parse(r->body).value("items", json::array())) out.push_back(std::move(i));
+  return out;
+}
+
+std::string Gpus(int64_t milli) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(milli % 1000 == 0 ? 0 : 2) << milli / 1000.0;
+  return s.str();
+}
+
+// Allocation, from the bindings the scheduling loop wrote into Jobs' status.
+int Top(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
+  int code = 0;
+  auto jobs = List(o, "/api/v1/jobs", err, &code);
+  if (!jobs) return code;
+  std::vector<std::vector<std::string>> rows;
+  if (o.top_what == "nodes" || o.top_what == "gpus") {
+    auto nodes = List(o, "/api/v1/nodes", err, &code);
+    if (!nodes) return code;
+    std::map<std::string, int64_t> by_node, by_gpu, cpu_by_node;
+    std::map<std::string, int> pods_by_node, pods_by_gpu;
+    for (const json& j : *jobs) {
+      const json status = j.value("status", json::object());
+      if (status.value("phase", "") != "Admitted") continue;
+      for (const json& pod : status.value("pods", json::array())) {
+        if (!pod.is_object()) continue;
+        const std::string node = pod.value("node", "");
+        ++pods_by_node[node];
+        cpu_by_node[node] += pod.value("cpuMilli", int64_t{0});
+        for (const json& d : pod.value("devices", json::array())) {
+          by_node[node] += d.value("gpuMilli", int64_t{0});
+          by_gpu[d.value("uuid", "")] += d.value("gpuMilli", int64_t{0});
+          ++pods_by_gpu[d.value("uuid", "")];
+        }
+      }
+    }
+    if (o.top_what == "nodes") {
+      rows.push_back({"NAME", "GPUS", "GPU ALLOCATED", "CPU ALLOCATED", "PODS", "SCHEDULABLE"});
+      for (const json& n : *nodes) {
+        const std::string name = n["metadata"].value("name", "");
+        const json status = n.value("status", json::object());
+        const size_t gpus = status.value("gpus", json::array()).size();
+        const int64_t cpu = cpu_by_node[name];
+        rows.push_back(
+            {name, std::to_string(gpus),
+             Gpus(by_node[name]) + " (" +
+                 std::to_string(gpus ? by_node[name] / static_cast<int64_t>(gpus) / 10 : 0) + "%)",
+             std::to_string(cpu) + "m", std::to_string(pods_by_node[name]),
+             n.value("spec", json::object()).value("unschedulable", false) ? "no" : "yes"});
+      }
+    } else {
+      rows.push_back({"NODE", "INDEX", "UUID", "MODEL", "ALLOCATED", "PODS", "HEALTH"});
+      for (const json& n : *nodes) {
+        for (const json& g : n.value("status", json::object()).value("gpus", json::array())) {
+          const std::string uuid = g.value("uuid", "");
+          rows.push_back({n["metadata"].value("name", ""), std::to_string(g.value("index", 0)),
+                          uuid, g.value("model", ""), std::to_string(by_gpu[uuid] / 10) + "%",
+                          std::to_string(pods_by_gpu[uuid]), g.value("health", "Healthy")});
+        }
+      }
+    }
+  } else if (o.top_what == "queues") {
+    auto queues = List(o, "/api/v1/queues", err, &code);
+    if (!queues) return code;
+    auto locals = List(o, "/api/v1/localqueues", err, &code);
+    if (!locals) return code;
+    std::map<std::string, std::string> queue_of;  // "ns/local" -> queue
+    for (const json& l : *locals) {
+      queue_of[l["metadata"].value("namespace", "") + "/" + l["metadata"].value("name", "")] =
+          l.value("spec", json::object()).value("clusterQueue", "");
+    }
+    std::map<std::string, int64_t> used;
+    std::map<std::string, int> admitted, pending;
+    for (const json& j : *jobs) {
+      const json status = j.value("status", json::object());
+      if (status.value("phase", "") == "Admitted") {
+        const std::string q = status.value("queue", "");
+        ++admitted[q];
+        for (const json& pod : status.value("pods", json::array())) {
+          if (!pod.is_object()) continue;
+          for (const json& d : pod.value("devices", json::array())) {
+            used[q] += d.value("gpuMilli", int64_t{0});
+          }
+        }
+      } else {
+        const std::string lq = j.value("spec", json::object()).value("queue", "");
+        auto it = queue_of.find(j["metadata"].value("namespace", "") + "/" + lq);
+        if (it != queue_of.end()) ++pending[it->second];
+      }
+    }
+    rows.push_back(
+        {"QUEUE", "COHORT", "GPU ALLOCATED", "GPU NOMINAL", "ADMITTED", "PENDING", "ACTIVE"});
+    for (const json& q : *queues) {
+      const std::string name = q["metadata"].value("name", "");
+      const json spec = q.value("spec", json::object());
+      double nominal = 0;
+      for (const json& g : spec.value("resourceGroups", json::array())) {
+        for (const json& f : g.value("flavors", json::array())) {
+          for (const json& r : f.value("resources", json::array())) {
+            if (r.value("name", "") != "nvidia.com/gpu") continue;
+            const json n = r.value("nominalQuota", json(0));
+            nominal += n.is_number() ? n.get<double>() : std::atof(n.get<std::string>().c_str());
+          }
+        }
+      }
+      const json status = q.value("status", json::object());
+      std::ostringstream nom;
+      nom << nominal;
+      rows.push_back({name, spec.value("cohort", "<none>"), Gpus(used[name]), nom.str(),
+                      std::to_string(admitted[name]), std::to_string(pending[name]),
+                      status.contains("active") ? (status["active"].get<bool>() ? "true" : "false")
+                                                : "unknown"});
+    }
+  } else {
+    err << "error: top: expected nodes, gpus or queues, got \"" << o.top_what << "\"\n";
+    return kUsage;
+  }
+  std::vector<size_t> width(rows[0].size(), 0);
+  for (const auto& r : rows) {
+    for (size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+  }
+  for (const auto& r : rows) {
+    for (size_t i = 0; i < r.size(); ++i) {
+      out << r[i] << (i + 1 < r.size() ? std::string(width[i] - r[i].size() + 3, ' ') : "\n");
+    }
+  }
+  return 0;
+}
+
+// Events of a namespace (or all), oldest first.
+int Events(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
+  int code = 0;
+  auto events =
+      List(o, o.all_namespaces ? "/api/v1/events" : "/api/v1/namespaces/" + o.ns + "/events", err,
+           &code);
+  if (!events) return code;
+  std::sort(events->begin(), events->end(), [](const json& a, const json& b) {
+    return a["spec"].value("time", "") < b["spec"].value("time", "");
+  });
+  if (events->empty()) {
+    out << "No events found.\n";
+    return 0;
+  }
+  for (const json& e : *events) {
+    const json spec = e.value("spec", json::object());
+    const json inv = spec.value("involvedObject", json::object());
+    out << spec.value("time", "") << "  "
+        << (o.all_namespaces ? e["metadata"].value("namespace", "") + "  " : "")
+        << spec.value("type", "") << "  " << spec.value("reason", "") << "  "
+        << inv.value("kind", "") << "/" << inv.value("name", "") << "  "
+        << spec.value("message", "") << "\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 void AddResourceCommands(CLI::App& app, ResourceOptions& o) {
@@ -494,6 +661,15 @@ void AddResourceCommands(CLI::App& app, ResourceOptions& o) {
   o.drain = app.add_subcommand("drain", "Cordon a node and send its jobs back to the queue");
   o.drain->add_option("node", o.name, "Node name")->required();
   AddConnectionFlags(o.drain, o);
+
+  o.top = app.add_subcommand("top", "What is allocated: per node, per GPU or per queue");
+  o.top->add_option("what", o.top_what, "nodes, gpus or queues")->required();
+  AddConnectionFlags(o.top, o);
+
+  o.events = app.add_subcommand("events", "What the scheduler did and why, oldest first");
+  o.events->add_option("-n,--namespace", o.ns, "Namespace")->capture_default_str();
+  o.events->add_flag("-A,--all-namespaces", o.all_namespaces, "Every namespace");
+  AddConnectionFlags(o.events, o);
   AddConnectionFlags(o.token_create, o);
 }
 
@@ -508,6 +684,8 @@ int RunResourceCommand(const ResourceOptions& o, std::istream& in, std::ostream&
     if (o.cordon && o.cordon->parsed()) return Cordon(o, true, out, err);
     if (o.uncordon && o.uncordon->parsed()) return Cordon(o, false, out, err);
     if (o.drain && o.drain->parsed()) return Drain(o, out, err);
+    if (o.top && o.top->parsed()) return Top(o, out, err);
+    if (o.events && o.events->parsed()) return Events(o, out, err);
   } catch (const json::exception& e) {
     // Only a server that is not Tessera's, or a broken one, answers what cannot be read.
     err << "error: unexpected response from the server: " << e.what() << "\n";

@@ -1,5 +1,6 @@
 // kubectl-style commands against the control plane's REST API: apply, get, describe, delete,
-// cordon, uncordon, drain, and token create. Server and token come from --server/--token,
+// cordon, uncordon, drain, top (what is allocated, per node, GPU or queue), events, and token
+// create. Server and token come from --server/--token,
 // TESSERA_ADDR/TESSERA_TOKEN or
 // ~/.tessera/config. Exit codes: 0 done, 1 refused by the server, 2 bad usage or input,
 // 3 server unreachable.
@@ -36,6 +37,9 @@ struct ResourceOptions {
   CLI::App* cordon = nullptr;
   CLI::App* uncordon = nullptr;
   CLI::App* drain = nullptr;
+  CLI::App* top = nullptr;
+  CLI::App* events = nullptr;
+  std::string top_what;  // nodes | gpus | queues
 };
 
 void AddResourceCommands(CLI::App& app, ResourceOptions& opts);

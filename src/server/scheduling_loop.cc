@@ -94,6 +94,8 @@ json DevicesJson(const core::ClusterState& s, const core::Placement& p) {
     json j = {{"gpu", d.gpu},     {"index", g.index},
               {"uuid", g.uuid},   {"kind", std::string(core::DeviceKindName(d.kind))},
               {"milli", d.milli}, {"memoryMiB", d.memory_mib}};
+    // What the device takes of its card in GPU equivalents (what quotas are charged).
+    j["gpuMilli"] = s.DeviceGpuMilli(p.node, d);
     if (d.kind == core::DeviceKind::kMigInstance && d.mig_instance < g.sharing.mig.size()) {
       const core::MigGeometry* geo = core::FindMigGeometry(g.model);
       j["migInstance"] = d.mig_instance;

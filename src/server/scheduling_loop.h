@@ -8,7 +8,8 @@
 //   phase: Pending | Admitted, message (why pending), queue, flavors {resource: flavor},
 //   admittedAt, pods[] {name, node, cpuMilli, memoryMiB,
 //                       devices[] {gpu (position), index, uuid, kind, milli, memoryMiB,
-//                                  migInstance, migProfile, replicas}}
+//                                  gpuMilli (GPU equivalents taken), migInstance, migProfile,
+//                                  replicas}}
 // Jobs without spec.queue go through a built-in queue without quota ("tessera-unqueued"), so
 // namespace quotas and placement still apply to them. A Queue whose definition is invalid (an
 // unknown flavor, say) is inactive: its work waits with the reason, the rest is scheduled, and

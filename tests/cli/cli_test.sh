@@ -141,6 +141,20 @@ expect_out "nodes/gpu-node-1 uncordoned"
 expect_exit 1 "$TESSERA" cordon no-such-node
 expect_out "NotFound"
 
+# Allocation views and the event log.
+# (The seeds' default device-plugin config time-slices every GPU into 15 replicas: the pod's
+# one GPU is one replica, 1/15 of a card.)
+expect_exit 0 "$TESSERA" top nodes
+echo "$OUT" | grep -E "^gpu-node-2 +2 +0.07 \(3%\) +0m +1 +yes$" >/dev/null || fail "top nodes: $OUT"
+expect_exit 0 "$TESSERA" top gpus
+echo "$OUT" | grep -E "^gpu-node-2 +0 +GPU-20 +A100-80GB +6% +1 +Healthy$" >/dev/null ||
+  fail "top gpus: $OUT"
+expect_exit 0 "$TESSERA" top queues
+expect_out "gpu-cluster-queue"
+expect_exit 2 "$TESSERA" top pods
+expect_exit 0 "$TESSERA" events -n team-a
+expect_out "Scheduled  Job/stdin-pod  Scheduled to gpu-node-2 GPU 0"
+
 # A node agent's join token reads everything and writes nodes, not queues.
 expect_exit 0 "$TESSERA" token create --agent
 agent_token=$OUT
