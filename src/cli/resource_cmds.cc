@@ -168,6 +168,20 @@ std::vector<std::pair<std::string, std::string>> Columns(const json& obj, bool w
   return cols;
 }
 
+// Rows (the first is the header) in columns three spaces apart.
+void PrintRows(const std::vector<std::vector<std::string>>& rows, std::ostream& out) {
+  std::vector<size_t> width;
+  for (const auto& r : rows) {
+    width.resize(std::max(width.size(), r.size()), 0);
+    for (size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+  }
+  for (const auto& r : rows) {
+    for (size_t i = 0; i < r.size(); ++i) {
+      out << r[i] << (i + 1 < r.size() ? std::string(width[i] - r[i].size() + 3, ' ') : "\n");
+    }
+  }
+}
+
 void PrintTable(const std::vector<json>& items, bool with_ns, bool wide, std::ostream& out) {
   if (items.empty()) {
     out << "No resources found.\n";
@@ -186,18 +200,7 @@ void PrintTable(const std::vector<json>& items, bool with_ns, bool wide, std::os
     for (const auto& [h, v] : Columns(o, wide)) row.push_back(v);
     rows.push_back(row);
   }
-  std::vector<size_t> width(header.size(), 0);
-  for (const auto& r : rows) {
-    for (size_t i = 0; i < r.size() && i < width.size(); ++i)
-      width[i] = std::max(width[i], r[i].size());
-  }
-  for (const auto& r : rows) {
-    for (size_t i = 0; i < r.size(); ++i) {
-      out << (i + 1 < r.size() ? std::string(r[i]) + std::string(width[i] - r[i].size() + 3, ' ')
-                               : r[i]);
-    }
-    out << "\n";
-  }
+  PrintRows(rows, out);
 }
 
 int Apply(const ResourceOptions& o, std::istream& in, std::ostream& out, std::ostream& err) {
@@ -576,15 +579,7 @@ int Top(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
     err << "error: top: expected nodes, gpus or queues, got \"" << o.top_what << "\"\n";
     return kUsage;
   }
-  std::vector<size_t> width(rows[0].size(), 0);
-  for (const auto& r : rows) {
-    for (size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
-  }
-  for (const auto& r : rows) {
-    for (size_t i = 0; i < r.size(); ++i) {
-      out << r[i] << (i + 1 < r.size() ? std::string(width[i] - r[i].size() + 3, ' ') : "\n");
-    }
-  }
+  PrintRows(rows, out);
   return 0;
 }
 
@@ -652,15 +647,15 @@ void AddResourceCommands(CLI::App& app, ResourceOptions& o) {
   o.describe->add_option("-n,--namespace", o.ns, "Namespace")->capture_default_str();
   AddConnectionFlags(o.describe, o);
 
-  o.cordon = app.add_subcommand("cordon", "Mark a node unschedulable");
-  o.cordon->add_option("node", o.name, "Node name")->required();
-  AddConnectionFlags(o.cordon, o);
-  o.uncordon = app.add_subcommand("uncordon", "Mark a node schedulable again");
-  o.uncordon->add_option("node", o.name, "Node name")->required();
-  AddConnectionFlags(o.uncordon, o);
-  o.drain = app.add_subcommand("drain", "Cordon a node and send its jobs back to the queue");
-  o.drain->add_option("node", o.name, "Node name")->required();
-  AddConnectionFlags(o.drain, o);
+  auto node_command = [&](const char* name, const char* help) {
+    CLI::App* cmd = app.add_subcommand(name, help);
+    cmd->add_option("node", o.name, "Node name")->required();
+    AddConnectionFlags(cmd, o);
+    return cmd;
+  };
+  o.cordon = node_command("cordon", "Mark a node unschedulable");
+  o.uncordon = node_command("uncordon", "Mark a node schedulable again");
+  o.drain = node_command("drain", "Cordon a node and send its jobs back to the queue");
 
   o.top = app.add_subcommand("top", "What is allocated: per node, per GPU or per queue");
   o.top->add_option("what", o.top_what, "nodes, gpus or queues")->required();
