@@ -18,7 +18,8 @@ std::string Describe(const ObjectKey& key) {
 
 namespace {
 
-constexpr const char* kGetSql = "SELECT version, body FROM objects WHERE kind=?1 AND ns=?2 AND name=?3";
+constexpr const char* kGetSql =
+    "SELECT version, body FROM objects WHERE kind=?1 AND ns=?2 AND name=?3";
 
 // A prepared statement, reset for reuse after each run.
 class Statement {
@@ -158,9 +159,9 @@ class SqliteStore : public Store {
                                 " is too old: changes up to " + std::to_string(compacted_) +
                                 " were compacted; list again");
     }
-    InUse q(Prepared(
-        "SELECT revision, type, kind, ns, name, body FROM changes WHERE revision > ?1 "
-        "ORDER BY revision LIMIT ?2"));
+    InUse q(
+        Prepared("SELECT revision, type, kind, ns, name, body FROM changes WHERE revision > ?1 "
+                 "ORDER BY revision LIMIT ?2"));
     q->Bind(1, after).Bind(2, static_cast<int64_t>(limit));
     std::vector<Change> out;
     int rc;

@@ -21,7 +21,7 @@ expect_exit 0 "$TESSERA" apply -f "$SEEDS/05-volcano-gang.yaml"
 
 expect_exit 0 "$TESSERA" get jobs -A
 expect_out "pytorch-distributed"
-echo "$OUT" | grep -E "^default +pytorch-distributed +<none> +4 +4 +[A-Za-z]+$" >/dev/null ||
+grep -qE "^default +pytorch-distributed +<none> +4 +4 +[A-Za-z]+$" <<<"$OUT" ||
   fail "gang row wrong: $OUT"
 expect_exit 0 "$TESSERA" get job pytorch-distributed -o json
 expect_out '"minMember": 4'
@@ -116,7 +116,7 @@ expect_exit 0 "$TESSERA" apply -f "$WORK/node.yaml"
 expect_exit 0 "$TESSERA" apply -f - -n team-a <"$WORK/pod.yaml"
 for _ in $(seq 100); do
   expect_exit 0 "$TESSERA" get job stdin-pod -n team-a -o json
-  if echo "$OUT" | grep -q '"phase": "Admitted"'; then break; fi
+  if grep -q '"phase": "Admitted"' <<<"$OUT"; then break; fi
   sleep 0.05
 done
 expect_out '"node": "gpu-node-1"'
@@ -135,7 +135,7 @@ expect_out "jobs/stdin-pod (namespace team-a) evicted"
 expect_out "nodes/gpu-node-1 drained (1 job evicted)"
 for _ in $(seq 100); do
   expect_exit 0 "$TESSERA" get job stdin-pod -n team-a -o json
-  if echo "$OUT" | grep -q '"node": "gpu-node-2"'; then break; fi
+  if grep -q '"node": "gpu-node-2"' <<<"$OUT"; then break; fi
   sleep 0.05
 done
 expect_out '"node": "gpu-node-2"'
@@ -151,10 +151,10 @@ expect_out "NotFound"
 
 # Allocation views and the event log.
 expect_exit 0 "$TESSERA" top nodes
-echo "$OUT" | grep -E "^gpu-node-2 +2 +1 \(50%\) +0m +1 +yes$" >/dev/null || fail "top nodes: $OUT"
-echo "$OUT" | grep -E "^gpu-node-1 +2 +0 \(0%\) +0m +0 +yes$" >/dev/null || fail "top nodes: $OUT"
+grep -qE "^gpu-node-2 +2 +1 \(50%\) +0m +1 +yes$" <<<"$OUT" || fail "top nodes: $OUT"
+grep -qE "^gpu-node-1 +2 +0 \(0%\) +0m +0 +yes$" <<<"$OUT" || fail "top nodes: $OUT"
 expect_exit 0 "$TESSERA" top gpus
-echo "$OUT" | grep -E "^gpu-node-2 +0 +GPU-20 +A100-80GB +100% +1 +Healthy$" >/dev/null ||
+grep -qE "^gpu-node-2 +0 +GPU-20 +A100-80GB +100% +1 +Healthy$" <<<"$OUT" ||
   fail "top gpus: $OUT"
 expect_exit 0 "$TESSERA" top queues
 expect_out "gpu-cluster-queue"

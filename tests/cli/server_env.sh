@@ -40,5 +40,5 @@ expect_exit() {
 }
 
 expect_out() {
-  echo "$OUT" | grep -qF -- "$1" || fail "expected '$1' in: $OUT"
+  grep -qF -- "$1" <<<"$OUT" || fail "expected '$1' in: $OUT"
 }
