@@ -1,5 +1,6 @@
 #include "cli/client.h"
 
+#include <array>
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast.hpp>
@@ -106,41 +107,84 @@ Response Exchange(Stream& stream, const Endpoint& ep, const std::string& method,
 
 }  // namespace
 
+// Connects (with TLS when the endpoint says so) and runs `use` on the stream.
+template <class Use>
+auto WithStream(const Endpoint& ep, Use use) -> decltype(use(std::declval<beast::tcp_stream&>())) {
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::resolver resolver(io);
+  beast::tcp_stream tcp(io);
+  tcp.expires_after(std::chrono::seconds(60));
+  tcp.connect(resolver.resolve(ep.host, ep.port));
+  if (!ep.tls) return use(tcp);
+  namespace ssl = boost::asio::ssl;
+  ssl::context ctx(ssl::context::tls_client);
+  ctx.set_verify_mode(ssl::verify_peer);
+  if (ep.ca_file.empty()) {
+    ctx.set_default_verify_paths();
+  } else {
+    ctx.load_verify_file(ep.ca_file);
+  }
+  ssl::stream<beast::tcp_stream> stream(std::move(tcp), ctx);
+  stream.set_verify_callback(ssl::host_name_verification(ep.host));
+  if (!SSL_set_tlsext_host_name(stream.native_handle(), ep.host.c_str())) {
+    throw boost::system::system_error(boost::asio::error::invalid_argument);
+  }
+  stream.handshake(ssl::stream_base::client);
+  return use(stream);
+}
+
+Status Unreachable(const Endpoint& ep, const boost::system::system_error& e) {
+  return FailedPrecondition("cannot reach the server at " + ep.host + ":" + ep.port + ": " +
+                            e.code().message() +
+                            (e.code().category() == boost::asio::error::get_ssl_category()
+                                 ? " (TLS: check --ca-file / TESSERA_CA)"
+                                 : ""));
+}
+
 Result<Response> Request(const Endpoint& ep, const std::string& method, const std::string& target,
                          const std::string& body, const std::string& content_type) {
   try {
-    boost::asio::io_context io;
-    boost::asio::ip::tcp::resolver resolver(io);
-    beast::tcp_stream tcp(io);
-    tcp.expires_after(std::chrono::seconds(60));
-    tcp.connect(resolver.resolve(ep.host, ep.port));
-    if (!ep.tls) {
-      Response r = Exchange(tcp, ep, method, target, body, content_type);
-      beast::error_code ec;
-      tcp.socket().shutdown(boost::asio::ip::tcp::socket::shutdown_both, ec);
-      return r;
-    }
-    namespace ssl = boost::asio::ssl;
-    ssl::context ctx(ssl::context::tls_client);
-    ctx.set_verify_mode(ssl::verify_peer);
-    if (ep.ca_file.empty()) {
-      ctx.set_default_verify_paths();
-    } else {
-      ctx.load_verify_file(ep.ca_file);
-    }
-    ssl::stream<beast::tcp_stream> stream(std::move(tcp), ctx);
-    stream.set_verify_callback(ssl::host_name_verification(ep.host));
-    if (!SSL_set_tlsext_host_name(stream.native_handle(), ep.host.c_str())) {
-      return FailedPrecondition("cannot set the TLS server name " + ep.host);
-    }
-    stream.handshake(ssl::stream_base::client);
-    return Exchange(stream, ep, method, target, body, content_type);
+    return WithStream(
+        ep, [&](auto& stream) { return Exchange(stream, ep, method, target, body, content_type); });
   } catch (const boost::system::system_error& e) {
-    return FailedPrecondition("cannot reach the server at " + ep.host + ":" + ep.port + ": " +
-                              e.code().message() +
-                              (e.code().category() == boost::asio::error::get_ssl_category()
-                                   ? " (TLS: check --ca-file / TESSERA_CA)"
-                                   : ""));
+    return Unreachable(ep, e);
+  }
+}
+
+Result<int> RequestStream(const Endpoint& ep, const std::string& target,
+                          const std::function<void(std::string_view)>& on_data,
+                          std::string* error_body) {
+  try {
+    return WithStream(ep, [&](auto& stream) {
+      beast::get_lowest_layer(stream).expires_never();
+      http::request<http::empty_body> req(http::verb::get, target, 11);
+      req.set(http::field::host, ep.host);
+      req.set(http::field::user_agent, "tessera-cli");
+      if (!ep.token.empty()) req.set(http::field::authorization, "Bearer " + ep.token);
+      http::write(stream, req);
+      beast::flat_buffer buf;
+      http::response_parser<http::buffer_body> parser;
+      parser.body_limit(boost::none);
+      http::read_header(stream, buf, parser);
+      const int status = parser.get().result_int();
+      std::array<char, 8192> chunk;
+      while (!parser.is_done()) {
+        parser.get().body().data = chunk.data();
+        parser.get().body().size = chunk.size();
+        beast::error_code ec;
+        http::read(stream, buf, parser, ec);
+        if (ec && ec != http::error::need_buffer) break;
+        const size_t n = chunk.size() - parser.get().body().size;
+        if (status == 200) {
+          on_data(std::string_view(chunk.data(), n));
+        } else {
+          error_body->append(chunk.data(), n);
+        }
+      }
+      return status;
+    });
+  } catch (const boost::system::system_error& e) {
+    return Unreachable(ep, e);
   }
 }
 

@@ -3,7 +3,9 @@
 #ifndef TESSERA_CLI_CLIENT_H_
 #define TESSERA_CLI_CLIENT_H_
 
+#include <functional>
 #include <string>
+#include <string_view>
 
 #include "core/status.h"
 
@@ -31,6 +33,12 @@ struct Response {
 // One request; Unavailable-style errors (FailedPrecondition) when the server cannot be reached.
 Result<Response> Request(const Endpoint& ep, const std::string& method, const std::string& target,
                          const std::string& body = "", const std::string& content_type = "");
+
+// A GET whose body is streamed: `on_data` gets each piece as it arrives. Returns the status
+// (and, when it is not 200, the body in *error_body).
+Result<int> RequestStream(const Endpoint& ep, const std::string& target,
+                          const std::function<void(std::string_view)>& on_data,
+                          std::string* error_body);
 
 }  // namespace tessera::cli
 

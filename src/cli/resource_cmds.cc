@@ -583,6 +583,40 @@ int Top(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
   return 0;
 }
 
+// A job's output, as the node agents shipped it; with --follow, as it arrives.
+int Logs(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
+  std::string target = "/api/v1/namespaces/" + o.ns + "/jobs/" + o.name + "/logs?";
+  if (!o.pod.empty()) target += "pod=" + o.pod + "&";
+  if (o.tail >= 0) target += "tailLines=" + std::to_string(o.tail) + "&";
+  if (!o.follow) {
+    int code = 0;
+    auto r = Send(o, "GET", target, "", "", err, &code);
+    if (!r) return code;
+    if (r->status != 200) return Refused(*r, err);
+    out << r->body;
+    return 0;
+  }
+  auto ep = ResolveEndpoint(o.server, o.token, o.ca_file);
+  if (!ep.ok()) {
+    err << "error: " << ep.status().message() << "\n";
+    return kUsage;
+  }
+  std::string error_body;
+  auto status = RequestStream(
+      *ep, target + "follow=1",
+      [&](std::string_view data) {
+        out << data;
+        out.flush();
+      },
+      &error_body);
+  if (!status.ok()) {
+    err << "error: " << status.status().message() << "\n";
+    return kUnreachable;
+  }
+  if (*status != 200) return Refused({*status, error_body}, err);
+  return 0;
+}
+
 // Events of a namespace (or all), oldest first.
 int Events(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
   int code = 0;
@@ -661,6 +695,14 @@ void AddResourceCommands(CLI::App& app, ResourceOptions& o) {
   o.top->add_option("what", o.top_what, "nodes, gpus or queues")->required();
   AddConnectionFlags(o.top, o);
 
+  o.logs = app.add_subcommand("logs", "A job's output (all its pods, or one)");
+  o.logs->add_option("job", o.name, "Job name")->required();
+  o.logs->add_option("-n,--namespace", o.ns, "Namespace")->capture_default_str();
+  o.logs->add_option("-p,--pod", o.pod, "One pod of the job, e.g. worker-0");
+  o.logs->add_option("--tail", o.tail, "Only the last N lines");
+  o.logs->add_flag("-f,--follow", o.follow, "Keep streaming new output");
+  AddConnectionFlags(o.logs, o);
+
   o.events = app.add_subcommand("events", "What the scheduler did and why, oldest first");
   o.events->add_option("-n,--namespace", o.ns, "Namespace")->capture_default_str();
   o.events->add_flag("-A,--all-namespaces", o.all_namespaces, "Every namespace");
@@ -681,6 +723,7 @@ int RunResourceCommand(const ResourceOptions& o, std::istream& in, std::ostream&
     if (o.drain && o.drain->parsed()) return Drain(o, out, err);
     if (o.top && o.top->parsed()) return Top(o, out, err);
     if (o.events && o.events->parsed()) return Events(o, out, err);
+    if (o.logs && o.logs->parsed()) return Logs(o, out, err);
   } catch (const json::exception& e) {
     // Only a server that is not Tessera's, or a broken one, answers what cannot be read.
     err << "error: unexpected response from the server: " << e.what() << "\n";

@@ -1,6 +1,6 @@
 // kubectl-style commands against the control plane's REST API: apply, get, describe, delete,
-// cordon, uncordon, drain, top (what is allocated, per node, GPU or queue), events, and token
-// create. Server and token come from --server/--token,
+// cordon, uncordon, drain, top (what is allocated, per node, GPU or queue), events, logs, and
+// token create. Server and token come from --server/--token,
 // TESSERA_ADDR/TESSERA_TOKEN or
 // ~/.tessera/config. Exit codes: 0 done, 1 refused by the server, 2 bad usage or input,
 // 3 server unreachable.
@@ -40,6 +40,10 @@ struct ResourceOptions {
   CLI::App* top = nullptr;
   CLI::App* events = nullptr;
   std::string top_what;  // nodes | gpus | queues
+  CLI::App* logs = nullptr;
+  std::string pod;
+  int64_t tail = -1;
+  bool follow = false;
 };
 
 void AddResourceCommands(CLI::App& app, ResourceOptions& opts);

@@ -14,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -318,6 +319,46 @@ class WatchStream : public ResponseStream, public std::enable_shared_from_this<W
   uint64_t subscription_ = 0;
 };
 
+// Follows one pod's log: what is there (its tail), then what is appended.
+class LogStream : public ResponseStream, public std::enable_shared_from_this<LogStream> {
+ public:
+  LogStream(LogStore& logs, std::string ns, std::string job, std::string pod, std::string first,
+            LogStore::Position from)
+      : logs_(logs),
+        ns_(std::move(ns)),
+        job_(std::move(job)),
+        pod_(std::move(pod)),
+        first_(std::move(first)),
+        from_(from) {}
+
+  void Next(std::function<void(std::optional<std::string>)> emit) override {
+    if (!first_.empty()) return emit(std::exchange(first_, std::string()));
+    auto more = logs_.Since(ns_, job_, pod_, &from_);
+    if (!more.ok()) return emit(std::nullopt);
+    if (!more->empty()) return emit(std::move(more).value());
+    std::weak_ptr<LogStream> weak = shared_from_this();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (cancelled_) return;
+    subscription_ = logs_.Subscribe(ns_, job_, pod_, from_, [weak, emit] {
+      if (auto self = weak.lock()) self->Next(emit);
+    });
+  }
+  void Cancel() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancelled_ = true;
+    if (subscription_ != 0) logs_.Unsubscribe(subscription_);
+  }
+
+ private:
+  LogStore& logs_;
+  const std::string ns_, job_, pod_;
+  std::string first_;
+  LogStore::Position from_;
+  std::mutex mu_;
+  bool cancelled_ = false;
+  uint64_t subscription_ = 0;
+};
+
 // The objects of an apply request: YAML (Content-Type *yaml*) or JSON, one object or
 // {"items": [...]}, in Tessera's kinds or any manifest api::TranslateDocument understands.
 // Objects without a namespace land in the `namespace` query parameter's, else "default".
@@ -349,11 +390,12 @@ Result<json> ApplyItems(const HttpRequest& req) {
 
 }  // namespace
 
-ApiServer::ApiServer(std::unique_ptr<store::Store> store)
+ApiServer::ApiServer(std::unique_ptr<store::Store> store, const std::string& data_dir)
     : store_(std::move(store)),
       tokens_(*store_),
       feed_(*store_),
       events_(std::make_unique<EventCache>()),
+      logs_(data_dir + "/logs"),
       clock_([] {
         return std::chrono::duration_cast<std::chrono::milliseconds>(
                    std::chrono::system_clock::now().time_since_epoch())
@@ -428,7 +470,7 @@ Result<std::unique_ptr<ApiServer>> ApiServer::Open(const std::string& data_dir) 
   if (ec) return FailedPrecondition("cannot create data dir " + data_dir + ": " + ec.message());
   auto store = store::OpenSqliteStore(data_dir + "/state.db");
   if (!store.ok()) return store.status();
-  std::unique_ptr<ApiServer> server(new ApiServer(std::move(store).value()));
+  std::unique_ptr<ApiServer> server(new ApiServer(std::move(store).value(), data_dir));
   auto admin = server->tokens_.EnsureAdmin();
   if (!admin.ok()) return admin.status();
   if (admin->has_value()) {
@@ -487,6 +529,71 @@ HttpResponse ApiServer::Watch(const HttpRequest& req, const std::string& kind,
   out.stream = stream;
   out.stream_seconds = timeout;
   return out;
+}
+
+HttpResponse ApiServer::Logs(const HttpRequest& req, const std::string& ns,
+                             const std::string& job) {
+  const auto pod_it = req.query.find("pod");
+  std::string pod = pod_it == req.query.end() ? "" : pod_it->second;
+  if (req.method == "POST") {
+    if (pod.empty()) return Error(InvalidArgument("pod: name the pod whose output this is"));
+    if (Status s = logs_.Append(ns, job, pod, req.body); !s.ok()) return Error(s);
+    return Json(200, {{"kind", "Status"}, {"status", "Success"}});
+  }
+  if (req.method != "GET") {
+    return Reply(405, "application/json",
+                 StatusJson(405, "MethodNotAllowed", "logs are read with GET, shipped with POST"));
+  }
+  auto job_obj = store_->Get({"Job", ns, job});
+  if (!job_obj.ok()) return Error(job_obj.status());
+  if (!job_obj->has_value()) return Error(NotFound("Job " + ns + "/" + job + " not found"));
+  int64_t tail = -1;
+  if (auto it = req.query.find("tailLines"); it != req.query.end()) {
+    if (it->second.empty() || it->second.size() > 9 ||
+        !std::all_of(it->second.begin(), it->second.end(),
+                     [](char c) { return c >= '0' && c <= '9'; })) {
+      return Error(InvalidArgument("tailLines: must be a number of lines"));
+    }
+    tail = std::stoll(it->second);
+  }
+  const bool follow = req.query.contains("follow") &&
+                      (req.query.at("follow") == "1" || req.query.at("follow") == "true");
+  std::vector<std::string> pods = logs_.Pods(ns, job);
+  if (!pod.empty()) {
+    if (Status s = api::ValidateName(pod, true, "pod"); !s.ok()) return Error(s);
+    pods = {pod};
+  }
+  if (follow) {
+    if (pods.size() > 1) {
+      std::string names;
+      for (const std::string& p : pods) names += (names.empty() ? "" : ", ") + p;
+      return Error(InvalidArgument("pod: following needs one pod (this job has " + names + ")"));
+    }
+    if (pods.empty()) return Error(InvalidArgument("pod: no output yet; name the pod to follow"));
+    LogStore::Position end;
+    auto first = logs_.Tail(ns, job, pods[0], tail, &end);
+    if (!first.ok()) return Error(first.status());
+    HttpResponse out;
+    out.content_type = "text/plain";
+    out.stream = std::make_shared<LogStream>(logs_, ns, job, pods[0], *first, end);
+    if (auto it = req.query.find("timeoutSeconds"); it != req.query.end()) {
+      out.stream_seconds = std::max(1, std::atoi(it->second.c_str()));
+    }
+    return out;
+  }
+  std::string text;
+  for (const std::string& p : pods) {
+    LogStore::Position end;
+    auto t = logs_.Tail(ns, job, p, tail, &end);
+    if (!t.ok()) return Error(t.status());
+    if (pods.size() == 1) {
+      text = std::move(t).value();
+      break;
+    }
+    std::istringstream lines(*t);
+    for (std::string line; std::getline(lines, line);) text += "[" + p + "] " + line + "\n";
+  }
+  return Reply(200, "text/plain", std::move(text));
 }
 
 HttpResponse ApiServer::Handle(const HttpRequest& req) {
@@ -563,6 +670,17 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
     return Json(200, {{"kind", "List"}, {"apiVersion", api::kApiVersion}, {"items", out}});
   }
 
+  if (req.path.ends_with("/logs")) {
+    auto route = ParseRoute(req.path.substr(0, req.path.size() - 5));
+    if (route.ok() && route->kind->kind == "Job" && route->ns && route->name) {
+      const bool write = req.method == "POST";
+      if (write && who->role == Principal::Role::kNamespace) {
+        return Error(PermissionDenied("only node agents ship logs"));
+      }
+      if (Status s = Authorize(*who, *route->kind, route->ns, false); !s.ok()) return Error(s);
+      return Logs(req, *route->ns, *route->name);
+    }
+  }
   auto route = ParseRoute(req.path);
   if (!route.ok()) return Error(route.status());
   if (Status s = Authorize(*who, *route->kind, route->ns, req.method != "GET"); !s.ok()) {

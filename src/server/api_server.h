@@ -16,6 +16,11 @@
 //   POST   /api/v1/tokens  {"role": "agent"}         (admin) a join token for node agents,
 //                                                    which read everything and write Nodes,
 //                                                    Events and Job status
+//   GET    /api/v1/namespaces/{ns}/jobs/{name}/logs[?pod=P][&tailLines=N][&follow=1]
+//                                                    the job's output as text (all its pods,
+//                                                    lines prefixed [pod], unless one is named);
+//                                                    follow streams new lines
+//   POST   /api/v1/namespaces/{ns}/jobs/{name}/logs?pod=P   (agents) appends output
 //   GET    <list path>?watch=1[&resourceVersion=N][&timeoutSeconds=S]
 //                                                    a stream of newline-separated events
 //                                                    {"type": ADDED|MODIFIED|DELETED, "object"}
@@ -41,6 +46,7 @@
 #include "server/auth.h"
 #include "server/change_feed.h"
 #include "server/http_server.h"
+#include "server/log_store.h"
 #include "store/store.h"
 
 namespace tessera::server {
@@ -67,7 +73,9 @@ class ApiServer {
   void set_clock(std::function<int64_t()> clock) { clock_ = std::move(clock); }
 
  private:
-  explicit ApiServer(std::unique_ptr<store::Store> store);
+  ApiServer(std::unique_ptr<store::Store> store, const std::string& data_dir);
+  // GET (read, follow) and POST (ship, agents) of /api/v1/namespaces/{ns}/jobs/{name}/logs.
+  HttpResponse Logs(const HttpRequest& req, const std::string& ns, const std::string& job);
 
   HttpResponse Watch(const HttpRequest& req, const std::string& kind,
                      const std::optional<std::string>& ns,
@@ -81,6 +89,7 @@ class ApiServer {
   TokenAuthority tokens_;
   ChangeFeed feed_;
   std::unique_ptr<EventCache> events_;
+  LogStore logs_;
   std::function<int64_t()> clock_;
 };
 

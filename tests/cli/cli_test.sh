@@ -169,6 +169,23 @@ expect_exit 0 "$TESSERA" get jobs -A --token "$agent_token"
 expect_exit 0 "$TESSERA" apply -f "$WORK/node2.yaml" --token "$agent_token"
 expect_exit 1 "$TESSERA" apply -f "$SEEDS/06-kueue-queue-and-job.yaml" --token "$agent_token"
 expect_out "Forbidden"
+
+# Logs: the agent ships a pod's output (a raw HTTP POST here); the CLI reads it.
+ship() {
+  local body=$1 host=${TESSERA_ADDR%:*} port=${TESSERA_ADDR##*:}
+  exec 3<>"/dev/tcp/$host/$port"
+  printf 'POST /api/v1/namespaces/team-a/jobs/stdin-pod/logs?pod=c-0 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s' \
+    "$agent_token" "${#body}" "$body" >&3
+  cat <&3 >/dev/null
+  exec 3>&-
+}
+ship $'step 1\nstep 2\n'
+expect_exit 0 "$TESSERA" logs stdin-pod -n team-a
+[ "$OUT" = $'step 1\nstep 2' ] || fail "logs: $OUT"
+expect_exit 0 "$TESSERA" logs stdin-pod -n team-a --tail 1
+[ "$OUT" = "step 2" ] || fail "logs --tail 1: $OUT"
+expect_exit 1 "$TESSERA" logs no-such-job -n team-a
+expect_out "NotFound"
 expect_exit 2 "$TESSERA" token create
 
 kill -9 "$SERVER_PID"

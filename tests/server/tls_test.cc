@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "cli/client.h"
 #include "server/api_server.h"
@@ -102,6 +104,50 @@ TEST_F(TlsTest, ClientsThatDoNotTrustItOrSpeakPlainHttpFail) {
       << untrusted.status().message();
   auto plain = cli::Request(Endpoint(false, ""), "GET", "/healthz");
   EXPECT_FALSE(plain.ok() && plain->status == 200);
+}
+
+TEST_F(TlsTest, JobLogsAreShippedByAgentsAndFollowedOverHttps) {
+  cli::Endpoint admin = Endpoint(true, dir_ + "/cert.pem");
+  auto job = cli::Request(admin, "POST", "/api/v1/apply",
+                          "apiVersion: v1\nkind: Pod\nmetadata: {name: train, namespace: team-a}\n"
+                          "spec: {containers: [{name: worker}]}\n",
+                          "application/yaml");
+  ASSERT_TRUE(job.ok() && job->status == 200) << (job.ok() ? job->body : job.status().message());
+  auto agent_token = cli::Request(admin, "POST", "/api/v1/tokens", R"({"role": "agent"})");
+  ASSERT_TRUE(agent_token.ok() && agent_token->status == 201);
+  cli::Endpoint agent = admin;
+  agent.token = nlohmann::json::parse(agent_token->body)["token"];
+  auto team_token = cli::Request(admin, "POST", "/api/v1/tokens", R"({"namespace": "team-a"})");
+  cli::Endpoint team = admin;
+  team.token = nlohmann::json::parse(team_token->body)["token"];
+  const std::string logs = "/api/v1/namespaces/team-a/jobs/train/logs";
+
+  ASSERT_EQ(cli::Request(agent, "POST", logs + "?pod=worker-0", "epoch 1\n")->status, 200);
+  EXPECT_EQ(cli::Request(team, "POST", logs + "?pod=worker-0", "forged\n")->status, 403);
+  EXPECT_EQ(cli::Request(agent, "POST", logs, "no pod\n")->status, 400);
+  auto read = cli::Request(team, "GET", logs);
+  ASSERT_EQ(read->status, 200);
+  EXPECT_EQ(read->body, "epoch 1\n");
+  EXPECT_EQ(cli::Request(team, "GET", "/api/v1/namespaces/team-a/jobs/nope/logs")->status, 404);
+
+  // Following: what is there, then what the agent ships while the stream is open.
+  std::string got;
+  std::thread shipper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    (void)cli::Request(agent, "POST", logs + "?pod=worker-0", "epoch 2\n");
+  });
+  std::string error;
+  auto status = cli::RequestStream(
+      team, logs + "?follow=1&timeoutSeconds=1", [&](std::string_view d) { got += d; }, &error);
+  shipper.join();
+  ASSERT_TRUE(status.ok()) << status.status().message();
+  EXPECT_EQ(*status, 200) << error;
+  EXPECT_EQ(got, "epoch 1\nepoch 2\n");
+
+  // Two pods: lines are prefixed with their pod.
+  ASSERT_EQ(cli::Request(agent, "POST", logs + "?pod=worker-1", "hello\n")->status, 200);
+  EXPECT_EQ(cli::Request(team, "GET", logs + "?tailLines=1")->body,
+            "[worker-0] epoch 2\n[worker-1] hello\n");
 }
 
 TEST(TlsConfig, BothFilesAreNeededAndMustLoad) {

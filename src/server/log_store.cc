@@ -1,0 +1,165 @@
+#include "server/log_store.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "api/object.h"
+
+namespace tessera::server {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The generation of a pod's log lives in a side file, so positions survive restarts.
+int64_t ReadGeneration(const std::string& path) {
+  std::ifstream in(path + ".gen");
+  int64_t g = 0;
+  in >> g;
+  return g;
+}
+
+std::string ReadRange(const std::string& path, int64_t from, int64_t* size) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *size = 0;
+    return "";
+  }
+  in.seekg(0, std::ios::end);
+  *size = static_cast<int64_t>(in.tellg());
+  if (from >= *size) return "";
+  in.seekg(from);
+  std::string out(static_cast<size_t>(*size - from), '\0');
+  in.read(out.data(), static_cast<std::streamsize>(out.size()));
+  out.resize(static_cast<size_t>(in.gcount()));
+  return out;
+}
+
+}  // namespace
+
+Status LogStore::CheckNames(std::string_view ns, std::string_view job, std::string_view pod) const {
+  if (Status s = api::ValidateName(ns, true, "namespace"); !s.ok()) return s;
+  if (Status s = api::ValidateName(job, false, "job"); !s.ok()) return s;
+  return api::ValidateName(pod, true, "pod");
+}
+
+std::string LogStore::PathOf(std::string_view ns, std::string_view job,
+                             std::string_view pod) const {
+  return dir_ + "/" + std::string(ns) + "/" + std::string(job) + "/" + std::string(pod) + ".log";
+}
+
+std::string LogStore::Key(std::string_view ns, std::string_view job, std::string_view pod) {
+  return std::string(ns) + "/" + std::string(job) + "/" + std::string(pod);
+}
+
+bool LogStore::Grown(const std::string& key, const Position& from) const {
+  auto it = ends_.find(key);
+  if (it == ends_.end()) return false;
+  return it->second.generation != from.generation || it->second.offset > from.offset;
+}
+
+Status LogStore::Append(std::string_view ns, std::string_view job, std::string_view pod,
+                        std::string_view data) {
+  if (Status s = CheckNames(ns, job, pod); !s.ok()) return s;
+  const std::string path = PathOf(ns, job, pod), key = Key(ns, job, pod);
+  std::vector<std::function<void()>> wake;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::error_code ec;
+    fs::create_directories(fs::path(path).parent_path(), ec);
+    if (ec) return Internal("logs: " + ec.message());
+    Position& end = ends_[key];
+    if (end.offset == 0 && end.generation == 0) {
+      end.generation = ReadGeneration(path);
+      end.offset = fs::exists(path, ec) ? static_cast<int64_t>(fs::file_size(path, ec)) : 0;
+    }
+    if (end.offset + static_cast<int64_t>(data.size()) > max_bytes_ && end.offset > 0) {
+      fs::rename(path, path + ".1", ec);
+      if (ec) return Internal("logs: " + ec.message());
+      ++end.generation;
+      end.offset = 0;
+      std::ofstream(path + ".gen", std::ios::trunc) << end.generation;
+    }
+    std::ofstream out(path, std::ios::binary | std::ios::app);
+    out.write(data.data(), static_cast<std::streamsize>(data.size()));
+    if (!out) return Internal("logs: cannot write " + path);
+    end.offset += static_cast<int64_t>(data.size());
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      if (it->second.key == key && Grown(key, it->second.from)) {
+        wake.push_back(std::move(it->second.wake));
+        it = waiting_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& w : wake) w();
+  return Status::Ok();
+}
+
+std::vector<std::string> LogStore::Pods(std::string_view ns, std::string_view job) const {
+  std::vector<std::string> out;
+  if (!CheckNames(ns, job, "x").ok()) return out;
+  std::error_code ec;
+  for (const auto& e :
+       fs::directory_iterator(dir_ + "/" + std::string(ns) + "/" + std::string(job), ec)) {
+    if (e.path().extension() == ".log") out.push_back(e.path().stem().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Result<std::string> LogStore::Tail(std::string_view ns, std::string_view job, std::string_view pod,
+                                   int64_t tail_lines, Position* end) const {
+  if (Status s = CheckNames(ns, job, pod); !s.ok()) return s;
+  const std::string path = PathOf(ns, job, pod);
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t size = 0;
+  std::string all = ReadRange(path, 0, &size);
+  end->generation = ReadGeneration(path);
+  end->offset = size;
+  if (tail_lines < 0) return all;
+  size_t pos = all.size();
+  if (pos > 0 && all[pos - 1] == '\n') --pos;
+  for (int64_t n = 0; n < tail_lines && pos != std::string::npos && pos > 0; ++n) {
+    pos = all.rfind('\n', pos - 1);
+  }
+  if (tail_lines == 0) return std::string();
+  return pos == std::string::npos || pos == 0 ? all : all.substr(pos + 1);
+}
+
+Result<std::string> LogStore::Since(std::string_view ns, std::string_view job, std::string_view pod,
+                                    Position* from) const {
+  if (Status s = CheckNames(ns, job, pod); !s.ok()) return s;
+  const std::string path = PathOf(ns, job, pod);
+  std::lock_guard<std::mutex> lock(mu_);
+  const int64_t generation = ReadGeneration(path);
+  if (generation != from->generation) *from = {generation, 0};
+  int64_t size = 0;
+  std::string data = ReadRange(path, from->offset, &size);
+  from->offset += static_cast<int64_t>(data.size());
+  return data;
+}
+
+uint64_t LogStore::Subscribe(std::string_view ns, std::string_view job, std::string_view pod,
+                             Position from, std::function<void()> wake) {
+  const std::string key = Key(ns, job, pod);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!Grown(key, from)) {
+      const uint64_t id = next_id_++;
+      waiting_.emplace(id, Waiter{key, from, std::move(wake)});
+      return id;
+    }
+  }
+  wake();
+  return 0;
+}
+
+void LogStore::Unsubscribe(uint64_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  waiting_.erase(id);
+}
+
+}  // namespace tessera::server

@@ -1,0 +1,71 @@
+// Job logs shipped by the node agents: one file per pod under <data-dir>/logs/<ns>/<job>/,
+// capped (the oldest half goes to <pod>.log.1 when a file outgrows the cap), read by tail or
+// followed as lines arrive. Thread-safe.
+#ifndef TESSERA_SERVER_LOG_STORE_H_
+#define TESSERA_SERVER_LOG_STORE_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace tessera::server {
+
+class LogStore {
+ public:
+  LogStore(std::string dir, int64_t max_bytes_per_pod = 4 << 20)
+      : dir_(std::move(dir)), max_bytes_(max_bytes_per_pod) {}
+
+  // Appends to a pod's log. Names must be DNS labels (namespace, pod) or subdomains (job).
+  Status Append(std::string_view ns, std::string_view job, std::string_view pod,
+                std::string_view data);
+
+  // The pods that have logs, by name.
+  std::vector<std::string> Pods(std::string_view ns, std::string_view job) const;
+
+  // A position in a pod's log that survives rotation: the rotation count and the byte offset.
+  struct Position {
+    int64_t generation = 0;
+    int64_t offset = 0;
+  };
+
+  // The last `tail_lines` lines (all when < 0) of the current file, and the position after them.
+  Result<std::string> Tail(std::string_view ns, std::string_view job, std::string_view pod,
+                           int64_t tail_lines, Position* end) const;
+  // What was appended since `*from` (from the start of the current file after a rotation);
+  // advances `*from`.
+  Result<std::string> Since(std::string_view ns, std::string_view job, std::string_view pod,
+                            Position* from) const;
+
+  // Calls `wake` once when the pod's log grows past `from` (at once when it already has).
+  uint64_t Subscribe(std::string_view ns, std::string_view job, std::string_view pod, Position from,
+                     std::function<void()> wake);
+  void Unsubscribe(uint64_t id);
+
+ private:
+  struct Waiter {
+    std::string key;
+    Position from;
+    std::function<void()> wake;
+  };
+  Status CheckNames(std::string_view ns, std::string_view job, std::string_view pod) const;
+  std::string PathOf(std::string_view ns, std::string_view job, std::string_view pod) const;
+  static std::string Key(std::string_view ns, std::string_view job, std::string_view pod);
+  bool Grown(const std::string& key, const Position& from) const;  // mu_ held
+
+  const std::string dir_;
+  const int64_t max_bytes_;
+  mutable std::mutex mu_;
+  std::map<std::string, Position> ends_;  // per pod: where its log ends now
+  uint64_t next_id_ = 1;
+  std::map<uint64_t, Waiter> waiting_;
+};
+
+}  // namespace tessera::server
+
+#endif  // TESSERA_SERVER_LOG_STORE_H_

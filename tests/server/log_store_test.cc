@@ -1,0 +1,57 @@
+#include "server/log_store.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+namespace tessera::server {
+namespace {
+
+class LogStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/tessera-logs-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string dir_;
+};
+
+TEST_F(LogStoreTest, TailsAndFollowsAcrossRotation) {
+  LogStore logs(dir_, /*max_bytes_per_pod=*/64);
+  ASSERT_TRUE(logs.Append("team-a", "train", "worker-0", "one\ntwo\nthree\n").ok());
+  LogStore::Position end;
+  EXPECT_EQ(*logs.Tail("team-a", "train", "worker-0", 2, &end), "two\nthree\n");
+  EXPECT_EQ(*logs.Tail("team-a", "train", "worker-0", -1, &end), "one\ntwo\nthree\n");
+  EXPECT_EQ(*logs.Tail("team-a", "train", "worker-0", 0, &end), "");
+  EXPECT_EQ(end.offset, 14);
+
+  // Appends after `end` arrive through Since; a subscriber is woken once.
+  int woken = 0;
+  logs.Subscribe("team-a", "train", "worker-0", end, [&] { ++woken; });
+  ASSERT_TRUE(logs.Append("team-a", "train", "worker-0", "four\n").ok());
+  EXPECT_EQ(woken, 1);
+  LogStore::Position from = end;
+  EXPECT_EQ(*logs.Since("team-a", "train", "worker-0", &from), "four\n");
+  EXPECT_EQ(*logs.Since("team-a", "train", "worker-0", &from), "");
+
+  // Past the 64-byte cap the file rotates; a follower continues with the new file.
+  const std::string big(60, 'x');
+  ASSERT_TRUE(logs.Append("team-a", "train", "worker-0", big + "\n").ok());
+  EXPECT_EQ(*logs.Since("team-a", "train", "worker-0", &from), big + "\n");
+  EXPECT_EQ(from.generation, 1);
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/team-a/train/worker-0.log.1"));
+  EXPECT_EQ(logs.Pods("team-a", "train"), std::vector<std::string>{"worker-0"});
+}
+
+TEST_F(LogStoreTest, NamesCannotEscapeTheDirectory) {
+  LogStore logs(dir_);
+  EXPECT_FALSE(logs.Append("..", "train", "p", "x").ok());
+  EXPECT_FALSE(logs.Append("team-a", "../../etc", "p", "x").ok());
+  EXPECT_FALSE(logs.Append("team-a", "train", "a/b", "x").ok());
+  EXPECT_TRUE(logs.Pods("..", "x").empty());
+}
+
+}  // namespace
+}  // namespace tessera::server
