@@ -493,6 +493,9 @@ Result<core::NodeSpec> DecodeNode(const json& obj) {
       n.gpus.push_back(std::move(d));
     }
   }
+  std::string text;
+  TESSERA_RETURN_IF_ERROR(status.String("heartbeat", &text));
+  TESSERA_RETURN_IF_ERROR(status.String("driverVersion", &text));
   TESSERA_RETURN_IF_ERROR(status.Finish());
   if (Status s = core::ValidateNodeSpec(n); !s.ok()) return FieldError("status", s.message());
   return n;

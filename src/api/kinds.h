@@ -24,7 +24,7 @@
 //                    {kind, name}: what the scheduler did and why
 //   Node             metadata.labels; spec: unschedulable, taints; status (reported by the node
 //                    agent): allocatable {cpu, memory}, gpus[] {index, uuid, model, memoryMiB,
-//                    numaNode, nvlinkDomain, health}
+//                    numaNode, nvlinkDomain, health}, heartbeat (RFC 3339), driverVersion
 #ifndef TESSERA_API_KINDS_H_
 #define TESSERA_API_KINDS_H_
 

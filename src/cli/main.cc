@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/agent_cmd.h"
 #include "cli/demo.h"
 #include "cli/resource_cmds.h"
 #include "cli/server_cmd.h"
@@ -29,6 +30,9 @@ int main(int argc, char** argv) {
   tessera::cli::ServerOptions server_opts;
   CLI::App* server = tessera::cli::AddServerCommand(app, server_opts);
 
+  tessera::cli::AgentOptions agent_opts;
+  CLI::App* agent = tessera::cli::AddAgentCommand(app, agent_opts);
+
   tessera::cli::ResourceOptions resource_opts;
   tessera::cli::AddResourceCommands(app, resource_opts);
 
@@ -37,6 +41,7 @@ int main(int argc, char** argv) {
   if (demo->parsed()) return tessera::cli::RunDemo(policy, seed, std::cout);
   if (sim->parsed()) return tessera::cli::RunSim(sim_opts, std::cout, std::cerr);
   if (server->parsed()) return tessera::cli::RunServer(server_opts, std::cout, std::cerr);
+  if (agent->parsed()) return tessera::cli::RunAgent(agent_opts, std::cout, std::cerr);
   if (int code = tessera::cli::RunResourceCommand(resource_opts, std::cin, std::cout, std::cerr);
       code >= 0) {
     return code;

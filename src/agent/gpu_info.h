@@ -1,0 +1,68 @@
+// What a node agent knows about its GPUs: the inventory found at start (through NVML or a fake)
+// and telemetry samples. Plain values.
+#ifndef TESSERA_AGENT_GPU_INFO_H_
+#define TESSERA_AGENT_GPU_INFO_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tessera::agent {
+
+struct MigDeviceInfo {
+  std::string uuid;  // MIG-...
+  int64_t memory_mib = 0;
+  int32_t gpu_instance_id = -1;
+  int32_t compute_instance_id = -1;
+};
+
+struct GpuInfo {
+  uint32_t index = 0;
+  std::string uuid;     // GPU-...
+  std::string name;     // "NVIDIA H200"
+  std::string product;  // normalized model, e.g. "H200-141GB" (see ProductName)
+  int64_t memory_mib = 0;
+  std::string pci_bus_id;  // "00000000:65:00.0"
+  int32_t numa_node = -1;  // -1: unknown
+  bool mig_capable = false;
+  bool mig_enabled = false;
+  std::vector<MigDeviceInfo> mig_devices;  // existing instances, when MIG is on
+  bool ecc_enabled = false;
+  // Indices of GPUs reachable over active NVLink links.
+  std::vector<uint32_t> nvlink_peers;
+};
+
+struct NodeGpus {
+  std::string source;  // "nvml" or "fake"
+  std::string driver_version;
+  std::string nvml_version;
+  std::vector<GpuInfo> gpus;
+};
+
+struct ProcessUse {
+  uint32_t pid = 0;
+  int64_t used_memory_mib = 0;
+};
+
+struct GpuSample {
+  uint32_t index = 0;
+  uint32_t utilization_pct = 0;
+  uint32_t memory_utilization_pct = 0;  // memory controller busy (DCGM_FI_DEV_MEM_COPY_UTIL)
+  int64_t memory_used_mib = 0;
+  int64_t memory_free_mib = 0;
+  uint32_t temperature_c = 0;
+  uint32_t power_mw = 0;
+  uint32_t sm_clock_mhz = 0;
+  uint64_t ecc_corrected = 0;  // volatile counts
+  uint64_t ecc_uncorrected = 0;
+  std::vector<ProcessUse> processes;
+};
+
+// A product name in the GPU Feature Discovery style from an NVML device name and its memory:
+// "NVIDIA H100 80GB HBM3" -> "H100-80GB", "Tesla T4" -> "T4", "NVIDIA H200" + 143771 MiB ->
+// "H200-141GB" (the memory suffix is added for cards sold in several sizes).
+std::string ProductName(const std::string& nvml_name, int64_t memory_mib);
+
+}  // namespace tessera::agent
+
+#endif  // TESSERA_AGENT_GPU_INFO_H_

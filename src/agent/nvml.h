@@ -1,0 +1,39 @@
+// NVML loaded at run time with dlopen: the subset of its C ABI the agent uses, declared here, so
+// that no GPU, driver or CUDA toolkit is needed to build or test. A missing library or symbol is
+// an error value with a clear message. All calls are read-only (no MIG changes, no resets).
+#ifndef TESSERA_AGENT_NVML_H_
+#define TESSERA_AGENT_NVML_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agent/gpu_info.h"
+#include "core/status.h"
+
+namespace tessera::agent {
+
+class Nvml {
+ public:
+  // Loads `path` (default: libnvidia-ml.so.1 from the loader's search path) and initializes
+  // NVML.
+  static Result<std::unique_ptr<Nvml>> Load(const std::string& path = "libnvidia-ml.so.1");
+  ~Nvml();  // shuts NVML down and unloads it
+
+  // The inventory: per GPU index, UUID, name, memory, PCI bus id, NUMA node, MIG mode and
+  // existing MIG devices, ECC mode, NVLink peers; the driver and NVML versions.
+  Result<NodeGpus> Discover();
+  // One telemetry sample per GPU.
+  Result<std::vector<GpuSample>> Sample();
+
+  struct Api;  // the resolved entry points
+
+ private:
+  Nvml() = default;
+  void* handle_ = nullptr;
+  std::unique_ptr<Api> api_;
+};
+
+}  // namespace tessera::agent
+
+#endif  // TESSERA_AGENT_NVML_H_

@@ -1,0 +1,88 @@
+// The subset of NVML's C ABI (nvml.h, NVIDIA driver R450 and later) that Tessera uses, declared
+// from the NVML API reference: types, constants and function signatures. The agent resolves the
+// functions with dlsym; the test double (tests/agent/fake_nvml.cc) implements them.
+#ifndef TESSERA_AGENT_NVML_ABI_H_
+#define TESSERA_AGENT_NVML_ABI_H_
+
+extern "C" {
+
+typedef int nvmlReturn_t;
+enum : int {
+  NVML_SUCCESS = 0,
+  NVML_ERROR_INVALID_ARGUMENT = 2,
+  NVML_ERROR_NOT_SUPPORTED = 3,
+  NVML_ERROR_NOT_FOUND = 6,
+  NVML_ERROR_INSUFFICIENT_SIZE = 7,
+};
+
+typedef struct nvmlDevice_st* nvmlDevice_t;
+
+typedef struct nvmlMemory_st {
+  unsigned long long total;
+  unsigned long long free;
+  unsigned long long used;
+} nvmlMemory_t;
+
+typedef struct nvmlPciInfo_st {
+  char busIdLegacy[16];
+  unsigned int domain;
+  unsigned int bus;
+  unsigned int device;
+  unsigned int pciDeviceId;
+  unsigned int pciSubSystemId;
+  char busId[32];
+} nvmlPciInfo_t;
+
+typedef struct nvmlUtilization_st {
+  unsigned int gpu;
+  unsigned int memory;
+} nvmlUtilization_t;
+
+// The process record of the unversioned nvmlDeviceGetComputeRunningProcesses.
+typedef struct nvmlProcessInfo_v1_st {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+} nvmlProcessInfo_v1_t;
+
+enum : int {
+  NVML_TEMPERATURE_GPU = 0,
+  NVML_CLOCK_SM = 1,
+  NVML_FEATURE_DISABLED = 0,
+  NVML_FEATURE_ENABLED = 1,
+  NVML_MEMORY_ERROR_TYPE_CORRECTED = 0,
+  NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1,
+  NVML_VOLATILE_ECC = 0,
+  NVML_NVLINK_MAX_LINKS = 18,
+};
+
+#define TESSERA_NVML_FUNCTIONS(X)                                                      \
+  X(nvmlInit_v2, (void))                                                               \
+  X(nvmlShutdown, (void))                                                              \
+  X(nvmlSystemGetDriverVersion, (char*, unsigned int))                                 \
+  X(nvmlSystemGetNVMLVersion, (char*, unsigned int))                                   \
+  X(nvmlDeviceGetCount_v2, (unsigned int*))                                            \
+  X(nvmlDeviceGetHandleByIndex_v2, (unsigned int, nvmlDevice_t*))                      \
+  X(nvmlDeviceGetUUID, (nvmlDevice_t, char*, unsigned int))                            \
+  X(nvmlDeviceGetName, (nvmlDevice_t, char*, unsigned int))                            \
+  X(nvmlDeviceGetMemoryInfo, (nvmlDevice_t, nvmlMemory_t*))                            \
+  X(nvmlDeviceGetPciInfo_v3, (nvmlDevice_t, nvmlPciInfo_t*))                           \
+  X(nvmlDeviceGetMigMode, (nvmlDevice_t, unsigned int*, unsigned int*))                \
+  X(nvmlDeviceGetMaxMigDeviceCount, (nvmlDevice_t, unsigned int*))                     \
+  X(nvmlDeviceGetMigDeviceHandleByIndex, (nvmlDevice_t, unsigned int, nvmlDevice_t*))  \
+  X(nvmlDeviceGetGpuInstanceId, (nvmlDevice_t, unsigned int*))                         \
+  X(nvmlDeviceGetComputeInstanceId, (nvmlDevice_t, unsigned int*))                     \
+  X(nvmlDeviceGetEccMode, (nvmlDevice_t, int*, int*))                                  \
+  X(nvmlDeviceGetNvLinkState, (nvmlDevice_t, unsigned int, int*))                      \
+  X(nvmlDeviceGetNvLinkRemotePciInfo_v2, (nvmlDevice_t, unsigned int, nvmlPciInfo_t*)) \
+  X(nvmlDeviceGetUtilizationRates, (nvmlDevice_t, nvmlUtilization_t*))                 \
+  X(nvmlDeviceGetTemperature, (nvmlDevice_t, int, unsigned int*))                      \
+  X(nvmlDeviceGetPowerUsage, (nvmlDevice_t, unsigned int*))                            \
+  X(nvmlDeviceGetClockInfo, (nvmlDevice_t, int, unsigned int*))                        \
+  X(nvmlDeviceGetTotalEccErrors, (nvmlDevice_t, int, int, unsigned long long*))        \
+  X(nvmlDeviceGetComputeRunningProcesses, (nvmlDevice_t, unsigned int*, nvmlProcessInfo_v1_t*))
+
+// Each returns nvmlReturn_t. And:
+typedef const char* (*nvmlErrorString_fn)(nvmlReturn_t);  // nvmlErrorString
+}
+
+#endif  // TESSERA_AGENT_NVML_ABI_H_

@@ -1,0 +1,210 @@
+#include "cli/agent_cmd.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "agent/fake_gpus.h"
+#include "agent/node_object.h"
+#include "agent/nvml.h"
+#include "cli/client.h"
+#include "server/api_server.h"
+
+namespace tessera::cli {
+
+using nlohmann::json;
+
+namespace {
+
+json SampleJson(const std::vector<agent::GpuSample>& samples) {
+  json out = json::array();
+  for (const agent::GpuSample& s : samples) {
+    json procs = json::array();
+    for (const agent::ProcessUse& p : s.processes) {
+      procs.push_back({{"pid", p.pid}, {"usedMiB", p.used_memory_mib}});
+    }
+    out.push_back({{"index", s.index},
+                   {"utilizationPct", s.utilization_pct},
+                   {"memoryUtilizationPct", s.memory_utilization_pct},
+                   {"memoryUsedMiB", s.memory_used_mib},
+                   {"memoryFreeMiB", s.memory_free_mib},
+                   {"temperatureC", s.temperature_c},
+                   {"powerMw", s.power_mw},
+                   {"smClockMhz", s.sm_clock_mhz},
+                   {"eccCorrected", s.ecc_corrected},
+                   {"eccUncorrected", s.ecc_uncorrected},
+                   {"processes", procs}});
+  }
+  return out;
+}
+
+json InventoryJson(const agent::NodeGpus& gpus) {
+  json list = json::array();
+  for (const agent::GpuInfo& g : gpus.gpus) {
+    json migs = json::array();
+    for (const agent::MigDeviceInfo& m : g.mig_devices) {
+      migs.push_back({{"uuid", m.uuid},
+                      {"memoryMiB", m.memory_mib},
+                      {"gpuInstanceId", m.gpu_instance_id},
+                      {"computeInstanceId", m.compute_instance_id}});
+    }
+    list.push_back({{"index", g.index},
+                    {"uuid", g.uuid},
+                    {"name", g.name},
+                    {"product", g.product},
+                    {"memoryMiB", g.memory_mib},
+                    {"pciBusId", g.pci_bus_id},
+                    {"numaNode", g.numa_node},
+                    {"migCapable", g.mig_capable},
+                    {"migEnabled", g.mig_enabled},
+                    {"migDevices", migs},
+                    {"eccEnabled", g.ecc_enabled},
+                    {"nvlinkPeers", g.nvlink_peers}});
+  }
+  return {{"source", gpus.source},
+          {"driverVersion", gpus.driver_version},
+          {"nvmlVersion", gpus.nvml_version},
+          {"gpus", list}};
+}
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+CLI::App* AddAgentCommand(CLI::App& app, AgentOptions& o) {
+  CLI::App* cmd =
+      app.add_subcommand("agent", "Run the node agent: discover GPUs, register, heartbeat");
+  cmd->add_option("--server", o.server, "Control plane HOST:PORT or URL (else TESSERA_ADDR)");
+  cmd->add_option("--join-token", o.join_token, "Agent join token (else TESSERA_TOKEN)");
+  cmd->add_option("--ca-file", o.ca_file, "PEM CA bundle for an https:// server");
+  cmd->add_option("--name", o.name, "Node name (default: the host name)");
+  cmd->add_option("--fake-gpus", o.fake_gpus,
+                  "Synthetic GPUs instead of NVML, e.g. 8xH100-80GB,2xT4");
+  cmd->add_option("--nvml-library", o.nvml_library, "Path of libnvidia-ml")->capture_default_str();
+  cmd->add_option("--labels", o.labels, "Extra node labels: k=v,k2=v2");
+  cmd->add_option("--taints", o.taints, "Node taints: key=value:NoSchedule,...");
+  cmd->add_option("--reserved-cpu", o.reserved_cpu_milli, "Millicores kept for the system")
+      ->capture_default_str();
+  cmd->add_option("--reserved-memory", o.reserved_memory_mib, "MiB kept for the system")
+      ->capture_default_str();
+  cmd->add_option("--heartbeat-seconds", o.heartbeat_seconds, "Seconds between heartbeats")
+      ->capture_default_str();
+  cmd->add_flag("--discover", o.discover,
+                "Print the GPUs found (and one telemetry sample) and exit");
+  return cmd;
+}
+
+int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
+  agent::NodeIdentity id;
+  id.name = o.name;
+  if (id.name.empty()) {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    id.name = host;
+    for (char& c : id.name) c = std::isalnum(static_cast<unsigned char>(c)) ? std::tolower(c) : '-';
+  }
+  auto labels = agent::ParseLabels(o.labels);
+  auto taints = agent::ParseTaints(o.taints);
+  if (!labels.ok() || !taints.ok()) {
+    err << "error: " << (labels.ok() ? taints.status() : labels.status()).message() << "\n";
+    return 2;
+  }
+  id.labels = *labels;
+  id.taints = *taints;
+  agent::MachineCapacity(o.reserved_cpu_milli, o.reserved_memory_mib, &id);
+
+  std::unique_ptr<agent::Nvml> nvml;
+  Result<agent::NodeGpus> gpus = agent::NodeGpus{};
+  if (!o.fake_gpus.empty()) {
+    gpus = agent::FakeGpus(o.fake_gpus, id.name);
+  } else {
+    auto loaded = agent::Nvml::Load(o.nvml_library);
+    if (!loaded.ok()) {
+      err << "error: " << loaded.status().message() << "\n";
+      return 1;
+    }
+    nvml = std::move(loaded).value();
+    gpus = nvml->Discover();
+  }
+  if (!gpus.ok()) {
+    err << "error: " << gpus.status().message() << "\n";
+    return gpus.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  const json node = agent::NodeObject(id, *gpus, server::FormatTime(NowMs()));
+  if (o.discover) {
+    json report = {{"inventory", InventoryJson(*gpus)}, {"node", node}};
+    if (nvml) {
+      auto sample = nvml->Sample();
+      if (sample.ok()) report["telemetry"] = SampleJson(*sample);
+    }
+    out << report.dump(2) << "\n";
+    return 0;
+  }
+
+  auto ep = ResolveEndpoint(o.server, o.join_token, o.ca_file);
+  if (!ep.ok()) {
+    err << "error: " << ep.status().message() << "\n";
+    return 2;
+  }
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  out << "node " << id.name << ": " << gpus->gpus.size() << " GPUs (" << gpus->source << ")"
+      << std::endl;
+  // Each beat reads the node and writes it back with a fresh status, based on the version read:
+  // the first beat also sets the labels and taints this agent was given; what others set
+  // (a cordon, labels added by an admin) is kept.
+  bool registered = false;
+  const std::string path = "/api/v1/nodes/" + id.name;
+  for (;;) {
+    auto got = Request(*ep, "GET", path);
+    Result<Response> r = got;
+    if (got.ok() && got->status == 404) {
+      json beat = node;
+      beat["status"]["heartbeat"] = server::FormatTime(NowMs());
+      r = Request(*ep, "POST", "/api/v1/nodes", beat.dump(), "application/json");
+    } else if (got.ok() && got->status == 200) {
+      json current = json::parse(got->body, nullptr, false);
+      if (!current.is_object()) current = node;
+      if (!registered) {
+        for (const auto& [k, v] : node["metadata"]["labels"].items()) {
+          current["metadata"]["labels"][k] = v;
+        }
+        if (!current["spec"].is_object()) current["spec"] = json::object();
+        if (node["spec"].contains("taints")) {
+          current["spec"]["taints"] = node["spec"]["taints"];
+        } else {
+          current["spec"].erase("taints");
+        }
+      }
+      current["status"] = node["status"];
+      current["status"]["heartbeat"] = server::FormatTime(NowMs());
+      r = Request(*ep, "PUT", path, current.dump(), "application/json");
+    }
+    if (!r.ok()) {
+      err << "warning: " << r.status().message() << "\n";
+    } else if (r->status != 200 && r->status != 201) {
+      err << "error: the server refused the node: " << r->body << "\n";
+      // A refusal that retrying cannot change (bad token, invalid node) ends the agent.
+      if (r->status >= 400 && r->status < 500 && r->status != 409 && r->status != 429) return 1;
+    } else if (!registered) {
+      registered = true;
+      out << "registered with " << ep->host << ":" << ep->port << std::endl;
+    }
+    timespec wait{o.heartbeat_seconds, 0};
+    if (sigtimedwait(&stop, nullptr, &wait) > 0) break;
+  }
+  out << "stopped" << std::endl;
+  return 0;
+}
+
+}  // namespace tessera::cli

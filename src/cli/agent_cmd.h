@@ -1,0 +1,33 @@
+// `tessera agent`: discovers the node's GPUs (NVML, or --fake-gpus), registers the node with the
+// control plane and keeps its heartbeat; `--discover` prints what it found and exits.
+#ifndef TESSERA_CLI_AGENT_CMD_H_
+#define TESSERA_CLI_AGENT_CMD_H_
+
+#include <ostream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace tessera::cli {
+
+struct AgentOptions {
+  std::string server;      // else TESSERA_ADDR / ~/.tessera/config
+  std::string join_token;  // else TESSERA_TOKEN / ~/.tessera/config
+  std::string ca_file;
+  std::string name;  // default: the host name
+  std::string fake_gpus;
+  std::string nvml_library = "libnvidia-ml.so.1";
+  std::string labels;
+  std::string taints;
+  int64_t reserved_cpu_milli = 1000;
+  int64_t reserved_memory_mib = 2048;
+  int heartbeat_seconds = 10;
+  bool discover = false;
+};
+
+CLI::App* AddAgentCommand(CLI::App& app, AgentOptions& opts);
+int RunAgent(const AgentOptions& opts, std::ostream& out, std::ostream& err);
+
+}  // namespace tessera::cli
+
+#endif  // TESSERA_CLI_AGENT_CMD_H_

@@ -1,0 +1,188 @@
+// A test double of libnvidia-ml.so with the same C ABI (src/agent/nvml_abi.h): devices come from
+// the JSON file named by TESSERA_FAKE_NVML. Built as a shared library so that the agent's real
+// dlopen/dlsym path runs without a GPU. Built a second time with TESSERA_FAKE_NVML_NO_PCI to
+// check the error for a missing symbol.
+//
+// {"driver": "550.54.15", "nvml": "12.550.54.15",
+//  "devices": [{"uuid": "GPU-1", "name": "NVIDIA H100 80GB HBM3", "memoryMiB": 81559,
+//               "busId": "00000000:18:00.0", "mig": false, "ecc": true,
+//               "migDevices": [{"uuid": "MIG-1", "memoryMiB": 9728, "gi": 1, "ci": 0}],
+//               "nvlink": ["00000000:2A:00.0"], "util": 37, "memUtil": 5, "usedMiB": 1024,
+//               "temp": 41, "powerMw": 120000, "smClock": 1980, "eccCorrected": 0,
+//               "eccUncorrected": 0, "processes": [{"pid": 42, "usedMiB": 512}]}]}
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <vector>
+
+#include "agent/nvml_abi.h"
+
+namespace {
+
+struct nvmlDeviceState {
+  nlohmann::json spec;
+  bool is_mig = false;
+};
+
+std::vector<nvmlDeviceState*>& Devices() {
+  static std::vector<nvmlDeviceState*> d;
+  return d;
+}
+nlohmann::json& Root() {
+  static nlohmann::json root;
+  return root;
+}
+
+nvmlDeviceState* State(nvmlDevice_t d) { return reinterpret_cast<nvmlDeviceState*>(d); }
+
+nvmlReturn_t CopyString(const std::string& s, char* out, unsigned int len) {
+  if (s.size() + 1 > len) return NVML_ERROR_INSUFFICIENT_SIZE;
+  std::memcpy(out, s.c_str(), s.size() + 1);
+  return NVML_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+nvmlReturn_t nvmlInit_v2(void) {
+  const char* path = std::getenv("TESSERA_FAKE_NVML");
+  if (path == nullptr) return 9;  // driver not loaded
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  Root() = nlohmann::json::parse(ss.str(), nullptr, false);
+  if (!Root().is_object()) return 9;
+  for (const auto& d : Root().value("devices", nlohmann::json::array())) {
+    Devices().push_back(new nvmlDeviceState{d, false});
+  }
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlShutdown(void) {
+  for (nvmlDeviceState* d : Devices()) delete d;
+  Devices().clear();
+  return NVML_SUCCESS;
+}
+
+const char* nvmlErrorString(nvmlReturn_t r) { return r == 0 ? "Success" : "Fake NVML error"; }
+
+nvmlReturn_t nvmlSystemGetDriverVersion(char* v, unsigned int len) {
+  return CopyString(Root().value("driver", ""), v, len);
+}
+nvmlReturn_t nvmlSystemGetNVMLVersion(char* v, unsigned int len) {
+  return CopyString(Root().value("nvml", ""), v, len);
+}
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* n) {
+  *n = static_cast<unsigned int>(Devices().size());
+  return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, nvmlDevice_t* d) {
+  if (i >= Devices().size()) return NVML_ERROR_INVALID_ARGUMENT;
+  *d = reinterpret_cast<nvmlDevice_t>(Devices()[i]);
+  return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char* out, unsigned int len) {
+  return CopyString(State(d)->spec.value("uuid", ""), out, len);
+}
+nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char* out, unsigned int len) {
+  return CopyString(State(d)->spec.value("name", ""), out, len);
+}
+nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t* m) {
+  const auto& s = State(d)->spec;
+  m->total = static_cast<unsigned long long>(s.value("memoryMiB", 0)) << 20;
+  m->used = static_cast<unsigned long long>(s.value("usedMiB", 0)) << 20;
+  m->free = m->total - m->used;
+  return NVML_SUCCESS;
+}
+#ifndef TESSERA_FAKE_NVML_NO_PCI
+nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t d, nvmlPciInfo_t* p) {
+  std::memset(p, 0, sizeof *p);
+  const std::string bus = State(d)->spec.value("busId", "");
+  std::strncpy(p->busId, bus.c_str(), sizeof p->busId - 1);
+  return NVML_SUCCESS;
+}
+#endif
+nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t d, unsigned int* current, unsigned int* pending) {
+  const auto& s = State(d)->spec;
+  if (!s.contains("mig")) return NVML_ERROR_NOT_SUPPORTED;
+  *current = *pending = s["mig"].get<bool>() ? 1 : 0;
+  return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t d, unsigned int* n) {
+  *n =
+      static_cast<unsigned int>(State(d)->spec.value("migDevices", nlohmann::json::array()).size());
+  return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t d, unsigned int i, nvmlDevice_t* m) {
+  const auto migs = State(d)->spec.value("migDevices", nlohmann::json::array());
+  if (i >= migs.size()) return NVML_ERROR_NOT_FOUND;
+  auto* st = new nvmlDeviceState{migs[i], true};  // leaked on purpose: lives until exit
+  *m = reinterpret_cast<nvmlDevice_t>(st);
+  return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t d, unsigned int* id) {
+  *id = State(d)->spec.value("gi", 0u);
+  return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t d, unsigned int* id) {
+  *id = State(d)->spec.value("ci", 0u);
+  return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t d, int* current, int* pending) {
+  *current = *pending = State(d)->spec.value("ecc", false) ? 1 : 0;
+  return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t d, unsigned int link, int* active) {
+  const auto links = State(d)->spec.value("nvlink", nlohmann::json::array());
+  if (link >= links.size()) return NVML_ERROR_NOT_SUPPORTED;
+  *active = 1;
+  return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t d, unsigned int link,
+                                                 nvmlPciInfo_t* p) {
+  const auto links = State(d)->spec.value("nvlink", nlohmann::json::array());
+  if (link >= links.size()) return NVML_ERROR_NOT_SUPPORTED;
+  std::memset(p, 0, sizeof *p);
+  std::strncpy(p->busId, links[link].get<std::string>().c_str(), sizeof p->busId - 1);
+  return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t* u) {
+  u->gpu = State(d)->spec.value("util", 0u);
+  u->memory = State(d)->spec.value("memUtil", 0u);
+  return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t d, int, unsigned int* t) {
+  *t = State(d)->spec.value("temp", 0u);
+  return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned int* mw) {
+  *mw = State(d)->spec.value("powerMw", 0u);
+  return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t d, int, unsigned int* mhz) {
+  *mhz = State(d)->spec.value("smClock", 0u);
+  return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t d, int type, int, unsigned long long* n) {
+  *n = State(d)->spec.value(type == 0 ? "eccCorrected" : "eccUncorrected", 0ull);
+  return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t d, unsigned int* count,
+                                                  nvmlProcessInfo_v1_t* infos) {
+  const auto procs = State(d)->spec.value("processes", nlohmann::json::array());
+  if (procs.size() > *count) {
+    *count = static_cast<unsigned int>(procs.size());
+    return NVML_ERROR_INSUFFICIENT_SIZE;
+  }
+  *count = static_cast<unsigned int>(procs.size());
+  for (size_t i = 0; i < procs.size(); ++i) {
+    infos[i].pid = procs[i].value("pid", 0u);
+    infos[i].usedGpuMemory = static_cast<unsigned long long>(procs[i].value("usedMiB", 0)) << 20;
+  }
+  return NVML_SUCCESS;
+}
+
+}  // extern "C"

@@ -1,0 +1,159 @@
+#include "agent/nvml.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "agent/fake_gpus.h"
+#include "agent/node_object.h"
+
+namespace tessera::agent {
+namespace {
+
+// Two NVLinked H100s (one in MIG mode with two instances) and a T4, in the fake NVML's format.
+constexpr char kDevices[] = R"({
+  "driver": "550.54.15", "nvml": "12.550.54.15",
+  "devices": [
+    {"uuid": "GPU-aaaa", "name": "NVIDIA H100 80GB HBM3", "memoryMiB": 81559,
+     "busId": "00000000:18:00.0", "mig": false, "ecc": true, "nvlink": ["00000000:2A:00.0"],
+     "util": 37, "memUtil": 5, "usedMiB": 1024, "temp": 41, "powerMw": 120000,
+     "smClock": 1980, "eccCorrected": 3, "eccUncorrected": 0,
+     "processes": [{"pid": 4242, "usedMiB": 1000}]},
+    {"uuid": "GPU-bbbb", "name": "NVIDIA H100 80GB HBM3", "memoryMiB": 81559,
+     "busId": "00000000:2A:00.0", "mig": true, "ecc": true, "nvlink": ["00000000:18:00.0"],
+     "migDevices": [{"uuid": "MIG-1111", "memoryMiB": 9728, "gi": 7, "ci": 0},
+                    {"uuid": "MIG-2222", "memoryMiB": 19968, "gi": 3, "ci": 0}]},
+    {"uuid": "GPU-cccc", "name": "Tesla T4", "memoryMiB": 15360, "busId": "00000000:3B:00.0",
+     "ecc": false}
+  ]})";
+
+class NvmlTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = std::filesystem::temp_directory_path() /
+            ("fake-nvml-" + std::to_string(getpid()) + ".json");
+    std::ofstream(path_) << kDevices;
+    setenv("TESSERA_FAKE_NVML", path_.c_str(), 1);
+  }
+  void TearDown() override {
+    unsetenv("TESSERA_FAKE_NVML");
+    std::filesystem::remove(path_);
+  }
+  std::filesystem::path path_;
+};
+
+TEST_F(NvmlTest, DiscoversThroughTheRealDlopenPath) {
+  auto nvml = Nvml::Load(TESSERA_FAKE_NVML_LIB);
+  ASSERT_TRUE(nvml.ok()) << nvml.status().message();
+  auto found = (*nvml)->Discover();
+  ASSERT_TRUE(found.ok()) << found.status().message();
+  EXPECT_EQ(found->source, "nvml");
+  EXPECT_EQ(found->driver_version, "550.54.15");
+  ASSERT_EQ(found->gpus.size(), 3u);
+  const GpuInfo& a = found->gpus[0];
+  EXPECT_EQ(a.uuid, "GPU-aaaa");
+  EXPECT_EQ(a.product, "H100-80GB");
+  EXPECT_EQ(a.memory_mib, 81559);
+  EXPECT_EQ(a.pci_bus_id, "00000000:18:00.0");
+  EXPECT_TRUE(a.mig_capable);
+  EXPECT_FALSE(a.mig_enabled);
+  EXPECT_TRUE(a.ecc_enabled);
+  EXPECT_EQ(a.nvlink_peers, std::vector<uint32_t>{1});
+  const GpuInfo& b = found->gpus[1];
+  EXPECT_TRUE(b.mig_enabled);
+  ASSERT_EQ(b.mig_devices.size(), 2u);
+  EXPECT_EQ(b.mig_devices[1].uuid, "MIG-2222");
+  EXPECT_EQ(b.mig_devices[1].memory_mib, 19968);
+  EXPECT_EQ(b.mig_devices[1].gpu_instance_id, 3);
+  EXPECT_EQ(b.nvlink_peers, std::vector<uint32_t>{0});
+  const GpuInfo& t4 = found->gpus[2];
+  EXPECT_EQ(t4.product, "T4");
+  EXPECT_FALSE(t4.mig_capable);
+  EXPECT_TRUE(t4.nvlink_peers.empty());
+
+  auto samples = (*nvml)->Sample();
+  ASSERT_TRUE(samples.ok());
+  ASSERT_EQ(samples->size(), 3u);
+  const GpuSample& s = (*samples)[0];
+  EXPECT_EQ(s.utilization_pct, 37u);
+  EXPECT_EQ(s.memory_used_mib, 1024);
+  EXPECT_EQ(s.memory_free_mib, 81559 - 1024);
+  EXPECT_EQ(s.temperature_c, 41u);
+  EXPECT_EQ(s.power_mw, 120000u);
+  EXPECT_EQ(s.sm_clock_mhz, 1980u);
+  EXPECT_EQ(s.ecc_corrected, 3u);
+  ASSERT_EQ(s.processes.size(), 1u);
+  EXPECT_EQ(s.processes[0].pid, 4242u);
+  EXPECT_EQ(s.processes[0].used_memory_mib, 1000);
+}
+
+TEST_F(NvmlTest, MissingLibraryOrSymbolIsAClearError) {
+  auto none = Nvml::Load("/nonexistent/libnvidia-ml.so.1");
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("cannot load NVML"), std::string::npos);
+  auto partial = Nvml::Load(TESSERA_FAKE_NVML_NO_PCI_LIB);
+  ASSERT_FALSE(partial.ok());
+  EXPECT_NE(partial.status().message().find("lacks nvmlDeviceGetPciInfo_v3"), std::string::npos)
+      << partial.status().message();
+  unsetenv("TESSERA_FAKE_NVML");
+  auto no_driver = Nvml::Load(TESSERA_FAKE_NVML_LIB);
+  ASSERT_FALSE(no_driver.ok());
+  EXPECT_NE(no_driver.status().message().find("NVML init failed"), std::string::npos);
+}
+
+TEST(FakeGpus, DeterministicInventory) {
+  auto a = FakeGpus("8xH100-80GB,2xT4", "node-1");
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  ASSERT_EQ(a->gpus.size(), 10u);
+  EXPECT_EQ(a->gpus[0].product, "H100-80GB");
+  EXPECT_EQ(a->gpus[9].product, "T4");
+  EXPECT_EQ(a->gpus[0].nvlink_peers.size(), 7u);
+  EXPECT_TRUE(a->gpus[8].nvlink_peers.empty());
+  EXPECT_EQ(a->gpus[0].numa_node, 0);
+  EXPECT_EQ(a->gpus[9].numa_node, 1);
+  EXPECT_EQ(FakeGpus("8xH100-80GB,2xT4", "node-1")->gpus[3].uuid, a->gpus[3].uuid);
+  EXPECT_NE(FakeGpus("8xH100-80GB,2xT4", "node-2")->gpus[3].uuid, a->gpus[3].uuid);
+  EXPECT_NE(FakeGpus("2xB300", "n").status().message().find("unknown product"), std::string::npos);
+  EXPECT_FALSE(FakeGpus("0xT4", "n").ok());
+  EXPECT_FALSE(FakeGpus("T4", "n").ok());
+}
+
+TEST(ProductName, FromNvmlNames) {
+  EXPECT_EQ(ProductName("NVIDIA H100 80GB HBM3", 81559), "H100-80GB");
+  EXPECT_EQ(ProductName("NVIDIA H200", 143771), "H200-141GB");
+  EXPECT_EQ(ProductName("Tesla T4", 15360), "T4");
+  EXPECT_EQ(ProductName("NVIDIA A100-SXM4-80GB", 81920), "A100-80GB");
+  EXPECT_EQ(ProductName("NVIDIA A100-PCIE-40GB", 40960), "A100-40GB");
+  EXPECT_EQ(ProductName("Tesla V100-SXM2-32GB", 32768), "V100-32GB");
+  EXPECT_EQ(ProductName("NVIDIA L4", 23034), "L4");
+}
+
+TEST(NodeObject, LabelsGpusAndTopologyForTheScheduler) {
+  auto gpus = FakeGpus("2xH100-80GB,1xT4", "n1");
+  ASSERT_TRUE(gpus.ok());
+  NodeIdentity id;
+  id.name = "n1";
+  id.labels = {{"team", "a"}, {"nvidia.com/gpu.product", "overridden"}};
+  id.cpu_milli = 62000;
+  id.memory_mib = 500000;
+  const nlohmann::json node = NodeObject(id, *gpus, "2026-01-01T00:00:00.000Z");
+  const auto& labels = node["metadata"]["labels"];
+  EXPECT_EQ(labels["nvidia.com/gpu.count"], "3");
+  EXPECT_EQ(labels["nvidia.com/gpu.product"], "overridden");  // the user's label wins
+  EXPECT_EQ(labels["nvidia.com/mig.capable"], "true");
+  EXPECT_EQ(labels["tessera.io/simulated"], "true");
+  const auto& list = node["status"]["gpus"];
+  ASSERT_EQ(list.size(), 3u);
+  EXPECT_EQ(list[0]["nvlinkDomain"], 0);
+  EXPECT_EQ(list[1]["nvlinkDomain"], 0);
+  EXPECT_FALSE(list[2].contains("nvlinkDomain"));
+  EXPECT_EQ(node["status"]["allocatable"]["cpu"], "62000m");
+  EXPECT_EQ(ParseTaints("a=b:NoSchedule,c:PreferNoSchedule")->size(), 2u);
+  EXPECT_FALSE(ParseTaints("a=b:Sometimes").ok());
+  EXPECT_FALSE(ParseLabels("novalue").ok());
+}
+
+}  // namespace
+}  // namespace tessera::agent
