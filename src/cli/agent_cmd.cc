@@ -10,6 +10,7 @@
 #include "agent/fake_gpus.h"
 #include "agent/node_object.h"
 #include "agent/nvml.h"
+#include "agent/worker.h"
 #include "cli/client.h"
 #include "server/api_server.h"
 
@@ -70,6 +71,21 @@ json InventoryJson(const agent::NodeGpus& gpus) {
           {"gpus", list}};
 }
 
+// The agent's ApiClient: the CLI's HTTP(S) client on the resolved endpoint.
+class HttpApi : public agent::ApiClient {
+ public:
+  explicit HttpApi(Endpoint ep) : ep_(std::move(ep)) {}
+  Result<Reply> Call(const std::string& method, const std::string& target, const std::string& body,
+                     const std::string& content_type) override {
+    auto r = Request(ep_, method, target, body, content_type);
+    if (!r.ok()) return r.status();
+    return Reply{r->status, std::move(r->body)};
+  }
+
+ private:
+  Endpoint ep_;
+};
+
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -98,6 +114,13 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentOptions& o) {
       ->capture_default_str();
   cmd->add_flag("--discover", o.discover,
                 "Print the GPUs found (and one telemetry sample) and exit");
+  cmd->add_option("--work-dir", o.work_dir,
+                  "Working directories and logs of the tasks (default ./.tessera/agent-NAME)");
+  cmd->add_option("--container-runtime", o.container_runtime,
+                  "Command that runs tasks with an image (docker, podman); none: such tasks fail");
+  cmd->add_option("--stop-grace-seconds", o.stop_grace_seconds,
+                  "Seconds between SIGTERM and SIGKILL when a task is stopped")
+      ->capture_default_str();
   return cmd;
 }
 
@@ -162,10 +185,28 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
       << std::endl;
   // Each beat reads the node and writes it back with a fresh status, based on the version read:
   // the first beat also sets the labels and taints this agent was given; what others set
-  // (a cordon, labels added by an admin) is kept.
+  // (a cordon, labels added by an admin) is kept. Between beats, every second, the worker runs
+  // what is bound here.
+  HttpApi api(*ep);
+  agent::WorkerOptions wo;
+  wo.node = id.name;
+  wo.root = o.work_dir.empty() ? ".tessera/agent-" + id.name : o.work_dir;
+  wo.container_runtime = o.container_runtime;
+  wo.stop_grace_ms = int64_t{o.stop_grace_seconds} * 1000;
+  agent::Worker worker(api, *gpus, wo);
   bool registered = false;
   const std::string path = "/api/v1/nodes/" + id.name;
+  int64_t next_beat = 0;
   for (;;) {
+    if (NowMs() < next_beat) {
+      if (registered) {
+        if (Status s = worker.Tick(NowMs()); !s.ok()) err << "warning: " << s.message() << "\n";
+      }
+      timespec tick{1, 0};
+      if (sigtimedwait(&stop, nullptr, &tick) > 0) break;
+      continue;
+    }
+    next_beat = NowMs() + int64_t{o.heartbeat_seconds} * 1000;
     auto got = Request(*ep, "GET", path);
     Result<Response> r = got;
     if (got.ok() && got->status == 404) {
@@ -200,8 +241,6 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
       registered = true;
       out << "registered with " << ep->host << ":" << ep->port << std::endl;
     }
-    timespec wait{o.heartbeat_seconds, 0};
-    if (sigtimedwait(&stop, nullptr, &wait) > 0) break;
   }
   out << "stopped" << std::endl;
   return 0;

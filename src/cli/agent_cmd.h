@@ -1,5 +1,6 @@
 // `tessera agent`: discovers the node's GPUs (NVML, or --fake-gpus), registers the node with the
-// control plane and keeps its heartbeat; `--discover` prints what it found and exits.
+// control plane, keeps its heartbeat, and runs the pods the scheduler binds to it; `--discover`
+// prints what it found and exits.
 #ifndef TESSERA_CLI_AGENT_CMD_H_
 #define TESSERA_CLI_AGENT_CMD_H_
 
@@ -23,6 +24,9 @@ struct AgentOptions {
   int64_t reserved_memory_mib = 2048;
   int heartbeat_seconds = 10;
   bool discover = false;
+  std::string work_dir;           // default: ./.tessera/agent-<name>
+  std::string container_runtime;  // docker | podman | a compatible command; empty: none
+  int stop_grace_seconds = 10;
 };
 
 CLI::App* AddAgentCommand(CLI::App& app, AgentOptions& opts);

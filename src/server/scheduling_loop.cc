@@ -348,6 +348,8 @@ Result<CycleSummary> SchedulingLoop::RunOnce(int64_t now_ms) {
     }
     w.created_ms = ParseTime(s.obj["metadata"].value("creationTimestamp", ""));
     const json status = s.obj.value("status", json::object());
+    // Finished work holds nothing and waits for nothing.
+    if (status.value("phase", "") == "Succeeded" || status.value("phase", "") == "Failed") continue;
     if (status.value("phase", "") == "Admitted") {
       core::AdmittedWorkload a;
       a.workload = w;

@@ -5,7 +5,8 @@
 // Events ("Scheduled to node-3 GPUs 0,1", "Pending: ...", "Preempted by ...").
 //
 // Job status written here:
-//   phase: Pending | Admitted, message (why pending), queue, flavors {resource: flavor},
+//   phase: Pending | Admitted (here) | Succeeded | Failed (by the node agents, when the pods end;
+//   such Jobs are left alone), message (why pending), queue, flavors {resource: flavor},
 //   admittedAt, pods[] {name, node, cpuMilli, memoryMiB,
 //                       devices[] {gpu (position), index, uuid, kind, milli, memoryMiB,
 //                                  gpuMilli (GPU equivalents taken), migInstance, migProfile,

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "agent/assignments.h"
 #include "agent/fake_gpus.h"
 #include "agent/node_object.h"
 
@@ -153,6 +154,35 @@ TEST(NodeObject, LabelsGpusAndTopologyForTheScheduler) {
   EXPECT_EQ(ParseTaints("a=b:NoSchedule,c:PreferNoSchedule")->size(), 2u);
   EXPECT_FALSE(ParseTaints("a=b:Sometimes").ok());
   EXPECT_FALSE(ParseLabels("novalue").ok());
+}
+
+TEST(DeviceEnv, WholeShareMigAndNone) {
+  NodeGpus gpus;
+  GpuInfo g;
+  g.uuid = "GPU-1";
+  g.mig_devices = {{"MIG-a", 9728, 7, 0}, {"MIG-b", 19968, 3, 0}};
+  gpus.gpus.push_back(g);
+  using nlohmann::json;
+  auto whole = DeviceEnv(json::parse(R"([{"kind":"whole","uuid":"GPU-1"},
+                                         {"kind":"whole","uuid":"GPU-2"}])"),
+                         gpus);
+  EXPECT_EQ(whole["CUDA_VISIBLE_DEVICES"], "GPU-1,GPU-2");
+  EXPECT_EQ(whole["NVIDIA_VISIBLE_DEVICES"], "GPU-1,GPU-2");
+  auto share = DeviceEnv(
+      json::parse(R"([{"kind":"share","uuid":"GPU-1","milli":500,"memoryMiB":4096}])"), gpus);
+  EXPECT_EQ(share["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"], "50");
+  EXPECT_EQ(share["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"], "0=4096M");
+  EXPECT_EQ(share["TESSERA_GPU_KIND"], "share");
+  // A 2g.20gb binding (19,968 MiB) takes the discovered MIG device of that size.
+  auto mig = DeviceEnv(
+      json::parse(R"([{"kind":"mig","uuid":"GPU-1","memoryMiB":19968,"migInstance":4}])"), gpus);
+  EXPECT_EQ(mig["CUDA_VISIBLE_DEVICES"], "MIG-b");
+  auto unknown = DeviceEnv(
+      json::parse(R"([{"kind":"mig","uuid":"GPU-9","memoryMiB":4864,"migInstance":2}])"), gpus);
+  EXPECT_EQ(unknown["CUDA_VISIBLE_DEVICES"], "MIG-GPU-9/2");
+  auto none = DeviceEnv(json::array(), gpus);
+  EXPECT_EQ(none["CUDA_VISIBLE_DEVICES"], "");
+  EXPECT_EQ(none["NVIDIA_VISIBLE_DEVICES"], "void");
 }
 
 }  // namespace

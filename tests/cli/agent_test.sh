@@ -18,8 +18,19 @@ expect_out "--taints"
 expect_exit 1 "$TESSERA" agent --nvml-library /nonexistent/libnvidia-ml.so.1 --join-token "$join"
 expect_out "cannot load NVML"
 
+# A stand-in container runtime that records how it was called, then runs the command.
+cat <<'SH' >"$WORK/runtime.sh"
+#!/usr/bin/env bash
+echo "$@" >>"$(dirname "$0")/runtime.calls"
+while [ $# -gt 0 ] && [ "$1" != "busybox" ]; do shift; done
+shift
+exec "$@"
+SH
+chmod +x "$WORK/runtime.sh"
+
 "$TESSERA" agent --fake-gpus 2xH100-80GB,1xT4 --name fake-1 --join-token "$join" \
   --labels team=research --taints dedicated=ml:NoSchedule --heartbeat-seconds 1 \
+  --work-dir "$WORK/agent" --container-runtime "$WORK/runtime.sh" --stop-grace-seconds 1 \
   >"$WORK/agent.out" 2>&1 &
 AGENT_PID=$!
 for _ in $(seq 100); do
@@ -65,4 +76,67 @@ for _ in $(seq 100); do
 done
 expect_out '"node": "fake-1"'
 expect_out '"uuid": "GPU-'
+
+# Jobs run as processes with their devices in the environment; their outcome and output come
+# back to the server.
+job() {  # name, extra task fields (YAML flow), command
+  cat <<YAML
+apiVersion: tessera.io/v1
+kind: Job
+metadata: {name: $1, namespace: default}
+spec:
+  tasks:
+  - name: main
+    command: ["sh", "-c", "$3"]
+    resources: {limits: {nvidia.com/gpu: 1}}
+    tolerations: [{key: dedicated, operator: Exists}]
+    $2
+YAML
+}
+wait_phase() {  # name, phase
+  for _ in $(seq 200); do
+    expect_exit 0 "$TESSERA" get job "$1" -o json
+    grep -q "\"phase\": \"$2\"" <<<"$OUT" && return 0
+    sleep 0.05
+  done
+  fail "job $1 never reached $2: $OUT"
+}
+expect_exit 0 "$TESSERA" delete job on-fake
+job env-check "restartPolicy: Never" 'echo gpus=$CUDA_VISIBLE_DEVICES kind=$TESSERA_GPU_KIND' >"$WORK/env.yaml"
+expect_exit 0 "$TESSERA" apply -f "$WORK/env.yaml"
+wait_phase env-check Succeeded
+uuid=$(grep -o '"uuid": "GPU-[^"]*"' <<<"$OUT" | head -1 | cut -d'"' -f4)
+expect_out '"exitCode": 0'
+for _ in $(seq 100); do
+  expect_exit 0 "$TESSERA" logs env-check
+  grep -q "gpus=" <<<"$OUT" && break
+  sleep 0.05
+done
+[ "$OUT" = "gpus=$uuid kind=whole" ] || fail "env-check printed '$OUT', bound to $uuid"
+
+job fails "restartPolicy: Never" 'exit 3' >"$WORK/fails.yaml"
+expect_exit 0 "$TESSERA" apply -f "$WORK/fails.yaml"
+wait_phase fails Failed
+expect_out 'pod main-0 failed: exit code 3'
+
+job retries "{restartPolicy: OnFailure, maxRetries: 2}" 'exit 1' >"$WORK/retries.yaml"
+sed -i 's/^    {restartPolicy: OnFailure, maxRetries: 2}/    restartPolicy: OnFailure\n    maxRetries: 2/' "$WORK/retries.yaml"
+expect_exit 0 "$TESSERA" apply -f "$WORK/retries.yaml"
+wait_phase retries Failed
+expect_out '"restarts": 2'
+
+job sleeper "restartPolicy: Never" 'echo started; exec sleep 300' >"$WORK/sleeper.yaml"
+expect_exit 0 "$TESSERA" apply -f "$WORK/sleeper.yaml"
+wait_phase sleeper Running
+pid=$(pgrep -f "sleep 300" | head -1)
+[ -n "$pid" ] || fail "the sleeper is not running"
+expect_exit 0 "$TESSERA" delete job sleeper
+for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+! kill -0 "$pid" 2>/dev/null || fail "the deleted job's process $pid still runs"
+
+job imaged "image: busybox" 'echo from-runtime' >"$WORK/imaged.yaml"
+expect_exit 0 "$TESSERA" apply -f "$WORK/imaged.yaml"
+wait_phase imaged Succeeded
+grep -q -- "run --rm --device nvidia.com/gpu=GPU-" "$WORK/runtime.calls" || fail "runtime called as: $(cat "$WORK/runtime.calls")"
+grep -q -- "-e CUDA_VISIBLE_DEVICES=GPU-" "$WORK/runtime.calls" || fail "runtime env: $(cat "$WORK/runtime.calls")"
 echo "agent_test: ok"

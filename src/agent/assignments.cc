@@ -1,0 +1,158 @@
+#include "agent/assignments.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+
+namespace tessera::agent {
+
+using nlohmann::json;
+
+namespace {
+
+std::string Str(const json& o, const char* key) {
+  return o.is_object() && o.contains(key) && o[key].is_string() ? o[key].get<std::string>() : "";
+}
+
+int64_t Int(const json& o, const char* key, int64_t def = 0) {
+  return o.is_object() && o.contains(key) && o[key].is_number_integer() ? o[key].get<int64_t>()
+                                                                        : def;
+}
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const std::string& s : v) out += (out.empty() ? "" : ",") + s;
+  return out;
+}
+
+}  // namespace
+
+std::vector<Assignment> AssignedTo(const json& jobs, const std::string& node) {
+  std::vector<Assignment> out;
+  for (const json& job : jobs) {
+    const json status = job.value("status", json::object());
+    if (Str(status, "phase") != "Admitted") continue;
+    const json meta = job.value("metadata", json::object());
+    const json tasks = job.value("spec", json::object()).value("tasks", json::array());
+    const json pods = status.value("pods", json::array());
+    // Pods are bound in task order, `replicas` of each.
+    std::vector<const json*> task_of;
+    for (const json& t : tasks) {
+      for (int64_t r = 0; r < Int(t, "replicas", 1); ++r) task_of.push_back(&t);
+    }
+    for (size_t i = 0; i < pods.size() && i < task_of.size(); ++i) {
+      if (!pods[i].is_object() || Str(pods[i], "node") != node) continue;
+      Assignment a;
+      a.ns = Str(meta, "namespace");
+      a.job = Str(meta, "name");
+      a.pod = Str(pods[i], "name");
+      a.key = a.ns + "/" + a.job + "/" + a.pod;
+      a.pod_index = i;
+      a.task = *task_of[i];
+      a.devices = pods[i].value("devices", json::array());
+      a.restart_policy =
+          Str(a.task, "restartPolicy").empty() ? "Never" : Str(a.task, "restartPolicy");
+      a.max_retries = static_cast<int>(Int(a.task, "maxRetries"));
+      out.push_back(std::move(a));
+    }
+  }
+  return out;
+}
+
+std::map<std::string, std::string> DeviceEnv(const json& devices, const NodeGpus& gpus) {
+  std::map<std::string, std::string> env;
+  std::vector<std::string> uuids;
+  std::set<std::string> used_mig;
+  std::string kind;
+  for (const json& d : devices) {
+    kind = Str(d, "kind");
+    const std::string uuid = Str(d, "uuid");
+    if (kind == "mig") {
+      std::string mig = "MIG-" + uuid + "/" + std::to_string(Int(d, "migInstance"));
+      for (const GpuInfo& g : gpus.gpus) {
+        if (g.uuid != uuid) continue;
+        for (const MigDeviceInfo& m : g.mig_devices) {
+          if (!used_mig.contains(m.uuid) &&
+              std::llabs(m.memory_mib - Int(d, "memoryMiB")) * 10 <= Int(d, "memoryMiB")) {
+            mig = m.uuid;
+            used_mig.insert(m.uuid);
+            break;
+          }
+        }
+      }
+      uuids.push_back(mig);
+    } else {
+      uuids.push_back(uuid);
+    }
+    if (kind == "share") {
+      const int64_t milli = Int(d, "milli");
+      if (milli > 0) env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string((milli + 9) / 10);
+      env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = "0=" + std::to_string(Int(d, "memoryMiB")) + "M";
+      env["TESSERA_GPU_MILLI"] = std::to_string(milli);
+      env["TESSERA_GPU_MEMORY_MIB"] = std::to_string(Int(d, "memoryMiB"));
+    }
+    if (kind == "replica") env["TESSERA_GPU_REPLICAS"] = std::to_string(Int(d, "replicas"));
+  }
+  env["CUDA_VISIBLE_DEVICES"] = Join(uuids);
+  env["NVIDIA_VISIBLE_DEVICES"] = uuids.empty() ? "void" : Join(uuids);
+  env["TESSERA_GPU_UUIDS"] = Join(uuids);
+  env["TESSERA_GPU_KIND"] = uuids.empty() ? "none" : kind;
+  return env;
+}
+
+Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std::string& node,
+                            const std::string& root, const std::string& container_runtime) {
+  ProcessSpec spec;
+  spec.key = a.key;
+  spec.workdir = root + "/work/" + a.key;
+  spec.log_path = root + "/logs/" + a.key + ".log";
+  std::vector<std::string> command;
+  for (const char* part : {"command", "args"}) {
+    for (const json& c : a.task.value(part, json::array())) {
+      if (c.is_string()) command.push_back(c.get<std::string>());
+    }
+  }
+  std::map<std::string, std::string> env;
+  if (a.task.contains("env") && a.task["env"].is_object()) {
+    for (const auto& [k, v] : a.task["env"].items()) {
+      if (v.is_string()) env[k] = v.get<std::string>();
+    }
+  }
+  for (const auto& [k, v] : DeviceEnv(a.devices, gpus)) env[k] = v;
+  env["TESSERA_NODE"] = node;
+  env["TESSERA_JOB"] = a.ns + "/" + a.job;
+  env["TESSERA_POD"] = a.pod;
+  const std::string image = Str(a.task, "image");
+  if (!image.empty()) {
+    if (container_runtime.empty()) {
+      return FailedPrecondition("the task has image " + image +
+                                " but this node has no container runtime configured "
+                                "(tessera agent --container-runtime docker|podman)");
+    }
+    spec.argv = {container_runtime, "run", "--rm"};
+    // CDI device names: the same GPU and MIG UUIDs the environment names.
+    const std::string uuids = env["TESSERA_GPU_UUIDS"];
+    size_t start = 0;
+    while (start < uuids.size()) {
+      const size_t comma = std::min(uuids.find(',', start), uuids.size());
+      spec.argv.push_back("--device");
+      spec.argv.push_back("nvidia.com/gpu=" + uuids.substr(start, comma - start));
+      start = comma + 1;
+    }
+    for (const auto& [k, v] : env) {
+      spec.argv.push_back("-e");
+      spec.argv.push_back(k + "=" + v);
+    }
+    spec.argv.push_back(image);
+    spec.argv.insert(spec.argv.end(), command.begin(), command.end());
+  } else {
+    if (command.empty()) {
+      return FailedPrecondition("the task has neither a command nor an image to run");
+    }
+    spec.argv = command;
+  }
+  spec.env = std::move(env);
+  return spec;
+}
+
+}  // namespace tessera::agent

@@ -1,0 +1,51 @@
+// What a node agent must run, from the Jobs the scheduler bound to its node, and how: the
+// process spec of each pod with its devices in the environment.
+#ifndef TESSERA_AGENT_ASSIGNMENTS_H_
+#define TESSERA_AGENT_ASSIGNMENTS_H_
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "agent/gpu_info.h"
+#include "agent/runner.h"
+#include "core/status.h"
+
+namespace tessera::agent {
+
+struct Assignment {
+  std::string key;  // "<ns>/<job>/<pod>"
+  std::string ns, job, pod;
+  size_t pod_index = 0;    // into the Job's status.pods
+  nlohmann::json task;     // the Job's spec.tasks entry of this pod
+  nlohmann::json devices;  // status.pods[i].devices
+  std::string restart_policy = "Never";
+  int max_retries = 0;
+};
+
+// The pods of Admitted Jobs bound to `node`.
+std::vector<Assignment> AssignedTo(const nlohmann::json& jobs, const std::string& node);
+
+// The environment a pod's devices give it:
+//   CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES  the assigned GPU or MIG UUIDs (empty / "void"
+//                                                 for a pod without GPUs)
+//   CUDA_MPS_ACTIVE_THREAD_PERCENTAGE,            for a fractional share: its compute percent
+//   CUDA_MPS_PINNED_DEVICE_MEM_LIMIT              and memory ("0=4096M")
+//   TESSERA_GPU_UUIDS, TESSERA_GPU_KIND, TESSERA_GPU_MILLI, TESSERA_GPU_MEMORY_MIB,
+//   TESSERA_GPU_REPLICAS
+// MIG instances take the UUID of a discovered MIG device of that GPU and size when there is
+// one, else "MIG-<GPU UUID>/<instance>".
+std::map<std::string, std::string> DeviceEnv(const nlohmann::json& devices, const NodeGpus& gpus);
+
+// How to run `a`: its command and args (through `container_runtime` when the task has an
+// image: "<runtime> run --rm --device nvidia.com/gpu=<uuid>... -e K=V... <image> <command>"),
+// its env plus DeviceEnv plus TESSERA_NODE/TESSERA_JOB/TESSERA_POD, a working directory and a
+// log file under `root`. FailedPrecondition when the task cannot run here (an image with no
+// runtime configured, no command).
+Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std::string& node,
+                            const std::string& root, const std::string& container_runtime);
+
+}  // namespace tessera::agent
+
+#endif  // TESSERA_AGENT_ASSIGNMENTS_H_

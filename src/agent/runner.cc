@@ -1,0 +1,115 @@
+#include "agent/runner.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+extern char** environ;
+
+namespace tessera::agent {
+
+Runner::~Runner() {
+  for (auto& [key, p] : procs_) {
+    kill(-p.pid, SIGKILL);
+    waitpid(p.pid, nullptr, 0);
+  }
+}
+
+Status Runner::Start(const ProcessSpec& spec) {
+  if (procs_.contains(spec.key)) return AlreadyExists(spec.key + " is running");
+  if (spec.argv.empty() || spec.argv[0].empty()) return InvalidArgument("no command to run");
+  std::error_code ec;
+  if (!spec.workdir.empty()) std::filesystem::create_directories(spec.workdir, ec);
+  if (ec) return Internal("working directory " + spec.workdir + ": " + ec.message());
+  std::filesystem::create_directories(std::filesystem::path(spec.log_path).parent_path(), ec);
+  const int log = open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log < 0) return Internal("log " + spec.log_path + ": " + std::strerror(errno));
+  // Everything the child needs is built before fork: after it, only async-signal-safe calls.
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) {
+    const std::string entry = *e;
+    const std::string name = entry.substr(0, entry.find('='));
+    if (!spec.env.contains(name)) env_strings.push_back(entry);
+  }
+  for (const auto& [k, v] : spec.env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp, argv;
+  for (std::string& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = spec.argv;
+  for (std::string& s : args) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  const char* workdir = spec.workdir.empty() ? nullptr : spec.workdir.c_str();
+
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(log);
+    return Internal(std::string("fork: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    setsid();  // its own process group: signals reach all it starts
+    dup2(log, STDOUT_FILENO);
+    dup2(log, STDERR_FILENO);
+    const int null = open("/dev/null", O_RDONLY);
+    if (null >= 0) dup2(null, STDIN_FILENO);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (workdir && chdir(workdir) != 0) _exit(126);
+    execvpe(argv[0], argv.data(), envp.data());
+    const char msg[] = "tessera: cannot execute the task's command\n";
+    (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
+    _exit(127);
+  }
+  close(log);
+  procs_[spec.key] = {pid, -1};
+  return Status::Ok();
+}
+
+pid_t Runner::Pid(const std::string& key) const {
+  auto it = procs_.find(key);
+  return it == procs_.end() ? 0 : it->second.pid;
+}
+
+std::vector<std::string> Runner::Keys() const {
+  std::vector<std::string> out;
+  for (const auto& [k, p] : procs_) out.push_back(k);
+  return out;
+}
+
+void Runner::Stop(const std::string& key, int64_t now_ms, int64_t grace_ms) {
+  auto it = procs_.find(key);
+  if (it == procs_.end() || it->second.kill_at_ms >= 0) return;
+  kill(-it->second.pid, SIGTERM);
+  it->second.kill_at_ms = now_ms + grace_ms;
+}
+
+std::vector<Exit> Runner::Poll(int64_t now_ms) {
+  std::vector<Exit> out;
+  for (auto it = procs_.begin(); it != procs_.end();) {
+    Proc& p = it->second;
+    int status = 0;
+    const pid_t r = waitpid(p.pid, &status, WNOHANG);
+    if (r == p.pid) {
+      Exit e;
+      e.key = it->first;
+      e.stopped = p.kill_at_ms >= 0;
+      if (WIFEXITED(status)) e.exit_code = WEXITSTATUS(status);
+      if (WIFSIGNALED(status)) e.signal = WTERMSIG(status);
+      // Whatever the task left behind in its group goes with it.
+      kill(-p.pid, SIGKILL);
+      out.push_back(std::move(e));
+      it = procs_.erase(it);
+      continue;
+    }
+    if (p.kill_at_ms >= 0 && now_ms >= p.kill_at_ms) kill(-p.pid, SIGKILL);
+    ++it;
+  }
+  return out;
+}
+
+}  // namespace tessera::agent

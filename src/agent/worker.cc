@@ -1,0 +1,170 @@
+#include "agent/worker.h"
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+namespace tessera::agent {
+
+using nlohmann::json;
+
+void Worker::StartPod(PodState& p, int64_t now_ms) {
+  auto spec =
+      SpecFor(p.assignment, gpus_, options_.node, options_.root, options_.container_runtime);
+  if (spec.ok()) {
+    p.log_path = spec->log_path;
+    if (Status s = runner_.Start(*spec); s.ok()) {
+      p.state = {{"phase", "Running"}, {"restarts", p.restarts}};
+      return;
+    } else {
+      p.state = {{"phase", "Failed"}, {"restarts", p.restarts}, {"message", s.message()}};
+    }
+  } else {
+    p.state = {{"phase", "Failed"}, {"restarts", p.restarts}, {"message", spec.status().message()}};
+  }
+  p.finished = true;
+  (void)now_ms;
+}
+
+Status Worker::Report(PodState& p) {
+  if (p.state == p.reported) return Status::Ok();
+  const Assignment& a = p.assignment;
+  const std::string path = "/api/v1/namespaces/" + a.ns + "/jobs/" + a.job;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    auto got = api_.Call("GET", path, "", "");
+    if (!got.ok()) return got.status();
+    if (got->status == 404) {
+      p.reported = p.state;  // the job is gone; nothing to report to
+      return Status::Ok();
+    }
+    if (got->status != 200) return Internal("GET " + path + ": " + got->body);
+    json job = json::parse(got->body, nullptr, false);
+    if (!job.is_object()) return Internal("GET " + path + ": not a JSON object");
+    json& status = job["status"];
+    json& pods = status["pods"];
+    if (status.value("phase", "") != "Admitted" || !pods.is_array() ||
+        p.assignment.pod_index >= pods.size() || !pods[a.pod_index].is_object() ||
+        pods[a.pod_index].value("node", "") != options_.node) {
+      p.reported = p.state;  // no longer ours to report on
+      return Status::Ok();
+    }
+    pods[a.pod_index]["state"] = p.state;
+    // The Job's outcome: failed as soon as a pod failed for good, succeeded when all did.
+    const std::string phase = p.state.value("phase", "");
+    if (phase == "Failed") {
+      status["phase"] = "Failed";
+      status["message"] = "pod " + a.pod + " failed: " +
+                          (p.state.contains("message") ? p.state["message"].get<std::string>()
+                           : p.state.contains("signal")
+                               ? "killed by signal " + std::to_string(p.state["signal"].get<int>())
+                               : "exit code " + std::to_string(p.state.value("exitCode", 0)));
+    } else {
+      bool all = true;
+      for (const json& pod : pods) {
+        if (pod.is_object() &&
+            pod.value("state", json::object()).value("phase", "") != "Succeeded") {
+          all = false;
+        }
+      }
+      if (all) {
+        status["phase"] = "Succeeded";
+        status["message"] = "all pods succeeded";
+      }
+    }
+    auto put = api_.Call("PUT", path, job.dump(), "application/json");
+    if (!put.ok()) return put.status();
+    if (put->status == 200) {
+      p.reported = p.state;
+      return Status::Ok();
+    }
+    if (put->status != 409) return Internal("PUT " + path + ": " + put->body);
+  }
+  return Status::Ok();  // kept changing: next tick tries again
+}
+
+Status Worker::ShipLogs(PodState& p) {
+  if (p.log_path.empty()) return Status::Ok();
+  std::ifstream in(p.log_path, std::ios::binary);
+  if (!in) return Status::Ok();
+  in.seekg(0, std::ios::end);
+  const int64_t size = static_cast<int64_t>(in.tellg());
+  if (size <= p.log_offset) return Status::Ok();
+  const int64_t n = std::min<int64_t>(size - p.log_offset, 1 << 20);
+  in.seekg(p.log_offset);
+  std::string data(static_cast<size_t>(n), '\0');
+  in.read(data.data(), n);
+  const Assignment& a = p.assignment;
+  auto r = api_.Call("POST", "/api/v1/namespaces/" + a.ns + "/jobs/" + a.job + "/logs?pod=" + a.pod,
+                     data, "text/plain");
+  if (!r.ok()) return r.status();
+  if (r->status == 200 || r->status == 404) p.log_offset += n;
+  return Status::Ok();
+}
+
+Status Worker::Tick(int64_t now_ms) {
+  auto jobs = api_.Call("GET", "/api/v1/jobs", "", "");
+  Status result = Status::Ok();
+  std::set<std::string> wanted;
+  if (!jobs.ok()) {
+    result = jobs.status();
+  } else if (jobs->status != 200) {
+    result = Internal("GET /api/v1/jobs: " + jobs->body);
+  } else {
+    const json list = json::parse(jobs->body, nullptr, false);
+    for (Assignment& a : AssignedTo(list.value("items", json::array()), options_.node)) {
+      wanted.insert(a.key);
+      auto [it, fresh] = pods_.try_emplace(a.key);
+      PodState& p = it->second;
+      if (fresh) {
+        p.assignment = std::move(a);
+      } else {
+        p.assignment.pod_index = a.pod_index;
+      }
+      if (!p.finished && !runner_.Running(p.assignment.key)) StartPod(p, now_ms);
+    }
+    // What the server no longer binds here stops (deleted, preempted, moved, failed elsewhere).
+    for (const std::string& key : runner_.Keys()) {
+      if (!wanted.contains(key)) runner_.Stop(key, now_ms, options_.stop_grace_ms);
+    }
+  }
+  for (const Exit& e : runner_.Poll(now_ms)) {
+    auto it = pods_.find(e.key);
+    if (it == pods_.end() || e.stopped) continue;
+    PodState& p = it->second;
+    const std::string& policy = p.assignment.restart_policy;
+    const bool failed = e.exit_code != 0 || e.signal != 0;
+    if (policy == "Always" ||
+        (policy == "OnFailure" && failed && p.restarts < p.assignment.max_retries)) {
+      ++p.restarts;
+      StartPod(p, now_ms);
+      continue;
+    }
+    p.finished = true;
+    p.state = {{"phase", failed ? "Failed" : "Succeeded"}, {"restarts", p.restarts}};
+    if (e.signal != 0) {
+      p.state["signal"] = e.signal;
+    } else {
+      p.state["exitCode"] = e.exit_code;
+    }
+  }
+  for (auto it = pods_.begin(); it != pods_.end();) {
+    PodState& p = it->second;
+    if (Status s = ShipLogs(p); !s.ok() && result.ok()) result = s;
+    if (wanted.contains(it->first)) {
+      if (Status s = Report(p); !s.ok() && result.ok()) result = s;
+    }
+    // Forget pods that are neither bound here nor running any more, once their output is out.
+    std::error_code ec;
+    const bool shipped =
+        p.log_path.empty() ||
+        static_cast<int64_t>(std::filesystem::file_size(p.log_path, ec)) <= p.log_offset || ec;
+    if (jobs.ok() && !wanted.contains(it->first) && !runner_.Running(it->first) && shipped) {
+      it = pods_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return result;
+}
+
+}  // namespace tessera::agent

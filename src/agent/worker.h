@@ -1,0 +1,71 @@
+// The agent's work loop, one Tick at a time: runs the pods the scheduler bound to this node,
+// stops those it no longer should run (deleted, preempted, moved), applies restart policies,
+// reports each pod's state and the Job's outcome into the Job's status, and ships the pods'
+// output to the server's log store. I/O with the server goes through ApiClient.
+#ifndef TESSERA_AGENT_WORKER_H_
+#define TESSERA_AGENT_WORKER_H_
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "agent/assignments.h"
+#include "agent/gpu_info.h"
+#include "agent/runner.h"
+#include "core/status.h"
+
+namespace tessera::agent {
+
+class ApiClient {
+ public:
+  virtual ~ApiClient() = default;
+  struct Reply {
+    int status = 0;
+    std::string body;
+  };
+  virtual Result<Reply> Call(const std::string& method, const std::string& target,
+                             const std::string& body, const std::string& content_type) = 0;
+};
+
+struct WorkerOptions {
+  std::string node;
+  std::string root;  // working directories and logs
+  std::string container_runtime;
+  int64_t stop_grace_ms = 10'000;
+};
+
+class Worker {
+ public:
+  Worker(ApiClient& api, const NodeGpus& gpus, WorkerOptions options)
+      : api_(api), gpus_(gpus), options_(std::move(options)) {}
+
+  // One round at wall time `now_ms`; errors talking to the server are returned after the
+  // round did what it could.
+  Status Tick(int64_t now_ms);
+
+  const Runner& runner() const { return runner_; }
+
+ private:
+  struct PodState {
+    Assignment assignment;
+    nlohmann::json state;     // {phase, exitCode?, signal?, restarts, message?}
+    nlohmann::json reported;  // the last state the server accepted
+    int restarts = 0;
+    bool finished = false;
+    int64_t log_offset = 0;
+    std::string log_path;
+  };
+  void StartPod(PodState& p, int64_t now_ms);
+  Status Report(PodState& p);
+  Status ShipLogs(PodState& p);
+
+  ApiClient& api_;
+  const NodeGpus& gpus_;
+  WorkerOptions options_;
+  Runner runner_;
+  std::map<std::string, PodState> pods_;
+};
+
+}  // namespace tessera::agent
+
+#endif  // TESSERA_AGENT_WORKER_H_
