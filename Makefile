@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build run test bench format clean
+.PHONY: all deps configure build run demo test bench format clean
 
 all: build
 
@@ -18,7 +18,12 @@ configure: deps $(BUILD_DIR)/build.ninja
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
+# A dev cluster on this machine (server + agent; Ctrl-C stops it). `make demo` places the seed
+# examples on a simulated cluster and exits.
 run: build
+	./$(BUILD_DIR)/tessera dev
+
+demo: build
 	./$(BUILD_DIR)/tessera demo
 
 test: build

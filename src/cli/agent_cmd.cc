@@ -124,8 +124,8 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentOptions& o) {
   return cmd;
 }
 
-int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
-  agent::NodeIdentity id;
+int PrepareAgent(const AgentOptions& o, AgentSetup* setup, std::ostream& err) {
+  agent::NodeIdentity& id = setup->id;
   id.name = o.name;
   if (id.name.empty()) {
     char host[256] = {};
@@ -143,7 +143,6 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
   id.taints = *taints;
   agent::MachineCapacity(o.reserved_cpu_milli, o.reserved_memory_mib, &id);
 
-  std::unique_ptr<agent::Nvml> nvml;
   Result<agent::NodeGpus> gpus = agent::NodeGpus{};
   if (!o.fake_gpus.empty()) {
     gpus = agent::FakeGpus(o.fake_gpus, id.name);
@@ -153,15 +152,25 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
       err << "error: " << loaded.status().message() << "\n";
       return 1;
     }
-    nvml = std::move(loaded).value();
-    gpus = nvml->Discover();
+    setup->nvml = std::move(loaded).value();
+    gpus = setup->nvml->Discover();
   }
   if (!gpus.ok()) {
     err << "error: " << gpus.status().message() << "\n";
     return gpus.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
   }
-  const json node = agent::NodeObject(id, *gpus, server::FormatTime(NowMs()));
+  setup->gpus = std::move(gpus).value();
+  setup->node = agent::NodeObject(id, setup->gpus, server::FormatTime(NowMs()));
+  return 0;
+}
+
+int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
+  AgentSetup setup;
+  if (int code = PrepareAgent(o, &setup, err); code != 0) return code;
+  const json& node = setup.node;
   if (o.discover) {
+    const std::unique_ptr<agent::Nvml>& nvml = setup.nvml;
+    const agent::NodeGpus* gpus = &setup.gpus;
     json report = {{"inventory", InventoryJson(*gpus)}, {"node", node}};
     if (nvml) {
       auto sample = nvml->Sample();
@@ -181,6 +190,21 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
   sigaddset(&stop, SIGINT);
   sigaddset(&stop, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  return AgentLoop(
+      o, *ep, setup,
+      [&](int ms) {
+        timespec tick{ms / 1000, (ms % 1000) * 1'000'000L};
+        return sigtimedwait(&stop, nullptr, &tick) > 0;
+      },
+      out, err);
+}
+
+int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup,
+              const std::function<bool(int)>& wait, std::ostream& out, std::ostream& err) {
+  const Endpoint* ep = &endpoint;
+  const agent::NodeIdentity& id = setup.id;
+  const agent::NodeGpus* gpus = &setup.gpus;
+  const json& node = setup.node;
   out << "node " << id.name << ": " << gpus->gpus.size() << " GPUs (" << gpus->source << ")"
       << std::endl;
   // Each beat reads the node and writes it back with a fresh status, based on the version read:
@@ -202,8 +226,7 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
       if (registered) {
         if (Status s = worker.Tick(NowMs()); !s.ok()) err << "warning: " << s.message() << "\n";
       }
-      timespec tick{1, 0};
-      if (sigtimedwait(&stop, nullptr, &tick) > 0) break;
+      if (wait(1000)) break;
       continue;
     }
     next_beat = NowMs() + int64_t{o.heartbeat_seconds} * 1000;

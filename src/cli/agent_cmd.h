@@ -8,6 +8,14 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "agent/gpu_info.h"
+#include "agent/node_object.h"
+#include "agent/nvml.h"
+#include "cli/client.h"
 
 namespace tessera::cli {
 
@@ -31,6 +39,19 @@ struct AgentOptions {
 
 CLI::App* AddAgentCommand(CLI::App& app, AgentOptions& opts);
 int RunAgent(const AgentOptions& opts, std::ostream& out, std::ostream& err);
+
+// What an agent found before it joins: its identity, its GPUs (and NVML when real), its Node.
+struct AgentSetup {
+  agent::NodeIdentity id;
+  std::unique_ptr<agent::Nvml> nvml;
+  agent::NodeGpus gpus;
+  nlohmann::json node;
+};
+// Discovers the GPUs and builds the Node; returns an exit code (0: ready).
+int PrepareAgent(const AgentOptions& opts, AgentSetup* setup, std::ostream& err);
+// Registers, heartbeats and runs work until `wait(ms)` returns true (asked to stop).
+int AgentLoop(const AgentOptions& opts, const Endpoint& ep, AgentSetup& setup,
+              const std::function<bool(int)>& wait, std::ostream& out, std::ostream& err);
 
 }  // namespace tessera::cli
 

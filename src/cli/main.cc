@@ -6,6 +6,7 @@
 
 #include "cli/agent_cmd.h"
 #include "cli/demo.h"
+#include "cli/dev_cmd.h"
 #include "cli/resource_cmds.h"
 #include "cli/server_cmd.h"
 #include "cli/sim_cmd.h"
@@ -33,6 +34,9 @@ int main(int argc, char** argv) {
   tessera::cli::AgentOptions agent_opts;
   CLI::App* agent = tessera::cli::AddAgentCommand(app, agent_opts);
 
+  tessera::cli::DevOptions dev_opts;
+  CLI::App* dev = tessera::cli::AddDevCommand(app, dev_opts);
+
   tessera::cli::ResourceOptions resource_opts;
   tessera::cli::AddResourceCommands(app, resource_opts);
 
@@ -42,6 +46,7 @@ int main(int argc, char** argv) {
   if (sim->parsed()) return tessera::cli::RunSim(sim_opts, std::cout, std::cerr);
   if (server->parsed()) return tessera::cli::RunServer(server_opts, std::cout, std::cerr);
   if (agent->parsed()) return tessera::cli::RunAgent(agent_opts, std::cout, std::cerr);
+  if (dev->parsed()) return tessera::cli::RunDev(dev_opts, std::cout, std::cerr);
   if (int code = tessera::cli::RunResourceCommand(resource_opts, std::cin, std::cout, std::cerr);
       code >= 0) {
     return code;

@@ -1,0 +1,156 @@
+#include "cli/dev_cmd.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "cli/agent_cmd.h"
+#include "server/api_server.h"
+#include "server/http_server.h"
+#include "server/scheduling_loop.h"
+
+namespace tessera::cli {
+
+using nlohmann::json;
+
+CLI::App* AddDevCommand(CLI::App& app, DevOptions& o) {
+  CLI::App* cmd = app.add_subcommand(
+      "dev", "Server and node agent in one process on this machine (state in ./.tessera)");
+  cmd->add_option("--data-dir", o.data_dir, "Where the state, logs and work go")
+      ->capture_default_str();
+  cmd->add_option("--listen", o.listen, "Loopback HOST:PORT (port 0: any free one)")
+      ->capture_default_str();
+  cmd->add_option("--fake-gpus", o.fake_gpus,
+                  "Simulated GPUs, e.g. 8xH100-80GB (default: NVML's, else 8xH100-80GB)");
+  cmd->add_option("--policy", o.policy, "Placement policy")->capture_default_str();
+  cmd->add_flag("!--no-config", o.write_config, "Do not write ~/.tessera/config");
+  return cmd;
+}
+
+int RunDev(const DevOptions& o, std::ostream& out, std::ostream& err) {
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+
+  const size_t colon = o.listen.rfind(':');
+  server::HttpServerOptions http;
+  http.host = colon == std::string::npos ? "" : o.listen.substr(0, colon);
+  http.port = static_cast<uint16_t>(std::atoi(o.listen.substr(colon + 1).c_str()));
+  if (http.host != "127.0.0.1" && http.host != "localhost" && http.host != "::1") {
+    err << "error: --listen: tessera dev serves loopback only (use tessera server elsewhere)\n";
+    return 2;
+  }
+  if (http.host == "localhost") http.host = "127.0.0.1";
+  auto api = server::ApiServer::Open(o.data_dir + "/server");
+  if (!api.ok()) {
+    err << "error: " << api.status().message() << "\n";
+    return 1;
+  }
+  std::string admin;
+  std::getline(std::ifstream(o.data_dir + "/server/admin.token"), admin);
+  auto loop = server::SchedulingLoop::Create(**api, {o.policy});
+  if (!loop.ok()) {
+    err << "error: --policy: " << loop.status().message() << "\n";
+    return 2;
+  }
+  server::ApiServer* handler = api->get();
+  auto srv = server::HttpServer::Start(
+      http, [handler](const server::HttpRequest& r) { return handler->Handle(r); });
+  if (!srv.ok()) {
+    err << "error: " << srv.status().message() << "\n";
+    return 1;
+  }
+  (*loop)->Start();
+  const std::string addr = http.host + ":" + std::to_string((*srv)->port());
+
+  // The agent: this machine's GPUs, or simulated ones.
+  AgentOptions ao;
+  ao.name = "dev";
+  ao.work_dir = o.data_dir + "/agent";
+  ao.heartbeat_seconds = 5;
+  ao.labels = "tessera.io/dev=true";
+  ao.fake_gpus = o.fake_gpus;
+  AgentSetup setup;
+  std::ostringstream agent_err;
+  if (ao.fake_gpus.empty() && PrepareAgent(ao, &setup, agent_err) != 0) {
+    out << "no GPU found through NVML (" << agent_err.str().substr(0, agent_err.str().size() - 1)
+        << "): simulating 8xH100-80GB; the node is labelled tessera.io/simulated=true\n";
+    ao.fake_gpus = "8xH100-80GB";
+  }
+  if (!ao.fake_gpus.empty()) {
+    setup = AgentSetup();
+    if (int code = PrepareAgent(ao, &setup, err); code != 0) return code;
+  }
+  server::HttpRequest token_req;
+  token_req.method = "POST";
+  token_req.path = "/api/v1/tokens";
+  token_req.authorization = "Bearer " + admin;
+  token_req.body = R"({"role": "agent"})";
+  const server::HttpResponse token = handler->Handle(token_req);
+  if (token.status != 201) {
+    err << "error: cannot make the agent's token: " << token.body << "\n";
+    return 1;
+  }
+  Endpoint ep;
+  ep.host = http.host;
+  ep.port = std::to_string((*srv)->port());
+  ep.token = json::parse(token.body)["token"];
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stopping = false;
+  std::thread agent([&] {
+    AgentLoop(
+        ao, ep, setup,
+        [&](int ms) {
+          std::unique_lock<std::mutex> lock(mu);
+          return cv.wait_for(lock, std::chrono::milliseconds(ms), [&] { return stopping; });
+        },
+        out, err);
+  });
+
+  if (o.write_config) {
+    const char* home = std::getenv("HOME");
+    const std::string dir = std::string(home ? home : ".") + "/.tessera";
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    const std::string path = dir + "/config";
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const std::string text = "server: " + addr + "\ntoken: " + admin + "\n";
+    if (fd < 0 || ::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+      err << "warning: cannot write " << path << "\n";
+    } else {
+      out << "wrote " << path << " (server and admin token for the tessera commands)\n";
+    }
+    if (fd >= 0) ::close(fd);
+  }
+  out << "listening on " << addr << "\n"
+      << "state in " << o.data_dir << "; try:\n"
+      << "  tessera apply -f tests/data/seeds/01-pod-gpu-training.yaml\n"
+      << "  tessera get jobs -A\n"
+      << "  tessera top gpus\n"
+      << std::flush;
+  int sig = 0;
+  sigwait(&stop, &sig);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    stopping = true;
+  }
+  cv.notify_all();
+  agent.join();
+  (*srv)->Stop();
+  (*loop)->Stop();
+  out << "stopped" << std::endl;
+  return 0;
+}
+
+}  // namespace tessera::cli

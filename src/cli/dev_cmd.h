@@ -1,0 +1,27 @@
+// `tessera dev`: the control plane and a node agent in one process, on this machine, with state
+// in ./.tessera/: real GPUs when NVML finds them, else simulated ones, clearly labelled. It
+// writes ~/.tessera/config so that the client commands work with no flags.
+#ifndef TESSERA_CLI_DEV_CMD_H_
+#define TESSERA_CLI_DEV_CMD_H_
+
+#include <ostream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace tessera::cli {
+
+struct DevOptions {
+  std::string data_dir = ".tessera";
+  std::string listen = "127.0.0.1:8443";
+  std::string fake_gpus;  // empty: NVML, falling back to 8xH100-80GB
+  std::string policy = "bestfit";
+  bool write_config = true;
+};
+
+CLI::App* AddDevCommand(CLI::App& app, DevOptions& opts);
+int RunDev(const DevOptions& opts, std::ostream& out, std::ostream& err);
+
+}  // namespace tessera::cli
+
+#endif  // TESSERA_CLI_DEV_CMD_H_
