@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 extern char** environ;
 
@@ -17,7 +19,60 @@ Runner::~Runner() {
   for (auto& [key, p] : procs_) {
     kill(-p.pid, SIGKILL);
     waitpid(p.pid, nullptr, 0);
+    std::error_code ec;
+    std::filesystem::remove(PidFile(key), ec);
   }
+}
+
+namespace {
+
+// A process's start time in clock ticks since boot (/proc/<pid>/stat, field 22); 0 if unknown.
+// With the pid it names one process, whatever pids are reused later.
+unsigned long long StartTime(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(in, stat);
+  const size_t close = stat.rfind(')');  // the command may contain spaces and parentheses
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(stat.substr(close + 2));
+  std::string field;
+  for (int i = 3; i < 22 && rest >> field; ++i) {
+  }
+  unsigned long long start = 0;
+  rest >> start;
+  return start;
+}
+
+}  // namespace
+
+std::string Runner::PidFile(const std::string& key) const {
+  std::string name = key;
+  for (char& c : name) c = c == '/' ? '_' : c;
+  return state_dir_ + "/" + name + ".pid";
+}
+
+std::vector<std::string> Runner::KillLeftovers() {
+  std::vector<std::string> out;
+  if (state_dir_.empty()) return out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(state_dir_, ec)) {
+    if (e.path().extension() != ".pid") continue;
+    std::ifstream in(e.path());
+    pid_t pgid = 0;
+    unsigned long long started = 0;
+    std::string key;
+    in >> pgid >> started;
+    std::getline(in >> std::ws, key);
+    // Only the very process that was started (same pid and start time) is ours to kill, with
+    // its group: a reused pid names somebody else.
+    if (pgid > 1 && started != 0 && StartTime(pgid) == started) {
+      if (getpgid(pgid) == pgid) kill(-pgid, SIGKILL);
+      kill(pgid, SIGKILL);
+      out.push_back(key);
+    }
+    std::filesystem::remove(e.path(), ec);
+  }
+  return out;
 }
 
 Status Runner::Start(const ProcessSpec& spec) {
@@ -67,6 +122,10 @@ Status Runner::Start(const ProcessSpec& spec) {
   }
   close(log);
   procs_[spec.key] = {pid, -1};
+  if (!state_dir_.empty()) {
+    std::filesystem::create_directories(state_dir_, ec);
+    std::ofstream(PidFile(spec.key)) << pid << " " << StartTime(pid) << "\n" << spec.key << "\n";
+  }
   return Status::Ok();
 }
 
@@ -102,6 +161,8 @@ std::vector<Exit> Runner::Poll(int64_t now_ms) {
       if (WIFSIGNALED(status)) e.signal = WTERMSIG(status);
       // Whatever the task left behind in its group goes with it.
       kill(-p.pid, SIGKILL);
+      std::error_code ec;
+      if (!state_dir_.empty()) std::filesystem::remove(PidFile(it->first), ec);
       out.push_back(std::move(e));
       it = procs_.erase(it);
       continue;

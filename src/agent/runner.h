@@ -32,7 +32,16 @@ struct Exit {
 
 class Runner {
  public:
+  // `state_dir` keeps a pid file per running process, so that a restarted agent can stop what
+  // an earlier one left running (see KillLeftovers); empty: none kept.
+  explicit Runner(std::string state_dir = "") : state_dir_(std::move(state_dir)) {}
   ~Runner();  // kills what still runs
+
+  // Kills the process groups an earlier agent on this state dir left behind (it was killed
+  // itself, or the machine's agent restarted); returns their keys. The scheduler may have moved
+  // their work elsewhere meanwhile: whatever is still bound here starts again, so nothing runs
+  // twice.
+  std::vector<std::string> KillLeftovers();
 
   Status Start(const ProcessSpec& spec);
   bool Running(const std::string& key) const { return procs_.contains(key); }
@@ -50,6 +59,9 @@ class Runner {
     pid_t pid = 0;
     int64_t kill_at_ms = -1;  // -1: not stopping
   };
+  std::string PidFile(const std::string& key) const;
+
+  std::string state_dir_;
   std::map<std::string, Proc> procs_;
 };
 

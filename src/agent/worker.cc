@@ -8,6 +8,11 @@ namespace tessera::agent {
 
 using nlohmann::json;
 
+Worker::Worker(ApiClient& api, const NodeGpus& gpus, WorkerOptions options)
+    : api_(api), gpus_(gpus), options_(std::move(options)), runner_(options_.root + "/run") {
+  runner_.KillLeftovers();
+}
+
 void Worker::StartPod(PodState& p, int64_t now_ms) {
   auto spec =
       SpecFor(p.assignment, gpus_, options_.node, options_.root, options_.container_runtime);

@@ -36,8 +36,8 @@ struct WorkerOptions {
 
 class Worker {
  public:
-  Worker(ApiClient& api, const NodeGpus& gpus, WorkerOptions options)
-      : api_(api), gpus_(gpus), options_(std::move(options)) {}
+  // Stops what an earlier agent on the same root left running (see Runner::KillLeftovers).
+  Worker(ApiClient& api, const NodeGpus& gpus, WorkerOptions options);
 
   // One round at wall time `now_ms`; errors talking to the server are returned after the
   // round did what it could.

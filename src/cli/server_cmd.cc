@@ -23,6 +23,9 @@ CLI::App* AddServerCommand(CLI::App& app, ServerOptions& opts) {
       ->capture_default_str();
   cmd->add_option("--policy", opts.policy, "Placement policy of the scheduling loop")
       ->capture_default_str();
+  cmd->add_option("--node-grace-seconds", opts.node_grace_seconds,
+                  "Seconds without a heartbeat before a node is NotReady and its work moves")
+      ->capture_default_str();
   return cmd;
 }
 
@@ -70,7 +73,10 @@ int RunServer(const ServerOptions& opts, std::ostream& out, std::ostream& err) {
     err << "error: " << api.status().message() << "\n";
     return 1;
   }
-  auto loop = server::SchedulingLoop::Create(**api, {opts.policy});
+  server::SchedulingLoopOptions loop_options;
+  loop_options.policy = opts.policy;
+  loop_options.node_grace_ms = int64_t{opts.node_grace_seconds} * 1000;
+  auto loop = server::SchedulingLoop::Create(**api, loop_options);
   if (!loop.ok()) {
     err << "error: --policy: " << loop.status().message() << "\n";
     return 2;

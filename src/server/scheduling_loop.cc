@@ -273,9 +273,20 @@ Result<CycleSummary> SchedulingLoop::RunOnce(int64_t now_ms) {
       sharing.push_back(std::move(c).value());
   }
   core::ClusterState state;
+  // A node whose agent missed its heartbeats for longer than the grace period is NotReady: it
+  // takes no work, and what was bound to it is scheduled again (gangs whole).
+  std::map<std::string, std::string> not_ready;  // node -> why
   for (const Stored& s : ListKind(store, "Node", &problems)) {
     auto node = api::DecodeNode(s.obj);
     if (!node.ok()) continue;
+    const std::string beat = s.obj.value("status", json::object()).value("heartbeat", "");
+    if (!beat.empty() && options_.node_grace_ms > 0) {
+      const int64_t at = ParseTime(beat);
+      if (at < 0 || now_ms - at > options_.node_grace_ms) {
+        not_ready[node->name] = "node " + node->name + " is NotReady: no heartbeat since " + beat;
+        continue;
+      }
+    }
     ApplySharing(sharing, &*node, &problems);
     if (auto id = state.AddNode(std::move(node).value()); !id.ok()) {
       problems.push_back(id.status().message());
@@ -384,8 +395,13 @@ Result<CycleSummary> SchedulingLoop::RunOnce(int64_t now_ms) {
       for (const std::optional<core::Placement>& p : a.placements) {
         if (p) (void)state.Release(*p);
       }
-      event(s.obj, "Warning", "BindingLost",
-            "its node or devices are gone; the job is scheduled again");
+      std::string why = "its node or devices are gone";
+      for (const json& pod : status.value("pods", json::array())) {
+        if (!pod.is_object()) continue;
+        auto nr = not_ready.find(pod.value("node", ""));
+        if (nr != not_ready.end()) why = nr->second;
+      }
+      event(s.obj, "Warning", "BindingLost", why + "; the job is scheduled again");
     }
     pending.push_back(std::move(w));
     pending_obj.push_back(&s);

@@ -34,6 +34,9 @@ namespace tessera::server {
 struct SchedulingLoopOptions {
   std::string policy = "bestfit";
   int period_ms = 1000;  // a cycle at least this often, and after every change
+  // A node whose status.heartbeat is older than this is NotReady (0: never). Nodes without a
+  // heartbeat (declared by hand) are always ready.
+  int64_t node_grace_ms = 40'000;
 };
 
 // What one cycle did.

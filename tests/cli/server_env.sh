@@ -17,7 +17,8 @@ fail() {
 
 # Starts the server (again) on the data dir; sets TESSERA_ADDR and TESSERA_TOKEN.
 start_server() {
-  "$TESSERA" server --data-dir "$WORK/data" --listen 127.0.0.1:0 >"$WORK/server.out" 2>&1 &
+  "$TESSERA" server --data-dir "$WORK/data" --listen 127.0.0.1:0 ${SERVER_ARGS:-} \
+    >"$WORK/server.out" 2>&1 &
   SERVER_PID=$!
   for _ in $(seq 100); do
     if grep -q "listening on" "$WORK/server.out"; then break; fi

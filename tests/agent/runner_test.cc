@@ -1,0 +1,124 @@
+#include "agent/runner.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace tessera::agent {
+namespace {
+
+int64_t Now() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+class RunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/tessera-runner-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::vector<Exit> WaitExits(Runner& r, size_t n, int64_t ms = 5000) {
+    std::vector<Exit> out;
+    const int64_t end = Now() + ms;
+    while (out.size() < n && Now() < end) {
+      for (Exit& e : r.Poll(Now())) out.push_back(std::move(e));
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return out;
+  }
+  std::string Read(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  std::string dir_;
+};
+
+TEST_F(RunnerTest, RunsWithEnvWorkdirAndLogAndReportsExitCodes) {
+  Runner r;
+  ProcessSpec ok{"a",
+                 {"sh", "-c", "echo $FOO in $(pwd); echo err >&2"},
+                 {{"FOO", "bar"}},
+                 dir_ + "/work",
+                 dir_ + "/a.log"};
+  ASSERT_TRUE(r.Start(ok).ok());
+  EXPECT_EQ(r.Start(ok).code(), StatusCode::kAlreadyExists);
+  ASSERT_TRUE(r.Start({"b", {"sh", "-c", "exit 7"}, {}, "", dir_ + "/b.log"}).ok());
+  auto exits = WaitExits(r, 2);
+  ASSERT_EQ(exits.size(), 2u);
+  for (const Exit& e : exits) EXPECT_EQ(e.exit_code, e.key == "a" ? 0 : 7) << e.key;
+  EXPECT_EQ(Read(dir_ + "/a.log"), "bar in " + dir_ + "/work\nerr\n");
+  EXPECT_FALSE(r.Running("a"));
+  ASSERT_TRUE(r.Start({"c", {"/nonexistent/cmd"}, {}, "", dir_ + "/c.log"}).ok());
+  exits = WaitExits(r, 1);
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].exit_code, 127);
+  EXPECT_FALSE(r.Start({"d", {}, {}, "", dir_ + "/d.log"}).ok());
+}
+
+TEST_F(RunnerTest, StopSendsTermThenKillsTheWholeGroup) {
+  Runner r;
+  // Ignores SIGTERM and has a child in its group: both must go.
+  ASSERT_TRUE(
+      r.Start({"t", {"sh", "-c", "trap '' TERM; sleep 311 & wait"}, {}, "", dir_ + "/t.log"}).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const pid_t pid = r.Pid("t");
+  r.Stop("t", Now(), 300);
+  auto exits = WaitExits(r, 1);
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_TRUE(exits[0].stopped);
+  EXPECT_EQ(exits[0].signal, SIGKILL);
+  // No process of the group is left alive (a killed child may linger as a zombie until its
+  // new parent reaps it).
+  auto alive_in_group = [&] {
+    int n = 0;
+    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+      std::ifstream in(e.path() / "stat");
+      std::string stat;
+      if (!std::getline(in, stat)) continue;
+      const size_t close = stat.rfind(')');
+      if (close == std::string::npos) continue;
+      std::istringstream rest(stat.substr(close + 2));
+      char state = 0;
+      long ppid = 0, pgrp = 0;
+      rest >> state >> ppid >> pgrp;
+      n += pgrp == pid && state != 'Z' ? 1 : 0;
+    }
+    return n;
+  };
+  for (int i = 0; i < 100 && alive_in_group() > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(alive_in_group(), 0);
+}
+
+TEST_F(RunnerTest, ARestartedRunnerKillsWhatTheLastOneLeft) {
+  pid_t pid = 0;
+  {
+    auto* leaked = new Runner(dir_ + "/run");  // "killed": never destroyed, never reaps
+    ASSERT_TRUE(leaked->Start({"ns/job/p-0", {"sleep", "313"}, {}, "", dir_ + "/p.log"}).ok());
+    pid = leaked->Pid("ns/job/p-0");
+  }
+  ASSERT_EQ(kill(pid, 0), 0);
+  Runner again(dir_ + "/run");
+  EXPECT_EQ(again.KillLeftovers(), std::vector<std::string>{"ns/job/p-0"});
+  // The killed group is a zombie of this test process until reaped.
+  int status = 0;
+  EXPECT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFSIGNALED(status));
+  EXPECT_TRUE(again.KillLeftovers().empty());
+}
+
+}  // namespace
+}  // namespace tessera::agent
