@@ -12,6 +12,7 @@
 #include "agent/nvml.h"
 #include "agent/worker.h"
 #include "cli/client.h"
+#include "cli/server_cmd.h"
 #include "server/api_server.h"
 
 namespace tessera::cli {
@@ -185,11 +186,7 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
     err << "error: " << ep.status().message() << "\n";
     return 2;
   }
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  sigset_t stop = BlockStopSignals();
   return AgentLoop(
       o, *ep, setup,
       [&](int ms) {

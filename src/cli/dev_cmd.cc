@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "cli/agent_cmd.h"
+#include "cli/server_cmd.h"
 #include "server/api_server.h"
 #include "server/http_server.h"
 #include "server/scheduling_loop.h"
@@ -36,11 +37,7 @@ CLI::App* AddDevCommand(CLI::App& app, DevOptions& o) {
 }
 
 int RunDev(const DevOptions& o, std::ostream& out, std::ostream& err) {
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  sigset_t stop = BlockStopSignals();
 
   const size_t colon = o.listen.rfind(':');
   server::HttpServerOptions http;
@@ -51,27 +48,17 @@ int RunDev(const DevOptions& o, std::ostream& out, std::ostream& err) {
     return 2;
   }
   if (http.host == "localhost") http.host = "127.0.0.1";
-  auto api = server::ApiServer::Open(o.data_dir + "/server");
-  if (!api.ok()) {
-    err << "error: " << api.status().message() << "\n";
-    return 1;
+  server::SchedulingLoopOptions loop_options;
+  loop_options.policy = o.policy;
+  ControlPlane cp;
+  if (int code = StartControlPlane(o.data_dir + "/server", http, loop_options, &cp, err);
+      code != 0) {
+    return code;
   }
   std::string admin;
   std::getline(std::ifstream(o.data_dir + "/server/admin.token"), admin);
-  auto loop = server::SchedulingLoop::Create(**api, {o.policy});
-  if (!loop.ok()) {
-    err << "error: --policy: " << loop.status().message() << "\n";
-    return 2;
-  }
-  server::ApiServer* handler = api->get();
-  auto srv = server::HttpServer::Start(
-      http, [handler](const server::HttpRequest& r) { return handler->Handle(r); });
-  if (!srv.ok()) {
-    err << "error: " << srv.status().message() << "\n";
-    return 1;
-  }
-  (*loop)->Start();
-  const std::string addr = http.host + ":" + std::to_string((*srv)->port());
+  server::ApiServer* handler = cp.api.get();
+  const std::string addr = http.host + ":" + std::to_string(cp.http->port());
 
   // The agent: this machine's GPUs, or simulated ones.
   AgentOptions ao;
@@ -103,7 +90,7 @@ int RunDev(const DevOptions& o, std::ostream& out, std::ostream& err) {
   }
   Endpoint ep;
   ep.host = http.host;
-  ep.port = std::to_string((*srv)->port());
+  ep.port = std::to_string(cp.http->port());
   ep.token = json::parse(token.body)["token"];
   std::mutex mu;
   std::condition_variable cv;
@@ -147,8 +134,7 @@ int RunDev(const DevOptions& o, std::ostream& out, std::ostream& err) {
   }
   cv.notify_all();
   agent.join();
-  (*srv)->Stop();
-  (*loop)->Stop();
+  cp.Stop();
   out << "stopped" << std::endl;
   return 0;
 }

@@ -62,41 +62,62 @@ int RunServer(const ServerOptions& opts, std::ostream& out, std::ostream& err) {
     return 2;
   }
   // Block the stop signals before any thread starts, then wait for one of them.
+  sigset_t stop = BlockStopSignals();
+  server::SchedulingLoopOptions loop_options;
+  loop_options.policy = opts.policy;
+  loop_options.node_grace_ms = int64_t{opts.node_grace_seconds} * 1000;
+  ControlPlane cp;
+  if (int code = StartControlPlane(opts.data_dir, http, loop_options, &cp, err); code != 0) {
+    return code;
+  }
+  out << "listening on " << (tls ? "https://" : "") << http.host << ":" << cp.http->port()
+      << std::endl;
+  out << "admin token: " << opts.data_dir << "/admin.token" << std::endl;
+  int sig = 0;
+  sigwait(&stop, &sig);
+  cp.Stop();
+  out << "stopped" << std::endl;
+  return 0;
+}
+
+sigset_t BlockStopSignals() {
   sigset_t stop;
   sigemptyset(&stop);
   sigaddset(&stop, SIGINT);
   sigaddset(&stop, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  return stop;
+}
 
-  auto api = server::ApiServer::Open(opts.data_dir);
+void ControlPlane::Stop() {
+  if (http) http->Stop();
+  if (loop) loop->Stop();
+}
+
+int StartControlPlane(const std::string& data_dir, const server::HttpServerOptions& http,
+                      const server::SchedulingLoopOptions& loop_options, ControlPlane* cp,
+                      std::ostream& err) {
+  auto api = server::ApiServer::Open(data_dir);
   if (!api.ok()) {
     err << "error: " << api.status().message() << "\n";
     return 1;
   }
-  server::SchedulingLoopOptions loop_options;
-  loop_options.policy = opts.policy;
-  loop_options.node_grace_ms = int64_t{opts.node_grace_seconds} * 1000;
-  auto loop = server::SchedulingLoop::Create(**api, loop_options);
+  cp->api = std::move(api).value();
+  auto loop = server::SchedulingLoop::Create(*cp->api, loop_options);
   if (!loop.ok()) {
     err << "error: --policy: " << loop.status().message() << "\n";
     return 2;
   }
-  server::ApiServer* handler = api->get();
+  cp->loop = std::move(loop).value();
+  server::ApiServer* handler = cp->api.get();
   auto srv = server::HttpServer::Start(
       http, [handler](const server::HttpRequest& r) { return handler->Handle(r); });
   if (!srv.ok()) {
     err << "error: " << srv.status().message() << "\n";
     return 1;
   }
-  (*loop)->Start();
-  out << "listening on " << (tls ? "https://" : "") << http.host << ":" << (*srv)->port()
-      << std::endl;
-  out << "admin token: " << opts.data_dir << "/admin.token" << std::endl;
-  int sig = 0;
-  sigwait(&stop, &sig);
-  (*srv)->Stop();
-  (*loop)->Stop();
-  out << "stopped" << std::endl;
+  cp->http = std::move(srv).value();
+  cp->loop->Start();
   return 0;
 }
 

@@ -6,6 +6,12 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <csignal>
+#include <memory>
+
+#include "server/api_server.h"
+#include "server/http_server.h"
+#include "server/scheduling_loop.h"
 
 namespace tessera::cli {
 
@@ -21,6 +27,22 @@ struct ServerOptions {
 };
 
 CLI::App* AddServerCommand(CLI::App& app, ServerOptions& opts);
+
+// Blocks SIGINT and SIGTERM in this thread (and the threads it starts later) and returns them,
+// for sigwait / sigtimedwait.
+sigset_t BlockStopSignals();
+
+// The API server over `data_dir`, its scheduling loop and its HTTP server, all started.
+struct ControlPlane {
+  std::unique_ptr<server::ApiServer> api;
+  std::unique_ptr<server::SchedulingLoop> loop;
+  std::unique_ptr<server::HttpServer> http;
+  void Stop();
+};
+// Errors are printed to `err`; returns the exit code (0: running).
+int StartControlPlane(const std::string& data_dir, const server::HttpServerOptions& http,
+                      const server::SchedulingLoopOptions& loop, ControlPlane* out,
+                      std::ostream& err);
 
 // Serves until SIGINT or SIGTERM; returns the exit code. Prints "listening on HOST:PORT".
 int RunServer(const ServerOptions& opts, std::ostream& out, std::ostream& err);
