@@ -125,6 +125,8 @@ Result<std::unique_ptr<Nvml>> Nvml::Load(const std::string& path) {
 }
 
 Nvml::~Nvml() {
+  if (events_ && api_->nvmlEventSetFree)
+    api_->nvmlEventSetFree(static_cast<nvmlEventSet_t>(events_));
   if (api_ && api_->nvmlShutdown) api_->nvmlShutdown();
   if (handle_) dlclose(handle_);
 }
@@ -223,6 +225,50 @@ Result<NodeGpus> Nvml::Discover() {
     }
   }
   for (GpuInfo& g : out.gpus) g.mig_capable = g.mig_capable || MigCapableName(g.product);
+  return out;
+}
+
+std::vector<Nvml::Xid> Nvml::PollXids(int timeout_ms) {
+  const Api& api = *api_;
+  std::vector<Xid> out;
+  if (!events_tried_) {
+    events_tried_ = true;
+    nvmlEventSet_t set = nullptr;
+    if (!api.nvmlEventSetCreate || !api.nvmlDeviceRegisterEvents || !api.nvmlEventSetWait_v2 ||
+        api.nvmlEventSetCreate(&set) != NVML_SUCCESS) {
+      return out;
+    }
+    events_ = set;
+    unsigned int count = 0;
+    api.nvmlDeviceGetCount_v2(&count);
+    for (unsigned int i = 0; i < count; ++i) {
+      nvmlDevice_t d = nullptr;
+      if (api.nvmlDeviceGetHandleByIndex_v2(i, &d) == NVML_SUCCESS) {
+        api.nvmlDeviceRegisterEvents(d, nvmlEventTypeXidCriticalError, set);
+      }
+    }
+  }
+  if (!events_) return out;
+  std::vector<nvmlDevice_t> devices;
+  unsigned int count = 0;
+  api.nvmlDeviceGetCount_v2(&count);
+  for (unsigned int i = 0; i < count; ++i) {
+    nvmlDevice_t d = nullptr;
+    api.nvmlDeviceGetHandleByIndex_v2(i, &d);
+    devices.push_back(d);
+  }
+  for (int wait = timeout_ms;; wait = 0) {
+    nvmlEventData_t data{};
+    if (api.nvmlEventSetWait_v2(static_cast<nvmlEventSet_t>(events_), &data,
+                                static_cast<unsigned int>(wait)) != NVML_SUCCESS) {
+      break;
+    }
+    if (data.eventType != nvmlEventTypeXidCriticalError) continue;
+    const auto it = std::find(devices.begin(), devices.end(), data.device);
+    if (it != devices.end()) {
+      out.push_back({static_cast<uint32_t>(it - devices.begin()), data.eventData});
+    }
+  }
   return out;
 }
 

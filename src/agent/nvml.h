@@ -26,12 +26,22 @@ class Nvml {
   // One telemetry sample per GPU.
   Result<std::vector<GpuSample>> Sample();
 
+  struct Xid {
+    uint32_t gpu = 0;  // index
+    uint64_t xid = 0;
+  };
+  // Critical XID errors reported since the last call (waits at most `timeout_ms` for the
+  // first). Empty when the driver has no event support.
+  std::vector<Xid> PollXids(int timeout_ms);
+
   struct Api;  // the resolved entry points
 
  private:
   Nvml() = default;
   void* handle_ = nullptr;
   std::unique_ptr<Api> api_;
+  void* events_ = nullptr;  // nvmlEventSet_t, made on the first PollXids
+  bool events_tried_ = false;
 };
 
 }  // namespace tessera::agent

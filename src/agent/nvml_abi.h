@@ -38,6 +38,19 @@ typedef struct nvmlUtilization_st {
   unsigned int memory;
 } nvmlUtilization_t;
 
+typedef struct nvmlEventSet_st* nvmlEventSet_t;
+
+typedef struct nvmlEventData_st {
+  nvmlDevice_t device;
+  unsigned long long eventType;
+  unsigned long long eventData;  // the XID for nvmlEventTypeXidCriticalError
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+} nvmlEventData_t;
+
+enum : unsigned long long { nvmlEventTypeXidCriticalError = 0x0000000000000008ULL };
+enum : int { NVML_ERROR_TIMEOUT = 10 };
+
 // The process record of the unversioned nvmlDeviceGetComputeRunningProcesses.
 typedef struct nvmlProcessInfo_v1_st {
   unsigned int pid;
@@ -55,31 +68,35 @@ enum : int {
   NVML_NVLINK_MAX_LINKS = 18,
 };
 
-#define TESSERA_NVML_FUNCTIONS(X)                                                      \
-  X(nvmlInit_v2, (void))                                                               \
-  X(nvmlShutdown, (void))                                                              \
-  X(nvmlSystemGetDriverVersion, (char*, unsigned int))                                 \
-  X(nvmlSystemGetNVMLVersion, (char*, unsigned int))                                   \
-  X(nvmlDeviceGetCount_v2, (unsigned int*))                                            \
-  X(nvmlDeviceGetHandleByIndex_v2, (unsigned int, nvmlDevice_t*))                      \
-  X(nvmlDeviceGetUUID, (nvmlDevice_t, char*, unsigned int))                            \
-  X(nvmlDeviceGetName, (nvmlDevice_t, char*, unsigned int))                            \
-  X(nvmlDeviceGetMemoryInfo, (nvmlDevice_t, nvmlMemory_t*))                            \
-  X(nvmlDeviceGetPciInfo_v3, (nvmlDevice_t, nvmlPciInfo_t*))                           \
-  X(nvmlDeviceGetMigMode, (nvmlDevice_t, unsigned int*, unsigned int*))                \
-  X(nvmlDeviceGetMaxMigDeviceCount, (nvmlDevice_t, unsigned int*))                     \
-  X(nvmlDeviceGetMigDeviceHandleByIndex, (nvmlDevice_t, unsigned int, nvmlDevice_t*))  \
-  X(nvmlDeviceGetGpuInstanceId, (nvmlDevice_t, unsigned int*))                         \
-  X(nvmlDeviceGetComputeInstanceId, (nvmlDevice_t, unsigned int*))                     \
-  X(nvmlDeviceGetEccMode, (nvmlDevice_t, int*, int*))                                  \
-  X(nvmlDeviceGetNvLinkState, (nvmlDevice_t, unsigned int, int*))                      \
-  X(nvmlDeviceGetNvLinkRemotePciInfo_v2, (nvmlDevice_t, unsigned int, nvmlPciInfo_t*)) \
-  X(nvmlDeviceGetUtilizationRates, (nvmlDevice_t, nvmlUtilization_t*))                 \
-  X(nvmlDeviceGetTemperature, (nvmlDevice_t, int, unsigned int*))                      \
-  X(nvmlDeviceGetPowerUsage, (nvmlDevice_t, unsigned int*))                            \
-  X(nvmlDeviceGetClockInfo, (nvmlDevice_t, int, unsigned int*))                        \
-  X(nvmlDeviceGetTotalEccErrors, (nvmlDevice_t, int, int, unsigned long long*))        \
-  X(nvmlDeviceGetComputeRunningProcesses, (nvmlDevice_t, unsigned int*, nvmlProcessInfo_v1_t*))
+#define TESSERA_NVML_FUNCTIONS(X)                                                               \
+  X(nvmlInit_v2, (void))                                                                        \
+  X(nvmlShutdown, (void))                                                                       \
+  X(nvmlSystemGetDriverVersion, (char*, unsigned int))                                          \
+  X(nvmlSystemGetNVMLVersion, (char*, unsigned int))                                            \
+  X(nvmlDeviceGetCount_v2, (unsigned int*))                                                     \
+  X(nvmlDeviceGetHandleByIndex_v2, (unsigned int, nvmlDevice_t*))                               \
+  X(nvmlDeviceGetUUID, (nvmlDevice_t, char*, unsigned int))                                     \
+  X(nvmlDeviceGetName, (nvmlDevice_t, char*, unsigned int))                                     \
+  X(nvmlDeviceGetMemoryInfo, (nvmlDevice_t, nvmlMemory_t*))                                     \
+  X(nvmlDeviceGetPciInfo_v3, (nvmlDevice_t, nvmlPciInfo_t*))                                    \
+  X(nvmlDeviceGetMigMode, (nvmlDevice_t, unsigned int*, unsigned int*))                         \
+  X(nvmlDeviceGetMaxMigDeviceCount, (nvmlDevice_t, unsigned int*))                              \
+  X(nvmlDeviceGetMigDeviceHandleByIndex, (nvmlDevice_t, unsigned int, nvmlDevice_t*))           \
+  X(nvmlDeviceGetGpuInstanceId, (nvmlDevice_t, unsigned int*))                                  \
+  X(nvmlDeviceGetComputeInstanceId, (nvmlDevice_t, unsigned int*))                              \
+  X(nvmlDeviceGetEccMode, (nvmlDevice_t, int*, int*))                                           \
+  X(nvmlDeviceGetNvLinkState, (nvmlDevice_t, unsigned int, int*))                               \
+  X(nvmlDeviceGetNvLinkRemotePciInfo_v2, (nvmlDevice_t, unsigned int, nvmlPciInfo_t*))          \
+  X(nvmlDeviceGetUtilizationRates, (nvmlDevice_t, nvmlUtilization_t*))                          \
+  X(nvmlDeviceGetTemperature, (nvmlDevice_t, int, unsigned int*))                               \
+  X(nvmlDeviceGetPowerUsage, (nvmlDevice_t, unsigned int*))                                     \
+  X(nvmlDeviceGetClockInfo, (nvmlDevice_t, int, unsigned int*))                                 \
+  X(nvmlDeviceGetTotalEccErrors, (nvmlDevice_t, int, int, unsigned long long*))                 \
+  X(nvmlDeviceGetComputeRunningProcesses, (nvmlDevice_t, unsigned int*, nvmlProcessInfo_v1_t*)) \
+  X(nvmlEventSetCreate, (nvmlEventSet_t*))                                                      \
+  X(nvmlDeviceRegisterEvents, (nvmlDevice_t, unsigned long long, nvmlEventSet_t))               \
+  X(nvmlEventSetWait_v2, (nvmlEventSet_t, nvmlEventData_t*, unsigned int))                      \
+  X(nvmlEventSetFree, (nvmlEventSet_t))
 
 // Each returns nvmlReturn_t. And:
 typedef const char* (*nvmlErrorString_fn)(nvmlReturn_t);  // nvmlErrorString

@@ -493,6 +493,23 @@ Result<core::NodeSpec> DecodeNode(const json& obj) {
       n.gpus.push_back(std::move(d));
     }
   }
+  if (const json* telemetry = status.Get("telemetry")) {
+    if (!telemetry->is_array()) return FieldError("status.telemetry", "must be a list");
+    for (size_t i = 0; i < telemetry->size(); ++i) {
+      Fields t((*telemetry)[i], Index("status.telemetry", i), false);
+      int64_t v = 0;
+      for (const char* k :
+           {"index", "utilizationPct", "memoryUtilizationPct", "memoryUsedMiB", "memoryFreeMiB",
+            "temperatureC", "powerMw", "smClockMhz", "eccCorrected", "eccUncorrected"}) {
+        TESSERA_RETURN_IF_ERROR(t.Int(k, &v, 0, int64_t{1} << 53));
+      }
+      const json* procs = t.Get("processes");
+      if (procs != nullptr && !procs->is_array()) {
+        return FieldError(t.At("processes"), "must be a list");
+      }
+      TESSERA_RETURN_IF_ERROR(t.Finish());
+    }
+  }
   std::string text;
   TESSERA_RETURN_IF_ERROR(status.String("heartbeat", &text));
   TESSERA_RETURN_IF_ERROR(status.String("driverVersion", &text));

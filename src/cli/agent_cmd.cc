@@ -3,11 +3,15 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <chrono>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "agent/fake_gpus.h"
+#include "agent/health.h"
 #include "agent/node_object.h"
 #include "agent/nvml.h"
 #include "agent/worker.h"
@@ -87,6 +91,22 @@ class HttpApi : public agent::ApiClient {
   Endpoint ep_;
 };
 
+// Samples as the Node's status.telemetry, each process named by the pod it belongs to when it
+// is one this agent runs.
+json TelemetryJson(const std::vector<agent::GpuSample>& samples, const agent::Runner& runner) {
+  std::map<pid_t, std::string> pod_of;
+  for (const std::string& key : runner.Keys()) pod_of[runner.Pid(key)] = key;
+  json out = SampleJson(samples);
+  for (json& s : out) {
+    for (json& p : s["processes"]) {
+      const pid_t pgid = getpgid(static_cast<pid_t>(p.value("pid", 0)));
+      auto it = pod_of.find(pgid);
+      if (it != pod_of.end()) p["pod"] = it->second;
+    }
+  }
+  return out;
+}
+
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -119,6 +139,11 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentOptions& o) {
                   "Working directories and logs of the tasks (default ./.tessera/agent-NAME)");
   cmd->add_option("--container-runtime", o.container_runtime,
                   "Command that runs tasks with an image (docker, podman); none: such tasks fail");
+  cmd->add_option("--health-quiet-seconds", o.health_quiet_seconds,
+                  "Seconds without new XID/ECC errors before an unhealthy GPU is healthy again")
+      ->capture_default_str();
+  cmd->add_option("--ignore-xids", o.ignored_xids,
+                  "XIDs that do not make a GPU unhealthy (default 13,31,43,45,68,109)");
   cmd->add_option("--stop-grace-seconds", o.stop_grace_seconds,
                   "Seconds between SIGTERM and SIGKILL when a task is stopped")
       ->capture_default_str();
@@ -218,7 +243,63 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
   bool registered = false;
   const std::string path = "/api/v1/nodes/" + id.name;
   int64_t next_beat = 0;
+  agent::HealthOptions health_options;
+  health_options.quiet_ms = int64_t{o.health_quiet_seconds} * 1000;
+  if (!o.ignored_xids.empty()) {
+    health_options.ignored_xids.clear();
+    std::stringstream list(o.ignored_xids);
+    for (std::string x; std::getline(list, x, ',');) {
+      uint64_t xid = 0;
+      auto [end, ec] = std::from_chars(x.data(), x.data() + x.size(), xid);
+      if (ec != std::errc() || end != x.data() + x.size()) {
+        err << "error: --ignore-xids: \"" << x << "\" is not an XID number\n";
+        return 2;
+      }
+      health_options.ignored_xids.insert(xid);
+    }
+  }
+  agent::HealthTracker health(health_options);
+  json& status = setup.node["status"];
+  int64_t event_seq = 0;
   for (;;) {
+    // Telemetry and health, every round; a health change is written at once.
+    std::vector<agent::GpuSample> samples;
+    std::vector<std::pair<uint32_t, uint64_t>> xids;
+    if (setup.nvml) {
+      if (auto s = setup.nvml->Sample(); s.ok()) samples = std::move(s).value();
+      for (const agent::Nvml::Xid& x : setup.nvml->PollXids(0)) xids.emplace_back(x.gpu, x.xid);
+    } else {
+      for (const agent::GpuInfo& g : gpus->gpus) {
+        agent::GpuSample s;
+        s.index = g.index;
+        s.memory_free_mib = g.memory_mib;
+        samples.push_back(s);
+      }
+    }
+    status["telemetry"] = TelemetryJson(samples, worker.runner());
+    for (const agent::HealthChange& c : health.Observe(NowMs(), samples, xids)) {
+      for (json& g : status["gpus"]) {
+        if (g.value("index", -1) == static_cast<int>(c.gpu))
+          g["health"] = c.healthy ? "Healthy" : "Unhealthy";
+      }
+      const std::string message = "GPU " + std::to_string(c.gpu) + " is " +
+                                  (c.healthy ? "healthy again: " : "unhealthy: ") + c.reason;
+      out << message << std::endl;
+      json e = {
+          {"apiVersion", "tessera.io/v1"},
+          {"kind", "Event"},
+          {"metadata",
+           {{"name", id.name + "." + std::to_string(NowMs()) + "-" + std::to_string(++event_seq)},
+            {"namespace", "tessera-system"}}},
+          {"spec",
+           {{"type", c.healthy ? "Normal" : "Warning"},
+            {"reason", c.healthy ? "GpuRecovered" : "GpuUnhealthy"},
+            {"message", message},
+            {"time", server::FormatTime(NowMs())},
+            {"involvedObject", {{"kind", "Node"}, {"name", id.name}}}}}};
+      (void)Request(*ep, "POST", "/api/v1/apply", e.dump(), "application/json");
+      next_beat = 0;  // tell the scheduler now
+    }
     if (NowMs() < next_beat) {
       if (registered) {
         if (Status s = worker.Tick(NowMs()); !s.ok()) err << "warning: " << s.message() << "\n";
@@ -231,6 +312,7 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
     Result<Response> r = got;
     if (got.ok() && got->status == 404) {
       json beat = node;
+      beat["status"] = status;
       beat["status"]["heartbeat"] = server::FormatTime(NowMs());
       r = Request(*ep, "POST", "/api/v1/nodes", beat.dump(), "application/json");
     } else if (got.ok() && got->status == 200) {
@@ -247,7 +329,7 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
           current["spec"].erase("taints");
         }
       }
-      current["status"] = node["status"];
+      current["status"] = status;
       current["status"]["heartbeat"] = server::FormatTime(NowMs());
       r = Request(*ep, "PUT", path, current.dump(), "application/json");
     }

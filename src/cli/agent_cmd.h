@@ -35,6 +35,8 @@ struct AgentOptions {
   std::string work_dir;           // default: ./.tessera/agent-<name>
   std::string container_runtime;  // docker | podman | a compatible command; empty: none
   int stop_grace_seconds = 10;
+  int health_quiet_seconds = 300;
+  std::string ignored_xids;  // "13,31,..."; empty: the default list
 };
 
 CLI::App* AddAgentCommand(CLI::App& app, AgentOptions& opts);

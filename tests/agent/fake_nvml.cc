@@ -10,6 +10,7 @@
 //               "nvlink": ["00000000:2A:00.0"], "util": 37, "memUtil": 5, "usedMiB": 1024,
 //               "temp": 41, "powerMw": 120000, "smClock": 1980, "eccCorrected": 0,
 //               "eccUncorrected": 0, "processes": [{"pid": 42, "usedMiB": 512}]}]}
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -182,6 +183,42 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t d, unsigned int* 
     infos[i].pid = procs[i].value("pid", 0u);
     infos[i].usedGpuMemory = static_cast<unsigned long long>(procs[i].value("usedMiB", 0)) << 20;
   }
+  return NVML_SUCCESS;
+}
+
+// Events: XIDs are read from the file named by TESSERA_FAKE_NVML_XIDS ("<gpu index> <xid>" per
+// line), which is consumed.
+nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set) {
+  *set = reinterpret_cast<nvmlEventSet_t>(new int(0));
+  return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t, unsigned long long, nvmlEventSet_t) {
+  return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t, nvmlEventData_t* data, unsigned int) {
+  static std::vector<std::pair<unsigned, unsigned long long>> queued;
+  if (queued.empty()) {
+    const char* path = std::getenv("TESSERA_FAKE_NVML_XIDS");
+    if (path != nullptr) {
+      std::ifstream in(path);
+      unsigned gpu = 0;
+      unsigned long long xid = 0;
+      while (in >> gpu >> xid) queued.emplace_back(gpu, xid);
+      in.close();
+      std::remove(path);
+    }
+  }
+  if (queued.empty()) return NVML_ERROR_TIMEOUT;
+  const auto [gpu, xid] = queued.front();
+  queued.erase(queued.begin());
+  if (gpu >= Devices().size()) return NVML_ERROR_TIMEOUT;
+  data->device = reinterpret_cast<nvmlDevice_t>(Devices()[gpu]);
+  data->eventType = nvmlEventTypeXidCriticalError;
+  data->eventData = xid;
+  return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
+  delete reinterpret_cast<int*>(set);
   return NVML_SUCCESS;
 }
 
