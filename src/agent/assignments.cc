@@ -53,6 +53,8 @@ std::vector<Assignment> AssignedTo(const json& jobs, const std::string& node) {
       a.restart_policy =
           Str(a.task, "restartPolicy").empty() ? "Never" : Str(a.task, "restartPolicy");
       a.max_retries = static_cast<int>(Int(a.task, "maxRetries"));
+      a.cpu_milli = Int(pods[i], "cpuMilli");
+      a.memory_mib = Int(pods[i], "memoryMiB");
       out.push_back(std::move(a));
     }
   }

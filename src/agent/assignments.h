@@ -22,6 +22,8 @@ struct Assignment {
   nlohmann::json devices;  // status.pods[i].devices
   std::string restart_policy = "Never";
   int max_retries = 0;
+  int64_t cpu_milli = 0;  // from the binding
+  int64_t memory_mib = 0;
 };
 
 // The pods of Admitted Jobs bound to `node`.

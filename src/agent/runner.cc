@@ -99,6 +99,7 @@ Status Runner::Start(const ProcessSpec& spec) {
   for (std::string& s : args) argv.push_back(s.data());
   argv.push_back(nullptr);
   const char* workdir = spec.workdir.empty() ? nullptr : spec.workdir.c_str();
+  const char* cgroup = spec.cgroup_procs.empty() ? nullptr : spec.cgroup_procs.c_str();
 
   const pid_t pid = fork();
   if (pid < 0) {
@@ -107,6 +108,19 @@ Status Runner::Start(const ProcessSpec& spec) {
   }
   if (pid == 0) {
     setsid();  // its own process group: signals reach all it starts
+    if (cgroup != nullptr) {
+      // Join the pod's cgroup before anything runs (async-signal-safe formatting of the pid).
+      char digits[24];
+      int n = 0;
+      for (pid_t p = getpid(); p > 0 && n < 23; p /= 10)
+        digits[n++] = static_cast<char>('0' + p % 10);
+      char line[24];
+      for (int i = 0; i < n; ++i) line[i] = digits[n - 1 - i];
+      line[n] = '\n';
+      const int fd = open(cgroup, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd < 0 || write(fd, line, n + 1) != n + 1) _exit(125);
+      close(fd);
+    }
     dup2(log, STDOUT_FILENO);
     dup2(log, STDERR_FILENO);
     const int null = open("/dev/null", O_RDONLY);

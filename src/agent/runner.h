@@ -21,6 +21,7 @@ struct ProcessSpec {
   std::map<std::string, std::string> env;  // added to the agent's environment
   std::string workdir;                     // created when missing
   std::string log_path;                    // stdout and stderr, appended
+  std::string cgroup_procs;  // a cgroup.procs file the process joins first; empty: none
 };
 
 struct Exit {

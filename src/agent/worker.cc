@@ -4,6 +4,8 @@
 #include <fstream>
 #include <set>
 
+#include "agent/cgroups.h"
+
 namespace tessera::agent {
 
 using nlohmann::json;
@@ -18,8 +20,20 @@ void Worker::StartPod(PodState& p, int64_t now_ms) {
       SpecFor(p.assignment, gpus_, options_.node, options_.root, options_.container_runtime);
   if (spec.ok()) {
     p.log_path = spec->log_path;
+    if (!options_.cgroup_root.empty()) {
+      auto cg = PrepareCgroup(options_.cgroup_root, p.assignment.key, p.assignment.cpu_milli,
+                              p.assignment.memory_mib);
+      if (cg.ok()) {
+        spec->cgroup_procs = cg->procs_path;
+        p.cgroup_dir = cg->dir;
+        p.limits = cg->description;
+      } else {
+        p.limits = "not applied: " + cg.status().message();
+      }
+    }
     if (Status s = runner_.Start(*spec); s.ok()) {
       p.state = {{"phase", "Running"}, {"restarts", p.restarts}};
+      if (!p.limits.empty()) p.state["limits"] = p.limits;
       return;
     } else {
       p.state = {{"phase", "Failed"}, {"restarts", p.restarts}, {"message", s.message()}};
@@ -145,7 +159,9 @@ Status Worker::Tick(int64_t now_ms) {
       continue;
     }
     p.finished = true;
+    if (!p.cgroup_dir.empty()) RemoveCgroup(p.cgroup_dir);
     p.state = {{"phase", failed ? "Failed" : "Succeeded"}, {"restarts", p.restarts}};
+    if (!p.limits.empty()) p.state["limits"] = p.limits;
     if (e.signal != 0) {
       p.state["signal"] = e.signal;
     } else {

@@ -32,6 +32,7 @@ struct WorkerOptions {
   std::string root;  // working directories and logs
   std::string container_runtime;
   int64_t stop_grace_ms = 10'000;
+  std::string cgroup_root;  // cgroup v2 mount for per-pod limits; empty: no limits
 };
 
 class Worker {
@@ -54,6 +55,8 @@ class Worker {
     bool finished = false;
     int64_t log_offset = 0;
     std::string log_path;
+    std::string cgroup_dir;
+    std::string limits;  // what was applied, or why not
   };
   void StartPod(PodState& p, int64_t now_ms);
   Status Report(PodState& p);

@@ -139,6 +139,9 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentOptions& o) {
                   "Working directories and logs of the tasks (default ./.tessera/agent-NAME)");
   cmd->add_option("--container-runtime", o.container_runtime,
                   "Command that runs tasks with an image (docker, podman); none: such tasks fail");
+  cmd->add_option("--cgroup-root", o.cgroup_root,
+                  "cgroup v2 mount for per-pod CPU and memory limits (empty: none)")
+      ->capture_default_str();
   cmd->add_option("--health-quiet-seconds", o.health_quiet_seconds,
                   "Seconds without new XID/ECC errors before an unhealthy GPU is healthy again")
       ->capture_default_str();
@@ -239,6 +242,7 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
   wo.root = o.work_dir.empty() ? ".tessera/agent-" + id.name : o.work_dir;
   wo.container_runtime = o.container_runtime;
   wo.stop_grace_ms = int64_t{o.stop_grace_seconds} * 1000;
+  wo.cgroup_root = o.cgroup_root;
   agent::Worker worker(api, *gpus, wo);
   bool registered = false;
   const std::string path = "/api/v1/nodes/" + id.name;

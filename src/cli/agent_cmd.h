@@ -36,7 +36,8 @@ struct AgentOptions {
   std::string container_runtime;  // docker | podman | a compatible command; empty: none
   int stop_grace_seconds = 10;
   int health_quiet_seconds = 300;
-  std::string ignored_xids;  // "13,31,..."; empty: the default list
+  std::string cgroup_root = "/sys/fs/cgroup";  // cgroup v2 mount; empty: no limits
+  std::string ignored_xids;                    // "13,31,..."; empty: the default list
 };
 
 CLI::App* AddAgentCommand(CLI::App& app, AgentOptions& opts);

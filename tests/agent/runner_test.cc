@@ -1,5 +1,7 @@
 #include "agent/runner.h"
 
+#include "agent/cgroups.h"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -51,27 +53,29 @@ TEST_F(RunnerTest, RunsWithEnvWorkdirAndLogAndReportsExitCodes) {
                  {"sh", "-c", "echo $FOO in $(pwd); echo err >&2"},
                  {{"FOO", "bar"}},
                  dir_ + "/work",
-                 dir_ + "/a.log"};
+                 dir_ + "/a.log",
+                 ""};
   ASSERT_TRUE(r.Start(ok).ok());
   EXPECT_EQ(r.Start(ok).code(), StatusCode::kAlreadyExists);
-  ASSERT_TRUE(r.Start({"b", {"sh", "-c", "exit 7"}, {}, "", dir_ + "/b.log"}).ok());
+  ASSERT_TRUE(r.Start({"b", {"sh", "-c", "exit 7"}, {}, "", dir_ + "/b.log", ""}).ok());
   auto exits = WaitExits(r, 2);
   ASSERT_EQ(exits.size(), 2u);
   for (const Exit& e : exits) EXPECT_EQ(e.exit_code, e.key == "a" ? 0 : 7) << e.key;
   EXPECT_EQ(Read(dir_ + "/a.log"), "bar in " + dir_ + "/work\nerr\n");
   EXPECT_FALSE(r.Running("a"));
-  ASSERT_TRUE(r.Start({"c", {"/nonexistent/cmd"}, {}, "", dir_ + "/c.log"}).ok());
+  ASSERT_TRUE(r.Start({"c", {"/nonexistent/cmd"}, {}, "", dir_ + "/c.log", ""}).ok());
   exits = WaitExits(r, 1);
   ASSERT_EQ(exits.size(), 1u);
   EXPECT_EQ(exits[0].exit_code, 127);
-  EXPECT_FALSE(r.Start({"d", {}, {}, "", dir_ + "/d.log"}).ok());
+  EXPECT_FALSE(r.Start({"d", {}, {}, "", dir_ + "/d.log", ""}).ok());
 }
 
 TEST_F(RunnerTest, StopSendsTermThenKillsTheWholeGroup) {
   Runner r;
   // Ignores SIGTERM and has a child in its group: both must go.
   ASSERT_TRUE(
-      r.Start({"t", {"sh", "-c", "trap '' TERM; sleep 311 & wait"}, {}, "", dir_ + "/t.log"}).ok());
+      r.Start({"t", {"sh", "-c", "trap '' TERM; sleep 311 & wait"}, {}, "", dir_ + "/t.log", ""})
+          .ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   const pid_t pid = r.Pid("t");
   r.Stop("t", Now(), 300);
@@ -107,7 +111,7 @@ TEST_F(RunnerTest, ARestartedRunnerKillsWhatTheLastOneLeft) {
   pid_t pid = 0;
   {
     auto* leaked = new Runner(dir_ + "/run");  // "killed": never destroyed, never reaps
-    ASSERT_TRUE(leaked->Start({"ns/job/p-0", {"sleep", "313"}, {}, "", dir_ + "/p.log"}).ok());
+    ASSERT_TRUE(leaked->Start({"ns/job/p-0", {"sleep", "313"}, {}, "", dir_ + "/p.log", ""}).ok());
     pid = leaked->Pid("ns/job/p-0");
   }
   ASSERT_EQ(kill(pid, 0), 0);
@@ -118,6 +122,24 @@ TEST_F(RunnerTest, ARestartedRunnerKillsWhatTheLastOneLeft) {
   EXPECT_EQ(waitpid(pid, &status, 0), pid);
   EXPECT_TRUE(WIFSIGNALED(status));
   EXPECT_TRUE(again.KillLeftovers().empty());
+}
+
+TEST_F(RunnerTest, PodsJoinTheirCgroupWithLimits) {
+  // A directory standing in for a cgroup v2 mount.
+  const std::string root = dir_ + "/cgroup";
+  std::filesystem::create_directories(root);
+  EXPECT_FALSE(PrepareCgroup(root, "ns/job/p-0", 4000, 16384).ok());  // not v2 yet
+  std::ofstream(root + "/cgroup.controllers") << "cpu memory\n";
+  auto cg = PrepareCgroup(root, "ns/job/p-0", 4000, 16384);
+  ASSERT_TRUE(cg.ok()) << cg.status().message();
+  EXPECT_EQ(Read(cg->dir + "/cpu.max"), "400000 100000\n");
+  EXPECT_EQ(Read(cg->dir + "/memory.max"), std::to_string(16384LL << 20) + "\n");
+  EXPECT_EQ(PrepareCgroup(root, "ns/job/p-1", 0, 0)->description, "cpu.max=max, memory.max=max");
+  Runner r;
+  ASSERT_TRUE(r.Start({"p", {"true"}, {}, "", dir_ + "/p.log", cg->procs_path}).ok());
+  const pid_t pid = r.Pid("p");
+  ASSERT_EQ(WaitExits(r, 1).size(), 1u);
+  EXPECT_EQ(Read(cg->procs_path), std::to_string(pid) + "\n");
 }
 
 }  // namespace

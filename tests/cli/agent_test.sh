@@ -18,6 +18,9 @@ expect_out "--taints"
 expect_exit 1 "$TESSERA" agent --nvml-library /nonexistent/libnvidia-ml.so.1 --join-token "$join"
 expect_out "cannot load NVML"
 
+# A directory standing in for a cgroup v2 mount.
+mkdir -p "$WORK/cgroup" && echo "cpu memory" >"$WORK/cgroup/cgroup.controllers"
+
 # A stand-in container runtime that records how it was called, then runs the command.
 cat <<'SH' >"$WORK/runtime.sh"
 #!/usr/bin/env bash
@@ -31,6 +34,7 @@ chmod +x "$WORK/runtime.sh"
 "$TESSERA" agent --fake-gpus 2xH100-80GB,1xT4 --name fake-1 --join-token "$join" \
   --labels team=research --taints dedicated=ml:NoSchedule --heartbeat-seconds 1 \
   --work-dir "$WORK/agent" --container-runtime "$WORK/runtime.sh" --stop-grace-seconds 1 \
+  --cgroup-root "$WORK/cgroup" \
   >"$WORK/agent.out" 2>&1 &
 AGENT_PID=$!
 for _ in $(seq 100); do
@@ -107,6 +111,7 @@ expect_exit 0 "$TESSERA" apply -f "$WORK/env.yaml"
 wait_phase env-check Succeeded
 uuid=$(grep -o '"uuid": "GPU-[^"]*"' <<<"$OUT" | head -1 | cut -d'"' -f4)
 expect_out '"exitCode": 0'
+expect_out '"limits": "cpu.max=max, memory.max=max"'
 for _ in $(seq 100); do
   expect_exit 0 "$TESSERA" logs env-check
   grep -q "gpus=" <<<"$OUT" && break

@@ -17,7 +17,8 @@ cat <<'JSON' >"$WORK/gpus.json"
 JSON
 export TESSERA_FAKE_NVML=$WORK/gpus.json TESSERA_FAKE_NVML_XIDS=$WORK/xids
 "$TESSERA" agent --nvml-library "$FAKE_NVML" --name gpu-1 --join-token "$join" \
-  --heartbeat-seconds 1 --health-quiet-seconds 3 --work-dir "$WORK/agent" >"$WORK/agent.out" 2>&1 &
+  --heartbeat-seconds 1 --health-quiet-seconds 3 --work-dir "$WORK/agent" --cgroup-root "" \
+  >"$WORK/agent.out" 2>&1 &
 AGENT=$!
 trap 'kill -9 $AGENT 2>/dev/null || true; cleanup' EXIT
 for _ in $(seq 100); do grep -q registered "$WORK/agent.out" && break; sleep 0.05; done

@@ -12,7 +12,8 @@ stop_agents() { for p in "${AGENTS[@]}"; do kill -9 "$p" 2>/dev/null || true; do
 trap 'stop_agents; cleanup' EXIT
 agent() {  # name
   "$TESSERA" agent --fake-gpus 2xH100-80GB --name "$1" --join-token "$join" \
-    --heartbeat-seconds 1 --stop-grace-seconds 1 --work-dir "$WORK/$1" >"$WORK/$1.out" 2>&1 &
+    --heartbeat-seconds 1 --stop-grace-seconds 1 --work-dir "$WORK/$1" --cgroup-root "" \
+    >"$WORK/$1.out" 2>&1 &
   AGENTS+=($!)
 }
 agent node-a
