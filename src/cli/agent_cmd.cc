@@ -5,6 +5,7 @@
 
 #include <charconv>
 #include <chrono>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -15,6 +16,7 @@
 #include "agent/node_object.h"
 #include "agent/nvml.h"
 #include "agent/worker.h"
+#include "api/manifest.h"
 #include "cli/client.h"
 #include "cli/server_cmd.h"
 #include "server/api_server.h"
@@ -126,6 +128,7 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentOptions& o) {
                   "Synthetic GPUs instead of NVML, e.g. 8xH100-80GB,2xT4");
   cmd->add_option("--nvml-library", o.nvml_library, "Path of libnvidia-ml")->capture_default_str();
   cmd->add_option("--labels", o.labels, "Extra node labels: k=v,k2=v2");
+  cmd->add_option("--config", o.config_file, "YAML file with labels (a map) and taints (a list)");
   cmd->add_option("--taints", o.taints, "Node taints: key=value:NoSchedule,...");
   cmd->add_option("--reserved-cpu", o.reserved_cpu_milli, "Millicores kept for the system")
       ->capture_default_str();
@@ -170,6 +173,37 @@ int PrepareAgent(const AgentOptions& o, AgentSetup* setup, std::ostream& err) {
   }
   id.labels = *labels;
   id.taints = *taints;
+  if (!o.config_file.empty()) {
+    // labels: {k: v}; taints: [{key, value, effect}]; flags add to the file's.
+    std::ifstream in(o.config_file);
+    std::stringstream text;
+    text << in.rdbuf();
+    auto docs = api::ParseYamlDocuments(text.str());
+    if (!in || !docs.ok() || docs->size() != 1 || !(*docs)[0].is_object()) {
+      err << "error: --config " << o.config_file << ": "
+          << (docs.ok() ? "expected a map with labels and taints" : docs.status().message())
+          << "\n";
+      return 2;
+    }
+    const json& cfg = (*docs)[0];
+    for (const auto& [k, v] : cfg.items()) {
+      const bool ok = (k == "labels" && v.is_object()) || (k == "taints" && v.is_array());
+      if (!ok) {
+        err << "error: --config " << o.config_file << ": " << k
+            << ": expected labels (a map) or taints (a list)\n";
+        return 2;
+      }
+    }
+    const json file_labels = cfg.value("labels", json::object());
+    for (const auto& [k, v] : file_labels.items()) {
+      if (!v.is_string()) {
+        err << "error: --config " << o.config_file << ": labels." << k << ": must be a string\n";
+        return 2;
+      }
+      if (!id.labels.contains(k)) id.labels[k] = v.get<std::string>();
+    }
+    for (const json& t : cfg.value("taints", json::array())) id.taints.push_back(t);
+  }
   agent::MachineCapacity(o.reserved_cpu_milli, o.reserved_memory_mib, &id);
 
   Result<agent::NodeGpus> gpus = agent::NodeGpus{};
@@ -263,6 +297,7 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
     }
   }
   agent::HealthTracker health(health_options);
+  std::map<uint32_t, uint64_t> xid_counts;  // since the agent started
   json& status = setup.node["status"];
   int64_t event_seq = 0;
   for (;;) {
@@ -280,7 +315,9 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
         samples.push_back(s);
       }
     }
+    for (const auto& [gpu, xid] : xids) ++xid_counts[gpu];
     status["telemetry"] = TelemetryJson(samples, worker.runner());
+    for (json& t : status["telemetry"]) t["xidCount"] = xid_counts[t.value("index", 0u)];
     for (const agent::HealthChange& c : health.Observe(NowMs(), samples, xids)) {
       for (json& g : status["gpus"]) {
         if (g.value("index", -1) == static_cast<int>(c.gpu))

@@ -28,9 +28,10 @@ struct AgentOptions {
   std::string nvml_library = "libnvidia-ml.so.1";
   std::string labels;
   std::string taints;
+  std::string config_file;  // labels and taints from YAML
   int64_t reserved_cpu_milli = 1000;
   int64_t reserved_memory_mib = 2048;
-  int heartbeat_seconds = 10;
+  int heartbeat_seconds = 5;  // also how often telemetry is published
   bool discover = false;
   std::string work_dir;           // default: ./.tessera/agent-<name>
   std::string container_runtime;  // docker | podman | a compatible command; empty: none

@@ -185,5 +185,39 @@ TEST(DeviceEnv, WholeShareMigAndNone) {
   EXPECT_EQ(none["NVIDIA_VISIBLE_DEVICES"], "void");
 }
 
+TEST(SpecFor, CommandsImagesAndWhatCannotRun) {
+  NodeGpus gpus;
+  Assignment a;
+  a.ns = "team-a";
+  a.job = "train";
+  a.pod = "main-0";
+  a.key = "team-a/train/main-0";
+  a.devices = nlohmann::json::parse(R"([{"kind":"whole","uuid":"GPU-7"}])");
+  a.task = nlohmann::json::parse(R"({"name":"main","command":["python"],"args":["train.py"],
+                                     "env":{"EPOCHS":"3"}})");
+  auto spec = SpecFor(a, gpus, "n1", "/var/lib/t", "");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_EQ(spec->argv, (std::vector<std::string>{"python", "train.py"}));
+  EXPECT_EQ(spec->env.at("EPOCHS"), "3");
+  EXPECT_EQ(spec->env.at("CUDA_VISIBLE_DEVICES"), "GPU-7");
+  EXPECT_EQ(spec->env.at("TESSERA_POD"), "main-0");
+  EXPECT_EQ(spec->log_path, "/var/lib/t/logs/team-a/train/main-0.log");
+  a.task["image"] = "pytorch:2";
+  auto no_runtime = SpecFor(a, gpus, "n1", "/r", "");
+  ASSERT_FALSE(no_runtime.ok());
+  EXPECT_NE(no_runtime.status().message().find("no container runtime configured"),
+            std::string::npos);
+  auto docker = SpecFor(a, gpus, "n1", "/r", "docker");
+  ASSERT_TRUE(docker.ok());
+  const std::vector<std::string>& argv = docker->argv;
+  EXPECT_EQ(argv[0], "docker");
+  EXPECT_NE(std::find(argv.begin(), argv.end(), "nvidia.com/gpu=GPU-7"), argv.end());
+  EXPECT_EQ(argv[argv.size() - 3], "pytorch:2");
+  a.task.erase("image");
+  a.task.erase("command");
+  a.task.erase("args");
+  EXPECT_FALSE(SpecFor(a, gpus, "n1", "/r", "").ok());
+}
+
 }  // namespace
 }  // namespace tessera::agent

@@ -17,6 +17,10 @@ expect_exit 2 "$TESSERA" agent --fake-gpus 1xT4 --taints bad --join-token "$join
 expect_out "--taints"
 expect_exit 1 "$TESSERA" agent --nvml-library /nonexistent/libnvidia-ml.so.1 --join-token "$join"
 expect_out "cannot load NVML"
+printf 'labels: [a]\n' >"$WORK/bad-agent.yaml"
+expect_exit 2 "$TESSERA" agent --fake-gpus 1xT4 --config "$WORK/bad-agent.yaml" --join-token "$join"
+expect_out "labels (a map)"
+printf 'labels: {rack: r7}\ntaints: [{key: maintenance, effect: PreferNoSchedule}]\n' >"$WORK/agent.yaml"
 
 # A directory standing in for a cgroup v2 mount.
 mkdir -p "$WORK/cgroup" && echo "cpu memory" >"$WORK/cgroup/cgroup.controllers"
@@ -33,6 +37,7 @@ chmod +x "$WORK/runtime.sh"
 
 "$TESSERA" agent --fake-gpus 2xH100-80GB,1xT4 --name fake-1 --join-token "$join" \
   --labels team=research --taints dedicated=ml:NoSchedule --heartbeat-seconds 1 \
+  --config "$WORK/agent.yaml" \
   --work-dir "$WORK/agent" --container-runtime "$WORK/runtime.sh" --stop-grace-seconds 1 \
   --cgroup-root "$WORK/cgroup" \
   >"$WORK/agent.out" 2>&1 &
@@ -48,6 +53,9 @@ expect_out '"nvidia.com/gpu.product": "H100-80GB"'
 expect_out '"nvidia.com/gpu.count": "3"'
 expect_out '"tessera.io/simulated": "true"'
 expect_out '"team": "research"'
+expect_out '"rack": "r7"'
+expect_out '"key": "maintenance"'
+expect_out '"xidCount": 0'
 expect_out '"key": "dedicated"'
 expect_out '"model": "T4"'
 first_beat=$(grep -o '"heartbeat": "[^"]*"' <<<"$OUT")

@@ -51,5 +51,6 @@ for _ in $(seq 100); do
   [ -n "$log" ] && break
   sleep 0.05
 done
-grep -q "^hello from GPU-" <<<"$log" || fail "logs: '$log'"
+uuid=$("$TESSERA" get job hello -o json | grep -o '"uuid": "GPU-[^"]*"' | head -1 | cut -d'"' -f4)
+[ "$log" = "hello from $uuid" ] || fail "logs: '$log', bound to $uuid"
 echo "dev_test: ok"
