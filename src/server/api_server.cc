@@ -604,6 +604,10 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
   Result<Principal> who = tokens_.Authenticate(req.authorization);
   if (!who.ok()) return Error(who.status());
 
+  if (req.path == "/metrics" && req.method == "GET") {
+    return Reply(200, "text/plain; version=0.0.4", RenderMetrics(*store_, metrics_, clock_()));
+  }
+
   if (req.path == "/api/v1/tokens" && req.method == "POST") {
     if (who->role != Principal::Role::kAdmin) {
       return Error(PermissionDenied("only the admin token creates tokens"));

@@ -28,6 +28,10 @@
 //                                                    current objects come first as ADDED; a
 //                                                    compacted N answers 410
 //
+//   GET    /metrics                                  Prometheus text: scheduler metrics and GPU
+//                                                    telemetry under DCGM field names (any
+//                                                    valid token)
+//
 // Lists and watches take `labelSelector`. Every request needs "Authorization: Bearer <token>":
 // unknown or missing -> 401; a namespace token outside its namespace or on cluster-scoped kinds ->
 // 403. Errors are Kubernetes Status objects naming the field at fault; nothing is written on error.
@@ -47,6 +51,7 @@
 #include "server/change_feed.h"
 #include "server/http_server.h"
 #include "server/log_store.h"
+#include "server/metrics.h"
 #include "store/store.h"
 
 namespace tessera::server {
@@ -64,6 +69,7 @@ class ApiServer {
 
   store::Store& store() { return *store_; }
   ChangeFeed& feed() { return feed_; }
+  SchedulerMetrics& metrics() { return metrics_; }
 
   // Commits `writes` and lets watchers see them: the one way writers inside the server (the
   // scheduling loop) write.
@@ -90,6 +96,7 @@ class ApiServer {
   ChangeFeed feed_;
   std::unique_ptr<EventCache> events_;
   LogStore logs_;
+  SchedulerMetrics metrics_;
   std::function<int64_t()> clock_;
 };
 

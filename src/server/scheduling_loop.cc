@@ -229,6 +229,17 @@ SchedulingLoop::SchedulingLoop(ApiServer& api, SchedulingLoopOptions options,
 SchedulingLoop::~SchedulingLoop() { Stop(); }
 
 Result<CycleSummary> SchedulingLoop::RunOnce(int64_t now_ms) {
+  const auto started = std::chrono::steady_clock::now();
+  Result<CycleSummary> sum = Cycle(now_ms);
+  if (sum.ok()) {
+    api_.metrics().ObserveCycle(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
+        sum->admitted, sum->preempted, sum->pending);
+  }
+  return sum;
+}
+
+Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   CycleSummary sum;
   store::Store& store = api_.store();
   std::vector<std::string> problems;

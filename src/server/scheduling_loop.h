@@ -66,6 +66,7 @@ class SchedulingLoop {
  private:
   SchedulingLoop(ApiServer& api, SchedulingLoopOptions options,
                  std::unique_ptr<core::Scheduler> placer);
+  Result<CycleSummary> Cycle(int64_t now_ms);
 
   ApiServer& api_;
   SchedulingLoopOptions options_;

@@ -384,5 +384,53 @@ spec:
   EXPECT_EQ(q["status"]["active"], false);
 }
 
+TEST_F(LoopTest, MetricsSpeakDcgmAndSayWhoHoldsEachGpu) {
+  // A node with telemetry for two GPUs; a job bound to one of them.
+  Apply(R"(
+apiVersion: tessera.io/v1
+kind: Node
+metadata: {name: n1}
+status:
+  allocatable: {cpu: "8", memory: 64Gi}
+  gpus:
+  - {index: 0, uuid: GPU-a, model: H100-80GB, memoryMiB: 81920}
+  - {index: 1, uuid: GPU-b, model: H100-80GB, memoryMiB: 81920, health: Unhealthy}
+  telemetry:
+  - {index: 0, utilizationPct: 87, memoryUsedMiB: 1000, memoryFreeMiB: 80920, temperatureC: 91,
+     powerMw: 350000, smClockMhz: 1980, xidCount: 0}
+  - {index: 1, utilizationPct: 0, memoryUsedMiB: 0, memoryFreeMiB: 81920, temperatureC: 30,
+     powerMw: 60000, smClockMhz: 0, xidCount: 2}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: train, namespace: team-a}
+spec:
+  containers: [{name: worker, resources: {limits: {nvidia.com/gpu: 1}}}]
+)");
+  ASSERT_EQ(Cycle().admitted, 1);
+  HttpRequest r;
+  r.method = "GET";
+  r.path = "/metrics";
+  r.authorization = "Bearer " + admin_;
+  const std::string m = api_->Handle(r).body;
+  auto has = [&](const std::string& line) {
+    EXPECT_NE(m.find(line), std::string::npos) << "missing: " << line << "\n" << m.substr(0, 3000);
+  };
+  has("DCGM_FI_DEV_GPU_TEMP{Hostname=\"n1\",UUID=\"GPU-a\",device=\"nvidia0\",gpu=\"0\",job="
+      "\"train\","
+      "modelName=\"H100-80GB\",namespace=\"team-a\",task=\"worker\"} 91");
+  has("DCGM_FI_DEV_POWER_USAGE{Hostname=\"n1\",UUID=\"GPU-a\"");
+  has("DCGM_FI_DEV_XID_ERRORS{Hostname=\"n1\",UUID=\"GPU-b\",device=\"nvidia1\",gpu=\"1\",job=\"\","
+      "modelName=\"H100-80GB\",namespace=\"\",task=\"\"} 2");
+  has("tessera_workloads{phase=\"Admitted\",queue=\"tessera-unqueued\"} 1");
+  has("tessera_namespace_gpus_allocated{namespace=\"team-a\"} 1");
+  has("tessera_cluster_gpu_allocation_ratio 0.5");
+  has("tessera_gpu_unhealthy{Hostname=\"n1\",UUID=\"GPU-b\",gpu=\"1\"} 1");
+  has("tessera_admissions_total 1");
+  has("tessera_scheduling_cycle_duration_seconds_count 1");
+  r.authorization = "";
+  EXPECT_EQ(api_->Handle(r).status, 401);
+}
+
 }  // namespace
 }  // namespace tessera::server

@@ -1,0 +1,195 @@
+#include "server/metrics.h"
+
+#include <prometheus/gauge.h>
+#include <prometheus/text_serializer.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "server/api_server.h"
+
+namespace tessera::server {
+
+using nlohmann::json;
+
+SchedulerMetrics::SchedulerMetrics() : registry_(std::make_shared<prometheus::Registry>()) {
+  cycle_seconds_ = &prometheus::BuildHistogram()
+                        .Name("tessera_scheduling_cycle_duration_seconds")
+                        .Help("Duration of one scheduling cycle (read, admit, write back)")
+                        .Register(*registry_)
+                        .Add({}, prometheus::Histogram::BucketBoundaries{
+                                     0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5});
+  cycles_ = &prometheus::BuildCounter()
+                 .Name("tessera_scheduling_cycles_total")
+                 .Help("Scheduling cycles run")
+                 .Register(*registry_)
+                 .Add({});
+  admissions_ = &prometheus::BuildCounter()
+                     .Name("tessera_admissions_total")
+                     .Help("Workloads admitted (bound to devices)")
+                     .Register(*registry_)
+                     .Add({});
+  preemptions_ = &prometheus::BuildCounter()
+                      .Name("tessera_preemptions_total")
+                      .Help("Workloads preempted")
+                      .Register(*registry_)
+                      .Add({});
+  pending_ = &prometheus::BuildGauge()
+                  .Name("tessera_pending_workloads_last_cycle")
+                  .Help("Workloads the last cycle looked at and left pending or admitted")
+                  .Register(*registry_)
+                  .Add({});
+}
+
+void SchedulerMetrics::ObserveCycle(double seconds, int admitted, int preempted, int pending) {
+  cycle_seconds_->Observe(seconds);
+  cycles_->Increment();
+  admissions_->Increment(admitted);
+  preemptions_->Increment(preempted);
+  pending_->Set(pending);
+}
+
+namespace {
+
+std::vector<json> Items(store::Store& store, const char* kind) {
+  std::vector<json> out;
+  auto list = store.List(kind, std::nullopt);
+  if (!list.ok()) return out;
+  for (const store::StoredObject& o : *list) {
+    json obj = json::parse(o.body, nullptr, false);
+    if (obj.is_object()) out.push_back(std::move(obj));
+  }
+  return out;
+}
+
+std::string Str(const json& o, const char* key) {
+  return o.is_object() && o.contains(key) && o[key].is_string() ? o[key].get<std::string>() : "";
+}
+
+double Num(const json& o, const char* key) {
+  return o.is_object() && o.contains(key) && o[key].is_number() ? o[key].get<double>() : 0;
+}
+
+struct Holder {
+  std::string ns, job, task;
+};
+
+}  // namespace
+
+std::string RenderMetrics(store::Store& store, SchedulerMetrics& scheduler, int64_t now_ms) {
+  prometheus::Registry state;
+  auto gauge = [&](const char* name, const char* help) -> prometheus::Family<prometheus::Gauge>& {
+    return prometheus::BuildGauge().Name(name).Help(help).Register(state);
+  };
+
+  // Work and allocation, from the Jobs' bindings.
+  auto& workloads = gauge("tessera_workloads", "Jobs per queue and phase");
+  auto& queue_gpus =
+      gauge("tessera_queue_gpus_allocated", "GPU equivalents held by admitted jobs, per queue");
+  auto& ns_gpus = gauge("tessera_namespace_gpus_allocated",
+                        "GPU equivalents held by admitted jobs, per namespace");
+  std::map<std::string, std::vector<Holder>> holders;  // GPU UUID -> who holds it
+  std::map<std::pair<std::string, std::string>, double> by_queue_phase;
+  std::map<std::string, double> queue_milli, ns_milli;
+  double allocated_milli = 0;
+  for (const json& job : Items(store, "Job")) {
+    const json status = job.value("status", json::object());
+    const json meta = job.value("metadata", json::object());
+    const std::string phase = Str(status, "phase").empty() ? "New" : Str(status, "phase");
+    const std::string queue = Str(status, "queue").empty()
+                                  ? Str(job.value("spec", json::object()), "queue")
+                                  : Str(status, "queue");
+    by_queue_phase[{queue, phase}] += 1;
+    if (phase != "Admitted") continue;
+    for (const json& pod : status.value("pods", json::array())) {
+      if (!pod.is_object()) continue;
+      const std::string pod_name = Str(pod, "name");
+      const std::string task = pod_name.substr(0, pod_name.rfind('-'));
+      for (const json& d : pod.value("devices", json::array())) {
+        const double milli = Num(d, "gpuMilli");
+        queue_milli[queue] += milli;
+        ns_milli[Str(meta, "namespace")] += milli;
+        allocated_milli += milli;
+        holders[Str(d, "uuid")].push_back({Str(meta, "namespace"), Str(meta, "name"), task});
+      }
+    }
+  }
+  for (const auto& [qp, n] : by_queue_phase) {
+    workloads.Add({{"queue", qp.first}, {"phase", qp.second}}).Set(n);
+  }
+  for (const auto& [q, m] : queue_milli) queue_gpus.Add({{"queue", q}}).Set(m / 1000);
+  for (const auto& [ns, m] : ns_milli) ns_gpus.Add({{"namespace", ns}}).Set(m / 1000);
+
+  // Nodes and their GPUs.
+  auto& heartbeat_age =
+      gauge("tessera_node_heartbeat_age_seconds", "Seconds since the node's agent last reported");
+  auto& cluster =
+      gauge("tessera_cluster_gpus", "GPUs in the cluster, and GPU equivalents allocated");
+  auto& ratio = gauge("tessera_cluster_gpu_allocation_ratio",
+                      "Allocated GPU equivalents over the cluster's GPUs");
+  auto& unhealthy = gauge("tessera_gpu_unhealthy", "1 when the agent marked the GPU unhealthy");
+  struct Field {
+    const char* name;
+    const char* help;
+    const char* key;
+    double scale;
+  };
+  static const Field kFields[] = {
+      {"DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", "utilizationPct", 1},
+      {"DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %).", "memoryUtilizationPct", 1},
+      {"DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", "memoryUsedMiB", 1},
+      {"DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", "memoryFreeMiB", 1},
+      {"DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", "temperatureC", 1},
+      {"DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", "powerMw", 0.001},
+      {"DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", "smClockMhz", 1},
+      {"DCGM_FI_DEV_XID_ERRORS", "XID errors seen by the node agent.", "xidCount", 1},
+  };
+  std::vector<prometheus::Family<prometheus::Gauge>*> families;
+  for (const Field& f : kFields) families.push_back(&gauge(f.name, f.help));
+  double gpus_total = 0;
+  for (const json& node : Items(store, "Node")) {
+    const std::string host = Str(node.value("metadata", json::object()), "name");
+    const json status = node.value("status", json::object());
+    const int64_t beat = ParseTime(Str(status, "heartbeat"));
+    if (beat >= 0) heartbeat_age.Add({{"node", host}}).Set((now_ms - beat) / 1000.0);
+    std::map<int, json> gpu_by_index;
+    for (const json& g : status.value("gpus", json::array())) {
+      gpu_by_index[static_cast<int>(Num(g, "index"))] = g;
+      ++gpus_total;
+      unhealthy
+          .Add({{"Hostname", host},
+                {"UUID", Str(g, "uuid")},
+                {"gpu", std::to_string(static_cast<int>(Num(g, "index")))}})
+          .Set(Str(g, "health") == "Unhealthy" ? 1 : 0);
+    }
+    for (const json& t : status.value("telemetry", json::array())) {
+      const int index = static_cast<int>(Num(t, "index"));
+      const json& g = gpu_by_index[index];
+      std::map<std::string, std::string> labels = {{"gpu", std::to_string(index)},
+                                                   {"UUID", Str(g, "uuid")},
+                                                   {"device", "nvidia" + std::to_string(index)},
+                                                   {"modelName", Str(g, "model")},
+                                                   {"Hostname", host}};
+      std::vector<Holder> who = holders[Str(g, "uuid")];
+      if (who.empty()) who.push_back({});
+      for (const Holder& h : who) {
+        labels["namespace"] = h.ns;
+        labels["job"] = h.job;
+        labels["task"] = h.task;
+        for (size_t f = 0; f < families.size(); ++f) {
+          families[f]->Add(labels).Set(Num(t, kFields[f].key) * kFields[f].scale);
+        }
+      }
+    }
+  }
+  cluster.Add({{"state", "total"}}).Set(gpus_total);
+  cluster.Add({{"state", "allocated"}}).Set(allocated_milli / 1000);
+  ratio.Add({}).Set(gpus_total > 0 ? allocated_milli / 1000 / gpus_total : 0);
+
+  prometheus::TextSerializer text;
+  std::string out = text.Serialize(scheduler.registry().Collect());
+  out += text.Serialize(state.Collect());
+  return out;
+}
+
+}  // namespace tessera::server
