@@ -8,6 +8,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev
   libboost-dev libsqlite3-dev libyaml-cpp-dev libssl-dev prometheus-cpp-dev
+  prometheus
 )
 
 missing=()

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "server/api_server.h"
@@ -430,6 +431,19 @@ spec:
   has("tessera_scheduling_cycle_duration_seconds_count 1");
   r.authorization = "";
   EXPECT_EQ(api_->Handle(r).status, 401);
+}
+
+TEST(Deploy, GrafanaDashboardIsValidJsonWithQueries) {
+  std::ifstream in(std::string(TESSERA_SOURCE_DIR) + "/deploy/grafana/tessera-dashboard.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  const json d = json::parse(text.str(), nullptr, false);
+  ASSERT_TRUE(d.is_object());
+  ASSERT_GE(d["panels"].size(), 10u);
+  for (const json& p : d["panels"]) {
+    ASSERT_FALSE(p["targets"].empty()) << p.dump();
+    EXPECT_FALSE(p["targets"][0]["expr"].get<std::string>().empty()) << p.dump();
+  }
 }
 
 }  // namespace
