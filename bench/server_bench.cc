@@ -19,6 +19,7 @@
 
 #include "server/api_server.h"
 #include "server/http_server.h"
+#include "server/metrics.h"
 
 namespace tessera::server {
 namespace {
@@ -195,6 +196,64 @@ void BM_WatchFanout(benchmark::State& st) {
       static_cast<double>(n) * 100 * st.iterations(), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_WatchFanout)->Arg(1000)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// /metrics with <gpus> GPUs (8 per node, telemetry for each) and one single-GPU job bound to
+// every other GPU: the stored state is read and rendered per scrape.
+void BM_RenderMetrics(benchmark::State& st) {
+  Fixture f;
+  const int gpus = static_cast<int>(st.range(0));
+  std::vector<store::Write> writes;
+  for (int n = 0; n < gpus / 8; ++n) {
+    const std::string name = "node-" + std::to_string(n);
+    json list = json::array(), telemetry = json::array();
+    for (int g = 0; g < 8; ++g) {
+      list.push_back({{"index", g},
+                      {"uuid", "GPU-" + std::to_string(n * 8 + g)},
+                      {"model", "H100-80GB"},
+                      {"memoryMiB", 81920}});
+      telemetry.push_back({{"index", g},
+                           {"utilizationPct", (n + g) % 100},
+                           {"memoryUsedMiB", 1024},
+                           {"memoryFreeMiB", 80896},
+                           {"temperatureC", 40},
+                           {"powerMw", 300000},
+                           {"smClockMhz", 1980},
+                           {"xidCount", 0}});
+    }
+    json node = {{"apiVersion", "tessera.io/v1"},
+                 {"kind", "Node"},
+                 {"metadata", {{"name", name}}},
+                 {"status",
+                  {{"allocatable", {{"cpu", "96"}, {"memory", "1Ti"}}},
+                   {"gpus", list},
+                   {"telemetry", telemetry},
+                   {"heartbeat", "2026-01-01T00:00:00.000Z"}}}};
+    writes.push_back({store::Write::Op::kPut, {"Node", "", name}, node.dump(), {}});
+    for (int g = 0; g < 8; g += 2) {
+      const std::string job = "j-" + std::to_string(n * 8 + g);
+      json pod = {{"name", "main-0"},
+                  {"node", name},
+                  {"devices",
+                   {{{"gpu", g}, {"uuid", "GPU-" + std::to_string(n * 8 + g)}, {"kind", "whole"},
+                     {"gpuMilli", 1000}}}}};
+      json j = {{"apiVersion", "tessera.io/v1"},
+                {"kind", "Job"},
+                {"metadata", {{"name", job}, {"namespace", "team-" + std::to_string(n % 20)}}},
+                {"spec", {{"tasks", {{{"name", "main"}}}}}},
+                {"status", {{"phase", "Admitted"}, {"queue", "q" + std::to_string(n % 100)}, {"pods", {pod}}}}};
+      writes.push_back({store::Write::Op::kPut, {"Job", j["metadata"]["namespace"], job}, j.dump(), {}});
+    }
+  }
+  if (!f.api->store().Commit(writes).ok()) st.SkipWithError("setup failed");
+  size_t bytes = 0;
+  for (auto _ : st) {
+    const std::string text = RenderMetrics(f.api->store(), f.api->metrics(), 1'767'225'600'000);
+    bytes = text.size();
+    benchmark::DoNotOptimize(text);
+  }
+  st.counters["bytes"] = static_cast<double>(bytes);
+}
+BENCHMARK(BM_RenderMetrics)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace tessera::server
