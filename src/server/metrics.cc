@@ -3,8 +3,10 @@
 #include <prometheus/gauge.h>
 #include <prometheus/text_serializer.h>
 
+#include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "server/api_server.h"
 
@@ -73,6 +75,29 @@ double Num(const json& o, const char* key) {
 struct Holder {
   std::string ns, job, task;
 };
+
+// A label value in the text format: backslash, double quote and newline escaped.
+void AppendEscaped(std::string& out, std::string_view v) {
+  for (char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+}
+
+// Prometheus's text rendering of a sample value.
+void AppendValue(std::string& out, double v) {
+  char buf[32];
+  if (v == static_cast<double>(static_cast<int64_t>(v))) {
+    std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
+  } else {
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+  }
+  out += buf;
+}
 
 }  // namespace
 
@@ -144,12 +169,21 @@ std::string RenderMetrics(store::Store& store, SchedulerMetrics& scheduler, int6
       {"DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", "smClockMhz", 1},
       {"DCGM_FI_DEV_XID_ERRORS", "XID errors seen by the node agent.", "xidCount", 1},
   };
-  std::vector<prometheus::Family<prometheus::Gauge>*> families;
-  for (const Field& f : kFields) families.push_back(&gauge(f.name, f.help));
+  // The per-GPU families are the bulk of a scrape (a series per GPU and holder per field): they
+  // are written straight into the text format, one family after the other.
+  struct Series {
+    std::string labels;  // {...} rendered, sorted by name as Prometheus prints them
+    const json* telemetry;
+  };
+  std::vector<Series> series;
   double gpus_total = 0;
-  for (const json& node : Items(store, "Node")) {
+  // `series` points into these documents: they live until the text is written.
+  const std::vector<json> nodes = Items(store, "Node");
+  static const json kNoStatus = json::object();
+  static const json kNoList = json::array();
+  for (const json& node : nodes) {
     const std::string host = Str(node.value("metadata", json::object()), "name");
-    const json status = node.value("status", json::object());
+    const json& status = node.contains("status") ? node["status"] : kNoStatus;
     const int64_t beat = ParseTime(Str(status, "heartbeat"));
     if (beat >= 0) heartbeat_age.Add({{"node", host}}).Set((now_ms - beat) / 1000.0);
     std::map<int, json> gpu_by_index;
@@ -162,23 +196,29 @@ std::string RenderMetrics(store::Store& store, SchedulerMetrics& scheduler, int6
                 {"gpu", std::to_string(static_cast<int>(Num(g, "index")))}})
           .Set(Str(g, "health") == "Unhealthy" ? 1 : 0);
     }
-    for (const json& t : status.value("telemetry", json::array())) {
+    for (const json& t : status.contains("telemetry") ? status["telemetry"] : kNoList) {
       const int index = static_cast<int>(Num(t, "index"));
       const json& g = gpu_by_index[index];
-      std::map<std::string, std::string> labels = {{"gpu", std::to_string(index)},
-                                                   {"UUID", Str(g, "uuid")},
-                                                   {"device", "nvidia" + std::to_string(index)},
-                                                   {"modelName", Str(g, "model")},
-                                                   {"Hostname", host}};
-      std::vector<Holder> who = holders[Str(g, "uuid")];
-      if (who.empty()) who.push_back({});
+      const std::string uuid = Str(g, "uuid");
+      auto held = holders.find(uuid);
+      static const std::vector<Holder> kNobody = {Holder{}};
+      const std::vector<Holder>& who = held == holders.end() ? kNobody : held->second;
       for (const Holder& h : who) {
-        labels["namespace"] = h.ns;
-        labels["job"] = h.job;
-        labels["task"] = h.task;
-        for (size_t f = 0; f < families.size(); ++f) {
-          families[f]->Add(labels).Set(Num(t, kFields[f].key) * kFields[f].scale);
-        }
+        std::string l = "{Hostname=\"";
+        AppendEscaped(l, host);
+        l += "\",UUID=\"";
+        AppendEscaped(l, uuid);
+        l += "\",device=\"nvidia" + std::to_string(index) + "\",gpu=\"" + std::to_string(index) +
+             "\",job=\"";
+        AppendEscaped(l, h.job);
+        l += "\",modelName=\"";
+        AppendEscaped(l, Str(g, "model"));
+        l += "\",namespace=\"";
+        AppendEscaped(l, h.ns);
+        l += "\",task=\"";
+        AppendEscaped(l, h.task);
+        l += "\"} ";
+        series.push_back({std::move(l), &t});
       }
     }
   }
@@ -189,6 +229,16 @@ std::string RenderMetrics(store::Store& store, SchedulerMetrics& scheduler, int6
   prometheus::TextSerializer text;
   std::string out = text.Serialize(scheduler.registry().Collect());
   out += text.Serialize(state.Collect());
+  out.reserve(out.size() + series.size() * std::size(kFields) * 160);
+  for (const Field& f : kFields) {
+    out += std::string("# HELP ") + f.name + " " + f.help + "\n# TYPE " + f.name + " gauge\n";
+    for (const Series& s : series) {
+      out += f.name;
+      out += s.labels;
+      AppendValue(out, Num(*s.telemetry, f.key) * f.scale);
+      out += '\n';
+    }
+  }
   return out;
 }
 
