@@ -234,14 +234,19 @@ void BM_RenderMetrics(benchmark::State& st) {
       json pod = {{"name", "main-0"},
                   {"node", name},
                   {"devices",
-                   {{{"gpu", g}, {"uuid", "GPU-" + std::to_string(n * 8 + g)}, {"kind", "whole"},
+                   {{{"gpu", g},
+                     {"uuid", "GPU-" + std::to_string(n * 8 + g)},
+                     {"kind", "whole"},
                      {"gpuMilli", 1000}}}}};
-      json j = {{"apiVersion", "tessera.io/v1"},
-                {"kind", "Job"},
-                {"metadata", {{"name", job}, {"namespace", "team-" + std::to_string(n % 20)}}},
-                {"spec", {{"tasks", {{{"name", "main"}}}}}},
-                {"status", {{"phase", "Admitted"}, {"queue", "q" + std::to_string(n % 100)}, {"pods", {pod}}}}};
-      writes.push_back({store::Write::Op::kPut, {"Job", j["metadata"]["namespace"], job}, j.dump(), {}});
+      json j = {
+          {"apiVersion", "tessera.io/v1"},
+          {"kind", "Job"},
+          {"metadata", {{"name", job}, {"namespace", "team-" + std::to_string(n % 20)}}},
+          {"spec", {{"tasks", {{{"name", "main"}}}}}},
+          {"status",
+           {{"phase", "Admitted"}, {"queue", "q" + std::to_string(n % 100)}, {"pods", {pod}}}}};
+      writes.push_back(
+          {store::Write::Op::kPut, {"Job", j["metadata"]["namespace"], job}, j.dump(), {}});
     }
   }
   if (!f.api->store().Commit(writes).ok()) st.SkipWithError("setup failed");
