@@ -60,6 +60,25 @@ const api::KindInfo* ResolveKind(std::string word) {
   return nullptr;
 }
 
+std::string KnownKinds();
+
+// The kind a command names; null (after saying so on `err`) when there is none such.
+const api::KindInfo* KindOrComplain(const std::string& word, std::ostream& err) {
+  const api::KindInfo* kind = ResolveKind(word);
+  if (kind == nullptr) {
+    err << "error: the server doesn't have a resource type \"" << word
+        << "\" (known: " << KnownKinds() << ")\n";
+  }
+  return kind;
+}
+
+// "/api/v1/namespaces/<ns>/<plural>", or "/api/v1/<plural>" for cluster-scoped kinds and when
+// `ns` is empty (all namespaces).
+std::string CollectionPath(const api::KindInfo& kind, const std::string& ns) {
+  return "/api/v1/" + (kind.namespaced && !ns.empty() ? "namespaces/" + ns + "/" : std::string()) +
+         std::string(kind.plural);
+}
+
 std::string KnownKinds() {
   std::string s;
   for (const api::KindInfo& k : api::Kinds()) s += (s.empty() ? "" : ", ") + std::string(k.plural);
@@ -261,20 +280,14 @@ int Apply(const ResourceOptions& o, std::istream& in, std::ostream& out, std::os
 }
 
 int Get(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
-  const api::KindInfo* kind = ResolveKind(o.kind);
-  if (kind == nullptr) {
-    err << "error: the server doesn't have a resource type \"" << o.kind
-        << "\" (known: " << KnownKinds() << ")\n";
-    return kUsage;
-  }
+  const api::KindInfo* kind = KindOrComplain(o.kind, err);
+  if (kind == nullptr) return kUsage;
   if (o.output != "" && o.output != "wide" && o.output != "json" && o.output != "yaml") {
     err << "error: -o: unknown output format \"" << o.output << "\" (wide, json, yaml)\n";
     return kUsage;
   }
-  std::string target = "/api/v1/";
   const bool all = o.all_namespaces || !kind->namespaced;
-  if (kind->namespaced && !o.all_namespaces) target += "namespaces/" + o.ns + "/";
-  target += std::string(kind->plural);
+  std::string target = CollectionPath(*kind, o.all_namespaces ? "" : o.ns);
   if (!o.name.empty()) target += "/" + o.name;
   if (!o.selector.empty() && o.name.empty()) {
     std::string enc;
@@ -317,14 +330,9 @@ int Get(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
 }
 
 int Delete(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
-  const api::KindInfo* kind = ResolveKind(o.kind);
-  if (kind == nullptr) {
-    err << "error: unknown resource type \"" << o.kind << "\" (known: " << KnownKinds() << ")\n";
-    return kUsage;
-  }
-  std::string target = "/api/v1/";
-  if (kind->namespaced) target += "namespaces/" + o.ns + "/";
-  target += std::string(kind->plural) + "/" + o.name;
+  const api::KindInfo* kind = KindOrComplain(o.kind, err);
+  if (kind == nullptr) return kUsage;
+  const std::string target = CollectionPath(*kind, o.ns) + "/" + o.name;
   int code = 0;
   auto r = Send(o, "DELETE", target, "", "", err, &code);
   if (!r) return code;
@@ -382,16 +390,29 @@ int Cordon(const ResourceOptions& o, bool on, std::ostream& out, std::ostream& e
   return code;
 }
 
+// GETs a list; nullopt (with the exit code in *code) when it fails.
+std::optional<std::vector<json>> List(const ResourceOptions& o, const std::string& target,
+                                      std::ostream& err, int* code) {
+  auto r = Send(o, "GET", target, "", "", err, code);
+  if (!r) return std::nullopt;
+  if (r->status != 200) {
+    *code = Refused(*r, err);
+    return std::nullopt;
+  }
+  std::vector<json> out;
+  for (json& i : json::parse(r->body).value("items", json::array())) out.push_back(std::move(i));
+  return out;
+}
+
 // Cordons the node, then sends every Job bound to it back to Pending: the scheduling loop places
 // them elsewhere.
 int Drain(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
   if (int code = Cordon(o, true, out, err); code != 0) return code;
   int code = 0;
-  auto jobs = Send(o, "GET", "/api/v1/jobs", "", "", err, &code);
+  auto jobs = List(o, "/api/v1/jobs", err, &code);
   if (!jobs) return code;
-  if (jobs->status != 200) return Refused(*jobs, err);
   int evicted = 0;
-  for (const json& job : json::parse(jobs->body).value("items", json::array())) {
+  for (const json& job : *jobs) {
     bool here = false;
     for (const json& pod : job.value("status", json::object()).value("pods", json::array())) {
       here = here || (pod.is_object() && pod.value("node", "") == o.name);
@@ -417,26 +438,20 @@ int Drain(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
 
 // The object as YAML, then the events about it.
 int Describe(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
-  const api::KindInfo* kind = ResolveKind(o.kind);
-  if (kind == nullptr) {
-    err << "error: unknown resource type \"" << o.kind << "\" (known: " << KnownKinds() << ")\n";
-    return kUsage;
-  }
-  const std::string base =
-      "/api/v1/" + (kind->namespaced ? "namespaces/" + o.ns + "/" : std::string());
+  const api::KindInfo* kind = KindOrComplain(o.kind, err);
+  if (kind == nullptr) return kUsage;
   int code = 0;
-  auto r = Send(o, "GET", base + std::string(kind->plural) + "/" + o.name, "", "", err, &code);
+  auto r = Send(o, "GET", CollectionPath(*kind, o.ns) + "/" + o.name, "", "", err, &code);
   if (!r) return code;
   if (r->status != 200) return Refused(*r, err);
   YAML::Emitter e;
   EmitYaml(e, json::parse(r->body));
   out << e.c_str() << "\n";
   if (!kind->namespaced) return 0;
-  auto events = Send(o, "GET", base + "events", "", "", err, &code);
+  auto events = List(o, "/api/v1/namespaces/" + o.ns + "/events", err, &code);
   if (!events) return code;
-  if (events->status != 200) return Refused(*events, err);
   std::vector<json> mine;
-  for (const json& ev : json::parse(events->body).value("items", json::array())) {
+  for (const json& ev : *events) {
     const json inv = ev["spec"].value("involvedObject", json::object());
     if (inv.value("kind", "") == kind->kind && inv.value("name", "") == o.name) mine.push_back(ev);
   }
@@ -450,20 +465,6 @@ int Describe(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
         << ev["spec"].value("reason", "") << "  " << ev["spec"].value("message", "") << "\n";
   }
   return 0;
-}
-
-// GETs a list; nullopt (with the exit code in *code) when it fails.
-std::optional<std::vector<json>> List(const ResourceOptions& o, const std::string& target,
-                                      std::ostream& err, int* code) {
-  auto r = Send(o, "GET", target, "", "", err, code);
-  if (!r) return std::nullopt;
-  if (r->status != 200) {
-    *code = Refused(*r, err);
-    return std::nullopt;
-  }
-  std::vector<json> out;
-  for (json& i : json::parse(r->body).value("items", json::array())) out.push_back(std::move(i));
-  return out;
 }
 
 std::string Gpus(int64_t milli) {
