@@ -415,6 +415,18 @@ std::string FormatTime(int64_t ms) {
   return buf;
 }
 
+Result<std::vector<StoredJson>> ListObjects(store::Store& store, std::string_view kind) {
+  auto list = store.List(kind, std::nullopt);
+  if (!list.ok()) return list.status();
+  std::vector<StoredJson> out;
+  out.reserve(list->size());
+  for (const store::StoredObject& o : *list) {
+    json obj = json::parse(o.body, nullptr, false);
+    if (obj.is_object()) out.push_back({std::move(obj), o.version});
+  }
+  return out;
+}
+
 int64_t ParseTime(std::string_view text) {
   std::tm tm{};
   int ms = 0;

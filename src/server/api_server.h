@@ -44,6 +44,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "api/object.h"
@@ -99,6 +100,15 @@ class ApiServer {
   SchedulerMetrics metrics_;
   std::function<int64_t()> clock_;
 };
+
+// A stored object, parsed, with its version.
+struct StoredJson {
+  nlohmann::json obj;
+  int64_t version = 0;
+};
+// The stored objects of `kind` in every namespace, parsed (bodies that are not JSON objects,
+// which the API never writes, are skipped).
+Result<std::vector<StoredJson>> ListObjects(store::Store& store, std::string_view kind);
 
 // RFC 3339 in UTC with milliseconds ("2026-11-21T08:40:00.123Z"), and back (-1 when malformed).
 std::string FormatTime(int64_t ms_since_epoch);

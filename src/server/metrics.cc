@@ -53,15 +53,10 @@ void SchedulerMetrics::ObserveCycle(double seconds, int admitted, int preempted,
 
 namespace {
 
-std::vector<json> Items(store::Store& store, const char* kind) {
-  std::vector<json> out;
-  auto list = store.List(kind, std::nullopt);
-  if (!list.ok()) return out;
-  for (const store::StoredObject& o : *list) {
-    json obj = json::parse(o.body, nullptr, false);
-    if (obj.is_object()) out.push_back(std::move(obj));
-  }
-  return out;
+// The objects of `kind`, parsed; none when the store cannot list them.
+std::vector<StoredJson> Items(store::Store& store, const char* kind) {
+  auto list = ListObjects(store, kind);
+  return list.ok() ? std::move(list).value() : std::vector<StoredJson>{};
 }
 
 std::string Str(const json& o, const char* key) {
@@ -117,7 +112,8 @@ std::string RenderMetrics(store::Store& store, SchedulerMetrics& scheduler, int6
   std::map<std::pair<std::string, std::string>, double> by_queue_phase;
   std::map<std::string, double> queue_milli, ns_milli;
   double allocated_milli = 0;
-  for (const json& job : Items(store, "Job")) {
+  for (const StoredJson& stored : Items(store, "Job")) {
+    const json& job = stored.obj;
     const json status = job.value("status", json::object());
     const json meta = job.value("metadata", json::object());
     const std::string phase = Str(status, "phase").empty() ? "New" : Str(status, "phase");
@@ -178,10 +174,11 @@ std::string RenderMetrics(store::Store& store, SchedulerMetrics& scheduler, int6
   std::vector<Series> series;
   double gpus_total = 0;
   // `series` points into these documents: they live until the text is written.
-  const std::vector<json> nodes = Items(store, "Node");
+  const std::vector<StoredJson> nodes = Items(store, "Node");
   static const json kNoStatus = json::object();
   static const json kNoList = json::array();
-  for (const json& node : nodes) {
+  for (const StoredJson& stored_node : nodes) {
+    const json& node = stored_node.obj;
     const std::string host = Str(node.value("metadata", json::object()), "name");
     const json& status = node.contains("status") ? node["status"] : kNoStatus;
     const int64_t beat = ParseTime(Str(status, "heartbeat"));

@@ -18,23 +18,16 @@ namespace {
 
 constexpr char kUnqueued[] = "tessera-unqueued";
 
-struct Stored {
-  json obj;
-  int64_t version = 0;
-};
+using Stored = StoredJson;
 
 std::vector<Stored> ListKind(store::Store& store, const char* kind,
                              std::vector<std::string>* problems) {
-  std::vector<Stored> out;
-  auto list = store.List(kind, std::nullopt);
+  auto list = ListObjects(store, kind);
   if (!list.ok()) {
     problems->push_back(list.status().message());
-    return out;
+    return {};
   }
-  for (const store::StoredObject& o : *list) {
-    out.push_back({json::parse(o.body), o.version});
-  }
-  return out;
+  return std::move(list).value();
 }
 
 std::string NameOf(const json& obj) { return obj["metadata"].value("name", ""); }
