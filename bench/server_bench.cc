@@ -252,7 +252,7 @@ void BM_RenderMetrics(benchmark::State& st) {
   if (!f.api->store().Commit(writes).ok()) st.SkipWithError("setup failed");
   size_t bytes = 0;
   for (auto _ : st) {
-    const std::string text = RenderMetrics(f.api->store(), f.api->metrics(), 1'767'225'600'000);
+    const std::string text = RenderMetrics(f.api->store(), f.api->metrics(), {}, 1'767'225'600'000);
     bytes = text.size();
     benchmark::DoNotOptimize(text);
   }

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "agent/cgroups.h"
+#include "api/time.h"
 
 namespace tessera::agent {
 
@@ -70,8 +71,11 @@ Status Worker::Report(PodState& p) {
     pods[a.pod_index]["state"] = p.state;
     // The Job's outcome: failed as soon as a pod failed for good, succeeded when all did.
     const std::string phase = p.state.value("phase", "");
+    // When a Job ends it releases its devices: accounting charges up to finishedAt.
+    const json finished_at = p.state.value("finishedAt", json());
     if (phase == "Failed") {
       status["phase"] = "Failed";
+      status["finishedAt"] = finished_at;
       status["message"] = "pod " + a.pod + " failed: " +
                           (p.state.contains("message") ? p.state["message"].get<std::string>()
                            : p.state.contains("signal")
@@ -87,6 +91,7 @@ Status Worker::Report(PodState& p) {
       }
       if (all) {
         status["phase"] = "Succeeded";
+        status["finishedAt"] = finished_at;
         status["message"] = "all pods succeeded";
       }
     }
@@ -160,7 +165,9 @@ Status Worker::Tick(int64_t now_ms) {
     }
     p.finished = true;
     if (!p.cgroup_dir.empty()) RemoveCgroup(p.cgroup_dir);
-    p.state = {{"phase", failed ? "Failed" : "Succeeded"}, {"restarts", p.restarts}};
+    p.state = {{"phase", failed ? "Failed" : "Succeeded"},
+               {"restarts", p.restarts},
+               {"finishedAt", api::FormatTime(now_ms)}};
     if (!p.limits.empty()) p.state["limits"] = p.limits;
     if (e.signal != 0) {
       p.state["signal"] = e.signal;

@@ -285,6 +285,20 @@ Result<core::QueueSpec> DecodeQueue(const json& obj) {
     }
     TESSERA_RETURN_IF_ERROR(pf.Finish());
   }
+  if (const json* r = spec.Get("idleReclaim")) {
+    Fields rf(*r, spec.At("idleReclaim"), false);
+    std::string after;
+    TESSERA_RETURN_IF_ERROR(rf.String("after", &after, true));
+    auto ms = ParseDurationMs(after, rf.At("after"), false);
+    if (!ms.ok()) return ms.status();
+    q.idle_reclaim.after_ms = *ms;
+    if (rf.Get("maxPriority") != nullptr) {
+      int64_t max = 0;
+      TESSERA_RETURN_IF_ERROR(rf.Int("maxPriority", &max, -2'000'000'000, 2'000'000'000));
+      q.idle_reclaim.max_priority = static_cast<int32_t>(max);
+    }
+    TESSERA_RETURN_IF_ERROR(rf.Finish());
+  }
   TESSERA_RETURN_IF_ERROR(DecodeResourceGroups(spec, &q.resource_groups));
   TESSERA_RETURN_IF_ERROR(spec.Finish());
   return q;

@@ -9,7 +9,9 @@
 //   PodGroup         spec: minMember, queue, priorityClassName, minResources (a Volcano gang)
 //   Queue            spec as Kueue's ClusterQueue: cohort, queueingStrategy, fairSharing.weight,
 //                    preemption, resourceGroups[] {coveredResources, flavors[] {name,
-//                    resources[] {name, nominalQuota, borrowingLimit, lendingLimit}}}
+//                    resources[] {name, nominalQuota, borrowingLimit, lendingLimit}}},
+//                    idleReclaim {after (a duration, "2h"), maxPriority}: stop jobs whose GPUs
+//                    stay idle that long
 //   Cohort           spec: parent, resourceGroups, fairSharing.weight
 //   LocalQueue       spec: clusterQueue (or queue)
 //   ResourceFlavor   spec: nodeLabels, gpuModels, tolerations

@@ -1,6 +1,8 @@
 #include "api/quantity.h"
 
 #include <cctype>
+#include <iterator>
+#include <utility>
 
 namespace tessera::api {
 
@@ -145,6 +147,42 @@ Result<int64_t> ToInteger(const Quantity& q, std::string_view field) {
     return InvalidArgument(std::string(field) + ": must be a whole number");
   }
   return static_cast<int64_t>(q.nano / kNano);
+}
+
+Result<int64_t> ParseDurationMs(std::string_view text, std::string_view field, bool allow_zero) {
+  static constexpr std::pair<std::string_view, int64_t> kUnits[] = {
+      {"d", 86'400'000}, {"h", 3'600'000}, {"m", 60'000}, {"s", 1'000}, {"ms", 1}};
+  constexpr int64_t kMax = 10LL * 366 * 86'400'000;
+  auto bad = [&] { return Bad(field, text, "must be a duration such as 90s, 30m, 1h30m or 7d"); };
+  std::string_view s = text;
+  if (s.empty()) return bad();
+  int64_t total = 0;
+  size_t last_unit = 0;  // units must come largest first, each once
+  while (!s.empty()) {
+    int64_t n = 0;
+    size_t i = 0;
+    for (; i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])); ++i) {
+      if (n > kMax) return bad();
+      n = n * 10 + (s[i] - '0');
+    }
+    if (i == 0) return bad();
+    s.remove_prefix(i);
+    size_t u = 0;
+    for (; u < std::size(kUnits); ++u) {
+      // "ms" before "m" when both could match.
+      const std::string_view unit = kUnits[u].first;
+      if (unit == "m" && s.substr(0, 2) == "ms") continue;
+      if (s.substr(0, unit.size()) == unit) break;
+    }
+    if (u == std::size(kUnits) || u + 1 <= last_unit) return bad();
+    last_unit = u + 1;
+    s.remove_prefix(kUnits[u].first.size());
+    if (n > kMax / kUnits[u].second) return Bad(field, text, "is longer than ten years");
+    total += n * kUnits[u].second;
+    if (total > kMax) return Bad(field, text, "is longer than ten years");
+  }
+  if (total == 0 && !allow_zero) return Bad(field, text, "must be longer than zero");
+  return total;
 }
 
 }  // namespace tessera::api

@@ -26,6 +26,12 @@ Result<int64_t> ToMilli(const Quantity& q, std::string_view field);
 Result<int64_t> ToMebibytes(const Quantity& q, std::string_view field);
 Result<int64_t> ToInteger(const Quantity& q, std::string_view field);
 
+// A duration as whole numbers with units, largest first: "90s", "30m", "1h30m", "7d", "250ms".
+// Milliseconds; fails (naming `field`) on anything else, on zero when `allow_zero` is false, and
+// beyond ten years.
+Result<int64_t> ParseDurationMs(std::string_view text, std::string_view field,
+                                bool allow_zero = true);
+
 }  // namespace tessera::api
 
 #endif  // TESSERA_API_QUANTITY_H_

@@ -78,6 +78,14 @@ struct PreemptionPolicy {
   std::optional<int32_t> max_priority_threshold;
 };
 
+// Taking back GPUs from work that holds them idle (core/accounting.h's IdlePods): a job whose
+// pods with GPUs are all idle for `after_ms` is stopped, when its priority is at most
+// `max_priority` (every priority when unset).
+struct IdleReclaimPolicy {
+  int64_t after_ms = 0;  // 0: never
+  std::optional<int32_t> max_priority;
+};
+
 // A queue with quota (Kueue ClusterQueue).
 struct QueueSpec {
   std::string name;
@@ -87,6 +95,7 @@ struct QueueSpec {
   PreemptionPolicy preemption;
   // fairSharing.weight in thousandths (1000 = weight 1); 0: borrows only what nobody else wants.
   int64_t fair_weight_milli = 1000;
+  IdleReclaimPolicy idle_reclaim;
 };
 
 // A node of the cohort tree; may hold quota of its own and lend/borrow to its parent.

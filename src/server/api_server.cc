@@ -22,6 +22,8 @@
 #include "api/kinds.h"
 #include "api/manifest.h"
 #include "api/object.h"
+#include "api/quantity.h"
+#include "server/accountant.h"
 
 namespace tessera::server {
 
@@ -404,17 +406,6 @@ ApiServer::ApiServer(std::unique_ptr<store::Store> store, const std::string& dat
 
 ApiServer::~ApiServer() = default;
 
-std::string FormatTime(int64_t ms) {
-  const std::time_t secs = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                static_cast<int>(ms % 1000));
-  return buf;
-}
-
 Result<std::vector<StoredJson>> ListObjects(store::Store& store, std::string_view kind) {
   auto list = store.List(kind, std::nullopt);
   if (!list.ok()) return list.status();
@@ -425,23 +416,6 @@ Result<std::vector<StoredJson>> ListObjects(store::Store& store, std::string_vie
     if (obj.is_object()) out.push_back({std::move(obj), o.version});
   }
   return out;
-}
-
-int64_t ParseTime(std::string_view text) {
-  std::tm tm{};
-  int ms = 0;
-  const std::string t(text);
-  const char* rest = strptime(t.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
-  if (rest == nullptr) return -1;
-  if (*rest == '.') {
-    int digits = 0;
-    for (++rest; *rest >= '0' && *rest <= '9'; ++rest, ++digits) {
-      if (digits < 3) ms = ms * 10 + (*rest - '0');
-    }
-    for (; digits < 3; ++digits) ms *= 10;
-  }
-  if (std::string_view(rest) != "Z") return -1;
-  return static_cast<int64_t>(timegm(&tm)) * 1000 + ms;
 }
 
 Status ApiServer::KeepSystemFields(const Principal& who, json* obj, store::Write* w) {
@@ -483,6 +457,9 @@ Result<std::unique_ptr<ApiServer>> ApiServer::Open(const std::string& data_dir) 
   auto store = store::OpenSqliteStore(data_dir + "/state.db");
   if (!store.ok()) return store.status();
   std::unique_ptr<ApiServer> server(new ApiServer(std::move(store).value(), data_dir));
+  auto accounting = Accountant::Open(data_dir + "/usage.db");
+  if (!accounting.ok()) return accounting.status();
+  server->accounting_ = std::move(accounting).value();
   auto admin = server->tokens_.EnsureAdmin();
   if (!admin.ok()) return admin.status();
   if (admin->has_value()) {
@@ -496,6 +473,63 @@ Result<std::unique_ptr<ApiServer>> ApiServer::Open(const std::string& data_dir) 
     if (!ok) return FailedPrecondition("cannot write " + path);
   }
   return server;
+}
+
+HttpResponse ApiServer::Usage(const HttpRequest& req, const Principal& who) {
+  const int64_t now = clock_();
+  // RFC 3339, or a duration before now.
+  auto when = [&](const char* key, int64_t absent) -> Result<int64_t> {
+    auto it = req.query.find(key);
+    if (it == req.query.end() || it->second.empty()) return absent;
+    if (const int64_t t = ParseTime(it->second); t >= 0) return t;
+    auto ago = api::ParseDurationMs(it->second, key);
+    if (!ago.ok()) {
+      return InvalidArgument(std::string(key) + ": must be an RFC 3339 time or a duration " +
+                             "before now such as 24h, got \"" + it->second + "\"");
+    }
+    return now - *ago;
+  };
+  auto since = when("since", 0);
+  if (!since.ok()) return Error(since.status());
+  auto until = when("until", now);
+  if (!until.ok()) return Error(until.status());
+  if (*until <= *since) return Error(InvalidArgument("until: must be after since"));
+  core::UsageGroup by = core::UsageGroup::kNamespace;
+  const std::string by_text = req.query.contains("by") ? req.query.at("by") : "namespace";
+  if (by_text == "queue") {
+    by = core::UsageGroup::kQueue;
+  } else if (by_text == "job") {
+    by = core::UsageGroup::kJob;
+  } else if (by_text != "namespace") {
+    return Error(InvalidArgument("by: must be namespace, queue or job, got \"" + by_text + "\""));
+  }
+  std::optional<std::string> ns;
+  if (who.role == Principal::Role::kNamespace) ns = who.ns;
+  auto rows = accounting_->Usage(by, *since, *until, ns);
+  if (!rows.ok()) return Error(rows.status());
+  json items = json::array();
+  for (const core::UsageRow& r : *rows) {
+    json item = {{"gpuHours", r.gpu_hours()},
+                 {"idleGpuHours", r.idle_gpu_hours()},
+                 {"cost", r.cost_hundredths / 100.0},
+                 {"wastedCost", r.wasted_cost_hundredths / 100.0},
+                 {"priced", !r.unpriced}};
+    if (by == core::UsageGroup::kJob) {
+      const size_t slash = r.key.find('/');
+      item["namespace"] = r.key.substr(0, slash);
+      item["job"] = r.key.substr(slash + 1);
+    } else {
+      item[by_text] = r.key;
+    }
+    items.push_back(std::move(item));
+  }
+  return Json(200, {{"kind", "UsageReport"},
+                    {"apiVersion", api::kApiVersion},
+                    {"by", by_text},
+                    {"since", FormatTime(*since)},
+                    {"until", FormatTime(*until)},
+                    {"currency", accounting_->options().currency},
+                    {"items", std::move(items)}});
 }
 
 HttpResponse ApiServer::Watch(const HttpRequest& req, const std::string& kind,
@@ -617,8 +651,10 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
   if (!who.ok()) return Error(who.status());
 
   if (req.path == "/metrics" && req.method == "GET") {
-    return Reply(200, "text/plain; version=0.0.4", RenderMetrics(*store_, metrics_, clock_()));
+    return Reply(200, "text/plain; version=0.0.4",
+                 RenderMetrics(*store_, metrics_, accounting_->idle(), clock_()));
   }
+  if (req.path == "/api/v1/usage" && req.method == "GET") return Usage(req, *who);
 
   if (req.path == "/api/v1/tokens" && req.method == "POST") {
     if (who->role != Principal::Role::kAdmin) {

@@ -28,6 +28,12 @@
 //                                                    current objects come first as ADDED; a
 //                                                    compacted N answers 410
 //
+//   GET    /api/v1/usage?by=namespace|queue|job[&since=T][&until=T]
+//                                                    GPU-hours, idle GPU-hours and cost from
+//                                                    the accounting ledger; T is RFC 3339 or a
+//                                                    duration before now ("24h"); since defaults
+//                                                    to the beginning, until to now; a
+//                                                    namespace token sees its namespace only
 //   GET    /metrics                                  Prometheus text: scheduler metrics and GPU
 //                                                    telemetry under DCGM field names (any
 //                                                    valid token)
@@ -48,6 +54,7 @@
 #include <vector>
 
 #include "api/object.h"
+#include "api/time.h"
 #include "server/auth.h"
 #include "server/change_feed.h"
 #include "server/http_server.h"
@@ -57,6 +64,7 @@
 
 namespace tessera::server {
 
+class Accountant;
 class EventCache;
 
 class ApiServer {
@@ -71,6 +79,7 @@ class ApiServer {
   store::Store& store() { return *store_; }
   ChangeFeed& feed() { return feed_; }
   SchedulerMetrics& metrics() { return metrics_; }
+  Accountant& accounting() { return *accounting_; }
 
   // Commits `writes` and lets watchers see them: the one way writers inside the server (the
   // scheduling loop) write.
@@ -84,6 +93,7 @@ class ApiServer {
   // GET (read, follow) and POST (ship, agents) of /api/v1/namespaces/{ns}/jobs/{name}/logs.
   HttpResponse Logs(const HttpRequest& req, const std::string& ns, const std::string& job);
 
+  HttpResponse Usage(const HttpRequest& req, const Principal& who);
   HttpResponse Watch(const HttpRequest& req, const std::string& kind,
                      const std::optional<std::string>& ns,
                      std::optional<api::LabelSelector> selector);
@@ -98,6 +108,7 @@ class ApiServer {
   std::unique_ptr<EventCache> events_;
   LogStore logs_;
   SchedulerMetrics metrics_;
+  std::unique_ptr<Accountant> accounting_;
   std::function<int64_t()> clock_;
 };
 
@@ -110,9 +121,8 @@ struct StoredJson {
 // which the API never writes, are skipped).
 Result<std::vector<StoredJson>> ListObjects(store::Store& store, std::string_view kind);
 
-// RFC 3339 in UTC with milliseconds ("2026-11-21T08:40:00.123Z"), and back (-1 when malformed).
-std::string FormatTime(int64_t ms_since_epoch);
-int64_t ParseTime(std::string_view text);
+using api::FormatTime;
+using api::ParseTime;
 
 }  // namespace tessera::server
 

@@ -96,7 +96,8 @@ void AppendValue(std::string& out, double v) {
 
 }  // namespace
 
-std::string RenderMetrics(store::Store& store, SchedulerMetrics& scheduler, int64_t now_ms) {
+std::string RenderMetrics(store::Store& store, SchedulerMetrics& scheduler,
+                          std::span<const core::IdlePod> idle, int64_t now_ms) {
   prometheus::Registry state;
   auto gauge = [&](const char* name, const char* help) -> prometheus::Family<prometheus::Gauge>& {
     return prometheus::BuildGauge().Name(name).Help(help).Register(state);
@@ -140,6 +141,19 @@ std::string RenderMetrics(store::Store& store, SchedulerMetrics& scheduler, int6
   }
   for (const auto& [q, m] : queue_milli) queue_gpus.Add({{"queue", q}}).Set(m / 1000);
   for (const auto& [ns, m] : ns_milli) ns_gpus.Add({{"namespace", ns}}).Set(m / 1000);
+
+  // Pods holding GPUs idle for the idle window.
+  auto& idle_gpus = gauge("tessera_idle_gpus_allocated",
+                          "GPU equivalents held by a pod whose GPUs stayed below the idle "
+                          "threshold for the idle window");
+  auto& idle_seconds =
+      gauge("tessera_idle_seconds", "Seconds since the pod's GPUs went below the idle threshold");
+  for (const core::IdlePod& p : idle) {
+    const prometheus::Labels labels = {
+        {"namespace", p.ns}, {"job", p.job}, {"pod", p.pod}, {"queue", p.queue}};
+    idle_gpus.Add(labels).Set(p.gpu_milli / 1000.0);
+    idle_seconds.Add(labels).Set((now_ms - p.idle_since_ms) / 1000.0);
+  }
 
   // Nodes and their GPUs.
   auto& heartbeat_age =

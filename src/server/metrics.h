@@ -12,8 +12,10 @@
 #include <prometheus/registry.h>
 
 #include <memory>
+#include <span>
 #include <string>
 
+#include "core/accounting.h"
 #include "store/store.h"
 
 namespace tessera::server {
@@ -34,8 +36,10 @@ class SchedulerMetrics {
   prometheus::Gauge* pending_;
 };
 
-// The whole /metrics text: `scheduler`'s counters plus the state of `store` at `now_ms`.
-std::string RenderMetrics(store::Store& store, SchedulerMetrics& scheduler, int64_t now_ms);
+// The whole /metrics text: `scheduler`'s counters, the state of `store` at `now_ms`, and the pods
+// holding GPUs idle.
+std::string RenderMetrics(store::Store& store, SchedulerMetrics& scheduler,
+                          std::span<const core::IdlePod> idle, int64_t now_ms);
 
 }  // namespace tessera::server
 

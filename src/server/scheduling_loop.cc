@@ -9,6 +9,7 @@
 #include "api/kinds.h"
 #include "core/mig.h"
 #include "core/workload.h"
+#include "server/accountant.h"
 
 namespace tessera::server {
 
@@ -280,7 +281,8 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   // A node whose agent missed its heartbeats for longer than the grace period is NotReady: it
   // takes no work, and what was bound to it is scheduled again (gangs whole).
   std::map<std::string, std::string> not_ready;  // node -> why
-  for (const Stored& s : ListKind(store, "Node", &problems)) {
+  const std::vector<Stored> nodes = ListKind(store, "Node", &problems);
+  for (const Stored& s : nodes) {
     auto node = api::DecodeNode(s.obj);
     if (!node.ok()) continue;
     const std::string beat = s.obj.value("status", json::object()).value("heartbeat", "");
@@ -479,8 +481,10 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
               : "Scheduled " + where);
     ++sum.admitted;
   }
+  std::set<std::string, std::less<>> released;  // "ns/name" of jobs that stop holding now
   for (const core::Preemption& p : result.preemptions) {
     const Stored& s = *running_obj[p.running_index];
+    released.insert(NamespaceOf(s.obj) + "/" + NameOf(s.obj));
     json obj = s.obj;
     obj["status"] = {{"phase", "Pending"}, {"message", p.reason}};
     put(obj, s.version);
@@ -509,7 +513,84 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     put(obj, s.version);
   }
   sum.inactive_queues = static_cast<int>(inactive.size());
+
+  auto idle = api_.accounting().Observe(now_ms, jobs, nodes, released);
+  if (!idle.ok()) return idle.status();
+  MarkIdle(now_ms, *idle, cfg, running, running_obj, released, put, event);
   return sum;
+}
+
+void SchedulingLoop::MarkIdle(int64_t now_ms, const std::vector<core::IdlePod>& idle,
+                              const core::QueueConfig& cfg,
+                              const std::vector<core::AdmittedWorkload>& running,
+                              const std::vector<const StoredJson*>& running_obj,
+                              const std::set<std::string, std::less<>>& released,
+                              const WriteFn& put, const EventFn& event) {
+  const AccountingOptions opts = api_.accounting().options();
+  std::map<std::string, std::vector<const core::IdlePod*>, std::less<>> by_job;
+  for (const core::IdlePod& p : idle) by_job[p.ns + "/" + p.job].push_back(&p);
+  std::map<std::string_view, const core::IdleReclaimPolicy*> reclaim;
+  for (const core::QueueSpec& q : cfg.queues) reclaim[q.name] = &q.idle_reclaim;
+  const std::string below = "below " + std::to_string(opts.idle_threshold_pct) + "% utilisation";
+
+  for (size_t i = 0; i < running.size(); ++i) {
+    const StoredJson& s = *running_obj[i];
+    const std::string key = NamespaceOf(s.obj) + "/" + NameOf(s.obj);
+    if (released.contains(key)) continue;
+    const json& status = s.obj["status"];
+    auto it = by_job.find(key);
+    if (it == by_job.end()) {
+      if (!status.contains("idle")) continue;
+      json obj = s.obj;
+      obj["status"].erase("idle");
+      put(obj, s.version);
+      event(s.obj, "Normal", "Busy", "its GPUs are in use again");
+      continue;
+    }
+    // Pods holding GPUs, and the time since when all of them have been idle.
+    int gpu_pods = 0;
+    for (const json& pod : status.value("pods", json::array())) {
+      if (pod.is_object() && !pod.value("devices", json::array()).empty()) ++gpu_pods;
+    }
+    int64_t all_since = 0;
+    json names = json::array();
+    std::string list;
+    for (const core::IdlePod* p : it->second) {
+      all_since = std::max(all_since, p->idle_since_ms);
+      names.push_back(p->pod);
+      list += (list.empty() ? "" : ", ") + p->pod;
+    }
+    const int64_t first_since =
+        std::min_element(it->second.begin(), it->second.end(),
+                         [](auto* a, auto* b) { return a->idle_since_ms < b->idle_since_ms; })[0]
+            ->idle_since_ms;
+    const std::string message = "pod" + std::string(names.size() == 1 ? " " : "s ") + list +
+                                " held GPUs " + below + " since " + FormatTime(first_since);
+    const core::AdmittedWorkload& a = running[i];
+    auto policy = reclaim.find(a.queue);
+    if (policy != reclaim.end() && policy->second->after_ms > 0 &&
+        gpu_pods == static_cast<int>(it->second.size()) &&
+        now_ms - all_since >= policy->second->after_ms &&
+        (!policy->second->max_priority || a.priority <= *policy->second->max_priority)) {
+      const std::string why = "reclaimed by queue " + a.queue + ": its GPUs stayed " + below +
+                              " since " + FormatTime(all_since) + " (idleReclaim.after " +
+                              std::to_string(policy->second->after_ms / 60'000) + "m)";
+      json obj = s.obj;
+      obj["status"]["phase"] = "Failed";
+      obj["status"]["message"] = why;
+      obj["status"]["finishedAt"] = FormatTime(now_ms);
+      obj["status"].erase("idle");
+      put(obj, s.version);
+      event(s.obj, "Warning", "IdleReclaimed", why);
+      continue;
+    }
+    json mark = {{"since", FormatTime(first_since)}, {"pods", names}, {"message", message}};
+    if (status.value("idle", json()) == mark) continue;
+    json obj = s.obj;
+    obj["status"]["idle"] = mark;
+    put(obj, s.version);
+    if (!status.contains("idle")) event(s.obj, "Warning", "Idle", message);
+  }
 }
 
 void SchedulingLoop::Start() {

@@ -20,11 +20,15 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "core/accounting.h"
 #include "core/admission.h"
 #include "core/scheduler.h"
 #include "server/api_server.h"
@@ -67,6 +71,17 @@ class SchedulingLoop {
   SchedulingLoop(ApiServer& api, SchedulingLoopOptions options,
                  std::unique_ptr<core::Scheduler> placer);
   Result<CycleSummary> Cycle(int64_t now_ms);
+  // Writes an object based on the version read; emits an event about a Job.
+  using WriteFn = std::function<void(const nlohmann::json&, std::optional<int64_t>)>;
+  using EventFn = std::function<void(const nlohmann::json&, const char*, const std::string&,
+                                     const std::string&)>;
+  // Marks Jobs with idle pods (status.idle {since, pods, message}, an Idle event), clears the mark
+  // when their GPUs are busy again, and stops those their queue's idleReclaim policy reclaims.
+  void MarkIdle(int64_t now_ms, const std::vector<core::IdlePod>& idle,
+                const core::QueueConfig& cfg, const std::vector<core::AdmittedWorkload>& running,
+                const std::vector<const StoredJson*>& running_obj,
+                const std::set<std::string, std::less<>>& released, const WriteFn& put,
+                const EventFn& event);
 
   ApiServer& api_;
   SchedulingLoopOptions options_;

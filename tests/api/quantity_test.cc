@@ -47,5 +47,22 @@ TEST(Quantity, IntegersAndSigns) {
   EXPECT_NE(huge.status().message().find("too large"), std::string::npos);
 }
 
+TEST(Duration, UnitsLargestFirst) {
+  EXPECT_EQ(*ParseDurationMs("90s", "f"), 90'000);
+  EXPECT_EQ(*ParseDurationMs("30m", "f"), 1'800'000);
+  EXPECT_EQ(*ParseDurationMs("1h30m", "f"), 5'400'000);
+  EXPECT_EQ(*ParseDurationMs("7d", "f"), 604'800'000);
+  EXPECT_EQ(*ParseDurationMs("250ms", "f"), 250);
+  EXPECT_EQ(*ParseDurationMs("1m500ms", "f"), 60'500);
+  EXPECT_EQ(*ParseDurationMs("0s", "f"), 0);
+  for (const char* bad : {"", "5", "h", "1.5h", "-1h", "30m1h", "1h1h", "2w", "1h ", "99999d"}) {
+    auto r = ParseDurationMs(bad, "spec.idleReclaim.after");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().message().rfind("spec.idleReclaim.after: ", 0), 0u)
+        << r.status().message();
+  }
+  EXPECT_FALSE(ParseDurationMs("0m", "f", /*allow_zero=*/false).ok());
+}
+
 }  // namespace
 }  // namespace tessera::api

@@ -36,6 +36,7 @@ class LoopTest : public ::testing::Test {
     std::ifstream in(dir_ + "/admin.token");
     std::getline(in, admin_);
     loop_ = SchedulingLoop::Create(*api_).value();
+    api_->set_clock([this] { return now_; });
   }
 
   void Apply(const std::string& yaml) {
@@ -51,7 +52,10 @@ class LoopTest : public ::testing::Test {
   json Get(const std::string& path) {
     HttpRequest r;
     r.method = "GET";
-    r.path = path;
+    r.path = path.substr(0, path.find('?'));
+    if (path.find('?') != std::string::npos) {
+      EXPECT_TRUE(ParseQuery(path.substr(path.find('?') + 1), &r.query)) << path;
+    }
     r.authorization = "Bearer " + admin_;
     HttpResponse out = api_->Handle(r);
     EXPECT_EQ(out.status, 200) << path << ": " << out.body;
@@ -431,6 +435,209 @@ spec:
   has("tessera_scheduling_cycle_duration_seconds_count 1");
   r.authorization = "";
   EXPECT_EQ(api_->Handle(r).status, 401);
+}
+
+// One node with one shared A100 whose agent reports `util` percent; two jobs of half a GPU each.
+std::string SharedNode(int util) {
+  return R"(
+apiVersion: tessera.io/v1
+kind: Node
+metadata: {name: n1, labels: {role: shared}}
+status:
+  allocatable: {cpu: "16", memory: 128Gi}
+  gpus:
+  - {index: 0, uuid: GPU-s0, model: A100-SXM4-80GB, memoryMiB: 81920}
+  telemetry:
+  - {index: 0, utilizationPct: )" +
+         std::to_string(util) + R"(}
+---
+apiVersion: tessera.io/v1
+kind: GpuSharingConfig
+metadata: {name: shared}
+spec: {nodeSelector: {role: shared}, shared: {}}
+)";
+}
+
+constexpr char kHalfJobs[] = R"(
+apiVersion: tessera.io/v1
+kind: Job
+metadata: {name: half-a, namespace: team-a}
+spec:
+  tasks: [{name: worker, resources: {limits: {tessera.io/gpu-milli: 500}}}]
+---
+apiVersion: tessera.io/v1
+kind: Job
+metadata: {name: half-b, namespace: team-b}
+spec:
+  tasks: [{name: worker, resources: {limits: {tessera.io/gpu-milli: 500}}}]
+)";
+
+TEST_F(LoopTest, AccountingChargesSharesByWhatTheyHoldAndSurvivesARestart) {
+  constexpr int64_t kHour = 3'600'000;
+  Apply(SharedNode(80));
+  Apply(kHalfJobs);
+  const int64_t t0 = now_ + 1000;
+  ASSERT_EQ(Cycle().admitted, 2);
+  EXPECT_EQ(Job("half-a", "team-a")["status"]["pods"][0]["devices"][0]["gpuMilli"], 500);
+  // An hour in, the server restarts; the holdings stay open and keep counting.
+  now_ = t0 + kHour - 1000;
+  Cycle();
+  Open();
+  now_ = t0 + 2 * kHour - 1000;
+  Cycle();
+  // Both jobs end two hours after admission (the agent reports finishedAt).
+  for (const char* ns : {"team-a", "team-b"}) {
+    const std::string name = std::string("half-") + ns[5];
+    json job = Job(name, ns);
+    job["status"]["phase"] = "Succeeded";
+    job["status"]["finishedAt"] = FormatTime(t0 + 2 * kHour);
+    job["metadata"].erase("resourceVersion");
+    Apply(job.dump());
+  }
+  now_ = t0 + 3 * kHour - 1000;
+  Cycle();
+  json usage = Get("/api/v1/usage?by=namespace");
+  ASSERT_EQ(usage["items"].size(), 2u) << usage.dump();
+  for (const json& row : usage["items"]) {
+    EXPECT_DOUBLE_EQ(row["gpuHours"].get<double>(), 1.0) << row.dump();
+    EXPECT_DOUBLE_EQ(row["cost"].get<double>(), 65.0) << row.dump();  // A100 at 65/h
+    EXPECT_DOUBLE_EQ(row["idleGpuHours"].get<double>(), 0.0) << row.dump();
+  }
+  EXPECT_EQ(usage["currency"], "CNY");
+  EXPECT_EQ(usage["items"][0]["namespace"], "team-a");
+  // A window: the last 90 minutes before now hold the jobs' last 30 minutes.
+  usage = Get("/api/v1/usage?by=job&since=90m");
+  ASSERT_EQ(usage["items"].size(), 2u);
+  EXPECT_EQ(usage["items"][1]["job"], "half-b");
+  EXPECT_DOUBLE_EQ(usage["items"][1]["gpuHours"].get<double>(), 0.25);
+  // A namespace token sees its own namespace only; bad parameters are named.
+  HttpRequest r;
+  r.method = "POST";
+  r.path = "/api/v1/tokens";
+  r.authorization = "Bearer " + admin_;
+  r.body = R"({"namespace": "team-b"})";
+  const std::string token = json::parse(api_->Handle(r).body)["token"];
+  r = HttpRequest{};
+  r.method = "GET";
+  r.path = "/api/v1/usage";
+  r.query = {{"by", "queue"}};
+  r.authorization = "Bearer " + token;
+  HttpResponse out = api_->Handle(r);
+  ASSERT_EQ(out.status, 200) << out.body;
+  usage = json::parse(out.body);
+  ASSERT_EQ(usage["items"].size(), 1u);
+  EXPECT_EQ(usage["items"][0]["queue"], "tessera-unqueued");
+  EXPECT_DOUBLE_EQ(usage["items"][0]["gpuHours"].get<double>(), 1.0);
+  for (auto [key, value, field] : {std::tuple{"by", "team", "by:"},
+                                   {"since", "yesterday", "since:"},
+                                   {"until", "soon", "until:"}}) {
+    r.query = {{key, value}};
+    out = api_->Handle(r);
+    EXPECT_EQ(out.status, 400) << key;
+    EXPECT_NE(out.body.find(field), std::string::npos) << out.body;
+  }
+}
+
+TEST_F(LoopTest, IdlePodsAreMarkedAndReclaimedByTheirQueuesPolicy) {
+  constexpr int64_t kMin = 60'000;
+  Apply(SharedNode(80));
+  Apply(R"(
+apiVersion: tessera.io/v1
+kind: Queue
+metadata: {name: research}
+spec:
+  idleReclaim: {after: 1h, maxPriority: 100}
+---
+apiVersion: tessera.io/v1
+kind: LocalQueue
+metadata: {name: default, namespace: team-a}
+spec: {clusterQueue: research}
+---
+apiVersion: tessera.io/v1
+kind: Job
+metadata: {name: notebook, namespace: team-a}
+spec:
+  queue: default
+  tasks: [{name: lab, resources: {limits: {tessera.io/gpu-milli: 500}}}]
+)");
+  ASSERT_EQ(Cycle().admitted, 1);
+  // The GPU goes quiet (2%); after the 30 minute window the job is marked idle.
+  Apply(SharedNode(2));
+  const int64_t quiet = now_ + 1000;
+  Cycle();
+  now_ = quiet + 29 * kMin;
+  Cycle();
+  EXPECT_FALSE(Job("notebook", "team-a")["status"].contains("idle"));
+  now_ = quiet + 30 * kMin - 1000;
+  Cycle();
+  json job = Job("notebook", "team-a");
+  ASSERT_TRUE(job["status"].contains("idle")) << job.dump();
+  EXPECT_EQ(job["status"]["idle"]["pods"], json::array({"lab-0"}));
+  EXPECT_EQ(job["status"]["idle"]["since"], FormatTime(quiet));
+  const auto events = Events("notebook", "team-a");
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().rfind("Idle: pod lab-0 held GPUs below 5% utilisation since ", 0), 0u)
+      << events.back();
+  HttpRequest r;
+  r.method = "GET";
+  r.path = "/metrics";
+  r.authorization = "Bearer " + admin_;
+  const std::string m = api_->Handle(r).body;
+  EXPECT_NE(
+      m.find("tessera_idle_gpus_allocated{job=\"notebook\",namespace=\"team-a\",pod=\"lab-0\","
+             "queue=\"research\"} 0.5"),
+      std::string::npos)
+      << m;
+  // Busy again: the mark goes.
+  Apply(SharedNode(60));
+  Cycle();
+  EXPECT_FALSE(Job("notebook", "team-a")["status"].contains("idle"));
+  // Quiet for the queue's hour: the job is stopped and its GPU freed.
+  Apply(SharedNode(0));
+  const int64_t quiet2 = now_ + 1000;
+  Cycle();
+  now_ = quiet2 + 60 * kMin - 1000;
+  Cycle();
+  job = Job("notebook", "team-a");
+  EXPECT_EQ(job["status"]["phase"], "Failed") << job.dump();
+  EXPECT_EQ(job["status"]["message"].get<std::string>().rfind("reclaimed by queue research", 0), 0u)
+      << job.dump();
+  EXPECT_EQ(Events("notebook", "team-a").back().rfind("IdleReclaimed: ", 0), 0u);
+  // Its wasted time: two idle stretches, 30 and 60 minutes of half a GPU.
+  Cycle();
+  const json usage = Get("/api/v1/usage?by=job");
+  ASSERT_EQ(usage["items"].size(), 1u);
+  EXPECT_NEAR(usage["items"][0]["idleGpuHours"].get<double>(), 0.75, 0.001) << usage.dump();
+}
+
+TEST_F(LoopTest, AQueueAboveTheReclaimPriorityKeepsItsIdleJobs) {
+  Apply(SharedNode(0));
+  Apply(R"(
+apiVersion: tessera.io/v1
+kind: Queue
+metadata: {name: prod}
+spec:
+  idleReclaim: {after: 10m, maxPriority: -1}
+---
+apiVersion: tessera.io/v1
+kind: LocalQueue
+metadata: {name: default, namespace: team-a}
+spec: {clusterQueue: prod}
+---
+apiVersion: tessera.io/v1
+kind: Job
+metadata: {name: serve, namespace: team-a}
+spec:
+  queue: default
+  tasks: [{name: api, resources: {limits: {tessera.io/gpu-milli: 500}}}]
+)");
+  ASSERT_EQ(Cycle().admitted, 1);
+  Cycle();  // idle from here
+  now_ += 3 * 3'600'000;
+  Cycle();
+  const json job = Job("serve", "team-a");
+  EXPECT_EQ(job["status"]["phase"], "Admitted");
+  EXPECT_TRUE(job["status"].contains("idle"));
 }
 
 TEST(Deploy, GrafanaDashboardIsValidJsonWithQueries) {

@@ -1,0 +1,179 @@
+#include "server/accountant.h"
+
+#include <map>
+#include <nlohmann/json.hpp>
+
+namespace tessera::server {
+
+using nlohmann::json;
+
+namespace {
+
+const json& Member(const json& o, const char* key) {
+  static const json kNull;
+  return o.is_object() && o.contains(key) ? o[key] : kNull;
+}
+
+std::string Text(const json& o, const char* key) {
+  const json& v = Member(o, key);
+  return v.is_string() ? v.get<std::string>() : "";
+}
+
+int64_t Int(const json& o, const char* key) {
+  const json& v = Member(o, key);
+  return v.is_number() ? v.get<int64_t>() : 0;
+}
+
+struct GpuInfo {
+  std::string model;
+  std::optional<int64_t> utilization_pct;
+};
+
+// node name -> GPU UUID -> model and last sampled utilisation.
+std::map<std::string, std::map<std::string, GpuInfo>> GpusOf(std::span<const StoredJson> nodes) {
+  std::map<std::string, std::map<std::string, GpuInfo>> out;
+  for (const StoredJson& n : nodes) {
+    const json& status = Member(n.obj, "status");
+    auto& gpus = out[Text(Member(n.obj, "metadata"), "name")];
+    std::map<int64_t, std::string> uuid_of;
+    static const json kNone = json::array();
+    const json& list = Member(status, "gpus").is_array() ? Member(status, "gpus") : kNone;
+    for (const json& g : list) {
+      uuid_of[Int(g, "index")] = Text(g, "uuid");
+      gpus[Text(g, "uuid")].model = Text(g, "model");
+    }
+    const json& telemetry = Member(status, "telemetry");
+    if (!telemetry.is_array()) continue;
+    for (const json& t : telemetry) {
+      auto u = uuid_of.find(Int(t, "index"));
+      if (u != uuid_of.end() && Member(t, "utilizationPct").is_number()) {
+        gpus[u->second].utilization_pct = Int(t, "utilizationPct");
+      }
+    }
+  }
+  return out;
+}
+
+// Calls `f(key, pod_name, device)` for each device bound to `job`'s pods.
+template <typename F>
+void ForEachDevice(const json& job, F f) {
+  const json& meta = Member(job, "metadata");
+  const json& status = Member(job, "status");
+  const std::string base =
+      Text(meta, "namespace") + "/" + Text(meta, "name") + "@" + Text(status, "admittedAt") + "/";
+  const json& pods = Member(status, "pods");
+  if (!pods.is_array()) return;
+  for (const json& pod : pods) {
+    const json& devices = Member(pod, "devices");
+    if (!devices.is_array()) continue;
+    for (size_t i = 0; i < devices.size(); ++i) {
+      f(base + Text(pod, "name") + "/" + std::to_string(i), pod, devices[i]);
+    }
+  }
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Accountant>> Accountant::Open(const std::string& path) {
+  auto ledger = store::UsageStore::Open(path);
+  if (!ledger.ok()) return ledger.status();
+  auto open = (*ledger)->LoadOpen();
+  if (!open.ok()) return open.status();
+  return std::unique_ptr<Accountant>(
+      new Accountant(std::move(ledger).value(), std::move(open).value()));
+}
+
+Accountant::Accountant(std::unique_ptr<store::UsageStore> ledger,
+                       std::vector<core::UsageSegment> open)
+    : ledger_(std::move(ledger)), open_(std::move(open)) {}
+
+void Accountant::Configure(AccountingOptions options) {
+  std::lock_guard<std::mutex> lock(mu_);
+  options_ = std::move(options);
+}
+
+AccountingOptions Accountant::options() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return options_;
+}
+
+Result<std::vector<core::IdlePod>> Accountant::Observe(
+    int64_t now_ms, std::span<const StoredJson> jobs, std::span<const StoredJson> nodes,
+    const std::set<std::string, std::less<>>& released) {
+  const AccountingOptions opts = options();
+  const auto gpus = GpusOf(nodes);
+  std::vector<core::HeldDevice> held;
+  core::EndedHoldings ended;
+  for (const StoredJson& s : jobs) {
+    const json& meta = Member(s.obj, "metadata");
+    const json& status = Member(s.obj, "status");
+    const std::string phase = Text(status, "phase");
+    const std::string ns = Text(meta, "namespace"), name = Text(meta, "name");
+    if (phase == "Succeeded" || phase == "Failed") {
+      const int64_t end = ParseTime(Text(status, "finishedAt"));
+      if (end < 0) continue;
+      ForEachDevice(s.obj, [&](std::string key, const json&, const json&) {
+        ended.emplace(std::move(key), end);
+      });
+      continue;
+    }
+    if (phase != "Admitted" || released.contains(ns + "/" + name)) continue;
+    const int64_t since = ParseTime(Text(status, "admittedAt"));
+    ForEachDevice(s.obj, [&](std::string key, const json& pod, const json& d) {
+      core::HeldDevice h;
+      h.key = std::move(key);
+      h.ns = ns;
+      h.queue = Text(status, "queue");
+      h.job = name;
+      h.pod = Text(pod, "name");
+      h.gpu_milli = Int(d, "gpuMilli");
+      h.since_ms = since < 0 ? now_ms : since;
+      if (auto n = gpus.find(Text(pod, "node")); n != gpus.end()) {
+        if (auto g = n->second.find(Text(d, "uuid")); g != n->second.end()) {
+          h.model = g->second.model;
+          h.idle =
+              g->second.utilization_pct && *g->second.utilization_pct < opts.idle_threshold_pct;
+        }
+      }
+      held.push_back(std::move(h));
+    });
+  }
+
+  std::lock_guard<std::mutex> lock(mu_);
+  core::LedgerUpdate u = core::Reconcile(open_, held, ended, now_ms);
+  if (!u.empty()) {
+    std::vector<std::pair<int64_t, int64_t>> closed;
+    std::vector<uint8_t> gone(open_.size(), 0);
+    for (const auto& [i, end] : u.closed) {
+      closed.emplace_back(open_[i].id, end);
+      gone[i] = 1;
+    }
+    TESSERA_RETURN_IF_ERROR(ledger_->Apply(&u.opened, closed));
+    std::vector<core::UsageSegment> next;
+    next.reserve(open_.size() - closed.size() + u.opened.size());
+    for (size_t i = 0; i < open_.size(); ++i) {
+      if (!gone[i]) next.push_back(std::move(open_[i]));
+    }
+    for (core::UsageSegment& s : u.opened) next.push_back(std::move(s));
+    open_ = std::move(next);
+  }
+  idle_ = core::IdlePods(open_, now_ms, opts.idle_window_ms);
+  return idle_;
+}
+
+Result<std::vector<core::UsageRow>> Accountant::Usage(core::UsageGroup by, int64_t since_ms,
+                                                      int64_t until_ms,
+                                                      std::optional<std::string> ns) {
+  const AccountingOptions opts = options();
+  std::lock_guard<std::mutex> lock(mu_);
+  auto segments = ledger_->Overlapping(since_ms, until_ms, ns);
+  if (!segments.ok()) return segments.status();
+  return core::SummarizeUsage(*segments, by, since_ms, until_ms, opts.prices);
+}
+
+std::vector<core::IdlePod> Accountant::idle() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return idle_;
+}
+
+}  // namespace tessera::server
