@@ -4,6 +4,7 @@
 #define TESSERA_AGENT_GPU_INFO_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,8 @@ struct GpuSample {
   uint32_t sm_clock_mhz = 0;
   uint64_t ecc_corrected = 0;  // volatile counts
   uint64_t ecc_uncorrected = 0;
+  // NVLink data sent plus received since the driver loaded (KiB); absent without NVLink.
+  std::optional<uint64_t> nvlink_data_kib;
   std::vector<ProcessUse> processes;
 };
 

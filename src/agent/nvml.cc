@@ -310,6 +310,15 @@ Result<std::vector<GpuSample>> Nvml::Sample() {
         s.ecc_uncorrected = n;
       }
     }
+    if (api.nvmlDeviceGetFieldValues) {
+      nvmlFieldValue_t f[2] = {};
+      f[0].fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX;
+      f[1].fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX;
+      if (api.nvmlDeviceGetFieldValues(d, 2, f) == NVML_SUCCESS &&
+          f[0].nvmlReturn == NVML_SUCCESS && f[1].nvmlReturn == NVML_SUCCESS) {
+        s.nvlink_data_kib = f[0].value.ullVal + f[1].value.ullVal;
+      }
+    }
     if (api.nvmlDeviceGetComputeRunningProcesses) {
       unsigned int n = 64;
       std::vector<nvmlProcessInfo_v1_t> procs(n);

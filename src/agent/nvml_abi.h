@@ -57,6 +57,29 @@ typedef struct nvmlProcessInfo_v1_st {
   unsigned long long usedGpuMemory;
 } nvmlProcessInfo_v1_t;
 
+// nvmlDeviceGetFieldValues: one requested field and its answer.
+typedef union nvmlValue_st {
+  double dVal;
+  unsigned int uiVal;
+  unsigned long ulVal;
+  unsigned long long ullVal;
+  signed long long sllVal;
+} nvmlValue_t;
+typedef struct nvmlFieldValue_st {
+  unsigned int fieldId;
+  unsigned int scopeId;
+  long long timestamp;
+  long long latencyUsec;
+  int valueType;
+  nvmlReturn_t nvmlReturn;
+  nvmlValue_t value;
+} nvmlFieldValue_t;
+enum : unsigned int {
+  // NVLink data sent and received by the GPU since the driver loaded, in KiB (all links).
+  NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX = 138,
+  NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX = 139,
+};
+
 enum : int {
   NVML_TEMPERATURE_GPU = 0,
   NVML_CLOCK_SM = 1,
@@ -93,6 +116,7 @@ enum : int {
   X(nvmlDeviceGetClockInfo, (nvmlDevice_t, int, unsigned int*))                                 \
   X(nvmlDeviceGetTotalEccErrors, (nvmlDevice_t, int, int, unsigned long long*))                 \
   X(nvmlDeviceGetComputeRunningProcesses, (nvmlDevice_t, unsigned int*, nvmlProcessInfo_v1_t*)) \
+  X(nvmlDeviceGetFieldValues, (nvmlDevice_t, int, nvmlFieldValue_t*))                           \
   X(nvmlEventSetCreate, (nvmlEventSet_t*))                                                      \
   X(nvmlDeviceRegisterEvents, (nvmlDevice_t, unsigned long long, nvmlEventSet_t))               \
   X(nvmlEventSetWait_v2, (nvmlEventSet_t, nvmlEventData_t*, unsigned int))                      \

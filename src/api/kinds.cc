@@ -514,7 +514,7 @@ Result<core::NodeSpec> DecodeNode(const json& obj) {
       int64_t v = 0;
       for (const char* k : {"index", "utilizationPct", "memoryUtilizationPct", "memoryUsedMiB",
                             "memoryFreeMiB", "temperatureC", "powerMw", "smClockMhz",
-                            "eccCorrected", "eccUncorrected", "xidCount"}) {
+                            "eccCorrected", "eccUncorrected", "xidCount", "nvlinkDataKiB"}) {
         TESSERA_RETURN_IF_ERROR(t.Int(k, &v, 0, int64_t{1} << 53));
       }
       const json* procs = t.Get("processes");

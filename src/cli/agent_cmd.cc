@@ -45,6 +45,7 @@ json SampleJson(const std::vector<agent::GpuSample>& samples) {
                    {"eccCorrected", s.ecc_corrected},
                    {"eccUncorrected", s.ecc_uncorrected},
                    {"processes", procs}});
+    if (s.nvlink_data_kib) out.back()["nvlinkDataKiB"] = *s.nvlink_data_kib;
   }
   return out;
 }

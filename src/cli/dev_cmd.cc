@@ -33,6 +33,8 @@ CLI::App* AddDevCommand(CLI::App& app, DevOptions& o) {
                   "Simulated GPUs, e.g. 8xH100-80GB (default: NVML's, else 8xH100-80GB)");
   cmd->add_option("--policy", o.policy, "Placement policy")->capture_default_str();
   cmd->add_flag("!--no-config", o.write_config, "Do not write ~/.tessera/config");
+  cmd->add_option("--nvml-library", o.nvml_library, "Path of libnvidia-ml")->capture_default_str();
+  AddAccountingFlags(cmd, o.accounting);
   return cmd;
 }
 
@@ -51,7 +53,8 @@ int RunDev(const DevOptions& o, std::ostream& out, std::ostream& err) {
   server::SchedulingLoopOptions loop_options;
   loop_options.policy = o.policy;
   ControlPlane cp;
-  if (int code = StartControlPlane(o.data_dir + "/server", http, loop_options, &cp, err);
+  if (int code =
+          StartControlPlane(o.data_dir + "/server", http, loop_options, o.accounting, &cp, err);
       code != 0) {
     return code;
   }
@@ -67,6 +70,7 @@ int RunDev(const DevOptions& o, std::ostream& out, std::ostream& err) {
   ao.heartbeat_seconds = 5;
   ao.labels = "tessera.io/dev=true";
   ao.fake_gpus = o.fake_gpus;
+  ao.nvml_library = o.nvml_library;
   AgentSetup setup;
   std::ostringstream agent_err;
   if (ao.fake_gpus.empty() && PrepareAgent(ao, &setup, agent_err) != 0) {

@@ -9,6 +9,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/server_cmd.h"
+
 namespace tessera::cli {
 
 struct DevOptions {
@@ -17,6 +19,8 @@ struct DevOptions {
   std::string fake_gpus;  // empty: NVML, falling back to 8xH100-80GB
   std::string policy = "bestfit";
   bool write_config = true;
+  std::string nvml_library = "libnvidia-ml.so.1";
+  AccountingFlags accounting;
 };
 
 CLI::App* AddDevCommand(CLI::App& app, DevOptions& opts);

@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,8 @@
 
 #include "api/manifest.h"
 #include "api/object.h"
+#include "api/quantity.h"
+#include "api/time.h"
 #include "cli/client.h"
 
 namespace tessera::cli {
@@ -158,6 +161,8 @@ std::vector<std::pair<std::string, std::string>> Columns(const json& obj, bool w
     cols.emplace_back("MIN", std::to_string(spec.value("minMember", 0)));
     const json status = obj.value("status", json::object());
     cols.emplace_back("STATUS", status.value("phase", "New"));
+    const json idle = status.value("idle", json::object());
+    cols.emplace_back("IDLE-SINCE", idle.value("since", "-"));
     if (wide) cols.emplace_back("MESSAGE", status.value("message", ""));
   } else if (kind == "Queue") {
     cols.emplace_back("COHORT", spec.value("cohort", "<none>"));
@@ -286,6 +291,10 @@ int Get(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
     err << "error: -o: unknown output format \"" << o.output << "\" (wide, json, yaml)\n";
     return kUsage;
   }
+  if (o.idle && kind->kind != "Job") {
+    err << "error: --idle: only jobs hold GPUs idle\n";
+    return kUsage;
+  }
   const bool all = o.all_namespaces || !kind->namespaced;
   std::string target = CollectionPath(*kind, o.all_namespaces ? "" : o.ns);
   if (!o.name.empty()) target += "/" + o.name;
@@ -308,7 +317,23 @@ int Get(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
   auto r = Send(o, "GET", target, "", "", err, &code);
   if (!r) return code;
   if (r->status != 200) return Refused(*r, err);
-  const json body = json::parse(r->body, nullptr, false);
+  json body = json::parse(r->body, nullptr, false);
+  if (o.idle) {
+    auto is_idle = [](const json& j) {
+      return j.is_object() && j.value("status", json::object()).contains("idle");
+    };
+    if (!o.name.empty() && !is_idle(body)) {
+      err << "error: job " << o.name << " holds no idle GPUs\n";
+      return kRefused;
+    }
+    if (o.name.empty() && body.contains("items") && body["items"].is_array()) {
+      json kept = json::array();
+      for (json& i : body["items"]) {
+        if (is_idle(i)) kept.push_back(std::move(i));
+      }
+      body["items"] = std::move(kept);
+    }
+  }
   if (o.output == "json") {
     out << body.dump(2) << "\n";
     return 0;
@@ -326,6 +351,116 @@ int Get(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
     items.push_back(body);
   }
   PrintTable(items, all && kind->namespaced, o.output == "wide", out);
+  return 0;
+}
+
+// A usage figure as printed: two decimals.
+std::string Fixed(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
+}
+
+int Usage(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
+  if (o.usage_by != "namespace" && o.usage_by != "queue" && o.usage_by != "job") {
+    err << "error: --by: must be namespace, queue or job, got \"" << o.usage_by << "\"\n";
+    return kUsage;
+  }
+  if (o.output != "" && o.output != "json" && o.output != "csv") {
+    err << "error: -o: unknown output format \"" << o.output << "\" (csv, json)\n";
+    return kUsage;
+  }
+  for (const auto& [flag, value] : {std::pair{"--since", &o.since}, {"--until", &o.until}}) {
+    if (value->empty() || api::ParseTime(*value) >= 0) continue;
+    if (auto d = api::ParseDurationMs(*value, flag); !d.ok()) {
+      err << "error: " << d.status().message() << " (or an RFC 3339 time)\n";
+      return kUsage;
+    }
+  }
+  std::string target = "/api/v1/usage?by=" + o.usage_by + "&since=" + o.since;
+  if (!o.until.empty()) target += "&until=" + o.until;
+  int code = 0;
+  auto r = Send(o, "GET", target, "", "", err, &code);
+  if (!r) return code;
+  if (r->status != 200) return Refused(*r, err);
+  const json body = json::parse(r->body, nullptr, false);
+  if (o.output == "json") {
+    out << body.dump(2) << "\n";
+    return 0;
+  }
+  const std::string currency = body.value("currency", "");
+  std::vector<std::vector<std::string>> rows;
+  if (o.usage_by == "job") {
+    rows.push_back({"NAMESPACE", "JOB"});
+  } else {
+    std::string h = o.usage_by;
+    std::transform(h.begin(), h.end(), h.begin(), ::toupper);
+    rows.push_back({h});
+  }
+  for (const char* h : {"GPU-HOURS", "IDLE-GPU-HOURS", "COST", "WASTED-COST"}) {
+    rows[0].push_back(h);
+  }
+  if (o.output != "csv") {
+    rows[0][rows[0].size() - 2] += "(" + currency + ")";
+    rows[0].back() += "(" + currency + ")";
+  }
+  double total[4] = {0, 0, 0, 0};
+  for (const json& i : body.value("items", json::array())) {
+    std::vector<std::string> row;
+    if (o.usage_by == "job") {
+      row = {i.value("namespace", ""), i.value("job", "")};
+    } else {
+      row = {i.value(o.usage_by, "")};
+    }
+    const double v[4] = {i.value("gpuHours", 0.0), i.value("idleGpuHours", 0.0),
+                         i.value("cost", 0.0), i.value("wastedCost", 0.0)};
+    for (int k = 0; k < 4; ++k) {
+      total[k] += v[k];
+      if (o.output == "csv") {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, k < 2 ? "%.6f" : "%.2f", v[k]);
+        row.push_back(buf);
+      } else {
+        row.push_back(Fixed(v[k]) + (k >= 2 && !i.value("priced", true) ? "*" : ""));
+      }
+    }
+    rows.push_back(std::move(row));
+  }
+  if (o.output == "csv") {
+    // Machine-readable: lower-case column names, hours to the microhour.
+    for (std::string& h : rows[0]) {
+      std::transform(h.begin(), h.end(), h.begin(),
+                     [](char c) { return c == '-' ? '_' : static_cast<char>(std::tolower(c)); });
+    }
+    for (auto& row : rows) {
+      for (size_t k = 0; k < row.size(); ++k) {
+        std::string cell = row[k];
+        if (cell.find_first_of(",\"\n") != std::string::npos) {
+          std::string q = "\"";
+          for (char c : cell) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+          cell = q + "\"";
+        }
+        out << cell << (k + 1 < row.size() ? "," : "\n");
+      }
+    }
+    return 0;
+  }
+  if (rows.size() == 1) {
+    out << "No usage between " << body.value("since", "") << " and " << body.value("until", "")
+        << ".\n";
+    return 0;
+  }
+  std::vector<std::string> sum = {"TOTAL"};
+  if (o.usage_by == "job") sum.push_back("");
+  for (double t : total) sum.push_back(Fixed(t));
+  rows.push_back(std::move(sum));
+  PrintRows(rows, out);
+  out << "from " << body.value("since", "") << " to " << body.value("until", "")
+      << "; idle: GPUs below the idle threshold while allocated";
+  bool unpriced = false;
+  for (const json& i : body.value("items", json::array())) unpriced |= !i.value("priced", true);
+  if (unpriced) out << "; * some GPU models have no price";
+  out << "\n";
   return 0;
 }
 
@@ -662,6 +797,8 @@ void AddResourceCommands(CLI::App& app, ResourceOptions& o) {
   o.get->add_flag("-A,--all-namespaces", o.all_namespaces, "Every namespace");
   o.get->add_option("-o,--output", o.output, "wide, json or yaml");
   o.get->add_option("-l,--selector", o.selector, "Label selector, e.g. team=a,tier!=spot");
+  o.get->add_flag("--idle", o.idle,
+                  "Jobs only: those holding GPUs idle (below the threshold for the window)");
   AddConnectionFlags(o.get, o);
 
   o.del = app.add_subcommand("delete", "Delete an object");
@@ -704,6 +841,14 @@ void AddResourceCommands(CLI::App& app, ResourceOptions& o) {
   o.logs->add_flag("-f,--follow", o.follow, "Keep streaming new output");
   AddConnectionFlags(o.logs, o);
 
+  o.usage = app.add_subcommand("usage", "GPU-hours, idle GPU-hours and cost from the ledger");
+  o.usage->add_option("--by", o.usage_by, "namespace, queue or job")->capture_default_str();
+  o.usage->add_option("--since", o.since, "A duration before now (24h, 7d) or an RFC 3339 time")
+      ->capture_default_str();
+  o.usage->add_option("--until", o.until, "Like --since (default: now)");
+  o.usage->add_option("-o,--output", o.output, "csv or json (default: a table)");
+  AddConnectionFlags(o.usage, o);
+
   o.events = app.add_subcommand("events", "What the scheduler did and why, oldest first");
   o.events->add_option("-n,--namespace", o.ns, "Namespace")->capture_default_str();
   o.events->add_flag("-A,--all-namespaces", o.all_namespaces, "Every namespace");
@@ -725,6 +870,7 @@ int RunResourceCommand(const ResourceOptions& o, std::istream& in, std::ostream&
     if (o.top && o.top->parsed()) return Top(o, out, err);
     if (o.events && o.events->parsed()) return Events(o, out, err);
     if (o.logs && o.logs->parsed()) return Logs(o, out, err);
+    if (o.usage && o.usage->parsed()) return Usage(o, out, err);
   } catch (const json::exception& e) {
     // Only a server that is not Tessera's, or a broken one, answers what cannot be read.
     err << "error: unexpected response from the server: " << e.what() << "\n";

@@ -1,6 +1,6 @@
 // kubectl-style commands against the control plane's REST API: apply, get, describe, delete,
-// cordon, uncordon, drain, top (what is allocated, per node, GPU or queue), events, logs, and
-// token create. Server and token come from --server/--token,
+// cordon, uncordon, drain, top (what is allocated, per node, GPU or queue), events, logs, usage
+// (GPU-hours and cost) and token create. Server and token come from --server/--token,
 // TESSERA_ADDR/TESSERA_TOKEN or
 // ~/.tessera/config. Exit codes: 0 done, 1 refused by the server, 2 bad usage or input,
 // 3 server unreachable.
@@ -44,6 +44,11 @@ struct ResourceOptions {
   std::string pod;
   int64_t tail = -1;
   bool follow = false;
+  bool idle = false;  // get jobs --idle
+  CLI::App* usage = nullptr;
+  std::string usage_by = "namespace";
+  std::string since = "24h";
+  std::string until;
 };
 
 void AddResourceCommands(CLI::App& app, ResourceOptions& opts);

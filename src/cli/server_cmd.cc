@@ -4,6 +4,7 @@
 
 #include <boost/asio/ip/address.hpp>
 
+#include "api/quantity.h"
 #include "server/api_server.h"
 #include "server/http_server.h"
 #include "server/scheduling_loop.h"
@@ -26,7 +27,46 @@ CLI::App* AddServerCommand(CLI::App& app, ServerOptions& opts) {
   cmd->add_option("--node-grace-seconds", opts.node_grace_seconds,
                   "Seconds without a heartbeat before a node is NotReady and its work moves")
       ->capture_default_str();
+  AddAccountingFlags(cmd, opts.accounting);
   return cmd;
+}
+
+void AddAccountingFlags(CLI::App* cmd, AccountingFlags& f) {
+  cmd->add_option("--idle-threshold", f.idle_threshold_pct,
+                  "GPU utilisation (%) below which an allocated GPU counts as idle")
+      ->capture_default_str();
+  cmd->add_option("--idle-window", f.idle_window,
+                  "How long a pod's GPUs stay idle before it is an idle pod (event, metric)")
+      ->capture_default_str();
+  cmd->add_option("--price", f.prices,
+                  "MODEL=AMOUNT per GPU-hour, e.g. H100=98 (adds to or replaces the defaults "
+                  "T4=8.5, V100=26, A10=18, A100=65; a model matches its longest prefix)");
+  cmd->add_option("--currency", f.currency, "Currency of the prices")->capture_default_str();
+}
+
+Result<server::AccountingOptions> ToAccountingOptions(const AccountingFlags& f) {
+  server::AccountingOptions o;
+  if (f.idle_threshold_pct < 0 || f.idle_threshold_pct > 100) {
+    return InvalidArgument("--idle-threshold: must be a percentage from 0 to 100");
+  }
+  o.idle_threshold_pct = f.idle_threshold_pct;
+  auto window = api::ParseDurationMs(f.idle_window, "--idle-window", false);
+  if (!window.ok()) return window.status();
+  o.idle_window_ms = *window;
+  for (const std::string& p : f.prices) {
+    const size_t eq = p.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return InvalidArgument("--price: expected MODEL=AMOUNT, got \"" + p + "\"");
+    }
+    auto q = api::ParseQuantity(p.substr(eq + 1), "--price " + p.substr(0, eq));
+    if (!q.ok()) return q.status();
+    auto milli = api::ToMilli(*q, "--price " + p.substr(0, eq));
+    if (!milli.ok()) return milli.status();
+    o.prices[p.substr(0, eq)] = (*milli + 5) / 10;  // hundredths, rounded
+  }
+  if (f.currency.empty()) return InvalidArgument("--currency: must not be empty");
+  o.currency = f.currency;
+  return o;
 }
 
 int RunServer(const ServerOptions& opts, std::ostream& out, std::ostream& err) {
@@ -67,7 +107,8 @@ int RunServer(const ServerOptions& opts, std::ostream& out, std::ostream& err) {
   loop_options.policy = opts.policy;
   loop_options.node_grace_ms = int64_t{opts.node_grace_seconds} * 1000;
   ControlPlane cp;
-  if (int code = StartControlPlane(opts.data_dir, http, loop_options, &cp, err); code != 0) {
+  if (int code = StartControlPlane(opts.data_dir, http, loop_options, opts.accounting, &cp, err);
+      code != 0) {
     return code;
   }
   out << "listening on " << (tls ? "https://" : "") << http.host << ":" << cp.http->port()
@@ -95,14 +136,20 @@ void ControlPlane::Stop() {
 }
 
 int StartControlPlane(const std::string& data_dir, const server::HttpServerOptions& http,
-                      const server::SchedulingLoopOptions& loop_options, ControlPlane* cp,
-                      std::ostream& err) {
+                      const server::SchedulingLoopOptions& loop_options,
+                      const AccountingFlags& accounting, ControlPlane* cp, std::ostream& err) {
+  auto accounting_options = ToAccountingOptions(accounting);
+  if (!accounting_options.ok()) {
+    err << "error: " << accounting_options.status().message() << "\n";
+    return 2;
+  }
   auto api = server::ApiServer::Open(data_dir);
   if (!api.ok()) {
     err << "error: " << api.status().message() << "\n";
     return 1;
   }
   cp->api = std::move(api).value();
+  cp->api->accounting().Configure(std::move(accounting_options).value());
   auto loop = server::SchedulingLoop::Create(*cp->api, loop_options);
   if (!loop.ok()) {
     err << "error: --policy: " << loop.status().message() << "\n";

@@ -9,11 +9,25 @@
 #include <csignal>
 #include <memory>
 
+#include <vector>
+
+#include "server/accountant.h"
 #include "server/api_server.h"
 #include "server/http_server.h"
 #include "server/scheduling_loop.h"
 
 namespace tessera::cli {
+
+// Accounting and idle detection, as flags of `tessera server` and `tessera dev`.
+struct AccountingFlags {
+  int64_t idle_threshold_pct = 5;
+  std::string idle_window = "30m";
+  std::vector<std::string> prices;  // MODEL=PER_GPU_HOUR, over the default table
+  std::string currency = "CNY";
+};
+void AddAccountingFlags(CLI::App* cmd, AccountingFlags& flags);
+// The options the flags name; InvalidArgument naming the flag.
+Result<server::AccountingOptions> ToAccountingOptions(const AccountingFlags& flags);
 
 struct ServerOptions {
   std::string data_dir = "tessera-data";
@@ -24,6 +38,7 @@ struct ServerOptions {
   size_t max_body_bytes = 4 << 20;
   std::string policy = "bestfit";  // placement policy of the scheduling loop
   int node_grace_seconds = 40;     // missed heartbeats before a node is NotReady
+  AccountingFlags accounting;
 };
 
 CLI::App* AddServerCommand(CLI::App& app, ServerOptions& opts);
@@ -41,8 +56,8 @@ struct ControlPlane {
 };
 // Errors are printed to `err`; returns the exit code (0: running).
 int StartControlPlane(const std::string& data_dir, const server::HttpServerOptions& http,
-                      const server::SchedulingLoopOptions& loop, ControlPlane* out,
-                      std::ostream& err);
+                      const server::SchedulingLoopOptions& loop, const AccountingFlags& accounting,
+                      ControlPlane* out, std::ostream& err);
 
 // Serves until SIGINT or SIGTERM; returns the exit code. Prints "listening on HOST:PORT".
 int RunServer(const ServerOptions& opts, std::ostream& out, std::ostream& err);

@@ -350,4 +350,17 @@ Status ClusterState::Release(const Placement& p) {
   return Status::Ok();
 }
 
+GpuFragmentation FragmentationOf(const ClusterState& state) {
+  GpuFragmentation f;
+  for (size_t n = 0; n < state.size(); ++n) {
+    const NodeId id(static_cast<uint32_t>(n));
+    for (size_t g = 0; g < state.node(id).gpus.size(); ++g) {
+      const int64_t free = state.GpuFreeMilli(id, static_cast<int>(g));
+      f.free_milli += free;
+      if (free > 0 && free < kMilliPerGpu) f.fragmented_milli += free;
+    }
+  }
+  return f;
+}
+
 }  // namespace tessera::core

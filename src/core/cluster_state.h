@@ -150,6 +150,18 @@ class ClusterState {
   bool any_prefer_no_schedule_ = false;
 };
 
+// Free GPU capacity, and how much of it is fragmented: free milli-GPUs on GPUs that are partly
+// taken, which work needing a whole card cannot use.
+struct GpuFragmentation {
+  int64_t free_milli = 0;
+  int64_t fragmented_milli = 0;
+  // fragmented / free (0 when nothing is free).
+  double ratio() const {
+    return free_milli > 0 ? static_cast<double>(fragmented_milli) / free_milli : 0;
+  }
+};
+GpuFragmentation FragmentationOf(const ClusterState& state);
+
 }  // namespace tessera::core
 
 #endif  // TESSERA_CORE_CLUSTER_STATE_H_

@@ -36,11 +36,31 @@ SchedulerMetrics::SchedulerMetrics() : registry_(std::make_shared<prometheus::Re
                       .Help("Workloads preempted")
                       .Register(*registry_)
                       .Add({});
+  latency_ = &prometheus::BuildHistogram()
+                  .Name("tessera_scheduling_latency_seconds")
+                  .Help("Seconds from a workload's creation to its admission, per queue")
+                  .Register(*registry_);
   pending_ = &prometheus::BuildGauge()
                   .Name("tessera_pending_workloads_last_cycle")
                   .Help("Workloads the last cycle looked at and left pending or admitted")
                   .Register(*registry_)
                   .Add({});
+}
+
+void SchedulerMetrics::ObserveAdmission(const std::string& queue, double seconds_waited) {
+  static const prometheus::Histogram::BucketBoundaries kBuckets = {
+      0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 1800, 3600, 7200, 21600, 86400};
+  latency_->Add({{"queue", queue}}, kBuckets).Observe(seconds_waited);
+}
+
+void SchedulerMetrics::SetCycleGauges(CycleGauges g) {
+  std::lock_guard<std::mutex> lock(mu_);
+  gauges_ = std::move(g);
+}
+
+CycleGauges SchedulerMetrics::cycle_gauges() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return gauges_;
 }
 
 void SchedulerMetrics::ObserveCycle(double seconds, int admitted, int preempted, int pending) {
@@ -142,6 +162,23 @@ std::string RenderMetrics(store::Store& store, SchedulerMetrics& scheduler,
   for (const auto& [q, m] : queue_milli) queue_gpus.Add({{"queue", q}}).Set(m / 1000);
   for (const auto& [ns, m] : ns_milli) ns_gpus.Add({{"namespace", ns}}).Set(m / 1000);
 
+  // From the last cycle: fragmentation and quotas.
+  const CycleGauges cg = scheduler.cycle_gauges();
+  gauge("tessera_cluster_gpu_fragmentation_ratio",
+        "Free GPU capacity on partly taken GPUs over all free GPU capacity (last cycle)")
+      .Add({})
+      .Set(cg.fragmentation.ratio());
+  auto& free_gpus = gauge("tessera_cluster_gpus_free",
+                          "Free GPU equivalents, and those on partly taken GPUs (last cycle)");
+  free_gpus.Add({{"state", "free"}}).Set(cg.fragmentation.free_milli / 1000.0);
+  free_gpus.Add({{"state", "fragmented"}}).Set(cg.fragmentation.fragmented_milli / 1000.0);
+  auto& nominal = gauge("tessera_queue_nominal_quota",
+                        "A queue's nominal quota per flavor: GPUs, CPU cores or memory bytes");
+  for (const CycleGauges::Quota& q : cg.quotas) {
+    nominal.Add({{"queue", q.queue}, {"flavor", q.flavor}, {"resource", q.resource}})
+        .Set(q.nominal);
+  }
+
   // Pods holding GPUs idle for the idle window.
   auto& idle_gpus = gauge("tessera_idle_gpus_allocated",
                           "GPU equivalents held by a pod whose GPUs stayed below the idle "
@@ -168,6 +205,7 @@ std::string RenderMetrics(store::Store& store, SchedulerMetrics& scheduler,
     const char* help;
     const char* key;
     double scale;
+    const char* type = "gauge";
   };
   static const Field kFields[] = {
       {"DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", "utilizationPct", 1},
@@ -178,6 +216,9 @@ std::string RenderMetrics(store::Store& store, SchedulerMetrics& scheduler,
       {"DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", "powerMw", 0.001},
       {"DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", "smClockMhz", 1},
       {"DCGM_FI_DEV_XID_ERRORS", "XID errors seen by the node agent.", "xidCount", 1},
+      {"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",
+       "NVLink data sent and received over all links since the driver loaded (in KiB).",
+       "nvlinkDataKiB", 1, "counter"},
   };
   // The per-GPU families are the bulk of a scrape (a series per GPU and holder per field): they
   // are written straight into the text format, one family after the other.
@@ -242,8 +283,11 @@ std::string RenderMetrics(store::Store& store, SchedulerMetrics& scheduler,
   out += text.Serialize(state.Collect());
   out.reserve(out.size() + series.size() * std::size(kFields) * 160);
   for (const Field& f : kFields) {
-    out += std::string("# HELP ") + f.name + " " + f.help + "\n# TYPE " + f.name + " gauge\n";
+    out +=
+        std::string("# HELP ") + f.name + " " + f.help + "\n# TYPE " + f.name + " " + f.type + "\n";
     for (const Series& s : series) {
+      // A GPU without the field (no NVLink, say) has no series of it.
+      if (!s.telemetry->contains(f.key)) continue;
       out += f.name;
       out += s.labels;
       AppendValue(out, Num(*s.telemetry, f.key) * f.scale);

@@ -16,9 +16,20 @@
 #include <string>
 
 #include "core/accounting.h"
+#include "core/cluster_state.h"
 #include "store/store.h"
 
 namespace tessera::server {
+
+// What the last scheduling cycle saw, rendered with each scrape.
+struct CycleGauges {
+  core::GpuFragmentation fragmentation;
+  struct Quota {
+    std::string queue, flavor, resource;
+    double nominal = 0;  // GPUs, CPU cores or bytes
+  };
+  std::vector<Quota> quotas;
+};
 
 // Counters the scheduling loop updates.
 class SchedulerMetrics {
@@ -26,9 +37,16 @@ class SchedulerMetrics {
   SchedulerMetrics();
   prometheus::Registry& registry() { return *registry_; }
   void ObserveCycle(double seconds, int admitted, int preempted, int pending);
+  // Seconds from a workload's creation to its admission, per queue.
+  void ObserveAdmission(const std::string& queue, double seconds_waited);
+  void SetCycleGauges(CycleGauges g);
+  CycleGauges cycle_gauges() const;
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Histogram>* latency_;
+  mutable std::mutex mu_;
+  CycleGauges gauges_;
   prometheus::Histogram* cycle_seconds_;
   prometheus::Counter* cycles_;
   prometheus::Counter* admissions_;

@@ -475,6 +475,10 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
                      {"admittedAt", FormatTime(now_ms)},
                      {"pods", pods}};
     put(obj, s.version);
+    api_.metrics().ObserveAdmission(
+        a.admitted.queue,
+        std::max<int64_t>(0, now_ms - std::max<int64_t>(a.admitted.workload.created_ms, 0)) /
+            1000.0);
     event(s.obj, "Normal", "Scheduled",
           a.admitted.placements.size() == 1 && a.admitted.placements[0]
               ? "Scheduled to " + Where(state, *a.admitted.placements[0])
@@ -513,6 +517,22 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     put(obj, s.version);
   }
   sum.inactive_queues = static_cast<int>(inactive.size());
+
+  CycleGauges gauges;
+  gauges.fragmentation = core::FragmentationOf(state);
+  for (const core::QueueSpec& q : cfg.queues) {
+    for (const core::ResourceGroup& g : q.resource_groups) {
+      for (const core::FlavorQuotas& f : g.flavors) {
+        for (const core::ResourceQuota& r : f.resources) {
+          const double amount = r.resource == core::QuotaResource::kMemory ? r.nominal * 1048576.0
+                                                                           : r.nominal / 1000.0;
+          gauges.quotas.push_back(
+              {q.name, f.flavor, std::string(core::QuotaResourceName(r.resource)), amount});
+        }
+      }
+    }
+  }
+  api_.metrics().SetCycleGauges(std::move(gauges));
 
   auto idle = api_.accounting().Observe(now_ms, jobs, nodes, released);
   if (!idle.ok()) return idle.status();

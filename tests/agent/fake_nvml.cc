@@ -1,7 +1,8 @@
 // A test double of libnvidia-ml.so with the same C ABI (src/agent/nvml_abi.h): devices come from
-// the JSON file named by TESSERA_FAKE_NVML. Built as a shared library so that the agent's real
-// dlopen/dlsym path runs without a GPU. Built a second time with TESSERA_FAKE_NVML_NO_PCI to
-// check the error for a missing symbol.
+// the JSON file named by TESSERA_FAKE_NVML. When the file changes, the devices' samples
+// (utilisation, temperature, ...) follow it, so a test can drive a GPU. Built as a shared library
+// so that the agent's real dlopen/dlsym path runs without a GPU. Built a second time with
+// TESSERA_FAKE_NVML_NO_PCI to check the error for a missing symbol.
 //
 // {"driver": "550.54.15", "nvml": "12.550.54.15",
 //  "devices": [{"uuid": "GPU-1", "name": "NVIDIA H100 80GB HBM3", "memoryMiB": 81559,
@@ -9,7 +10,10 @@
 //               "migDevices": [{"uuid": "MIG-1", "memoryMiB": 9728, "gi": 1, "ci": 0}],
 //               "nvlink": ["00000000:2A:00.0"], "util": 37, "memUtil": 5, "usedMiB": 1024,
 //               "temp": 41, "powerMw": 120000, "smClock": 1980, "eccCorrected": 0,
-//               "eccUncorrected": 0, "processes": [{"pid": 42, "usedMiB": 512}]}]}
+//               "eccUncorrected": 0, "nvlinkTxKiB": 100, "nvlinkRxKiB": 50,
+//               "processes": [{"pid": 42, "usedMiB": 512}]}]}
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -37,6 +41,25 @@ nlohmann::json& Root() {
 }
 
 nvmlDeviceState* State(nvmlDevice_t d) { return reinterpret_cast<nvmlDeviceState*>(d); }
+
+// Re-reads the devices' specs when TESSERA_FAKE_NVML changed since the last read.
+void Refresh() {
+  static struct timespec seen {};
+  const char* path = std::getenv("TESSERA_FAKE_NVML");
+  struct stat st {};
+  if (path == nullptr || ::stat(path, &st) != 0) return;
+  if (st.st_mtim.tv_sec == seen.tv_sec && st.st_mtim.tv_nsec == seen.tv_nsec) return;
+  seen = st.st_mtim;
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const nlohmann::json root = nlohmann::json::parse(ss.str(), nullptr, false);
+  if (!root.is_object()) return;  // caught mid-write: the next sample reads it again
+  const nlohmann::json devices = root.value("devices", nlohmann::json::array());
+  for (size_t i = 0; i < devices.size() && i < Devices().size(); ++i) {
+    Devices()[i]->spec = devices[i];
+  }
+}
 
 nvmlReturn_t CopyString(const std::string& s, char* out, unsigned int len) {
   if (s.size() + 1 > len) return NVML_ERROR_INSUFFICIENT_SIZE;
@@ -151,10 +174,24 @@ nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t d, unsigned int li
   return NVML_SUCCESS;
 }
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t* u) {
+  Refresh();
   u->gpu = State(d)->spec.value("util", 0u);
   u->memory = State(d)->spec.value("memUtil", 0u);
   return NVML_SUCCESS;
 }
+// NVLink counters from "nvlinkTxKiB"/"nvlinkRxKiB"; other fields are not supported.
+nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t d, int count, nvmlFieldValue_t* values) {
+  for (int i = 0; i < count; ++i) {
+    const char* key = values[i].fieldId == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX   ? "nvlinkTxKiB"
+                      : values[i].fieldId == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX ? "nvlinkRxKiB"
+                                                                                   : nullptr;
+    const nlohmann::json& spec = State(d)->spec;
+    values[i].nvmlReturn = key != nullptr && spec.contains(key) ? NVML_SUCCESS : 3;
+    if (values[i].nvmlReturn == NVML_SUCCESS) values[i].value.ullVal = spec[key].get<uint64_t>();
+  }
+  return NVML_SUCCESS;
+}
+
 nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t d, int, unsigned int* t) {
   *t = State(d)->spec.value("temp", 0u);
   return NVML_SUCCESS;

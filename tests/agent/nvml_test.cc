@@ -20,8 +20,8 @@ constexpr char kDevices[] = R"({
     {"uuid": "GPU-aaaa", "name": "NVIDIA H100 80GB HBM3", "memoryMiB": 81559,
      "busId": "00000000:18:00.0", "mig": false, "ecc": true, "nvlink": ["00000000:2A:00.0"],
      "util": 37, "memUtil": 5, "usedMiB": 1024, "temp": 41, "powerMw": 120000,
-     "smClock": 1980, "eccCorrected": 3, "eccUncorrected": 0,
-     "processes": [{"pid": 4242, "usedMiB": 1000}]},
+     "smClock": 1980, "eccCorrected": 3, "eccUncorrected": 0, "nvlinkTxKiB": 7000,
+     "nvlinkRxKiB": 500, "processes": [{"pid": 4242, "usedMiB": 1000}]},
     {"uuid": "GPU-bbbb", "name": "NVIDIA H100 80GB HBM3", "memoryMiB": 81559,
      "busId": "00000000:2A:00.0", "mig": true, "ecc": true, "nvlink": ["00000000:18:00.0"],
      "migDevices": [{"uuid": "MIG-1111", "memoryMiB": 9728, "gi": 7, "ci": 0},
@@ -85,6 +85,8 @@ TEST_F(NvmlTest, DiscoversThroughTheRealDlopenPath) {
   EXPECT_EQ(s.power_mw, 120000u);
   EXPECT_EQ(s.sm_clock_mhz, 1980u);
   EXPECT_EQ(s.ecc_corrected, 3u);
+  EXPECT_EQ(s.nvlink_data_kib, 7500u);                      // sent plus received
+  EXPECT_FALSE((*samples)[2].nvlink_data_kib.has_value());  // the T4 has no NVLink
   ASSERT_EQ(s.processes.size(), 1u);
   EXPECT_EQ(s.processes[0].pid, 4242u);
   EXPECT_EQ(s.processes[0].used_memory_mib, 1000);

@@ -64,6 +64,13 @@ class LoopTest : public ::testing::Test {
   json Job(const std::string& name, const std::string& ns = "default") {
     return Get("/api/v1/namespaces/" + ns + "/jobs/" + name);
   }
+  std::string Metrics() {
+    HttpRequest r;
+    r.method = "GET";
+    r.path = "/metrics";
+    r.authorization = "Bearer " + admin_;
+    return api_->Handle(r).body;
+  }
   CycleSummary Cycle() {
     now_ += 1000;
     auto s = loop_->RunOnce(now_);
@@ -299,6 +306,13 @@ spec:
       Job("two", "team-b")["status"]["message"].get<std::string>().find("namespace team-b quota"),
       std::string::npos)
       << Job("two", "team-b").dump();
+  const std::string m = Metrics();
+  EXPECT_NE(m.find("tessera_queue_nominal_quota{flavor=\"a100\",queue=\"team-a\","
+                   "resource=\"nvidia.com/gpu\"} 8\n"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("tessera_scheduling_latency_seconds_count{queue=\"team-a\"} "),
+            std::string::npos);
 }
 
 TEST_F(LoopTest, BindingsSurviveARestartAndKeepTheirDevices) {
@@ -402,7 +416,7 @@ status:
   - {index: 1, uuid: GPU-b, model: H100-80GB, memoryMiB: 81920, health: Unhealthy}
   telemetry:
   - {index: 0, utilizationPct: 87, memoryUsedMiB: 1000, memoryFreeMiB: 80920, temperatureC: 91,
-     powerMw: 350000, smClockMhz: 1980, xidCount: 0}
+     powerMw: 350000, smClockMhz: 1980, xidCount: 0, nvlinkDataKiB: 123456}
   - {index: 1, utilizationPct: 0, memoryUsedMiB: 0, memoryFreeMiB: 81920, temperatureC: 30,
      powerMw: 60000, smClockMhz: 0, xidCount: 2}
 ---
@@ -425,6 +439,11 @@ spec:
       "\"train\","
       "modelName=\"H100-80GB\",namespace=\"team-a\",task=\"worker\"} 91");
   has("DCGM_FI_DEV_POWER_USAGE{Hostname=\"n1\",UUID=\"GPU-a\"");
+  has("# TYPE DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL counter\nDCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL{"
+      "Hostname=\"n1\",UUID=\"GPU-a\"");
+  has("task=\"worker\"} 123456\n");
+  EXPECT_EQ(m.find("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL{Hostname=\"n1\",UUID=\"GPU-b\""),
+            std::string::npos);
   has("DCGM_FI_DEV_XID_ERRORS{Hostname=\"n1\",UUID=\"GPU-b\",device=\"nvidia1\",gpu=\"1\",job=\"\","
       "modelName=\"H100-80GB\",namespace=\"\",task=\"\"} 2");
   has("tessera_workloads{phase=\"Admitted\",queue=\"tessera-unqueued\"} 1");
