@@ -198,7 +198,9 @@ void BM_WatchFanout(benchmark::State& st) {
 BENCHMARK(BM_WatchFanout)->Arg(1000)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // /metrics with <gpus> GPUs (8 per node, telemetry for each) and one single-GPU job bound to
-// every other GPU: the stored state is read and rendered per scrape.
+// every other GPU. With <heartbeats> 1, every node reports (a new heartbeat and telemetry)
+// between two scrapes, as when scrapes are further apart than heartbeats: what changed is parsed
+// again. The writes are not timed.
 void BM_RenderMetrics(benchmark::State& st) {
   Fixture f;
   const int gpus = static_cast<int>(st.range(0));
@@ -250,15 +252,39 @@ void BM_RenderMetrics(benchmark::State& st) {
     }
   }
   if (!f.api->store().Commit(writes).ok()) st.SkipWithError("setup failed");
+  std::vector<store::Write> beats;
+  for (const store::Write& w : writes) {
+    if (w.key.kind == "Node") beats.push_back(w);
+  }
   size_t bytes = 0;
+  int64_t beat = 0;
   for (auto _ : st) {
-    const std::string text = RenderMetrics(f.api->store(), f.api->metrics(), {}, 1'767'225'600'000);
+    if (st.range(1) == 1) {
+      st.PauseTiming();
+      ++beat;
+      for (store::Write& w : beats) {
+        json node = json::parse(w.body);
+        node["status"]["heartbeat"] = FormatTime(1'767'225'600'000 + beat * 1000);
+        node["status"]["telemetry"][0]["utilizationPct"] = beat % 100;
+        w.body = node.dump();
+      }
+      if (!f.api->Commit(beats).ok()) st.SkipWithError("heartbeat failed");
+      st.ResumeTiming();
+    }
+    const std::string text =
+        RenderMetrics(f.api->objects(), f.api->metrics(), {}, 1'767'225'600'000);
     bytes = text.size();
     benchmark::DoNotOptimize(text);
   }
   st.counters["bytes"] = static_cast<double>(bytes);
 }
-BENCHMARK(BM_RenderMetrics)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_RenderMetrics)
+    ->ArgNames({"gpus", "heartbeats"})
+    ->Args({1000, 0})
+    ->Args({10000, 0})
+    ->Args({10000, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace tessera::server

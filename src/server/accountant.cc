@@ -33,8 +33,8 @@ struct GpuInfo {
 std::map<std::string, std::map<std::string, GpuInfo>> GpusOf(std::span<const StoredJson> nodes) {
   std::map<std::string, std::map<std::string, GpuInfo>> out;
   for (const StoredJson& n : nodes) {
-    const json& status = Member(n.obj, "status");
-    auto& gpus = out[Text(Member(n.obj, "metadata"), "name")];
+    const json& status = Member(n.obj(), "status");
+    auto& gpus = out[Text(Member(n.obj(), "metadata"), "name")];
     std::map<int64_t, std::string> uuid_of;
     static const json kNone = json::array();
     const json& list = Member(status, "gpus").is_array() ? Member(status, "gpus") : kNone;
@@ -105,21 +105,21 @@ Result<std::vector<core::IdlePod>> Accountant::Observe(
   std::vector<core::HeldDevice> held;
   core::EndedHoldings ended;
   for (const StoredJson& s : jobs) {
-    const json& meta = Member(s.obj, "metadata");
-    const json& status = Member(s.obj, "status");
+    const json& meta = Member(s.obj(), "metadata");
+    const json& status = Member(s.obj(), "status");
     const std::string phase = Text(status, "phase");
     const std::string ns = Text(meta, "namespace"), name = Text(meta, "name");
     if (phase == "Succeeded" || phase == "Failed") {
       const int64_t end = ParseTime(Text(status, "finishedAt"));
       if (end < 0) continue;
-      ForEachDevice(s.obj, [&](std::string key, const json&, const json&) {
+      ForEachDevice(s.obj(), [&](std::string key, const json&, const json&) {
         ended.emplace(std::move(key), end);
       });
       continue;
     }
     if (phase != "Admitted" || released.contains(ns + "/" + name)) continue;
     const int64_t since = ParseTime(Text(status, "admittedAt"));
-    ForEachDevice(s.obj, [&](std::string key, const json& pod, const json& d) {
+    ForEachDevice(s.obj(), [&](std::string key, const json& pod, const json& d) {
       core::HeldDevice h;
       h.key = std::move(key);
       h.ns = ns;

@@ -398,6 +398,7 @@ ApiServer::ApiServer(std::unique_ptr<store::Store> store, const std::string& dat
       feed_(*store_),
       events_(std::make_unique<EventCache>()),
       logs_(data_dir + "/logs"),
+      objects_(*store_),
       clock_([] {
         return std::chrono::duration_cast<std::chrono::milliseconds>(
                    std::chrono::system_clock::now().time_since_epoch())
@@ -405,18 +406,6 @@ ApiServer::ApiServer(std::unique_ptr<store::Store> store, const std::string& dat
       }) {}
 
 ApiServer::~ApiServer() = default;
-
-Result<std::vector<StoredJson>> ListObjects(store::Store& store, std::string_view kind) {
-  auto list = store.List(kind, std::nullopt);
-  if (!list.ok()) return list.status();
-  std::vector<StoredJson> out;
-  out.reserve(list->size());
-  for (const store::StoredObject& o : *list) {
-    json obj = json::parse(o.body, nullptr, false);
-    if (obj.is_object()) out.push_back({std::move(obj), o.version});
-  }
-  return out;
-}
 
 Status ApiServer::KeepSystemFields(const Principal& who, json* obj, store::Write* w) {
   const bool may_set_status = who.role != Principal::Role::kNamespace && obj->contains("status");
@@ -652,7 +641,7 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
 
   if (req.path == "/metrics" && req.method == "GET") {
     return Reply(200, "text/plain; version=0.0.4",
-                 RenderMetrics(*store_, metrics_, accounting_->idle(), clock_()));
+                 RenderMetrics(objects_, metrics_, accounting_->idle(), clock_()));
   }
   if (req.path == "/api/v1/usage" && req.method == "GET") return Usage(req, *who);
 

@@ -60,6 +60,7 @@
 #include "server/http_server.h"
 #include "server/log_store.h"
 #include "server/metrics.h"
+#include "server/object_cache.h"
 #include "store/store.h"
 
 namespace tessera::server {
@@ -80,6 +81,8 @@ class ApiServer {
   ChangeFeed& feed() { return feed_; }
   SchedulerMetrics& metrics() { return metrics_; }
   Accountant& accounting() { return *accounting_; }
+  // Parsed stored objects, for readers inside the server.
+  ObjectCache& objects() { return objects_; }
 
   // Commits `writes` and lets watchers see them: the one way writers inside the server (the
   // scheduling loop) write.
@@ -109,17 +112,9 @@ class ApiServer {
   LogStore logs_;
   SchedulerMetrics metrics_;
   std::unique_ptr<Accountant> accounting_;
+  ObjectCache objects_;
   std::function<int64_t()> clock_;
 };
-
-// A stored object, parsed, with its version.
-struct StoredJson {
-  nlohmann::json obj;
-  int64_t version = 0;
-};
-// The stored objects of `kind` in every namespace, parsed (bodies that are not JSON objects,
-// which the API never writes, are skipped).
-Result<std::vector<StoredJson>> ListObjects(store::Store& store, std::string_view kind);
 
 using api::FormatTime;
 using api::ParseTime;

@@ -3,6 +3,7 @@
 #include <prometheus/gauge.h>
 #include <prometheus/text_serializer.h>
 
+#include <charconv>
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -74,17 +75,35 @@ void SchedulerMetrics::ObserveCycle(double seconds, int admitted, int preempted,
 namespace {
 
 // The objects of `kind`, parsed; none when the store cannot list them.
-std::vector<StoredJson> Items(store::Store& store, const char* kind) {
-  auto list = ListObjects(store, kind);
+std::vector<StoredJson> Items(ObjectCache& objects, const char* kind) {
+  auto list = objects.List(kind);
   return list.ok() ? std::move(list).value() : std::vector<StoredJson>{};
 }
 
 std::string Str(const json& o, const char* key) {
-  return o.is_object() && o.contains(key) && o[key].is_string() ? o[key].get<std::string>() : "";
+  if (!o.is_object()) return "";
+  auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// The member `key` of `o`, or a null when `o` is not an object or lacks it (no copy).
+const json& Member(const json& o, const char* key) {
+  static const json kNull;
+  if (!o.is_object()) return kNull;
+  auto it = o.find(key);
+  return it == o.end() ? kNull : *it;
+}
+
+// The elements of `v` when it is an array, else none.
+const json& ListOf(const json& v) {
+  static const json kEmpty = json::array();
+  return v.is_array() ? v : kEmpty;
 }
 
 double Num(const json& o, const char* key) {
-  return o.is_object() && o.contains(key) && o[key].is_number() ? o[key].get<double>() : 0;
+  if (!o.is_object()) return 0;
+  auto it = o.find(key);
+  return it != o.end() && it->is_number() ? it->get<double>() : 0;
 }
 
 struct Holder {
@@ -103,20 +122,21 @@ void AppendEscaped(std::string& out, std::string_view v) {
   }
 }
 
-// Prometheus's text rendering of a sample value.
+// Prometheus's text rendering of a sample value: integers as such, others shortest round-trip.
 void AppendValue(std::string& out, double v) {
   char buf[32];
+  std::to_chars_result r;
   if (v == static_cast<double>(static_cast<int64_t>(v))) {
-    std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
+    r = std::to_chars(buf, buf + sizeof buf, static_cast<int64_t>(v));
   } else {
-    std::snprintf(buf, sizeof buf, "%.17g", v);
+    r = std::to_chars(buf, buf + sizeof buf, v);
   }
-  out += buf;
+  out.append(buf, r.ptr);
 }
 
 }  // namespace
 
-std::string RenderMetrics(store::Store& store, SchedulerMetrics& scheduler,
+std::string RenderMetrics(ObjectCache& store, SchedulerMetrics& scheduler,
                           std::span<const core::IdlePod> idle, int64_t now_ms) {
   prometheus::Registry state;
   auto gauge = [&](const char* name, const char* help) -> prometheus::Family<prometheus::Gauge>& {
@@ -134,20 +154,19 @@ std::string RenderMetrics(store::Store& store, SchedulerMetrics& scheduler,
   std::map<std::string, double> queue_milli, ns_milli;
   double allocated_milli = 0;
   for (const StoredJson& stored : Items(store, "Job")) {
-    const json& job = stored.obj;
-    const json status = job.value("status", json::object());
-    const json meta = job.value("metadata", json::object());
+    const json& job = stored.obj();
+    const json& status = Member(job, "status");
+    const json& meta = Member(job, "metadata");
     const std::string phase = Str(status, "phase").empty() ? "New" : Str(status, "phase");
-    const std::string queue = Str(status, "queue").empty()
-                                  ? Str(job.value("spec", json::object()), "queue")
-                                  : Str(status, "queue");
+    const std::string queue =
+        Str(status, "queue").empty() ? Str(Member(job, "spec"), "queue") : Str(status, "queue");
     by_queue_phase[{queue, phase}] += 1;
     if (phase != "Admitted") continue;
-    for (const json& pod : status.value("pods", json::array())) {
+    for (const json& pod : ListOf(Member(status, "pods"))) {
       if (!pod.is_object()) continue;
       const std::string pod_name = Str(pod, "name");
       const std::string task = pod_name.substr(0, pod_name.rfind('-'));
-      for (const json& d : pod.value("devices", json::array())) {
+      for (const json& d : ListOf(Member(pod, "devices"))) {
         const double milli = Num(d, "gpuMilli");
         queue_milli[queue] += milli;
         ns_milli[Str(meta, "namespace")] += milli;
@@ -193,13 +212,10 @@ std::string RenderMetrics(store::Store& store, SchedulerMetrics& scheduler,
   }
 
   // Nodes and their GPUs.
-  auto& heartbeat_age =
-      gauge("tessera_node_heartbeat_age_seconds", "Seconds since the node's agent last reported");
   auto& cluster =
       gauge("tessera_cluster_gpus", "GPUs in the cluster, and GPU equivalents allocated");
   auto& ratio = gauge("tessera_cluster_gpu_allocation_ratio",
                       "Allocated GPU equivalents over the cluster's GPUs");
-  auto& unhealthy = gauge("tessera_gpu_unhealthy", "1 when the agent marked the GPU unhealthy");
   struct Field {
     const char* name;
     const char* help;
@@ -228,29 +244,43 @@ std::string RenderMetrics(store::Store& store, SchedulerMetrics& scheduler,
   };
   std::vector<Series> series;
   double gpus_total = 0;
+  // Per node and per GPU: written as text, like the DCGM families below.
+  std::string heartbeats =
+      "# HELP tessera_node_heartbeat_age_seconds Seconds since the node's agent last reported\n"
+      "# TYPE tessera_node_heartbeat_age_seconds gauge\n";
+  std::string unhealthy =
+      "# HELP tessera_gpu_unhealthy 1 when the agent marked the GPU unhealthy\n"
+      "# TYPE tessera_gpu_unhealthy gauge\n";
   // `series` points into these documents: they live until the text is written.
   const std::vector<StoredJson> nodes = Items(store, "Node");
-  static const json kNoStatus = json::object();
-  static const json kNoList = json::array();
   for (const StoredJson& stored_node : nodes) {
-    const json& node = stored_node.obj;
-    const std::string host = Str(node.value("metadata", json::object()), "name");
-    const json& status = node.contains("status") ? node["status"] : kNoStatus;
+    const json& node = stored_node.obj();
+    const std::string host = Str(Member(node, "metadata"), "name");
+    const json& status = Member(node, "status");
     const int64_t beat = ParseTime(Str(status, "heartbeat"));
-    if (beat >= 0) heartbeat_age.Add({{"node", host}}).Set((now_ms - beat) / 1000.0);
-    std::map<int, json> gpu_by_index;
-    for (const json& g : status.value("gpus", json::array())) {
-      gpu_by_index[static_cast<int>(Num(g, "index"))] = g;
-      ++gpus_total;
-      unhealthy
-          .Add({{"Hostname", host},
-                {"UUID", Str(g, "uuid")},
-                {"gpu", std::to_string(static_cast<int>(Num(g, "index")))}})
-          .Set(Str(g, "health") == "Unhealthy" ? 1 : 0);
+    if (beat >= 0) {
+      heartbeats += "tessera_node_heartbeat_age_seconds{node=\"";
+      AppendEscaped(heartbeats, host);
+      heartbeats += "\"} ";
+      AppendValue(heartbeats, (now_ms - beat) / 1000.0);
+      heartbeats += '\n';
     }
-    for (const json& t : status.contains("telemetry") ? status["telemetry"] : kNoList) {
+    std::map<int, const json*> gpu_by_index;
+    for (const json& g : ListOf(Member(status, "gpus"))) {
+      gpu_by_index[static_cast<int>(Num(g, "index"))] = &g;
+      ++gpus_total;
+      unhealthy += "tessera_gpu_unhealthy{Hostname=\"";
+      AppendEscaped(unhealthy, host);
+      unhealthy += "\",UUID=\"";
+      AppendEscaped(unhealthy, Str(g, "uuid"));
+      unhealthy += "\",gpu=\"" + std::to_string(static_cast<int>(Num(g, "index"))) + "\"} ";
+      unhealthy += Str(g, "health") == "Unhealthy" ? "1\n" : "0\n";
+    }
+    for (const json& t : ListOf(Member(status, "telemetry"))) {
       const int index = static_cast<int>(Num(t, "index"));
-      const json& g = gpu_by_index[index];
+      auto found = gpu_by_index.find(index);
+      static const json kUnknown = json::object();
+      const json& g = found == gpu_by_index.end() ? kUnknown : *found->second;
       const std::string uuid = Str(g, "uuid");
       auto held = holders.find(uuid);
       static const std::vector<Holder> kNobody = {Holder{}};
@@ -281,6 +311,8 @@ std::string RenderMetrics(store::Store& store, SchedulerMetrics& scheduler,
   prometheus::TextSerializer text;
   std::string out = text.Serialize(scheduler.registry().Collect());
   out += text.Serialize(state.Collect());
+  out += heartbeats;
+  out += unhealthy;
   out.reserve(out.size() + series.size() * std::size(kFields) * 160);
   for (const Field& f : kFields) {
     out +=

@@ -17,7 +17,7 @@
 
 #include "core/accounting.h"
 #include "core/cluster_state.h"
-#include "store/store.h"
+#include "server/object_cache.h"
 
 namespace tessera::server {
 
@@ -54,9 +54,9 @@ class SchedulerMetrics {
   prometheus::Gauge* pending_;
 };
 
-// The whole /metrics text: `scheduler`'s counters, the state of `store` at `now_ms`, and the pods
+// The whole /metrics text: `scheduler`'s counters, the stored state at `now_ms`, and the pods
 // holding GPUs idle.
-std::string RenderMetrics(store::Store& store, SchedulerMetrics& scheduler,
+std::string RenderMetrics(ObjectCache& objects, SchedulerMetrics& scheduler,
                           std::span<const core::IdlePod> idle, int64_t now_ms);
 
 }  // namespace tessera::server

@@ -21,9 +21,9 @@ constexpr char kUnqueued[] = "tessera-unqueued";
 
 using Stored = StoredJson;
 
-std::vector<Stored> ListKind(store::Store& store, const char* kind,
+std::vector<Stored> ListKind(ObjectCache& store, const char* kind,
                              std::vector<std::string>* problems) {
-  auto list = ListObjects(store, kind);
+  auto list = store.List(kind);
   if (!list.ok()) {
     problems->push_back(list.status().message());
     return {};
@@ -235,7 +235,7 @@ Result<CycleSummary> SchedulingLoop::RunOnce(int64_t now_ms) {
 
 Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   CycleSummary sum;
-  store::Store& store = api_.store();
+  ObjectCache& store = api_.objects();
   std::vector<std::string> problems;
 
   // Writes one object, based on the version read; a concurrent change wins (next cycle retries).
@@ -274,7 +274,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   // The cluster: nodes with their GPUs' sharing.
   std::vector<api::GpuSharingConfigSpec> sharing;
   for (const Stored& s : ListKind(store, "GpuSharingConfig", &problems)) {
-    if (auto c = api::DecodeGpuSharingConfig(s.obj); c.ok())
+    if (auto c = api::DecodeGpuSharingConfig(s.obj()); c.ok())
       sharing.push_back(std::move(c).value());
   }
   core::ClusterState state;
@@ -283,9 +283,9 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   std::map<std::string, std::string> not_ready;  // node -> why
   const std::vector<Stored> nodes = ListKind(store, "Node", &problems);
   for (const Stored& s : nodes) {
-    auto node = api::DecodeNode(s.obj);
+    auto node = api::DecodeNode(s.obj());
     if (!node.ok()) continue;
-    const std::string beat = s.obj.value("status", json::object()).value("heartbeat", "");
+    const std::string beat = s.obj().value("status", json::object()).value("heartbeat", "");
     if (!beat.empty() && options_.node_grace_ms > 0) {
       const int64_t at = ParseTime(beat);
       if (at < 0 || now_ms - at > options_.node_grace_ms) {
@@ -302,22 +302,22 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   // The queues.
   core::QueueConfig cfg;
   for (const Stored& s : ListKind(store, "ResourceFlavor", &problems)) {
-    if (auto v = api::DecodeResourceFlavor(s.obj); v.ok()) cfg.flavors.push_back(*v);
+    if (auto v = api::DecodeResourceFlavor(s.obj()); v.ok()) cfg.flavors.push_back(*v);
   }
   for (const Stored& s : ListKind(store, "Cohort", &problems)) {
-    if (auto v = api::DecodeCohort(s.obj); v.ok()) cfg.cohorts.push_back(*v);
+    if (auto v = api::DecodeCohort(s.obj()); v.ok()) cfg.cohorts.push_back(*v);
   }
   for (const Stored& s : ListKind(store, "Queue", &problems)) {
-    if (auto v = api::DecodeQueue(s.obj); v.ok()) cfg.queues.push_back(*v);
+    if (auto v = api::DecodeQueue(s.obj()); v.ok()) cfg.queues.push_back(*v);
   }
   for (const Stored& s : ListKind(store, "LocalQueue", &problems)) {
-    if (auto v = api::DecodeLocalQueue(s.obj); v.ok()) cfg.local_queues.push_back(*v);
+    if (auto v = api::DecodeLocalQueue(s.obj()); v.ok()) cfg.local_queues.push_back(*v);
   }
   for (const Stored& s : ListKind(store, "PriorityClass", &problems)) {
-    if (auto v = api::DecodePriorityClass(s.obj); v.ok()) cfg.priority_classes.push_back(*v);
+    if (auto v = api::DecodePriorityClass(s.obj()); v.ok()) cfg.priority_classes.push_back(*v);
   }
   for (const Stored& s : ListKind(store, "NamespaceQuota", &problems)) {
-    auto v = api::DecodeNamespaceQuota(s.obj);
+    auto v = api::DecodeNamespaceQuota(s.obj());
     if (!v.ok()) continue;
     // Two quotas of one namespace: the tighter limit per resource holds.
     auto same = std::find_if(
@@ -337,7 +337,8 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   cfg.queues.push_back(unqueued);
   std::map<std::string, api::PodGroupSpec> groups;
   for (const Stored& s : ListKind(store, "PodGroup", &problems)) {
-    if (auto g = api::DecodePodGroup(s.obj); g.ok()) groups[g->namespace_name + "/" + g->name] = *g;
+    if (auto g = api::DecodePodGroup(s.obj()); g.ok())
+      groups[g->namespace_name + "/" + g->name] = *g;
   }
 
   // The work: bound Jobs hold their devices; the others are pending.
@@ -348,7 +349,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   const std::vector<Stored> jobs = ListKind(store, "Job", &problems);
   std::set<std::string> unqueued_ns;
   for (const Stored& s : jobs) {
-    auto job = api::DecodeJob(s.obj);
+    auto job = api::DecodeJob(s.obj());
     if (!job.ok() || job->suspend) continue;
     core::Workload w = std::move(job->workload);
     if (!job->pod_group.empty()) {
@@ -363,8 +364,8 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
       w.local_queue = kUnqueued;
       unqueued_ns.insert(w.namespace_name);
     }
-    w.created_ms = ParseTime(s.obj["metadata"].value("creationTimestamp", ""));
-    const json status = s.obj.value("status", json::object());
+    w.created_ms = ParseTime(s.obj()["metadata"].value("creationTimestamp", ""));
+    const json status = s.obj().value("status", json::object());
     // Finished work holds nothing and waits for nothing.
     if (status.value("phase", "") == "Succeeded" || status.value("phase", "") == "Failed") continue;
     if (status.value("phase", "") == "Admitted") {
@@ -407,7 +408,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
         auto nr = not_ready.find(pod.value("node", ""));
         if (nr != not_ready.end()) why = nr->second;
       }
-      event(s.obj, "Warning", "BindingLost", why + "; the job is scheduled again");
+      event(s.obj(), "Warning", "BindingLost", why + "; the job is scheduled again");
     }
     pending.push_back(std::move(w));
     pending_obj.push_back(&s);
@@ -416,12 +417,12 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   sum.pending = static_cast<int>(pending.size());
 
   auto set_pending = [&](const Stored& s, const std::string& message) {
-    json status = s.obj.value("status", json::object());
+    json status = s.obj().value("status", json::object());
     if (status.value("phase", "") == "Pending" && status.value("message", "") == message) return;
-    json obj = s.obj;
+    json obj = s.obj();
     obj["status"] = {{"phase", "Pending"}, {"message", message}};
     put(obj, s.version);
-    event(s.obj, "Normal", "Pending", message);
+    event(s.obj(), "Normal", "Pending", message);
   };
 
   std::map<std::string, std::string> inactive;
@@ -467,7 +468,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
       flavors[std::string(core::QuotaResourceName(static_cast<core::QuotaResource>(r)))] =
           a.admitted.flavors[r];
     }
-    json obj = s.obj;
+    json obj = s.obj();
     obj["status"] = {{"phase", "Admitted"},
                      {"queue", a.admitted.queue},
                      {"flavors", flavors},
@@ -479,7 +480,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
         a.admitted.queue,
         std::max<int64_t>(0, now_ms - std::max<int64_t>(a.admitted.workload.created_ms, 0)) /
             1000.0);
-    event(s.obj, "Normal", "Scheduled",
+    event(s.obj(), "Normal", "Scheduled",
           a.admitted.placements.size() == 1 && a.admitted.placements[0]
               ? "Scheduled to " + Where(state, *a.admitted.placements[0])
               : "Scheduled " + where);
@@ -488,11 +489,11 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   std::set<std::string, std::less<>> released;  // "ns/name" of jobs that stop holding now
   for (const core::Preemption& p : result.preemptions) {
     const Stored& s = *running_obj[p.running_index];
-    released.insert(NamespaceOf(s.obj) + "/" + NameOf(s.obj));
-    json obj = s.obj;
+    released.insert(NamespaceOf(s.obj()) + "/" + NameOf(s.obj()));
+    json obj = s.obj();
     obj["status"] = {{"phase", "Pending"}, {"message", p.reason}};
     put(obj, s.version);
-    event(s.obj, "Warning", "Preempted", p.reason);
+    event(s.obj(), "Warning", "Preempted", p.reason);
     ++sum.preempted;
   }
   for (size_t i = 0; i < pending.size(); ++i) {
@@ -508,11 +509,11 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   }
   // Each Queue says whether it is active, and why not.
   for (const Stored& s : ListKind(store, "Queue", &problems)) {
-    auto it = inactive.find(NameOf(s.obj));
+    auto it = inactive.find(NameOf(s.obj()));
     json status = {{"active", it == inactive.end()}};
     if (it != inactive.end()) status["message"] = it->second;
-    if (s.obj.value("status", json()) == status) continue;
-    json obj = s.obj;
+    if (s.obj().value("status", json()) == status) continue;
+    json obj = s.obj();
     obj["status"] = status;
     put(obj, s.version);
   }
@@ -555,16 +556,16 @@ void SchedulingLoop::MarkIdle(int64_t now_ms, const std::vector<core::IdlePod>& 
 
   for (size_t i = 0; i < running.size(); ++i) {
     const StoredJson& s = *running_obj[i];
-    const std::string key = NamespaceOf(s.obj) + "/" + NameOf(s.obj);
+    const std::string key = NamespaceOf(s.obj()) + "/" + NameOf(s.obj());
     if (released.contains(key)) continue;
-    const json& status = s.obj["status"];
+    const json& status = s.obj()["status"];
     auto it = by_job.find(key);
     if (it == by_job.end()) {
       if (!status.contains("idle")) continue;
-      json obj = s.obj;
+      json obj = s.obj();
       obj["status"].erase("idle");
       put(obj, s.version);
-      event(s.obj, "Normal", "Busy", "its GPUs are in use again");
+      event(s.obj(), "Normal", "Busy", "its GPUs are in use again");
       continue;
     }
     // Pods holding GPUs, and the time since when all of them have been idle.
@@ -595,21 +596,21 @@ void SchedulingLoop::MarkIdle(int64_t now_ms, const std::vector<core::IdlePod>& 
       const std::string why = "reclaimed by queue " + a.queue + ": its GPUs stayed " + below +
                               " since " + FormatTime(all_since) + " (idleReclaim.after " +
                               std::to_string(policy->second->after_ms / 60'000) + "m)";
-      json obj = s.obj;
+      json obj = s.obj();
       obj["status"]["phase"] = "Failed";
       obj["status"]["message"] = why;
       obj["status"]["finishedAt"] = FormatTime(now_ms);
       obj["status"].erase("idle");
       put(obj, s.version);
-      event(s.obj, "Warning", "IdleReclaimed", why);
+      event(s.obj(), "Warning", "IdleReclaimed", why);
       continue;
     }
     json mark = {{"since", FormatTime(first_since)}, {"pods", names}, {"message", message}};
     if (status.value("idle", json()) == mark) continue;
-    json obj = s.obj;
+    json obj = s.obj();
     obj["status"]["idle"] = mark;
     put(obj, s.version);
-    if (!status.contains("idle")) event(s.obj, "Warning", "Idle", message);
+    if (!status.contains("idle")) event(s.obj(), "Warning", "Idle", message);
   }
 }
 

@@ -1,0 +1,86 @@
+#include "server/object_cache.h"
+
+#include <algorithm>
+
+namespace tessera::server {
+
+namespace {
+
+std::shared_ptr<const nlohmann::json> Parse(const std::string& body) {
+  auto doc = std::make_shared<nlohmann::json>(nlohmann::json::parse(body, nullptr, false));
+  if (!doc->is_object()) return nullptr;
+  return doc;
+}
+
+}  // namespace
+
+Status ObjectCache::Load(std::string_view kind, Kind* k) {
+  // The revision first: a write landing during the listing is applied again later (harmless).
+  const int64_t revision = store_.Revision();
+  auto list = store_.List(kind, std::nullopt);
+  if (!list.ok()) return list.status();
+  k->objects.clear();
+  for (const store::StoredObject& o : *list) {
+    if (auto doc = Parse(o.body)) {
+      k->objects[{o.key.ns, o.key.name}] = StoredJson{std::move(doc), o.version};
+    }
+  }
+  k->revision = revision;
+  return Status::Ok();
+}
+
+Status ObjectCache::CatchUp(int64_t head) {
+  int64_t from = head;
+  for (const auto& [name, k] : kinds_) from = std::min(from, k.revision);
+  constexpr size_t kBatch = 4096;
+  while (from < head) {
+    auto changes = store_.ChangesAfter(from, kBatch);
+    if (!changes.ok()) {
+      if (changes.status().code() != StatusCode::kFailedPrecondition) return changes.status();
+      // Compacted past what the cache saw: read the kinds again.
+      for (auto& [name, k] : kinds_) TESSERA_RETURN_IF_ERROR(Load(name, &k));
+      return Status::Ok();
+    }
+    if (changes->empty()) break;
+    // Only the last change of an object in this batch matters.
+    std::map<std::tuple<std::string_view, std::string_view, std::string_view>, const store::Change*>
+        last;
+    for (const store::Change& c : *changes) {
+      last[{c.object.key.kind, c.object.key.ns, c.object.key.name}] = &c;
+    }
+    for (const auto& [key, c] : last) {
+      auto it = kinds_.find(c->object.key.kind);
+      if (it == kinds_.end() || c->revision <= it->second.revision) continue;
+      auto& objects = it->second.objects;
+      const std::pair<std::string, std::string> id{c->object.key.ns, c->object.key.name};
+      std::shared_ptr<const nlohmann::json> doc;
+      if (c->type != store::ChangeType::kDeleted) doc = Parse(c->object.body);
+      if (doc) {
+        objects[id] = StoredJson{std::move(doc), c->object.version};
+      } else {
+        objects.erase(id);
+      }
+    }
+    from = changes->back().revision;
+    for (auto& [name, k] : kinds_) k.revision = std::max(k.revision, from);
+    if (changes->size() < kBatch) break;
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<StoredJson>> ObjectCache::List(std::string_view kind) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = kinds_.find(kind);
+  if (it == kinds_.end()) {
+    Kind k;
+    TESSERA_RETURN_IF_ERROR(Load(kind, &k));
+    it = kinds_.emplace(std::string(kind), std::move(k)).first;
+  }
+  TESSERA_RETURN_IF_ERROR(CatchUp(store_.Revision()));
+  std::vector<StoredJson> out;
+  out.reserve(it->second.objects.size());
+  for (const auto& [id, o] : it->second.objects) out.push_back(o);
+  return out;
+}
+
+}  // namespace tessera::server
