@@ -557,6 +557,45 @@ TEST_F(LoopTest, AccountingChargesSharesByWhatTheyHoldAndSurvivesARestart) {
   }
 }
 
+TEST_F(LoopTest, AccountingChargesMigSlicesAndTimeSliceReplicasByTheirFraction) {
+  constexpr int64_t kHour = 3'600'000;
+  Apply(kCluster);
+  Apply(R"(
+apiVersion: tessera.io/v1
+kind: GpuSharingConfig
+metadata: {name: a0-sliced}
+spec: {nodeSelector: {pool: a100}, gpus: ["0"], timeSlicing: {replicas: 4}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: slice, namespace: mig}
+spec:
+  containers: [{name: c, resources: {limits: {nvidia.com/mig-1g.10gb: 1}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: replica, namespace: ts}
+spec:
+  containers: [{name: c, resources: {limits: {nvidia.com/gpu.shared: 1}}}]
+)");
+  ASSERT_EQ(Cycle().admitted, 2);
+  const json slice = Job("slice", "mig")["status"]["pods"][0]["devices"][0];
+  const json replica = Job("replica", "ts")["status"]["pods"][0]["devices"][0];
+  ASSERT_EQ(slice["kind"], "mig") << slice.dump();
+  ASSERT_EQ(replica["kind"], "replica") << replica.dump();
+  EXPECT_EQ(replica["gpuMilli"], 250);  // one of four replicas
+  // A 1g.10gb slice is one of the seven compute slices of an A100 (rounded up).
+  EXPECT_EQ(slice["gpuMilli"], 143);
+  now_ += 2 * kHour - 1000;
+  Cycle();
+  const json usage = Get("/api/v1/usage?by=namespace");
+  ASSERT_EQ(usage["items"].size(), 2u) << usage.dump();
+  EXPECT_EQ(usage["items"][0]["namespace"], "mig");
+  EXPECT_NEAR(usage["items"][0]["gpuHours"].get<double>(), 2 * 0.143, 1e-9);
+  EXPECT_EQ(usage["items"][1]["namespace"], "ts");
+  EXPECT_NEAR(usage["items"][1]["gpuHours"].get<double>(), 0.5, 1e-9);
+}
+
 TEST_F(LoopTest, IdlePodsAreMarkedAndReclaimedByTheirQueuesPolicy) {
   constexpr int64_t kMin = 60'000;
   Apply(SharedNode(80));
