@@ -3,26 +3,13 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "server/json_read.h"
+
 namespace tessera::server {
 
 using nlohmann::json;
 
 namespace {
-
-const json& Member(const json& o, const char* key) {
-  static const json kNull;
-  return o.is_object() && o.contains(key) ? o[key] : kNull;
-}
-
-std::string Text(const json& o, const char* key) {
-  const json& v = Member(o, key);
-  return v.is_string() ? v.get<std::string>() : "";
-}
-
-int64_t Int(const json& o, const char* key) {
-  const json& v = Member(o, key);
-  return v.is_number() ? v.get<int64_t>() : 0;
-}
 
 struct GpuInfo {
   std::string model;
@@ -34,20 +21,20 @@ std::map<std::string, std::map<std::string, GpuInfo>> GpusOf(std::span<const Sto
   std::map<std::string, std::map<std::string, GpuInfo>> out;
   for (const StoredJson& n : nodes) {
     const json& status = Member(n.obj(), "status");
-    auto& gpus = out[Text(Member(n.obj(), "metadata"), "name")];
+    auto& gpus = out[Str(Member(n.obj(), "metadata"), "name")];
     std::map<int64_t, std::string> uuid_of;
     static const json kNone = json::array();
     const json& list = Member(status, "gpus").is_array() ? Member(status, "gpus") : kNone;
     for (const json& g : list) {
-      uuid_of[Int(g, "index")] = Text(g, "uuid");
-      gpus[Text(g, "uuid")].model = Text(g, "model");
+      uuid_of[static_cast<int64_t>(Num(g, "index"))] = Str(g, "uuid");
+      gpus[Str(g, "uuid")].model = Str(g, "model");
     }
     const json& telemetry = Member(status, "telemetry");
     if (!telemetry.is_array()) continue;
     for (const json& t : telemetry) {
-      auto u = uuid_of.find(Int(t, "index"));
+      auto u = uuid_of.find(static_cast<int64_t>(Num(t, "index")));
       if (u != uuid_of.end() && Member(t, "utilizationPct").is_number()) {
-        gpus[u->second].utilization_pct = Int(t, "utilizationPct");
+        gpus[u->second].utilization_pct = static_cast<int64_t>(Num(t, "utilizationPct"));
       }
     }
   }
@@ -60,14 +47,14 @@ void ForEachDevice(const json& job, F f) {
   const json& meta = Member(job, "metadata");
   const json& status = Member(job, "status");
   const std::string base =
-      Text(meta, "namespace") + "/" + Text(meta, "name") + "@" + Text(status, "admittedAt") + "/";
+      Str(meta, "namespace") + "/" + Str(meta, "name") + "@" + Str(status, "admittedAt") + "/";
   const json& pods = Member(status, "pods");
   if (!pods.is_array()) return;
   for (const json& pod : pods) {
     const json& devices = Member(pod, "devices");
     if (!devices.is_array()) continue;
     for (size_t i = 0; i < devices.size(); ++i) {
-      f(base + Text(pod, "name") + "/" + std::to_string(i), pod, devices[i]);
+      f(base + Str(pod, "name") + "/" + std::to_string(i), pod, devices[i]);
     }
   }
 }
@@ -107,10 +94,10 @@ Result<std::vector<core::IdlePod>> Accountant::Observe(
   for (const StoredJson& s : jobs) {
     const json& meta = Member(s.obj(), "metadata");
     const json& status = Member(s.obj(), "status");
-    const std::string phase = Text(status, "phase");
-    const std::string ns = Text(meta, "namespace"), name = Text(meta, "name");
+    const std::string phase = Str(status, "phase");
+    const std::string ns = Str(meta, "namespace"), name = Str(meta, "name");
     if (phase == "Succeeded" || phase == "Failed") {
-      const int64_t end = ParseTime(Text(status, "finishedAt"));
+      const int64_t end = ParseTime(Str(status, "finishedAt"));
       if (end < 0) continue;
       ForEachDevice(s.obj(), [&](std::string key, const json&, const json&) {
         ended.emplace(std::move(key), end);
@@ -118,18 +105,18 @@ Result<std::vector<core::IdlePod>> Accountant::Observe(
       continue;
     }
     if (phase != "Admitted" || released.contains(ns + "/" + name)) continue;
-    const int64_t since = ParseTime(Text(status, "admittedAt"));
+    const int64_t since = ParseTime(Str(status, "admittedAt"));
     ForEachDevice(s.obj(), [&](std::string key, const json& pod, const json& d) {
       core::HeldDevice h;
       h.key = std::move(key);
       h.ns = ns;
-      h.queue = Text(status, "queue");
+      h.queue = Str(status, "queue");
       h.job = name;
-      h.pod = Text(pod, "name");
-      h.gpu_milli = Int(d, "gpuMilli");
+      h.pod = Str(pod, "name");
+      h.gpu_milli = static_cast<int64_t>(Num(d, "gpuMilli"));
       h.since_ms = since < 0 ? now_ms : since;
-      if (auto n = gpus.find(Text(pod, "node")); n != gpus.end()) {
-        if (auto g = n->second.find(Text(d, "uuid")); g != n->second.end()) {
+      if (auto n = gpus.find(Str(pod, "node")); n != gpus.end()) {
+        if (auto g = n->second.find(Str(d, "uuid")); g != n->second.end()) {
           h.model = g->second.model;
           h.idle =
               g->second.utilization_pct && *g->second.utilization_pct < opts.idle_threshold_pct;

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "server/api_server.h"
+#include "server/json_read.h"
 
 namespace tessera::server {
 
@@ -78,32 +79,6 @@ namespace {
 std::vector<StoredJson> Items(ObjectCache& objects, const char* kind) {
   auto list = objects.List(kind);
   return list.ok() ? std::move(list).value() : std::vector<StoredJson>{};
-}
-
-std::string Str(const json& o, const char* key) {
-  if (!o.is_object()) return "";
-  auto it = o.find(key);
-  return it != o.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-// The member `key` of `o`, or a null when `o` is not an object or lacks it (no copy).
-const json& Member(const json& o, const char* key) {
-  static const json kNull;
-  if (!o.is_object()) return kNull;
-  auto it = o.find(key);
-  return it == o.end() ? kNull : *it;
-}
-
-// The elements of `v` when it is an array, else none.
-const json& ListOf(const json& v) {
-  static const json kEmpty = json::array();
-  return v.is_array() ? v : kEmpty;
-}
-
-double Num(const json& o, const char* key) {
-  if (!o.is_object()) return 0;
-  auto it = o.find(key);
-  return it != o.end() && it->is_number() ? it->get<double>() : 0;
 }
 
 struct Holder {
