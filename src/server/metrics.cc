@@ -97,6 +97,11 @@ void AppendEscaped(std::string& out, std::string_view v) {
   }
 }
 
+// "# HELP name help\n# TYPE name type\n".
+std::string FamilyHeader(const char* name, const char* help, const char* type) {
+  return std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+}
+
 // Prometheus's text rendering of a sample value: integers as such, others shortest round-trip.
 void AppendValue(std::string& out, double v) {
   char buf[32];
@@ -220,12 +225,12 @@ std::string RenderMetrics(ObjectCache& store, SchedulerMetrics& scheduler,
   std::vector<Series> series;
   double gpus_total = 0;
   // Per node and per GPU: written as text, like the DCGM families below.
+  static constexpr char kHeartbeatAge[] = "tessera_node_heartbeat_age_seconds";
+  static constexpr char kUnhealthy[] = "tessera_gpu_unhealthy";
   std::string heartbeats =
-      "# HELP tessera_node_heartbeat_age_seconds Seconds since the node's agent last reported\n"
-      "# TYPE tessera_node_heartbeat_age_seconds gauge\n";
+      FamilyHeader(kHeartbeatAge, "Seconds since the node's agent last reported", "gauge");
   std::string unhealthy =
-      "# HELP tessera_gpu_unhealthy 1 when the agent marked the GPU unhealthy\n"
-      "# TYPE tessera_gpu_unhealthy gauge\n";
+      FamilyHeader(kUnhealthy, "1 when the agent marked the GPU unhealthy", "gauge");
   // `series` points into these documents: they live until the text is written.
   const std::vector<StoredJson> nodes = Items(store, "Node");
   for (const StoredJson& stored_node : nodes) {
@@ -234,7 +239,8 @@ std::string RenderMetrics(ObjectCache& store, SchedulerMetrics& scheduler,
     const json& status = Member(node, "status");
     const int64_t beat = ParseTime(Str(status, "heartbeat"));
     if (beat >= 0) {
-      heartbeats += "tessera_node_heartbeat_age_seconds{node=\"";
+      heartbeats += kHeartbeatAge;
+      heartbeats += "{node=\"";
       AppendEscaped(heartbeats, host);
       heartbeats += "\"} ";
       AppendValue(heartbeats, (now_ms - beat) / 1000.0);
@@ -244,7 +250,8 @@ std::string RenderMetrics(ObjectCache& store, SchedulerMetrics& scheduler,
     for (const json& g : ListOf(Member(status, "gpus"))) {
       gpu_by_index[static_cast<int>(Num(g, "index"))] = &g;
       ++gpus_total;
-      unhealthy += "tessera_gpu_unhealthy{Hostname=\"";
+      unhealthy += kUnhealthy;
+      unhealthy += "{Hostname=\"";
       AppendEscaped(unhealthy, host);
       unhealthy += "\",UUID=\"";
       AppendEscaped(unhealthy, Str(g, "uuid"));
