@@ -6,6 +6,7 @@
 
 #include "core/scheduler.h"
 #include "sim/arrival.h"
+#include "sim/replay.h"
 #include "sim/report.h"
 #include "sim/trace.h"
 
@@ -71,11 +72,53 @@ std::string Stem(const std::string& path) {
   return base;
 }
 
+// Writes `f(stream)` to `path`; the exit code.
+template <typename F>
+int WritePlot(const std::string& path, std::ostream& err, F f) {
+  if (path.empty()) return 0;
+  std::ofstream svg(path);
+  f(svg);
+  if (!svg.good()) {
+    err << "tessera sim: cannot write " << path << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+int Replay(const SimOptions& o, const sim::Trace& trace, const std::vector<std::string>& policies,
+           uint64_t seed, int jobs, std::ostream& out, std::ostream& err) {
+  sim::ReplayConfig config;
+  config.seed = seed;
+  config.speedup = o.speedup;
+  auto runs = sim::RunReplays(trace, policies, config, jobs);
+  if (!runs.ok()) {
+    err << "tessera sim: " << runs.status().message() << "\n";
+    return 1;
+  }
+  if (o.output == "json") {
+    sim::WriteReplayJson(out, trace.name, *runs);
+  } else {
+    sim::WriteReplayTable(out, trace.name, *runs);
+  }
+  return WritePlot(o.plot, err,
+                   [&](std::ostream& svg) { sim::WriteReplaySvg(svg, trace.name, *runs); });
+}
+
 }  // namespace
 
 CLI::App* AddSimCommand(CLI::App& app, SimOptions& o) {
   CLI::App* c = app.add_subcommand(
-      "sim", "Replay a cluster trace through the scheduling core (arrival-only, as the FGD paper)");
+      "sim",
+      "Run a cluster trace through the scheduling core: arrival-only (the FGD paper's method) or "
+      "a replay of its arrivals and run times through the queue layer");
+  c->add_option("--mode", o.mode,
+                "arrival (sampled arrivals, never deleted) or replay (creation and deletion times)")
+      ->check(CLI::IsMember({"arrival", "replay"}))
+      ->capture_default_str();
+  c->add_option("--speedup", o.speedup,
+                "Replay: arrivals this many times faster, run times unchanged (a busier cluster)")
+      ->check(CLI::Range(0.001, 1e6))
+      ->capture_default_str();
   c->add_option("--trace", o.trace,
                 "Bundled Alibaba trace: default, gpushare40, multigpu20, gpuspec10, cpu050")
       ->capture_default_str();
@@ -123,10 +166,11 @@ int RunSim(const SimOptions& o, std::ostream& out, std::ostream& err) {
   }
   trace.nodes = std::move(*nodes);
   trace.pods = std::move(*pods);
-  sim::ArrivalConfig config;
-  config.inflate = o.inflate;
   const int jobs =
       o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (o.mode == "replay") return Replay(o, trace, *policies, (*seeds)[0], jobs, out, err);
+  sim::ArrivalConfig config;
+  config.inflate = o.inflate;
   auto runs = sim::RunArrivals(trace, *policies, *seeds, config, jobs);
   if (!runs.ok()) {
     err << "tessera sim: " << runs.status().message() << "\n";
@@ -138,15 +182,8 @@ int RunSim(const SimOptions& o, std::ostream& out, std::ostream& err) {
   } else {
     sim::WriteTable(out, trace.name, summary);
   }
-  if (!o.plot.empty()) {
-    std::ofstream svg(o.plot);
-    sim::WriteSvg(svg, trace.name, summary);
-    if (!svg.good()) {
-      err << "tessera sim: cannot write " << o.plot << "\n";
-      return 1;
-    }
-  }
-  return 0;
+  return WritePlot(o.plot, err,
+                   [&](std::ostream& svg) { sim::WriteSvg(svg, trace.name, summary); });
 }
 
 }  // namespace tessera::cli

@@ -10,6 +10,8 @@
 namespace tessera::cli {
 
 struct SimOptions {
+  std::string mode = "arrival";   // arrival | replay
+  double speedup = 1;             // replay: arrivals this many times faster
   std::string trace = "default";  // a bundled trace name, or empty when --pods is given
   std::string nodes;              // node list CSV; default: the bundled GPU node list
   std::string pods;               // pod list CSV

@@ -1,16 +1,15 @@
 #include "sim/arrival.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <tuple>
 
 #include "core/scheduler.h"
+#include "sim/parallel.h"
 
 namespace tessera::sim {
 
@@ -152,37 +151,19 @@ Result<std::vector<ArrivalRun>> RunArrivals(const Trace& trace,
                                             std::span<const std::string> policies,
                                             std::span<const uint64_t> seeds,
                                             const ArrivalConfig& config, int jobs) {
-  core::ClusterState base;
-  for (const core::NodeSpec& n : trace.nodes) {
-    auto id = base.AddNode(n);
-    if (!id.ok()) return id.status();
-  }
+  auto base = BuildCluster(trace.nodes);
+  if (!base.ok()) return base.status();
   const std::vector<core::TaskType> workload = TraceWorkload(trace.pods);
-  const size_t total = policies.size() * seeds.size();
-  std::vector<ArrivalRun> runs(total);
-  std::vector<Status> errors(total, Status::Ok());
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t k = next++; k < total; k = next++) {
-      ArrivalConfig c = config;
-      c.policy = policies[k / seeds.size()];
-      c.seed = seeds[k % seeds.size()];
-      auto r = RunArrival(trace, base, workload, c);
-      if (r.ok()) {
-        runs[k] = std::move(*r);
-      } else {
-        errors[k] = r.status();
-      }
-    }
-  };
-  const int threads = std::max(1, std::min<int>(jobs, static_cast<int>(total)));
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (std::thread& t : pool) t.join();
-  for (const Status& s : errors) {
-    if (!s.ok()) return s;
-  }
+  std::vector<ArrivalRun> runs(policies.size() * seeds.size());
+  TESSERA_RETURN_IF_ERROR(ParallelFor(runs.size(), jobs, [&](size_t k) {
+    ArrivalConfig c = config;
+    c.policy = policies[k / seeds.size()];
+    c.seed = seeds[k % seeds.size()];
+    auto r = RunArrival(trace, *base, workload, c);
+    if (!r.ok()) return r.status();
+    runs[k] = std::move(*r);
+    return Status::Ok();
+  }));
   return runs;
 }
 

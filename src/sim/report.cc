@@ -131,13 +131,20 @@ void WriteJson(std::ostream& out, std::string_view trace, std::span<const Arriva
   }
 }
 
-void WriteSvg(std::ostream& out, std::string_view trace, std::span<const ArrivalSummary> s) {
+namespace {
+
+struct ChartLine {
+  std::string name;
+  std::vector<std::pair<double, double>> points;  // (x, y in %)
+};
+
+// A line chart with y in 0-100 %, x in [0, x_max] with a tick every x_step, a legend.
+void WriteLineChart(std::ostream& out, std::string_view title, std::string_view x_label,
+                    double x_max, double x_step, std::string_view y_label,
+                    std::span<const ChartLine> lines) {
   constexpr int kW = 760, kH = 480, kLeft = 70, kRight = 170, kTop = 50, kBottom = 60;
   const int pw = kW - kLeft - kRight, ph = kH - kTop - kBottom;
-  int xmax = 0;
-  for (const ArrivalSummary& a : s) xmax = std::max<int>(xmax, a.alloc_pct.size() - 1);
-  xmax = std::max(10, (xmax + 9) / 10 * 10);
-  auto x = [&](double v) { return kLeft + pw * v / xmax; };
+  auto x = [&](double v) { return kLeft + pw * v / x_max; };
   auto y = [&](double v) { return kTop + ph * (1.0 - v / 100.0); };
   static const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
                                   "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
@@ -146,39 +153,135 @@ void WriteSvg(std::ostream& out, std::string_view trace, std::span<const Arrival
       << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
       << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       << "<text x=\"" << kW / 2 << "\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">"
-      << "GPU allocation vs arrived demand: " << Escape(trace) << "</text>\n";
+      << Escape(title) << "</text>\n";
   for (int v = 0; v <= 100; v += 10) {  // y grid and ticks
     out << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft + pw << "\" y1=\"" << y(v) << "\" y2=\""
         << y(v) << "\" stroke=\"#e0e0e0\"/>\n"
         << "<text x=\"" << kLeft - 8 << "\" y=\"" << y(v) + 4 << "\" text-anchor=\"end\">" << v
         << "</text>\n";
   }
-  for (int v = 0; v <= xmax; v += 10) {  // x grid and ticks
+  for (double v = 0; v <= x_max + 1e-9; v += x_step) {  // x grid and ticks
     out << "<line x1=\"" << x(v) << "\" x2=\"" << x(v) << "\" y1=\"" << kTop << "\" y2=\""
         << kTop + ph << "\" stroke=\"#f0f0f0\"/>\n"
-        << "<text x=\"" << x(v) << "\" y=\"" << kTop + ph + 18 << "\" text-anchor=\"middle\">" << v
-        << "</text>\n";
+        << "<text x=\"" << x(v) << "\" y=\"" << kTop + ph + 18 << "\" text-anchor=\"middle\">"
+        << Fixed(v, x_step < 1 ? 1 : 0) << "</text>\n";
   }
   out << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << pw << "\" height=\"" << ph
       << "\" fill=\"none\" stroke=\"black\"/>\n"
-      << "<text x=\"" << kLeft + pw / 2 << "\" y=\"" << kH - 15
-      << "\" text-anchor=\"middle\">Arrived GPU demand (% of cluster GPU capacity)</text>\n"
+      << "<text x=\"" << kLeft + pw / 2 << "\" y=\"" << kH - 15 << "\" text-anchor=\"middle\">"
+      << Escape(x_label) << "</text>\n"
       << "<text transform=\"translate(20," << kTop + ph / 2
-      << ") rotate(-90)\" text-anchor=\"middle\">GPU allocation ratio (%)</text>\n";
-  for (size_t i = 0; i < s.size(); ++i) {
+      << ") rotate(-90)\" text-anchor=\"middle\">" << Escape(y_label) << "</text>\n";
+  for (size_t i = 0; i < lines.size(); ++i) {
     const char* color = kColors[i % std::size(kColors)];
     out << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"2\" points=\"";
-    for (size_t k = 0; k < s[i].alloc_pct.size(); ++k) {
-      out << Fixed(x(static_cast<double>(k)), 1) << "," << Fixed(y(s[i].alloc_pct[k]), 1) << " ";
+    for (const auto& [px, py] : lines[i].points) {
+      out << Fixed(x(px), 1) << "," << Fixed(y(py), 1) << " ";
     }
     out << "\"/>\n";
     const int ly = kTop + 10 + static_cast<int>(i) * 20;
     out << "<line x1=\"" << kLeft + pw + 15 << "\" x2=\"" << kLeft + pw + 40 << "\" y1=\"" << ly
         << "\" y2=\"" << ly << "\" stroke=\"" << color << "\" stroke-width=\"2\"/>\n"
-        << "<text x=\"" << kLeft + pw + 46 << "\" y=\"" << ly + 4 << "\">" << Escape(s[i].policy)
+        << "<text x=\"" << kLeft + pw + 46 << "\" y=\"" << ly + 4 << "\">" << Escape(lines[i].name)
         << "</text>\n";
   }
   out << "</svg>\n";
+}
+
+}  // namespace
+
+void WriteSvg(std::ostream& out, std::string_view trace, std::span<const ArrivalSummary> s) {
+  int xmax = 0;
+  for (const ArrivalSummary& a : s) xmax = std::max<int>(xmax, a.alloc_pct.size() - 1);
+  xmax = std::max(10, (xmax + 9) / 10 * 10);
+  std::vector<ChartLine> lines;
+  for (const ArrivalSummary& a : s) {
+    ChartLine& l = lines.emplace_back();
+    l.name = a.policy;
+    for (size_t k = 0; k < a.alloc_pct.size(); ++k) {
+      l.points.emplace_back(static_cast<double>(k), a.alloc_pct[k]);
+    }
+  }
+  WriteLineChart(out, "GPU allocation vs arrived demand: " + std::string(trace),
+                 "Arrived GPU demand (% of cluster GPU capacity)", xmax, 10,
+                 "GPU allocation ratio (%)", lines);
+}
+
+void WriteReplayTable(std::ostream& out, std::string_view trace, std::span<const ReplayRun> runs) {
+  out << "Replay of " << trace << " (arrivals at creation times, traced run times, queue layer)\n";
+  if (!runs.empty()) {
+    out << runs[0].workloads << " workloads over " << Fixed(runs[0].span_s / 86400.0, 1)
+        << " days\n";
+  }
+  char line[256];
+  std::snprintf(line, sizeof line, "%-11s %9s %9s %27s %27s %8s %7s %8s\n", "policy", "alloc%",
+                "peak%", "queue delay p50/p90/p99 s", "JCT p50/p90/p99 s", "waiting", "preempt",
+                "wall s");
+  out << line;
+  auto triple = [](const Percentiles& p) {
+    return Fixed(p.p50, 0) + " / " + Fixed(p.p90, 0) + " / " + Fixed(p.p99, 0);
+  };
+  for (const ReplayRun& r : runs) {
+    std::snprintf(line, sizeof line, "%-11s %9s %9s %27s %27s %8lld %7lld %8s\n", r.policy.c_str(),
+                  Fixed(r.mean_alloc_pct, 2).c_str(), Fixed(r.peak_alloc_pct, 2).c_str(),
+                  triple(r.queue_delay_s).c_str(), triple(r.jct_s).c_str(),
+                  static_cast<long long>(r.never_admitted), static_cast<long long>(r.preemptions),
+                  Fixed(r.wall_seconds, 2).c_str());
+    out << line;
+  }
+  out << "\nalloc%: time-weighted mean GPU allocation; waiting: never admitted by the end.\n";
+}
+
+void WriteReplayJson(std::ostream& out, std::string_view trace, std::span<const ReplayRun> runs) {
+  auto percentiles = [](const Percentiles& p) {
+    nlohmann::ordered_json j;
+    j["count"] = p.count;
+    j["mean"] = std::round(p.mean * 10) / 10;
+    j["p50"] = p.p50;
+    j["p90"] = p.p90;
+    j["p99"] = p.p99;
+    j["max"] = p.max;
+    return j;
+  };
+  for (const ReplayRun& r : runs) {
+    nlohmann::ordered_json j;
+    j["mode"] = "replay";
+    j["policy"] = r.policy;
+    j["trace"] = trace;
+    j["workloads"] = r.workloads;
+    j["span_seconds"] = r.span_s;
+    j["mean_alloc_pct"] = std::round(r.mean_alloc_pct * 100) / 100;
+    j["peak_alloc_pct"] = std::round(r.peak_alloc_pct * 100) / 100;
+    nlohmann::ordered_json over_time = nlohmann::ordered_json::array();
+    for (const auto& [t, a] : r.alloc_pct) {
+      over_time.push_back({t, std::round(a * 100) / 100});
+    }
+    j["alloc_over_time"] = over_time;
+    j["queue_delay_seconds"] = percentiles(r.queue_delay_s);
+    j["jct_seconds"] = percentiles(r.jct_s);
+    j["admitted"] = r.admitted;
+    j["completed"] = r.completed;
+    j["never_admitted"] = r.never_admitted;
+    j["preemptions"] = r.preemptions;
+    j["cycles"] = r.cycles;
+    j["wall_seconds"] = std::round(r.wall_seconds * 1000) / 1000;
+    out << j.dump() << "\n";
+  }
+}
+
+void WriteReplaySvg(std::ostream& out, std::string_view trace, std::span<const ReplayRun> runs) {
+  double days = 0;
+  std::vector<ChartLine> lines;
+  for (const ReplayRun& r : runs) {
+    days = std::max(days, r.span_s / 86400.0);
+    ChartLine& l = lines.emplace_back();
+    l.name = r.policy;
+    for (const auto& [t, a] : r.alloc_pct) l.points.emplace_back(t / 86400.0, a);
+  }
+  const double step = days <= 1 ? 0.1 : std::ceil(days / 10);
+  const double xmax = std::max(step, std::ceil(days / step) * step);
+  WriteLineChart(out, "GPU allocation over time (replay): " + std::string(trace),
+                 "Days since the first arrival", xmax, step, "GPU allocation ratio (%)", lines);
 }
 
 }  // namespace tessera::sim

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "sim/arrival.h"
+#include "sim/replay.h"
 
 namespace tessera::sim {
 
@@ -33,6 +34,14 @@ void WriteJson(std::ostream& out, std::string_view trace, std::span<const Arriva
 // A line chart: x = arrived GPU demand (% of capacity), y = GPU allocation (%), one line per
 // policy, with axes, ticks, labels and a legend.
 void WriteSvg(std::ostream& out, std::string_view trace, std::span<const ArrivalSummary> s);
+
+// Replay mode: a table (mean and peak allocation, queueing delay and completion time percentiles),
+// JSON (one object per policy: {"mode": "replay", "policy", "trace", "mean_alloc_pct",
+// "alloc_over_time": [[seconds, %], ...], "queue_delay_seconds": {count, mean, p50, p90, p99,
+// max}, "jct_seconds": {...}, ...}) and an SVG chart of allocation over time.
+void WriteReplayTable(std::ostream& out, std::string_view trace, std::span<const ReplayRun> runs);
+void WriteReplayJson(std::ostream& out, std::string_view trace, std::span<const ReplayRun> runs);
+void WriteReplaySvg(std::ostream& out, std::string_view trace, std::span<const ReplayRun> runs);
 
 }  // namespace tessera::sim
 

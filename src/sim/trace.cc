@@ -242,6 +242,9 @@ Result<std::vector<TracePod>> ReadPods(std::istream& in, std::string_view source
       auto deleted = t.Int(r, "deletion_time", 0, kMaxTime, -1);
       if (!deleted.ok()) return deleted.status();
       p.deletion = *deleted;
+      auto scheduled = t.Int(r, "scheduled_time", 0, kMaxTime, -1);
+      if (!scheduled.ok()) return scheduled.status();
+      p.scheduled = *scheduled;
     }
     if (p.deletion >= 0 && p.creation >= 0 && p.deletion < p.creation) {
       return t.Error(r, generic ? "duration" : "deletion_time", "ends before it starts");

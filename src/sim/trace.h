@@ -26,6 +26,7 @@ struct TracePod {
   std::vector<std::string> gpu_models;  // accepted models; empty: any
   int64_t creation = -1;                // submit time, seconds; -1 unknown
   int64_t deletion = -1;                // end time, seconds; -1 unknown (runs forever)
+  int64_t scheduled = -1;               // when it started in the traced cluster; -1 unknown
   std::string queue;                    // generic format only
   int32_t priority = 0;                 // generic format only
   std::string gang;                     // gang name; empty: not in a gang

@@ -129,7 +129,9 @@ TEST(Accounting, ANewAdmissionIsANewHoldingAndReleaseClosesItsIdleSegment) {
   l.Observe(kT0, {Held("j@1/a", "ns", "j", 250, kT0, true)});
   l.Observe(kT0 + kHour, {Held("j@2/a", "ns", "j", 250, kT0 + kHour)});
   for (const UsageSegment& s : l.all) {
-    if (s.key == "j@1/a") EXPECT_EQ(s.end_ms, kT0 + kHour) << static_cast<int>(s.kind);
+    if (s.key == "j@1/a") {
+      EXPECT_EQ(s.end_ms, kT0 + kHour) << static_cast<int>(s.kind);
+    }
   }
   EXPECT_EQ(l.Open().size(), 1u);
   const auto rows = SummarizeUsage(l.all, UsageGroup::kJob, 0, kT0 + 2 * kHour, {});
