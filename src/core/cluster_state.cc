@@ -70,23 +70,30 @@ std::string ClassKey(const Labels& labels, const std::vector<Taint>& taints) {
 
 NodeClassId ClusterState::InternClass(const Labels& labels, const std::vector<Taint>& taints) {
   std::string key = ClassKey(labels, taints);
-  auto it = class_index_.find(key);
-  if (it != class_index_.end()) return it->second;
-  NodeClassId id(static_cast<uint32_t>(class_labels_.size()));
+  Topology& t = MutableTopology();
+  auto it = t.class_index.find(key);
+  if (it != t.class_index.end()) return it->second;
+  NodeClassId id(static_cast<uint32_t>(t.class_labels.size()));
   for (const Taint& t : taints)
     any_prefer_no_schedule_ |= t.effect == TaintEffect::kPreferNoSchedule;
-  class_labels_.push_back(labels);
-  class_taints_.push_back(taints);
-  class_index_.emplace(std::move(key), id);
+  t.class_labels.push_back(labels);
+  t.class_taints.push_back(taints);
+  t.class_index.emplace(std::move(key), id);
   return id;
+}
+
+ClusterState::Topology& ClusterState::MutableTopology() {
+  if (topo_.use_count() > 1) topo_ = std::make_shared<Topology>(*topo_);
+  return *topo_;
 }
 
 Result<NodeId> ClusterState::AddNode(NodeSpec spec) {
   std::sort(spec.gpus.begin(), spec.gpus.end(),
             [](const GpuDevice& a, const GpuDevice& b) { return a.index < b.index; });
   if (Status s = ValidateNodeSpec(spec); !s.ok()) return s;
-  if (by_name_.count(spec.name)) return AlreadyExists("node " + spec.name + " already exists");
-  NodeId id(static_cast<uint32_t>(nodes_.size()));
+  Topology& t = MutableTopology();
+  if (t.by_name.count(spec.name)) return AlreadyExists("node " + spec.name + " already exists");
+  NodeId id(static_cast<uint32_t>(t.nodes.size()));
   NodeRecord rec;
   rec.name = std::move(spec.name);
   rec.unschedulable = spec.unschedulable;
@@ -109,16 +116,16 @@ Result<NodeId> ClusterState::AddNode(NodeSpec spec) {
     usage.gpus[g].numa_node = rec.gpus[g].numa_node;
     usage.gpus[g].nvlink_domain = rec.gpus[g].nvlink_domain;
   }
-  by_name_.emplace(rec.name, id);
-  nodes_.push_back(std::move(rec));
+  t.by_name.emplace(rec.name, id);
+  t.nodes.push_back(std::move(rec));
   usage_.push_back(std::move(usage));
   RefreshFree(id);
   return id;
 }
 
 Result<NodeId> ClusterState::FindNode(std::string_view name) const {
-  auto it = by_name_.find(std::string(name));
-  if (it == by_name_.end()) return NotFound("node " + std::string(name) + " not found");
+  auto it = topo_->by_name.find(std::string(name));
+  if (it == topo_->by_name.end()) return NotFound("node " + std::string(name) + " not found");
   return it->second;
 }
 
@@ -135,14 +142,14 @@ NodeSpec ClusterState::ExportSpec(NodeId id) const {
 }
 
 Status ClusterState::SetUnschedulable(NodeId id, bool unschedulable) {
-  if (id.value() >= nodes_.size()) return NotFound("no such node");
-  nodes_[id.value()].unschedulable = unschedulable;
+  if (id.value() >= size()) return NotFound("no such node");
+  MutableTopology().nodes[id.value()].unschedulable = unschedulable;
   return Status::Ok();
 }
 
 Status ClusterState::SetGpuHealth(NodeId id, int gpu, GpuHealth health) {
-  if (id.value() >= nodes_.size()) return NotFound("no such node");
-  NodeRecord& n = nodes_[id.value()];
+  if (id.value() >= size()) return NotFound("no such node");
+  NodeRecord& n = MutableTopology().nodes[id.value()];
   if (gpu < 0 || gpu >= static_cast<int>(n.gpus.size())) {
     return NotFound("node " + n.name + " has no GPU at position " + std::to_string(gpu));
   }
@@ -152,19 +159,21 @@ Status ClusterState::SetGpuHealth(NodeId id, int gpu, GpuHealth health) {
 }
 
 Status ClusterState::SetLabels(NodeId id, Labels labels) {
-  if (id.value() >= nodes_.size()) return NotFound("no such node");
-  nodes_[id.value()].cls = InternClass(labels, taints(id));
-  usage_[id.value()].cls = nodes_[id.value()].cls;
+  if (id.value() >= size()) return NotFound("no such node");
+  const NodeClassId cls = InternClass(labels, taints(id));
+  MutableTopology().nodes[id.value()].cls = cls;
+  usage_[id.value()].cls = cls;
   return Status::Ok();
 }
 
 Status ClusterState::SetTaints(NodeId id, std::vector<Taint> taints) {
-  if (id.value() >= nodes_.size()) return NotFound("no such node");
+  if (id.value() >= size()) return NotFound("no such node");
   for (const Taint& t : taints) {
     if (t.key.empty()) return InvalidArgument("taint key must not be empty");
   }
-  nodes_[id.value()].cls = InternClass(labels(id), taints);
-  usage_[id.value()].cls = nodes_[id.value()].cls;
+  const NodeClassId cls = InternClass(labels(id), taints);
+  MutableTopology().nodes[id.value()].cls = cls;
+  usage_[id.value()].cls = cls;
   return Status::Ok();
 }
 
@@ -263,7 +272,7 @@ Status ClusterState::CheckFits(const NodeRecord& n, const NodeUsage& u, const Pl
 }
 
 void ClusterState::Apply(NodeId id, const Placement& p, int sign) {
-  const NodeRecord& n = nodes_[id.value()];
+  const NodeRecord& n = topo_->nodes[id.value()];
   NodeUsage& u = usage_[id.value()];
   uint32_t touched = 0;
   for (const DeviceAssignment& d : p.devices) touched |= 1u << d.gpu;
@@ -311,7 +320,7 @@ void ClusterState::Apply(NodeId id, const Placement& p, int sign) {
 }
 
 void ClusterState::RefreshFree(NodeId id) {
-  const NodeRecord& n = nodes_[id.value()];
+  const NodeRecord& n = topo_->nodes[id.value()];
   NodeUsage& u = usage_[id.value()];
   int64_t free = 0;
   for (size_t g = 0; g < n.gpus.size(); ++g) {
@@ -324,7 +333,7 @@ void ClusterState::RefreshFree(NodeId id) {
 }
 
 Status ClusterState::Allocate(const Placement& p) {
-  if (!p.node.valid() || p.node.value() >= nodes_.size()) {
+  if (!p.node.valid() || p.node.value() >= size()) {
     return NotFound("placement names no known node");
   }
   if (Status s = CheckFits(node(p.node), usage(p.node), p); !s.ok()) return s;
@@ -333,7 +342,7 @@ Status ClusterState::Allocate(const Placement& p) {
 }
 
 Status ClusterState::Release(const Placement& p) {
-  if (!p.node.valid() || p.node.value() >= nodes_.size()) {
+  if (!p.node.valid() || p.node.value() >= size()) {
     return NotFound("placement names no known node");
   }
   const NodeRecord& n = node(p.node);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -83,8 +84,8 @@ class ClusterState {
   // Adds a node; its name must be unique. GPUs are ordered by index.
   Result<NodeId> AddNode(NodeSpec spec);
 
-  size_t size() const { return nodes_.size(); }
-  const NodeRecord& node(NodeId id) const { return nodes_[id.value()]; }
+  size_t size() const { return topo_->nodes.size(); }
+  const NodeRecord& node(NodeId id) const { return topo_->nodes[id.value()]; }
   const NodeUsage& usage(NodeId id) const { return usage_[id.value()]; }
   const Labels& labels(NodeId id) const { return class_labels(node(id).cls); }
   const std::vector<Taint>& taints(NodeId id) const { return class_taints(node(id).cls); }
@@ -93,9 +94,11 @@ class ClusterState {
   NodeSpec ExportSpec(NodeId id) const;
 
   // Interned label/taint sets: nodes with identical labels and taints share a class.
-  size_t num_classes() const { return class_labels_.size(); }
-  const Labels& class_labels(NodeClassId c) const { return class_labels_[c.value()]; }
-  const std::vector<Taint>& class_taints(NodeClassId c) const { return class_taints_[c.value()]; }
+  size_t num_classes() const { return topo_->class_labels.size(); }
+  const Labels& class_labels(NodeClassId c) const { return topo_->class_labels[c.value()]; }
+  const std::vector<Taint>& class_taints(NodeClassId c) const {
+    return topo_->class_taints[c.value()];
+  }
 
   // Cordon / uncordon.
   Status SetUnschedulable(NodeId id, bool unschedulable);
@@ -137,12 +140,20 @@ class ClusterState {
   void Apply(NodeId id, const Placement& p, int sign);
   void RefreshFree(NodeId id);
 
-  std::vector<NodeRecord> nodes_;
+  // What changes rarely (node records, names, label/taint classes): shared by copies of the
+  // state (a scheduling cycle's working copy, a simulation's run) and copied on the first change
+  // made through one of them.
+  struct Topology {
+    std::vector<NodeRecord> nodes;
+    std::unordered_map<std::string, NodeId> by_name;
+    std::vector<Labels> class_labels;
+    std::vector<std::vector<Taint>> class_taints;
+    std::map<std::string, NodeClassId> class_index;
+  };
+  Topology& MutableTopology();
+
+  std::shared_ptr<Topology> topo_ = std::make_shared<Topology>();
   std::vector<NodeUsage> usage_;
-  std::unordered_map<std::string, NodeId> by_name_;
-  std::vector<Labels> class_labels_;
-  std::vector<std::vector<Taint>> class_taints_;
-  std::map<std::string, NodeClassId> class_index_;
   int64_t total_gpu_milli_ = 0;
   int64_t allocated_gpu_milli_ = 0;
   int64_t max_node_cpu_milli_ = 0;
