@@ -520,6 +520,17 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   sum.inactive_queues = static_cast<int>(inactive.size());
 
   CycleGauges gauges;
+  // Fragmentation after this cycle's decisions.
+  for (const core::Preemption& p : result.preemptions) {
+    for (const std::optional<core::Placement>& pl : running[p.running_index].placements) {
+      if (pl) (void)state.Release(*pl);
+    }
+  }
+  for (const core::Admission& a : result.admissions) {
+    for (const std::optional<core::Placement>& pl : a.admitted.placements) {
+      if (pl) (void)state.Allocate(*pl);
+    }
+  }
   gauges.fragmentation = core::FragmentationOf(state);
   for (const core::QueueSpec& q : cfg.queues) {
     for (const core::ResourceGroup& g : q.resource_groups) {

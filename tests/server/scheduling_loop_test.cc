@@ -619,6 +619,8 @@ spec:
   tasks: [{name: lab, resources: {limits: {tessera.io/gpu-milli: 500}}}]
 )");
   ASSERT_EQ(Cycle().admitted, 1);
+  // The gauge counts this cycle's own admission: half the GPU taken, the free half fragmented.
+  EXPECT_NE(Metrics().find("tessera_cluster_gpu_fragmentation_ratio 1\n"), std::string::npos);
   // The GPU goes quiet (2%); after the 30 minute window the job is marked idle.
   Apply(SharedNode(2));
   const int64_t quiet = now_ + 1000;
