@@ -323,13 +323,24 @@ void ClusterState::RefreshFree(NodeId id) {
   const NodeRecord& n = topo_->nodes[id.value()];
   NodeUsage& u = usage_[id.value()];
   int64_t free = 0;
+  int16_t max_share = 0;
+  uint8_t unheld = 0;
   for (size_t g = 0; g < n.gpus.size(); ++g) {
     GpuUsage& a = u.gpus[g];
     a.healthy = n.gpus[g].health == GpuHealth::kHealthy;
     a.free_milli = static_cast<int16_t>(a.healthy ? kMilliPerGpu - TakenMilli(n.gpus[g], a) : 0);
     free += a.free_milli;
+    if (!a.healthy) continue;
+    if (a.mode == SharingMode::kShared) {
+      max_share = std::max(max_share, static_cast<int16_t>(kMilliPerGpu - a.milli));
+    }
+    if ((a.mode == SharingMode::kShared || a.mode == SharingMode::kExclusive) && a.holders == 0) {
+      ++unheld;
+    }
   }
   u.gpu_free_milli = free;
+  u.max_share_milli = max_share;
+  u.unheld_cards = unheld;
 }
 
 Status ClusterState::Allocate(const Placement& p) {

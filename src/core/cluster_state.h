@@ -42,6 +42,10 @@ struct NodeUsage {
   int32_t pods = 0;
   int64_t gpu_free_milli = 0;  // sum of ClusterState::GpuFreeMilli over the node's GPUs
   NodeClassId cls;             // copy of NodeRecord::cls, for the scan
+  // For the scan to pass over nodes that cannot hold a request: the most compute (milli-GPUs)
+  // free on one healthy shared card, and the healthy exclusive or shared cards nobody holds.
+  int16_t max_share_milli = 0;
+  uint8_t unheld_cards = 0;
 };
 
 enum class DeviceKind : uint8_t { kWhole, kShare, kMigInstance, kReplica };

@@ -211,6 +211,25 @@ bool Scheduler::AnyFeasible(const ClusterState& state, const PodSpec& pod,
   return false;
 }
 
+namespace {
+
+// True only when `node` certainly cannot hold `gr` (ProposeCandidates would find no device),
+// from the node's usage summary.
+bool NoRoom(const GpuRequest& gr, const NodeRecord& node, const NodeUsage& usage) {
+  switch (gr.kind) {
+    case GpuRequestKind::kShare:
+      return usage.max_share_milli < gr.milli;
+    case GpuRequestKind::kWhole:
+      // Time-sliced cards may stand in for whole ones; without them, unheld cards are needed.
+      return usage.unheld_cards < gr.count &&
+             !(node.sharing_modes & (1u << static_cast<int>(SharingMode::kTimeSlice)));
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
 PlaceOutcome Scheduler::Place(const ClusterState& state, const PodSpec& pod,
                               const GangContext* gang) {
   PlaceOutcome out;
@@ -236,9 +255,9 @@ PlaceOutcome Scheduler::Place(const ClusterState& state, const PodSpec& pod,
   int looked = 0;
   const uint32_t start = next_start_ % static_cast<uint32_t>(n);
   uint32_t next_index = start;
-  // A node of a class some filter already rejected, or with no free milli-GPU for a GPU request
-  // of any kind, is passed over unexamined, and examined for the diagnosis only if the scan
-  // finds no node at all.
+  // A node of a class some filter already rejected, with no free milli-GPU for a GPU request of
+  // any kind, or whose usage summary shows no room for the request (NoRoom), is passed over
+  // unexamined, and examined for the diagnosis only if the scan finds no node at all.
   const bool wants_gpu = pod.gpu.kind != GpuRequestKind::kNone;
   passed_over_.clear();
   for (int i = 0; i < n && feasible < want; ++i) {
@@ -246,7 +265,8 @@ PlaceOutcome Scheduler::Place(const ClusterState& state, const PodSpec& pod,
     next_index = next_index + 1 == static_cast<uint32_t>(n) ? 0 : next_index + 1;
     ++looked;
     const NodeUsage& usage = state.usage(id);
-    if ((wants_gpu && usage.gpu_free_milli == 0) || class_failed_[usage.cls.value()]) {
+    if ((wants_gpu && usage.gpu_free_milli == 0) || class_failed_[usage.cls.value()] ||
+        NoRoom(pod.gpu, state.node(id), usage)) {
       passed_over_.push_back(id);
       continue;
     }
