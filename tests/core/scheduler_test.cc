@@ -200,6 +200,29 @@ TEST(Scheduler, NodesPassedOverStillCountInTheExplanation) {
   EXPECT_EQ(o.evaluated_nodes, 6);
 }
 
+TEST(Scheduler, NodesWithoutRoomForTheRequestArePassedOverAndStillExplained) {
+  // Three nodes of two shared cards, each card 600 milli taken: 400 free per card, two unheld
+  // cards nowhere. A 500-milli share and a 1-GPU pod find no room on any node (their usage
+  // summaries say so before the device step), and the explanation counts every node with the
+  // reason a full examination gives; a 400-milli share still lands.
+  ClusterState s;
+  for (int i = 0; i < 3; ++i) {
+    MustAdd(s, MakeNode("n" + std::to_string(i), 2, "A100-80GB", SharingMode::kShared));
+  }
+  auto sched = MustScheduler();
+  for (int k = 0; k < 6; ++k) {
+    ASSERT_TRUE(sched->Schedule(s, MakePod("f", {{"tessera.io/gpu-milli", "600"}})).ok);
+  }
+  PlaceOutcome o = sched->Place(s, MakePod("big", {{"tessera.io/gpu-milli", "500"}}));
+  EXPECT_FALSE(o.ok);
+  EXPECT_EQ(o.reason, "0/3 nodes are available: 3 insufficient GPU memory.");
+  o = sched->Place(s, MakePod("whole", {{"nvidia.com/gpu", "1"}}));
+  EXPECT_FALSE(o.ok);
+  EXPECT_EQ(o.reason, "0/3 nodes are available: 3 insufficient free GPUs.");
+  o = sched->Place(s, MakePod("fits", {{"tessera.io/gpu-milli", "400"}}));
+  EXPECT_TRUE(o.ok) << o.reason;
+}
+
 TEST(Scheduler, AnyFeasibleLooksOnlyAtTheGivenNodes) {
   ClusterState s;
   const NodeId full = MustAdd(s, MakeNode("full", 1));
