@@ -12,6 +12,10 @@ constexpr __int128 kNano = 1'000'000'000;
 // Largest accepted magnitude: 2^63 nano-units' worth of any suffix would overflow later math.
 constexpr __int128 kMaxNano = static_cast<__int128>(INT64_MAX) * kNano;
 
+// Duration units, largest first.
+constexpr std::pair<std::string_view, int64_t> kUnits[] = {
+    {"d", 86'400'000}, {"h", 3'600'000}, {"m", 60'000}, {"s", 1'000}, {"ms", 1}};
+
 std::string Quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
 Status Bad(std::string_view field, std::string_view text, std::string_view why) {
@@ -150,8 +154,6 @@ Result<int64_t> ToInteger(const Quantity& q, std::string_view field) {
 }
 
 Result<int64_t> ParseDurationMs(std::string_view text, std::string_view field, bool allow_zero) {
-  static constexpr std::pair<std::string_view, int64_t> kUnits[] = {
-      {"d", 86'400'000}, {"h", 3'600'000}, {"m", 60'000}, {"s", 1'000}, {"ms", 1}};
   constexpr int64_t kMax = 10LL * 366 * 86'400'000;
   auto bad = [&] { return Bad(field, text, "must be a duration such as 90s, 30m, 1h30m or 7d"); };
   std::string_view s = text;
@@ -183,6 +185,18 @@ Result<int64_t> ParseDurationMs(std::string_view text, std::string_view field, b
   }
   if (total == 0 && !allow_zero) return Bad(field, text, "must be longer than zero");
   return total;
+}
+
+std::string FormatDurationMs(int64_t ms) {
+  if (ms <= 0) return "0s";
+  std::string out;
+  for (const auto& [unit, size] : kUnits) {
+    if (ms >= size) {
+      out += std::to_string(ms / size) + std::string(unit);
+      ms %= size;
+    }
+  }
+  return out;
 }
 
 }  // namespace tessera::api

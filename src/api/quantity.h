@@ -32,6 +32,9 @@ Result<int64_t> ToInteger(const Quantity& q, std::string_view field);
 Result<int64_t> ParseDurationMs(std::string_view text, std::string_view field,
                                 bool allow_zero = true);
 
+// The duration in the same form, largest units first: 5400000 -> "1h30m", 90000 -> "1m30s".
+std::string FormatDurationMs(int64_t ms);
+
 }  // namespace tessera::api
 
 #endif  // TESSERA_API_QUANTITY_H_

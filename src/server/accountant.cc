@@ -23,15 +23,11 @@ std::map<std::string, std::map<std::string, GpuInfo>> GpusOf(std::span<const Sto
     const json& status = Member(n.obj(), "status");
     auto& gpus = out[Str(Member(n.obj(), "metadata"), "name")];
     std::map<int64_t, std::string> uuid_of;
-    static const json kNone = json::array();
-    const json& list = Member(status, "gpus").is_array() ? Member(status, "gpus") : kNone;
-    for (const json& g : list) {
+    for (const json& g : ListOf(Member(status, "gpus"))) {
       uuid_of[static_cast<int64_t>(Num(g, "index"))] = Str(g, "uuid");
       gpus[Str(g, "uuid")].model = Str(g, "model");
     }
-    const json& telemetry = Member(status, "telemetry");
-    if (!telemetry.is_array()) continue;
-    for (const json& t : telemetry) {
+    for (const json& t : ListOf(Member(status, "telemetry"))) {
       auto u = uuid_of.find(static_cast<int64_t>(Num(t, "index")));
       if (u != uuid_of.end() && Member(t, "utilizationPct").is_number()) {
         gpus[u->second].utilization_pct = static_cast<int64_t>(Num(t, "utilizationPct"));
@@ -41,18 +37,16 @@ std::map<std::string, std::map<std::string, GpuInfo>> GpusOf(std::span<const Sto
   return out;
 }
 
-// Calls `f(key, pod_name, device)` for each device bound to `job`'s pods.
+// Calls `f(key, pod, device)` for each device bound to `job`'s pods; the key names the device
+// within this admission of the job.
 template <typename F>
 void ForEachDevice(const json& job, F f) {
   const json& meta = Member(job, "metadata");
   const json& status = Member(job, "status");
   const std::string base =
       Str(meta, "namespace") + "/" + Str(meta, "name") + "@" + Str(status, "admittedAt") + "/";
-  const json& pods = Member(status, "pods");
-  if (!pods.is_array()) return;
-  for (const json& pod : pods) {
-    const json& devices = Member(pod, "devices");
-    if (!devices.is_array()) continue;
+  for (const json& pod : ListOf(Member(status, "pods"))) {
+    const json& devices = ListOf(Member(pod, "devices"));
     for (size_t i = 0; i < devices.size(); ++i) {
       f(base + Str(pod, "name") + "/" + std::to_string(i), pod, devices[i]);
     }
@@ -89,6 +83,13 @@ Result<std::vector<core::IdlePod>> Accountant::Observe(
     const std::set<std::string, std::less<>>& released) {
   const AccountingOptions opts = options();
   const auto gpus = GpusOf(nodes);
+  // Finished jobs matter only while the ledger still holds them open (Observe runs on one
+  // thread, so the open segments do not change until the update below).
+  std::set<std::pair<std::string, std::string>> open_jobs;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const core::UsageSegment& s : open_) open_jobs.emplace(s.ns, s.job);
+  }
   std::vector<core::HeldDevice> held;
   core::EndedHoldings ended;
   for (const StoredJson& s : jobs) {
@@ -97,6 +98,7 @@ Result<std::vector<core::IdlePod>> Accountant::Observe(
     const std::string phase = Str(status, "phase");
     const std::string ns = Str(meta, "namespace"), name = Str(meta, "name");
     if (phase == "Succeeded" || phase == "Failed") {
+      if (!open_jobs.contains({ns, name})) continue;
       const int64_t end = ParseTime(Str(status, "finishedAt"));
       if (end < 0) continue;
       ForEachDevice(s.obj(), [&](std::string key, const json&, const json&) {

@@ -2,14 +2,17 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "api/kinds.h"
+#include "api/quantity.h"
 #include "core/mig.h"
 #include "core/workload.h"
 #include "server/accountant.h"
+#include "server/json_read.h"
 
 namespace tessera::server {
 
@@ -307,7 +310,8 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   for (const Stored& s : ListKind(store, "Cohort", &problems)) {
     if (auto v = api::DecodeCohort(s.obj()); v.ok()) cfg.cohorts.push_back(*v);
   }
-  for (const Stored& s : ListKind(store, "Queue", &problems)) {
+  const std::vector<Stored> queues = ListKind(store, "Queue", &problems);
+  for (const Stored& s : queues) {
     if (auto v = api::DecodeQueue(s.obj()); v.ok()) cfg.queues.push_back(*v);
   }
   for (const Stored& s : ListKind(store, "LocalQueue", &problems)) {
@@ -349,6 +353,10 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   const std::vector<Stored> jobs = ListKind(store, "Job", &problems);
   std::set<std::string> unqueued_ns;
   for (const Stored& s : jobs) {
+    const json& status = Member(s.obj(), "status");
+    const std::string phase = Str(status, "phase");
+    // Finished work holds nothing and waits for nothing.
+    if (phase == "Succeeded" || phase == "Failed") continue;
     auto job = api::DecodeJob(s.obj());
     if (!job.ok() || job->suspend) continue;
     core::Workload w = std::move(job->workload);
@@ -365,10 +373,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
       unqueued_ns.insert(w.namespace_name);
     }
     w.created_ms = ParseTime(s.obj()["metadata"].value("creationTimestamp", ""));
-    const json status = s.obj().value("status", json::object());
-    // Finished work holds nothing and waits for nothing.
-    if (status.value("phase", "") == "Succeeded" || status.value("phase", "") == "Failed") continue;
-    if (status.value("phase", "") == "Admitted") {
+    if (phase == "Admitted") {
       core::AdmittedWorkload a;
       a.workload = w;
       a.queue = status.value("queue", "");
@@ -380,7 +385,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
       a.priority = status.value("priority", 0);
       a.admitted_ms = ParseTime(status.value("admittedAt", ""));
       bool bound = true;
-      for (const json& pod : status.value("pods", json::array())) {
+      for (const json& pod : ListOf(Member(status, "pods"))) {
         if (pod.is_null()) {
           a.placements.emplace_back();
           continue;
@@ -403,7 +408,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
         if (p) (void)state.Release(*p);
       }
       std::string why = "its node or devices are gone";
-      for (const json& pod : status.value("pods", json::array())) {
+      for (const json& pod : ListOf(Member(status, "pods"))) {
         if (!pod.is_object()) continue;
         auto nr = not_ready.find(pod.value("node", ""));
         if (nr != not_ready.end()) why = nr->second;
@@ -508,7 +513,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     set_pending(*pending_obj[i], reason);
   }
   // Each Queue says whether it is active, and why not.
-  for (const Stored& s : ListKind(store, "Queue", &problems)) {
+  for (const Stored& s : queues) {
     auto it = inactive.find(NameOf(s.obj()));
     json status = {{"active", it == inactive.end()}};
     if (it != inactive.end()) status["message"] = it->second;
@@ -569,7 +574,7 @@ void SchedulingLoop::MarkIdle(int64_t now_ms, const std::vector<core::IdlePod>& 
     const StoredJson& s = *running_obj[i];
     const std::string key = NamespaceOf(s.obj()) + "/" + NameOf(s.obj());
     if (released.contains(key)) continue;
-    const json& status = s.obj()["status"];
+    const json& status = Member(s.obj(), "status");
     auto it = by_job.find(key);
     if (it == by_job.end()) {
       if (!status.contains("idle")) continue;
@@ -579,23 +584,21 @@ void SchedulingLoop::MarkIdle(int64_t now_ms, const std::vector<core::IdlePod>& 
       event(s.obj(), "Normal", "Busy", "its GPUs are in use again");
       continue;
     }
-    // Pods holding GPUs, and the time since when all of them have been idle.
+    // Pods holding GPUs; since when the first idle pod, and all of them, have been idle.
     int gpu_pods = 0;
-    for (const json& pod : status.value("pods", json::array())) {
-      if (pod.is_object() && !pod.value("devices", json::array()).empty()) ++gpu_pods;
+    for (const json& pod : ListOf(Member(status, "pods"))) {
+      if (!ListOf(Member(pod, "devices")).empty()) ++gpu_pods;
     }
     int64_t all_since = 0;
+    int64_t first_since = std::numeric_limits<int64_t>::max();
     json names = json::array();
     std::string list;
     for (const core::IdlePod* p : it->second) {
       all_since = std::max(all_since, p->idle_since_ms);
+      first_since = std::min(first_since, p->idle_since_ms);
       names.push_back(p->pod);
       list += (list.empty() ? "" : ", ") + p->pod;
     }
-    const int64_t first_since =
-        std::min_element(it->second.begin(), it->second.end(),
-                         [](auto* a, auto* b) { return a->idle_since_ms < b->idle_since_ms; })[0]
-            ->idle_since_ms;
     const std::string message = "pod" + std::string(names.size() == 1 ? " " : "s ") + list +
                                 " held GPUs " + below + " since " + FormatTime(first_since);
     const core::AdmittedWorkload& a = running[i];
@@ -606,7 +609,7 @@ void SchedulingLoop::MarkIdle(int64_t now_ms, const std::vector<core::IdlePod>& 
         (!policy->second->max_priority || a.priority <= *policy->second->max_priority)) {
       const std::string why = "reclaimed by queue " + a.queue + ": its GPUs stayed " + below +
                               " since " + FormatTime(all_since) + " (idleReclaim.after " +
-                              std::to_string(policy->second->after_ms / 60'000) + "m)";
+                              api::FormatDurationMs(policy->second->after_ms) + ")";
       json obj = s.obj();
       obj["status"]["phase"] = "Failed";
       obj["status"]["message"] = why;

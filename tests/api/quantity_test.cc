@@ -62,6 +62,11 @@ TEST(Duration, UnitsLargestFirst) {
         << r.status().message();
   }
   EXPECT_FALSE(ParseDurationMs("0m", "f", /*allow_zero=*/false).ok());
+  for (const char* text : {"1m30s", "1h30m", "7d", "250ms", "1m500ms", "1d1h1m1s1ms"}) {
+    EXPECT_EQ(FormatDurationMs(*ParseDurationMs(text, "f")), text);
+  }
+  EXPECT_EQ(FormatDurationMs(90'000), "1m30s");
+  EXPECT_EQ(FormatDurationMs(0), "0s");
 }
 
 }  // namespace

@@ -662,6 +662,9 @@ spec:
   EXPECT_EQ(job["status"]["phase"], "Failed") << job.dump();
   EXPECT_EQ(job["status"]["message"].get<std::string>().rfind("reclaimed by queue research", 0), 0u)
       << job.dump();
+  EXPECT_NE(job["status"]["message"].get<std::string>().find("(idleReclaim.after 1h)"),
+            std::string::npos)
+      << job.dump();
   EXPECT_EQ(Events("notebook", "team-a").back().rfind("IdleReclaimed: ", 0), 0u);
   // Its wasted time: two idle stretches, 30 and 60 minutes of half a GPU.
   Cycle();
