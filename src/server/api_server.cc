@@ -398,7 +398,7 @@ ApiServer::ApiServer(std::unique_ptr<store::Store> store, const std::string& dat
       feed_(*store_),
       events_(std::make_unique<EventCache>()),
       logs_(data_dir + "/logs"),
-      objects_(*store_),
+      objects_(*store_, feed_),
       clock_([] {
         return std::chrono::duration_cast<std::chrono::milliseconds>(
                    std::chrono::system_clock::now().time_since_epoch())

@@ -137,11 +137,13 @@ std::string RenderMetrics(ObjectCache& store, SchedulerMetrics& scheduler,
     const json& job = stored.obj();
     const json& status = Member(job, "status");
     const json& meta = Member(job, "metadata");
-    const std::string phase = Str(status, "phase").empty() ? "New" : Str(status, "phase");
-    const std::string queue =
-        Str(status, "queue").empty() ? Str(Member(job, "spec"), "queue") : Str(status, "queue");
+    std::string phase = Str(status, "phase");
+    if (phase.empty()) phase = "New";
+    std::string queue = Str(status, "queue");
+    if (queue.empty()) queue = Str(Member(job, "spec"), "queue");
     by_queue_phase[{queue, phase}] += 1;
     if (phase != "Admitted") continue;
+    const std::string ns = Str(meta, "namespace"), name = Str(meta, "name");
     for (const json& pod : ListOf(Member(status, "pods"))) {
       if (!pod.is_object()) continue;
       const std::string pod_name = Str(pod, "name");
@@ -149,9 +151,9 @@ std::string RenderMetrics(ObjectCache& store, SchedulerMetrics& scheduler,
       for (const json& d : ListOf(Member(pod, "devices"))) {
         const double milli = Num(d, "gpuMilli");
         queue_milli[queue] += milli;
-        ns_milli[Str(meta, "namespace")] += milli;
+        ns_milli[ns] += milli;
         allocated_milli += milli;
-        holders[Str(d, "uuid")].push_back({Str(meta, "namespace"), Str(meta, "name"), task});
+        holders[Str(d, "uuid")].push_back({ns, name, task});
       }
     }
   }

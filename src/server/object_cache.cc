@@ -34,7 +34,7 @@ Status ObjectCache::CatchUp(int64_t head) {
   for (const auto& [name, k] : kinds_) from = std::min(from, k.revision);
   constexpr size_t kBatch = 4096;
   while (from < head) {
-    auto changes = store_.ChangesAfter(from, kBatch);
+    auto changes = feed_.After(from, kBatch);
     if (!changes.ok()) {
       if (changes.status().code() != StatusCode::kFailedPrecondition) return changes.status();
       // Compacted past what the cache saw: read the kinds again.
@@ -76,7 +76,7 @@ Result<std::vector<StoredJson>> ObjectCache::List(std::string_view kind) {
     TESSERA_RETURN_IF_ERROR(Load(kind, &k));
     it = kinds_.emplace(std::string(kind), std::move(k)).first;
   }
-  TESSERA_RETURN_IF_ERROR(CatchUp(store_.Revision()));
+  TESSERA_RETURN_IF_ERROR(CatchUp(feed_.head()));
   std::vector<StoredJson> out;
   out.reserve(it->second.objects.size());
   for (const auto& [id, o] : it->second.objects) out.push_back(o);

@@ -1,5 +1,6 @@
-// Parsed stored objects, kept current from the store's change log: a listing parses only what
-// changed since the previous one (the scheduling loop lists every cycle, /metrics every scrape).
+// Parsed stored objects, kept current from the change feed (recent changes in memory, older ones
+// from the store's log): a listing parses only what changed since the previous one (the
+// scheduling loop lists every cycle, /metrics every scrape).
 #ifndef TESSERA_SERVER_OBJECT_CACHE_H_
 #define TESSERA_SERVER_OBJECT_CACHE_H_
 
@@ -12,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "server/change_feed.h"
 #include "store/store.h"
 
 namespace tessera::server {
@@ -25,10 +27,10 @@ struct StoredJson {
 
 class ObjectCache {
  public:
-  explicit ObjectCache(store::Store& store) : store_(store) {}
+  ObjectCache(store::Store& store, ChangeFeed& feed) : store_(store), feed_(feed) {}
 
   // The stored objects of `kind` in every namespace, ordered by namespace and name, as of the
-  // store's latest revision (bodies that are not JSON objects, which the API never writes, are
+  // feed's latest change (bodies that are not JSON objects, which the API never writes, are
   // skipped). The first listing of a kind reads it whole; later ones apply the changes since.
   Result<std::vector<StoredJson>> List(std::string_view kind);
 
@@ -41,6 +43,7 @@ class ObjectCache {
   Status CatchUp(int64_t head);
 
   store::Store& store_;
+  ChangeFeed& feed_;
   std::mutex mu_;
   std::map<std::string, Kind, std::less<>> kinds_;
 };
