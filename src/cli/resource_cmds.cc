@@ -354,10 +354,10 @@ int Get(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
   return 0;
 }
 
-// A usage figure as printed: two decimals.
-std::string Fixed(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f", v);
+// `v` with `digits` decimals.
+std::string Fixed(double v, int digits) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
   return buf;
 }
 
@@ -400,11 +400,13 @@ int Usage(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
   for (const char* h : {"GPU-HOURS", "IDLE-GPU-HOURS", "COST", "WASTED-COST"}) {
     rows[0].push_back(h);
   }
-  if (o.output != "csv") {
+  if (o.output != "csv") {  // the table names the currency
     rows[0][rows[0].size() - 2] += "(" + currency + ")";
     rows[0].back() += "(" + currency + ")";
   }
+  const bool csv = o.output == "csv";
   double total[4] = {0, 0, 0, 0};
+  bool unpriced = false;
   for (const json& i : body.value("items", json::array())) {
     std::vector<std::string> row;
     if (o.usage_by == "job") {
@@ -414,20 +416,17 @@ int Usage(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
     }
     const double v[4] = {i.value("gpuHours", 0.0), i.value("idleGpuHours", 0.0),
                          i.value("cost", 0.0), i.value("wastedCost", 0.0)};
+    const bool priced = i.value("priced", true);
+    unpriced |= !priced;
     for (int k = 0; k < 4; ++k) {
       total[k] += v[k];
-      if (o.output == "csv") {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, k < 2 ? "%.6f" : "%.2f", v[k]);
-        row.push_back(buf);
-      } else {
-        row.push_back(Fixed(v[k]) + (k >= 2 && !i.value("priced", true) ? "*" : ""));
-      }
+      // csv: hours to the microhour, and no footnote marks.
+      row.push_back(Fixed(v[k], csv && k < 2 ? 6 : 2) + (!csv && k >= 2 && !priced ? "*" : ""));
     }
     rows.push_back(std::move(row));
   }
-  if (o.output == "csv") {
-    // Machine-readable: lower-case column names, hours to the microhour.
+  if (csv) {
+    // Machine-readable: lower-case column names.
     for (std::string& h : rows[0]) {
       std::transform(h.begin(), h.end(), h.begin(),
                      [](char c) { return c == '-' ? '_' : static_cast<char>(std::tolower(c)); });
@@ -452,13 +451,11 @@ int Usage(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
   }
   std::vector<std::string> sum = {"TOTAL"};
   if (o.usage_by == "job") sum.push_back("");
-  for (double t : total) sum.push_back(Fixed(t));
+  for (double t : total) sum.push_back(Fixed(t, 2));
   rows.push_back(std::move(sum));
   PrintRows(rows, out);
   out << "from " << body.value("since", "") << " to " << body.value("until", "")
       << "; idle: GPUs below the idle threshold while allocated";
-  bool unpriced = false;
-  for (const json& i : body.value("items", json::array())) unpriced |= !i.value("priced", true);
   if (unpriced) out << "; * some GPU models have no price";
   out << "\n";
   return 0;
