@@ -176,6 +176,16 @@ Result<ReplayRun> RunReplay(const Trace& trace, const core::ClusterState& base,
   std::vector<core::Reservation> held;
   std::vector<std::pair<int64_t, int64_t>> changes;  // (time, allocated milli) after each event
   const int64_t t0 = order.empty() ? 0 : jobs[order.front()].arrival_s;
+  // Takes running entry `r` off the cluster; returns its job.
+  auto stop = [&](size_t r) -> Result<size_t> {
+    for (const std::optional<core::Placement>& p : running[r].placements) {
+      if (p) TESSERA_RETURN_IF_ERROR(state.Release(*p));
+    }
+    const size_t j = running_job[r];
+    running.erase(running.begin() + static_cast<std::ptrdiff_t>(r));
+    running_job.erase(running_job.begin() + static_cast<std::ptrdiff_t>(r));
+    return j;
+  };
   size_t next_arrival = 0;
   for (;;) {
     const int64_t next_a =
@@ -188,13 +198,8 @@ Result<ReplayRun> RunReplay(const Trace& trace, const core::ClusterState& base,
     while (!completions.empty() && completions.begin()->first == now) {
       const size_t j = completions.begin()->second;
       completions.erase(completions.begin());
-      auto it = std::find(running_job.begin(), running_job.end(), j);
-      const size_t r = static_cast<size_t>(it - running_job.begin());
-      for (const std::optional<core::Placement>& p : running[r].placements) {
-        if (p) TESSERA_RETURN_IF_ERROR(state.Release(*p));
-      }
-      running.erase(running.begin() + static_cast<std::ptrdiff_t>(r));
-      running_job.erase(it);
+      const auto r = std::find(running_job.begin(), running_job.end(), j) - running_job.begin();
+      TESSERA_RETURN_IF_ERROR(stop(static_cast<size_t>(r)).status());
       jobs[j].completed_s = now;
       ++run.completed;
       freed = true;
@@ -221,14 +226,10 @@ Result<ReplayRun> RunReplay(const Trace& trace, const core::ClusterState& base,
       for (const core::Preemption& p : result.preemptions) victims.push_back(p.running_index);
       std::sort(victims.rbegin(), victims.rend());
       for (size_t r : victims) {
-        const size_t j = running_job[r];
-        for (const std::optional<core::Placement>& p : running[r].placements) {
-          if (p) TESSERA_RETURN_IF_ERROR(state.Release(*p));
-        }
-        if (jobs[j].run_s != kForever) completions.erase(completion_of[j]);
-        running.erase(running.begin() + static_cast<std::ptrdiff_t>(r));
-        running_job.erase(running_job.begin() + static_cast<std::ptrdiff_t>(r));
-        waiting.push_back(j);
+        auto j = stop(r);
+        if (!j.ok()) return j.status();
+        if (jobs[*j].run_s != kForever) completions.erase(completion_of[*j]);
+        waiting.push_back(*j);
         ++run.preemptions;
       }
       std::set<size_t> admitted;
