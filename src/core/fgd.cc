@@ -1,6 +1,7 @@
 #include "core/fgd.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "core/devices.h"
 
@@ -180,84 +181,234 @@ std::vector<TaskType> TypicalTaskTypes(std::vector<TaskType> observed, int cover
   return out;
 }
 
-namespace {
+FragmentationWorkload::FragmentationWorkload(std::vector<TaskType> fixed)
+    : fixed_(!fixed.empty()), memo_(std::move(fixed)) {}
 
-using TypeKey = std::tuple<int64_t, int32_t, int32_t, std::vector<std::string>>;
+void FragmentationWorkload::Observe(const PodSpec& pod) {
+  if (fixed_) return;
+  TaskType t = TaskTypeOf(pod);
+  TypeKey key{t.cpu_milli, t.num_gpu, t.gpu_milli, t.models};
+  auto [it, inserted] = observed_.try_emplace(std::move(key), 0);
+  ++it->second;
+  ++observations_;
+  // Rebuild the typical types when a new shape appears or the count doubles.
+  if (inserted || observations_ >= next_rebuild_) {
+    std::vector<TaskType> all;
+    all.reserve(observed_.size());
+    for (const auto& [k, w] : observed_) {
+      all.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k), w});
+    }
+    memo_ = FragmentationMemo(TypicalTaskTypes(std::move(all), 95));
+    next_rebuild_ = observations_ * 2;
+  }
+}
+
+int64_t FragmentationDelta::Added(const CycleState& cycle, const ClusterState& s,
+                                  const Candidate& c, FragmentationMemo& memo) {
+  if (cached_node_ != c.node) {
+    cached_node_ = c.node;
+    before_node_ = MakeFragNode(s, c.node);
+    for (int g = 0; g < before_node_.n; ++g) before_cards_[g] = memo.PackCard(before_node_, g);
+    const FragmentationMemo::Key key = memo.KeyOf(
+        {before_cards_.data(), static_cast<size_t>(before_node_.n)}, before_node_.cpu_free);
+    before_ = memo.Get(key, before_node_);
+  }
+  // The state after placing: less CPU, less free on the picked cards.
+  std::array<int64_t, kMaxGpusPerNode> take{};
+  for (const DevicePick& p : c.devices()) take[p.gpu] += PickMilli(s, cycle.pod(), c, p);
+  auto free_after = [&](int g) { return std::max<int64_t>(0, before_node_.free[g] - take[g]); };
+  std::array<uint32_t, kMaxGpusPerNode> cards = before_cards_;
+  for (const DevicePick& p : c.devices()) {
+    cards[p.gpu] = (cards[p.gpu] & ~uint32_t{0x7ff}) | static_cast<uint32_t>(free_after(p.gpu));
+  }
+  const int64_t cpu_free = before_node_.cpu_free - cycle.pod().requests.cpu_milli;
+  const FragmentationMemo::Key key =
+      memo.KeyOf({cards.data(), static_cast<size_t>(before_node_.n)}, cpu_free);
+  if (const int64_t* v = memo.Find(key)) return *v - before_;
+  FragNode node = before_node_;
+  node.cpu_free = cpu_free;
+  for (const DevicePick& p : c.devices()) node.free[p.gpu] = free_after(p.gpu);
+  return memo.Insert(key, node) - before_;
+}
+
+namespace {
 
 class Fgd final : public ScorePlugin, public PreFilterPlugin {
  public:
-  explicit Fgd(std::vector<TaskType> workload)
-      : fixed_(!workload.empty()), memo_(std::move(workload)) {}
+  explicit Fgd(std::vector<TaskType> workload) : workload_(std::move(workload)) {}
 
   std::string_view Name() const override { return "FGD"; }
   bool Normalizes() const override { return true; }
 
   Status PreFilter(CycleState& cycle, const ClusterState&) override {
-    cached_node_ = NodeId();
-    if (fixed_) return Status::Ok();
-    TaskType t = TaskTypeOf(cycle.pod());
-    TypeKey key{t.cpu_milli, t.num_gpu, t.gpu_milli, t.models};
-    auto [it, inserted] = observed_.try_emplace(std::move(key), 0);
-    ++it->second;
-    ++observations_;
-    // Rebuild the typical types when a new shape appears or the count doubles.
-    if (inserted || observations_ >= next_rebuild_) {
-      std::vector<TaskType> all;
-      all.reserve(observed_.size());
-      for (const auto& [k, w] : observed_) {
-        all.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k), w});
-      }
-      memo_ = FragmentationMemo(TypicalTaskTypes(std::move(all), 95));
-      next_rebuild_ = observations_ * 2;
-    }
+    delta_.Reset();
+    workload_.Observe(cycle.pod());
     return Status::Ok();
   }
 
   int64_t Score(const CycleState& cycle, const ClusterState& s, const Candidate& c) override {
-    if (cached_node_ != c.node) {
-      cached_node_ = c.node;
-      before_node_ = MakeFragNode(s, c.node);
-      for (int g = 0; g < before_node_.n; ++g) before_cards_[g] = memo_.PackCard(before_node_, g);
-      const FragmentationMemo::Key key = memo_.KeyOf(
-          {before_cards_.data(), static_cast<size_t>(before_node_.n)}, before_node_.cpu_free);
-      before_ = memo_.Get(key, before_node_);
-    }
-    // The state after placing: less CPU, less free on the picked cards.
-    std::array<int64_t, kMaxGpusPerNode> take{};
-    for (const DevicePick& p : c.devices()) take[p.gpu] += PickMilli(s, cycle.pod(), c, p);
-    auto free_after = [&](int g) { return std::max<int64_t>(0, before_node_.free[g] - take[g]); };
-    std::array<uint32_t, kMaxGpusPerNode> cards = before_cards_;
-    for (const DevicePick& p : c.devices()) {
-      cards[p.gpu] = (cards[p.gpu] & ~uint32_t{0x7ff}) | static_cast<uint32_t>(free_after(p.gpu));
-    }
-    const int64_t cpu_free = before_node_.cpu_free - cycle.pod().requests.cpu_milli;
-    const FragmentationMemo::Key key =
-        memo_.KeyOf({cards.data(), static_cast<size_t>(before_node_.n)}, cpu_free);
-    int64_t after;
-    if (const int64_t* v = memo_.Find(key)) {
-      after = *v;
-    } else {
-      FragNode node = before_node_;
-      node.cpu_free = cpu_free;
-      for (const DevicePick& p : c.devices()) node.free[p.gpu] = free_after(p.gpu);
-      after = memo_.Insert(key, node);
-    }
-    return before_ - after;  // higher: less fragmentation added
+    return -delta_.Added(cycle, s, c, workload_.memo());  // higher: less fragmentation added
   }
 
  private:
-  bool fixed_;
-  FragmentationMemo memo_;
-  std::map<TypeKey, int64_t> observed_;
-  int64_t observations_ = 0;
-  int64_t next_rebuild_ = 0;
-  NodeId cached_node_;
-  FragNode before_node_;
-  std::array<uint32_t, kMaxGpusPerNode> before_cards_{};
-  int64_t before_ = 0;
+  FragmentationWorkload workload_;
+  FragmentationDelta delta_;
+};
+
+// Fragmentation-aware packing (policy "fragpack"). Three steps per pod:
+//  1. Each candidate's cost is the fragmentation it adds (FGD's measure, as a mean over the
+//     workload's task types, in milli-GPUs) plus, on clusters whose workload pins models, the
+//     demand it crowds out: the milli-GPUs it takes times the model's contention, kContention x
+//     the sum over task types t that accept the model of p_t x d_t / U_t (popularity, GPU demand,
+//     and the free capacity t could use anywhere), so scarce models stay free for the pods
+//     that need them.
+//  2. Candidates within a tolerance of the cheapest (kTolerancePerMille of the pod's GPU
+//     demand) count as equally good: FGD's differences below that are noise that scatters pods.
+//  3. Among those, the node left fullest (least free GPU capacity as a share of its own, then
+//     fewest whole free cards) wins, which keeps empty nodes and whole cards for large pods.
+// Score returns a handle into this cycle's entries; NormalizeScores turns handles into scores.
+class FragPack final : public ScorePlugin, public PreFilterPlugin {
+ public:
+  static constexpr int64_t kTolerancePerMille = 30;
+  static constexpr double kContention = 300;
+
+  explicit FragPack(std::vector<TaskType> workload) : workload_(std::move(workload)) {}
+
+  std::string_view Name() const override { return "FragPack"; }
+  bool Normalizes() const override { return true; }
+
+  Status PreFilter(CycleState& cycle, const ClusterState& s) override {
+    delta_.Reset();
+    workload_.Observe(cycle.pod());
+    entries_.clear();
+    tolerance_ = static_cast<double>(NominalGpuMilli(cycle.pod())) * kTolerancePerMille / 1000;
+    total_weight_ = 0;
+    bool pinned = false;
+    for (const TaskType& t : workload_.memo().types()) {
+      total_weight_ += t.weight;
+      pinned |= !t.models.empty();
+    }
+    contention_.clear();
+    if (pinned) MeasureContention(s);
+    return Status::Ok();
+  }
+
+  int64_t Score(const CycleState& cycle, const ClusterState& s, const Candidate& c) override {
+    const double added = static_cast<double>(delta_.Added(cycle, s, c, workload_.memo())) /
+                         std::max<int64_t>(1, total_weight_);
+    const NodeRecord& node = s.node(c.node);
+    const NodeUsage& usage = s.usage(c.node);
+    std::array<int64_t, kMaxGpusPerNode> take{};
+    double crowded = 0;
+    for (const DevicePick& p : c.devices()) {
+      const int64_t milli = PickMilli(s, cycle.pod(), c, p);
+      take[p.gpu] += milli;
+      crowded += static_cast<double>(milli) * ContentionOf(node.gpus[p.gpu].model);
+    }
+    int64_t free_after = 0;
+    int whole_free = 0;
+    for (size_t g = 0; g < usage.gpus.size(); ++g) {
+      const int64_t f = std::max<int64_t>(0, usage.gpus[g].free_milli - take[g]);
+      free_after += f;
+      whole_free += f == kMilliPerGpu;
+    }
+    const double emptiness = node.gpu_capacity_milli > 0
+                                 ? static_cast<double>(free_after) / node.gpu_capacity_milli
+                                 : 0.0;
+    entries_.push_back({-added - kContention * crowded, -emptiness - whole_free / 320.0});
+    return static_cast<int64_t>(entries_.size() - 1);
+  }
+
+  void NormalizeScores(std::span<int64_t> scores) const override {
+    double best = -std::numeric_limits<double>::infinity();
+    double worst = std::numeric_limits<double>::infinity();
+    for (int64_t h : scores) {
+      best = std::max(best, entries_[h].value);
+      worst = std::min(worst, entries_[h].value);
+    }
+    const double cut = best - tolerance_;
+    constexpr int64_t kHalf = kMaxNodeScore / 2;
+    for (int64_t& h : scores) {
+      const Entry& e = entries_[h];
+      if (e.value >= cut) {
+        // pack is in [-1 - 16/320, 0]: map onto the upper half.
+        h = kHalf + static_cast<int64_t>((1.0 + e.pack / 1.05) * (kHalf - 1));
+      } else {
+        h = static_cast<int64_t>((e.value - worst) / std::max(1e-9, cut - worst) * (kHalf - 1));
+      }
+    }
+  }
+
+ private:
+  struct Entry {
+    double value;  // minus (fragmentation added + demand crowded out): higher is better
+    double pack;   // minus how empty the node is left: higher is better
+  };
+
+  // Free capacity per model and, from it, each model's contention.
+  void MeasureContention(const ClusterState& s) {
+    models_.clear();
+    std::vector<double> free;
+    for (uint32_t i = 0; i < s.size(); ++i) {
+      const NodeRecord& node = s.node(NodeId(i));
+      const NodeUsage& usage = s.usage(NodeId(i));
+      if (usage.gpu_free_milli == 0) continue;
+      size_t m = models_.size();
+      for (size_t g = 0; g < node.gpus.size(); ++g) {
+        const GpuUsage& c = usage.gpus[g];
+        if (!c.healthy || c.mode == SharingMode::kMig || c.mode == SharingMode::kTimeSlice) {
+          continue;
+        }
+        if (m == models_.size() || models_[m] != node.gpus[g].model) {
+          m = std::find(models_.begin(), models_.end(), node.gpus[g].model) - models_.begin();
+          if (m == models_.size()) {
+            models_.push_back(node.gpus[g].model);
+            free.push_back(0);
+          }
+        }
+        free[m] += c.free_milli;
+      }
+    }
+    contention_.assign(models_.size(), 0.0);
+    for (const TaskType& t : workload_.memo().types()) {
+      if (t.num_gpu == 0 || t.gpu_milli == 0) continue;
+      double usable = 0;
+      for (size_t m = 0; m < models_.size(); ++m) {
+        if (Accepts(t, models_[m])) usable += free[m];
+      }
+      if (usable <= 0) continue;
+      const double pressure = static_cast<double>(t.weight) / std::max<int64_t>(1, total_weight_) *
+                              t.num_gpu * t.gpu_milli / usable;
+      for (size_t m = 0; m < models_.size(); ++m) {
+        if (Accepts(t, models_[m])) contention_[m] += pressure;
+      }
+    }
+  }
+
+  static bool Accepts(const TaskType& t, const std::string& model) {
+    return t.models.empty() || std::find(t.models.begin(), t.models.end(), model) != t.models.end();
+  }
+
+  double ContentionOf(const std::string& model) const {
+    if (contention_.empty()) return 0;
+    auto it = std::find(models_.begin(), models_.end(), model);
+    return it == models_.end() ? 0 : contention_[it - models_.begin()];
+  }
+
+  FragmentationWorkload workload_;
+  FragmentationDelta delta_;
+  std::vector<Entry> entries_;
+  double tolerance_ = 0;
+  int64_t total_weight_ = 0;
+  std::vector<std::string> models_;
+  std::vector<double> contention_;
 };
 
 }  // namespace
+
+std::unique_ptr<ScorePlugin> MakeFragPackScore(std::vector<TaskType> workload) {
+  return std::make_unique<FragPack>(std::move(workload));
+}
 
 std::unique_ptr<ScorePlugin> MakeFgdScore(std::vector<TaskType> workload) {
   return std::make_unique<Fgd>(std::move(workload));

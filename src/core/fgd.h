@@ -78,6 +78,7 @@ class FragmentationMemo {
     return v ? *v : Insert(key, node);
   }
   int64_t Get(const FragNode& node) { return Get(MakeKey(node), node); }
+  std::span<const TaskType> types() const { return types_; }
 
  private:
   struct Slot {
@@ -101,9 +102,50 @@ class FragmentationMemo {
 // `coverage_percent` of the weight.
 std::vector<TaskType> TypicalTaskTypes(std::vector<TaskType> observed, int coverage_percent);
 
+// The workload a fragmentation-aware plugin aims at: fixed, or learned from the pods it is asked
+// to place (each placement attempt counts its pod's shape once; the typical types cover 95% of
+// the attempts and are rebuilt when a new shape appears or the count doubles).
+class FragmentationWorkload {
+ public:
+  explicit FragmentationWorkload(std::vector<TaskType> fixed);
+  // Counts `pod`'s shape when the workload is learned; no-op when it is fixed.
+  void Observe(const PodSpec& pod);
+  FragmentationMemo& memo() { return memo_; }
+
+ private:
+  using TypeKey = std::tuple<int64_t, int32_t, int32_t, std::vector<std::string>>;
+  bool fixed_;
+  FragmentationMemo memo_;
+  std::map<TypeKey, int64_t> observed_;
+  int64_t observations_ = 0;
+  int64_t next_rebuild_ = 0;
+};
+
+// The fragmentation a candidate adds to its node (after minus before, milli-GPU x weight), with
+// the node's own state cached across the candidates of one cycle on that node.
+class FragmentationDelta {
+ public:
+  // Forgets the cached node; call at the start of every cycle.
+  void Reset() { cached_node_ = NodeId(); }
+  int64_t Added(const CycleState& cycle, const ClusterState& state, const Candidate& c,
+                FragmentationMemo& memo);
+
+ private:
+  NodeId cached_node_;
+  FragNode before_node_;
+  std::array<uint32_t, kMaxGpusPerNode> before_cards_{};
+  int64_t before_ = 0;
+};
+
 // The FGD score plugin. With a fixed workload it uses it; without one it learns the workload
 // from the pods it is asked to place (each placement attempt counts its pod's shape once).
 std::unique_ptr<ScorePlugin> MakeFgdScore(std::vector<TaskType> workload);
+
+// Fragmentation-aware packing, Tessera's policy for GPU-sharing clusters: FGD's fragmentation
+// growth (plus, where the workload pins GPU models, the demand a placement crowds out of a scarce
+// model), with candidates within a small tolerance of the best treated alike and the fullest node
+// among them chosen. Workload as for MakeFgdScore.
+std::unique_ptr<ScorePlugin> MakeFragPackScore(std::vector<TaskType> workload);
 
 // The task type a pod belongs to.
 TaskType TaskTypeOf(const PodSpec& pod);

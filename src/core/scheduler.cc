@@ -42,6 +42,8 @@ const PluginRegistry& PluginRegistry::Default() {
     r->RegisterScore("DotProduct", [](auto&) { return MakeDotProductScore(); });
     r->RegisterScore("Random", [](auto&) { return MakeRandomScore(); });
     r->RegisterScore("FGD", [](const SchedulerConfig& c) { return MakeFgdScore(c.fgd_workload); });
+    r->RegisterScore("FragPack",
+                     [](const SchedulerConfig& c) { return MakeFragPackScore(c.fgd_workload); });
     r->RegisterScore("Topology", [](auto&) { return MakeTopologyScore(); });
     r->RegisterScore("GangLocality", [](auto&) { return MakeGangLocalityScore(); });
     r->RegisterScore("NodeAffinityPreferred",
@@ -58,6 +60,7 @@ namespace {
 const std::pair<std::string_view, std::string_view> kPolicies[] = {
     {"bestfit", "BestFit"},       {"spread", "Spread"}, {"gpupacking", "GpuPacking"},
     {"dotproduct", "DotProduct"}, {"random", "Random"}, {"fgd", "FGD"},
+    {"fragpack", "FragPack"},
 };
 
 }  // namespace

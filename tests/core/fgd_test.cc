@@ -108,6 +108,78 @@ TEST(Fgd, KeepsWholeNodesForLargePods) {
   EXPECT_EQ(run("spread"), 2);
 }
 
+// The node each policy picks for `pod` on `s` with a fixed workload.
+NodeId PickedBy(const std::string& policy, const ClusterState& s, const PodSpec& pod,
+                std::vector<TaskType> workload) {
+  SchedulerConfig c;
+  c.policy = policy;
+  c.fgd_workload = std::move(workload);
+  auto sched = Scheduler::Create(c).value();
+  PlaceOutcome o = sched->Place(s, pod);
+  EXPECT_TRUE(o.ok) << o.reason;
+  return o.placement.node;
+}
+
+TEST(FragPack, FillsTheFullerNodeWhenFragmentationTies) {
+  // A share of 500 adds no fragmentation for a workload of such shares on either node; FGD takes
+  // the first node, fragpack the one left fuller (b: one of two cards already held).
+  ClusterState s;
+  NodeId a = MustAdd(s, MakeNode("a", 2, "G2", SharingMode::kShared, 16384));
+  NodeId b = MustAdd(s, MakeNode("b", 2, "G2", SharingMode::kShared, 16384));
+  Hold(s, b, {1000, 0});
+  const PodSpec pod = MakePod("p", {{"tessera.io/gpu-milli", "500"}});
+  EXPECT_EQ(PickedBy("fgd", s, pod, {Share(500, 1)}), a);
+  EXPECT_EQ(PickedBy("fragpack", s, pod, {Share(500, 1)}), b);
+}
+
+TEST(FragPack, TreatsDifferencesWithinTheToleranceAlike) {
+  // A share of 500 (1 CPU). Node a: free [1000, 1000], 64 CPUs. Node b: free [0, 1000], 1.5 CPUs.
+  // Task types: whole cards (weight w) and shares of 450 needing 1 CPU (weight 1).
+  //   on a: [500, 1000]: whole-card fragmentation 500 x w, the 450 share still fits: 500w.
+  //   on b: [0, 500], 0.5 CPU left: 500 x w, and the 450 share no longer fits anywhere: +500.
+  // Mean growth over the workload: a 500w/(w+1), b 500 more than that, over w+1.
+  // w = 99: a 495, b 500. FGD takes a; 5 is within fragpack's tolerance (3% of 500 = 15), so it
+  // fills b. w = 9: a 450, b 500; 50 is beyond the tolerance and fragpack takes a too.
+  ClusterState s;
+  NodeId a = MustAdd(s, MakeNode("a", 2, "G2", SharingMode::kShared, 16384));
+  NodeSpec small = MakeNode("b", 2, "G2", SharingMode::kShared, 16384);
+  small.allocatable.cpu_milli = 1500;
+  NodeId b = MustAdd(s, small);
+  Hold(s, b, {1000, 0});
+  const PodSpec pod = MakePod("p", {{"tessera.io/gpu-milli", "500"}, {"cpu", "1"}});
+  TaskType share = Share(450, 1);
+  share.cpu_milli = 1000;
+  EXPECT_EQ(PickedBy("fgd", s, pod, {Whole(1, 99), share}), a);
+  EXPECT_EQ(PickedBy("fragpack", s, pod, {Whole(1, 99), share}), b);
+  EXPECT_EQ(PickedBy("fragpack", s, pod, {Whole(1, 9), share}), a);
+}
+
+TEST(FragPack, KeepsAScarceModelForThePodsPinnedToIt) {
+  // Node t (T4): free [0, 1000]; node g (G2): free [1000, 1000]. An unpinned whole card.
+  // Without pinned demand fragpack fills t, the fuller node. When 1% of the workload needs a T4,
+  // taking t's last free card crowds that demand out: T4 contention 0.99 x 1000/3000 (everyone)
+  // + 0.01 x 1000/1000 (the pinned type) = 0.34 against G2's 0.33, and 300 x 1000 x 0.01 =
+  // 3000 milli-GPUs of cost is far beyond the tolerance, so it goes to g.
+  ClusterState s;
+  NodeId t = MustAdd(s, MakeNode("t", 2, "T4", SharingMode::kShared, 15360));
+  NodeId g = MustAdd(s, MakeNode("g", 2, "G2", SharingMode::kShared, 16384));
+  Hold(s, t, {1000, 0});
+  const PodSpec pod = MakePod("p", {{"nvidia.com/gpu", "1"}});
+  TaskType pinned = Whole(1, 1);
+  pinned.models = {"T4"};
+  EXPECT_EQ(PickedBy("fragpack", s, pod, {Whole(1, 99)}), t);
+  EXPECT_EQ(PickedBy("fragpack", s, pod, {Whole(1, 99), pinned}), g);
+}
+
+TEST(FragPack, LearnsTheWorkloadWithoutOne) {
+  // With no workload given it learns from the pods it places, as FGD does, and still packs.
+  ClusterState s;
+  MustAdd(s, MakeNode("a", 2, "G2", SharingMode::kShared, 16384));
+  NodeId b = MustAdd(s, MakeNode("b", 2, "G2", SharingMode::kShared, 16384));
+  Hold(s, b, {1000, 0});
+  EXPECT_EQ(PickedBy("fragpack", s, MakePod("p", {{"nvidia.com/gpu", "1"}}), {}), b);
+}
+
 TEST(Fgd, TypicalTypesCoverTheAskedShare) {
   std::vector<TaskType> seen = {Share(500, 60), Whole(1, 30), Share(250, 6), CpuOnly(4)};
   auto t = TypicalTaskTypes(seen, 90);
