@@ -17,7 +17,7 @@ struct DevOptions {
   std::string data_dir = ".tessera";
   std::string listen = "127.0.0.1:8443";
   std::string fake_gpus;  // empty: NVML, falling back to 8xH100-80GB
-  std::string policy = "bestfit";
+  std::string policy = "fragpack";
   bool write_config = true;
   std::string nvml_library = "libnvidia-ml.so.1";
   AccountingFlags accounting;

@@ -24,7 +24,7 @@ namespace tessera::core {
 struct DeviceRequest;
 
 struct SchedulerConfig {
-  // Placement policy: bestfit, spread, gpupacking, dotproduct, random, fgd.
+  // Placement policy: bestfit, spread, gpupacking, dotproduct, random, fgd, fragpack.
   std::string policy = "bestfit";
   // Seed for the random policy (and any other seeded choice).
   uint64_t seed = 0;

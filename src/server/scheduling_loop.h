@@ -36,7 +36,7 @@
 namespace tessera::server {
 
 struct SchedulingLoopOptions {
-  std::string policy = "bestfit";
+  std::string policy = "fragpack";
   int period_ms = 1000;  // a cycle at least this often, and after every change
   // A node whose status.heartbeat is older than this is NotReady (0: never). Nodes without a
   // heartbeat (declared by hand) are always ready.
