@@ -37,7 +37,7 @@ struct ServerOptions {
   std::string tls_key;
   size_t max_body_bytes = 4 << 20;
   std::string policy = "fragpack";  // placement policy of the scheduling loop
-  int node_grace_seconds = 40;     // missed heartbeats before a node is NotReady
+  int node_grace_seconds = 40;      // missed heartbeats before a node is NotReady
   AccountingFlags accounting;
 };
 
