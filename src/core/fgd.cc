@@ -60,6 +60,7 @@ int64_t NodeFragmentation(const FragNode& node, std::span<const TaskType> types)
 
 FragmentationMemo::FragmentationMemo(std::vector<TaskType> types) : types_(std::move(types)) {
   for (const TaskType& t : types_) {
+    total_weight_ += t.weight;
     cpu_levels_.push_back(t.cpu_milli);
     models_matter_ |= !t.models.empty();
   }
@@ -203,8 +204,15 @@ void FragmentationWorkload::Observe(const PodSpec& pod) {
   }
 }
 
+FragmentationDelta::Take FragmentationDelta::TakeOf(const CycleState& cycle, const ClusterState& s,
+                                                    const Candidate& c) {
+  Take take{};
+  for (const DevicePick& p : c.devices()) take[p.gpu] += PickMilli(s, cycle.pod(), c, p);
+  return take;
+}
+
 int64_t FragmentationDelta::Added(const CycleState& cycle, const ClusterState& s,
-                                  const Candidate& c, FragmentationMemo& memo) {
+                                  const Candidate& c, const Take& take, FragmentationMemo& memo) {
   if (cached_node_ != c.node) {
     cached_node_ = c.node;
     before_node_ = MakeFragNode(s, c.node);
@@ -214,8 +222,6 @@ int64_t FragmentationDelta::Added(const CycleState& cycle, const ClusterState& s
     before_ = memo.Get(key, before_node_);
   }
   // The state after placing: less CPU, less free on the picked cards.
-  std::array<int64_t, kMaxGpusPerNode> take{};
-  for (const DevicePick& p : c.devices()) take[p.gpu] += PickMilli(s, cycle.pod(), c, p);
   auto free_after = [&](int g) { return std::max<int64_t>(0, before_node_.free[g] - take[g]); };
   std::array<uint32_t, kMaxGpusPerNode> cards = before_cards_;
   for (const DevicePick& p : c.devices()) {
@@ -247,7 +253,8 @@ class Fgd final : public ScorePlugin, public PreFilterPlugin {
   }
 
   int64_t Score(const CycleState& cycle, const ClusterState& s, const Candidate& c) override {
-    return -delta_.Added(cycle, s, c, workload_.memo());  // higher: less fragmentation added
+    // Higher: less fragmentation added.
+    return -delta_.Added(cycle, s, c, FragmentationDelta::TakeOf(cycle, s, c), workload_.memo());
   }
 
  private:
@@ -271,6 +278,9 @@ class FragPack final : public ScorePlugin, public PreFilterPlugin {
  public:
   static constexpr int64_t kTolerancePerMille = 30;
   static constexpr double kContention = 300;
+  // Packing: the node's free share of its GPU capacity (0 to 1), then its whole free cards.
+  static constexpr double kPerWholeCard = 1.0 / 320;
+  static constexpr double kPackRange = 1.0 + kMaxGpusPerNode * kPerWholeCard;
 
   explicit FragPack(std::vector<TaskType> workload) : workload_(std::move(workload)) {}
 
@@ -282,28 +292,23 @@ class FragPack final : public ScorePlugin, public PreFilterPlugin {
     workload_.Observe(cycle.pod());
     entries_.clear();
     tolerance_ = static_cast<double>(NominalGpuMilli(cycle.pod())) * kTolerancePerMille / 1000;
-    total_weight_ = 0;
-    bool pinned = false;
-    for (const TaskType& t : workload_.memo().types()) {
-      total_weight_ += t.weight;
-      pinned |= !t.models.empty();
-    }
     contention_.clear();
-    if (pinned) MeasureContention(s);
+    if (workload_.memo().models_matter()) MeasureContention(s);
     return Status::Ok();
   }
 
   int64_t Score(const CycleState& cycle, const ClusterState& s, const Candidate& c) override {
-    const double added = static_cast<double>(delta_.Added(cycle, s, c, workload_.memo())) /
-                         std::max<int64_t>(1, total_weight_);
+    FragmentationMemo& memo = workload_.memo();
+    const FragmentationDelta::Take take = FragmentationDelta::TakeOf(cycle, s, c);
+    const double added = static_cast<double>(delta_.Added(cycle, s, c, take, memo)) /
+                         std::max<int64_t>(1, memo.total_weight());
     const NodeRecord& node = s.node(c.node);
     const NodeUsage& usage = s.usage(c.node);
-    std::array<int64_t, kMaxGpusPerNode> take{};
     double crowded = 0;
-    for (const DevicePick& p : c.devices()) {
-      const int64_t milli = PickMilli(s, cycle.pod(), c, p);
-      take[p.gpu] += milli;
-      crowded += static_cast<double>(milli) * ContentionOf(node.gpus[p.gpu].model);
+    if (!contention_.empty()) {
+      for (int g = 0; g < static_cast<int>(usage.gpus.size()); ++g) {
+        if (take[g] > 0) crowded += static_cast<double>(take[g]) * ContentionOf(node.gpus[g].model);
+      }
     }
     int64_t free_after = 0;
     int whole_free = 0;
@@ -315,7 +320,7 @@ class FragPack final : public ScorePlugin, public PreFilterPlugin {
     const double emptiness = node.gpu_capacity_milli > 0
                                  ? static_cast<double>(free_after) / node.gpu_capacity_milli
                                  : 0.0;
-    entries_.push_back({-added - kContention * crowded, -emptiness - whole_free / 320.0});
+    entries_.push_back({-added - kContention * crowded, -emptiness - whole_free * kPerWholeCard});
     return static_cast<int64_t>(entries_.size() - 1);
   }
 
@@ -331,8 +336,8 @@ class FragPack final : public ScorePlugin, public PreFilterPlugin {
     for (int64_t& h : scores) {
       const Entry& e = entries_[h];
       if (e.value >= cut) {
-        // pack is in [-1 - 16/320, 0]: map onto the upper half.
-        h = kHalf + static_cast<int64_t>((1.0 + e.pack / 1.05) * (kHalf - 1));
+        // pack is in [-kPackRange, 0]: map onto the upper half.
+        h = kHalf + static_cast<int64_t>((1.0 + e.pack / kPackRange) * (kHalf - 1));
       } else {
         h = static_cast<int64_t>((e.value - worst) / std::max(1e-9, cut - worst) * (kHalf - 1));
       }
@@ -374,19 +379,16 @@ class FragPack final : public ScorePlugin, public PreFilterPlugin {
       if (t.num_gpu == 0 || t.gpu_milli == 0) continue;
       double usable = 0;
       for (size_t m = 0; m < models_.size(); ++m) {
-        if (Accepts(t, models_[m])) usable += free[m];
+        if (ModelOk(t, &models_[m])) usable += free[m];
       }
       if (usable <= 0) continue;
-      const double pressure = static_cast<double>(t.weight) / std::max<int64_t>(1, total_weight_) *
-                              t.num_gpu * t.gpu_milli / usable;
+      const double pressure = static_cast<double>(t.weight) /
+                              std::max<int64_t>(1, workload_.memo().total_weight()) * t.num_gpu *
+                              t.gpu_milli / usable;
       for (size_t m = 0; m < models_.size(); ++m) {
-        if (Accepts(t, models_[m])) contention_[m] += pressure;
+        if (ModelOk(t, &models_[m])) contention_[m] += pressure;
       }
     }
-  }
-
-  static bool Accepts(const TaskType& t, const std::string& model) {
-    return t.models.empty() || std::find(t.models.begin(), t.models.end(), model) != t.models.end();
   }
 
   double ContentionOf(const std::string& model) const {
@@ -399,7 +401,6 @@ class FragPack final : public ScorePlugin, public PreFilterPlugin {
   FragmentationDelta delta_;
   std::vector<Entry> entries_;
   double tolerance_ = 0;
-  int64_t total_weight_ = 0;
   std::vector<std::string> models_;
   std::vector<double> contention_;
 };

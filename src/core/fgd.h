@@ -79,6 +79,10 @@ class FragmentationMemo {
   }
   int64_t Get(const FragNode& node) { return Get(MakeKey(node), node); }
   std::span<const TaskType> types() const { return types_; }
+  // Sum of the types' weights.
+  int64_t total_weight() const { return total_weight_; }
+  // True when some type accepts only certain GPU models.
+  bool models_matter() const { return models_matter_; }
 
  private:
   struct Slot {
@@ -92,6 +96,7 @@ class FragmentationMemo {
 
   std::vector<TaskType> types_;
   std::vector<int64_t> cpu_levels_;  // distinct task CPU demands, ascending
+  int64_t total_weight_ = 0;
   bool models_matter_ = false;
   std::vector<std::string> models_;
   std::vector<Slot> slots_;  // open addressing, linear probing, at most half full
@@ -125,10 +130,15 @@ class FragmentationWorkload {
 // the node's own state cached across the candidates of one cycle on that node.
 class FragmentationDelta {
  public:
+  // Milli-GPUs the candidate takes on each card of its node.
+  using Take = std::array<int64_t, kMaxGpusPerNode>;
+  static Take TakeOf(const CycleState& cycle, const ClusterState& state, const Candidate& c);
+
   // Forgets the cached node; call at the start of every cycle.
   void Reset() { cached_node_ = NodeId(); }
+  // `take` is TakeOf(cycle, state, c).
   int64_t Added(const CycleState& cycle, const ClusterState& state, const Candidate& c,
-                FragmentationMemo& memo);
+                const Take& take, FragmentationMemo& memo);
 
  private:
   NodeId cached_node_;

@@ -99,9 +99,8 @@ Result<ArrivalRun> RunArrival(const Trace& trace, const core::ClusterState& base
   specs.reserve(trace.pods.size());
   for (const TracePod& p : trace.pods) specs.push_back(ToPodSpec(p));
 
-  int64_t weight = 0;
-  for (const core::TaskType& t : workload) weight += t.weight;
   core::FragmentationMemo memo({workload.begin(), workload.end()});
+  const int64_t weight = memo.total_weight();
   std::vector<int64_t> node_frag(state.size());
   int64_t frag = 0;  // milli-GPU x weight
   auto refresh = [&](core::NodeId id) {
