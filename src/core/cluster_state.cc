@@ -1,6 +1,7 @@
 #include "core/cluster_state.h"
 
 #include <algorithm>
+#include <atomic>
 
 namespace tessera::core {
 
@@ -19,6 +20,12 @@ std::string_view DeviceKindName(DeviceKind k) {
 }
 
 namespace {
+
+// Versions of node states and cluster shapes; 0 is never handed out.
+uint64_t NextVersion() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -84,6 +91,7 @@ NodeClassId ClusterState::InternClass(const Labels& labels, const std::vector<Ta
 
 ClusterState::Topology& ClusterState::MutableTopology() {
   if (topo_.use_count() > 1) topo_ = std::make_shared<Topology>(*topo_);
+  shape_version_ = NextVersion();
   return *topo_;
 }
 
@@ -144,6 +152,7 @@ NodeSpec ClusterState::ExportSpec(NodeId id) const {
 Status ClusterState::SetUnschedulable(NodeId id, bool unschedulable) {
   if (id.value() >= size()) return NotFound("no such node");
   MutableTopology().nodes[id.value()].unschedulable = unschedulable;
+  usage_[id.value()].version = NextVersion();
   return Status::Ok();
 }
 
@@ -163,6 +172,7 @@ Status ClusterState::SetLabels(NodeId id, Labels labels) {
   const NodeClassId cls = InternClass(labels, taints(id));
   MutableTopology().nodes[id.value()].cls = cls;
   usage_[id.value()].cls = cls;
+  usage_[id.value()].version = NextVersion();
   return Status::Ok();
 }
 
@@ -174,6 +184,7 @@ Status ClusterState::SetTaints(NodeId id, std::vector<Taint> taints) {
   const NodeClassId cls = InternClass(labels(id), taints);
   MutableTopology().nodes[id.value()].cls = cls;
   usage_[id.value()].cls = cls;
+  usage_[id.value()].version = NextVersion();
   return Status::Ok();
 }
 
@@ -341,6 +352,7 @@ void ClusterState::RefreshFree(NodeId id) {
   u.gpu_free_milli = free;
   u.max_share_milli = max_share;
   u.unheld_cards = unheld;
+  u.version = NextVersion();
 }
 
 Status ClusterState::Allocate(const Placement& p) {

@@ -46,6 +46,10 @@ struct NodeUsage {
   // free on one healthy shared card, and the healthy exclusive or shared cards nobody holds.
   int16_t max_share_milli = 0;
   uint8_t unheld_cards = 0;
+  // Changes with every change to the node (its record or its usage) and is unique across the
+  // process: two nodes with one version are in the same state, whichever ClusterState copy holds
+  // them. Lets schedulers reuse per-node results across cycles.
+  uint64_t version = 0;
 };
 
 enum class DeviceKind : uint8_t { kWhole, kShare, kMigInstance, kReplica };
@@ -137,6 +141,9 @@ class ClusterState {
   // Largest node CPU and GPU capacity (normalizers for best-fit style scores).
   int64_t max_node_cpu_milli() const { return max_node_cpu_milli_; }
   int64_t max_node_gpu_milli() const { return max_node_gpu_milli_; }
+  // Changes, uniquely across the process, whenever the node set, a node's record or label/taint
+  // class, or one of the cluster-wide values above (other than the totals) changes.
+  uint64_t shape_version() const { return shape_version_; }
 
  private:
   NodeClassId InternClass(const Labels& labels, const std::vector<Taint>& taints);
@@ -163,6 +170,7 @@ class ClusterState {
   int64_t max_node_cpu_milli_ = 0;
   int64_t max_node_gpu_milli_ = 0;
   bool any_prefer_no_schedule_ = false;
+  uint64_t shape_version_ = 0;
 };
 
 // Free GPU capacity, and how much of it is fragmented: free milli-GPUs on GPUs that are partly

@@ -1,6 +1,7 @@
 #include "core/fgd.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "core/devices.h"
@@ -201,6 +202,7 @@ void FragmentationWorkload::Observe(const PodSpec& pod) {
     }
     memo_ = FragmentationMemo(TypicalTaskTypes(std::move(all), 95));
     next_rebuild_ = observations_ * 2;
+    ++generation_;
   }
 }
 
@@ -245,6 +247,8 @@ class Fgd final : public ScorePlugin, public PreFilterPlugin {
 
   std::string_view Name() const override { return "FGD"; }
   bool Normalizes() const override { return true; }
+  bool NodeLocal(const CycleState&) const override { return true; }
+  uint64_t Generation() const override { return workload_.generation(); }
 
   Status PreFilter(CycleState& cycle, const ClusterState&) override {
     delta_.Reset();
@@ -273,7 +277,8 @@ class Fgd final : public ScorePlugin, public PreFilterPlugin {
 //     demand) count as equally good: FGD's differences below that are noise that scatters pods.
 //  3. Among those, the node left fullest (least free GPU capacity as a share of its own, then
 //     fewest whole free cards) wins, which keeps empty nodes and whole cards for large pods.
-// Score returns a handle into this cycle's entries; NormalizeScores turns handles into scores.
+// A raw score holds the numbers of steps 1 and 3: the cost in 1/kValueScale milli-GPUs in the
+// high bits, the packing measure in the low kPackBits; NormalizeScores applies steps 2 and 3.
 class FragPack final : public ScorePlugin, public PreFilterPlugin {
  public:
   static constexpr int64_t kTolerancePerMille = 30;
@@ -281,16 +286,23 @@ class FragPack final : public ScorePlugin, public PreFilterPlugin {
   // Packing: the node's free share of its GPU capacity (0 to 1), then its whole free cards.
   static constexpr double kPerWholeCard = 1.0 / 320;
   static constexpr double kPackRange = 1.0 + kMaxGpusPerNode * kPerWholeCard;
+  // Raw score layout.
+  static constexpr int kPackBits = 20;
+  static constexpr int64_t kPackLevels = int64_t{1} << kPackBits;
+  static constexpr double kValueScale = 1024;
+  static constexpr int64_t kValueLimit = int64_t{1} << 40;
 
   explicit FragPack(std::vector<TaskType> workload) : workload_(std::move(workload)) {}
 
   std::string_view Name() const override { return "FragPack"; }
   bool Normalizes() const override { return true; }
+  // Contention reads the free capacity of the whole cluster.
+  bool NodeLocal(const CycleState&) const override { return !workload_.memo().models_matter(); }
+  uint64_t Generation() const override { return workload_.generation(); }
 
   Status PreFilter(CycleState& cycle, const ClusterState& s) override {
     delta_.Reset();
     workload_.Observe(cycle.pod());
-    entries_.clear();
     tolerance_ = static_cast<double>(NominalGpuMilli(cycle.pod())) * kTolerancePerMille / 1000;
     contention_.clear();
     if (workload_.memo().models_matter()) MeasureContention(s);
@@ -320,36 +332,40 @@ class FragPack final : public ScorePlugin, public PreFilterPlugin {
     const double emptiness = node.gpu_capacity_milli > 0
                                  ? static_cast<double>(free_after) / node.gpu_capacity_milli
                                  : 0.0;
-    entries_.push_back({-added - kContention * crowded, -emptiness - whole_free * kPerWholeCard});
-    return static_cast<int64_t>(entries_.size() - 1);
+    // value: minus (fragmentation added + demand crowded out); pack: minus how empty the node is
+    // left, in [-kPackRange, 0]. Higher is better for both.
+    const double value = -added - kContention * crowded;
+    const double pack = -emptiness - whole_free * kPerWholeCard;
+    const int64_t v =
+        std::clamp<int64_t>(std::llround(value * kValueScale), -kValueLimit, kValueLimit);
+    const int64_t p = std::llround((1.0 + pack / kPackRange) * (kPackLevels - 1));
+    return v * kPackLevels + std::clamp<int64_t>(p, 0, kPackLevels - 1);
   }
 
   void NormalizeScores(std::span<int64_t> scores) const override {
-    double best = -std::numeric_limits<double>::infinity();
-    double worst = std::numeric_limits<double>::infinity();
-    for (int64_t h : scores) {
-      best = std::max(best, entries_[h].value);
-      worst = std::min(worst, entries_[h].value);
+    auto value = [](int64_t raw) { return raw >> kPackBits; };  // arithmetic shift (C++20)
+    int64_t best = std::numeric_limits<int64_t>::min();
+    int64_t worst = std::numeric_limits<int64_t>::max();
+    for (int64_t raw : scores) {
+      best = std::max(best, value(raw));
+      worst = std::min(worst, value(raw));
     }
-    const double cut = best - tolerance_;
+    const int64_t cut = best - std::llround(tolerance_ * kValueScale);
     constexpr int64_t kHalf = kMaxNodeScore / 2;
-    for (int64_t& h : scores) {
-      const Entry& e = entries_[h];
-      if (e.value >= cut) {
-        // pack is in [-kPackRange, 0]: map onto the upper half.
-        h = kHalf + static_cast<int64_t>((1.0 + e.pack / kPackRange) * (kHalf - 1));
+    for (int64_t& raw : scores) {
+      const int64_t v = value(raw);
+      if (v >= cut) {
+        // Within the tolerance: the packing measure, onto the upper half.
+        raw = kHalf + (raw & (kPackLevels - 1)) * (kHalf - 1) / (kPackLevels - 1);
       } else {
-        h = static_cast<int64_t>((e.value - worst) / std::max(1e-9, cut - worst) * (kHalf - 1));
+        raw = static_cast<int64_t>(static_cast<double>(v - worst) /
+                                   static_cast<double>(std::max<int64_t>(1, cut - worst)) *
+                                   (kHalf - 1));
       }
     }
   }
 
  private:
-  struct Entry {
-    double value;  // minus (fragmentation added + demand crowded out): higher is better
-    double pack;   // minus how empty the node is left: higher is better
-  };
-
   // Free capacity per model and, from it, each model's contention.
   void MeasureContention(const ClusterState& s) {
     models_.clear();
@@ -399,7 +415,6 @@ class FragPack final : public ScorePlugin, public PreFilterPlugin {
 
   FragmentationWorkload workload_;
   FragmentationDelta delta_;
-  std::vector<Entry> entries_;
   double tolerance_ = 0;
   std::vector<std::string> models_;
   std::vector<double> contention_;

@@ -116,6 +116,9 @@ class FragmentationWorkload {
   // Counts `pod`'s shape when the workload is learned; no-op when it is fixed.
   void Observe(const PodSpec& pod);
   FragmentationMemo& memo() { return memo_; }
+  const FragmentationMemo& memo() const { return memo_; }
+  // Changes whenever the workload (and with it every node's fragmentation) is rebuilt.
+  uint64_t generation() const { return generation_; }
 
  private:
   using TypeKey = std::tuple<int64_t, int32_t, int32_t, std::vector<std::string>>;
@@ -124,6 +127,7 @@ class FragmentationWorkload {
   std::map<TypeKey, int64_t> observed_;
   int64_t observations_ = 0;
   int64_t next_rebuild_ = 0;
+  uint64_t generation_ = 0;
 };
 
 // The fragmentation a candidate adds to its node (after minus before, milli-GPU x weight), with

@@ -92,6 +92,10 @@ class FilterPlugin : public virtual Plugin {
   // True when the verdict depends only on the node's class (labels and taints); the framework
   // then evaluates it once per class per cycle.
   virtual bool ClassScoped() const { return false; }
+  // True when the verdict depends only on the pod's PlacementSignature and the node (its record,
+  // class and usage), so it may be reused for pods of one signature while the node's version
+  // (NodeUsage::version) stays the same.
+  virtual bool NodeLocal() const { return false; }
 };
 
 // Scores a candidate; higher is better. Without normalization a score lies in
@@ -106,6 +110,15 @@ class ScorePlugin : public virtual Plugin {
   virtual bool Skip(const CycleState& cycle, const ClusterState& state) const { return false; }
   // Maps raw scores of all candidates of the cycle into [0, kMaxNodeScore].
   virtual void NormalizeScores(std::span<int64_t> scores) const;
+  // True when, this cycle, a candidate's raw score depends only on the pod's PlacementSignature,
+  // the candidate, its node (record, class and usage), the cluster-wide values that
+  // ClusterState::shape_version covers and Generation(); and Skip only on the first and the last
+  // two. The scheduler then reuses raw scores across cycles for pods of one signature on nodes
+  // whose version has not changed.
+  virtual bool NodeLocal(const CycleState& cycle) const { return false; }
+  // Changes whenever the plugin's own scoring changes between cycles (e.g. a learned workload is
+  // rebuilt), so that raw scores of an earlier generation are not reused.
+  virtual uint64_t Generation() const { return 0; }
 };
 
 // Told when a placement is committed to, or rolled back from, the state.

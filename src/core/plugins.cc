@@ -19,6 +19,7 @@ bool ParseInt(std::string_view s, int64_t& out) {
 class NodeUnschedulable final : public FilterPlugin {
  public:
   std::string_view Name() const override { return "NodeUnschedulable"; }
+  bool NodeLocal() const override { return true; }
   std::string_view Filter(CycleState&, const ClusterState& s, NodeId n) override {
     return s.node(n).unschedulable ? "node(s) were unschedulable" : std::string_view();
   }
@@ -27,6 +28,7 @@ class NodeUnschedulable final : public FilterPlugin {
 class TaintToleration final : public FilterPlugin {
  public:
   std::string_view Name() const override { return "TaintToleration"; }
+  bool NodeLocal() const override { return true; }
   bool ClassScoped() const override { return true; }
   std::string_view Filter(CycleState& cycle, const ClusterState& s, NodeId n) override {
     for (const Taint& t : s.taints(n)) {
@@ -42,6 +44,7 @@ class TaintToleration final : public FilterPlugin {
 class NodeAffinity final : public FilterPlugin {
  public:
   std::string_view Name() const override { return "NodeAffinity"; }
+  bool NodeLocal() const override { return true; }
   bool ClassScoped() const override { return true; }
   std::string_view Filter(CycleState& cycle, const ClusterState& s, NodeId n) override {
     const PodSpec& pod = cycle.pod();
@@ -59,6 +62,7 @@ class NodeAffinity final : public FilterPlugin {
 class NodeResourcesFit final : public FilterPlugin {
  public:
   std::string_view Name() const override { return "NodeResourcesFit"; }
+  bool NodeLocal() const override { return true; }
   std::string_view Filter(CycleState& cycle, const ClusterState& s, NodeId n) override {
     const Resources& req = cycle.pod().requests;
     const Resources& used = s.usage(n).used;
@@ -103,6 +107,7 @@ int64_t Clamp(int64_t v) { return std::clamp<int64_t>(v, 0, kMaxNodeScore); }
 class BestFit final : public ScorePlugin {
  public:
   std::string_view Name() const override { return "BestFit"; }
+  bool NodeLocal(const CycleState&) const override { return true; }
   int64_t Score(const CycleState& cycle, const ClusterState& s, const Candidate& c) override {
     After a = ComputeAfter(s, cycle.pod(), c);
     const double cpu =
@@ -123,6 +128,7 @@ class BestFit final : public ScorePlugin {
 class Spread final : public ScorePlugin {
  public:
   std::string_view Name() const override { return "Spread"; }
+  bool NodeLocal(const CycleState&) const override { return true; }
   int64_t Score(const CycleState& cycle, const ClusterState& s, const Candidate& c) override {
     After a = ComputeAfter(s, cycle.pod(), c);
     const NodeRecord& n = s.node(c.node);
@@ -145,6 +151,7 @@ class Spread final : public ScorePlugin {
 class GpuPacking final : public ScorePlugin {
  public:
   std::string_view Name() const override { return "GpuPacking"; }
+  bool NodeLocal(const CycleState&) const override { return true; }
   int64_t Score(const CycleState& cycle, const ClusterState& s, const Candidate& c) override {
     if (c.n == 0) return 0;
     const NodeRecord& n = s.node(c.node);
@@ -181,6 +188,7 @@ class GpuPacking final : public ScorePlugin {
 class DotProduct final : public ScorePlugin {
  public:
   std::string_view Name() const override { return "DotProduct"; }
+  bool NodeLocal(const CycleState&) const override { return true; }
   int64_t Score(const CycleState& cycle, const ClusterState& s, const Candidate& c) override {
     const PodSpec& pod = cycle.pod();
     const NodeRecord& n = s.node(c.node);
@@ -229,6 +237,7 @@ class Random final : public ScorePlugin {
 class Topology final : public ScorePlugin {
  public:
   std::string_view Name() const override { return "Topology"; }
+  bool NodeLocal(const CycleState&) const override { return true; }
   bool Skip(const CycleState& cycle, const ClusterState&) const override {
     return cycle.pod().gpu.kind != GpuRequestKind::kWhole;
   }
@@ -264,6 +273,7 @@ class Topology final : public ScorePlugin {
 class GangLocality final : public ScorePlugin {
  public:
   std::string_view Name() const override { return "GangLocality"; }
+  bool NodeLocal(const CycleState& cycle) const override { return cycle.gang() == nullptr; }
   bool Skip(const CycleState& cycle, const ClusterState&) const override {
     return cycle.gang() == nullptr;
   }
@@ -278,6 +288,7 @@ class GangLocality final : public ScorePlugin {
 class NodeAffinityPreferred final : public ScorePlugin {
  public:
   std::string_view Name() const override { return "NodeAffinityPreferred"; }
+  bool NodeLocal(const CycleState&) const override { return true; }
   bool Skip(const CycleState& cycle, const ClusterState&) const override {
     return cycle.pod().preferred_terms.empty();
   }
@@ -295,6 +306,7 @@ class NodeAffinityPreferred final : public ScorePlugin {
 class TaintPreferNoSchedule final : public ScorePlugin {
  public:
   std::string_view Name() const override { return "TaintPreferNoSchedule"; }
+  bool NodeLocal(const CycleState&) const override { return true; }
   bool Skip(const CycleState&, const ClusterState& s) const override {
     return !s.any_prefer_no_schedule();
   }

@@ -1,5 +1,8 @@
 #include "core/pod.h"
 
+#include <string_view>
+#include <utility>
+
 namespace tessera::core {
 
 Status ValidatePodSpec(const PodSpec& pod) {
@@ -85,6 +88,69 @@ int64_t NominalGpuMilli(const PodSpec& pod) {
     default:
       return 0;
   }
+}
+
+namespace {
+
+// Length-prefixed fields, so no two different pods encode alike.
+class SignatureWriter {
+ public:
+  void Int(int64_t v) { out_.append(reinterpret_cast<const char*>(&v), sizeof v); }
+  void Str(std::string_view s) {
+    Int(static_cast<int64_t>(s.size()));
+    out_.append(s);
+  }
+  void Strs(const std::vector<std::string>& v) {
+    Int(static_cast<int64_t>(v.size()));
+    for (const std::string& s : v) Str(s);
+  }
+  void Term(const NodeSelectorTerm& t) {
+    Int(static_cast<int64_t>(t.requirements.size()));
+    for (const LabelRequirement& r : t.requirements) {
+      Str(r.key);
+      Int(static_cast<int64_t>(r.op));
+      Strs(r.values);
+    }
+  }
+  std::string Take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+}  // namespace
+
+std::string PlacementSignature(const PodSpec& pod) {
+  SignatureWriter w;
+  w.Int(pod.requests.cpu_milli);
+  w.Int(pod.requests.memory_mib);
+  w.Int(static_cast<int64_t>(pod.gpu.kind));
+  w.Int(pod.gpu.count);
+  w.Int(pod.gpu.milli);
+  w.Int(pod.gpu.memory_mib);
+  w.Str(pod.gpu.mig_profile);
+  w.Strs(pod.gpu_models);
+  w.Int(static_cast<int64_t>(pod.node_selector.size()));
+  for (const auto& [k, v] : pod.node_selector) {
+    w.Str(k);
+    w.Str(v);
+  }
+  w.Int(static_cast<int64_t>(pod.required_terms.size()));
+  for (const NodeSelectorTerm& t : pod.required_terms) w.Term(t);
+  w.Int(static_cast<int64_t>(pod.preferred_terms.size()));
+  for (const PreferredTerm& t : pod.preferred_terms) {
+    w.Int(t.weight);
+    w.Term(t.term);
+  }
+  w.Int(static_cast<int64_t>(pod.tolerations.size()));
+  for (const Toleration& t : pod.tolerations) {
+    w.Str(t.key);
+    w.Int(static_cast<int64_t>(t.op));
+    w.Str(t.value);
+    w.Int(t.any_effect);
+    w.Int(static_cast<int64_t>(t.effect));
+  }
+  return w.Take();
 }
 
 }  // namespace tessera::core

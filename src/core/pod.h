@@ -62,6 +62,7 @@ struct Toleration {
   TaintEffect effect = TaintEffect::kNoSchedule;
 };
 
+// Every field but `name` is part of PlacementSignature: a field added here must be added there.
 struct PodSpec {
   std::string name;
   Resources requests;
@@ -81,6 +82,10 @@ Status ValidatePodSpec(const PodSpec& pod);
 // GPU demand of a pod in milli-GPUs as the request itself states it (whole cards x1000, shares by
 // milli); 0 for MIG and replicas, whose size depends on the card chosen.
 int64_t NominalGpuMilli(const PodSpec& pod);
+
+// Everything about a pod that placement reads (every field but the name), as bytes: pods with
+// equal signatures get equal filter verdicts, device candidates and scores on a node in one state.
+std::string PlacementSignature(const PodSpec& pod);
 
 }  // namespace tessera::core
 

@@ -106,6 +106,7 @@ Result<std::unique_ptr<Scheduler>> Scheduler::Create(const SchedulerConfig& conf
     if (!f) return NotFound("no filter plugin named " + name);
     if (auto* pf = dynamic_cast<PreFilterPlugin*>(f.get())) s->prefilters_.push_back(pf);
     if (auto* rp = dynamic_cast<ReservePlugin*>(f.get())) s->reservers_.push_back(rp);
+    s->filters_node_local_ &= f->NodeLocal();
     s->filters_.push_back(std::move(f));
   }
   for (const auto& [name, weight] : profile->scores) {
@@ -116,6 +117,11 @@ Result<std::unique_ptr<Scheduler>> Scheduler::Create(const SchedulerConfig& conf
     s->scores_.push_back({std::move(p), weight});
   }
   s->raw_scores_.resize(s->scores_.size());
+  // Rows for the 64 most recent pod signatures (a trace's popular shapes, bursts of replicas),
+  // fewer on clusters beyond 2,048 nodes: at most 2^17 entries (candidate and raw scores, about
+  // 130 bytes each).
+  s->cache_ =
+      std::make_unique<NodeResultCache>(static_cast<int>(s->scores_.size()), 64, size_t{1} << 17);
   s->class_memo_.resize(s->filters_.size());
   s->class_reason_.resize(s->filters_.size());
   return s;
@@ -174,6 +180,20 @@ Status Scheduler::BeginCycle(CycleState& cycle, const ClusterState& state) {
     class_reason_[f].resize(classes);
   }
   return Status::Ok();
+}
+
+bool Scheduler::BeginReuse(const CycleState& cycle, const ClusterState& state) {
+  if (!config_.reuse_node_results || !filters_node_local_) return false;
+  std::string signature = PlacementSignature(cycle.pod());
+  generations_.clear();
+  for (const WeightedScore& ws : scores_) {
+    const bool skip = ws.plugin->Skip(cycle, state);
+    if (!skip && !ws.plugin->NodeLocal(cycle)) return false;
+    signature.push_back(skip ? 's' : 'r');  // which plugins the row's scores cover
+    generations_.push_back(ws.plugin->Generation());
+  }
+  cache_->Begin(signature, state, generations_);
+  return true;
 }
 
 std::string_view Scheduler::Examine(CycleState& cycle, const ClusterState& state,
@@ -263,6 +283,8 @@ PlaceOutcome Scheduler::Place(const ClusterState& state, const PodSpec& pod,
   // unexamined, and examined for the diagnosis only if the scan finds no node at all.
   const bool wants_gpu = pod.gpu.kind != GpuRequestKind::kNone;
   passed_over_.clear();
+  origin_.clear();
+  const bool reuse = BeginReuse(cycle, state);
   for (int i = 0; i < n && feasible < want; ++i) {
     const NodeId id(next_index);
     next_index = next_index + 1 == static_cast<uint32_t>(n) ? 0 : next_index + 1;
@@ -273,6 +295,14 @@ PlaceOutcome Scheduler::Place(const ClusterState& state, const PodSpec& pod,
       passed_over_.push_back(id);
       continue;
     }
+    if (reuse) {
+      if (const Candidate* c = cache_->Find(id, usage.version)) {
+        candidates_.push_back(*c);
+        origin_.push_back(Origin::kCached);
+        ++feasible;
+        continue;
+      }
+    }
     // The scan is memory-bound: fetch the next node's card records while this one is examined.
     const NodeUsage& next = state.usage(NodeId(next_index));
     if (!next.gpus.empty() && (!wants_gpu || next.gpu_free_milli > 0)) {
@@ -280,7 +310,10 @@ PlaceOutcome Scheduler::Place(const ClusterState& state, const PodSpec& pod,
       const size_t bytes = next.gpus.size() * sizeof(GpuUsage);
       for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off);
     }
+    const size_t before = candidates_.size();
     const std::string_view reason = Examine(cycle, state, req, id);
+    origin_.resize(candidates_.size(),
+                   candidates_.size() == before + 1 ? Origin::kComputedAlone : Origin::kComputed);
     if (!reason.empty()) {
       diag.Add(reason);
       continue;
@@ -303,13 +336,33 @@ PlaceOutcome Scheduler::Place(const ClusterState& state, const PodSpec& pod,
   }
 
   const size_t m = candidates_.size();
+  if (reuse) {
+    // A node examined this cycle with a single candidate is kept; its scores follow.
+    for (size_t c = 0; c < m; ++c) {
+      if (origin_[c] == Origin::kComputedAlone) {
+        cache_->Store(state.usage(candidates_[c].node).version, candidates_[c]);
+      }
+    }
+  }
   std::vector<int64_t> total(m, 0);
   for (size_t p = 0; p < scores_.size(); ++p) {
     ScorePlugin& plugin = *scores_[p].plugin;
     if (plugin.Skip(cycle, state)) continue;
     std::vector<int64_t>& raw = raw_scores_[p];
     raw.resize(m);
-    for (size_t c = 0; c < m; ++c) raw[c] = plugin.Score(cycle, state, candidates_[c]);
+    for (size_t c = 0; c < m; ++c) {
+      const Candidate& cand = candidates_[c];
+      if (!reuse) {
+        raw[c] = plugin.Score(cycle, state, cand);
+      } else if (origin_[c] == Origin::kCached) {
+        raw[c] = cache_->Score(cand.node, static_cast<int>(p));
+      } else {
+        raw[c] = plugin.Score(cycle, state, cand);
+        if (origin_[c] == Origin::kComputedAlone) {
+          cache_->SetScore(cand.node, static_cast<int>(p), raw[c]);
+        }
+      }
+    }
     if (plugin.Normalizes()) plugin.NormalizeScores(raw);
     for (size_t c = 0; c < m; ++c) total[c] += scores_[p].weight * raw[c];
   }

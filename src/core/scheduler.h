@@ -18,6 +18,7 @@
 #include "core/fgd.h"
 #include "core/framework.h"
 #include "core/pod.h"
+#include "core/result_cache.h"
 
 namespace tessera::core {
 
@@ -34,6 +35,9 @@ struct SchedulerConfig {
   int percentage_of_nodes_to_score = 0;
   // FGD's target workload; empty: learned from the pods placed.
   std::vector<TaskType> fgd_workload;
+  // Reuse per-node results across cycles for pods of one placement signature on nodes that have
+  // not changed (NodeResultCache). Placements are the same either way; off only to check that.
+  bool reuse_node_results = true;
 };
 
 // Builds plugins by name; the default registry holds every built-in plugin.
@@ -123,6 +127,9 @@ class Scheduler {
   // candidates appended to candidates_), else the reason.
   std::string_view Examine(CycleState& cycle, const ClusterState& state, const DeviceRequest& req,
                            NodeId id);
+  // True when every filter and every score plugin run this cycle is node-local, and then points
+  // the result cache at the pod's row.
+  bool BeginReuse(const CycleState& cycle, const ClusterState& state);
 
   SchedulerConfig config_;
   std::vector<std::unique_ptr<FilterPlugin>> filters_;
@@ -140,6 +147,12 @@ class Scheduler {
   std::vector<std::vector<std::string>> class_reason_;
   // Per node class: 1 once a class-scoped filter rejected it in this cycle.
   std::vector<uint8_t> class_failed_;
+  // Results reused across cycles, and per candidate of this cycle where it came from.
+  std::unique_ptr<NodeResultCache> cache_;
+  bool filters_node_local_ = true;
+  enum class Origin : uint8_t { kComputed, kComputedAlone, kCached };
+  std::vector<Origin> origin_;
+  std::vector<uint64_t> generations_;
 };
 
 }  // namespace tessera::core
