@@ -182,9 +182,11 @@ class GpuPacking final : public ScorePlugin {
   }
 };
 
-// Dot product (Tetris-style alignment of demand and what is free): prefers the node whose free
-// CPU and GPU, normalized by node size, line up least with the demand, i.e. the placement that
-// leaves the node's remaining shape most useful for other demand.
+// Dot product (Tetris's alignment of demand and what is free, as the FGD paper's simulator
+// defines it): the dot product of the demand and the free capacity, CPU and GPU each normalized
+// by the largest node of the cluster, halved; the least aligned placement wins. The free GPU
+// capacity is the picked cards' when they are in use already, else all the node's fully free
+// cards together (the paper's virtual node of idle GPUs).
 class DotProduct final : public ScorePlugin {
  public:
   std::string_view Name() const override { return "DotProduct"; }
@@ -193,20 +195,26 @@ class DotProduct final : public ScorePlugin {
     const PodSpec& pod = cycle.pod();
     const NodeRecord& n = s.node(c.node);
     const NodeUsage& u = s.usage(c.node);
-    const double cap_cpu = std::max<int64_t>(1, n.allocatable.cpu_milli);
-    const double cpu_req = pod.requests.cpu_milli / cap_cpu;
-    const double cpu_free = (n.allocatable.cpu_milli - u.used.cpu_milli) / cap_cpu;
-    double gpu_req = 0;
-    double gpu_free = 0;
+    const double max_cpu = std::max<int64_t>(1, s.max_node_cpu_milli());
+    const double max_gpu = std::max<int64_t>(1, s.max_node_gpu_milli());
+    const double cpu_req = pod.requests.cpu_milli / max_cpu;
+    const double cpu_free = (n.allocatable.cpu_milli - u.used.cpu_milli) / max_cpu;
+    int64_t gpu_req = 0;
+    bool on_free_cards = true;
+    int64_t picked_free = 0;
     for (const DevicePick& p : c.devices()) {
-      gpu_req += PickMilli(s, pod, c, p) / 1000.0;
-      gpu_free += s.GpuFreeMilli(c.node, p.gpu) / 1000.0;
+      gpu_req += PickMilli(s, pod, c, p);
+      const int64_t f = s.GpuFreeMilli(c.node, p.gpu);
+      picked_free += f;
+      on_free_cards &= f == kMilliPerGpu;
     }
-    if (c.n > 0) {
-      gpu_req /= c.n;
-      gpu_free /= c.n;
+    int64_t gpu_free = picked_free;
+    if (c.n > 0 && on_free_cards) {
+      int idle = 0;
+      for (const GpuUsage& g : u.gpus) idle += g.free_milli == kMilliPerGpu;
+      gpu_free = idle * kMilliPerGpu;
     }
-    const double dot = (cpu_req * cpu_free + gpu_req * gpu_free) / 2.0;  // in [0, 1]
+    const double dot = (cpu_req * cpu_free + gpu_req / max_gpu * (gpu_free / max_gpu)) / 2.0;
     return Clamp(static_cast<int64_t>((1.0 - dot) * kMaxNodeScore));
   }
 };

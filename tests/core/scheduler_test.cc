@@ -387,6 +387,28 @@ TEST(Scheduler, PreferNoScheduleSteersButDoesNotBlock) {
   EXPECT_EQ(s.node(o.placement.node).name, "a-tainted");
 }
 
+TEST(Scheduler, DotProductCountsANodesIdleCardsTogether) {
+  // As the FGD paper's simulator defines it: a share on an idle card meets the node's idle cards
+  // together (8,000 milli-GPUs on a, 1,000 on b), so the one-card node is the less aligned one,
+  // though its card alone is as free as any of a's.
+  ClusterState s;
+  MustAdd(s, MakeNode("a-eight", 8, "A100-40GB", SharingMode::kShared, 40960));
+  MustAdd(s, MakeNode("b-one", 1, "A100-40GB", SharingMode::kShared, 40960));
+  auto sched = MustScheduler("dotproduct");
+  PodSpec p;
+  p.name = "p";
+  p.requests = {4000, 1024};
+  p.gpu = {GpuRequestKind::kShare, 1, 300, 0, ""};
+  PlaceOutcome o = sched->Schedule(s, p);
+  ASSERT_TRUE(o.ok) << o.reason;
+  EXPECT_EQ(s.node(o.placement.node).name, "b-one");
+  // A share larger than what b's card has left goes to a.
+  p.gpu.milli = 800;
+  o = sched->Schedule(s, p);
+  ASSERT_TRUE(o.ok) << o.reason;
+  EXPECT_EQ(s.node(o.placement.node).name, "a-eight");
+}
+
 TEST(Scheduler, PreferredAffinityPicksThePreferredNode) {
   ClusterState s;
   MustAdd(s, MakeNode("a", 1));
