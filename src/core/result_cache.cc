@@ -7,7 +7,7 @@ namespace tessera::core {
 NodeResultCache::NodeResultCache(int num_scores, size_t max_rows, size_t max_entries)
     : num_scores_(num_scores), max_rows_(max_rows), max_entries_(max_entries) {}
 
-void NodeResultCache::Begin(std::string_view signature, const ClusterState& state,
+void NodeResultCache::Begin(const std::string& signature, const ClusterState& state,
                             std::span<const uint64_t> generations) {
   if (state.shape_version() != shape_version_ ||
       !std::equal(generations.begin(), generations.end(), generations_.begin(),
@@ -19,7 +19,7 @@ void NodeResultCache::Begin(std::string_view signature, const ClusterState& stat
   }
   const size_t nodes = state.size();
   const size_t limit = std::clamp<size_t>(max_entries_ / std::max<size_t>(1, nodes), 1, max_rows_);
-  auto it = by_signature_.find(std::string(signature));
+  auto it = by_signature_.find(signature);
   if (it == by_signature_.end()) {
     size_t r = rows_.size();
     if (r < limit) {
@@ -33,7 +33,7 @@ void NodeResultCache::Begin(std::string_view signature, const ClusterState& stat
       for (Row& row : rows_) row.hits /= 2;
       rows_[r].hits = 0;
     }
-    rows_[r].signature = std::string(signature);
+    rows_[r].signature = signature;
     rows_[r].tag = ++next_tag_;
     it = by_signature_.emplace(rows_[r].signature, r).first;
   }

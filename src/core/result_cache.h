@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <span>
 #include <string>
-#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -31,7 +30,7 @@ class NodeResultCache {
 
   // Chooses the row of `signature` for this cycle. Every row is dropped when the cluster's shape
   // or the score plugins' generations differ from those the rows were filled under.
-  void Begin(std::string_view signature, const ClusterState& state,
+  void Begin(const std::string& signature, const ClusterState& state,
              std::span<const uint64_t> generations);
   // The candidate kept for `id` in this cycle's row when it was computed at `version`, else
   // nullptr.

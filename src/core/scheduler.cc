@@ -117,6 +117,7 @@ Result<std::unique_ptr<Scheduler>> Scheduler::Create(const SchedulerConfig& conf
     s->scores_.push_back({std::move(p), weight});
   }
   s->raw_scores_.resize(s->scores_.size());
+  s->skipped_.resize(s->scores_.size());
   // Rows for the 64 most recent pod signatures (a trace's popular shapes, bursts of replicas),
   // fewer on clusters beyond 2,048 nodes: at most 2^17 entries (candidate and raw scores, about
   // 130 bytes each).
@@ -186,11 +187,11 @@ bool Scheduler::BeginReuse(const CycleState& cycle, const ClusterState& state) {
   if (!config_.reuse_node_results || !filters_node_local_) return false;
   std::string signature = PlacementSignature(cycle.pod());
   generations_.clear();
-  for (const WeightedScore& ws : scores_) {
-    const bool skip = ws.plugin->Skip(cycle, state);
-    if (!skip && !ws.plugin->NodeLocal(cycle)) return false;
-    signature.push_back(skip ? 's' : 'r');  // which plugins the row's scores cover
-    generations_.push_back(ws.plugin->Generation());
+  for (size_t p = 0; p < scores_.size(); ++p) {
+    const ScorePlugin& plugin = *scores_[p].plugin;
+    if (!skipped_[p] && !plugin.NodeLocal(cycle)) return false;
+    signature.push_back(skipped_[p] ? 's' : 'r');  // which plugins the row's scores cover
+    generations_.push_back(plugin.Generation());
   }
   cache_->Begin(signature, state, generations_);
   return true;
@@ -284,6 +285,7 @@ PlaceOutcome Scheduler::Place(const ClusterState& state, const PodSpec& pod,
   const bool wants_gpu = pod.gpu.kind != GpuRequestKind::kNone;
   passed_over_.clear();
   origin_.clear();
+  for (size_t p = 0; p < scores_.size(); ++p) skipped_[p] = scores_[p].plugin->Skip(cycle, state);
   const bool reuse = BeginReuse(cycle, state);
   for (int i = 0; i < n && feasible < want; ++i) {
     const NodeId id(next_index);
@@ -347,7 +349,7 @@ PlaceOutcome Scheduler::Place(const ClusterState& state, const PodSpec& pod,
   std::vector<int64_t> total(m, 0);
   for (size_t p = 0; p < scores_.size(); ++p) {
     ScorePlugin& plugin = *scores_[p].plugin;
-    if (plugin.Skip(cycle, state)) continue;
+    if (skipped_[p]) continue;
     std::vector<int64_t>& raw = raw_scores_[p];
     raw.resize(m);
     for (size_t c = 0; c < m; ++c) {

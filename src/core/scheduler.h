@@ -127,8 +127,8 @@ class Scheduler {
   // candidates appended to candidates_), else the reason.
   std::string_view Examine(CycleState& cycle, const ClusterState& state, const DeviceRequest& req,
                            NodeId id);
-  // True when every filter and every score plugin run this cycle is node-local, and then points
-  // the result cache at the pod's row.
+  // True when every filter and every score plugin run this cycle (skipped_ set) is node-local,
+  // and then points the result cache at the pod's row.
   bool BeginReuse(const CycleState& cycle, const ClusterState& state);
 
   SchedulerConfig config_;
@@ -142,6 +142,8 @@ class Scheduler {
   std::vector<Candidate> candidates_;
   std::vector<NodeId> passed_over_;
   std::vector<std::vector<int64_t>> raw_scores_;
+  // Per score plugin: whether it skips this cycle (ScorePlugin::Skip, asked once per cycle).
+  std::vector<uint8_t> skipped_;
   // Per class-scoped filter and node class: 0 unknown, 1 pass, 2 fail.
   std::vector<std::vector<uint8_t>> class_memo_;
   std::vector<std::vector<std::string>> class_reason_;
