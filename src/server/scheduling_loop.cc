@@ -288,7 +288,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   for (const Stored& s : nodes) {
     auto node = api::DecodeNode(s.obj());
     if (!node.ok()) continue;
-    const std::string beat = s.obj().value("status", json::object()).value("heartbeat", "");
+    const std::string beat = Str(Member(s.obj(), "status"), "heartbeat");
     if (!beat.empty() && options_.node_grace_ms > 0) {
       const int64_t at = ParseTime(beat);
       if (at < 0 || now_ms - at > options_.node_grace_ms) {
@@ -372,7 +372,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
       w.local_queue = kUnqueued;
       unqueued_ns.insert(w.namespace_name);
     }
-    w.created_ms = ParseTime(s.obj()["metadata"].value("creationTimestamp", ""));
+    w.created_ms = ParseTime(Str(Member(s.obj(), "metadata"), "creationTimestamp"));
     if (phase == "Admitted") {
       core::AdmittedWorkload a;
       a.workload = w;
@@ -422,8 +422,8 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   sum.pending = static_cast<int>(pending.size());
 
   auto set_pending = [&](const Stored& s, const std::string& message) {
-    json status = s.obj().value("status", json::object());
-    if (status.value("phase", "") == "Pending" && status.value("message", "") == message) return;
+    const json& status = Member(s.obj(), "status");
+    if (Str(status, "phase") == "Pending" && Str(status, "message") == message) return;
     json obj = s.obj();
     obj["status"] = {{"phase", "Pending"}, {"message", message}};
     put(obj, s.version);
