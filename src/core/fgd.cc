@@ -60,11 +60,16 @@ int64_t NodeFragmentation(const FragNode& node, std::span<const TaskType> types)
 }
 
 FragmentationMemo::FragmentationMemo(std::vector<TaskType> types) : types_(std::move(types)) {
+  double cpu = 0;
+  double gpu = 0;
   for (const TaskType& t : types_) {
     total_weight_ += t.weight;
     cpu_levels_.push_back(t.cpu_milli);
     models_matter_ |= !t.models.empty();
+    cpu += static_cast<double>(t.weight) * static_cast<double>(t.cpu_milli);
+    gpu += static_cast<double>(t.weight) * t.num_gpu * t.gpu_milli;
   }
+  cpu_per_gpu_milli_ = gpu > 0 ? cpu / gpu : 0;
   std::sort(cpu_levels_.begin(), cpu_levels_.end());
   cpu_levels_.erase(std::unique(cpu_levels_.begin(), cpu_levels_.end()), cpu_levels_.end());
 }
@@ -243,6 +248,8 @@ namespace {
 
 class Fgd final : public ScorePlugin, public PreFilterPlugin {
  public:
+  static constexpr double kPaperMaxScore = 100;  // kube-scheduler's MaxNodeScore
+
   explicit Fgd(std::vector<TaskType> workload) : workload_(std::move(workload)) {}
 
   std::string_view Name() const override { return "FGD"; }
@@ -256,9 +263,18 @@ class Fgd final : public ScorePlugin, public PreFilterPlugin {
     return Status::Ok();
   }
 
+  // The FGD paper's score: floor(100 x sigmoid(reduction)), the fragmentation the placement
+  // removes (mean over the workload, in GPUs; negative when it adds). Growths within one step
+  // (about 40 milli-GPUs near zero) tie; the paper's simulator draws among ties at random, the
+  // scheduler takes the lowest node id (the same allocation, measured on the bundled traces).
+  // Min-max normalization then spreads the steps of the cycle over the score range.
   int64_t Score(const CycleState& cycle, const ClusterState& s, const Candidate& c) override {
-    // Higher: less fragmentation added.
-    return -delta_.Added(cycle, s, c, FragmentationDelta::TakeOf(cycle, s, c), workload_.memo());
+    FragmentationMemo& memo = workload_.memo();
+    const int64_t added = delta_.Added(cycle, s, c, FragmentationDelta::TakeOf(cycle, s, c), memo);
+    const double reduction = -static_cast<double>(added) /
+                             static_cast<double>(std::max<int64_t>(1, memo.total_weight())) /
+                             static_cast<double>(kMilliPerGpu);
+    return static_cast<int64_t>(kPaperMaxScore / (1.0 + std::exp(-reduction)));
   }
 
  private:
@@ -267,12 +283,16 @@ class Fgd final : public ScorePlugin, public PreFilterPlugin {
 };
 
 // Fragmentation-aware packing (policy "fragpack"). Three steps per pod:
-//  1. Each candidate's cost is the fragmentation it adds (FGD's measure, as a mean over the
-//     workload's task types, in milli-GPUs) plus, on clusters whose workload pins models, the
-//     demand it crowds out: the milli-GPUs it takes times the model's contention, kContention x
-//     the sum over task types t that accept the model of p_t x d_t / U_t (popularity, GPU demand,
-//     and the free capacity t could use anywhere), so scarce models stay free for the pods
-//     that need them.
+//  1. Each candidate's cost is, in milli-GPUs:
+//     - the fragmentation it adds (FGD's measure, as a mean over the workload's task types);
+//     - kStrandedWeight x the growth of the node's stranded capacity: the free milli-GPUs its
+//       free CPU cannot feed at the workload's CPU per milli-GPU, max(0, G - C / r). Pods asking
+//       more CPU per GPU than the workload does go where CPU is plentiful, the others where it
+//       is scarce, so CPU-poor nodes do not run out of CPU with GPUs still free;
+//     - on clusters whose workload pins models, the demand it crowds out: the milli-GPUs it takes
+//       times the model's contention, kContention x the sum over task types t that accept the
+//       model of p_t x d_t / U_t (popularity, GPU demand, and the free capacity t could use
+//       anywhere), so scarce models stay free for the pods that need them.
 //  2. Candidates within a tolerance of the cheapest (kTolerancePerMille of the pod's GPU
 //     demand) count as equally good: FGD's differences below that are noise that scatters pods.
 //  3. Among those, the node left fullest (least free GPU capacity as a share of its own, then
@@ -282,6 +302,7 @@ class Fgd final : public ScorePlugin, public PreFilterPlugin {
 class FragPack final : public ScorePlugin, public PreFilterPlugin {
  public:
   static constexpr int64_t kTolerancePerMille = 30;
+  static constexpr double kStrandedWeight = 0.25;
   static constexpr double kContention = 300;
   // Packing: the node's free share of its GPU capacity (0 to 1), then its whole free cards.
   static constexpr double kPerWholeCard = 1.0 / 320;
@@ -322,19 +343,28 @@ class FragPack final : public ScorePlugin, public PreFilterPlugin {
         if (take[g] > 0) crowded += static_cast<double>(take[g]) * ContentionOf(node.gpus[g].model);
       }
     }
+    int64_t free_before = 0;
     int64_t free_after = 0;
     int whole_free = 0;
     for (size_t g = 0; g < usage.gpus.size(); ++g) {
       const int64_t f = std::max<int64_t>(0, usage.gpus[g].free_milli - take[g]);
+      free_before += usage.gpus[g].free_milli;
       free_after += f;
       whole_free += f == kMilliPerGpu;
+    }
+    double stranded = 0;  // growth of the capacity left without CPU
+    if (const double r = memo.cpu_per_gpu_milli(); r > 0) {
+      const auto cpu_free = static_cast<double>(node.allocatable.cpu_milli - usage.used.cpu_milli);
+      const auto cpu_after = cpu_free - static_cast<double>(cycle.pod().requests.cpu_milli);
+      stranded = std::max(0.0, static_cast<double>(free_after) - cpu_after / r) -
+                 std::max(0.0, static_cast<double>(free_before) - cpu_free / r);
     }
     const double emptiness = node.gpu_capacity_milli > 0
                                  ? static_cast<double>(free_after) / node.gpu_capacity_milli
                                  : 0.0;
-    // value: minus (fragmentation added + demand crowded out); pack: minus how empty the node is
-    // left, in [-kPackRange, 0]. Higher is better for both.
-    const double value = -added - kContention * crowded;
+    // value: minus (fragmentation added + capacity stranded + demand crowded out); pack: minus
+    // how empty the node is left, in [-kPackRange, 0]. Higher is better for both.
+    const double value = -added - kStrandedWeight * stranded - kContention * crowded;
     const double pack = -emptiness - whole_free * kPerWholeCard;
     const int64_t v =
         std::clamp<int64_t>(std::llround(value * kValueScale), -kValueLimit, kValueLimit);

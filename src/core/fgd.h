@@ -83,6 +83,9 @@ class FragmentationMemo {
   int64_t total_weight() const { return total_weight_; }
   // True when some type accepts only certain GPU models.
   bool models_matter() const { return models_matter_; }
+  // Millicores the workload asks per milli-GPU it asks (CPU-only types' CPU included); 0 when it
+  // asks no GPU.
+  double cpu_per_gpu_milli() const { return cpu_per_gpu_milli_; }
 
  private:
   struct Slot {
@@ -98,6 +101,7 @@ class FragmentationMemo {
   std::vector<int64_t> cpu_levels_;  // distinct task CPU demands, ascending
   int64_t total_weight_ = 0;
   bool models_matter_ = false;
+  double cpu_per_gpu_milli_ = 0;
   std::vector<std::string> models_;
   std::vector<Slot> slots_;  // open addressing, linear probing, at most half full
   size_t used_ = 0;
@@ -156,9 +160,10 @@ class FragmentationDelta {
 std::unique_ptr<ScorePlugin> MakeFgdScore(std::vector<TaskType> workload);
 
 // Fragmentation-aware packing, Tessera's policy for GPU-sharing clusters: FGD's fragmentation
-// growth (plus, where the workload pins GPU models, the demand a placement crowds out of a scarce
-// model), with candidates within a small tolerance of the best treated alike and the fullest node
-// among them chosen. Workload as for MakeFgdScore.
+// growth, plus the GPU capacity a placement leaves without the CPU to use it and (where the
+// workload pins GPU models) the demand it crowds out of a scarce model, with candidates within a
+// small tolerance of the best treated alike and the fullest node among them chosen. Workload as
+// for MakeFgdScore.
 std::unique_ptr<ScorePlugin> MakeFragPackScore(std::vector<TaskType> workload);
 
 // The task type a pod belongs to.

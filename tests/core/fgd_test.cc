@@ -120,6 +120,24 @@ NodeId PickedBy(const std::string& policy, const ClusterState& s, const PodSpec&
   return o.placement.node;
 }
 
+TEST(Fgd, ScoresInThePapersIntegerSteps) {
+  // The situation of FragPack.TreatsDifferencesWithinTheToleranceAlike, with the CPU-poor node b
+  // listed first. Whole cards of weight 99: growth on a 495, on b 500 milli-GPUs; the paper's
+  // scores floor(100 x sigmoid(-0.495)) = floor(100 x sigmoid(-0.5)) = 37 tie and the first
+  // node, b, wins. Weight 9: a 450 (score 38), b 500 (37): a.
+  ClusterState s;
+  NodeSpec small = MakeNode("b", 2, "G2", SharingMode::kShared, 16384);
+  small.allocatable.cpu_milli = 1500;
+  NodeId b = MustAdd(s, small);
+  NodeId a = MustAdd(s, MakeNode("a", 2, "G2", SharingMode::kShared, 16384));
+  Hold(s, b, {1000, 0});
+  const PodSpec pod = MakePod("p", {{"tessera.io/gpu-milli", "500"}, {"cpu", "1"}});
+  TaskType share = Share(450, 1);
+  share.cpu_milli = 1000;
+  EXPECT_EQ(PickedBy("fgd", s, pod, {Whole(1, 99), share}), b);
+  EXPECT_EQ(PickedBy("fgd", s, pod, {Whole(1, 9), share}), a);
+}
+
 TEST(FragPack, FillsTheFullerNodeWhenFragmentationTies) {
   // A share of 500 adds no fragmentation for a workload of such shares on either node; FGD takes
   // the first node, fragpack the one left fuller (b: one of two cards already held).
@@ -169,6 +187,37 @@ TEST(FragPack, KeepsAScarceModelForThePodsPinnedToIt) {
   pinned.models = {"T4"};
   EXPECT_EQ(PickedBy("fragpack", s, pod, {Whole(1, 99)}), t);
   EXPECT_EQ(PickedBy("fragpack", s, pod, {Whole(1, 99), pinned}), g);
+}
+
+TEST(FragPack, LeavesCpuForTheFreeCardsOfACpuPoorNode) {
+  // Node p: 4 cards, 8 CPUs; node r: 4 cards, 64 CPUs. Workload: single cards with 2 CPUs, so
+  // 2 millicores per milli-GPU. A card with 4 CPUs adds no fragmentation on either node (3 cards
+  // and at least 4 CPUs stay free, enough for the type) and leaves both equally full, so FGD
+  // takes p, the first. On p it would leave 3 free cards with CPU for 2 of them: 1,000 stranded
+  // milli-GPUs, a cost of 250 beyond the tolerance (30), so fragpack takes r. A card with 1 CPU
+  // strands nothing (3,000 milli-GPUs, CPU for 3,500): p.
+  ClusterState s;
+  NodeSpec poor = MakeNode("p", 4, "G2", SharingMode::kShared, 16384);
+  poor.allocatable.cpu_milli = 8000;
+  NodeId p = MustAdd(s, poor);
+  NodeSpec rich = MakeNode("r", 4, "G2", SharingMode::kShared, 16384);
+  rich.allocatable.cpu_milli = 64000;
+  NodeId r = MustAdd(s, rich);
+  TaskType card = Whole(1, 1);
+  card.cpu_milli = 2000;
+  const PodSpec hungry = MakePod("h", {{"nvidia.com/gpu", "1"}, {"cpu", "4"}});
+  const PodSpec light = MakePod("l", {{"nvidia.com/gpu", "1"}, {"cpu", "1"}});
+  EXPECT_EQ(PickedBy("fgd", s, hungry, {card}), p);
+  EXPECT_EQ(PickedBy("fragpack", s, hungry, {card}), r);
+  EXPECT_EQ(PickedBy("fragpack", s, light, {card}), p);
+}
+
+TEST(Fgd, WorkloadCpuPerGpuCountsCpuOnlyTypes) {
+  TaskType card = Whole(1, 1);
+  card.cpu_milli = 2000;
+  // (2,000 + 2 x 1,000 millicores) / 1,000 milli-GPUs.
+  EXPECT_DOUBLE_EQ(FragmentationMemo({card, CpuOnly(2)}).cpu_per_gpu_milli(), 4.0);
+  EXPECT_DOUBLE_EQ(FragmentationMemo({CpuOnly(2)}).cpu_per_gpu_milli(), 0.0);
 }
 
 TEST(FragPack, LearnsTheWorkloadWithoutOne) {

@@ -158,7 +158,7 @@ TEST(Arrival, DeterministicAndParallelEqualsSerial) {
 
 // The paper's ordering on the real default trace (1,213 GPU nodes, 8,152 pods): at 100% arrived
 // demand FGD allocates more than best-fit, which allocates more than random; Tessera's fragpack
-// allocates more than FGD.
+// allocates more than FGD (seed 42: 96.03, 95.43, 93.33, 86.86).
 TEST(Arrival, RealTraceFragPackBeatsFgdBeatsBestFitBeatsRandom) {
   const Trace t = LoadBundled(100000);
   ASSERT_EQ(t.nodes.size(), 1213u);
