@@ -120,22 +120,38 @@ NodeId PickedBy(const std::string& policy, const ClusterState& s, const PodSpec&
   return o.placement.node;
 }
 
-TEST(Fgd, ScoresInThePapersIntegerSteps) {
-  // The situation of FragPack.TreatsDifferencesWithinTheToleranceAlike, with the CPU-poor node b
-  // listed first. Whole cards of weight 99: growth on a 495, on b 500 milli-GPUs; the paper's
-  // scores floor(100 x sigmoid(-0.495)) = floor(100 x sigmoid(-0.5)) = 37 tie and the first
-  // node, b, wins. Weight 9: a 450 (score 38), b 500 (37): a.
+// A share of 500 (1 CPU) and two nodes: a, free [1000, 1000] and 64 CPUs; b, free [0, 1000] and
+// 1.5 CPUs. Task types: whole cards (weight w) and shares of 450 needing 1 CPU (weight 1).
+//   on a: [500, 1000]: whole-card fragmentation 500 x w, the 450 share still fits: 500w.
+//   on b: [0, 500], 0.5 CPU left: 500 x w, and the 450 share no longer fits anywhere: +500.
+// Mean growth over the workload: a 500w/(w+1), b 500 more than that, over w+1; w = 99: a 495,
+// b 500; w = 9: a 450, b 500.
+struct CpuPoorNode {
   ClusterState s;
-  NodeSpec small = MakeNode("b", 2, "G2", SharingMode::kShared, 16384);
-  small.allocatable.cpu_milli = 1500;
-  NodeId b = MustAdd(s, small);
-  NodeId a = MustAdd(s, MakeNode("a", 2, "G2", SharingMode::kShared, 16384));
-  Hold(s, b, {1000, 0});
-  const PodSpec pod = MakePod("p", {{"tessera.io/gpu-milli", "500"}, {"cpu", "1"}});
-  TaskType share = Share(450, 1);
-  share.cpu_milli = 1000;
-  EXPECT_EQ(PickedBy("fgd", s, pod, {Whole(1, 99), share}), b);
-  EXPECT_EQ(PickedBy("fgd", s, pod, {Whole(1, 9), share}), a);
+  NodeId a, b;
+  PodSpec pod = MakePod("p", {{"tessera.io/gpu-milli", "500"}, {"cpu", "1"}});
+  std::vector<TaskType> Workload(int64_t w) const {
+    TaskType share = Share(450, 1);
+    share.cpu_milli = 1000;
+    return {Whole(1, w), share};
+  }
+  explicit CpuPoorNode(bool poor_first) {
+    NodeSpec small = MakeNode("b", 2, "G2", SharingMode::kShared, 16384);
+    small.allocatable.cpu_milli = 1500;
+    const NodeSpec big = MakeNode("a", 2, "G2", SharingMode::kShared, 16384);
+    if (poor_first) b = MustAdd(s, small);
+    a = MustAdd(s, big);
+    if (!poor_first) b = MustAdd(s, small);
+    Hold(s, b, {1000, 0});
+  }
+};
+
+TEST(Fgd, ScoresInThePapersIntegerSteps) {
+  // CpuPoorNode with b listed first. w = 99: the paper's scores floor(100 x sigmoid(-0.495)) =
+  // floor(100 x sigmoid(-0.5)) = 37 tie and the first node, b, wins. w = 9: a 38, b 37: a.
+  CpuPoorNode c(/*poor_first=*/true);
+  EXPECT_EQ(PickedBy("fgd", c.s, c.pod, c.Workload(99)), c.b);
+  EXPECT_EQ(PickedBy("fgd", c.s, c.pod, c.Workload(9)), c.a);
 }
 
 TEST(FragPack, FillsTheFullerNodeWhenFragmentationTies) {
@@ -151,25 +167,13 @@ TEST(FragPack, FillsTheFullerNodeWhenFragmentationTies) {
 }
 
 TEST(FragPack, TreatsDifferencesWithinTheToleranceAlike) {
-  // A share of 500 (1 CPU). Node a: free [1000, 1000], 64 CPUs. Node b: free [0, 1000], 1.5 CPUs.
-  // Task types: whole cards (weight w) and shares of 450 needing 1 CPU (weight 1).
-  //   on a: [500, 1000]: whole-card fragmentation 500 x w, the 450 share still fits: 500w.
-  //   on b: [0, 500], 0.5 CPU left: 500 x w, and the 450 share no longer fits anywhere: +500.
-  // Mean growth over the workload: a 500w/(w+1), b 500 more than that, over w+1.
-  // w = 99: a 495, b 500. FGD takes a; 5 is within fragpack's tolerance (3% of 500 = 15), so it
-  // fills b. w = 9: a 450, b 500; 50 is beyond the tolerance and fragpack takes a too.
-  ClusterState s;
-  NodeId a = MustAdd(s, MakeNode("a", 2, "G2", SharingMode::kShared, 16384));
-  NodeSpec small = MakeNode("b", 2, "G2", SharingMode::kShared, 16384);
-  small.allocatable.cpu_milli = 1500;
-  NodeId b = MustAdd(s, small);
-  Hold(s, b, {1000, 0});
-  const PodSpec pod = MakePod("p", {{"tessera.io/gpu-milli", "500"}, {"cpu", "1"}});
-  TaskType share = Share(450, 1);
-  share.cpu_milli = 1000;
-  EXPECT_EQ(PickedBy("fgd", s, pod, {Whole(1, 99), share}), a);
-  EXPECT_EQ(PickedBy("fragpack", s, pod, {Whole(1, 99), share}), b);
-  EXPECT_EQ(PickedBy("fragpack", s, pod, {Whole(1, 9), share}), a);
+  // CpuPoorNode with a listed first. w = 99: FGD takes a (495 and 500 tie, a is first); 5 is
+  // within fragpack's tolerance (3% of 500 = 15), so it fills b. w = 9: 50 is beyond the
+  // tolerance and fragpack takes a too.
+  CpuPoorNode c(/*poor_first=*/false);
+  EXPECT_EQ(PickedBy("fgd", c.s, c.pod, c.Workload(99)), c.a);
+  EXPECT_EQ(PickedBy("fragpack", c.s, c.pod, c.Workload(99)), c.b);
+  EXPECT_EQ(PickedBy("fragpack", c.s, c.pod, c.Workload(9)), c.a);
 }
 
 TEST(FragPack, KeepsAScarceModelForThePodsPinnedToIt) {
