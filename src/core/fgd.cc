@@ -1,7 +1,9 @@
 #include "core/fgd.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstddef>
 #include <limits>
 
 #include "core/devices.h"
@@ -317,8 +319,9 @@ class FragPack final : public ScorePlugin, public PreFilterPlugin {
 
   std::string_view Name() const override { return "FragPack"; }
   bool Normalizes() const override { return true; }
-  // Contention reads the free capacity of the whole cluster.
-  bool NodeLocal(const CycleState&) const override { return !workload_.memo().models_matter(); }
+  // Score's part is node-local; contention, which reads the whole cluster, is applied in
+  // AdjustScores.
+  bool NodeLocal(const CycleState&) const override { return true; }
   uint64_t Generation() const override { return workload_.generation(); }
 
   Status PreFilter(CycleState& cycle, const ClusterState& s) override {
@@ -337,12 +340,6 @@ class FragPack final : public ScorePlugin, public PreFilterPlugin {
                          std::max<int64_t>(1, memo.total_weight());
     const NodeRecord& node = s.node(c.node);
     const NodeUsage& usage = s.usage(c.node);
-    double crowded = 0;
-    if (!contention_.empty()) {
-      for (int g = 0; g < static_cast<int>(usage.gpus.size()); ++g) {
-        if (take[g] > 0) crowded += static_cast<double>(take[g]) * ContentionOf(node.gpus[g].model);
-      }
-    }
     int64_t free_before = 0;
     int64_t free_after = 0;
     int whole_free = 0;
@@ -362,18 +359,33 @@ class FragPack final : public ScorePlugin, public PreFilterPlugin {
     const double emptiness = node.gpu_capacity_milli > 0
                                  ? static_cast<double>(free_after) / node.gpu_capacity_milli
                                  : 0.0;
-    // value: minus (fragmentation added + capacity stranded + demand crowded out); pack: minus
-    // how empty the node is left, in [-kPackRange, 0]. Higher is better for both.
-    const double value = -added - kStrandedWeight * stranded - kContention * crowded;
+    // value: minus (fragmentation added + capacity stranded); AdjustScores takes the demand
+    // crowded out. pack: minus how empty the node is left, in [-kPackRange, 0]. Higher is better
+    // for both.
+    const double value = -added - kStrandedWeight * stranded;
     const double pack = -emptiness - whole_free * kPerWholeCard;
-    const int64_t v =
-        std::clamp<int64_t>(std::llround(value * kValueScale), -kValueLimit, kValueLimit);
     const int64_t p = std::llround((1.0 + pack / kPackRange) * (kPackLevels - 1));
-    return v * kPackLevels + std::clamp<int64_t>(p, 0, kPackLevels - 1);
+    return Pack(value, std::clamp<int64_t>(p, 0, kPackLevels - 1));
+  }
+
+  void AdjustScores(const CycleState& cycle, const ClusterState& s,
+                    std::span<const Candidate> candidates, std::span<int64_t> scores) override {
+    if (contention_.empty()) return;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      const Candidate& c = candidates[i];
+      double crowded = 0;
+      for (const DevicePick& pick : c.devices()) {
+        crowded += static_cast<double>(PickMilli(s, cycle.pod(), c, pick)) *
+                   contention_[card_model_[c.node.value()][pick.gpu]];
+      }
+      const int64_t value = scores[i] >> kPackBits;  // arithmetic shift (C++20)
+      scores[i] = Pack(static_cast<double>(value) / kValueScale - kContention * crowded,
+                       scores[i] & (kPackLevels - 1));
+    }
   }
 
   void NormalizeScores(std::span<int64_t> scores) const override {
-    auto value = [](int64_t raw) { return raw >> kPackBits; };  // arithmetic shift (C++20)
+    auto value = [](int64_t raw) { return raw >> kPackBits; };
     int64_t best = std::numeric_limits<int64_t>::min();
     int64_t worst = std::numeric_limits<int64_t>::max();
     for (int64_t raw : scores) {
@@ -396,57 +408,98 @@ class FragPack final : public ScorePlugin, public PreFilterPlugin {
   }
 
  private:
-  // Free capacity per model and, from it, each model's contention.
-  void MeasureContention(const ClusterState& s) {
-    models_.clear();
-    std::vector<double> free;
-    for (uint32_t i = 0; i < s.size(); ++i) {
-      const NodeRecord& node = s.node(NodeId(i));
-      const NodeUsage& usage = s.usage(NodeId(i));
-      if (usage.gpu_free_milli == 0) continue;
-      size_t m = models_.size();
-      for (size_t g = 0; g < node.gpus.size(); ++g) {
-        const GpuUsage& c = usage.gpus[g];
-        if (!c.healthy || c.mode == SharingMode::kMig || c.mode == SharingMode::kTimeSlice) {
-          continue;
-        }
-        if (m == models_.size() || models_[m] != node.gpus[g].model) {
-          m = std::find(models_.begin(), models_.end(), node.gpus[g].model) - models_.begin();
-          if (m == models_.size()) {
-            models_.push_back(node.gpus[g].model);
-            free.push_back(0);
-          }
-        }
-        free[m] += c.free_milli;
-      }
-    }
-    contention_.assign(models_.size(), 0.0);
-    for (const TaskType& t : workload_.memo().types()) {
-      if (t.num_gpu == 0 || t.gpu_milli == 0) continue;
-      double usable = 0;
-      for (size_t m = 0; m < models_.size(); ++m) {
-        if (ModelOk(t, &models_[m])) usable += free[m];
-      }
-      if (usable <= 0) continue;
-      const double pressure = static_cast<double>(t.weight) /
-                              std::max<int64_t>(1, workload_.memo().total_weight()) * t.num_gpu *
-                              t.gpu_milli / usable;
-      for (size_t m = 0; m < models_.size(); ++m) {
-        if (ModelOk(t, &models_[m])) contention_[m] += pressure;
-      }
-    }
+  // A raw score: `value` (milli-GPUs) in the high bits, `pack` (in [0, kPackLevels)) below.
+  static int64_t Pack(double value, int64_t pack) {
+    const int64_t v =
+        std::clamp<int64_t>(std::llround(value * kValueScale), -kValueLimit, kValueLimit);
+    return v * kPackLevels + pack;
   }
 
-  double ContentionOf(const std::string& model) const {
-    if (contention_.empty()) return 0;
-    auto it = std::find(models_.begin(), models_.end(), model);
-    return it == models_.end() ? 0 : contention_[it - models_.begin()];
+  // The cluster's models, each card's model and which task types accept each model; rebuilt
+  // when the node set or the workload changes.
+  void IndexModels(const ClusterState& s) {
+    if (indexed_ && indexed_shape_ == s.shape_version() &&
+        indexed_generation_ == workload_.generation()) {
+      return;
+    }
+    models_.clear();
+    free_.clear();
+    card_model_.assign(s.size(), {});
+    card_free_.assign(s.size(), {});
+    seen_version_.assign(s.size(), std::numeric_limits<uint64_t>::max());
+    for (uint32_t i = 0; i < s.size(); ++i) {
+      const NodeRecord& node = s.node(NodeId(i));
+      for (size_t g = 0; g < node.gpus.size(); ++g) {
+        const auto m = static_cast<size_t>(
+            std::find(models_.begin(), models_.end(), node.gpus[g].model) - models_.begin());
+        if (m == models_.size()) models_.push_back(node.gpus[g].model);
+        card_model_[i][g] = static_cast<uint32_t>(m);
+      }
+    }
+    const std::span<const TaskType> types = workload_.memo().types();
+    accepts_.assign(types.size() * models_.size(), false);
+    for (size_t t = 0; t < types.size(); ++t) {
+      for (size_t m = 0; m < models_.size(); ++m) {
+        accepts_[t * models_.size() + m] = ModelOk(types[t], &models_[m]);
+      }
+    }
+    indexed_ = true;
+    indexed_shape_ = s.shape_version();
+    indexed_generation_ = workload_.generation();
+  }
+
+  // Free capacity per model (kept up to date from the nodes whose version changed) and, from
+  // it, each model's contention.
+  void MeasureContention(const ClusterState& s) {
+    IndexModels(s);
+    const size_t models = models_.size();
+    free_.resize(models, 0);
+    for (uint32_t i = 0; i < s.size(); ++i) {
+      const NodeUsage& usage = s.usage(NodeId(i));
+      if (usage.version == seen_version_[i]) continue;
+      seen_version_[i] = usage.version;
+      for (size_t g = 0; g < usage.gpus.size(); ++g) {
+        const GpuUsage& c = usage.gpus[g];
+        const bool counts =
+            c.healthy && c.mode != SharingMode::kMig && c.mode != SharingMode::kTimeSlice;
+        const auto now = static_cast<int32_t>(counts ? c.free_milli : 0);
+        free_[card_model_[i][g]] += now - card_free_[i][g];
+        card_free_[i][g] = now;
+      }
+    }
+    contention_.assign(models, 0.0);
+    const std::span<const TaskType> types = workload_.memo().types();
+    const auto total_weight =
+        static_cast<double>(std::max<int64_t>(1, workload_.memo().total_weight()));
+    for (size_t t = 0; t < types.size(); ++t) {
+      if (types[t].num_gpu == 0 || types[t].gpu_milli == 0) continue;
+      const auto accepts = accepts_.begin() + static_cast<std::ptrdiff_t>(t * models);
+      double usable = 0;
+      for (size_t m = 0; m < models; ++m) {
+        if (accepts[m]) usable += static_cast<double>(free_[m]);
+      }
+      if (usable <= 0) continue;
+      const double pressure = static_cast<double>(types[t].weight) / total_weight *
+                              types[t].num_gpu * types[t].gpu_milli / usable;
+      for (size_t m = 0; m < models; ++m) {
+        if (accepts[m]) contention_[m] += pressure;
+      }
+    }
   }
 
   FragmentationWorkload workload_;
   FragmentationDelta delta_;
   double tolerance_ = 0;
+  // Contention, for workloads that pin models (see IndexModels and MeasureContention).
+  bool indexed_ = false;
+  uint64_t indexed_shape_ = 0;
+  uint64_t indexed_generation_ = 0;
   std::vector<std::string> models_;
+  std::vector<std::array<uint32_t, kMaxGpusPerNode>> card_model_;  // per node and card
+  std::vector<std::array<int32_t, kMaxGpusPerNode>> card_free_;    // counted in free_
+  std::vector<uint64_t> seen_version_;  // per node: the version card_free_ was read at
+  std::vector<bool> accepts_;           // task type x model
+  std::vector<int64_t> free_;           // per model
   std::vector<double> contention_;
 };
 

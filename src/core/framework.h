@@ -108,6 +108,11 @@ class ScorePlugin : public virtual Plugin {
   // True when the plugin has nothing to say about this pod (kube's PreScore "Skip"): it is not
   // run this cycle, which scores every candidate alike.
   virtual bool Skip(const CycleState& cycle, const ClusterState& state) const { return false; }
+  // Adjusts the raw scores of all candidates of the cycle (computed and reused alike) by what
+  // depends on the whole cluster, before NormalizeScores; what Score returns can then stay
+  // node-local. Default: no adjustment.
+  virtual void AdjustScores(const CycleState& cycle, const ClusterState& state,
+                            std::span<const Candidate> candidates, std::span<int64_t> scores) {}
   // Maps raw scores of all candidates of the cycle into [0, kMaxNodeScore].
   virtual void NormalizeScores(std::span<int64_t> scores) const;
   // True when, this cycle, a candidate's raw score depends only on the pod's PlacementSignature,

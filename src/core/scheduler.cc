@@ -365,6 +365,7 @@ PlaceOutcome Scheduler::Place(const ClusterState& state, const PodSpec& pod,
         }
       }
     }
+    plugin.AdjustScores(cycle, state, candidates_, raw);
     if (plugin.Normalizes()) plugin.NormalizeScores(raw);
     for (size_t c = 0; c < m; ++c) total[c] += scores_[p].weight * raw[c];
   }

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/devices.h"
 #include "core/test_cluster.h"
 
 namespace tessera::core {
@@ -222,6 +223,59 @@ TEST(Fgd, WorkloadCpuPerGpuCountsCpuOnlyTypes) {
   // (2,000 + 2 x 1,000 millicores) / 1,000 milli-GPUs.
   EXPECT_DOUBLE_EQ(FragmentationMemo({card, CpuOnly(2)}).cpu_per_gpu_milli(), 4.0);
   EXPECT_DOUBLE_EQ(FragmentationMemo({CpuOnly(2)}).cpu_per_gpu_milli(), 0.0);
+}
+
+// `plugin`'s raw scores, contention applied, for `pod` on every candidate of `s`.
+std::vector<int64_t> AdjustedScores(ScorePlugin& plugin, const ClusterState& s,
+                                    const PodSpec& pod) {
+  CycleState cycle(pod, 0, 0, nullptr);
+  EXPECT_TRUE(dynamic_cast<PreFilterPlugin&>(plugin).PreFilter(cycle, s).ok());
+  const DeviceRequest req = MakeDeviceRequest(pod);
+  std::vector<Candidate> candidates;
+  for (uint32_t i = 0; i < s.size(); ++i) ProposeCandidates(req, s, NodeId(i), candidates);
+  std::vector<int64_t> raw;
+  for (const Candidate& c : candidates) raw.push_back(plugin.Score(cycle, s, c));
+  plugin.AdjustScores(cycle, s, candidates, raw);
+  return raw;
+}
+
+TEST(FragPack, KeepsModelContentionUpToDateThroughEveryChange) {
+  // One plugin lives through allocations, a GPU failure, its repair and releases; after each, its
+  // scores (whose contention it keeps from the nodes that changed) must equal those of a plugin
+  // created anew, which counts every node, and the T4 candidates' scores must move as T4
+  // capacity is taken and given back.
+  ClusterState s;
+  std::vector<NodeId> t4;
+  for (int i = 0; i < 3; ++i) {
+    t4.push_back(
+        MustAdd(s, MakeNode("t" + std::to_string(i), 2, "T4", SharingMode::kShared, 15360)));
+  }
+  MustAdd(s, MakeNode("g", 4, "G2", SharingMode::kShared, 16384));
+  TaskType pinned = Share(500, 1);
+  pinned.models = {"T4"};
+  const std::vector<TaskType> workload = {Share(500, 4), Whole(1, 4), pinned};
+  std::unique_ptr<ScorePlugin> kept = MakeFragPackScore(workload);
+  const PodSpec pod = MakePod("p", {{"tessera.io/gpu-milli", "500"}});
+  auto check = [&](const char* step) {
+    SCOPED_TRACE(step);
+    std::unique_ptr<ScorePlugin> fresh = MakeFragPackScore(workload);
+    const std::vector<int64_t> want = AdjustedScores(*fresh, s, pod);
+    EXPECT_EQ(AdjustedScores(*kept, s, pod), want);
+    return want;
+  };
+  const std::vector<int64_t> at_start = check("start");
+  Hold(s, t4[0], {1000, 500});
+  const std::vector<int64_t> after_hold = check("after holding 1,500 on a T4 node");
+  EXPECT_NE(after_hold, at_start);
+  ASSERT_TRUE(s.SetGpuHealth(t4[1], 0, GpuHealth::kUnhealthy).ok());
+  check("after a T4 card failed");
+  ASSERT_TRUE(s.SetGpuHealth(t4[1], 0, GpuHealth::kHealthy).ok());
+  EXPECT_EQ(check("after it was repaired"), after_hold);
+  Placement held;
+  held.node = t4[0];
+  held.devices = {{0, DeviceKind::kShare, 1000, 0, 0, 0}, {1, DeviceKind::kShare, 500, 0, 0, 0}};
+  ASSERT_TRUE(s.Release(held).ok());
+  EXPECT_EQ(check("after the release"), at_start);
 }
 
 TEST(FragPack, LearnsTheWorkloadWithoutOne) {

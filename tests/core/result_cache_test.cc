@@ -404,8 +404,9 @@ TEST_P(ReuseTest, PlacesExactlyAsWithoutReuse) {
 INSTANTIATE_TEST_SUITE_P(Policies, ReuseTest, ::testing::ValuesIn(PolicyNames()));
 
 TEST(Reuse, PlacesExactlyAsWithoutReuseWithAFixedWorkloadAndPartialScans) {
-  // Fixed workloads with and without a pinned model: FGD reuses its scores with either,
-  // fragpack only without (its contention reads the whole cluster).
+  // Fixed workloads with and without a pinned model: FGD and fragpack reuse their scores with
+  // either (fragpack applies its contention, which reads the whole cluster, to reused scores
+  // too).
   const std::vector<TaskType> any_model = {{1000, 1, 500, {}, 5}, {2000, 1, 1000, {}, 3}};
   std::vector<TaskType> pinned = any_model;
   pinned.push_back({1000, 1, 500, {"A100-40GB"}, 2});
