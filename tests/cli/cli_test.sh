@@ -13,7 +13,14 @@ expect_out "queues/gpu-cluster-queue applied"
 expect_out "namespacequotas/gpu-quota (namespace team-a) applied"
 expect_out "load them into Prometheus"
 
-# Applying the same file again changes nothing: same resourceVersion.
+# Applying the same file again changes nothing: same resourceVersion. The scheduling loop
+# writes the job's status once it sees the job, so wait for that before comparing.
+for _ in $(seq 100); do
+  expect_exit 0 "$TESSERA" get job pytorch-distributed -o json
+  grep -q '"phase"' <<<"$OUT" && break
+  sleep 0.05
+done
+expect_out '"phase"'
 expect_exit 0 "$TESSERA" apply -f "$SEEDS/05-volcano-gang.yaml"
 first=$OUT
 expect_exit 0 "$TESSERA" apply -f "$SEEDS/05-volcano-gang.yaml"
