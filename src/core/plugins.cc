@@ -182,13 +182,18 @@ class GpuPacking final : public ScorePlugin {
   }
 };
 
-// Dot product (Tetris's alignment of demand and what is free, as the FGD paper's simulator
-// defines it): the dot product of the demand and the free capacity, CPU and GPU each normalized
-// by the largest node of the cluster, halved; the least aligned placement wins. The free GPU
-// capacity is the picked cards' when they are in use already, else all the node's fully free
-// cards together (the paper's virtual node of idle GPUs).
+// Dot product (Tetris's alignment of demand and what is free), as the FGD paper's experiments
+// run it (dimExtMethod merge, normMethod max, best-fit cards): demand and free capacity as (CPU,
+// GPU) vectors, the node's cards merged into one dimension (all its free milli-GPUs), each
+// normalized by the largest node of the cluster; the score is floor(100 x (1 - dot / 2)) in
+// kube-scheduler's integer steps, so the least aligned node wins and nodes within one step tie.
+// Among a node's candidates, and among tied nodes, the one whose picked cards have the least free
+// capacity wins (the best-fit card).
 class DotProduct final : public ScorePlugin {
  public:
+  static constexpr int64_t kSteps = 100;  // kube-scheduler's MaxNodeScore
+  static constexpr int64_t kStep = kMaxNodeScore / kSteps;
+
   std::string_view Name() const override { return "DotProduct"; }
   bool NodeLocal(const CycleState&) const override { return true; }
   int64_t Score(const CycleState& cycle, const ClusterState& s, const Candidate& c) override {
@@ -200,22 +205,17 @@ class DotProduct final : public ScorePlugin {
     const double cpu_req = pod.requests.cpu_milli / max_cpu;
     const double cpu_free = (n.allocatable.cpu_milli - u.used.cpu_milli) / max_cpu;
     int64_t gpu_req = 0;
-    bool on_free_cards = true;
     int64_t picked_free = 0;
     for (const DevicePick& p : c.devices()) {
       gpu_req += PickMilli(s, pod, c, p);
-      const int64_t f = s.GpuFreeMilli(c.node, p.gpu);
-      picked_free += f;
-      on_free_cards &= f == kMilliPerGpu;
+      picked_free += s.GpuFreeMilli(c.node, p.gpu);
     }
-    int64_t gpu_free = picked_free;
-    if (c.n > 0 && on_free_cards) {
-      int idle = 0;
-      for (const GpuUsage& g : u.gpus) idle += g.free_milli == kMilliPerGpu;
-      gpu_free = idle * kMilliPerGpu;
-    }
+    int64_t gpu_free = 0;
+    for (const GpuUsage& g : u.gpus) gpu_free += g.free_milli;
     const double dot = (cpu_req * cpu_free + gpu_req / max_gpu * (gpu_free / max_gpu)) / 2.0;
-    return Clamp(static_cast<int64_t>((1.0 - dot) * kMaxNodeScore));
+    const auto step = static_cast<int64_t>((1.0 - dot) * kSteps);
+    static_assert(kMaxGpusPerNode * kMilliPerGpu / 2 < kStep, "the card tie-break stays in a step");
+    return Clamp(step * kStep - picked_free / 2);
   }
 };
 

@@ -387,26 +387,56 @@ TEST(Scheduler, PreferNoScheduleSteersButDoesNotBlock) {
   EXPECT_EQ(s.node(o.placement.node).name, "a-tainted");
 }
 
-TEST(Scheduler, DotProductCountsANodesIdleCardsTogether) {
-  // As the FGD paper's simulator defines it: a share on an idle card meets the node's idle cards
-  // together (8,000 milli-GPUs on a, 1,000 on b), so the one-card node is the less aligned one,
-  // though its card alone is as free as any of a's.
+TEST(Scheduler, DotProductMergesANodesCards) {
+  // As the FGD paper's experiments run it. A share of 150 meets a node's free GPU capacity as a
+  // whole: a (2 cards, 800 held) has 1,200 free, b (1 card) 1,000, so b is the less aligned node,
+  // though a's used card alone has only 200 free.
   ClusterState s;
-  MustAdd(s, MakeNode("a-eight", 8, "A100-40GB", SharingMode::kShared, 40960));
-  MustAdd(s, MakeNode("b-one", 1, "A100-40GB", SharingMode::kShared, 40960));
+  NodeId a = MustAdd(s, MakeNode("a", 2, "A100-40GB", SharingMode::kShared, 40960));
+  NodeId b = MustAdd(s, MakeNode("b", 1, "A100-40GB", SharingMode::kShared, 40960));
+  Placement held;
+  held.node = a;
+  held.devices = {{0, DeviceKind::kShare, 800, 0, 0, 0}};
+  ASSERT_TRUE(s.Allocate(held).ok());
   auto sched = MustScheduler("dotproduct");
   PodSpec p;
   p.name = "p";
-  p.requests = {4000, 1024};
-  p.gpu = {GpuRequestKind::kShare, 1, 300, 0, ""};
-  PlaceOutcome o = sched->Schedule(s, p);
+  p.requests = {1000, 1024};
+  p.gpu = {GpuRequestKind::kShare, 1, 150, 0, ""};
+  PlaceOutcome o = sched->Place(s, p);
   ASSERT_TRUE(o.ok) << o.reason;
-  EXPECT_EQ(s.node(o.placement.node).name, "b-one");
-  // A share larger than what b's card has left goes to a.
-  p.gpu.milli = 800;
-  o = sched->Schedule(s, p);
+  EXPECT_EQ(o.placement.node, b);
+  // On a alone, both of its cards score the same; the tighter card, 0, is taken.
+  ASSERT_TRUE(s.SetUnschedulable(b, true).ok());
+  o = sched->Place(s, p);
   ASSERT_TRUE(o.ok) << o.reason;
-  EXPECT_EQ(s.node(o.placement.node).name, "a-eight");
+  EXPECT_EQ(o.placement.node, a);
+  EXPECT_EQ(o.placement.devices[0].gpu, 0);
+}
+
+TEST(Scheduler, DotProductTiesNodesWithinOneStep) {
+  // A share of 850 without CPU. c (8 cards, 150 held on card 7) has 7,850 free, d (100 held on
+  // cards 6 and 7) 7,800: 1 - dot / 2 is 0.94787 on c and 0.94820 on d, both step 94. Tied, the
+  // tighter card wins: c's card 7 (850 free, d's best has 900), though d is less aligned.
+  ClusterState s;
+  NodeId c = MustAdd(s, MakeNode("c", 8, "A100-40GB", SharingMode::kShared, 40960));
+  NodeId d = MustAdd(s, MakeNode("d", 8, "A100-40GB", SharingMode::kShared, 40960));
+  for (const Placement& held : {Placement{c, {}, {{7, DeviceKind::kShare, 150, 0, 0, 0}}},
+                                Placement{d,
+                                          {},
+                                          {{7, DeviceKind::kShare, 100, 0, 0, 0},
+                                           {6, DeviceKind::kShare, 100, 0, 0, 0}}}}) {
+    ASSERT_TRUE(s.Allocate(held).ok());
+  }
+  auto sched = MustScheduler("dotproduct");
+  PodSpec p;
+  p.name = "p";
+  p.requests = {0, 1024};
+  p.gpu = {GpuRequestKind::kShare, 1, 850, 0, ""};
+  PlaceOutcome o = sched->Place(s, p);
+  ASSERT_TRUE(o.ok) << o.reason;
+  EXPECT_EQ(o.placement.node, c);
+  EXPECT_EQ(o.placement.devices[0].gpu, 7);
 }
 
 TEST(Scheduler, PreferredAffinityPicksThePreferredNode) {
