@@ -207,7 +207,7 @@ void FragmentationWorkload::Observe(const PodSpec& pod) {
     for (const auto& [k, w] : observed_) {
       all.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k), w});
     }
-    memo_ = FragmentationMemo(TypicalTaskTypes(std::move(all), 95));
+    memo_ = FragmentationMemo(TypicalTaskTypes(std::move(all), kTypicalCoveragePercent));
     next_rebuild_ = observations_ * 2;
     ++generation_;
   }

@@ -110,10 +110,13 @@ class FragmentationMemo {
 // Builds the workload FGD aims at from observed pod shapes: the most popular types covering
 // `coverage_percent` of the weight.
 std::vector<TaskType> TypicalTaskTypes(std::vector<TaskType> observed, int coverage_percent);
+// The FGD paper's coverage of its typical pods (podPopularityThreshold).
+inline constexpr int kTypicalCoveragePercent = 95;
 
 // The workload a fragmentation-aware plugin aims at: fixed, or learned from the pods it is asked
-// to place (each placement attempt counts its pod's shape once; the typical types cover 95% of
-// the attempts and are rebuilt when a new shape appears or the count doubles).
+// to place (each placement attempt counts its pod's shape once; the typical types cover
+// kTypicalCoveragePercent of the attempts and are rebuilt when a new shape appears or the count
+// doubles).
 class FragmentationWorkload {
  public:
   explicit FragmentationWorkload(std::vector<TaskType> fixed);

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <tuple>
 
+#include "core/fgd.h"
 #include "core/scheduler.h"
 #include "sim/parallel.h"
 
@@ -51,11 +52,9 @@ std::vector<core::TaskType> TraceWorkload(std::span<const TracePod> pods) {
   for (const auto& [k, n] : counts) {
     types.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k), n});
   }
-  // Most popular first; the map order breaks ties, so the result is deterministic.
-  std::stable_sort(
-      types.begin(), types.end(),
-      [](const core::TaskType& a, const core::TaskType& b) { return a.weight > b.weight; });
-  return types;
+  // Most popular first; TypicalTaskTypes sorts stably, so the map order breaks ties and the result
+  // is deterministic.
+  return core::TypicalTaskTypes(std::move(types), core::kTypicalCoveragePercent);
 }
 
 std::vector<uint32_t> SampleArrivals(std::span<const TracePod> pods, uint64_t seed,

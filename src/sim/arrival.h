@@ -49,8 +49,9 @@ struct ArrivalRun {
   double wall_seconds = 0;
 };
 
-// The target workload of a trace: one task type per distinct pod shape, weighted by its number
-// of pods. FGD aims at it and the fragmentation measure is taken against it.
+// The target workload of a trace, the FGD paper's typical pods: one task type per distinct pod
+// shape, weighted by its number of pods, the most popular covering kTypicalCoveragePercent of
+// the pods. FGD and fragpack aim at it and the fragmentation measure is taken against it.
 std::vector<core::TaskType> TraceWorkload(std::span<const TracePod> pods);
 
 // The pods that arrive in a run: sampled uniformly with replacement from `pods` with a

@@ -104,7 +104,7 @@ void WriteTable(std::ostream& out, std::string_view trace, std::span<const Arriv
     out << line;
   }
   out << "\nfrag: fragmented share of the unallocated GPU capacity, measured against the "
-         "trace's own pod mix.\n";
+         "trace's typical pods (the shapes of 95% of its pods).\n";
 }
 
 void WriteJson(std::ostream& out, std::string_view trace, std::span<const ArrivalSummary> s) {
