@@ -81,11 +81,7 @@ spec:
   nodeSelector: {nvidia.com/gpu.product: H100-80GB}
 YAML
 expect_exit 0 "$TESSERA" apply -f "$WORK/job.yaml"
-for _ in $(seq 100); do
-  expect_exit 0 "$TESSERA" get job on-fake -o json
-  grep -q '"phase": "Admitted"' <<<"$OUT" && break
-  sleep 0.05
-done
+await_out '"phase": "Admitted"' "$TESSERA" get job on-fake -o json
 expect_out '"node": "fake-1"'
 expect_out '"uuid": "GPU-'
 
@@ -106,12 +102,7 @@ spec:
 YAML
 }
 wait_phase() {  # name, phase
-  for _ in $(seq 200); do
-    expect_exit 0 "$TESSERA" get job "$1" -o json
-    grep -q "\"phase\": \"$2\"" <<<"$OUT" && return 0
-    sleep 0.05
-  done
-  fail "job $1 never reached $2: $OUT"
+  await_out "\"phase\": \"$2\"" "$TESSERA" get job "$1" -o json
 }
 expect_exit 0 "$TESSERA" delete job on-fake
 job env-check "restartPolicy: Never" 'echo gpus=$CUDA_VISIBLE_DEVICES kind=$TESSERA_GPU_KIND' >"$WORK/env.yaml"
@@ -120,11 +111,7 @@ wait_phase env-check Succeeded
 uuid=$(grep -o '"uuid": "GPU-[^"]*"' <<<"$OUT" | head -1 | cut -d'"' -f4)
 expect_out '"exitCode": 0'
 expect_out '"limits": "cpu.max=max, memory.max=max"'
-for _ in $(seq 100); do
-  expect_exit 0 "$TESSERA" logs env-check
-  grep -q "gpus=" <<<"$OUT" && break
-  sleep 0.05
-done
+await_out "gpus=" "$TESSERA" logs env-check
 [ "$OUT" = "gpus=$uuid kind=whole" ] || fail "env-check printed '$OUT', bound to $uuid"
 
 job fails "restartPolicy: Never" 'exit 3' >"$WORK/fails.yaml"

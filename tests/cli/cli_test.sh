@@ -15,12 +15,7 @@ expect_out "load them into Prometheus"
 
 # Applying the same file again changes nothing: same resourceVersion. The scheduling loop
 # writes the job's status once it sees the job, so wait for that before comparing.
-for _ in $(seq 100); do
-  expect_exit 0 "$TESSERA" get job pytorch-distributed -o json
-  grep -q '"phase"' <<<"$OUT" && break
-  sleep 0.05
-done
-expect_out '"phase"'
+await_out '"phase"' "$TESSERA" get job pytorch-distributed -o json
 expect_exit 0 "$TESSERA" apply -f "$SEEDS/05-volcano-gang.yaml"
 first=$OUT
 expect_exit 0 "$TESSERA" apply -f "$SEEDS/05-volcano-gang.yaml"
@@ -121,11 +116,7 @@ status:
 YAML
 expect_exit 0 "$TESSERA" apply -f "$WORK/node.yaml"
 expect_exit 0 "$TESSERA" apply -f - -n team-a <"$WORK/pod.yaml"
-for _ in $(seq 100); do
-  expect_exit 0 "$TESSERA" get job stdin-pod -n team-a -o json
-  if grep -q '"phase": "Admitted"' <<<"$OUT"; then break; fi
-  sleep 0.05
-done
+await_out '"phase": "Admitted"' "$TESSERA" get job stdin-pod -n team-a -o json
 expect_out '"node": "gpu-node-1"'
 expect_out '"uuid": "GPU-0"'
 expect_exit 0 "$TESSERA" get events -n team-a
@@ -140,12 +131,7 @@ expect_exit 0 "$TESSERA" apply -f "$WORK/node2.yaml"
 expect_exit 0 "$TESSERA" drain gpu-node-1
 expect_out "jobs/stdin-pod (namespace team-a) evicted"
 expect_out "nodes/gpu-node-1 drained (1 job evicted)"
-for _ in $(seq 100); do
-  expect_exit 0 "$TESSERA" get job stdin-pod -n team-a -o json
-  if grep -q '"node": "gpu-node-2"' <<<"$OUT"; then break; fi
-  sleep 0.05
-done
-expect_out '"node": "gpu-node-2"'
+await_out '"node": "gpu-node-2"' "$TESSERA" get job stdin-pod -n team-a -o json
 expect_exit 0 "$TESSERA" describe job stdin-pod -n team-a
 expect_out "Scheduled to gpu-node-2 GPU 0"
 expect_out "Scheduled to gpu-node-1 GPU 0"

@@ -40,6 +40,18 @@ expect_exit() {
   [ "$got" -eq "$want" ] || fail "'$*' exited $got, want $want: $OUT"
 }
 
+# Runs a command (expecting exit 0) until its output, left in $OUT, contains $1; fails after 10 s.
+await_out() {
+  local want=$1
+  shift
+  for _ in $(seq 200); do
+    expect_exit 0 "$@"
+    grep -qF -- "$want" <<<"$OUT" && return 0
+    sleep 0.05
+  done
+  fail "'$*' never printed '$want': $OUT"
+}
+
 expect_out() {
   grep -qF -- "$1" <<<"$OUT" || fail "expected '$1' in: $OUT"
 }

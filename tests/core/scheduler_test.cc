@@ -399,10 +399,7 @@ TEST(Scheduler, DotProductMergesANodesCards) {
   held.devices = {{0, DeviceKind::kShare, 800, 0, 0, 0}};
   ASSERT_TRUE(s.Allocate(held).ok());
   auto sched = MustScheduler("dotproduct");
-  PodSpec p;
-  p.name = "p";
-  p.requests = {1000, 1024};
-  p.gpu = {GpuRequestKind::kShare, 1, 150, 0, ""};
+  const PodSpec p = MakePod("p", {{"tessera.io/gpu-milli", "150"}, {"cpu", "1"}});
   PlaceOutcome o = sched->Place(s, p);
   ASSERT_TRUE(o.ok) << o.reason;
   EXPECT_EQ(o.placement.node, b);
@@ -428,12 +425,8 @@ TEST(Scheduler, DotProductTiesNodesWithinOneStep) {
                                            {6, DeviceKind::kShare, 100, 0, 0, 0}}}}) {
     ASSERT_TRUE(s.Allocate(held).ok());
   }
-  auto sched = MustScheduler("dotproduct");
-  PodSpec p;
-  p.name = "p";
-  p.requests = {0, 1024};
-  p.gpu = {GpuRequestKind::kShare, 1, 850, 0, ""};
-  PlaceOutcome o = sched->Place(s, p);
+  PlaceOutcome o =
+      MustScheduler("dotproduct")->Place(s, MakePod("p", {{"tessera.io/gpu-milli", "850"}}));
   ASSERT_TRUE(o.ok) << o.reason;
   EXPECT_EQ(o.placement.node, c);
   EXPECT_EQ(o.placement.devices[0].gpu, 7);
