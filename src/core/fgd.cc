@@ -193,21 +193,30 @@ std::vector<TaskType> TypicalTaskTypes(std::vector<TaskType> observed, int cover
 FragmentationWorkload::FragmentationWorkload(std::vector<TaskType> fixed)
     : fixed_(!fixed.empty()), memo_(std::move(fixed)) {}
 
+bool TaskTypeCounter::Add(const PodSpec& pod) {
+  TaskType t = TaskTypeOf(pod);
+  auto [it, inserted] =
+      counts_.try_emplace(Key{t.cpu_milli, t.num_gpu, t.gpu_milli, std::move(t.models)}, 0);
+  ++it->second;
+  return inserted;
+}
+
+std::vector<TaskType> TaskTypeCounter::Types() const {
+  std::vector<TaskType> types;
+  types.reserve(counts_.size());
+  for (const auto& [k, n] : counts_) {
+    types.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k), n});
+  }
+  return types;
+}
+
 void FragmentationWorkload::Observe(const PodSpec& pod) {
   if (fixed_) return;
-  TaskType t = TaskTypeOf(pod);
-  TypeKey key{t.cpu_milli, t.num_gpu, t.gpu_milli, t.models};
-  auto [it, inserted] = observed_.try_emplace(std::move(key), 0);
-  ++it->second;
+  const bool inserted = observed_.Add(pod);
   ++observations_;
   // Rebuild the typical types when a new shape appears or the count doubles.
   if (inserted || observations_ >= next_rebuild_) {
-    std::vector<TaskType> all;
-    all.reserve(observed_.size());
-    for (const auto& [k, w] : observed_) {
-      all.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k), w});
-    }
-    memo_ = FragmentationMemo(TypicalTaskTypes(std::move(all), kTypicalCoveragePercent));
+    memo_ = FragmentationMemo(TypicalTaskTypes(observed_.Types(), kTypicalCoveragePercent));
     next_rebuild_ = observations_ * 2;
     ++generation_;
   }
@@ -340,12 +349,11 @@ class FragPack final : public ScorePlugin, public PreFilterPlugin {
                          std::max<int64_t>(1, memo.total_weight());
     const NodeRecord& node = s.node(c.node);
     const NodeUsage& usage = s.usage(c.node);
-    int64_t free_before = 0;
+    const int64_t free_before = usage.gpu_free_milli;
     int64_t free_after = 0;
     int whole_free = 0;
     for (size_t g = 0; g < usage.gpus.size(); ++g) {
       const int64_t f = std::max<int64_t>(0, usage.gpus[g].free_milli - take[g]);
-      free_before += usage.gpus[g].free_milli;
       free_after += f;
       whole_free += f == kMilliPerGpu;
     }

@@ -107,6 +107,19 @@ class FragmentationMemo {
   size_t used_ = 0;
 };
 
+// Counts pods by task type (CPU, GPU count, GPU share, accepted models).
+class TaskTypeCounter {
+ public:
+  // Counts `pod`'s type; true when the type is new.
+  bool Add(const PodSpec& pod);
+  // One type per distinct shape counted, weighted by its count, in a fixed (key) order.
+  std::vector<TaskType> Types() const;
+
+ private:
+  using Key = std::tuple<int64_t, int32_t, int32_t, std::vector<std::string>>;
+  std::map<Key, int64_t> counts_;
+};
+
 // Builds the workload FGD aims at from observed pod shapes: the most popular types covering
 // `coverage_percent` of the weight.
 std::vector<TaskType> TypicalTaskTypes(std::vector<TaskType> observed, int coverage_percent);
@@ -128,10 +141,9 @@ class FragmentationWorkload {
   uint64_t generation() const { return generation_; }
 
  private:
-  using TypeKey = std::tuple<int64_t, int32_t, int32_t, std::vector<std::string>>;
   bool fixed_;
   FragmentationMemo memo_;
-  std::map<TypeKey, int64_t> observed_;
+  TaskTypeCounter observed_;
   int64_t observations_ = 0;
   int64_t next_rebuild_ = 0;
   uint64_t generation_ = 0;

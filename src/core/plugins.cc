@@ -210,8 +210,7 @@ class DotProduct final : public ScorePlugin {
       gpu_req += PickMilli(s, pod, c, p);
       picked_free += s.GpuFreeMilli(c.node, p.gpu);
     }
-    int64_t gpu_free = 0;
-    for (const GpuUsage& g : u.gpus) gpu_free += g.free_milli;
+    const double gpu_free = static_cast<double>(u.gpu_free_milli);  // all its cards, merged
     const double dot = (cpu_req * cpu_free + gpu_req / max_gpu * (gpu_free / max_gpu)) / 2.0;
     const auto step = static_cast<int64_t>((1.0 - dot) * kSteps);
     static_assert(kMaxGpusPerNode * kMilliPerGpu / 2 < kStep, "the card tie-break stays in a step");

@@ -3,10 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <map>
 #include <memory>
 #include <mutex>
-#include <tuple>
 
 #include "core/fgd.h"
 #include "core/scheduler.h"
@@ -41,20 +39,11 @@ class Rng {
 }  // namespace
 
 std::vector<core::TaskType> TraceWorkload(std::span<const TracePod> pods) {
-  using Key = std::tuple<int64_t, int32_t, int32_t, std::vector<std::string>>;
-  std::map<Key, int64_t> counts;
-  for (const TracePod& p : pods) {
-    const core::TaskType t = core::TaskTypeOf(ToPodSpec(p));
-    ++counts[Key{t.cpu_milli, t.num_gpu, t.gpu_milli, t.models}];
-  }
-  std::vector<core::TaskType> types;
-  types.reserve(counts.size());
-  for (const auto& [k, n] : counts) {
-    types.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k), n});
-  }
-  // Most popular first; TypicalTaskTypes sorts stably, so the map order breaks ties and the result
-  // is deterministic.
-  return core::TypicalTaskTypes(std::move(types), core::kTypicalCoveragePercent);
+  core::TaskTypeCounter counter;
+  for (const TracePod& p : pods) counter.Add(ToPodSpec(p));
+  // Most popular first; TypicalTaskTypes sorts stably, so the counter's key order breaks ties and
+  // the result is deterministic.
+  return core::TypicalTaskTypes(counter.Types(), core::kTypicalCoveragePercent);
 }
 
 std::vector<uint32_t> SampleArrivals(std::span<const TracePod> pods, uint64_t seed,

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/fgd.h"
+
 namespace tessera::sim {
 
 namespace {
@@ -104,7 +106,8 @@ void WriteTable(std::ostream& out, std::string_view trace, std::span<const Arriv
     out << line;
   }
   out << "\nfrag: fragmented share of the unallocated GPU capacity, measured against the "
-         "trace's typical pods (the shapes of 95% of its pods).\n";
+         "trace's typical pods (the shapes of "
+      << core::kTypicalCoveragePercent << "% of its pods).\n";
 }
 
 void WriteJson(std::ostream& out, std::string_view trace, std::span<const ArrivalSummary> s) {
