@@ -129,6 +129,12 @@ CLI::App* AddSimCommand(CLI::App& app, SimOptions& o) {
   c->add_option("--seeds", o.seeds, "Seeds: N, N-M or N,M,...")->capture_default_str();
   c->add_option("--inflate", o.inflate, "Arrived GPU demand to reach, x cluster GPU capacity")
       ->capture_default_str();
+  c->add_option("--node-order", o.node_order,
+                "Arrival: the order nodes join the cluster, which breaks ties between equal "
+                "scores: shuffled (drawn from each seed, as the FGD paper's simulator does) or "
+                "trace (the node list's order)")
+      ->check(CLI::IsMember({"shuffled", "trace"}))
+      ->capture_default_str();
   c->add_option("--output", o.output, "table or json")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
@@ -171,6 +177,7 @@ int RunSim(const SimOptions& o, std::ostream& out, std::ostream& err) {
   if (o.mode == "replay") return Replay(o, trace, *policies, (*seeds)[0], jobs, out, err);
   sim::ArrivalConfig config;
   config.inflate = o.inflate;
+  config.shuffle_nodes = o.node_order == "shuffled";
   auto runs = sim::RunArrivals(trace, *policies, *seeds, config, jobs);
   if (!runs.ok()) {
     err << "tessera sim: " << runs.status().message() << "\n";

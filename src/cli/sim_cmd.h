@@ -18,9 +18,10 @@ struct SimOptions {
   std::string policy = "all";     // a policy, a comma-separated list, or "all"
   std::string seeds = "42";       // "42", "42-51" or "42,43"
   double inflate = 1.3;
-  std::string output = "table";  // table | json
-  std::string plot;              // SVG file to write
-  int jobs = 0;                  // threads; 0: one per core
+  std::string node_order = "shuffled";  // arrival: shuffled (per seed) | trace
+  std::string output = "table";         // table | json
+  std::string plot;                     // SVG file to write
+  int jobs = 0;                         // threads; 0: one per core
 };
 
 // Registers the `sim` subcommand on `app`, filling `opts`.

@@ -63,8 +63,15 @@ std::vector<uint32_t> SampleArrivals(std::span<const TracePod> pods, uint64_t se
   return out;
 }
 
-Result<ArrivalRun> RunArrival(const Trace& trace, const core::ClusterState& base,
-                              std::span<const core::TaskType> workload,
+std::vector<uint32_t> NodeOrder(size_t nodes, uint64_t seed) {
+  std::vector<uint32_t> order(nodes);
+  for (size_t i = 0; i < nodes; ++i) order[i] = static_cast<uint32_t>(i);
+  Rng rng(~seed);  // SampleArrivals draws from the stream seeded with `seed` itself
+  for (size_t i = nodes; i > 1; --i) std::swap(order[i - 1], order[rng.Below(i)]);
+  return order;
+}
+
+Result<ArrivalRun> RunArrival(const Trace& trace, std::span<const core::TaskType> workload,
                               const ArrivalConfig& config) {
   const auto start = std::chrono::steady_clock::now();
   if (!(config.inflate > 0) || config.inflate > 100) {
@@ -77,7 +84,14 @@ Result<ArrivalRun> RunArrival(const Trace& trace, const core::ClusterState& base
   sc.fgd_workload.assign(workload.begin(), workload.end());
   auto sched = core::Scheduler::Create(sc);
   if (!sched.ok()) return sched.status();
-  core::ClusterState state = base;
+  std::vector<core::NodeSpec> nodes;
+  if (config.shuffle_nodes) {
+    nodes.reserve(trace.nodes.size());
+    for (uint32_t i : NodeOrder(trace.nodes.size(), config.seed)) nodes.push_back(trace.nodes[i]);
+  }
+  auto built = BuildCluster(config.shuffle_nodes ? nodes : trace.nodes);
+  if (!built.ok()) return built.status();
+  core::ClusterState& state = *built;
   const int64_t capacity = state.total_gpu_milli();
   if (capacity == 0) return InvalidArgument("the cluster has no GPUs");
   const auto target = static_cast<int64_t>(std::ceil(config.inflate * capacity));
@@ -138,15 +152,13 @@ Result<std::vector<ArrivalRun>> RunArrivals(const Trace& trace,
                                             std::span<const std::string> policies,
                                             std::span<const uint64_t> seeds,
                                             const ArrivalConfig& config, int jobs) {
-  auto base = BuildCluster(trace.nodes);
-  if (!base.ok()) return base.status();
   const std::vector<core::TaskType> workload = TraceWorkload(trace.pods);
   std::vector<ArrivalRun> runs(policies.size() * seeds.size());
   TESSERA_RETURN_IF_ERROR(ParallelFor(runs.size(), jobs, [&](size_t k) {
     ArrivalConfig c = config;
     c.policy = policies[k / seeds.size()];
     c.seed = seeds[k % seeds.size()];
-    auto r = RunArrival(trace, *base, workload, c);
+    auto r = RunArrival(trace, workload, c);
     if (!r.ok()) return r.status();
     runs[k] = std::move(*r);
     return Status::Ok();

@@ -31,6 +31,12 @@ struct ArrivalConfig {
   double inflate = 1.3;
   // kube-scheduler's percentageOfNodesToScore; the paper's simulator scores every node.
   int percentage_of_nodes_to_score = 100;
+  // Nodes join the cluster in the order NodeOrder(nodes, seed) gives, and the core breaks ties
+  // between equal scores by node id, so this order is the tie-break order. The paper's simulator
+  // does the same: it prefixes every node's name with its index in a random permutation, and its
+  // kube-scheduler takes the lexicographically first name among equal scores. false keeps the
+  // trace's order.
+  bool shuffle_nodes = true;
 };
 
 // One run (one policy, one seed).
@@ -60,10 +66,13 @@ std::vector<core::TaskType> TraceWorkload(std::span<const TracePod> pods);
 std::vector<uint32_t> SampleArrivals(std::span<const TracePod> pods, uint64_t seed,
                                      int64_t target_milli);
 
-// Runs one policy with one seed. `base` is the cluster built from trace.nodes (shared by runs),
-// `workload` the trace's TraceWorkload.
-Result<ArrivalRun> RunArrival(const Trace& trace, const core::ClusterState& base,
-                              std::span<const core::TaskType> workload,
+// The order in which a run's nodes join the cluster: a permutation of 0 .. nodes - 1 drawn
+// uniformly with a generator seeded from `seed` (a stream apart from SampleArrivals').
+std::vector<uint32_t> NodeOrder(size_t nodes, uint64_t seed);
+
+// Runs one policy with one seed on the cluster of trace.nodes (in NodeOrder when
+// config.shuffle_nodes). `workload` is the trace's TraceWorkload.
+Result<ArrivalRun> RunArrival(const Trace& trace, std::span<const core::TaskType> workload,
                               const ArrivalConfig& config);
 
 // Runs every (policy, seed) pair on up to `jobs` threads. Results come in (policy, seed) order and
