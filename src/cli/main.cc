@@ -40,7 +40,12 @@ int main(int argc, char** argv) {
   tessera::cli::ResourceOptions resource_opts;
   tessera::cli::AddResourceCommands(app, resource_opts);
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help prints and exits 0; any other parse error is a usage error, exit code 2.
+    return app.exit(e) == 0 ? 0 : 2;
+  }
 
   if (demo->parsed()) return tessera::cli::RunDemo(policy, seed, std::cout);
   if (sim->parsed()) return tessera::cli::RunSim(sim_opts, std::cout, std::cerr);

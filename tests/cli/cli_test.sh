@@ -86,6 +86,11 @@ expect_exit 1 "$TESSERA" delete job stdin-pod -n team-a
 expect_exit 2 "$TESSERA" get widgets
 expect_out 'resource type "widgets"'
 expect_exit 2 "$TESSERA" get jobs -o xml
+# A flag the parser rejects is a usage error too.
+expect_exit 2 "$TESSERA" get jobs --no-such-flag
+expect_out "no-such-flag"
+expect_exit 2 "$TESSERA" sim --node-order nope
+expect_out "--node-order"
 
 # Config file instead of the environment.
 mkdir -p "$WORK/home/.tessera"
