@@ -276,8 +276,8 @@ class Fgd final : public ScorePlugin, public PreFilterPlugin {
 
   // The FGD paper's score: floor(100 x sigmoid(reduction)), the fragmentation the placement
   // removes (mean over the workload, in GPUs; negative when it adds). Growths within one step
-  // (about 40 milli-GPUs near zero) tie; the paper's simulator draws among ties at random, the
-  // scheduler takes the lowest node id (the same allocation, measured on the bundled traces).
+  // (about 40 milli-GPUs near zero) tie, and the scheduler takes the lowest node id among them
+  // (the paper's simulator takes the smallest node name, its names prefixed by a random order).
   // Min-max normalization then spreads the steps of the cycle over the score range.
   int64_t Score(const CycleState& cycle, const ClusterState& s, const Candidate& c) override {
     FragmentationMemo& memo = workload_.memo();
