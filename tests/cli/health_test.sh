@@ -58,10 +58,5 @@ for _ in $(seq 200); do [ "$(health_of 0)" = Healthy ] && break; sleep 0.05; don
 [ "$(health_of 0)" = Healthy ] || fail "GPU 0 did not recover"
 expect_exit 0 "$TESSERA" events -n tessera-system
 expect_out "GPU 0 is healthy again"
-for _ in $(seq 200); do
-  expect_exit 0 "$TESSERA" get job two -o json
-  grep -q '"node": "gpu-1"' <<<"$OUT" && break
-  sleep 0.05
-done
-expect_out '"node": "gpu-1"'
+await_out '"node": "gpu-1"' "$TESSERA" get job two -o json
 echo "health_test: ok"
