@@ -11,8 +11,6 @@
 #include <fstream>
 #include <sstream>
 
-extern char** environ;
-
 namespace tessera::agent {
 
 Runner::~Runner() {
@@ -85,13 +83,14 @@ Status Runner::Start(const ProcessSpec& spec) {
   const int log = open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log < 0) return Internal("log " + spec.log_path + ": " + std::strerror(errno));
   // Everything the child needs is built before fork: after it, only async-signal-safe calls.
+  // A clean environment: nothing of the agent's (its credentials least of all), only a PATH and
+  // HOME, then what the spec gives.
+  std::map<std::string, std::string> env = {
+      {"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+      {"HOME", spec.workdir.empty() ? "/" : spec.workdir}};
+  for (const auto& [k, v] : spec.env) env[k] = v;
   std::vector<std::string> env_strings;
-  for (char** e = environ; *e; ++e) {
-    const std::string entry = *e;
-    const std::string name = entry.substr(0, entry.find('='));
-    if (!spec.env.contains(name)) env_strings.push_back(entry);
-  }
-  for (const auto& [k, v] : spec.env) env_strings.push_back(k + "=" + v);
+  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
   std::vector<char*> envp, argv;
   for (std::string& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);

@@ -255,6 +255,12 @@ Result<core::QueueSpec> DecodeQueue(const json& obj) {
   q.name = MetaString(obj, "name");
   Fields spec(Spec(obj), "spec");
   TESSERA_RETURN_IF_ERROR(spec.String("cohort", &q.cohort));
+  std::vector<std::string> allowed;
+  TESSERA_RETURN_IF_ERROR(spec.StringList("allowedNamespaces", &allowed));
+  for (size_t i = 0; i < allowed.size(); ++i) {
+    if (allowed[i] == "*") continue;
+    TESSERA_RETURN_IF_ERROR(ValidateName(allowed[i], true, Index("spec.allowedNamespaces", i)));
+  }
   int strategy = 1;
   TESSERA_RETURN_IF_ERROR(
       spec.Enum("queueingStrategy", {"StrictFIFO", "BestEffortFIFO"}, &strategy));
@@ -302,6 +308,17 @@ Result<core::QueueSpec> DecodeQueue(const json& obj) {
   TESSERA_RETURN_IF_ERROR(DecodeResourceGroups(spec, &q.resource_groups));
   TESSERA_RETURN_IF_ERROR(spec.Finish());
   return q;
+}
+
+bool QueueAllowsNamespace(const json& queue, std::string_view ns) {
+  const json& spec = queue.is_object() && queue.contains("spec") ? queue["spec"] : json();
+  if (!spec.is_object() || !spec.contains("allowedNamespaces")) return false;
+  const json& allowed = spec["allowedNamespaces"];
+  if (!allowed.is_array()) return false;
+  for (const json& a : allowed) {
+    if (a.is_string() && (a == "*" || a.get_ref<const std::string&>() == ns)) return true;
+  }
+  return false;
 }
 
 Result<core::CohortSpec> DecodeCohort(const json& obj) {

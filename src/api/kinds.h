@@ -7,7 +7,9 @@
 //                    {limits, requests}, restartPolicy, maxRetries, nodeSelector, tolerations,
 //                    gpuModels
 //   PodGroup         spec: minMember, queue, priorityClassName, minResources (a Volcano gang)
-//   Queue            spec as Kueue's ClusterQueue: cohort, queueingStrategy, fairSharing.weight,
+//   Queue            spec as Kueue's ClusterQueue: cohort, allowedNamespaces (namespaces whose
+//                    tokens may point LocalQueues at it; "*": all), queueingStrategy,
+//                    fairSharing.weight,
 //                    preemption, resourceGroups[] {coveredResources, flavors[] {name,
 //                    resources[] {name, nominalQuota, borrowingLimit, lendingLimit}}},
 //                    idleReclaim {after (a duration, "2h"), maxPriority}: stop jobs whose GPUs
@@ -87,6 +89,8 @@ Result<JobSpec> DecodeJob(const nlohmann::json& obj);
 Result<PodGroupSpec> DecodePodGroup(const nlohmann::json& obj);
 Result<core::QueueSpec> DecodeQueue(const nlohmann::json& obj);
 Result<core::CohortSpec> DecodeCohort(const nlohmann::json& obj);
+// Whether a Queue object's spec.allowedNamespaces lists `ns` (or "*"); false for no Queue.
+bool QueueAllowsNamespace(const nlohmann::json& queue, std::string_view ns);
 Result<core::LocalQueueSpec> DecodeLocalQueue(const nlohmann::json& obj);
 Result<core::ResourceFlavor> DecodeResourceFlavor(const nlohmann::json& obj);
 Result<core::PriorityClassSpec> DecodePriorityClass(const nlohmann::json& obj);

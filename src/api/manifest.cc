@@ -2,12 +2,14 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <limits>
-#include <regex>
 #include <set>
 
 #include "api/fields.h"
+#include "api/json_text.h"
 #include "api/object.h"
 #include "api/quantity.h"
 #include "api/resources.h"
@@ -20,23 +22,58 @@ namespace {
 
 constexpr int kMaxYamlDepth = 64;
 constexpr int64_t kMaxYamlNodes = 1'000'000;
+// What a manifest may expand to (aliases make a small text large) and the longest one value.
+constexpr int64_t kMaxYamlBytes = 32 << 20;
+constexpr size_t kMaxYamlString = 256 << 10;
 
 // ---- YAML to JSON ---------------------------------------------------------------------------
 
+// YAML 1.2 core schema: [-+]?[0-9]+ is an integer.
+bool IsYamlInt(std::string_view s) {
+  if (!s.empty() && (s[0] == '-' || s[0] == '+')) s.remove_prefix(1);
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// YAML 1.2 core schema: [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)? is a float.
+bool IsYamlFloat(std::string_view s) {
+  auto digits = [&](size_t i) {
+    size_t j = i;
+    while (j < s.size() && s[j] >= '0' && s[j] <= '9') ++j;
+    return j;
+  };
+  size_t i = !s.empty() && (s[0] == '-' || s[0] == '+') ? 1 : 0;
+  if (i < s.size() && s[i] == '.') {
+    const size_t j = digits(i + 1);
+    if (j == i + 1) return false;
+    i = j;
+  } else {
+    const size_t j = digits(i);
+    if (j == i) return false;
+    i = j;
+    if (i < s.size() && s[i] == '.') i = digits(i + 1);
+  }
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
+    const size_t j = digits(i);
+    if (j == i) return false;
+    i = j;
+  }
+  return i == s.size();
+}
+
 json PlainScalar(const std::string& s) {
-  static const std::regex kInt(R"([-+]?[0-9]+)");
-  static const std::regex kFloat(R"([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?)");
   if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return nullptr;
   if (s == "true" || s == "True" || s == "TRUE") return true;
   if (s == "false" || s == "False" || s == "FALSE") return false;
-  if (std::regex_match(s, kInt)) {
+  if (IsYamlInt(s)) {
     errno = 0;
     char* end = nullptr;
     const long long v = std::strtoll(s.c_str(), &end, 10);
     if (errno == 0) return static_cast<int64_t>(v);
     return s;  // out of range: left as text, reported where a number is expected
   }
-  if (std::regex_match(s, kFloat)) {
+  if (IsYamlFloat(s)) {
     const double d = std::strtod(s.c_str(), nullptr);
     if (std::isfinite(d)) return d;
   }
@@ -45,11 +82,36 @@ json PlainScalar(const std::string& s) {
 
 struct Converter {
   int64_t nodes = 0;
+  int64_t bytes = 0;  // produced so far: scalars and keys, plus a little per node
+
+  // Counts `n` more bytes of output; an error past the budget.
+  Status Produce(size_t n, const YAML::Node& at) {
+    bytes += static_cast<int64_t>(n) + 16;
+    if (bytes > kMaxYamlBytes) {
+      return InvalidArgument("YAML: more than " + std::to_string(kMaxYamlBytes >> 20) +
+                             " MiB of content (after expanding aliases; line " +
+                             std::to_string(at.Mark().line + 1) + ")");
+    }
+    return Status::Ok();
+  }
+
+  // A scalar or key as text: UTF-8, within the string limit, within the budget.
+  Status CheckText(const std::string& s, const YAML::Node& at) {
+    const std::string line = " (line " + std::to_string(at.Mark().line + 1) + ")";
+    if (s.size() > kMaxYamlString) {
+      return InvalidArgument("YAML: a value of " + std::to_string(s.size()) +
+                             " bytes is longer than the limit of " +
+                             std::to_string(kMaxYamlString) + line);
+    }
+    if (!ValidUtf8(s)) return InvalidArgument("YAML: text that is not UTF-8" + line);
+    return Produce(s.size(), at);
+  }
 
   Result<json> Convert(const YAML::Node& n, int depth) {
     if (++nodes > kMaxYamlNodes) {
       return InvalidArgument("YAML: more than 1000000 nodes (after expanding aliases)");
     }
+    TESSERA_RETURN_IF_ERROR(Produce(0, n));
     if (depth > kMaxYamlDepth) {
       return InvalidArgument("YAML: nested deeper than " + std::to_string(kMaxYamlDepth) +
                              " levels (line " + std::to_string(n.Mark().line + 1) + ")");
@@ -59,6 +121,7 @@ struct Converter {
       case YAML::NodeType::Null:
         return json(nullptr);
       case YAML::NodeType::Scalar:
+        TESSERA_RETURN_IF_ERROR(CheckText(n.Scalar(), n));
         // Tag "!" marks a quoted scalar: always a string.
         return n.Tag() == "!" ? json(n.Scalar()) : PlainScalar(n.Scalar());
       case YAML::NodeType::Sequence: {
@@ -78,6 +141,7 @@ struct Converter {
                                    std::to_string(kv.first.Mark().line + 1) + ")");
           }
           const std::string key = kv.first.Scalar();
+          TESSERA_RETURN_IF_ERROR(CheckText(key, kv.first));
           if (obj.contains(key)) {
             return InvalidArgument("YAML: duplicate key \"" + key + "\" (line " +
                                    std::to_string(kv.first.Mark().line + 1) + ")");
@@ -344,6 +408,58 @@ Result<std::vector<json>> VolcanoPodGroup(const Doc& d, const json& doc) {
                                   Member(d.meta, "annotations"), pg)};
 }
 
+// Kueue's ClusterQueue namespaceSelector as the namespaces it admits: {} is every namespace;
+// the kubernetes.io/metadata.name label (matchLabels, or matchExpressions In) names them.
+Result<json> AllowedNamespaces(const json& sel) {
+  constexpr char kNameLabel[] = "kubernetes.io/metadata.name";
+  const std::string path = "spec.namespaceSelector";
+  const std::string why =
+      "only {} (every namespace) or the kubernetes.io/metadata.name label (matchLabels, or "
+      "matchExpressions with In) are supported: Tessera has no Namespace objects to label";
+  if (!sel.is_object()) return FieldError(path, "must be a label selector");
+  if (sel.empty()) return json::array({"*"});
+  TESSERA_RETURN_IF_ERROR(OnlyFields(sel, path, {"matchLabels", "matchExpressions"}, why));
+  std::set<std::string> names;
+  bool first = true;
+  auto intersect = [&](std::set<std::string> some) {
+    if (first) {
+      names = std::move(some);
+    } else {
+      std::set<std::string> both;
+      for (const std::string& n : some) {
+        if (names.contains(n)) both.insert(n);
+      }
+      names = std::move(both);
+    }
+    first = false;
+  };
+  const json& labels = Member(sel, "matchLabels");
+  for (const auto& [k, v] : labels.items()) {
+    if (k != kNameLabel || !v.is_string()) return FieldError(path + ".matchLabels." + k, why);
+    intersect({v.get<std::string>()});
+  }
+  const json& exprs = Member(sel, "matchExpressions");
+  if (!exprs.is_null() && !exprs.is_array() && !exprs.empty()) {
+    return FieldError(path + ".matchExpressions", "must be a list");
+  }
+  for (size_t i = 0; exprs.is_array() && i < exprs.size(); ++i) {
+    const std::string p = Index(path + ".matchExpressions", i);
+    const json& e = exprs[i];
+    TESSERA_RETURN_IF_ERROR(OnlyFields(e, p, {"key", "operator", "values"}, why));
+    if (Text(e, "key") != kNameLabel || Text(e, "operator") != "In" ||
+        !Member(e, "values").is_array()) {
+      return FieldError(p, why);
+    }
+    std::set<std::string> some;
+    for (const json& v : e["values"]) {
+      if (!v.is_string()) return FieldError(p + ".values", "must be a list of strings");
+      some.insert(v.get<std::string>());
+    }
+    intersect(std::move(some));
+  }
+  return json(std::vector<std::string>(names.begin(), names.end()));
+}
+
 Result<std::vector<json>> Kueue(const Doc& d, const json& doc) {
   const json& spec = Member(doc, "spec");
   if (d.kind == "ClusterQueue") {
@@ -353,13 +469,10 @@ Result<std::vector<json>> Kueue(const Doc& d, const json& doc) {
                                        kNotRun));
     json q = spec;
     if (q.contains("namespaceSelector")) {
-      if (!q["namespaceSelector"].is_object() || !q["namespaceSelector"].empty()) {
-        return FieldError(
-            "spec.namespaceSelector",
-            "not supported: only {} (every namespace); scope access with LocalQueues and "
-            "namespace tokens");
-      }
+      auto allowed = AllowedNamespaces(q["namespaceSelector"]);
+      if (!allowed.ok()) return allowed.status();
       q.erase("namespaceSelector");
+      q["allowedNamespaces"] = *allowed;
     }
     return std::vector<json>{
         Object("Queue", d.name, "", Member(d.meta, "labels"), Member(d.meta, "annotations"), q)};
@@ -485,8 +598,11 @@ Result<std::vector<json>> ParseYamlDocuments(std::string_view text) {
   try {
     nodes = YAML::LoadAll(std::string(text));
   } catch (const YAML::Exception& e) {
-    return InvalidArgument("YAML: " + e.msg + " (line " + std::to_string(e.mark.line + 1) +
-                           ", column " + std::to_string(e.mark.column + 1) + ")");
+    return InvalidArgument("YAML: " + SafeText(e.msg, 200) + " (line " +
+                           std::to_string(e.mark.line + 1) + ", column " +
+                           std::to_string(e.mark.column + 1) + ")");
+  } catch (const std::exception& e) {
+    return InvalidArgument("YAML: " + SafeText(e.what(), 200));
   }
   std::vector<json> out;
   Converter conv;

@@ -1,6 +1,7 @@
 #include "api/object.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace tessera::api {
 
@@ -38,6 +39,9 @@ const KindInfo* FindKindByPlural(std::string_view plural) {
 }
 
 namespace {
+
+// As Kubernetes: the keys and values of an object's annotations, added up.
+constexpr size_t kMaxAnnotationBytes = 256 * 1024;
 
 Status Bad(std::string_view path, std::string_view what) {
   return InvalidArgument(std::string(path) + ": " + std::string(what));
@@ -81,37 +85,6 @@ Status ValidateStringMap(const json& m, std::string_view path, bool label_values
 
 }  // namespace
 
-Result<json> ParseJson(std::string_view text, int max_depth) {
-  int depth = 0;
-  bool in_string = false, escaped = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') in_string = true;
-    if (c == '{' || c == '[') {
-      if (++depth > max_depth) {
-        return InvalidArgument("body: nested deeper than " + std::to_string(max_depth) +
-                               " levels at byte " + std::to_string(i));
-      }
-    }
-    if (c == '}' || c == ']') --depth;
-  }
-  try {
-    return json::parse(text);
-  } catch (const json::parse_error& e) {
-    return InvalidArgument("body: malformed JSON: " + std::string(e.what()));
-  }
-}
-
 Status ValidateName(std::string_view value, bool label, std::string_view path) {
   const size_t max = label ? 63 : 253;
   if (value.empty()) return Bad(path, "must not be empty");
@@ -123,8 +96,15 @@ Status ValidateName(std::string_view value, bool label, std::string_view path) {
   const bool chars_ok = std::all_of(value.begin(), value.end(), [&](char c) {
     return alnum(c) || c == '-' || (!label && c == '.');
   });
-  if (!chars_ok || !alnum(value.front()) || !alnum(value.back())) {
-    return Bad(path, "\"" + std::string(value) + "\" is not a valid " +
+  // Each dot-separated part starts and ends with a letter or digit: no "..", ".-" or "-.".
+  bool parts_ok = true;
+  for (size_t i = 0; i + 1 < value.size(); ++i) {
+    if ((value[i] == '.' && !alnum(value[i + 1])) || (value[i + 1] == '.' && !alnum(value[i]))) {
+      parts_ok = false;
+    }
+  }
+  if (!chars_ok || !parts_ok || !alnum(value.front()) || !alnum(value.back())) {
+    return Bad(path, "\"" + SafeText(value, 300) + "\" is not a valid " +
                          (label ? "DNS-1123 label" : "DNS-1123 subdomain") +
                          " (lowercase letters, digits, '-'" + (label ? "" : ", '.'") +
                          "; starting and ending with a letter or digit)");
@@ -188,11 +168,32 @@ Status ValidateEnvelope(const json& obj) {
                              rv->get_ref<const std::string&>().size() <= 18)) {
     return Bad("metadata.resourceVersion", "must be a string of digits");
   }
+  if (const auto uid = meta->find("uid");
+      uid != meta->end() && !(uid->is_string() && uid->get_ref<const std::string&>().size() <= 128)) {
+    return Bad("metadata.uid", "must be a string of at most 128 characters");
+  }
+  if (const auto gen = meta->find("generation");
+      gen != meta->end() && !(gen->is_number_integer() && gen->get<int64_t>() >= 0 &&
+                              !(gen->is_number_unsigned() && gen->get<uint64_t>() > INT64_MAX))) {
+    return Bad("metadata.generation", "must be a non-negative integer");
+  }
+  if (const auto ct = meta->find("creationTimestamp");
+      ct != meta->end() && !ct->is_null() &&
+      !(ct->is_string() && ct->get_ref<const std::string&>().size() <= 64)) {
+    return Bad("metadata.creationTimestamp", "must be an RFC 3339 time");
+  }
   if (const auto l = meta->find("labels"); l != meta->end()) {
     if (Status s = ValidateStringMap(*l, "metadata.labels", true); !s.ok()) return s;
   }
   if (const auto a = meta->find("annotations"); a != meta->end()) {
     if (Status s = ValidateStringMap(*a, "metadata.annotations", false); !s.ok()) return s;
+    size_t total = 0;
+    for (const auto& [k, v] : a->items()) total += k.size() + v.get_ref<const std::string&>().size();
+    if (total > kMaxAnnotationBytes) {
+      return Bad("metadata.annotations", "may hold at most " +
+                                             std::to_string(kMaxAnnotationBytes) +
+                                             " bytes in all, got " + std::to_string(total));
+    }
   }
   if (const auto spec = obj.find("spec"); spec != obj.end() && !spec->is_object()) {
     return Bad("spec", "must be an object");
@@ -236,7 +237,11 @@ Result<LabelSelector> LabelSelector::Parse(std::string_view text) {
       t = {std::string(term), Op::kExists, ""};
     }
     if (!ValidKey(t.key)) {
-      return InvalidArgument("labelSelector: invalid key \"" + t.key + "\"");
+      return InvalidArgument("labelSelector: invalid key \"" + SafeText(t.key, 300) + "\"");
+    }
+    if (!t.value.empty() && (t.value.size() > 63 || !ValidKey(t.value) ||
+                             t.value.find('/') != std::string::npos)) {
+      return InvalidArgument("labelSelector: invalid value \"" + SafeText(t.value, 300) + "\"");
     }
     sel.terms_.push_back(std::move(t));
   }

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "api/json_text.h"
 #include "core/status.h"
 
 namespace tessera::api {
@@ -26,10 +27,6 @@ struct KindInfo {
 const std::vector<KindInfo>& Kinds();
 const KindInfo* FindKind(std::string_view kind);
 const KindInfo* FindKindByPlural(std::string_view plural);
-
-// Parses JSON text; InvalidArgument naming the byte offset when malformed, or when nested deeper
-// than `max_depth` objects/arrays.
-Result<nlohmann::json> ParseJson(std::string_view text, int max_depth = 32);
 
 // A DNS-1123 subdomain (names) or label (namespaces): lowercase alphanumerics, '-' and, for
 // subdomains, '.'; starting and ending alphanumeric; at most 253 / 63 characters.

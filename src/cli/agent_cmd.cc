@@ -1,10 +1,15 @@
 #include "cli/agent_cmd.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <charconv>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -122,7 +127,11 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentOptions& o) {
   CLI::App* cmd =
       app.add_subcommand("agent", "Run the node agent: discover GPUs, register, heartbeat");
   cmd->add_option("--server", o.server, "Control plane HOST:PORT or URL (else TESSERA_ADDR)");
-  cmd->add_option("--join-token", o.join_token, "Agent join token (else TESSERA_TOKEN)");
+  cmd->add_option("--join-token-file", o.join_token_file,
+                  "File holding the join token (mode 0600), used once to obtain the node's token");
+  cmd->add_option("--token-file", o.token_file,
+                  "File holding this node's agent token (mode 0600; default "
+                  "<work-dir>/node.token, written on first join)");
   cmd->add_option("--ca-file", o.ca_file, "PEM CA bundle for an https:// server");
   cmd->add_option("--name", o.name, "Node name (default: the host name)");
   cmd->add_option("--fake-gpus", o.fake_gpus,
@@ -244,11 +253,19 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
     return 0;
   }
 
-  auto ep = ResolveEndpoint(o.server, o.join_token, o.ca_file);
+  // The token is never taken from TESSERA_TOKEN or ~/.tessera/config: only from files.
+  auto ep = ResolveEndpoint(o.server, "(from a file)", o.ca_file);
   if (!ep.ok()) {
     err << "error: " << ep.status().message() << "\n";
     return 2;
   }
+  auto token = AgentToken(o, setup.id.name, *ep);
+  if (!token.ok()) {
+    err << "error: " << token.status().message() << "\n";
+    const StatusCode c = token.status().code();
+    return c == StatusCode::kInvalidArgument || c == StatusCode::kFailedPrecondition ? 2 : 1;
+  }
+  ep->token = *token;
   sigset_t stop = BlockStopSignals();
   return AgentLoop(
       o, *ep, setup,
@@ -257,6 +274,64 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
         return sigtimedwait(&stop, nullptr, &tick) > 0;
       },
       out, err);
+}
+
+Result<std::string> ReadSecretFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return NotFound(path + ": " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || (st.st_mode & 077) != 0) {
+    ::close(fd);
+    return FailedPrecondition(path + ": must be readable by its owner only (chmod 600 " + path +
+                              ")");
+  }
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0 && text.size() < 65536;) {
+    text.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.erase(0, 1);
+  if (text.empty()) return FailedPrecondition(path + ": empty");
+  return text;
+}
+
+Result<std::string> AgentToken(const AgentOptions& o, const std::string& node, Endpoint ep) {
+  const std::string work = o.work_dir.empty() ? ".tessera/agent-" + node : o.work_dir;
+  const std::string path = o.token_file.empty() ? work + "/node.token" : o.token_file;
+  auto have = ReadSecretFile(path);
+  if (have.ok() || have.status().code() != StatusCode::kNotFound) return have;
+  if (o.join_token_file.empty()) {
+    return InvalidArgument("no node token in " + path +
+                           " and no --join-token-file to obtain one (tessera token create "
+                           "--agent makes a join token; --agent --node " + node +
+                           " a node token)");
+  }
+  auto join = ReadSecretFile(o.join_token_file);
+  if (!join.ok()) return join.status();
+  ep.token = *join;
+  const json body = {{"role", "agent"}, {"node", node}};
+  auto r = Request(ep, "POST", "/api/v1/tokens", body.dump(), "application/json");
+  if (!r.ok()) return r.status();
+  if (r->status != 201) {
+    const json reply = json::parse(r->body, nullptr, false);
+    const std::string why = reply.is_object() ? reply.value("message", r->body) : r->body;
+    return PermissionDenied("the server refused to make node " + node + "'s token: " + why);
+  }
+  const json reply = json::parse(r->body, nullptr, false);
+  const std::string token = reply.is_object() ? reply.value("token", "") : "";
+  if (token.empty()) return Internal("the server's reply has no token");
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  const std::string line = token + "\n";
+  const bool ok = fd >= 0 &&
+                  ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
+                  ::fsync(fd) == 0;
+  if (fd >= 0) ::close(fd);
+  if (!ok) return Internal("cannot write " + path + ": " + std::strerror(errno));
+  return token;
 }
 
 int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup,

@@ -21,7 +21,11 @@ namespace tessera::cli {
 
 struct AgentOptions {
   std::string server;      // else TESSERA_ADDR / ~/.tessera/config
-  std::string join_token;  // else TESSERA_TOKEN / ~/.tessera/config
+  // Credentials come from files readable by their owner only, never from the command line or
+  // the environment (tasks could read those). The node's own token is kept in `token_file`
+  // (default <work-dir>/node.token); on first start it is obtained with the join token.
+  std::string join_token_file;
+  std::string token_file;
   std::string ca_file;
   std::string name;  // default: the host name
   std::string fake_gpus;
@@ -53,6 +57,11 @@ struct AgentSetup {
 };
 // Discovers the GPUs and builds the Node; returns an exit code (0: ready).
 int PrepareAgent(const AgentOptions& opts, AgentSetup* setup, std::ostream& err);
+// The agent's credential: the node token in its token file, or, when there is none yet, one
+// obtained with the join token and written there (mode 0600).
+Result<std::string> AgentToken(const AgentOptions& opts, const std::string& node, Endpoint ep);
+// The contents of a secret file, trimmed; an error when the file is readable by group or others.
+Result<std::string> ReadSecretFile(const std::string& path);
 // Registers, heartbeats and runs work until `wait(ms)` returns true (asked to stop).
 int AgentLoop(const AgentOptions& opts, const Endpoint& ep, AgentSetup& setup,
               const std::function<bool(int)>& wait, std::ostream& out, std::ostream& err);

@@ -86,7 +86,7 @@ int RunDev(const DevOptions& o, std::ostream& out, std::ostream& err) {
   token_req.method = "POST";
   token_req.path = "/api/v1/tokens";
   token_req.authorization = "Bearer " + admin;
-  token_req.body = R"({"role": "agent"})";
+  token_req.body = json{{"role", "agent"}, {"node", ao.name}}.dump();
   const server::HttpResponse token = handler->Handle(token_req);
   if (token.status != 201) {
     err << "error: cannot make the agent's token: " << token.body << "\n";

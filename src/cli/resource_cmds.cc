@@ -473,18 +473,49 @@ int Delete(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
   return 0;
 }
 
+std::optional<std::vector<json>> List(const ResourceOptions& o, const std::string& target,
+                                      std::ostream& err, int* code);
+
 int TokenCreate(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
-  if (o.token_agent == !o.token_namespace.empty()) {
-    err << "error: give either --namespace NS or --agent\n";
+  const int kinds = int{o.token_agent} + int{o.token_metrics} + int{!o.token_namespace.empty()};
+  if (kinds != 1 || (!o.token_node.empty() && !o.token_agent)) {
+    err << "error: give one of --namespace NS, --agent [--node NODE] or --metrics\n";
     return kUsage;
   }
-  const json body =
-      o.token_agent ? json{{"role", "agent"}} : json{{"namespace", o.token_namespace}};
+  json body = json{{"namespace", o.token_namespace}};
+  if (o.token_agent) {
+    body = {{"role", "agent"}};
+    if (!o.token_node.empty()) body["node"] = o.token_node;
+  } else if (o.token_metrics) {
+    body = {{"role", "metrics"}};
+  }
   int code = 0;
   auto r = Send(o, "POST", "/api/v1/tokens", body.dump(), "application/json", err, &code);
   if (!r) return code;
   if (r->status != 201) return Refused(*r, err);
   out << json::parse(r->body).value("token", "") << "\n";
+  return 0;
+}
+
+int TokenList(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
+  int code = 0;
+  auto items = List(o, "/api/v1/tokens", err, &code);
+  if (!items) return code;
+  std::vector<std::vector<std::string>> rows = {{"ID", "ROLE", "NAMESPACE", "NODE", "CREATED"}};
+  for (const json& i : *items) {
+    auto text = [&](const char* k) { return i.value(k, std::string("-")); };
+    rows.push_back({text("id"), text("role"), text("namespace"), text("node"), text("created")});
+  }
+  PrintRows(rows, out);
+  return 0;
+}
+
+int TokenRevoke(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
+  int code = 0;
+  auto r = Send(o, "DELETE", "/api/v1/tokens/" + o.token_id, "", "", err, &code);
+  if (!r) return code;
+  if (r->status != 200) return Refused(*r, err);
+  out << "token " << o.token_id << " revoked\n";
   return 0;
 }
 
@@ -806,9 +837,17 @@ void AddResourceCommands(CLI::App& app, ResourceOptions& o) {
 
   CLI::App* token = app.add_subcommand("token", "Manage API tokens");
   token->require_subcommand(1);
-  o.token_create = token->add_subcommand("create", "Create a namespace-scoped token (admin only)");
-  o.token_create->add_option("--namespace", o.token_namespace, "The token's namespace");
-  o.token_create->add_flag("--agent", o.token_agent, "A join token for node agents");
+  o.token_create = token->add_subcommand("create", "Create a token (admin only)");
+  o.token_create->add_option("--namespace", o.token_namespace, "A token for this namespace");
+  o.token_create->add_flag("--agent", o.token_agent,
+                           "A join token for node agents (with --node: that node's own token)");
+  o.token_create->add_option("--node", o.token_node, "With --agent: the node the token acts for");
+  o.token_create->add_flag("--metrics", o.token_metrics, "A token that only reads /metrics");
+  o.token_list = token->add_subcommand("list", "List tokens, without their secrets (admin only)");
+  o.token_revoke = token->add_subcommand("revoke", "Revoke a token at once (admin only)");
+  o.token_revoke->add_option("id", o.token_id, "The token's ID (before the dot)")->required();
+  AddConnectionFlags(o.token_list, o);
+  AddConnectionFlags(o.token_revoke, o);
 
   o.describe = app.add_subcommand("describe", "Show an object and the events about it");
   o.describe->add_option("kind", o.kind, "Kind")->required();
@@ -860,6 +899,8 @@ int RunResourceCommand(const ResourceOptions& o, std::istream& in, std::ostream&
     if (o.get && o.get->parsed()) return Get(o, out, err);
     if (o.del && o.del->parsed()) return Delete(o, out, err);
     if (o.token_create && o.token_create->parsed()) return TokenCreate(o, out, err);
+    if (o.token_list && o.token_list->parsed()) return TokenList(o, out, err);
+    if (o.token_revoke && o.token_revoke->parsed()) return TokenRevoke(o, out, err);
     if (o.describe && o.describe->parsed()) return Describe(o, out, err);
     if (o.cordon && o.cordon->parsed()) return Cordon(o, true, out, err);
     if (o.uncordon && o.uncordon->parsed()) return Cordon(o, false, out, err);

@@ -27,12 +27,17 @@ struct ResourceOptions {
   std::string kind;                // get/delete
   std::string name;
   std::string token_namespace;  // token create --namespace
-  bool token_agent = false;     // token create --agent
+  bool token_agent = false;     // token create --agent [--node N]
+  std::string token_node;
+  bool token_metrics = false;  // token create --metrics
+  std::string token_id;        // token revoke ID
 
   CLI::App* apply = nullptr;
   CLI::App* get = nullptr;
   CLI::App* del = nullptr;
   CLI::App* token_create = nullptr;
+  CLI::App* token_list = nullptr;
+  CLI::App* token_revoke = nullptr;
   CLI::App* describe = nullptr;
   CLI::App* cordon = nullptr;
   CLI::App* uncordon = nullptr;

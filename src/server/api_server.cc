@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <utility>
@@ -23,7 +24,9 @@
 #include "api/manifest.h"
 #include "api/object.h"
 #include "api/quantity.h"
+#include "api/status_schema.h"
 #include "server/accountant.h"
+#include "server/json_read.h"
 
 namespace tessera::server {
 
@@ -159,19 +162,97 @@ Result<Route> ParseRoute(std::string_view path) {
   return r;
 }
 
-// May `p` act on objects of `kind` in namespace `ns` ("" when cluster-scoped or all)?
-// Node agents read everything, and write Nodes, Events and Job status.
+enum class Verb : uint8_t { kRead, kWatch, kWrite, kDelete };
+
+// May `p` use `verb` on objects of `kind` in namespace `ns` (nullopt: all namespaces, or a
+// cluster-scoped kind) named `name` (nullopt: a list or a create)? Object-level rules follow in
+// AuthorizeWrite and the read filters.
 Status Authorize(const Principal& p, const api::KindInfo& kind,
-                 const std::optional<std::string>& ns, bool write) {
-  if (p.role == Principal::Role::kAdmin) return Status::Ok();
-  if (p.role == Principal::Role::kNamespace) {
-    if (kind.namespaced && ns && *ns == p.ns) return Status::Ok();
-    return PermissionDenied("this token is limited to namespace " + p.ns);
+                 const std::optional<std::string>& ns, const std::optional<std::string>& name,
+                 Verb verb) {
+  using Role = Principal::Role;
+  const std::string_view k = kind.kind;
+  switch (p.role) {
+    case Role::kAdmin:
+      return Status::Ok();
+    case Role::kNamespace: {
+      if (!kind.namespaced || !ns || *ns != p.ns) {
+        return PermissionDenied("this token is limited to namespace " + p.ns);
+      }
+      if (k == "Job" || k == "PodGroup" || k == "LocalQueue") return Status::Ok();
+      if ((k == "Event" || k == "NamespaceQuota") && (verb == Verb::kRead || verb == Verb::kWatch)) {
+        return Status::Ok();
+      }
+      return PermissionDenied("a namespace token may read but not change " + std::string(k) +
+                              "s; they are the admin's");
+    }
+    case Role::kAgent:
+      if (k == "Node" && verb != Verb::kDelete && verb != Verb::kWatch &&
+          (verb == Verb::kWrite || name == p.node)) {
+        return Status::Ok();  // a create's or apply's name is checked per object
+      }
+      if (k == "Job" && (verb == Verb::kRead || verb == Verb::kWrite)) return Status::Ok();
+      if (k == "Event" && verb == Verb::kWrite) return Status::Ok();
+      return PermissionDenied("an agent token acts for node " + p.node +
+                              " only: its Node, the Jobs bound to it and their pods' status");
+    case Role::kJoin:
+      return PermissionDenied("a join token only exchanges itself for a node's agent token");
+    case Role::kMetrics:
+      return PermissionDenied("a metrics token only reads /metrics");
   }
-  if (!write || kind.kind == "Node" || kind.kind == "Event" || kind.kind == "Job") {
-    return Status::Ok();
+  return PermissionDenied("unknown role");
+}
+
+// Whether a Job's stored status binds a pod to `node`.
+bool BoundTo(const json& job, const std::string& node) {
+  for (const json& pod : ListOf(Member(Member(job, "status"), "pods"))) {
+    if (Str(pod, "node") == node) return true;
   }
-  return PermissionDenied("an agent token writes only Nodes, Events and Job status");
+  return false;
+}
+
+// What an agent may change in a bound Job's status: the state of the pods bound to its node,
+// and the Job's outcome (phase Succeeded or Failed, message, finishedAt). Everything else must
+// be as stored.
+Status CheckAgentStatus(const Principal& p, const json& stored, const json& wanted) {
+  const json& old_status = Member(stored, "status");
+  const json& new_status = Member(wanted, "status");
+  auto deny = [&](const std::string& field) {
+    return PermissionDenied("status." + field + ": an agent reports only the state of pods on " +
+                            p.node + " and the job's outcome");
+  };
+  std::set<std::string> keys;
+  if (old_status.is_object()) {
+    for (const auto& [key, v] : old_status.items()) keys.insert(key);
+  }
+  if (new_status.is_object()) {
+    for (const auto& [key, v] : new_status.items()) keys.insert(key);
+  }
+  for (const std::string& key : keys) {
+    if (key == "message" || key == "finishedAt") continue;
+    const json& a = Member(old_status, key.c_str());
+    const json& b = Member(new_status, key.c_str());
+    if (key == "phase") {
+      if (a != b && b != "Succeeded" && b != "Failed") return deny("phase");
+      continue;
+    }
+    if (key != "pods") {
+      if (a != b) return deny(key);
+      continue;
+    }
+    if (!a.is_array() || !b.is_array() || a.size() != b.size()) return deny("pods");
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a[i] == b[i]) continue;
+      if (!a[i].is_object() || !b[i].is_object() || Str(a[i], "node") != p.node) {
+        return deny("pods[" + std::to_string(i) + "]");
+      }
+      json x = a[i], y = b[i];
+      x.erase("state");
+      y.erase("state");
+      if (x != y) return deny("pods[" + std::to_string(i) + "]");
+    }
+  }
+  return Status::Ok();
 }
 
 // Parses and checks one object from a request body; the path's namespace and name, when given,
@@ -180,6 +261,9 @@ Result<json> ParseObject(const json& obj, const Route* route) {
   if (Status s = api::ValidateEnvelope(obj); !s.ok()) return s;
   if (Status s = api::ValidateSpec(obj); !s.ok()) return s;
   const api::ObjectId id = api::IdOf(obj);
+  if (const auto st = obj.find("status"); st != obj.end()) {
+    if (Status s = api::ValidateStatus(id.kind->kind, *st); !s.ok()) return s;
+  }
   if (route != nullptr) {
     if (id.kind != route->kind) {
       return InvalidArgument("kind: " + std::string(id.kind->kind) + " does not match the path (" +
@@ -261,33 +345,40 @@ class WatchStream : public ResponseStream, public std::enable_shared_from_this<W
   }
 
   void Next(std::function<void(std::optional<std::string>)> emit) override {
-    std::string out = std::move(pending_);
-    pending_.clear();
-    if (ended_) return emit(std::nullopt);
-    while (out.empty()) {
-      auto changes = feed_.After(last_, 512);
-      if (!changes.ok()) {
-        ended_ = true;
-        const json status = json::parse(StatusJson(410, "Expired", changes.status().message()));
-        return emit(json{{"type", "ERROR"}, {"object", status}}.dump() + "\n");
+    for (;;) {
+      std::string out = std::move(pending_);
+      pending_.clear();
+      if (ended_) return emit(std::nullopt);
+      while (out.empty()) {
+        auto changes = feed_.After(last_, 512);
+        if (!changes.ok()) {
+          ended_ = true;
+          const json status = json::parse(StatusJson(410, "Expired", changes.status().message()));
+          return emit(json{{"type", "ERROR"}, {"object", status}}.dump() + "\n");
+        }
+        for (const store::Change& c : *changes) {
+          last_ = c.revision;
+          if (!Wanted(c.object.key)) continue;
+          std::shared_ptr<const EventCache::Event> e = events_.Get(c);
+          if (selector_ && !selector_->Matches(e->labels)) continue;
+          out += e->line;
+        }
+        if (changes->size() < 512) break;
       }
-      for (const store::Change& c : *changes) {
-        last_ = c.revision;
-        if (!Wanted(c.object.key)) continue;
-        std::shared_ptr<const EventCache::Event> e = events_.Get(c);
-        if (selector_ && !selector_->Matches(e->labels)) continue;
-        out += e->line;
+      if (!out.empty()) return emit(std::move(out));
+      // Nothing new for this watch: wait for the next commit. The feed never calls back from
+      // Subscribe; a commit that landed since After is read by going round again.
+      std::weak_ptr<WatchStream> weak = shared_from_this();
+      std::lock_guard<std::mutex> lock(mu_);
+      if (cancelled_) return;
+      auto sub = feed_.Subscribe(last_, [weak, emit] {
+        if (auto self = weak.lock()) self->Next(emit);
+      });
+      if (sub) {
+        subscription_ = *sub;
+        return;
       }
-      if (changes->size() < 512) break;
     }
-    if (!out.empty()) return emit(std::move(out));
-    // Nothing new for this watch: wait for the next commit.
-    std::weak_ptr<WatchStream> weak = shared_from_this();
-    std::lock_guard<std::mutex> lock(mu_);
-    if (cancelled_) return;
-    subscription_ = feed_.Subscribe(last_, [weak, emit] {
-      if (auto self = weak.lock()) self->Next(emit);
-    });
   }
 
   void Cancel() override {
@@ -335,15 +426,21 @@ class LogStream : public ResponseStream, public std::enable_shared_from_this<Log
 
   void Next(std::function<void(std::optional<std::string>)> emit) override {
     if (!first_.empty()) return emit(std::exchange(first_, std::string()));
-    auto more = logs_.Since(ns_, job_, pod_, &from_);
-    if (!more.ok()) return emit(std::nullopt);
-    if (!more->empty()) return emit(std::move(more).value());
-    std::weak_ptr<LogStream> weak = shared_from_this();
-    std::lock_guard<std::mutex> lock(mu_);
-    if (cancelled_) return;
-    subscription_ = logs_.Subscribe(ns_, job_, pod_, from_, [weak, emit] {
-      if (auto self = weak.lock()) self->Next(emit);
-    });
+    for (;;) {
+      auto more = logs_.Since(ns_, job_, pod_, &from_);
+      if (!more.ok()) return emit(std::nullopt);
+      if (!more->empty()) return emit(std::move(more).value());
+      std::weak_ptr<LogStream> weak = shared_from_this();
+      std::lock_guard<std::mutex> lock(mu_);
+      if (cancelled_) return;
+      auto sub = logs_.Subscribe(ns_, job_, pod_, from_, [weak, emit] {
+        if (auto self = weak.lock()) self->Next(emit);
+      });
+      if (sub) {
+        subscription_ = *sub;
+        return;
+      }
+    }
   }
   void Cancel() override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -390,7 +487,197 @@ Result<json> ApplyItems(const HttpRequest& req) {
   return out;
 }
 
+// The lines of a /metrics text a namespace may see: family headers, and samples that carry
+// namespace="<ns>".
+std::string NamespaceView(std::string_view text, const std::string& ns) {
+  const std::string want = "namespace=\"" + ns + "\"";
+  std::string out;
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    const std::string_view line = text.substr(0, nl == std::string_view::npos ? text.size() : nl);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    bool keep = line.starts_with("#");
+    const size_t open = line.find('{');
+    if (!keep && open != std::string_view::npos) {
+      for (size_t at = line.find(want, open); at != std::string_view::npos;
+           at = line.find(want, at + 1)) {
+        if (line[at - 1] == '{' || line[at - 1] == ',') keep = true;
+      }
+    }
+    if (keep) {
+      out += line;
+      out += '\n';
+    }
+  }
+  return out;
+}
+
 }  // namespace
+
+HttpResponse ApiServer::Tokens(const HttpRequest& req, const Principal& who) {
+  using Role = Principal::Role;
+  const bool admin = who.role == Role::kAdmin;
+  if (req.method == "GET" && req.path == "/api/v1/tokens") {
+    if (!admin) return Error(PermissionDenied("only the admin token lists tokens"));
+    auto list = tokens_.List();
+    if (!list.ok()) return Error(list.status());
+    json items = json::array();
+    for (const TokenInfo& t : *list) {
+      json item = {{"id", t.id}, {"role", RoleName(t.role)}};
+      if (!t.ns.empty()) item["namespace"] = t.ns;
+      if (!t.node.empty()) item["node"] = t.node;
+      if (!t.created.empty()) item["created"] = t.created;
+      items.push_back(std::move(item));
+    }
+    return Json(200, {{"kind", "TokenList"}, {"apiVersion", api::kApiVersion}, {"items", items}});
+  }
+  if (req.method == "DELETE" && req.path.starts_with("/api/v1/tokens/")) {
+    if (!admin) return Error(PermissionDenied("only the admin token revokes tokens"));
+    const std::string id = req.path.substr(std::string_view("/api/v1/tokens/").size());
+    if (Status s = tokens_.Revoke(id); !s.ok()) return Error(s);
+    feed_.CatchUp();
+    return Json(200, {{"kind", "Status"}, {"status", "Success"}, {"message", "token " + id +
+                                                                              " revoked"}});
+  }
+  if (req.method != "POST" || req.path != "/api/v1/tokens") {
+    return Reply(405, "application/json",
+                 StatusJson(405, "MethodNotAllowed",
+                            "tokens are created with POST, listed with GET and revoked with "
+                            "DELETE /api/v1/tokens/{id}"));
+  }
+  if (!admin && who.role != Role::kJoin) {
+    return Error(PermissionDenied("only the admin token creates tokens"));
+  }
+  auto body = api::ParseJson(req.body);
+  if (!body.ok()) return Error(body.status());
+  api::Fields f(*body, "");
+  std::string ns, node;
+  int role = 0;
+  if (Status s = f.String("namespace", &ns); !s.ok()) return Error(s);
+  if (Status s = f.String("node", &node); !s.ok()) return Error(s);
+  if (Status s = f.Enum("role", {"namespace", "agent", "metrics"}, &role); !s.ok()) {
+    return Error(s);
+  }
+  if (Status s = f.Finish(); !s.ok()) return Error(s);
+  if (role != 0 && !ns.empty()) {
+    return Error(InvalidArgument("namespace: only a namespace token has one"));
+  }
+  if (role != 1 && !node.empty()) return Error(InvalidArgument("node: only an agent token has one"));
+  const std::string created = FormatTime(clock_());
+  json reply;
+  Result<std::string> token = Internal("no token");
+  if (who.role == Role::kJoin) {
+    // A join token mints the first agent token of a node, and nothing else.
+    if (role != 1 || node.empty()) {
+      return Error(PermissionDenied("a join token only creates an agent token for a node"));
+    }
+    if (Status s = api::ValidateName(node, false, "node"); !s.ok()) return Error(s);
+    auto has = tokens_.NodeHasAgent(node);
+    if (!has.ok()) return Error(has.status());
+    if (*has) {
+      return Error(Conflict("node " + node + " already has an agent token; the admin revokes it "
+                            "(tessera token revoke) before the node joins again"));
+    }
+    token = tokens_.Create(Role::kAgent, "", node, created);
+    reply = {{"role", "agent"}, {"node", node}};
+  } else if (role == 1 && node.empty()) {
+    token = tokens_.Create(Role::kJoin, "", "", created);
+    reply = {{"role", "join"}};
+  } else if (role == 1) {
+    if (Status s = api::ValidateName(node, false, "node"); !s.ok()) return Error(s);
+    token = tokens_.Create(Role::kAgent, "", node, created);
+    reply = {{"role", "agent"}, {"node", node}};
+  } else if (role == 2) {
+    token = tokens_.Create(Role::kMetrics, "", "", created);
+    reply = {{"role", "metrics"}};
+  } else {
+    if (Status s = api::ValidateName(ns, true, "namespace"); !s.ok()) return Error(s);
+    token = tokens_.Create(Role::kNamespace, ns, "", created);
+    reply = {{"role", "namespace"}, {"namespace", ns}};
+  }
+  if (!token.ok()) return Error(token.status());
+  feed_.CatchUp();
+  reply["id"] = token->substr(0, token->find('.'));
+  reply["token"] = *token;
+  return Json(201, reply);
+}
+
+Status ApiServer::AuthorizeWrite(const Principal& who, json* obj) {
+  using Role = Principal::Role;
+  const api::ObjectId id = api::IdOf(*obj);
+  const std::string_view kind = id.kind->kind;
+  if (who.role == Role::kNamespace && kind == "LocalQueue") {
+    // It may point only at a Queue the admin opened to this namespace.
+    auto lq = api::DecodeLocalQueue(*obj);
+    if (!lq.ok()) return lq.status();
+    auto queue = store_->Get({"Queue", "", lq->queue});
+    if (!queue.ok()) return queue.status();
+    const json q = queue->has_value() ? json::parse((*queue)->body, nullptr, false) : json();
+    if (!api::QueueAllowsNamespace(q, who.ns)) {
+      return PermissionDenied("spec.clusterQueue: queue " + lq->queue +
+                              " is not open to namespace " + who.ns +
+                              " (the admin lists it in the Queue's spec.allowedNamespaces)");
+    }
+    return Status::Ok();
+  }
+  if (who.role != Role::kAgent) return Status::Ok();
+  if (kind == "Node") {
+    if (id.name != who.node) {
+      return PermissionDenied("an agent token registers and updates node " + who.node + " only");
+    }
+    return Status::Ok();
+  }
+  if (kind == "Event") {
+    const json& about = Member(Member(*obj, "spec"), "involvedObject");
+    if (id.ns != "tessera-system" || Str(about, "kind") != "Node" ||
+        Str(about, "name") != who.node) {
+      return PermissionDenied("an agent reports events about node " + who.node +
+                              " only, in namespace tessera-system");
+    }
+    return Status::Ok();
+  }
+  if (kind != "Job") return PermissionDenied("an agent token writes only its node's objects");
+  auto stored = store_->Get(KeyOf(id));
+  if (!stored.ok()) return stored.status();
+  const json old = stored->has_value() ? json::parse((*stored)->body, nullptr, false) : json();
+  if (!stored->has_value() || !BoundTo(old, who.node)) {
+    return PermissionDenied("Job " + id.ns + "/" + id.name + " has no pod bound to node " +
+                            who.node);
+  }
+  if (Status s = CheckAgentStatus(who, old, *obj); !s.ok()) return s;
+  // Status only: the spec and metadata stay as stored (the version read is still checked).
+  const json version = Member(Member(*obj, "metadata"), "resourceVersion");
+  (*obj)["spec"] = Member(old, "spec");
+  (*obj)["metadata"] = Member(old, "metadata");
+  if (!version.is_null()) (*obj)["metadata"]["resourceVersion"] = version;
+  return Status::Ok();
+}
+
+Status ApiServer::AuthorizeLogs(const HttpRequest& req, const Principal& who,
+                                const std::string& ns, const std::string& job) {
+  using Role = Principal::Role;
+  if (who.role == Role::kAdmin) return Status::Ok();
+  if (req.method != "POST") {
+    if (who.role == Role::kNamespace && who.ns == ns) return Status::Ok();
+    return PermissionDenied(who.role == Role::kNamespace
+                                ? "this token is limited to namespace " + who.ns
+                                : "logs are read with the admin or the namespace's token");
+  }
+  if (who.role != Role::kAgent) return PermissionDenied("only node agents ship logs");
+  const auto pod = req.query.find("pod");
+  if (pod == req.query.end() || pod->second.empty()) {
+    return InvalidArgument("pod: name the pod whose output this is");
+  }
+  auto stored = store_->Get({"Job", ns, job});
+  if (!stored.ok()) return stored.status();
+  if (stored->has_value() && pod != req.query.end()) {
+    const json obj = json::parse((*stored)->body, nullptr, false);
+    for (const json& p : ListOf(Member(Member(obj, "status"), "pods"))) {
+      if (Str(p, "name") == pod->second && Str(p, "node") == who.node) return Status::Ok();
+    }
+  }
+  return PermissionDenied("an agent ships output only for pods bound to node " + who.node);
+}
 
 ApiServer::ApiServer(std::unique_ptr<store::Store> store, const std::string& data_dir)
     : store_(std::move(store)),
@@ -640,35 +927,24 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
   if (!who.ok()) return Error(who.status());
 
   if (req.path == "/metrics" && req.method == "GET") {
-    return Reply(200, "text/plain; version=0.0.4",
-                 RenderMetrics(objects_, metrics_, accounting_->idle(), clock_()));
+    using Role = Principal::Role;
+    if (who->role != Role::kAdmin && who->role != Role::kMetrics &&
+        who->role != Role::kNamespace) {
+      return Error(PermissionDenied("/metrics is read with the admin, a metrics or a namespace "
+                                    "token"));
+    }
+    std::string text = RenderMetrics(objects_, metrics_, accounting_->idle(), clock_());
+    if (who->role == Role::kNamespace) text = NamespaceView(text, who->ns);
+    return Reply(200, "text/plain; version=0.0.4", std::move(text));
   }
-  if (req.path == "/api/v1/usage" && req.method == "GET") return Usage(req, *who);
-
-  if (req.path == "/api/v1/tokens" && req.method == "POST") {
-    if (who->role != Principal::Role::kAdmin) {
-      return Error(PermissionDenied("only the admin token creates tokens"));
+  if (req.path == "/api/v1/usage" && req.method == "GET") {
+    if (who->role != Principal::Role::kAdmin && who->role != Principal::Role::kNamespace) {
+      return Error(PermissionDenied("usage is read with the admin or a namespace token"));
     }
-    auto body = api::ParseJson(req.body);
-    if (!body.ok()) return Error(body.status());
-    api::Fields f(*body, "");
-    std::string ns;
-    int role = 0;
-    if (Status s = f.String("namespace", &ns); !s.ok()) return Error(s);
-    if (Status s = f.Enum("role", {"namespace", "agent"}, &role); !s.ok()) return Error(s);
-    if (Status s = f.Finish(); !s.ok()) return Error(s);
-    if (role == 1) {
-      if (!ns.empty()) return Error(InvalidArgument("namespace: an agent token has none"));
-      auto token = tokens_.Create(Principal::Role::kAgent, "");
-      if (!token.ok()) return Error(token.status());
-      feed_.CatchUp();
-      return Json(201, {{"role", "agent"}, {"token", *token}});
-    }
-    if (Status s = api::ValidateName(ns, true, "namespace"); !s.ok()) return Error(s);
-    auto token = tokens_.Create(Principal::Role::kNamespace, ns);
-    if (!token.ok()) return Error(token.status());
-    feed_.CatchUp();
-    return Json(201, {{"role", "namespace"}, {"namespace", ns}, {"token", *token}});
+    return Usage(req, *who);
+  }
+  if (req.path == "/api/v1/tokens" || req.path.starts_with("/api/v1/tokens/")) {
+    return Tokens(req, *who);
   }
 
   if (req.path == "/api/v1/apply" && req.method == "POST") {
@@ -694,7 +970,10 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
         return Error(Status(obj.status().code(), what + ": " + obj.status().message()));
       }
       const api::ObjectId id = api::IdOf(*obj);
-      if (Status s = Authorize(*who, *id.kind, id.ns, true); !s.ok()) return Error(s);
+      if (Status s = Authorize(*who, *id.kind, id.ns, id.name, Verb::kWrite); !s.ok()) {
+        return Error(s);
+      }
+      if (Status s = AuthorizeWrite(*who, &*obj); !s.ok()) return Error(s);
       store::Write w{store::Write::Op::kPut, KeyOf(id), "", RequestedVersion(*obj)};
       if (Status s = KeepSystemFields(*who, &*obj, &w); !s.ok()) return Error(s);
       writes.push_back(std::move(w));
@@ -714,20 +993,25 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
   if (req.path.ends_with("/logs")) {
     auto route = ParseRoute(req.path.substr(0, req.path.size() - 5));
     if (route.ok() && route->kind->kind == "Job" && route->ns && route->name) {
-      const bool write = req.method == "POST";
-      if (write && who->role == Principal::Role::kNamespace) {
-        return Error(PermissionDenied("only node agents ship logs"));
+      if (Status s = AuthorizeLogs(req, *who, *route->ns, *route->name); !s.ok()) {
+        return Error(s);
       }
-      if (Status s = Authorize(*who, *route->kind, route->ns, false); !s.ok()) return Error(s);
       return Logs(req, *route->ns, *route->name);
     }
   }
   auto route = ParseRoute(req.path);
   if (!route.ok()) return Error(route.status());
-  if (Status s = Authorize(*who, *route->kind, route->ns, req.method != "GET"); !s.ok()) {
+  const bool watching = req.method == "GET" && !route->name && req.query.contains("watch") &&
+                        (req.query.at("watch") == "1" || req.query.at("watch") == "true");
+  const Verb verb = req.method == "GET"      ? (watching ? Verb::kWatch : Verb::kRead)
+                    : req.method == "DELETE" ? Verb::kDelete
+                                             : Verb::kWrite;
+  if (Status s = Authorize(*who, *route->kind, route->ns, route->name, verb); !s.ok()) {
     return Error(s);
   }
   const std::string kind(route->kind->kind);
+  // An agent sees the Jobs bound to its node only.
+  const bool agent_jobs = who->role == Principal::Role::kAgent && kind == "Job";
 
   if (req.method == "GET" && !route->name) {
     std::optional<api::LabelSelector> selector;
@@ -736,10 +1020,7 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
       if (!sel.ok()) return Error(sel.status());
       selector = std::move(sel).value();
     }
-    if (auto w = req.query.find("watch");
-        w != req.query.end() && (w->second == "1" || w->second == "true")) {
-      return Watch(req, kind, route->ns, std::move(selector));
-    }
+    if (watching) return Watch(req, kind, route->ns, std::move(selector));
     auto list =
         store_->List(kind, route->ns ? std::optional<std::string_view>(*route->ns) : std::nullopt);
     if (!list.ok()) return Error(list.status());
@@ -747,6 +1028,7 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
     for (const store::StoredObject& o : *list) {
       json obj = Served(o);
       if (selector && !selector->Matches(obj["metadata"].value("labels", json()))) continue;
+      if (agent_jobs && !BoundTo(obj, who->node)) continue;
       items.push_back(std::move(obj));
     }
     return Json(200, {{"kind", kind + "List"},
@@ -758,7 +1040,9 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
   if (req.method == "GET") {
     auto got = store_->Get(key);
     if (!got.ok()) return Error(got.status());
-    if (!got->has_value()) return Error(NotFound(store::Describe(key) + " not found"));
+    const bool hidden = got->has_value() && agent_jobs &&
+                        !BoundTo(json::parse((*got)->body, nullptr, false), who->node);
+    if (!got->has_value() || hidden) return Error(NotFound(store::Describe(key) + " not found"));
     return Json(200, Served(**got));
   }
   if (req.method == "DELETE" && route->name) {
@@ -775,6 +1059,7 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
     auto obj = ParseObject(*body, &*route);
     if (!obj.ok()) return Error(obj.status());
     const api::ObjectId id = api::IdOf(*obj);
+    if (Status s = AuthorizeWrite(*who, &*obj); !s.ok()) return Error(s);
     const bool create = req.method == "POST";
     store::Write w{create ? store::Write::Op::kCreate : store::Write::Op::kPut, KeyOf(id), "",
                    create ? std::nullopt : RequestedVersion(*obj)};

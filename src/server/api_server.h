@@ -13,9 +13,13 @@
 //                                                    all or nothing; unchanged objects keep
 //                                                    their resourceVersion
 //   POST   /api/v1/tokens  {"namespace": NS}         (admin) a namespace-scoped token
-//   POST   /api/v1/tokens  {"role": "agent"}         (admin) a join token for node agents,
-//                                                    which read everything and write Nodes,
-//                                                    Events and Job status
+//   POST   /api/v1/tokens  {"role": "agent", "node": N}
+//                                                    (admin) an agent token bound to node N;
+//                                                    (a join token) the same, once per node
+//   POST   /api/v1/tokens  {"role": "agent"}         (admin) a join token for node agents
+//   POST   /api/v1/tokens  {"role": "metrics"}       (admin) a token that reads /metrics only
+//   GET    /api/v1/tokens                            (admin) every token, without secrets
+//   DELETE /api/v1/tokens/{id}                       (admin) revokes it at once
 //   GET    /api/v1/namespaces/{ns}/jobs/{name}/logs[?pod=P][&tailLines=N][&follow=1]
 //                                                    the job's output as text (all its pods,
 //                                                    lines prefixed [pod], unless one is named);
@@ -35,12 +39,14 @@
 //                                                    to the beginning, until to now; a
 //                                                    namespace token sees its namespace only
 //   GET    /metrics                                  Prometheus text: scheduler metrics and GPU
-//                                                    telemetry under DCGM field names (any
-//                                                    valid token)
+//                                                    telemetry under DCGM field names (admin or
+//                                                    metrics token; a namespace token gets the
+//                                                    series labelled with its namespace)
 //
 // Lists and watches take `labelSelector`. Every request needs "Authorization: Bearer <token>":
-// unknown or missing -> 401; a namespace token outside its namespace or on cluster-scoped kinds ->
-// 403. Errors are Kubernetes Status objects naming the field at fault; nothing is written on error.
+// unknown, revoked or missing -> 401; anything outside the token's role -> 403 (the matrix is in
+// docs/SECURITY.md). Errors are Kubernetes Status objects naming the field at fault; nothing is
+// written on error.
 #ifndef TESSERA_SERVER_API_SERVER_H_
 #define TESSERA_SERVER_API_SERVER_H_
 
@@ -97,6 +103,15 @@ class ApiServer {
   HttpResponse Logs(const HttpRequest& req, const std::string& ns, const std::string& job);
 
   HttpResponse Usage(const HttpRequest& req, const Principal& who);
+  // /api/v1/tokens: create (POST), list (GET), revoke (DELETE /api/v1/tokens/{id}).
+  HttpResponse Tokens(const HttpRequest& req, const Principal& who);
+  // Object-level rules for a write of `obj` by `who` (see docs/SECURITY.md). An agent's write
+  // of a Job keeps the stored spec and metadata: it reports status only.
+  Status AuthorizeWrite(const Principal& who, nlohmann::json* obj);
+  // Reading a Job's logs (admin, its namespace) or shipping them (admin, the agent of the node
+  // the named pod is bound to).
+  Status AuthorizeLogs(const HttpRequest& req, const Principal& who, const std::string& ns,
+                       const std::string& job);
   HttpResponse Watch(const HttpRequest& req, const std::string& kind,
                      const std::optional<std::string>& ns,
                      std::optional<api::LabelSelector> selector);

@@ -5,6 +5,7 @@
 #include <sys/random.h>
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <vector>
 
 namespace tessera::server {
@@ -35,6 +36,36 @@ Result<std::string> RandomHex(size_t bytes) {
   return Hex(buf.data(), bytes);
 }
 
+Result<std::string> Store(store::Store& store, const std::string& id, Principal::Role role,
+                          const std::string& ns, const std::string& node,
+                          const std::string& created) {
+  Result<std::string> secret = RandomHex(32);
+  if (!secret.ok()) return secret.status();
+  nlohmann::json body = {
+      {"role", RoleName(role)}, {"namespace", ns}, {"sha256", Sha256Hex(*secret)}};
+  if (!node.empty()) body["node"] = node;
+  if (!created.empty()) body["created"] = created;
+  store::Write w{store::Write::Op::kCreate, {std::string(kTokenKind), "", id}, body.dump(), {}};
+  if (auto r = store.Commit(std::span<const store::Write>(&w, 1)); !r.ok()) return r.status();
+  return id + "." + *secret;
+}
+
+std::optional<Principal::Role> RoleOf(std::string_view name) {
+  for (Principal::Role r : {Principal::Role::kAdmin, Principal::Role::kNamespace,
+                            Principal::Role::kAgent, Principal::Role::kJoin,
+                            Principal::Role::kMetrics}) {
+    if (RoleName(r) == name) return r;
+  }
+  return std::nullopt;
+}
+
+std::string Text(const nlohmann::json& body, const char* key) {
+  const auto it = body.find(key);
+  return it != body.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+}  // namespace
+
 std::string_view RoleName(Principal::Role r) {
   switch (r) {
     case Principal::Role::kAdmin:
@@ -43,22 +74,13 @@ std::string_view RoleName(Principal::Role r) {
       return "namespace";
     case Principal::Role::kAgent:
       return "agent";
+    case Principal::Role::kJoin:
+      return "join";
+    case Principal::Role::kMetrics:
+      return "metrics";
   }
   return "namespace";
 }
-
-Result<std::string> Store(store::Store& store, const std::string& id, Principal::Role role,
-                          const std::string& ns) {
-  Result<std::string> secret = RandomHex(32);
-  if (!secret.ok()) return secret.status();
-  const nlohmann::json body = {
-      {"role", RoleName(role)}, {"namespace", ns}, {"sha256", Sha256Hex(*secret)}};
-  store::Write w{store::Write::Op::kCreate, {std::string(kTokenKind), "", id}, body.dump(), {}};
-  if (auto r = store.Commit(std::span<const store::Write>(&w, 1)); !r.ok()) return r.status();
-  return id + "." + *secret;
-}
-
-}  // namespace
 
 std::string Sha256Hex(std::string_view data) {
   unsigned char md[EVP_MAX_MD_SIZE];
@@ -71,15 +93,52 @@ Result<std::optional<std::string>> TokenAuthority::EnsureAdmin() {
   auto existing = store_.Get({std::string(kTokenKind), "", std::string(kAdminId)});
   if (!existing.ok()) return existing.status();
   if (existing->has_value()) return std::optional<std::string>();
-  Result<std::string> t = Store(store_, std::string(kAdminId), Principal::Role::kAdmin, "");
+  Result<std::string> t = Store(store_, std::string(kAdminId), Principal::Role::kAdmin, "", "", "");
   if (!t.ok()) return t.status();
   return std::optional<std::string>(*t);
 }
 
-Result<std::string> TokenAuthority::Create(Principal::Role role, const std::string& ns) {
+Result<std::string> TokenAuthority::Create(Principal::Role role, const std::string& ns,
+                                           const std::string& node, const std::string& created) {
   Result<std::string> id = RandomHex(8);
   if (!id.ok()) return id.status();
-  return Store(store_, *id, role, role == Principal::Role::kNamespace ? ns : "");
+  return Store(store_, *id, role, role == Principal::Role::kNamespace ? ns : "",
+               role == Principal::Role::kAgent ? node : "", created);
+}
+
+Result<std::vector<TokenInfo>> TokenAuthority::List() {
+  auto stored = store_.List(kTokenKind, std::nullopt);
+  if (!stored.ok()) return stored.status();
+  std::vector<TokenInfo> out;
+  for (const store::StoredObject& o : *stored) {
+    const nlohmann::json body = nlohmann::json::parse(o.body, nullptr, false);
+    if (!body.is_object()) continue;
+    const auto role = RoleOf(Text(body, "role"));
+    if (!role) continue;
+    out.push_back({o.key.name, *role, Text(body, "namespace"), Text(body, "node"),
+                   Text(body, "created")});
+  }
+  return out;
+}
+
+Status TokenAuthority::Revoke(const std::string& id) {
+  if (id == kAdminId) return FailedPrecondition("the admin token cannot be revoked");
+  const store::ObjectKey key{std::string(kTokenKind), "", id};
+  auto existing = store_.Get(key);
+  if (!existing.ok()) return existing.status();
+  if (!existing->has_value()) return NotFound("token " + id + " not found");
+  store::Write w{store::Write::Op::kDelete, key, "", (*existing)->version};
+  if (auto r = store_.Commit(std::span<const store::Write>(&w, 1)); !r.ok()) return r.status();
+  return Status::Ok();
+}
+
+Result<bool> TokenAuthority::NodeHasAgent(const std::string& node) {
+  auto tokens = List();
+  if (!tokens.ok()) return tokens.status();
+  for (const TokenInfo& t : *tokens) {
+    if (t.role == Principal::Role::kAgent && t.node == node) return true;
+  }
+  return false;
 }
 
 Result<Principal> TokenAuthority::Authenticate(std::string_view authorization) {
@@ -105,12 +164,19 @@ Result<Principal> TokenAuthority::Authenticate(std::string_view authorization) {
     return Unauthenticated("unknown token");
   }
   Principal p;
-  const std::string role = body.value("role", "");
-  p.role = role == "admin"   ? Principal::Role::kAdmin
-           : role == "agent" ? Principal::Role::kAgent
-                             : Principal::Role::kNamespace;
-  p.ns = body.value("namespace", "");
+  const auto role = RoleOf(Text(body, "role"));
+  if (!role) return Unauthenticated("unknown token");  // fail closed on a role not known here
+  p.role = *role;
+  p.ns = Text(body, "namespace");
+  p.node = Text(body, "node");
   p.token_id = id;
+  // A scoped token without its scope names nothing it may touch.
+  if ((p.role == Principal::Role::kNamespace && p.ns.empty()) ||
+      (p.role == Principal::Role::kAgent && p.node.empty())) {
+    return Unauthenticated("this token has no " +
+                           std::string(p.role == Principal::Role::kAgent ? "node" : "namespace") +
+                           "; ask the admin for a new one");
+  }
   return p;
 }
 

@@ -6,17 +6,36 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
 #include "store/store.h"
 
 namespace tessera::server {
 
+// Who a token speaks for (docs/SECURITY.md has what each may do):
+//   kAdmin      everything
+//   kNamespace  one namespace's work, queues and logs
+//   kAgent      one node: its Node, the Jobs bound to it, their pods' status and output
+//   kJoin       only exchanges itself for a kAgent token of a node that has none yet
+//   kMetrics    only reads /metrics
 struct Principal {
-  enum class Role : uint8_t { kAdmin, kNamespace, kAgent };
+  enum class Role : uint8_t { kAdmin, kNamespace, kAgent, kJoin, kMetrics };
   Role role = Role::kNamespace;
-  std::string ns;  // kNamespace: the only namespace it may see and change
+  std::string ns;    // kNamespace: the only namespace it may see and change
+  std::string node;  // kAgent: the only node it acts for
   std::string token_id;
+};
+
+std::string_view RoleName(Principal::Role r);
+
+// A token as listed: never its secret.
+struct TokenInfo {
+  std::string id;
+  Principal::Role role = Principal::Role::kNamespace;
+  std::string ns;
+  std::string node;
+  std::string created;  // RFC 3339, "" for tokens made before it was recorded
 };
 
 class TokenAuthority {
@@ -25,10 +44,19 @@ class TokenAuthority {
 
   // Creates the admin token when there is none; returns its plaintext then, nullopt otherwise.
   Result<std::optional<std::string>> EnsureAdmin();
-  // A new token ("<id>.<secret>", hex); `ns` only for kNamespace.
-  Result<std::string> Create(Principal::Role role, const std::string& ns);
-  // From an Authorization header: Unauthenticated when missing, malformed or unknown.
+  // A new token ("<id>.<secret>", hex); `ns` only for kNamespace, `node` only for kAgent.
+  // `created` is recorded for listing.
+  Result<std::string> Create(Principal::Role role, const std::string& ns,
+                             const std::string& node = "", const std::string& created = "");
+  // From an Authorization header: Unauthenticated when missing, malformed, unknown or revoked.
   Result<Principal> Authenticate(std::string_view authorization);
+
+  // Every token, by id.
+  Result<std::vector<TokenInfo>> List();
+  // Deletes a token: requests bearing it fail from the next one on. The admin token stays.
+  Status Revoke(const std::string& id);
+  // Whether some agent token is bound to `node`.
+  Result<bool> NodeHasAgent(const std::string& node);
 
  private:
   store::Store& store_;

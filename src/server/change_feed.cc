@@ -53,17 +53,13 @@ Result<std::vector<store::Change>> ChangeFeed::After(int64_t after, size_t limit
   return store_.ChangesAfter(after, limit);
 }
 
-uint64_t ChangeFeed::Subscribe(int64_t after, std::function<void()> wake) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (after >= head_) {
-      const uint64_t id = next_id_++;
-      waiting_.emplace(id, std::make_pair(after, std::move(wake)));
-      return id;
-    }
-  }
-  wake();
-  return 0;
+std::optional<uint64_t> ChangeFeed::Subscribe(int64_t after, std::function<void()> wake) {
+  if (before_subscribe_) before_subscribe_();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (after < head_) return std::nullopt;
+  const uint64_t id = next_id_++;
+  waiting_.emplace(id, std::make_pair(after, std::move(wake)));
+  return id;
 }
 
 void ChangeFeed::Unsubscribe(uint64_t id) {

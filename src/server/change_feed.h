@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "store/store.h"
@@ -28,10 +29,18 @@ class ChangeFeed {
   // they were compacted away.
   Result<std::vector<store::Change>> After(int64_t after, size_t limit);
 
-  // Calls `wake` once, on the publishing thread, as soon as a change after `after` exists
-  // (at once when one already does). Returns an id for Unsubscribe.
-  uint64_t Subscribe(int64_t after, std::function<void()> wake);
+  // Registers `wake` to be called once, on the publishing thread (inside CatchUp, with no lock
+  // of the feed held), when a change after `after` is published. Never calls `wake` itself: when
+  // such a change already exists it registers nothing and returns nullopt, and the caller reads
+  // it (so a caller may hold its own lock while subscribing). Otherwise an id for Unsubscribe.
+  std::optional<uint64_t> Subscribe(int64_t after, std::function<void()> wake);
   void Unsubscribe(uint64_t id);
+
+  // Test seam: called at the start of every Subscribe, before the feed's lock is taken, so a
+  // test can land a commit between a reader's After and its Subscribe deterministically.
+  void set_before_subscribe_for_test(std::function<void()> hook) {
+    before_subscribe_ = std::move(hook);
+  }
 
   int64_t head() const;
   size_t subscribers() const;
@@ -44,6 +53,7 @@ class ChangeFeed {
   int64_t head_;                      // revision of the newest change published
   uint64_t next_id_ = 1;
   std::map<uint64_t, std::pair<int64_t, std::function<void()>>> waiting_;
+  std::function<void()> before_subscribe_;
 };
 
 }  // namespace tessera::server

@@ -1,6 +1,7 @@
 #include "server/http_server.h"
 
 #include <array>
+#include <cstdio>
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast.hpp>
@@ -9,6 +10,8 @@
 #include <sstream>
 #include <thread>
 #include <utility>
+
+#include "api/json_text.h"
 
 namespace tessera::server {
 
@@ -29,9 +32,12 @@ int HexValue(char c) {
 }  // namespace
 
 std::string StatusJson(int code, std::string_view reason, std::string_view message) {
-  return nlohmann::json{{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Failure"},
-                        {"reason", reason}, {"message", message}, {"code", code}}
-      .dump();
+  return api::DumpJson(nlohmann::json{{"kind", "Status"},
+                                      {"apiVersion", "v1"},
+                                      {"status", "Failure"},
+                                      {"reason", api::SafeText(reason, 64)},
+                                      {"message", api::SafeText(message, 4096)},
+                                      {"code", code}});
 }
 
 namespace {
@@ -103,12 +109,37 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
             req.keep_alive());
       return;
     }
+    if (!api::ValidUtf8(r.path)) {
+      Reply(400, "application/json",
+            StatusJson(400, "BadRequest", "the request path is not UTF-8 once decoded"),
+            req.keep_alive());
+      return;
+    }
+    for (const auto& [k, v] : r.query) {
+      if (!api::ValidUtf8(k) || !api::ValidUtf8(v)) {
+        Reply(400, "application/json",
+              StatusJson(400, "BadRequest",
+                         "query parameter " + api::SafeText(k, 64) + ": not UTF-8 once decoded"),
+              req.keep_alive());
+        return;
+      }
+    }
     r.authorization =
         std::string(req[http::field::authorization].data(), req[http::field::authorization].size());
     r.content_type =
         std::string(req[http::field::content_type].data(), req[http::field::content_type].size());
     r.body = std::move(req.body());
-    HttpResponse out = handler_(r);
+    HttpResponse out;
+    try {
+      out = handler_(r);
+    } catch (const std::exception& e) {
+      // A defect, not the client's input: the request fails, the server goes on.
+      std::fprintf(stderr, "error: %s %s: %s\n", r.method.c_str(), api::SafeText(r.path).c_str(),
+                   api::SafeText(e.what()).c_str());
+      out = HttpResponse{};
+      out.status = 500;
+      out.body = StatusJson(500, "InternalError", "internal error handling the request");
+    }
     if (out.stream) {
       StartStream(std::move(out));
       return;

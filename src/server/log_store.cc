@@ -142,19 +142,15 @@ Result<std::string> LogStore::Since(std::string_view ns, std::string_view job, s
   return data;
 }
 
-uint64_t LogStore::Subscribe(std::string_view ns, std::string_view job, std::string_view pod,
-                             Position from, std::function<void()> wake) {
+std::optional<uint64_t> LogStore::Subscribe(std::string_view ns, std::string_view job,
+                                            std::string_view pod, Position from,
+                                            std::function<void()> wake) {
   const std::string key = Key(ns, job, pod);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!Grown(key, from)) {
-      const uint64_t id = next_id_++;
-      waiting_.emplace(id, Waiter{key, from, std::move(wake)});
-      return id;
-    }
-  }
-  wake();
-  return 0;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (Grown(key, from)) return std::nullopt;
+  const uint64_t id = next_id_++;
+  waiting_.emplace(id, Waiter{key, from, std::move(wake)});
+  return id;
 }
 
 void LogStore::Unsubscribe(uint64_t id) {

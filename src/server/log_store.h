@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,9 +43,12 @@ class LogStore {
   Result<std::string> Since(std::string_view ns, std::string_view job, std::string_view pod,
                             Position* from) const;
 
-  // Calls `wake` once when the pod's log grows past `from` (at once when it already has).
-  uint64_t Subscribe(std::string_view ns, std::string_view job, std::string_view pod, Position from,
-                     std::function<void()> wake);
+  // Registers `wake` to be called once, by the appending thread with no lock held, when the
+  // pod's log grows past `from`. Never calls `wake` itself: when the log already has, registers
+  // nothing and returns nullopt (the caller reads again). Otherwise an id for Unsubscribe.
+  std::optional<uint64_t> Subscribe(std::string_view ns, std::string_view job,
+                                    std::string_view pod, Position from,
+                                    std::function<void()> wake);
   void Unsubscribe(uint64_t id);
 
  private:

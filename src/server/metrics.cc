@@ -180,6 +180,12 @@ std::string RenderMetrics(ObjectCache& store, SchedulerMetrics& scheduler,
         .Set(q.nominal);
   }
 
+  auto& undecodable = gauge("tessera_undecodable_objects",
+                            "Stored objects the scheduler cannot read and skips (last cycle)");
+  for (const CycleGauges::Undecodable& u : cg.undecodable) {
+    undecodable.Add({{"kind", u.kind}, {"namespace", u.ns}, {"name", u.name}}).Set(1);
+  }
+
   // Pods holding GPUs idle for the idle window.
   auto& idle_gpus = gauge("tessera_idle_gpus_allocated",
                           "GPU equivalents held by a pod whose GPUs stayed below the idle "

@@ -29,6 +29,11 @@ struct CycleGauges {
     double nominal = 0;  // GPUs, CPU cores or bytes
   };
   std::vector<Quota> quotas;
+  // Stored objects the loop could not read and skipped.
+  struct Undecodable {
+    std::string kind, ns, name, reason;
+  };
+  std::vector<Undecodable> undecodable;
 };
 
 // Counters the scheduling loop updates.

@@ -2,13 +2,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "api/json_text.h"
 #include "api/kinds.h"
 #include "api/quantity.h"
+#include "api/status_schema.h"
 #include "core/mig.h"
 #include "core/workload.h"
 #include "server/accountant.h"
@@ -24,18 +27,8 @@ constexpr char kUnqueued[] = "tessera-unqueued";
 
 using Stored = StoredJson;
 
-std::vector<Stored> ListKind(ObjectCache& store, const char* kind,
-                             std::vector<std::string>* problems) {
-  auto list = store.List(kind);
-  if (!list.ok()) {
-    problems->push_back(list.status().message());
-    return {};
-  }
-  return std::move(list).value();
-}
-
-std::string NameOf(const json& obj) { return obj["metadata"].value("name", ""); }
-std::string NamespaceOf(const json& obj) { return obj["metadata"].value("namespace", ""); }
+std::string NameOf(const json& obj) { return Str(Member(obj, "metadata"), "name"); }
+std::string NamespaceOf(const json& obj) { return Str(Member(obj, "metadata"), "namespace"); }
 
 bool Matches(const core::Labels& labels, const core::Labels& selector) {
   for (const auto& [k, v] : selector) {
@@ -227,7 +220,14 @@ SchedulingLoop::~SchedulingLoop() { Stop(); }
 
 Result<CycleSummary> SchedulingLoop::RunOnce(int64_t now_ms) {
   const auto started = std::chrono::steady_clock::now();
-  Result<CycleSummary> sum = Cycle(now_ms);
+  Result<CycleSummary> sum = Internal("cycle not run");
+  try {
+    sum = Cycle(now_ms);
+  } catch (const std::exception& e) {
+    // A defect, not the state's fault: this cycle decides nothing, the next one tries again.
+    sum = Internal(std::string("scheduling cycle failed: ") + e.what());
+    std::fprintf(stderr, "error: %s\n", api::SafeText(sum.status().message()).c_str());
+  }
   if (sum.ok()) {
     api_.metrics().ObserveCycle(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
@@ -270,15 +270,64 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
                 {"reason", reason},
                 {"message", message},
                 {"time", FormatTime(now_ms)},
-                {"involvedObject", {{"kind", "Job"}, {"name", NameOf(job)}}}}}};
+                {"involvedObject", {{"kind", Str(job, "kind")}, {"name", NameOf(job)}}}}}};
+    if (NamespaceOf(job).empty()) e["metadata"]["namespace"] = "tessera-system";
     put(e, 0);
+  };
+  // The stored objects of a kind whose envelope and status can be read; the others are skipped,
+  // named in a metric and, once per version, in a Warning event.
+  std::vector<CycleGauges::Undecodable> undecodable;
+  std::map<std::string, int64_t> next_valid;  // this cycle's objects known to be readable
+  auto skip = [&](const Stored& s, std::string_view kind, const Status& why) {
+    const std::string ns = NamespaceOf(s.obj()), name = NameOf(s.obj());
+    undecodable.push_back({std::string(kind), ns, name, why.message()});
+    const std::string key = std::string(kind) + "/" + ns + "/" + name;
+    auto [it, fresh] = undecodable_reported_.try_emplace(key, s.version);
+    if (!fresh && it->second == s.version) return;
+    it->second = s.version;
+    if (api::ValidateName(name, false, "").ok() &&
+        (ns.empty() || api::ValidateName(ns, true, "").ok())) {
+      json about = {{"kind", kind}, {"metadata", {{"name", name}, {"namespace", ns}}}};
+      event(about, "Warning", "Undecodable",
+            "skipped by the scheduler until it is fixed or deleted: " + why.message());
+    }
+  };
+  auto ListKind = [&](ObjectCache& cache, const char* kind, std::vector<std::string>* problems) {
+    auto list = cache.List(kind);
+    std::vector<Stored> out;
+    if (!list.ok()) {
+      problems->push_back(list.status().message());
+      return out;
+    }
+    out.reserve(list->size());
+    for (Stored& o : *list) {
+      const std::string key = std::string(kind) + "/" + NamespaceOf(o.obj()) + "/" + NameOf(o.obj());
+      if (auto known = valid_.find(key); known != valid_.end() && known->second == o.version) {
+        next_valid[key] = o.version;
+        out.push_back(std::move(o));
+        continue;
+      }
+      Status ok = api::ValidateEnvelope(o.obj());
+      if (ok.ok() && Str(o.obj(), "kind") != kind) ok = InvalidArgument("kind: not " + std::string(kind));
+      if (ok.ok()) ok = api::ValidateStatus(kind, Member(o.obj(), "status"));
+      if (!ok.ok()) {
+        skip(o, kind, ok);
+        continue;
+      }
+      next_valid[key] = o.version;
+      out.push_back(std::move(o));
+    }
+    return out;
   };
 
   // The cluster: nodes with their GPUs' sharing.
   std::vector<api::GpuSharingConfigSpec> sharing;
   for (const Stored& s : ListKind(store, "GpuSharingConfig", &problems)) {
-    if (auto c = api::DecodeGpuSharingConfig(s.obj()); c.ok())
+    if (auto c = api::DecodeGpuSharingConfig(s.obj()); c.ok()) {
       sharing.push_back(std::move(c).value());
+    } else {
+      skip(s, "GpuSharingConfig", c.status());
+    }
   }
   core::ClusterState state;
   // A node whose agent missed its heartbeats for longer than the grace period is NotReady: it
@@ -287,7 +336,10 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   const std::vector<Stored> nodes = ListKind(store, "Node", &problems);
   for (const Stored& s : nodes) {
     auto node = api::DecodeNode(s.obj());
-    if (!node.ok()) continue;
+    if (!node.ok()) {
+      skip(s, "Node", node.status());
+      continue;
+    }
     const std::string beat = Str(Member(s.obj(), "status"), "heartbeat");
     if (!beat.empty() && options_.node_grace_ms > 0) {
       const int64_t at = ParseTime(beat);
@@ -305,24 +357,47 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   // The queues.
   core::QueueConfig cfg;
   for (const Stored& s : ListKind(store, "ResourceFlavor", &problems)) {
-    if (auto v = api::DecodeResourceFlavor(s.obj()); v.ok()) cfg.flavors.push_back(*v);
+    if (auto v = api::DecodeResourceFlavor(s.obj()); v.ok()) {
+      cfg.flavors.push_back(*v);
+    } else {
+      skip(s, "ResourceFlavor", v.status());
+    }
   }
   for (const Stored& s : ListKind(store, "Cohort", &problems)) {
-    if (auto v = api::DecodeCohort(s.obj()); v.ok()) cfg.cohorts.push_back(*v);
+    if (auto v = api::DecodeCohort(s.obj()); v.ok()) {
+      cfg.cohorts.push_back(*v);
+    } else {
+      skip(s, "Cohort", v.status());
+    }
   }
   const std::vector<Stored> queues = ListKind(store, "Queue", &problems);
   for (const Stored& s : queues) {
-    if (auto v = api::DecodeQueue(s.obj()); v.ok()) cfg.queues.push_back(*v);
+    if (auto v = api::DecodeQueue(s.obj()); v.ok()) {
+      cfg.queues.push_back(*v);
+    } else {
+      skip(s, "Queue", v.status());
+    }
   }
   for (const Stored& s : ListKind(store, "LocalQueue", &problems)) {
-    if (auto v = api::DecodeLocalQueue(s.obj()); v.ok()) cfg.local_queues.push_back(*v);
+    if (auto v = api::DecodeLocalQueue(s.obj()); v.ok()) {
+      cfg.local_queues.push_back(*v);
+    } else {
+      skip(s, "LocalQueue", v.status());
+    }
   }
   for (const Stored& s : ListKind(store, "PriorityClass", &problems)) {
-    if (auto v = api::DecodePriorityClass(s.obj()); v.ok()) cfg.priority_classes.push_back(*v);
+    if (auto v = api::DecodePriorityClass(s.obj()); v.ok()) {
+      cfg.priority_classes.push_back(*v);
+    } else {
+      skip(s, "PriorityClass", v.status());
+    }
   }
   for (const Stored& s : ListKind(store, "NamespaceQuota", &problems)) {
     auto v = api::DecodeNamespaceQuota(s.obj());
-    if (!v.ok()) continue;
+    if (!v.ok()) {
+      skip(s, "NamespaceQuota", v.status());
+      continue;
+    }
     // Two quotas of one namespace: the tighter limit per resource holds.
     auto same = std::find_if(
         cfg.namespace_quotas.begin(), cfg.namespace_quotas.end(),
@@ -341,8 +416,11 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   cfg.queues.push_back(unqueued);
   std::map<std::string, api::PodGroupSpec> groups;
   for (const Stored& s : ListKind(store, "PodGroup", &problems)) {
-    if (auto g = api::DecodePodGroup(s.obj()); g.ok())
+    if (auto g = api::DecodePodGroup(s.obj()); g.ok()) {
       groups[g->namespace_name + "/" + g->name] = *g;
+    } else {
+      skip(s, "PodGroup", g.status());
+    }
   }
 
   // The work: bound Jobs hold their devices; the others are pending.
@@ -351,6 +429,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   std::vector<core::AdmittedWorkload> running;
   std::vector<const Stored*> running_obj;
   const std::vector<Stored> jobs = ListKind(store, "Job", &problems);
+  valid_.swap(next_valid);
   std::set<std::string> unqueued_ns;
   for (const Stored& s : jobs) {
     const json& status = Member(s.obj(), "status");
@@ -358,7 +437,11 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     // Finished work holds nothing and waits for nothing.
     if (phase == "Succeeded" || phase == "Failed") continue;
     auto job = api::DecodeJob(s.obj());
-    if (!job.ok() || job->suspend) continue;
+    if (!job.ok()) {
+      skip(s, "Job", job.status());
+      continue;
+    }
+    if (job->suspend) continue;
     core::Workload w = std::move(job->workload);
     if (!job->pod_group.empty()) {
       auto g = groups.find(w.namespace_name + "/" + job->pod_group);
@@ -376,14 +459,14 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     if (phase == "Admitted") {
       core::AdmittedWorkload a;
       a.workload = w;
-      a.queue = status.value("queue", "");
-      const json flavors = status.value("flavors", json::object());
+      a.queue = Str(status, "queue");
+      const json& flavors = Member(status, "flavors");
       for (int r = 0; r < core::kNumQuotaResources; ++r) {
         const std::string res(core::QuotaResourceName(static_cast<core::QuotaResource>(r)));
-        a.flavors[r] = flavors.value(res, "");
+        a.flavors[r] = Str(flavors, res.c_str());
       }
-      a.priority = status.value("priority", 0);
-      a.admitted_ms = ParseTime(status.value("admittedAt", ""));
+      a.priority = static_cast<int32_t>(Num(status, "priority"));
+      a.admitted_ms = ParseTime(Str(status, "admittedAt"));
       bool bound = true;
       for (const json& pod : ListOf(Member(status, "pods"))) {
         if (pod.is_null()) {
@@ -410,7 +493,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
       std::string why = "its node or devices are gone";
       for (const json& pod : ListOf(Member(status, "pods"))) {
         if (!pod.is_object()) continue;
-        auto nr = not_ready.find(pod.value("node", ""));
+        auto nr = not_ready.find(Str(pod, "node"));
         if (nr != not_ready.end()) why = nr->second;
       }
       event(s.obj(), "Warning", "BindingLost", why + "; the job is scheduled again");
@@ -517,7 +600,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     auto it = inactive.find(NameOf(s.obj()));
     json status = {{"active", it == inactive.end()}};
     if (it != inactive.end()) status["message"] = it->second;
-    if (s.obj().value("status", json()) == status) continue;
+    if (Member(s.obj(), "status") == status) continue;
     json obj = s.obj();
     obj["status"] = status;
     put(obj, s.version);
@@ -549,6 +632,13 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
       }
     }
   }
+  for (auto it = undecodable_reported_.begin(); it != undecodable_reported_.end();) {
+    const bool still = std::any_of(undecodable.begin(), undecodable.end(), [&](const auto& u) {
+      return it->first == u.kind + "/" + u.ns + "/" + u.name;
+    });
+    it = still ? std::next(it) : undecodable_reported_.erase(it);
+  }
+  gauges.undecodable = std::move(undecodable);
   api_.metrics().SetCycleGauges(std::move(gauges));
 
   auto idle = api_.accounting().Observe(now_ms, jobs, nodes, released);
@@ -620,7 +710,7 @@ void SchedulingLoop::MarkIdle(int64_t now_ms, const std::vector<core::IdlePod>& 
       continue;
     }
     json mark = {{"since", FormatTime(first_since)}, {"pods", names}, {"message", message}};
-    if (status.value("idle", json()) == mark) continue;
+    if (Member(status, "idle") == mark) continue;
     json obj = s.obj();
     obj["status"]["idle"] = mark;
     put(obj, s.version);
@@ -641,19 +731,20 @@ void SchedulingLoop::Start() {
       (void)RunOnce(now);
       // Wake on the next change after what this cycle saw (its own writes included, so a
       // cycle follows its decisions once), at the latest after the period.
-      const uint64_t sub = api_.feed().Subscribe(head, [this] {
+      const std::optional<uint64_t> sub = api_.feed().Subscribe(head, [this] {
         std::lock_guard<std::mutex> l(mu_);
         dirty_ = true;
         wake_.notify_all();
       });
       lock.lock();
-      subscription_ = sub;
+      if (!sub) dirty_ = true;  // changed while the cycle ran
+      subscription_ = sub.value_or(0);
       // At most 20 cycles a second, however fast changes come.
       wake_.wait_for(lock, std::chrono::milliseconds(50), [this] { return stop_; });
       wake_.wait_for(lock, std::chrono::milliseconds(options_.period_ms),
                      [this] { return stop_ || dirty_; });
       lock.unlock();
-      api_.feed().Unsubscribe(sub);
+      if (sub) api_.feed().Unsubscribe(*sub);
       lock.lock();
       subscription_ = 0;
     }

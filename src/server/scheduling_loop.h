@@ -21,6 +21,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -87,6 +88,9 @@ class SchedulingLoop {
   SchedulingLoopOptions options_;
   std::unique_ptr<core::Scheduler> placer_;
   std::vector<core::Reservation> held_;
+  // "kind/ns/name" -> the version last checked readable, or last reported undecodable.
+  std::map<std::string, int64_t> valid_;
+  std::map<std::string, int64_t> undecodable_reported_;
   int64_t event_seq_ = 0;
 
   std::mutex mu_;

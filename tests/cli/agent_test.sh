@@ -6,19 +6,20 @@ start_server
 
 expect_exit 0 "$TESSERA" token create --agent
 join=$OUT
+printf '%s\n' "$join" >"$WORK/join.token" && chmod 600 "$WORK/join.token"
 AGENT_PID=
 stop_agent() { if [ -n "$AGENT_PID" ]; then kill "$AGENT_PID" 2>/dev/null || true; wait "$AGENT_PID" 2>/dev/null || true; fi; }
 trap 'stop_agent; cleanup' EXIT
 
 # Bad flags are refused before anything is registered.
-expect_exit 2 "$TESSERA" agent --fake-gpus 3xB300 --join-token "$join" --name x
+expect_exit 2 "$TESSERA" agent --fake-gpus 3xB300 --join-token-file "$WORK/join.token" --name x
 expect_out 'unknown product "B300"'
-expect_exit 2 "$TESSERA" agent --fake-gpus 1xT4 --taints bad --join-token "$join" --name x
+expect_exit 2 "$TESSERA" agent --fake-gpus 1xT4 --taints bad --join-token-file "$WORK/join.token" --name x
 expect_out "--taints"
-expect_exit 1 "$TESSERA" agent --nvml-library /nonexistent/libnvidia-ml.so.1 --join-token "$join"
+expect_exit 1 "$TESSERA" agent --nvml-library /nonexistent/libnvidia-ml.so.1 --join-token-file "$WORK/join.token"
 expect_out "cannot load NVML"
 printf 'labels: [a]\n' >"$WORK/bad-agent.yaml"
-expect_exit 2 "$TESSERA" agent --fake-gpus 1xT4 --config "$WORK/bad-agent.yaml" --join-token "$join"
+expect_exit 2 "$TESSERA" agent --fake-gpus 1xT4 --config "$WORK/bad-agent.yaml" --join-token-file "$WORK/join.token"
 expect_out "labels (a map)"
 printf 'labels: {rack: r7}\ntaints: [{key: maintenance, effect: PreferNoSchedule}]\n' >"$WORK/agent.yaml"
 
@@ -35,7 +36,7 @@ exec "$@"
 SH
 chmod +x "$WORK/runtime.sh"
 
-"$TESSERA" agent --fake-gpus 2xH100-80GB,1xT4 --name fake-1 --join-token "$join" \
+"$TESSERA" agent --fake-gpus 2xH100-80GB,1xT4 --name fake-1 --join-token-file "$WORK/join.token" \
   --labels team=research --taints dedicated=ml:NoSchedule --heartbeat-seconds 1 \
   --config "$WORK/agent.yaml" \
   --work-dir "$WORK/agent" --container-runtime "$WORK/runtime.sh" --stop-grace-seconds 1 \
@@ -113,6 +114,29 @@ expect_out '"exitCode": 0'
 expect_out '"limits": "cpu.max=max, memory.max=max"'
 await_out "gpus=" "$TESSERA" logs env-check
 [ "$OUT" = "gpus=$uuid kind=whole" ] || fail "env-check printed '$OUT', bound to $uuid"
+
+# A task sees none of the agent's secrets: not in its environment, not on the agent's command
+# line; the agent's own token sits in a file only the agent's user reads.
+node_token=$(cat "$WORK/agent/node.token")
+[ "$(stat -c %a "$WORK/agent/node.token")" = 600 ] || fail "node.token is not mode 600"
+job snoop "restartPolicy: Never" 'env; xargs -0 echo </proc/$PPID/cmdline; echo snooped' >"$WORK/snoop.yaml"
+expect_exit 0 "$TESSERA" apply -f "$WORK/snoop.yaml"
+wait_phase snoop Succeeded
+await_out "snooped" "$TESSERA" logs snoop
+for secret in "$node_token" "$join" "$TESSERA_TOKEN" "${node_token#*.}" "${join#*.}" "${TESSERA_TOKEN#*.}"; do
+  ! grep -qF -- "$secret" <<<"$OUT" || fail "a task saw a token: $OUT"
+done
+! grep -q "^TESSERA_TOKEN=" <<<"$OUT" || fail "a task inherited TESSERA_TOKEN: $OUT"
+grep -q "^CUDA_VISIBLE_DEVICES=GPU-" <<<"$OUT" || fail "the task's own env is missing: $OUT"
+grep -q -- "--join-token-file" <<<"$OUT" || fail "the agent's command line was not read: $OUT"
+# The node's token acts for fake-1 only: not another node, not a queue, not other jobs' logs.
+expect_exit 1 "$TESSERA" get node other --token "$node_token"
+expect_out "Forbidden"
+expect_exit 1 "$TESSERA" apply -f "$WORK/job.yaml" --token "$node_token"
+expect_out "Forbidden"
+# The join token has done its one job: fake-1 has a token, so it cannot mint another.
+expect_exit 0 "$TESSERA" token list
+grep -qE "agent +- +fake-1" <<<"$OUT" || fail "token list: $OUT"
 
 job fails "restartPolicy: Never" 'exit 3' >"$WORK/fails.yaml"
 expect_exit 0 "$TESSERA" apply -f "$WORK/fails.yaml"

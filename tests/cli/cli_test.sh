@@ -160,11 +160,14 @@ expect_exit 2 "$TESSERA" top pods
 expect_exit 0 "$TESSERA" events -n team-a
 expect_out "Scheduled  Job/stdin-pod  Scheduled to gpu-node-2 GPU 0"
 
-# A node agent's join token reads everything and writes nodes, not queues.
-expect_exit 0 "$TESSERA" token create --agent
+# A node's agent token reads the jobs bound to its node and writes its own Node, not queues.
+expect_exit 0 "$TESSERA" token create --agent --node gpu-node-2
 agent_token=$OUT
 expect_exit 0 "$TESSERA" get jobs -A --token "$agent_token"
+expect_out "stdin-pod"
 expect_exit 0 "$TESSERA" apply -f "$WORK/node2.yaml" --token "$agent_token"
+expect_exit 1 "$TESSERA" apply -f "$WORK/node.yaml" --token "$agent_token"
+expect_out "Forbidden"
 expect_exit 1 "$TESSERA" apply -f "$SEEDS/06-kueue-queue-and-job.yaml" --token "$agent_token"
 expect_out "Forbidden"
 
@@ -185,6 +188,18 @@ expect_exit 0 "$TESSERA" logs stdin-pod -n team-a --tail 1
 expect_exit 1 "$TESSERA" logs no-such-job -n team-a
 expect_out "NotFound"
 expect_exit 2 "$TESSERA" token create
+expect_exit 2 "$TESSERA" token create --namespace a --agent
+
+# Tokens are listed without secrets and revoked at once.
+expect_exit 0 "$TESSERA" token list
+expect_out "admin"
+grep -qE "namespace +team-a" <<<"$OUT" || fail "token list: $OUT"
+grep -qF -- "${team_token#*.}" <<<"$OUT" && fail "token list shows a secret: $OUT"
+expect_exit 0 "$TESSERA" get jobs -n team-a --token "$team_token"
+expect_exit 0 "$TESSERA" token revoke "${team_token%%.*}"
+expect_exit 1 "$TESSERA" get jobs -n team-a --token "$team_token"
+expect_out "Unauthorized"
+expect_exit 1 "$TESSERA" token revoke admin
 
 kill -9 "$SERVER_PID"
 wait "$SERVER_PID" 2>/dev/null || true

@@ -7,6 +7,7 @@ FAKE_NVML=$2
 start_server
 expect_exit 0 "$TESSERA" token create --agent
 join=$OUT
+printf '%s\n' "$join" >"$WORK/join.token" && chmod 600 "$WORK/join.token"
 cat <<'JSON' >"$WORK/gpus.json"
 {"driver": "550.54.15", "nvml": "12.550.54.15",
  "devices": [
@@ -16,7 +17,7 @@ cat <<'JSON' >"$WORK/gpus.json"
    "ecc": true}]}
 JSON
 export TESSERA_FAKE_NVML=$WORK/gpus.json TESSERA_FAKE_NVML_XIDS=$WORK/xids
-"$TESSERA" agent --nvml-library "$FAKE_NVML" --name gpu-1 --join-token "$join" \
+"$TESSERA" agent --nvml-library "$FAKE_NVML" --name gpu-1 --join-token-file "$WORK/join.token" \
   --heartbeat-seconds 1 --health-quiet-seconds 3 --work-dir "$WORK/agent" --cgroup-root "" \
   >"$WORK/agent.out" 2>&1 &
 AGENT=$!

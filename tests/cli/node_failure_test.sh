@@ -7,11 +7,12 @@ source "$(dirname "$0")/server_env.sh" "$1"
 start_server
 expect_exit 0 "$TESSERA" token create --agent
 join=$OUT
+printf '%s\n' "$join" >"$WORK/join.token" && chmod 600 "$WORK/join.token"
 AGENTS=()
 stop_agents() { for p in "${AGENTS[@]}"; do kill -9 "$p" 2>/dev/null || true; done; }
 trap 'stop_agents; cleanup' EXIT
 agent() {  # name
-  "$TESSERA" agent --fake-gpus 2xH100-80GB --name "$1" --join-token "$join" \
+  "$TESSERA" agent --fake-gpus 2xH100-80GB --name "$1" --join-token-file "$WORK/join.token" \
     --heartbeat-seconds 1 --stop-grace-seconds 1 --work-dir "$WORK/$1" --cgroup-root "" \
     >"$WORK/$1.out" 2>&1 &
   AGENTS+=($!)

@@ -113,7 +113,22 @@ TEST_F(TlsTest, JobLogsAreShippedByAgentsAndFollowedOverHttps) {
                           "spec: {containers: [{name: worker}]}\n",
                           "application/yaml");
   ASSERT_TRUE(job.ok() && job->status == 200) << (job.ok() ? job->body : job.status().message());
-  auto agent_token = cli::Request(admin, "POST", "/api/v1/tokens", R"({"role": "agent"})");
+  // The job's pods are bound to node n1, whose agent ships their output.
+  auto bound = cli::Request(
+      admin, "PUT", "/api/v1/namespaces/team-a/jobs/train",
+      nlohmann::json{{"apiVersion", "tessera.io/v1"},
+                     {"kind", "Job"},
+                     {"metadata", {{"name", "train"}, {"namespace", "team-a"}}},
+                     {"spec", nlohmann::json::parse(job->body)["items"][0]["spec"]},
+                     {"status",
+                      {{"phase", "Admitted"},
+                       {"pods", {{{"name", "worker-0"}, {"node", "n1"}},
+                                 {{"name", "worker-1"}, {"node", "n1"}}}}}}}
+          .dump(),
+      "application/json");
+  ASSERT_TRUE(bound.ok() && bound->status == 200) << bound->body;
+  auto agent_token =
+      cli::Request(admin, "POST", "/api/v1/tokens", R"({"role": "agent", "node": "n1"})");
   ASSERT_TRUE(agent_token.ok() && agent_token->status == 201);
   cli::Endpoint agent = admin;
   agent.token = nlohmann::json::parse(agent_token->body)["token"];
@@ -125,6 +140,13 @@ TEST_F(TlsTest, JobLogsAreShippedByAgentsAndFollowedOverHttps) {
   ASSERT_EQ(cli::Request(agent, "POST", logs + "?pod=worker-0", "epoch 1\n")->status, 200);
   EXPECT_EQ(cli::Request(team, "POST", logs + "?pod=worker-0", "forged\n")->status, 403);
   EXPECT_EQ(cli::Request(agent, "POST", logs, "no pod\n")->status, 400);
+  // Not a pod bound to its node: refused.
+  EXPECT_EQ(cli::Request(agent, "POST", logs + "?pod=worker-7", "forged\n")->status, 403);
+  auto n2_token =
+      cli::Request(admin, "POST", "/api/v1/tokens", R"({"role": "agent", "node": "n2"})");
+  cli::Endpoint n2 = admin;
+  n2.token = nlohmann::json::parse(n2_token->body)["token"];
+  EXPECT_EQ(cli::Request(n2, "POST", logs + "?pod=worker-0", "forged\n")->status, 403);
   auto read = cli::Request(team, "GET", logs);
   ASSERT_EQ(read->status, 200);
   EXPECT_EQ(read->body, "epoch 1\n");

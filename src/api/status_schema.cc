@@ -1,0 +1,124 @@
+#include "api/status_schema.h"
+
+#include <cstdint>
+#include <string>
+
+#include "api/fields.h"
+
+namespace tessera::api {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr int64_t kMaxInt32 = INT32_MAX;
+constexpr int64_t kMaxInt64 = INT64_MAX;
+
+// A list at `key` of `f` whose entries `each` checks; absent is fine.
+template <class Fn>
+Status List(Fields& f, std::string_view key, size_t max, Fn each) {
+  const json* v = f.Get(key);
+  if (v == nullptr) return Status::Ok();
+  const std::string path = f.At(key);
+  if (!v->is_array()) return FieldError(path, "must be a list");
+  if (v->size() > max) return FieldError(path, "at most " + std::to_string(max) + " entries");
+  for (size_t i = 0; i < v->size(); ++i) TESSERA_RETURN_IF_ERROR(each((*v)[i], Index(path, i)));
+  return Status::Ok();
+}
+
+Status Device(const json& d, const std::string& path) {
+  Fields f(d, path, false);
+  int64_t n = 0;
+  std::string s;
+  int kind = 0;
+  TESSERA_RETURN_IF_ERROR(f.Int("gpu", &n, 0, 63, true));
+  TESSERA_RETURN_IF_ERROR(f.Int("index", &n, 0, kMaxInt32));
+  TESSERA_RETURN_IF_ERROR(f.String("uuid", &s));
+  TESSERA_RETURN_IF_ERROR(f.Enum("kind", {"whole", "share", "mig", "replica"}, &kind));
+  if (f.Get("kind") == nullptr) return FieldError(f.At("kind"), "is required");
+  TESSERA_RETURN_IF_ERROR(f.Int("milli", &n, 0, 1000));
+  TESSERA_RETURN_IF_ERROR(f.Int("memoryMiB", &n, 0, kMaxInt64));
+  TESSERA_RETURN_IF_ERROR(f.Int("gpuMilli", &n, 0, 1000));
+  TESSERA_RETURN_IF_ERROR(f.Int("migInstance", &n, 0, 255));
+  TESSERA_RETURN_IF_ERROR(f.String("migProfile", &s));
+  TESSERA_RETURN_IF_ERROR(f.Int("replicas", &n, 0, 65535));
+  return f.Finish();
+}
+
+Status PodState(const json& st, const std::string& path) {
+  Fields f(st, path, false);
+  int64_t n = 0;
+  std::string s;
+  int phase = 0;
+  TESSERA_RETURN_IF_ERROR(f.Enum("phase", {"Running", "Succeeded", "Failed"}, &phase));
+  TESSERA_RETURN_IF_ERROR(f.Int("restarts", &n, 0, kMaxInt32));
+  TESSERA_RETURN_IF_ERROR(f.Int("exitCode", &n, -1, 255));
+  TESSERA_RETURN_IF_ERROR(f.Int("signal", &n, 0, 128));
+  TESSERA_RETURN_IF_ERROR(f.String("message", &s));
+  TESSERA_RETURN_IF_ERROR(f.String("limits", &s));
+  TESSERA_RETURN_IF_ERROR(f.String("finishedAt", &s));
+  return f.Finish();
+}
+
+Status Pod(const json& pod, const std::string& path) {
+  if (pod.is_null()) return Status::Ok();
+  Fields f(pod, path, false);
+  int64_t n = 0;
+  std::string s;
+  TESSERA_RETURN_IF_ERROR(f.String("name", &s, true));
+  TESSERA_RETURN_IF_ERROR(f.String("node", &s, true));
+  TESSERA_RETURN_IF_ERROR(f.Int("cpuMilli", &n, 0, kMaxInt64));
+  TESSERA_RETURN_IF_ERROR(f.Int("memoryMiB", &n, 0, kMaxInt64));
+  TESSERA_RETURN_IF_ERROR(List(f, "devices", 64, Device));
+  if (const json* st = f.Get("state")) TESSERA_RETURN_IF_ERROR(PodState(*st, f.At("state")));
+  return f.Finish();
+}
+
+Status Idle(const json& idle, const std::string& path) {
+  Fields f(idle, path, false);
+  std::string s;
+  std::vector<std::string> pods;
+  TESSERA_RETURN_IF_ERROR(f.String("since", &s));
+  TESSERA_RETURN_IF_ERROR(f.StringList("pods", &pods));
+  TESSERA_RETURN_IF_ERROR(f.String("message", &s));
+  return f.Finish();
+}
+
+Status JobStatus(const json& status) {
+  Fields f(status, "status");
+  std::string s;
+  int64_t n = 0;
+  int phase = 0;
+  std::map<std::string, std::string> flavors;
+  TESSERA_RETURN_IF_ERROR(f.Enum("phase", {"Pending", "Admitted", "Succeeded", "Failed"}, &phase));
+  TESSERA_RETURN_IF_ERROR(f.String("message", &s));
+  TESSERA_RETURN_IF_ERROR(f.String("queue", &s));
+  TESSERA_RETURN_IF_ERROR(f.StringMap("flavors", &flavors));
+  TESSERA_RETURN_IF_ERROR(f.Int("priority", &n, INT32_MIN, kMaxInt32));
+  TESSERA_RETURN_IF_ERROR(f.String("admittedAt", &s));
+  TESSERA_RETURN_IF_ERROR(f.String("finishedAt", &s));
+  TESSERA_RETURN_IF_ERROR(List(f, "pods", 100'000, Pod));
+  if (const json* idle = f.Get("idle")) TESSERA_RETURN_IF_ERROR(Idle(*idle, f.At("idle")));
+  return f.Finish();
+}
+
+Status QueueStatus(const json& status) {
+  Fields f(status, "status");
+  bool active = false;
+  std::string s;
+  TESSERA_RETURN_IF_ERROR(f.Bool("active", &active));
+  TESSERA_RETURN_IF_ERROR(f.String("message", &s));
+  return f.Finish();
+}
+
+}  // namespace
+
+Status ValidateStatus(std::string_view kind, const json& status) {
+  if (status.is_null()) return Status::Ok();
+  if (!status.is_object()) return FieldError("status", "must be an object");
+  if (kind == "Job") return JobStatus(status);
+  if (kind == "Queue") return QueueStatus(status);
+  return Status::Ok();
+}
+
+}  // namespace tessera::api

@@ -1,0 +1,287 @@
+// What a hostile or careless client, or a bad stored object, can do to the control plane: every
+// case answers with a 4xx naming the field, or is skipped and reported, and the server goes on.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "api/json_text.h"
+#include "server/api_server.h"
+#include "server/scheduling_loop.h"
+
+namespace tessera::server {
+namespace {
+
+using nlohmann::json;
+
+class HardeningTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/tessera-hard-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    Open();
+  }
+  void TearDown() override {
+    loop_.reset();
+    api_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  void Open() {
+    loop_.reset();
+    api_.reset();
+    api_ = ApiServer::Open(dir_).value();
+    std::ifstream in(dir_ + "/admin.token");
+    std::getline(in, admin_);
+    loop_ = SchedulingLoop::Create(*api_).value();
+    api_->set_clock([this] { return now_; });
+  }
+
+  HttpResponse Call(const std::string& method, const std::string& path, const std::string& body,
+                    const std::string& content_type = "application/json",
+                    const std::string& token = "") {
+    HttpRequest r;
+    r.method = method;
+    r.path = path.substr(0, path.find('?'));
+    if (path.find('?') != std::string::npos) {
+      EXPECT_TRUE(ParseQuery(path.substr(path.find('?') + 1), &r.query)) << path;
+    }
+    r.authorization = "Bearer " + (token.empty() ? admin_ : token);
+    r.content_type = content_type;
+    r.body = body;
+    return api_->Handle(r);
+  }
+  // The response's message, checked to be a Status that can be parsed (so it is UTF-8).
+  std::string Refusal(const HttpResponse& out) {
+    const json body = json::parse(out.body, nullptr, false);
+    EXPECT_TRUE(body.is_object()) << out.body;
+    return body.is_object() ? body.value("message", "") : "";
+  }
+  void Cycle() {
+    now_ += 1000;
+    auto s = loop_->RunOnce(now_);
+    ASSERT_TRUE(s.ok()) << s.status().message();
+  }
+  std::string Metrics() { return Call("GET", "/metrics", "").body; }
+
+  std::string dir_, admin_;
+  std::unique_ptr<ApiServer> api_;
+  std::unique_ptr<SchedulingLoop> loop_;
+  int64_t now_ = 1'800'000'000'000;
+};
+
+constexpr char kJob[] = R"({"apiVersion": "tessera.io/v1", "kind": "Job",
+  "metadata": {"name": "j", "namespace": "team-a"},
+  "spec": {"tasks": [{"name": "main", "command": ["true"], "replicas": REPLICAS}]}})";
+
+std::string JobWith(const std::string& replicas) {
+  std::string s = kJob;
+  s.replace(s.find("REPLICAS"), 8, replicas);
+  return s;
+}
+
+TEST_F(HardeningTest, BodiesThatUsedToAbortTheServerGetA400NamingTheField) {
+  struct Case {
+    std::string body, content_type, expect;
+  };
+  const std::vector<Case> cases = {
+      {JobWith("1e400"), "application/json", "spec.tasks[0].replicas: number out of range"},
+      {JobWith(std::string(5000, '7')), "application/json", "replicas: number out of range"},
+      {R"({"x": 1e400})", "application/json", "x: number out of range"},
+      {"{\"apiVersion\": \"tessera.io/v1\", \"kind\": \"Job\", \"metadata\": {\"name\": \"j\xff\"}}",
+       "application/json", "malformed JSON"},
+      {"apiVersion: tessera.io/v1\nkind: Job\nmetadata: {name: \"\xff\xfe\"}\n",
+       "application/yaml", "not UTF-8"},
+      {R"({"apiVersion": "tessera.io/v1", "kind": "Job", "kind": "Queue"})", "application/json",
+       "kind: duplicate key"},
+  };
+  for (const Case& c : cases) {
+    for (const std::string path :
+         {std::string("/api/v1/apply"), std::string("/api/v1/namespaces/team-a/jobs")}) {
+      if (c.content_type != "application/json" && path != "/api/v1/apply") continue;
+      HttpResponse out = Call("POST", path, c.body, c.content_type);
+      EXPECT_EQ(out.status, 400) << path << " " << out.body;
+      const std::string msg = Refusal(out);
+      EXPECT_NE(msg.find(c.expect), std::string::npos) << path << ": " << msg;
+      EXPECT_TRUE(api::ValidUtf8(out.body));
+    }
+  }
+  // Nothing was written, and the server still serves.
+  EXPECT_EQ(Call("GET", "/api/v1/jobs", "").status, 200);
+  EXPECT_EQ(json::parse(Call("GET", "/api/v1/jobs", "").body)["items"].size(), 0u);
+}
+
+TEST_F(HardeningTest, InvalidUtf8InPathsAndQueriesIsEchoedSafely) {
+  // The HTTP layer refuses these before the handler; the handler is safe on its own too.
+  HttpResponse out = Call("GET", "/api/v1/\xff", "");
+  EXPECT_EQ(out.status, 404);
+  EXPECT_TRUE(api::ValidUtf8(out.body)) << out.body;
+  out = Call("GET", "/api/v1/namespaces/\xff\xfe/jobs", "");
+  EXPECT_EQ(out.status, 400);
+  EXPECT_TRUE(api::ValidUtf8(out.body));
+  out = Call("GET", "/api/v1/jobs?labelSelector=a%3D%FF", "");
+  EXPECT_EQ(out.status, 400);
+  EXPECT_TRUE(api::ValidUtf8(out.body));
+  out = Call("GET", "/api/v1/usage?by=%FF", "");
+  EXPECT_EQ(out.status, 400);
+  EXPECT_TRUE(api::ValidUtf8(out.body));
+  EXPECT_EQ(StatusJson(400, "x\xff", "y\xfe").find('\xff'), std::string::npos);
+}
+
+TEST_F(HardeningTest, StatusIsValidatedOnEveryWriteByEveryPrincipal) {
+  ASSERT_EQ(Call("POST", "/api/v1/apply", JobWith("1")).status, 200);
+  json job = json::parse(Call("GET", "/api/v1/namespaces/team-a/jobs/j", "").body);
+  struct Case {
+    json status;
+    std::string field;
+  };
+  const std::vector<Case> cases = {
+      {{{"priority", "high"}}, "status.priority"},
+      {{{"queue", 7}}, "status.queue"},
+      {{{"admittedAt", 5}}, "status.admittedAt"},
+      {{{"phase", "Admitted"}, {"pods", {{{"name", "main-0"}, {"node", 5}}}}},
+       "status.pods[0].node"},
+      {{{"pods", {{{"name", "p"}, {"node", "n"}, {"devices", {{{"gpu", 99}, {"kind", "whole"}}}}}}}},
+       "status.pods[0].devices[0].gpu"},
+      {{{"phase", "Exploded"}}, "status.phase"},
+      {{{"surprise", 1}}, "status.surprise"},
+      {"text", "status"},
+  };
+  for (const Case& c : cases) {
+    json put = job;
+    put["status"] = c.status;
+    put["metadata"].erase("resourceVersion");
+    HttpResponse out = Call("PUT", "/api/v1/namespaces/team-a/jobs/j", put.dump());
+    EXPECT_EQ(out.status, 400) << c.status.dump() << " " << out.body;
+    EXPECT_NE(Refusal(out).find(c.field + ":"), std::string::npos) << Refusal(out);
+  }
+  // A well-formed status from the admin (as an agent writes it) is accepted.
+  json put = job;
+  put["status"] = {{"phase", "Failed"}, {"message", "stopped"}, {"finishedAt", nullptr}};
+  EXPECT_EQ(Call("PUT", "/api/v1/namespaces/team-a/jobs/j", put.dump()).status, 200);
+}
+
+TEST_F(HardeningTest, AWronglyTypedStoredStatusIsSkippedAndReportedAcrossRestarts) {
+  ASSERT_EQ(Call("POST", "/api/v1/apply", R"(
+apiVersion: tessera.io/v1
+kind: Node
+metadata: {name: n1}
+status:
+  allocatable: {cpu: "8", memory: 64Gi}
+  gpus: [{index: 0, uuid: GPU-0, model: A100-80GB, memoryMiB: 81920}]
+---
+apiVersion: tessera.io/v1
+kind: Job
+metadata: {name: good, namespace: team-a}
+spec:
+  tasks: [{name: main, command: ["true"], resources: {limits: {nvidia.com/gpu: 1}}}]
+)",
+                 "application/yaml")
+                .status,
+            200);
+  // Objects written past the API's checks (an older version, a hand-edited database).
+  const std::vector<std::string> statuses = {
+      R"({"phase": "Admitted", "priority": "high"})", R"({"phase": "Admitted", "queue": 7})",
+      R"({"phase": "Admitted", "admittedAt": 5})", R"({"phase": "Admitted", "pods": [{"node": 5}]})",
+      R"("not an object")"};
+  std::vector<store::Write> writes;
+  for (size_t i = 0; i < statuses.size(); ++i) {
+    const std::string name = "bad-" + std::to_string(i);
+    json obj = json::parse(JobWith("1"));
+    obj["metadata"]["name"] = name;
+    obj["status"] = json::parse(statuses[i]);
+    writes.push_back({store::Write::Op::kPut, {"Job", "team-a", name}, obj.dump(), {}});
+  }
+  writes.push_back({store::Write::Op::kPut, {"Job", "team-a", "no-meta"},
+                    R"({"apiVersion": "tessera.io/v1", "kind": "Job", "metadata": 3})", {}});
+  ASSERT_TRUE(api_->Commit(writes).ok());
+
+  for (int restart = 0; restart < 2; ++restart) {
+    Cycle();
+    Cycle();
+    const json good = json::parse(Call("GET", "/api/v1/namespaces/team-a/jobs/good", "").body);
+    EXPECT_EQ(good["status"]["phase"], "Admitted") << good.dump();
+    const std::string metrics = Metrics();
+    for (size_t i = 0; i < statuses.size(); ++i) {
+      EXPECT_NE(metrics.find("tessera_undecodable_objects{kind=\"Job\",name=\"bad-" +
+                             std::to_string(i) + "\",namespace=\"team-a\"} 1"),
+                std::string::npos)
+          << metrics.substr(0, 200);
+    }
+    Open();  // a restart reads the same store
+  }
+  // One Warning event per object and version, naming the field.
+  const json events = json::parse(Call("GET", "/api/v1/namespaces/team-a/events", "").body);
+  int undecodable = 0;
+  for (const json& e : events["items"]) {
+    if (e["spec"]["reason"] != "Undecodable") continue;
+    ++undecodable;
+    if (e["spec"]["involvedObject"]["name"] == "bad-0") {
+      EXPECT_NE(e["spec"]["message"].get<std::string>().find("status.priority"),
+                std::string::npos);
+    }
+  }
+  // Reported once per version: the restart reports again (the loop's memory is gone).
+  EXPECT_EQ(undecodable, 2 * static_cast<int>(statuses.size()));
+  // Deleting a bad object clears its series.
+  ASSERT_EQ(Call("DELETE", "/api/v1/namespaces/team-a/jobs/bad-0", "").status, 200);
+  Cycle();
+  EXPECT_EQ(Metrics().find("name=\"bad-0\""), std::string::npos);
+}
+
+// A watch whose After finds nothing, then a commit that lands before it subscribes: the old
+// code called the watch back from Subscribe while it held its own lock and hung the I/O thread
+// for good. The feed's test seam lands the commit at exactly that point.
+TEST_F(HardeningTest, ACommitBetweenAWatchReadAndItsSubscribeDoesNotDeadlock) {
+  const std::string rv = std::to_string(api_->store().Revision());
+  HttpResponse watch =
+      Call("GET", "/api/v1/namespaces/team-a/jobs?watch=1&resourceVersion=" + rv, "");
+  ASSERT_TRUE(watch.stream) << watch.body;
+  int hooks = 0;
+  api_->feed().set_before_subscribe_for_test([&] {
+    if (++hooks != 1) return;
+    // Another namespace's write: not for this watch, so it must subscribe again.
+    json other = json::parse(JobWith("1"));
+    other["metadata"]["namespace"] = "team-b";
+    ASSERT_EQ(Call("POST", "/api/v1/namespaces/team-b/jobs", other.dump()).status, 201);
+  });
+  std::promise<std::optional<std::string>> first;
+  auto got = first.get_future();
+  std::thread reader([&] {
+    watch.stream->Next([&](std::optional<std::string> chunk) { first.set_value(chunk); });
+  });
+  // The reader returns at once (subscribed, nothing to say); a hang is the deadlock.
+  std::promise<void> joined;
+  auto done = joined.get_future();
+  std::thread joiner([&] {
+    reader.join();
+    joined.set_value();
+  });
+  if (done.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+    ADD_FAILURE() << "WatchStream::Next deadlocked";
+    std::fflush(stdout);
+    std::_Exit(1);
+  }
+  joiner.join();
+  EXPECT_EQ(hooks, 2);  // subscribed a second time, after skipping team-b's change
+  EXPECT_EQ(got.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
+  // This watch's namespace: the registered wake-up delivers it.
+  api_->feed().set_before_subscribe_for_test(nullptr);
+  ASSERT_EQ(Call("POST", "/api/v1/namespaces/team-a/jobs", JobWith("1")).status, 201);
+  ASSERT_EQ(got.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  const std::optional<std::string> chunk = got.get();
+  ASSERT_TRUE(chunk.has_value());
+  EXPECT_NE(chunk->find("\"type\":\"ADDED\""), std::string::npos) << *chunk;
+  EXPECT_NE(chunk->find("\"namespace\":\"team-a\""), std::string::npos) << *chunk;
+  EXPECT_EQ(chunk->find("team-b"), std::string::npos) << *chunk;
+  watch.stream->Cancel();
+}
+
+}  // namespace
+}  // namespace tessera::server
