@@ -43,7 +43,7 @@ for _ in $(seq 200); do grep -q "listening on" "$WORK/dev.out" && break; sleep 0
 ADDR=$(sed -n 's/^listening on //p' "$WORK/dev.out")
 [ -n "$ADDR" ] || fail "dev did not start: $(cat "$WORK/dev.out")"
 TESSERA_ADDR=$ADDR TESSERA_TOKEN=$(cat "$WORK/dev/server/admin.token") \
-  "$TESSERA" token create --namespace monitoring >"$WORK/metrics.token"
+  "$TESSERA" token create --metrics >"$WORK/metrics.token"
 
 # A free loopback port for Prometheus: one nothing answers on.
 PORT=
