@@ -13,8 +13,8 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -180,7 +180,8 @@ Status Authorize(const Principal& p, const api::KindInfo& kind,
         return PermissionDenied("this token is limited to namespace " + p.ns);
       }
       if (k == "Job" || k == "PodGroup" || k == "LocalQueue") return Status::Ok();
-      if ((k == "Event" || k == "NamespaceQuota") && (verb == Verb::kRead || verb == Verb::kWatch)) {
+      if ((k == "Event" || k == "NamespaceQuota") &&
+          (verb == Verb::kRead || verb == Verb::kWatch)) {
         return Status::Ok();
       }
       return PermissionDenied("a namespace token may read but not change " + std::string(k) +
@@ -201,6 +202,13 @@ Status Authorize(const Principal& p, const api::KindInfo& kind,
       return PermissionDenied("a metrics token only reads /metrics");
   }
   return PermissionDenied("unknown role");
+}
+
+// The stored object at `key`, parsed; null when there is none.
+Result<json> ReadJson(store::Store& store, const store::ObjectKey& key) {
+  auto got = store.Get(key);
+  if (!got.ok()) return got.status();
+  return got->has_value() ? json::parse((*got)->body, nullptr, false) : json();
 }
 
 // Whether a Job's stored status binds a pod to `node`.
@@ -536,8 +544,8 @@ HttpResponse ApiServer::Tokens(const HttpRequest& req, const Principal& who) {
     const std::string id = req.path.substr(std::string_view("/api/v1/tokens/").size());
     if (Status s = tokens_.Revoke(id); !s.ok()) return Error(s);
     feed_.CatchUp();
-    return Json(200, {{"kind", "Status"}, {"status", "Success"}, {"message", "token " + id +
-                                                                              " revoked"}});
+    return Json(
+        200, {{"kind", "Status"}, {"status", "Success"}, {"message", "token " + id + " revoked"}});
   }
   if (req.method != "POST" || req.path != "/api/v1/tokens") {
     return Reply(405, "application/json",
@@ -562,29 +570,29 @@ HttpResponse ApiServer::Tokens(const HttpRequest& req, const Principal& who) {
   if (role != 0 && !ns.empty()) {
     return Error(InvalidArgument("namespace: only a namespace token has one"));
   }
-  if (role != 1 && !node.empty()) return Error(InvalidArgument("node: only an agent token has one"));
+  if (role != 1 && !node.empty())
+    return Error(InvalidArgument("node: only an agent token has one"));
   const std::string created = FormatTime(clock_());
   json reply;
   Result<std::string> token = Internal("no token");
-  if (who.role == Role::kJoin) {
-    // A join token mints the first agent token of a node, and nothing else.
-    if (role != 1 || node.empty()) {
-      return Error(PermissionDenied("a join token only creates an agent token for a node"));
-    }
-    if (Status s = api::ValidateName(node, false, "node"); !s.ok()) return Error(s);
-    auto has = tokens_.NodeHasAgent(node);
-    if (!has.ok()) return Error(has.status());
-    if (*has) {
-      return Error(Conflict("node " + node + " already has an agent token; the admin revokes it "
-                            "(tessera token revoke) before the node joins again"));
-    }
-    token = tokens_.Create(Role::kAgent, "", node, created);
-    reply = {{"role", "agent"}, {"node", node}};
-  } else if (role == 1 && node.empty()) {
+  if (who.role == Role::kJoin && (role != 1 || node.empty())) {
+    return Error(PermissionDenied("a join token only creates an agent token for a node"));
+  }
+  if (role == 1 && node.empty()) {
     token = tokens_.Create(Role::kJoin, "", "", created);
     reply = {{"role", "join"}};
   } else if (role == 1) {
     if (Status s = api::ValidateName(node, false, "node"); !s.ok()) return Error(s);
+    if (who.role == Role::kJoin) {
+      // A join token mints the first agent token of a node, and nothing else.
+      auto has = tokens_.NodeHasAgent(node);
+      if (!has.ok()) return Error(has.status());
+      if (*has) {
+        return Error(Conflict("node " + node +
+                              " already has an agent token; the admin revokes "
+                              "it (tessera token revoke) before the node joins again"));
+      }
+    }
     token = tokens_.Create(Role::kAgent, "", node, created);
     reply = {{"role", "agent"}, {"node", node}};
   } else if (role == 2) {
@@ -610,10 +618,9 @@ Status ApiServer::AuthorizeWrite(const Principal& who, json* obj) {
     // It may point only at a Queue the admin opened to this namespace.
     auto lq = api::DecodeLocalQueue(*obj);
     if (!lq.ok()) return lq.status();
-    auto queue = store_->Get({"Queue", "", lq->queue});
+    auto queue = ReadJson(*store_, {"Queue", "", lq->queue});
     if (!queue.ok()) return queue.status();
-    const json q = queue->has_value() ? json::parse((*queue)->body, nullptr, false) : json();
-    if (!api::QueueAllowsNamespace(q, who.ns)) {
+    if (!api::QueueAllowsNamespace(*queue, who.ns)) {
       return PermissionDenied("spec.clusterQueue: queue " + lq->queue +
                               " is not open to namespace " + who.ns +
                               " (the admin lists it in the Queue's spec.allowedNamespaces)");
@@ -637,10 +644,10 @@ Status ApiServer::AuthorizeWrite(const Principal& who, json* obj) {
     return Status::Ok();
   }
   if (kind != "Job") return PermissionDenied("an agent token writes only its node's objects");
-  auto stored = store_->Get(KeyOf(id));
+  auto stored = ReadJson(*store_, KeyOf(id));
   if (!stored.ok()) return stored.status();
-  const json old = stored->has_value() ? json::parse((*stored)->body, nullptr, false) : json();
-  if (!stored->has_value() || !BoundTo(old, who.node)) {
+  const json& old = *stored;
+  if (!BoundTo(old, who.node)) {
     return PermissionDenied("Job " + id.ns + "/" + id.name + " has no pod bound to node " +
                             who.node);
   }
@@ -653,8 +660,8 @@ Status ApiServer::AuthorizeWrite(const Principal& who, json* obj) {
   return Status::Ok();
 }
 
-Status ApiServer::AuthorizeLogs(const HttpRequest& req, const Principal& who,
-                                const std::string& ns, const std::string& job) {
+Status ApiServer::AuthorizeLogs(const HttpRequest& req, const Principal& who, const std::string& ns,
+                                const std::string& job) {
   using Role = Principal::Role;
   if (who.role == Role::kAdmin) return Status::Ok();
   if (req.method != "POST") {
@@ -668,13 +675,10 @@ Status ApiServer::AuthorizeLogs(const HttpRequest& req, const Principal& who,
   if (pod == req.query.end() || pod->second.empty()) {
     return InvalidArgument("pod: name the pod whose output this is");
   }
-  auto stored = store_->Get({"Job", ns, job});
+  auto stored = ReadJson(*store_, {"Job", ns, job});
   if (!stored.ok()) return stored.status();
-  if (stored->has_value() && pod != req.query.end()) {
-    const json obj = json::parse((*stored)->body, nullptr, false);
-    for (const json& p : ListOf(Member(Member(obj, "status"), "pods"))) {
-      if (Str(p, "name") == pod->second && Str(p, "node") == who.node) return Status::Ok();
-    }
+  for (const json& p : ListOf(Member(Member(*stored, "status"), "pods"))) {
+    if (Str(p, "name") == pod->second && Str(p, "node") == who.node) return Status::Ok();
   }
   return PermissionDenied("an agent ships output only for pods bound to node " + who.node);
 }
@@ -928,10 +932,10 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
 
   if (req.path == "/metrics" && req.method == "GET") {
     using Role = Principal::Role;
-    if (who->role != Role::kAdmin && who->role != Role::kMetrics &&
-        who->role != Role::kNamespace) {
-      return Error(PermissionDenied("/metrics is read with the admin, a metrics or a namespace "
-                                    "token"));
+    if (who->role != Role::kAdmin && who->role != Role::kMetrics && who->role != Role::kNamespace) {
+      return Error(
+          PermissionDenied("/metrics is read with the admin, a metrics or a namespace "
+                           "token"));
     }
     std::string text = RenderMetrics(objects_, metrics_, accounting_->idle(), clock_());
     if (who->role == Role::kNamespace) text = NamespaceView(text, who->ns);
@@ -1040,10 +1044,12 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
   if (req.method == "GET") {
     auto got = store_->Get(key);
     if (!got.ok()) return Error(got.status());
-    const bool hidden = got->has_value() && agent_jobs &&
-                        !BoundTo(json::parse((*got)->body, nullptr, false), who->node);
-    if (!got->has_value() || hidden) return Error(NotFound(store::Describe(key) + " not found"));
-    return Json(200, Served(**got));
+    if (!got->has_value()) return Error(NotFound(store::Describe(key) + " not found"));
+    json obj = Served(**got);
+    if (agent_jobs && !BoundTo(obj, who->node)) {
+      return Error(NotFound(store::Describe(key) + " not found"));
+    }
+    return Json(200, obj);
   }
   if (req.method == "DELETE" && route->name) {
     store::Write w{store::Write::Op::kDelete, key, "", {}};

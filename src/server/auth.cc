@@ -8,6 +8,8 @@
 #include <optional>
 #include <vector>
 
+#include "server/json_read.h"
+
 namespace tessera::server {
 
 namespace {
@@ -51,17 +53,12 @@ Result<std::string> Store(store::Store& store, const std::string& id, Principal:
 }
 
 std::optional<Principal::Role> RoleOf(std::string_view name) {
-  for (Principal::Role r : {Principal::Role::kAdmin, Principal::Role::kNamespace,
-                            Principal::Role::kAgent, Principal::Role::kJoin,
-                            Principal::Role::kMetrics}) {
+  for (Principal::Role r :
+       {Principal::Role::kAdmin, Principal::Role::kNamespace, Principal::Role::kAgent,
+        Principal::Role::kJoin, Principal::Role::kMetrics}) {
     if (RoleName(r) == name) return r;
   }
   return std::nullopt;
-}
-
-std::string Text(const nlohmann::json& body, const char* key) {
-  const auto it = body.find(key);
-  return it != body.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
 }  // namespace
@@ -113,10 +110,10 @@ Result<std::vector<TokenInfo>> TokenAuthority::List() {
   for (const store::StoredObject& o : *stored) {
     const nlohmann::json body = nlohmann::json::parse(o.body, nullptr, false);
     if (!body.is_object()) continue;
-    const auto role = RoleOf(Text(body, "role"));
+    const auto role = RoleOf(Str(body, "role"));
     if (!role) continue;
-    out.push_back({o.key.name, *role, Text(body, "namespace"), Text(body, "node"),
-                   Text(body, "created")});
+    out.push_back(
+        {o.key.name, *role, Str(body, "namespace"), Str(body, "node"), Str(body, "created")});
   }
   return out;
 }
@@ -164,11 +161,11 @@ Result<Principal> TokenAuthority::Authenticate(std::string_view authorization) {
     return Unauthenticated("unknown token");
   }
   Principal p;
-  const auto role = RoleOf(Text(body, "role"));
+  const auto role = RoleOf(Str(body, "role"));
   if (!role) return Unauthenticated("unknown token");  // fail closed on a role not known here
   p.role = *role;
-  p.ns = Text(body, "namespace");
-  p.node = Text(body, "node");
+  p.ns = Str(body, "namespace");
+  p.node = Str(body, "node");
   p.token_id = id;
   // A scoped token without its scope names nothing it may touch.
   if ((p.role == Principal::Role::kNamespace && p.ns.empty()) ||

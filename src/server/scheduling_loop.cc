@@ -277,14 +277,17 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   // The stored objects of a kind whose envelope and status can be read; the others are skipped,
   // named in a metric and, once per version, in a Warning event.
   std::vector<CycleGauges::Undecodable> undecodable;
-  std::map<std::string, int64_t> next_valid;  // this cycle's objects known to be readable
+  std::map<std::string, int64_t> next_valid;     // this cycle's objects known to be readable
+  std::map<std::string, int64_t> next_reported;  // and those reported undecodable
   auto skip = [&](const Stored& s, std::string_view kind, const Status& why) {
     const std::string ns = NamespaceOf(s.obj()), name = NameOf(s.obj());
     undecodable.push_back({std::string(kind), ns, name, why.message()});
     const std::string key = std::string(kind) + "/" + ns + "/" + name;
-    auto [it, fresh] = undecodable_reported_.try_emplace(key, s.version);
-    if (!fresh && it->second == s.version) return;
-    it->second = s.version;
+    next_reported[key] = s.version;
+    if (auto it = undecodable_reported_.find(key);
+        it != undecodable_reported_.end() && it->second == s.version) {
+      return;
+    }
     if (api::ValidateName(name, false, "").ok() &&
         (ns.empty() || api::ValidateName(ns, true, "").ok())) {
       json about = {{"kind", kind}, {"metadata", {{"name", name}, {"namespace", ns}}}};
@@ -301,14 +304,16 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     }
     out.reserve(list->size());
     for (Stored& o : *list) {
-      const std::string key = std::string(kind) + "/" + NamespaceOf(o.obj()) + "/" + NameOf(o.obj());
+      const std::string key =
+          std::string(kind) + "/" + NamespaceOf(o.obj()) + "/" + NameOf(o.obj());
       if (auto known = valid_.find(key); known != valid_.end() && known->second == o.version) {
         next_valid[key] = o.version;
         out.push_back(std::move(o));
         continue;
       }
       Status ok = api::ValidateEnvelope(o.obj());
-      if (ok.ok() && Str(o.obj(), "kind") != kind) ok = InvalidArgument("kind: not " + std::string(kind));
+      if (ok.ok() && Str(o.obj(), "kind") != kind)
+        ok = InvalidArgument("kind: not " + std::string(kind));
       if (ok.ok()) ok = api::ValidateStatus(kind, Member(o.obj(), "status"));
       if (!ok.ok()) {
         skip(o, kind, ok);
@@ -501,6 +506,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     pending.push_back(std::move(w));
     pending_obj.push_back(&s);
   }
+  undecodable_reported_.swap(next_reported);  // every object has been read by now
   for (const std::string& ns : unqueued_ns) cfg.local_queues.push_back({ns, kUnqueued, kUnqueued});
   sum.pending = static_cast<int>(pending.size());
 
@@ -631,12 +637,6 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
         }
       }
     }
-  }
-  for (auto it = undecodable_reported_.begin(); it != undecodable_reported_.end();) {
-    const bool still = std::any_of(undecodable.begin(), undecodable.end(), [&](const auto& u) {
-      return it->first == u.kind + "/" + u.ns + "/" + u.name;
-    });
-    it = still ? std::next(it) : undecodable_reported_.erase(it);
   }
   gauges.undecodable = std::move(undecodable);
   api_.metrics().SetCycleGauges(std::move(gauges));

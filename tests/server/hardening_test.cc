@@ -13,6 +13,7 @@
 
 #include "api/json_text.h"
 #include "server/api_server.h"
+#include "server/loop_fixture.h"
 #include "server/scheduling_loop.h"
 
 namespace tessera::server {
@@ -20,29 +21,9 @@ namespace {
 
 using nlohmann::json;
 
-class HardeningTest : public ::testing::Test {
+// The loop's fixture, plus requests with any method, body and token.
+class HardeningTest : public LoopTest {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/tessera-hard-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    Open();
-  }
-  void TearDown() override {
-    loop_.reset();
-    api_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-  void Open() {
-    loop_.reset();
-    api_.reset();
-    api_ = ApiServer::Open(dir_).value();
-    std::ifstream in(dir_ + "/admin.token");
-    std::getline(in, admin_);
-    loop_ = SchedulingLoop::Create(*api_).value();
-    api_->set_clock([this] { return now_; });
-  }
-
   HttpResponse Call(const std::string& method, const std::string& path, const std::string& body,
                     const std::string& content_type = "application/json",
                     const std::string& token = "") {
@@ -63,17 +44,6 @@ class HardeningTest : public ::testing::Test {
     EXPECT_TRUE(body.is_object()) << out.body;
     return body.is_object() ? body.value("message", "") : "";
   }
-  void Cycle() {
-    now_ += 1000;
-    auto s = loop_->RunOnce(now_);
-    ASSERT_TRUE(s.ok()) << s.status().message();
-  }
-  std::string Metrics() { return Call("GET", "/metrics", "").body; }
-
-  std::string dir_, admin_;
-  std::unique_ptr<ApiServer> api_;
-  std::unique_ptr<SchedulingLoop> loop_;
-  int64_t now_ = 1'800'000'000'000;
 };
 
 constexpr char kJob[] = R"({"apiVersion": "tessera.io/v1", "kind": "Job",
@@ -94,10 +64,11 @@ TEST_F(HardeningTest, BodiesThatUsedToAbortTheServerGetA400NamingTheField) {
       {JobWith("1e400"), "application/json", "spec.tasks[0].replicas: number out of range"},
       {JobWith(std::string(5000, '7')), "application/json", "replicas: number out of range"},
       {R"({"x": 1e400})", "application/json", "x: number out of range"},
-      {"{\"apiVersion\": \"tessera.io/v1\", \"kind\": \"Job\", \"metadata\": {\"name\": \"j\xff\"}}",
+      {"{\"apiVersion\": \"tessera.io/v1\", \"kind\": \"Job\", \"metadata\": {\"name\": "
+       "\"j\xff\"}}",
        "application/json", "malformed JSON"},
-      {"apiVersion: tessera.io/v1\nkind: Job\nmetadata: {name: \"\xff\xfe\"}\n",
-       "application/yaml", "not UTF-8"},
+      {"apiVersion: tessera.io/v1\nkind: Job\nmetadata: {name: \"\xff\xfe\"}\n", "application/yaml",
+       "not UTF-8"},
       {R"({"apiVersion": "tessera.io/v1", "kind": "Job", "kind": "Queue"})", "application/json",
        "kind: duplicate key"},
   };
@@ -147,7 +118,8 @@ TEST_F(HardeningTest, StatusIsValidatedOnEveryWriteByEveryPrincipal) {
       {{{"admittedAt", 5}}, "status.admittedAt"},
       {{{"phase", "Admitted"}, {"pods", {{{"name", "main-0"}, {"node", 5}}}}},
        "status.pods[0].node"},
-      {{{"pods", {{{"name", "p"}, {"node", "n"}, {"devices", {{{"gpu", 99}, {"kind", "whole"}}}}}}}},
+      {{{"pods",
+         {{{"name", "p"}, {"node", "n"}, {"devices", {{{"gpu", 99}, {"kind", "whole"}}}}}}}},
        "status.pods[0].devices[0].gpu"},
       {{{"phase", "Exploded"}}, "status.phase"},
       {{{"surprise", 1}}, "status.surprise"},
@@ -188,8 +160,8 @@ spec:
   // Objects written past the API's checks (an older version, a hand-edited database).
   const std::vector<std::string> statuses = {
       R"({"phase": "Admitted", "priority": "high"})", R"({"phase": "Admitted", "queue": 7})",
-      R"({"phase": "Admitted", "admittedAt": 5})", R"({"phase": "Admitted", "pods": [{"node": 5}]})",
-      R"("not an object")"};
+      R"({"phase": "Admitted", "admittedAt": 5})",
+      R"({"phase": "Admitted", "pods": [{"node": 5}]})", R"("not an object")"};
   std::vector<store::Write> writes;
   for (size_t i = 0; i < statuses.size(); ++i) {
     const std::string name = "bad-" + std::to_string(i);
@@ -198,8 +170,10 @@ spec:
     obj["status"] = json::parse(statuses[i]);
     writes.push_back({store::Write::Op::kPut, {"Job", "team-a", name}, obj.dump(), {}});
   }
-  writes.push_back({store::Write::Op::kPut, {"Job", "team-a", "no-meta"},
-                    R"({"apiVersion": "tessera.io/v1", "kind": "Job", "metadata": 3})", {}});
+  writes.push_back({store::Write::Op::kPut,
+                    {"Job", "team-a", "no-meta"},
+                    R"({"apiVersion": "tessera.io/v1", "kind": "Job", "metadata": 3})",
+                    {}});
   ASSERT_TRUE(api_->Commit(writes).ok());
 
   for (int restart = 0; restart < 2; ++restart) {
@@ -223,8 +197,7 @@ spec:
     if (e["spec"]["reason"] != "Undecodable") continue;
     ++undecodable;
     if (e["spec"]["involvedObject"]["name"] == "bad-0") {
-      EXPECT_NE(e["spec"]["message"].get<std::string>().find("status.priority"),
-                std::string::npos);
+      EXPECT_NE(e["spec"]["message"].get<std::string>().find("status.priority"), std::string::npos);
     }
   }
   // Reported once per version: the restart reports again (the loop's memory is gone).

@@ -9,94 +9,12 @@
 #include <string>
 
 #include "server/api_server.h"
+#include "server/loop_fixture.h"
 
 namespace tessera::server {
 namespace {
 
 using nlohmann::json;
-
-// The API server over a temporary data dir, driven through its request handler, and the
-// scheduling loop run cycle by cycle.
-class LoopTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/tessera-loop-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    Open();
-  }
-  void TearDown() override {
-    loop_.reset();
-    api_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-  void Open() {
-    loop_.reset();
-    api_ = ApiServer::Open(dir_).value();
-    std::ifstream in(dir_ + "/admin.token");
-    std::getline(in, admin_);
-    loop_ = SchedulingLoop::Create(*api_).value();
-    api_->set_clock([this] { return now_; });
-  }
-
-  void Apply(const std::string& yaml) {
-    HttpRequest r;
-    r.method = "POST";
-    r.path = "/api/v1/apply";
-    r.authorization = "Bearer " + admin_;
-    r.content_type = "application/yaml";
-    r.body = yaml;
-    HttpResponse out = api_->Handle(r);
-    ASSERT_EQ(out.status, 200) << out.body;
-  }
-  json Get(const std::string& path) {
-    HttpRequest r;
-    r.method = "GET";
-    r.path = path.substr(0, path.find('?'));
-    if (path.find('?') != std::string::npos) {
-      EXPECT_TRUE(ParseQuery(path.substr(path.find('?') + 1), &r.query)) << path;
-    }
-    r.authorization = "Bearer " + admin_;
-    HttpResponse out = api_->Handle(r);
-    EXPECT_EQ(out.status, 200) << path << ": " << out.body;
-    return json::parse(out.body, nullptr, false);
-  }
-  json Job(const std::string& name, const std::string& ns = "default") {
-    return Get("/api/v1/namespaces/" + ns + "/jobs/" + name);
-  }
-  std::string Metrics() {
-    HttpRequest r;
-    r.method = "GET";
-    r.path = "/metrics";
-    r.authorization = "Bearer " + admin_;
-    return api_->Handle(r).body;
-  }
-  CycleSummary Cycle() {
-    now_ += 1000;
-    auto s = loop_->RunOnce(now_);
-    EXPECT_TRUE(s.ok()) << s.status().message();
-    return s.ok() ? *s : CycleSummary{};
-  }
-  // Messages of the events about a job, oldest first.
-  std::vector<std::string> Events(const std::string& job, const std::string& ns = "default") {
-    std::vector<std::pair<std::string, std::string>> out;
-    const json events = Get("/api/v1/namespaces/" + ns + "/events");
-    for (const json& e : events["items"]) {
-      if (e["spec"]["involvedObject"]["name"] == job) {
-        out.emplace_back(e["metadata"]["name"], e["spec"]["reason"].get<std::string>() + ": " +
-                                                    e["spec"]["message"].get<std::string>());
-      }
-    }
-    std::vector<std::string> msgs;
-    for (auto& [n, m] : out) msgs.push_back(m);
-    return msgs;
-  }
-
-  std::string dir_, admin_;
-  std::unique_ptr<ApiServer> api_;
-  std::unique_ptr<SchedulingLoop> loop_;
-  int64_t now_ = 1'800'000'000'000;
-};
 
 // Two nodes of 8 A100-80GB each; gpu-b's GPU 7 is shared and GPU 6 split into MIG instances.
 constexpr char kCluster[] = R"(

@@ -1,0 +1,107 @@
+// The fixture of the server's in-process tests: an ApiServer and a SchedulingLoop over a
+// temporary data directory.
+#ifndef TESSERA_TESTS_SERVER_LOOP_FIXTURE_H_
+#define TESSERA_TESTS_SERVER_LOOP_FIXTURE_H_
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "server/api_server.h"
+#include "server/scheduling_loop.h"
+
+namespace tessera::server {
+
+// The API server over a temporary data dir, driven through its request handler, and the
+// scheduling loop run cycle by cycle.
+class LoopTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/tessera-loop-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    Open();
+  }
+  void TearDown() override {
+    loop_.reset();
+    api_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  void Open() {
+    loop_.reset();
+    api_ = ApiServer::Open(dir_).value();
+    std::ifstream in(dir_ + "/admin.token");
+    std::getline(in, admin_);
+    loop_ = SchedulingLoop::Create(*api_).value();
+    api_->set_clock([this] { return now_; });
+  }
+
+  void Apply(const std::string& yaml) {
+    HttpRequest r;
+    r.method = "POST";
+    r.path = "/api/v1/apply";
+    r.authorization = "Bearer " + admin_;
+    r.content_type = "application/yaml";
+    r.body = yaml;
+    HttpResponse out = api_->Handle(r);
+    ASSERT_EQ(out.status, 200) << out.body;
+  }
+  nlohmann::json Get(const std::string& path) {
+    HttpRequest r;
+    r.method = "GET";
+    r.path = path.substr(0, path.find('?'));
+    if (path.find('?') != std::string::npos) {
+      EXPECT_TRUE(ParseQuery(path.substr(path.find('?') + 1), &r.query)) << path;
+    }
+    r.authorization = "Bearer " + admin_;
+    HttpResponse out = api_->Handle(r);
+    EXPECT_EQ(out.status, 200) << path << ": " << out.body;
+    return nlohmann::json::parse(out.body, nullptr, false);
+  }
+  nlohmann::json Job(const std::string& name, const std::string& ns = "default") {
+    return Get("/api/v1/namespaces/" + ns + "/jobs/" + name);
+  }
+  std::string Metrics() {
+    HttpRequest r;
+    r.method = "GET";
+    r.path = "/metrics";
+    r.authorization = "Bearer " + admin_;
+    return api_->Handle(r).body;
+  }
+  CycleSummary Cycle() {
+    now_ += 1000;
+    auto s = loop_->RunOnce(now_);
+    EXPECT_TRUE(s.ok()) << s.status().message();
+    return s.ok() ? *s : CycleSummary{};
+  }
+  // Messages of the events about a job, oldest first.
+  std::vector<std::string> Events(const std::string& job, const std::string& ns = "default") {
+    std::vector<std::pair<std::string, std::string>> out;
+    const nlohmann::json events = Get("/api/v1/namespaces/" + ns + "/events");
+    for (const nlohmann::json& e : events["items"]) {
+      if (e["spec"]["involvedObject"]["name"] == job) {
+        out.emplace_back(e["metadata"]["name"], e["spec"]["reason"].get<std::string>() + ": " +
+                                                    e["spec"]["message"].get<std::string>());
+      }
+    }
+    std::vector<std::string> msgs;
+    for (auto& [n, m] : out) msgs.push_back(m);
+    return msgs;
+  }
+
+  std::string dir_, admin_;
+  std::unique_ptr<ApiServer> api_;
+  std::unique_ptr<SchedulingLoop> loop_;
+  int64_t now_ = 1'800'000'000'000;
+};
+
+}  // namespace tessera::server
+
+#endif  // TESSERA_TESTS_SERVER_LOOP_FIXTURE_H_
