@@ -16,13 +16,13 @@
 namespace tessera::agent {
 
 struct ProcessSpec {
-  std::string key;                         // unique per run, e.g. "team-a/train/worker-0"
-  std::vector<std::string> argv;           // argv[0] is looked up in PATH
+  std::string key;                // unique per run, e.g. "team-a/train/worker-0"
+  std::vector<std::string> argv;  // argv[0] is looked up in PATH
   // The whole environment, with PATH (the system's) and HOME (the working directory) unless
   // given: nothing is inherited from the agent.
   std::map<std::string, std::string> env;
-  std::string workdir;                     // created when missing
-  std::string log_path;                    // stdout and stderr, appended
+  std::string workdir;       // created when missing
+  std::string log_path;      // stdout and stderr, appended
   std::string cgroup_procs;  // a cgroup.procs file the process joins first; empty: none
 };
 

@@ -49,8 +49,7 @@ class BoundedSax {
   bool string(json::string_t& v) {
     if (v.size() > limits_.max_string_bytes) {
       return Fail(Path() + ": a string of " + std::to_string(v.size()) +
-                  " bytes is longer than the limit of " +
-                  std::to_string(limits_.max_string_bytes));
+                  " bytes is longer than the limit of " + std::to_string(limits_.max_string_bytes));
     }
     return Value(json(std::move(v)));
   }
@@ -143,8 +142,7 @@ class BoundedSax {
 
   bool Open(json v) {
     if (static_cast<int>(stack_.size()) >= limits_.max_depth) {
-      return Fail(Path() + ": nested deeper than " + std::to_string(limits_.max_depth) +
-                  " levels");
+      return Fail(Path() + ": nested deeper than " + std::to_string(limits_.max_depth) + " levels");
     }
     json* slot = Place(std::move(v));
     stack_.push_back({slot, {}, false});

@@ -169,7 +169,8 @@ Status ValidateEnvelope(const json& obj) {
     return Bad("metadata.resourceVersion", "must be a string of digits");
   }
   if (const auto uid = meta->find("uid");
-      uid != meta->end() && !(uid->is_string() && uid->get_ref<const std::string&>().size() <= 128)) {
+      uid != meta->end() &&
+      !(uid->is_string() && uid->get_ref<const std::string&>().size() <= 128)) {
     return Bad("metadata.uid", "must be a string of at most 128 characters");
   }
   if (const auto gen = meta->find("generation");
@@ -188,10 +189,10 @@ Status ValidateEnvelope(const json& obj) {
   if (const auto a = meta->find("annotations"); a != meta->end()) {
     if (Status s = ValidateStringMap(*a, "metadata.annotations", false); !s.ok()) return s;
     size_t total = 0;
-    for (const auto& [k, v] : a->items()) total += k.size() + v.get_ref<const std::string&>().size();
+    for (const auto& [k, v] : a->items())
+      total += k.size() + v.get_ref<const std::string&>().size();
     if (total > kMaxAnnotationBytes) {
-      return Bad("metadata.annotations", "may hold at most " +
-                                             std::to_string(kMaxAnnotationBytes) +
+      return Bad("metadata.annotations", "may hold at most " + std::to_string(kMaxAnnotationBytes) +
                                              " bytes in all, got " + std::to_string(total));
     }
   }
@@ -239,8 +240,8 @@ Result<LabelSelector> LabelSelector::Parse(std::string_view text) {
     if (!ValidKey(t.key)) {
       return InvalidArgument("labelSelector: invalid key \"" + SafeText(t.key, 300) + "\"");
     }
-    if (!t.value.empty() && (t.value.size() > 63 || !ValidKey(t.value) ||
-                             t.value.find('/') != std::string::npos)) {
+    if (!t.value.empty() &&
+        (t.value.size() > 63 || !ValidKey(t.value) || t.value.find('/') != std::string::npos)) {
       return InvalidArgument("labelSelector: invalid value \"" + SafeText(t.value, 300) + "\"");
     }
     sel.terms_.push_back(std::move(t));

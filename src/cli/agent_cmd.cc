@@ -5,8 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <charconv>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -305,8 +305,8 @@ Result<std::string> AgentToken(const AgentOptions& o, const std::string& node, E
   if (o.join_token_file.empty()) {
     return InvalidArgument("no node token in " + path +
                            " and no --join-token-file to obtain one (tessera token create "
-                           "--agent makes a join token; --agent --node " + node +
-                           " a node token)");
+                           "--agent makes a join token; --agent --node " +
+                           node + " a node token)");
   }
   auto join = ReadSecretFile(o.join_token_file);
   if (!join.ok()) return join.status();

@@ -20,7 +20,7 @@
 namespace tessera::cli {
 
 struct AgentOptions {
-  std::string server;      // else TESSERA_ADDR / ~/.tessera/config
+  std::string server;  // else TESSERA_ADDR / ~/.tessera/config
   // Credentials come from files readable by their owner only, never from the command line or
   // the environment (tasks could read those). The node's own token is kept in `token_file`
   // (default <work-dir>/node.token); on first start it is obtained with the join token.

@@ -1,11 +1,11 @@
 #include "server/http_server.h"
 
 #include <array>
-#include <cstdio>
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast.hpp>
 #include <boost/beast/ssl.hpp>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>

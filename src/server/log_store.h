@@ -46,9 +46,8 @@ class LogStore {
   // Registers `wake` to be called once, by the appending thread with no lock held, when the
   // pod's log grows past `from`. Never calls `wake` itself: when the log already has, registers
   // nothing and returns nullopt (the caller reads again). Otherwise an id for Unsubscribe.
-  std::optional<uint64_t> Subscribe(std::string_view ns, std::string_view job,
-                                    std::string_view pod, Position from,
-                                    std::function<void()> wake);
+  std::optional<uint64_t> Subscribe(std::string_view ns, std::string_view job, std::string_view pod,
+                                    Position from, std::function<void()> wake);
   void Unsubscribe(uint64_t id);
 
  private:

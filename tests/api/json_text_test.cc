@@ -67,7 +67,10 @@ TEST(ParseJsonTest, DuplicateKeysLongStringsAndDeepNestingAreRefused) {
 
 TEST(SafeTextTest, ReplacesInvalidBytesAndCuts) {
   EXPECT_EQ(SafeText("ok"), "ok");
-  EXPECT_EQ(SafeText("a\xff" "b"), "a\xef\xbf\xbd" "b");
+  EXPECT_EQ(SafeText("a\xff"
+                     "b"),
+            "a\xef\xbf\xbd"
+            "b");
   EXPECT_EQ(SafeText(std::string(20, 'x'), 10), "xxxxxxxxxx...");
   EXPECT_TRUE(ValidUtf8(SafeText("\xe2\x82")));
   EXPECT_FALSE(ValidUtf8("\xf5\x80\x80\x80"));  // past U+10FFFF
@@ -78,13 +81,12 @@ TEST(YamlLimitsTest, AliasExpansionIsBoundedByBytes) {
   // Each level doubles a long string: 2^20 copies of 1 KiB would be a gigabyte.
   std::string yaml = "a0: &a0 \"" + std::string(1024, 'x') + "\"\n";
   for (int i = 1; i <= 20; ++i) {
-    yaml += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [*a" +
-            std::to_string(i - 1) + ", *a" + std::to_string(i - 1) + "]\n";
+    yaml += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [*a" + std::to_string(i - 1) +
+            ", *a" + std::to_string(i - 1) + "]\n";
   }
   auto r = ParseYamlDocuments(yaml);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("MiB of content (after expanding aliases"),
-            std::string::npos)
+  EXPECT_NE(r.status().message().find("MiB of content (after expanding aliases"), std::string::npos)
       << r.status().message();
 }
 
@@ -113,8 +115,10 @@ TEST(YamlLimitsTest, InvalidUtf8AndHugeScalarsAreRefused) {
 
 TEST(EnvelopeTest, NamesAndSystemMetadataAreChecked) {
   auto obj = [](nlohmann::json meta) {
-    return nlohmann::json{
-        {"apiVersion", "tessera.io/v1"}, {"kind", "Queue"}, {"metadata", meta}, {"spec", nlohmann::json::object()}};
+    return nlohmann::json{{"apiVersion", "tessera.io/v1"},
+                          {"kind", "Queue"},
+                          {"metadata", meta},
+                          {"spec", nlohmann::json::object()}};
   };
   EXPECT_TRUE(ValidateEnvelope(obj({{"name", "a.b-c"}})).ok());
   for (const char* bad : {"a..b", "a.-b", "a-.b", ".a", "a."}) {
@@ -129,9 +133,9 @@ TEST(EnvelopeTest, NamesAndSystemMetadataAreChecked) {
   s = ValidateEnvelope(obj({{"name", "q"}, {"generation", -1}}));
   EXPECT_FALSE(s.ok());
   EXPECT_TRUE(ValidateEnvelope(obj({{"name", "q"}, {"uid", "u-1"}, {"generation", 3}})).ok());
-  s = ValidateEnvelope(
-      obj({{"name", "q"}, {"annotations", {{"a", std::string(200 << 10, 'x')},
-                                           {"b", std::string(100 << 10, 'x')}}}}));
+  s = ValidateEnvelope(obj(
+      {{"name", "q"},
+       {"annotations", {{"a", std::string(200 << 10, 'x')}, {"b", std::string(100 << 10, 'x')}}}}));
   EXPECT_NE(s.message().find("metadata.annotations: may hold at most 262144 bytes"),
             std::string::npos)
       << s.message();

@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -142,11 +142,12 @@ TEST_F(AuthMatrixTest, EveryPrincipalVerbKindAndNamespace) {
   int cells = 0;
   for (const api::KindInfo& k : api::Kinds()) {
     const std::string kind(k.kind);
-    const std::vector<Where> wheres =
-        k.namespaced ? std::vector<Where>{Where::kOwn, Where::kOther} : std::vector<Where>{
-                                                                            Where::kCluster};
+    const std::vector<Where> wheres = k.namespaced ? std::vector<Where>{Where::kOwn, Where::kOther}
+                                                   : std::vector<Where>{Where::kCluster};
     for (Where where : wheres) {
-      const std::string ns = where == Where::kOwn ? "team-a" : where == Where::kOther ? "team-b" : "";
+      const std::string ns = where == Where::kOwn     ? "team-a"
+                             : where == Where::kOther ? "team-b"
+                                                      : "";
       const std::string base =
           "/api/v1/" + (ns.empty() ? "" : "namespaces/" + ns + "/") + std::string(k.plural);
       for (Who who : {Who::kAdmin, Who::kTeamA, Who::kAgentN1, Who::kJoin, Who::kMetrics}) {
@@ -181,8 +182,7 @@ TEST_F(AuthMatrixTest, EveryPrincipalVerbKindAndNamespace) {
                                    (ns.empty() ? "(cluster)" : ns) + ": " +
                                    std::to_string(r.status) + " " + r.body.substr(0, 200);
           // A Job not bound to the agent's node does not exist for it.
-          const int refused =
-              who == Who::kAgentN1 && kind == "Job" && op == Op::kGet ? 404 : 403;
+          const int refused = who == Who::kAgentN1 && kind == "Job" && op == Op::kGet ? 404 : 403;
           if (want) {
             EXPECT_TRUE(r.status >= 200 && r.status < 300) << cell;
           } else {
@@ -211,29 +211,69 @@ TEST_F(AuthMatrixTest, EndpointsOutsideTheObjectPaths) {
     std::map<Who, int> want;
   };
   const std::vector<Case> cases = {
-      {"GET", "/metrics", "",
-       {{Who::kAdmin, 200}, {Who::kTeamA, 200}, {Who::kAgentN1, 403}, {Who::kJoin, 403},
+      {"GET",
+       "/metrics",
+       "",
+       {{Who::kAdmin, 200},
+        {Who::kTeamA, 200},
+        {Who::kAgentN1, 403},
+        {Who::kJoin, 403},
         {Who::kMetrics, 200}}},
-      {"GET", "/api/v1/usage", "",
-       {{Who::kAdmin, 200}, {Who::kTeamA, 200}, {Who::kAgentN1, 403}, {Who::kJoin, 403},
+      {"GET",
+       "/api/v1/usage",
+       "",
+       {{Who::kAdmin, 200},
+        {Who::kTeamA, 200},
+        {Who::kAgentN1, 403},
+        {Who::kJoin, 403},
         {Who::kMetrics, 403}}},
-      {"GET", "/api/v1/tokens", "",
-       {{Who::kAdmin, 200}, {Who::kTeamA, 403}, {Who::kAgentN1, 403}, {Who::kJoin, 403},
+      {"GET",
+       "/api/v1/tokens",
+       "",
+       {{Who::kAdmin, 200},
+        {Who::kTeamA, 403},
+        {Who::kAgentN1, 403},
+        {Who::kJoin, 403},
         {Who::kMetrics, 403}}},
-      {"POST", "/api/v1/tokens", R"({"namespace": "team-b"})",
-       {{Who::kAdmin, 201}, {Who::kTeamA, 403}, {Who::kAgentN1, 403}, {Who::kJoin, 403},
+      {"POST",
+       "/api/v1/tokens",
+       R"({"namespace": "team-b"})",
+       {{Who::kAdmin, 201},
+        {Who::kTeamA, 403},
+        {Who::kAgentN1, 403},
+        {Who::kJoin, 403},
         {Who::kMetrics, 403}}},
-      {"DELETE", "/api/v1/tokens/nosuch", "",
-       {{Who::kAdmin, 404}, {Who::kTeamA, 403}, {Who::kAgentN1, 403}, {Who::kJoin, 403},
+      {"DELETE",
+       "/api/v1/tokens/nosuch",
+       "",
+       {{Who::kAdmin, 404},
+        {Who::kTeamA, 403},
+        {Who::kAgentN1, 403},
+        {Who::kJoin, 403},
         {Who::kMetrics, 403}}},
-      {"GET", "/api/v1/namespaces/team-a/jobs/nosuch/logs", "",
-       {{Who::kAdmin, 404}, {Who::kTeamA, 404}, {Who::kAgentN1, 403}, {Who::kJoin, 403},
+      {"GET",
+       "/api/v1/namespaces/team-a/jobs/nosuch/logs",
+       "",
+       {{Who::kAdmin, 404},
+        {Who::kTeamA, 404},
+        {Who::kAgentN1, 403},
+        {Who::kJoin, 403},
         {Who::kMetrics, 403}}},
-      {"GET", "/api/v1/namespaces/team-b/jobs/nosuch/logs", "",
-       {{Who::kAdmin, 404}, {Who::kTeamA, 403}, {Who::kAgentN1, 403}, {Who::kJoin, 403},
+      {"GET",
+       "/api/v1/namespaces/team-b/jobs/nosuch/logs",
+       "",
+       {{Who::kAdmin, 404},
+        {Who::kTeamA, 403},
+        {Who::kAgentN1, 403},
+        {Who::kJoin, 403},
         {Who::kMetrics, 403}}},
-      {"POST", "/api/v1/namespaces/team-a/jobs/nosuch/logs?pod=p-0", "shipped",
-       {{Who::kAdmin, 200}, {Who::kTeamA, 403}, {Who::kAgentN1, 403}, {Who::kJoin, 403},
+      {"POST",
+       "/api/v1/namespaces/team-a/jobs/nosuch/logs?pod=p-0",
+       "shipped",
+       {{Who::kAdmin, 200},
+        {Who::kTeamA, 403},
+        {Who::kAgentN1, 403},
+        {Who::kJoin, 403},
         {Who::kMetrics, 403}}},
   };
   Reset("Job", "team-a");
@@ -263,12 +303,11 @@ TEST_F(AuthMatrixTest, ObjectLevelRules) {
       Call(Who::kAdmin, "POST", "/api/v1/apply", Sample("NamespaceQuota", "team-a", "q").dump())
           .status,
       200);
-  EXPECT_EQ(Call(Who::kTeamA, "DELETE", "/api/v1/namespaces/team-a/namespacequotas/q").status,
-            403);
-  EXPECT_EQ(Call(Who::kTeamA, "POST", "/api/v1/apply",
-                 Sample("NamespaceQuota", "team-a", "q").dump())
-                .status,
-            403);
+  EXPECT_EQ(Call(Who::kTeamA, "DELETE", "/api/v1/namespaces/team-a/namespacequotas/q").status, 403);
+  EXPECT_EQ(
+      Call(Who::kTeamA, "POST", "/api/v1/apply", Sample("NamespaceQuota", "team-a", "q").dump())
+          .status,
+      403);
 
   // The agent of n1: its own Node only.
   json node = Sample("Node", "", "n1");
@@ -291,10 +330,10 @@ TEST_F(AuthMatrixTest, ObjectLevelRules) {
   // Jobs bound to n1: readable, their pods' state writable, nothing else.
   json job = Sample("Job", "team-a", "bound");
   job["spec"]["tasks"][0]["replicas"] = 2;
-  job["status"] = {{"phase", "Admitted"},
-                   {"queue", "q-open"},
-                   {"pods", {{{"name", "main-0"}, {"node", "n1"}}, {{"name", "main-1"},
-                                                                   {"node", "n2"}}}}};
+  job["status"] = {
+      {"phase", "Admitted"},
+      {"queue", "q-open"},
+      {"pods", {{{"name", "main-0"}, {"node", "n1"}}, {{"name", "main-1"}, {"node", "n2"}}}}};
   ASSERT_EQ(Call(Who::kAdmin, "POST", "/api/v1/apply", job.dump()).status, 200);
   const std::string path = "/api/v1/namespaces/team-a/jobs/bound";
   r = Call(Who::kAgentN1, "GET", "/api/v1/jobs");
@@ -306,7 +345,9 @@ TEST_F(AuthMatrixTest, ObjectLevelRules) {
   got = json::parse(Call(Who::kAgentN1, "GET", path).body);
   EXPECT_EQ(got["status"]["pods"][0]["state"]["phase"], "Running");
   for (auto edit : std::vector<std::function<void(json&)>>{
-           [](json& j) { j["status"]["pods"][1]["state"] = {{"phase", "Failed"}}; },
+           [](json& j) {
+             j["status"]["pods"][1]["state"] = {{"phase", "Failed"}};
+           },
            [](json& j) { j["status"]["pods"][0]["node"] = "n9"; },
            [](json& j) { j["status"]["queue"] = "q-closed"; },
            [](json& j) { j["status"]["phase"] = "Pending"; }}) {
@@ -362,7 +403,9 @@ TEST_F(AuthMatrixTest, MetricsForANamespaceTokenShowOnlyItsNamespace) {
                       {{{"name", "main-0"},
                         {"node", "n1"},
                         {"devices",
-                         {{{"gpu", 0}, {"uuid", std::string("GPU-") + ns}, {"kind", "whole"},
+                         {{{"gpu", 0},
+                           {"uuid", std::string("GPU-") + ns},
+                           {"kind", "whole"},
                            {"gpuMilli", 1000}}}}}}}};
     ASSERT_EQ(Call(Who::kAdmin, "POST", "/api/v1/apply", job.dump()).status, 200);
   }

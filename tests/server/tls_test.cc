@@ -116,14 +116,15 @@ TEST_F(TlsTest, JobLogsAreShippedByAgentsAndFollowedOverHttps) {
   // The job's pods are bound to node n1, whose agent ships their output.
   auto bound = cli::Request(
       admin, "PUT", "/api/v1/namespaces/team-a/jobs/train",
-      nlohmann::json{{"apiVersion", "tessera.io/v1"},
-                     {"kind", "Job"},
-                     {"metadata", {{"name", "train"}, {"namespace", "team-a"}}},
-                     {"spec", nlohmann::json::parse(job->body)["items"][0]["spec"]},
-                     {"status",
-                      {{"phase", "Admitted"},
-                       {"pods", {{{"name", "worker-0"}, {"node", "n1"}},
-                                 {{"name", "worker-1"}, {"node", "n1"}}}}}}}
+      nlohmann::json{
+          {"apiVersion", "tessera.io/v1"},
+          {"kind", "Job"},
+          {"metadata", {{"name", "train"}, {"namespace", "team-a"}}},
+          {"spec", nlohmann::json::parse(job->body)["items"][0]["spec"]},
+          {"status",
+           {{"phase", "Admitted"},
+            {"pods",
+             {{{"name", "worker-0"}, {"node", "n1"}}, {{"name", "worker-1"}, {"node", "n1"}}}}}}}
           .dump(),
       "application/json");
   ASSERT_TRUE(bound.ok() && bound->status == 200) << bound->body;
