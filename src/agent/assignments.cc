@@ -55,6 +55,7 @@ std::vector<Assignment> AssignedTo(const json& jobs, const std::string& node) {
       a.max_retries = static_cast<int>(Int(a.task, "maxRetries"));
       a.cpu_milli = Int(pods[i], "cpuMilli");
       a.memory_mib = Int(pods[i], "memoryMiB");
+      a.state = pods[i].value("state", json());
       out.push_back(std::move(a));
     }
   }
@@ -102,12 +103,16 @@ std::map<std::string, std::string> DeviceEnv(const json& devices, const NodeGpus
   return env;
 }
 
+std::string PodLogPath(const std::string& root, const std::string& key) {
+  return root + "/logs/" + key + ".log";
+}
+
 Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std::string& node,
                             const std::string& root, const std::string& container_runtime) {
   ProcessSpec spec;
   spec.key = a.key;
   spec.workdir = root + "/work/" + a.key;
-  spec.log_path = root + "/logs/" + a.key + ".log";
+  spec.log_path = PodLogPath(root, a.key);
   std::vector<std::string> command;
   for (const char* part : {"command", "args"}) {
     for (const json& c : a.task.value(part, json::array())) {

@@ -24,7 +24,11 @@ struct Assignment {
   int max_retries = 0;
   int64_t cpu_milli = 0;  // from the binding
   int64_t memory_mib = 0;
+  nlohmann::json state;  // status.pods[i].state as the server has it (null: none yet)
 };
+
+// Where pod `key`'s output is kept under the agent's root.
+std::string PodLogPath(const std::string& root, const std::string& key);
 
 // The pods of Admitted Jobs bound to `node`.
 std::vector<Assignment> AssignedTo(const nlohmann::json& jobs, const std::string& node);

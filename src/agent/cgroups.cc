@@ -7,15 +7,19 @@ namespace tessera::agent {
 
 namespace fs = std::filesystem;
 
+std::string CgroupDir(const std::string& root, const std::string& key) {
+  std::string name = key;
+  for (char& c : name) c = c == '/' ? '_' : c;
+  return root + "/tessera/" + name;
+}
+
 Result<CgroupLimits> PrepareCgroup(const std::string& root, const std::string& key,
                                    int64_t cpu_milli, int64_t memory_mib) {
   if (!fs::exists(root + "/cgroup.controllers")) {
     return FailedPrecondition("cgroup v2 is not mounted at " + root);
   }
-  std::string name = key;
-  for (char& c : name) c = c == '/' ? '_' : c;
   CgroupLimits out;
-  out.dir = root + "/tessera/" + name;
+  out.dir = CgroupDir(root, key);
   std::error_code ec;
   fs::create_directories(out.dir, ec);
   if (ec) return FailedPrecondition("cannot create " + out.dir + ": " + ec.message());

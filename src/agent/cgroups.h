@@ -22,6 +22,9 @@ struct CgroupLimits {
 Result<CgroupLimits> PrepareCgroup(const std::string& root, const std::string& key,
                                    int64_t cpu_milli, int64_t memory_mib);
 
+// The group of pod `key` under `root`.
+std::string CgroupDir(const std::string& root, const std::string& key);
+
 // Removes a pod's group once its processes are gone (best effort).
 void RemoveCgroup(const std::string& dir);
 

@@ -1,10 +1,13 @@
 #include "agent/runner.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -16,72 +19,167 @@ namespace tessera::agent {
 Runner::~Runner() {
   for (auto& [key, p] : procs_) {
     kill(-p.pid, SIGKILL);
-    waitpid(p.pid, nullptr, 0);
+    if (!p.adopted) waitpid(p.pid, nullptr, 0);
     std::error_code ec;
-    std::filesystem::remove(PidFile(key), ec);
+    std::filesystem::remove(StateFile(key, ".pid"), ec);
+    std::filesystem::remove(StateFile(key, ".exit"), ec);
   }
 }
 
 namespace {
 
-// A process's start time in clock ticks since boot (/proc/<pid>/stat, field 22); 0 if unknown.
-// With the pid it names one process, whatever pids are reused later.
-unsigned long long StartTime(pid_t pid) {
+// Fields 3 (state) and 22 (start time) of /proc/<pid>/stat; start 0 if unknown.
+void ReadStat(pid_t pid, char* state, unsigned long long* start) {
+  *state = 0;
+  *start = 0;
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string stat;
   std::getline(in, stat);
   const size_t close = stat.rfind(')');  // the command may contain spaces and parentheses
-  if (close == std::string::npos) return 0;
+  if (close == std::string::npos || close + 2 > stat.size()) return;
   std::istringstream rest(stat.substr(close + 2));
   std::string field;
-  for (int i = 3; i < 22 && rest >> field; ++i) {
+  rest >> *state;
+  for (int i = 4; i < 22 && rest >> field; ++i) {
   }
-  unsigned long long start = 0;
-  rest >> start;
-  return start;
+  rest >> *start;
+}
+
+// Async-signal-safe decimal formatting into `out` (at least 24 bytes); returns the length.
+int FormatInt(long long v, char* out) {
+  char digits[24];
+  int n = 0;
+  const bool negative = v < 0;
+  unsigned long long u = negative ? 0ULL - static_cast<unsigned long long>(v) : v;
+  do {
+    digits[n++] = static_cast<char>('0' + u % 10);
+    u /= 10;
+  } while (u > 0 && n < 22);
+  int len = 0;
+  if (negative) out[len++] = '-';
+  while (n > 0) out[len++] = digits[--n];
+  return len;
+}
+
+void WriteAll(int fd, const char* data, size_t n) {
+  while (n > 0) {
+    const ssize_t w = write(fd, data, n);
+    if (w <= 0) return;
+    data += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+// How a task ended, from its exit record ("exit N" or "signal N"); false when there is none.
+bool ReadExitRecord(const std::string& path, Exit* e) {
+  std::ifstream in(path);
+  std::string how;
+  int value = 0;
+  if (!(in >> how >> value)) return false;
+  if (how == "exit") {
+    e->exit_code = value;
+    e->signal = 0;
+  } else if (how == "signal") {
+    e->signal = value;
+    e->exit_code = 0;
+  } else {
+    return false;
+  }
+  return true;
 }
 
 }  // namespace
 
-std::string Runner::PidFile(const std::string& key) const {
-  std::string name = key;
-  for (char& c : name) c = c == '/' ? '_' : c;
-  return state_dir_ + "/" + name + ".pid";
+unsigned long long StartTime(pid_t pid) {
+  char state = 0;
+  unsigned long long start = 0;
+  ReadStat(pid, &state, &start);
+  return start;
 }
 
-std::vector<std::string> Runner::KillLeftovers() {
-  std::vector<std::string> out;
-  if (state_dir_.empty()) return out;
+bool Alive(pid_t pid, unsigned long long started) {
+  if (pid <= 1 || started == 0) return false;
+  char state = 0;
+  unsigned long long start = 0;
+  ReadStat(pid, &state, &start);
+  return start == started && state != 'Z' && state != 'X';
+}
+
+std::vector<RecordedGroup> RecordedGroups(const std::string& state_dir) {
+  std::vector<RecordedGroup> out;
+  if (state_dir.empty()) return out;
   std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(state_dir_, ec)) {
+  for (const auto& e : std::filesystem::directory_iterator(state_dir, ec)) {
     if (e.path().extension() != ".pid") continue;
     std::ifstream in(e.path());
-    pid_t pgid = 0;
-    unsigned long long started = 0;
-    std::string key;
-    in >> pgid >> started;
-    std::getline(in >> std::ws, key);
-    // Only the very process that was started (same pid and start time) is ours to kill, with
-    // its group: a reused pid names somebody else.
-    if (pgid > 1 && started != 0 && StartTime(pgid) == started) {
-      if (getpgid(pgid) == pgid) kill(-pgid, SIGKILL);
-      kill(pgid, SIGKILL);
-      out.push_back(key);
+    RecordedGroup g;
+    in >> g.pgid >> g.started;
+    std::getline(in >> std::ws, g.key);
+    g.pid_file = e.path().string();
+    out.push_back(std::move(g));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const RecordedGroup& a, const RecordedGroup& b) { return a.key < b.key; });
+  return out;
+}
+
+std::string Runner::StateFile(const std::string& key, const char* ext) const {
+  if (state_dir_.empty()) return "";
+  std::string name = key;
+  for (char& c : name) c = c == '/' ? '_' : c;
+  return state_dir_ + "/" + name + ext;
+}
+
+std::vector<std::string> Runner::Adopt() {
+  std::vector<std::string> out;
+  for (const RecordedGroup& g : RecordedGroups(state_dir_)) {
+    if (g.key.empty() || procs_.contains(g.key)) continue;
+    if (!Alive(g.pgid, g.started)) {
+      // Gone while no agent watched: nothing to adopt, and no one left to report it to.
+      std::error_code ec;
+      std::filesystem::remove(g.pid_file, ec);
+      std::filesystem::remove(StateFile(g.key, ".exit"), ec);
+      continue;
     }
-    std::filesystem::remove(e.path(), ec);
+    procs_[g.key] = {g.pgid, -1, true, g.started};
+    out.push_back(g.key);
   }
   return out;
+}
+
+void Runner::Detach() { procs_.clear(); }
+
+void Runner::Forget(const std::string& key) {
+  std::error_code ec;
+  if (!state_dir_.empty()) {
+    std::filesystem::remove(StateFile(key, ".pid"), ec);
+    std::filesystem::remove(StateFile(key, ".exit"), ec);
+  }
+  procs_.erase(key);
 }
 
 Status Runner::Start(const ProcessSpec& spec) {
   if (procs_.contains(spec.key)) return AlreadyExists(spec.key + " is running");
   if (spec.argv.empty() || spec.argv[0].empty()) return InvalidArgument("no command to run");
+  if ((spec.uid >= 0 || spec.gid >= 0) && geteuid() != 0) {
+    return FailedPrecondition(
+        "securityContext.runAsUser/runAsGroup: the agent must run as root to start a task "
+        "under another user");
+  }
   std::error_code ec;
   if (!spec.workdir.empty()) std::filesystem::create_directories(spec.workdir, ec);
   if (ec) return Internal("working directory " + spec.workdir + ": " + ec.message());
+  if (!spec.workdir.empty() && (spec.uid >= 0 || spec.gid >= 0) &&
+      chown(spec.workdir.c_str(), static_cast<uid_t>(spec.uid), static_cast<gid_t>(spec.gid)) !=
+          0) {
+    return Internal("working directory " + spec.workdir + ": " + std::strerror(errno));
+  }
   std::filesystem::create_directories(std::filesystem::path(spec.log_path).parent_path(), ec);
   const int log = open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log < 0) return Internal("log " + spec.log_path + ": " + std::strerror(errno));
+  if (!state_dir_.empty()) std::filesystem::create_directories(state_dir_, ec);
+  const std::string exit_record = StateFile(spec.key, ".exit");
+  if (!exit_record.empty()) std::filesystem::remove(exit_record, ec);
   // Everything the child needs is built before fork: after it, only async-signal-safe calls.
   // A clean environment: nothing of the agent's (its credentials least of all), only a PATH and
   // HOME, then what the spec gives.
@@ -99,45 +197,117 @@ Status Runner::Start(const ProcessSpec& spec) {
   argv.push_back(nullptr);
   const char* workdir = spec.workdir.empty() ? nullptr : spec.workdir.c_str();
   const char* cgroup = spec.cgroup_procs.empty() ? nullptr : spec.cgroup_procs.c_str();
+  const char* record = exit_record.empty() ? nullptr : exit_record.c_str();
+  const int64_t uid = spec.uid, gid = spec.gid;
 
+  // The monitor and the task close their ends of `ready` once the monitor leads the group and
+  // the task takes stop signals: Start returns only then, so that a Stop right after it reaches
+  // the task.
+  int ready[2];
+  if (pipe2(ready, O_CLOEXEC) != 0) {
+    close(log);
+    return Internal(std::string("pipe: ") + std::strerror(errno));
+  }
   const pid_t pid = fork();
   if (pid < 0) {
     close(log);
+    close(ready[0]);
+    close(ready[1]);
     return Internal(std::string("fork: ") + std::strerror(errno));
   }
   if (pid == 0) {
-    setsid();  // its own process group: signals reach all it starts
+    // The monitor: leader of the task's own process group (signals reach all it starts).
+    setsid();
+    char line[32];
     if (cgroup != nullptr) {
-      // Join the pod's cgroup before anything runs (async-signal-safe formatting of the pid).
-      char digits[24];
-      int n = 0;
-      for (pid_t p = getpid(); p > 0 && n < 23; p /= 10)
-        digits[n++] = static_cast<char>('0' + p % 10);
-      char line[24];
-      for (int i = 0; i < n; ++i) line[i] = digits[n - 1 - i];
-      line[n] = '\n';
+      // Join the pod's cgroup before anything runs; the task inherits it.
+      int n = FormatInt(getpid(), line);
+      line[n++] = '\n';
       const int fd = open(cgroup, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (fd < 0 || write(fd, line, n + 1) != n + 1) _exit(125);
+      if (fd < 0 || write(fd, line, n) != n) _exit(125);
       close(fd);
     }
     dup2(log, STDOUT_FILENO);
     dup2(log, STDERR_FILENO);
     const int null = open("/dev/null", O_RDONLY);
     if (null >= 0) dup2(null, STDIN_FILENO);
+    // Stop signals are for the task: the monitor outlives it to record how it ended.
+    constexpr int kStopSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    for (int sig : kStopSignals) sigaction(sig, &ignore, nullptr);
+    close(ready[0]);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
-    if (workdir && chdir(workdir) != 0) _exit(126);
-    execvpe(argv[0], argv.data(), envp.data());
-    const char msg[] = "tessera: cannot execute the task's command\n";
-    (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
-    _exit(127);
+    const pid_t task = fork();
+    if (task == 0) {
+      struct sigaction dfl {};
+      dfl.sa_handler = SIG_DFL;
+      for (int sig : kStopSignals) sigaction(sig, &dfl, nullptr);
+      sigaction(SIGPIPE, &dfl, nullptr);
+      close(ready[1]);  // the task now takes stop signals
+      if (gid >= 0) {
+        const gid_t g = static_cast<gid_t>(gid);
+        if (setgroups(1, &g) != 0 || setgid(g) != 0) {
+          const char msg[] = "tessera: cannot take the task's group (runAsGroup)\n";
+          WriteAll(STDERR_FILENO, msg, sizeof msg - 1);
+          _exit(126);
+        }
+      }
+      if (uid >= 0 && setuid(static_cast<uid_t>(uid)) != 0) {
+        const char msg[] = "tessera: cannot take the task's user (runAsUser)\n";
+        WriteAll(STDERR_FILENO, msg, sizeof msg - 1);
+        _exit(126);
+      }
+      if (workdir && chdir(workdir) != 0) _exit(126);
+      execvpe(argv[0], argv.data(), envp.data());
+      const char msg[] = "tessera: cannot execute the task's command\n";
+      WriteAll(STDERR_FILENO, msg, sizeof msg - 1);
+      _exit(127);
+    }
+    close(ready[1]);
+    if (task < 0) _exit(125);
+    int status = 0;
+    while (waitpid(task, &status, 0) < 0) {
+      if (errno != EINTR) _exit(125);
+    }
+    const bool signaled = WIFSIGNALED(status);
+    const int value = signaled ? WTERMSIG(status) : WEXITSTATUS(status);
+    if (record != nullptr) {
+      const int fd = open(record, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (fd >= 0) {
+        const char* how = signaled ? "signal " : "exit ";
+        WriteAll(fd, how, signaled ? 7 : 5);
+        int n = FormatInt(value, line);
+        line[n++] = '\n';
+        WriteAll(fd, line, static_cast<size_t>(n));
+        fsync(fd);
+        close(fd);
+      }
+    }
+    if (signaled) {
+      // End as the task did, without a core file of the monitor's own.
+      struct rlimit no_core {};
+      setrlimit(RLIMIT_CORE, &no_core);
+      struct sigaction dfl {};
+      dfl.sa_handler = SIG_DFL;
+      sigaction(value, &dfl, nullptr);
+      kill(getpid(), value);
+      _exit(128 + value);
+    }
+    _exit(value);
   }
   close(log);
-  procs_[spec.key] = {pid, -1};
+  close(ready[1]);
+  char byte;
+  while (read(ready[0], &byte, 1) < 0 && errno == EINTR) {
+  }
+  close(ready[0]);
+  const unsigned long long started = StartTime(pid);
+  procs_[spec.key] = {pid, -1, false, started};
   if (!state_dir_.empty()) {
-    std::filesystem::create_directories(state_dir_, ec);
-    std::ofstream(PidFile(spec.key)) << pid << " " << StartTime(pid) << "\n" << spec.key << "\n";
+    std::ofstream(StateFile(spec.key, ".pid")) << pid << " " << started << "\n" << spec.key << "\n";
   }
   return Status::Ok();
 }
@@ -164,20 +334,27 @@ std::vector<Exit> Runner::Poll(int64_t now_ms) {
   std::vector<Exit> out;
   for (auto it = procs_.begin(); it != procs_.end();) {
     Proc& p = it->second;
-    int status = 0;
-    const pid_t r = waitpid(p.pid, &status, WNOHANG);
-    if (r == p.pid) {
-      Exit e;
-      e.key = it->first;
-      e.stopped = p.kill_at_ms >= 0;
-      if (WIFEXITED(status)) e.exit_code = WEXITSTATUS(status);
-      if (WIFSIGNALED(status)) e.signal = WTERMSIG(status);
+    Exit e;
+    e.key = it->first;
+    e.stopped = p.kill_at_ms >= 0;
+    bool ended = false;
+    if (p.adopted) {
+      // Not our child: it ended when its leader is gone; how, its monitor recorded.
+      ended = !Alive(p.pid, p.started);
+      if (ended) e.signal = SIGKILL;  // no record: killed with its monitor
+    } else {
+      int status = 0;
+      ended = waitpid(p.pid, &status, WNOHANG) == p.pid;
+      if (ended && WIFEXITED(status)) e.exit_code = WEXITSTATUS(status);
+      if (ended && WIFSIGNALED(status)) e.signal = WTERMSIG(status);
+    }
+    if (ended) {
+      if (!state_dir_.empty()) ReadExitRecord(StateFile(e.key, ".exit"), &e);
       // Whatever the task left behind in its group goes with it.
       kill(-p.pid, SIGKILL);
-      std::error_code ec;
-      if (!state_dir_.empty()) std::filesystem::remove(PidFile(it->first), ec);
+      ++it;
+      Forget(e.key);
       out.push_back(std::move(e));
-      it = procs_.erase(it);
       continue;
     }
     if (p.kill_at_ms >= 0 && now_ms >= p.kill_at_ms) kill(-p.pid, SIGKILL);

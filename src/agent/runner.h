@@ -1,6 +1,9 @@
 // Runs tasks as process groups: command and args, environment, working directory, stdout and
 // stderr to a log file; reports exits; stops with SIGTERM, then SIGKILL after a grace period.
-// Not thread-safe: one owner drives it (the agent loop).
+// Each task runs under a small monitor process, the group's leader, that waits for it and
+// records how it ended in the state directory: a restarted agent adopts the groups its
+// predecessor left (Adopt) and still learns their exit codes. Not thread-safe: one owner drives
+// it (the agent loop).
 #ifndef TESSERA_AGENT_RUNNER_H_
 #define TESSERA_AGENT_RUNNER_H_
 
@@ -24,7 +27,26 @@ struct ProcessSpec {
   std::string workdir;       // created when missing
   std::string log_path;      // stdout and stderr, appended
   std::string cgroup_procs;  // a cgroup.procs file the process joins first; empty: none
+  // The task's user and group (securityContext.runAsUser/runAsGroup); -1: the agent's. Setting
+  // them needs the agent to be root; the task fails to start otherwise.
+  int64_t uid = -1;
+  int64_t gid = -1;
 };
+
+// A process group the state directory records: its leader's pid and start time (clock ticks
+// since boot), which together name one process whatever pids are reused later.
+struct RecordedGroup {
+  std::string key;
+  pid_t pgid = 0;
+  unsigned long long started = 0;
+  std::string pid_file;
+};
+// The groups recorded in `state_dir`, alive or not.
+std::vector<RecordedGroup> RecordedGroups(const std::string& state_dir);
+// A process's start time in clock ticks since boot (/proc/<pid>/stat); 0 if unknown.
+unsigned long long StartTime(pid_t pid);
+// Whether the recorded leader still runs (same pid and start time, not a zombie).
+bool Alive(pid_t pid, unsigned long long started);
 
 struct Exit {
   std::string key;
@@ -35,16 +57,23 @@ struct Exit {
 
 class Runner {
  public:
-  // `state_dir` keeps a pid file per running process, so that a restarted agent can stop what
-  // an earlier one left running (see KillLeftovers); empty: none kept.
+  // `state_dir` keeps a pid file and an exit record per process, so that a restarted agent can
+  // adopt what an earlier one left running (see Adopt); empty: none kept.
   explicit Runner(std::string state_dir = "") : state_dir_(std::move(state_dir)) {}
   ~Runner();  // kills what still runs
 
-  // Kills the process groups an earlier agent on this state dir left behind (it was killed
-  // itself, or the machine's agent restarted); returns their keys. The scheduler may have moved
-  // their work elsewhere meanwhile: whatever is still bound here starts again, so nothing runs
-  // twice.
-  std::vector<std::string> KillLeftovers();
+  // Takes over the process groups an earlier runner on this state dir left running (its agent
+  // was killed or restarted) and returns their keys: they are Running, Stop stops them and Poll
+  // reports their exits, as for groups started here. Records of groups that are gone are
+  // removed. Whether an adopted group should still run here is the caller's decision.
+  std::vector<std::string> Adopt();
+
+  // Forgets every group without stopping it, leaving its records for a successor to Adopt.
+  void Detach();
+
+  // `<state_dir>/<key with '/' as '_'><ext>`: where the records of `key` are kept ("" when no
+  // state dir). The owner may keep its own records of a key there under other extensions.
+  std::string StateFile(const std::string& key, const char* ext) const;
 
   Status Start(const ProcessSpec& spec);
   bool Running(const std::string& key) const { return procs_.contains(key); }
@@ -61,8 +90,10 @@ class Runner {
   struct Proc {
     pid_t pid = 0;
     int64_t kill_at_ms = -1;  // -1: not stopping
+    bool adopted = false;     // not our child: watched through /proc, not waitpid
+    unsigned long long started = 0;
   };
-  std::string PidFile(const std::string& key) const;
+  void Forget(const std::string& key);
 
   std::string state_dir_;
   std::map<std::string, Proc> procs_;

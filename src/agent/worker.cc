@@ -13,7 +13,29 @@ using nlohmann::json;
 
 Worker::Worker(ApiClient& api, const NodeGpus& gpus, WorkerOptions options)
     : api_(api), gpus_(gpus), options_(std::move(options)), runner_(options_.root + "/run") {
-  runner_.KillLeftovers();
+  runner_.Adopt();
+}
+
+void Worker::Fence(int64_t now_ms) {
+  fenced_ = true;
+  for (const std::string& key : runner_.Keys()) runner_.Stop(key, now_ms, options_.stop_grace_ms);
+}
+
+void Worker::AdoptPod(PodState& p) {
+  const std::string& key = p.assignment.key;
+  p.log_path = PodLogPath(options_.root, key);
+  std::ifstream shipped(runner_.StateFile(key, ".shipped"));
+  if (!(shipped >> p.log_offset)) p.log_offset = 0;
+  const json& stored = p.assignment.state;
+  const json restarts = stored.is_object() ? stored.value("restarts", json()) : json();
+  p.restarts = restarts.is_number_integer() ? restarts.get<int>() : 0;
+  if (stored.is_object() && stored.value("phase", json()) == "Running") {
+    p.state = stored;
+    p.reported = p.state;
+  } else {
+    p.state = {{"phase", "Running"}, {"restarts", p.restarts}};
+  }
+  if (!options_.cgroup_root.empty()) p.cgroup_dir = CgroupDir(options_.cgroup_root, key);
 }
 
 void Worker::StartPod(PodState& p, int64_t now_ms) {
@@ -121,7 +143,11 @@ Status Worker::ShipLogs(PodState& p) {
   auto r = api_.Call("POST", "/api/v1/namespaces/" + a.ns + "/jobs/" + a.job + "/logs?pod=" + a.pod,
                      data, "text/plain");
   if (!r.ok()) return r.status();
-  if (r->status == 200 || r->status == 404) p.log_offset += n;
+  if (r->status == 200 || r->status == 404) {
+    p.log_offset += n;
+    // What was shipped survives the agent: a successor that adopts the pod goes on from there.
+    std::ofstream(runner_.StateFile(a.key, ".shipped"), std::ios::trunc) << p.log_offset << "\n";
+  }
   return Status::Ok();
 }
 
@@ -141,10 +167,11 @@ Status Worker::Tick(int64_t now_ms) {
       PodState& p = it->second;
       if (fresh) {
         p.assignment = std::move(a);
+        if (runner_.Running(p.assignment.key)) AdoptPod(p);
       } else {
         p.assignment.pod_index = a.pod_index;
       }
-      if (!p.finished && !runner_.Running(p.assignment.key)) StartPod(p, now_ms);
+      if (!p.finished && !fenced_ && !runner_.Running(p.assignment.key)) StartPod(p, now_ms);
     }
     // What the server no longer binds here stops (deleted, preempted, moved, failed elsewhere).
     for (const std::string& key : runner_.Keys()) {
@@ -187,6 +214,7 @@ Status Worker::Tick(int64_t now_ms) {
         p.log_path.empty() ||
         static_cast<int64_t>(std::filesystem::file_size(p.log_path, ec)) <= p.log_offset || ec;
     if (jobs.ok() && !wanted.contains(it->first) && !runner_.Running(it->first) && shipped) {
+      std::filesystem::remove(runner_.StateFile(it->first, ".shipped"), ec);
       it = pods_.erase(it);
     } else {
       ++it;

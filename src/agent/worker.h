@@ -29,7 +29,7 @@ class ApiClient {
 
 struct WorkerOptions {
   std::string node;
-  std::string root;  // working directories and logs
+  std::string root;  // working directories, logs, and the runner's state (<root>/run)
   std::string container_runtime;
   int64_t stop_grace_ms = 10'000;
   std::string cgroup_root;  // cgroup v2 mount for per-pod limits; empty: no limits
@@ -37,8 +37,15 @@ struct WorkerOptions {
 
 class Worker {
  public:
-  // Stops what an earlier agent on the same root left running (see Runner::KillLeftovers).
+  // Adopts what an earlier agent on the same root left running (see Runner::Adopt): the first
+  // Tick keeps what is still bound here and stops the rest.
   Worker(ApiClient& api, const NodeGpus& gpus, WorkerOptions options);
+
+  // The node lost its heartbeat (see fence.h): stops every pod, as not started by this node's
+  // choice (no failure, no restart), and starts none until Unfence.
+  void Fence(int64_t now_ms);
+  void Unfence() { fenced_ = false; }
+  bool fenced() const { return fenced_; }
 
   // One round at wall time `now_ms`; errors talking to the server are returned after the
   // round did what it could.
@@ -59,6 +66,8 @@ class Worker {
     std::string limits;  // what was applied, or why not
   };
   void StartPod(PodState& p, int64_t now_ms);
+  // Takes on a pod found running at start (adopted from the previous agent).
+  void AdoptPod(PodState& p);
   Status Report(PodState& p);
   Status ShipLogs(PodState& p);
 
@@ -67,6 +76,7 @@ class Worker {
   WorkerOptions options_;
   Runner runner_;
   std::map<std::string, PodState> pods_;
+  bool fenced_ = false;
 };
 
 }  // namespace tessera::agent

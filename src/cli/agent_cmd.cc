@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "agent/fake_gpus.h"
+#include "agent/fence.h"
 #include "agent/health.h"
 #include "agent/node_object.h"
 #include "agent/nvml.h"
@@ -163,6 +164,23 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentOptions& o) {
   cmd->add_option("--stop-grace-seconds", o.stop_grace_seconds,
                   "Seconds between SIGTERM and SIGKILL when a task is stopped")
       ->capture_default_str();
+  cmd->add_option("--fence-seconds", o.fence_seconds,
+                  "Seconds without an accepted heartbeat after which this node stops its pods "
+                  "(the server's --node-grace-seconds must exceed this plus the stop grace)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
+  return cmd;
+}
+
+CLI::App* AddFenceKeeperCommand(CLI::App& app, FenceKeeperOptions& o) {
+  CLI::App* cmd = app.add_subcommand("fence-keeper",
+                                     "Stops a node's pods when its agent's lease "
+                                     "expires (started by the agent)");
+  cmd->group("");  // not for people
+  cmd->add_option("--state-dir", o.state_dir)->required();
+  cmd->add_option("--fence-ms", o.fence_ms)->required();
+  cmd->add_option("--stop-grace-ms", o.stop_grace_ms)->required();
+  cmd->add_option("--agent-pid", o.agent_pid)->required();
   return cmd;
 }
 
@@ -353,6 +371,24 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
   wo.container_runtime = o.container_runtime;
   wo.stop_grace_ms = int64_t{o.stop_grace_seconds} * 1000;
   wo.cgroup_root = o.cgroup_root;
+  if (o.fence_seconds <= o.heartbeat_seconds) {
+    err << "error: --fence-seconds (" << o.fence_seconds << ") must exceed --heartbeat-seconds ("
+        << o.heartbeat_seconds << ")\n";
+    return 2;
+  }
+  // Fencing (agent/fence.h): the keeper stops the pods when no heartbeat was accepted for the
+  // fence period, whatever becomes of this process; this loop does the same itself so that it
+  // takes those stops for what they are. The node tells the server when its pods are surely
+  // stopped: fence period + stop grace + the keeper's and this loop's check intervals.
+  const std::string state_dir = wo.root + "/run";
+  const int64_t fence_ms = int64_t{o.fence_seconds} * 1000;
+  agent::KeeperProcess keeper("/proc/self/exe", state_dir, fence_ms, wo.stop_grace_ms);
+  if (Status s = keeper.Ensure(); !s.ok()) {
+    err << "error: " << s.message() << "\n";
+    return 1;
+  }
+  setup.node["status"]["fenceSeconds"] = o.fence_seconds + o.stop_grace_seconds + 2;
+  int64_t renewed = agent::ReadLease(state_dir);  // a predecessor's, for what it adopted
   agent::Worker worker(api, *gpus, wo);
   bool registered = false;
   const std::string path = "/api/v1/nodes/" + id.name;
@@ -377,6 +413,11 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
   json& status = setup.node["status"];
   int64_t event_seq = 0;
   for (;;) {
+    if (renewed >= 0 && agent::BootMs() - renewed > fence_ms && !worker.fenced()) {
+      out << "fenced: no heartbeat accepted for " << o.fence_seconds
+          << " s; stopping this node's pods" << std::endl;
+      worker.Fence(NowMs());
+    }
     // Telemetry and health, every round; a health change is written at once.
     std::vector<agent::GpuSample> samples;
     std::vector<std::pair<uint32_t, uint64_t>> xids;
@@ -425,6 +466,8 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
       continue;
     }
     next_beat = NowMs() + int64_t{o.heartbeat_seconds} * 1000;
+    if (Status s = keeper.Ensure(); !s.ok()) err << "warning: " << s.message() << "\n";
+    const int64_t sent = agent::BootMs();  // the server stamps the beat no earlier than this
     auto got = Request(*ep, "GET", path);
     Result<Response> r = got;
     if (got.ok() && got->status == 404) {
@@ -456,9 +499,20 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
       err << "error: the server refused the node: " << r->body << "\n";
       // A refusal that retrying cannot change (bad token, invalid node) ends the agent.
       if (r->status >= 400 && r->status < 500 && r->status != 409 && r->status != 429) return 1;
-    } else if (!registered) {
-      registered = true;
-      out << "registered with " << ep->host << ":" << ep->port << std::endl;
+    } else {
+      if (Status s = agent::WriteLease(state_dir, sent); !s.ok()) {
+        err << "warning: " << s.message() << "\n";
+      } else {
+        renewed = sent;
+        if (worker.fenced()) {
+          worker.Unfence();
+          out << "heartbeat accepted again: fence lifted" << std::endl;
+        }
+      }
+      if (!registered) {
+        registered = true;
+        out << "registered with " << ep->host << ":" << ep->port << std::endl;
+      }
     }
   }
   out << "stopped" << std::endl;

@@ -40,6 +40,8 @@ struct AgentOptions {
   std::string work_dir;           // default: ./.tessera/agent-<name>
   std::string container_runtime;  // docker | podman | a compatible command; empty: none
   int stop_grace_seconds = 10;
+  // Seconds without an accepted heartbeat after which the node's pods are stopped (fence.h).
+  int fence_seconds = 20;
   int health_quiet_seconds = 300;
   std::string cgroup_root = "/sys/fs/cgroup";  // cgroup v2 mount; empty: no limits
   std::string ignored_xids;                    // "13,31,..."; empty: the default list
@@ -62,6 +64,15 @@ int PrepareAgent(const AgentOptions& opts, AgentSetup* setup, std::ostream& err)
 Result<std::string> AgentToken(const AgentOptions& opts, const std::string& node, Endpoint ep);
 // The contents of a secret file, trimmed; an error when the file is readable by group or others.
 Result<std::string> ReadSecretFile(const std::string& path);
+// `tessera fence-keeper` (started by the agent, not by hand): see agent/fence.h.
+struct FenceKeeperOptions {
+  std::string state_dir;
+  int64_t fence_ms = 0;
+  int64_t stop_grace_ms = 0;
+  int agent_pid = 0;
+};
+CLI::App* AddFenceKeeperCommand(CLI::App& app, FenceKeeperOptions& opts);
+
 // Registers, heartbeats and runs work until `wait(ms)` returns true (asked to stop).
 int AgentLoop(const AgentOptions& opts, const Endpoint& ep, AgentSetup& setup,
               const std::function<bool(int)>& wait, std::ostream& out, std::ostream& err);

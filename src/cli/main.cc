@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "agent/fence.h"
 #include "cli/agent_cmd.h"
 #include "cli/demo.h"
 #include "cli/dev_cmd.h"
@@ -34,6 +35,9 @@ int main(int argc, char** argv) {
   tessera::cli::AgentOptions agent_opts;
   CLI::App* agent = tessera::cli::AddAgentCommand(app, agent_opts);
 
+  tessera::cli::FenceKeeperOptions keeper_opts;
+  CLI::App* keeper = tessera::cli::AddFenceKeeperCommand(app, keeper_opts);
+
   tessera::cli::DevOptions dev_opts;
   CLI::App* dev = tessera::cli::AddDevCommand(app, dev_opts);
 
@@ -51,6 +55,10 @@ int main(int argc, char** argv) {
   if (sim->parsed()) return tessera::cli::RunSim(sim_opts, std::cout, std::cerr);
   if (server->parsed()) return tessera::cli::RunServer(server_opts, std::cout, std::cerr);
   if (agent->parsed()) return tessera::cli::RunAgent(agent_opts, std::cout, std::cerr);
+  if (keeper->parsed()) {
+    return tessera::agent::RunFenceKeeper(keeper_opts.state_dir, keeper_opts.fence_ms,
+                                          keeper_opts.stop_grace_ms, keeper_opts.agent_pid);
+  }
   if (dev->parsed()) return tessera::cli::RunDev(dev_opts, std::cout, std::cerr);
   if (int code = tessera::cli::RunResourceCommand(resource_opts, std::cin, std::cout, std::cerr);
       code >= 0) {

@@ -632,6 +632,11 @@ Status ApiServer::AuthorizeWrite(const Principal& who, json* obj) {
     if (id.name != who.node) {
       return PermissionDenied("an agent token registers and updates node " + who.node + " only");
     }
+    // A heartbeat is timed by the server's clock, not the node's: the node's fence and the
+    // server's grace period then measure from the same instant whatever the clocks' skew.
+    json& status = (*obj)["status"];
+    if (status.is_object() && status.contains("heartbeat"))
+      status["heartbeat"] = FormatTime(clock_());
     return Status::Ok();
   }
   if (kind == "Event") {

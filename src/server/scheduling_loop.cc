@@ -345,10 +345,16 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
       skip(s, "Node", node.status());
       continue;
     }
-    const std::string beat = Str(Member(s.obj(), "status"), "heartbeat");
+    const json& node_status = Member(s.obj(), "status");
+    const std::string beat = Str(node_status, "heartbeat");
     if (!beat.empty() && options_.node_grace_ms > 0) {
       const int64_t at = ParseTime(beat);
-      if (at < 0 || now_ms - at > options_.node_grace_ms) {
+      // Never before the node's agent has surely stopped its pods (fenceSeconds), with a margin.
+      const json& fence = Member(node_status, "fenceSeconds");
+      const int64_t grace =
+          std::max(options_.node_grace_ms,
+                   fence.is_number_integer() ? fence.get<int64_t>() * 1000 + kFenceMarginMs : 0);
+      if (at < 0 || now_ms - at > grace) {
         not_ready[node->name] = "node " + node->name + " is NotReady: no heartbeat since " + beat;
         continue;
       }

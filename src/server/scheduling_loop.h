@@ -39,10 +39,15 @@ namespace tessera::server {
 struct SchedulingLoopOptions {
   std::string policy = "fragpack";
   int period_ms = 1000;  // a cycle at least this often, and after every change
-  // A node whose status.heartbeat is older than this is NotReady (0: never). Nodes without a
-  // heartbeat (declared by hand) are always ready.
+  // A node whose status.heartbeat is older than this is NotReady (0: never), and its pods are
+  // bound elsewhere. Nodes without a heartbeat (declared by hand) are always ready. A node that
+  // publishes status.fenceSeconds (its agent stops its pods that long after its last accepted
+  // heartbeat, see agent/fence.h) is given at least fenceSeconds + kFenceMarginMs.
   int64_t node_grace_ms = 40'000;
 };
+
+// Covers a scheduling cycle's period and the commit of the heartbeat after its stamp.
+constexpr int64_t kFenceMarginMs = 2'000;
 
 // What one cycle did.
 struct CycleSummary {

@@ -1,9 +1,11 @@
 #include "agent/runner.h"
 
 #include "agent/cgroups.h"
+#include "agent/fence.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
 
 #include <chrono>
 #include <filesystem>
@@ -107,21 +109,100 @@ TEST_F(RunnerTest, StopSendsTermThenKillsTheWholeGroup) {
   EXPECT_EQ(alive_in_group(), 0);
 }
 
-TEST_F(RunnerTest, ARestartedRunnerKillsWhatTheLastOneLeft) {
-  pid_t pid = 0;
+TEST_F(RunnerTest, ARestartedRunnerAdoptsWhatTheLastOneLeftAndLearnsHowItEnded) {
+  const std::string run = dir_ + "/run";
+  pid_t sleeper = 0, exiter = 0;
   {
-    auto* leaked = new Runner(dir_ + "/run");  // "killed": never destroyed, never reaps
-    ASSERT_TRUE(leaked->Start({"ns/job/p-0", {"sleep", "313"}, {}, "", dir_ + "/p.log", ""}).ok());
-    pid = leaked->Pid("ns/job/p-0");
+    Runner first(run);
+    ASSERT_TRUE(first.Start({"ns/job/p-0", {"sleep", "313"}, {}, "", dir_ + "/p.log", ""}).ok());
+    ASSERT_TRUE(
+        first.Start({"ns/job/p-1", {"sh", "-c", "sleep 0.3; exit 3"}, {}, "", dir_ + "/q.log", ""})
+            .ok());
+    sleeper = first.Pid("ns/job/p-0");
+    exiter = first.Pid("ns/job/p-1");
+    first.Detach();  // as when the agent is killed: nothing stopped, records kept
   }
-  ASSERT_EQ(kill(pid, 0), 0);
-  Runner again(dir_ + "/run");
-  EXPECT_EQ(again.KillLeftovers(), std::vector<std::string>{"ns/job/p-0"});
-  // The killed group is a zombie of this test process until reaped.
-  int status = 0;
-  EXPECT_EQ(waitpid(pid, &status, 0), pid);
-  EXPECT_TRUE(WIFSIGNALED(status));
-  EXPECT_TRUE(again.KillLeftovers().empty());
+  ASSERT_EQ(kill(sleeper, 0), 0);
+  Runner again(run);
+  EXPECT_EQ(again.Adopt(), (std::vector<std::string>{"ns/job/p-0", "ns/job/p-1"}));
+  EXPECT_TRUE(again.Running("ns/job/p-0"));
+  EXPECT_EQ(again.Pid("ns/job/p-0"), sleeper);  // the same process, not a new one
+  // The adopted groups are not this runner's children; the test process, their parent, reaps
+  // them so that they do not linger as zombies.
+  std::thread reaper([&] {
+    waitpid(exiter, nullptr, 0);
+    waitpid(sleeper, nullptr, 0);
+  });
+  auto exits = WaitExits(again, 1);
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].key, "ns/job/p-1");
+  EXPECT_EQ(exits[0].exit_code, 3);  // from the monitor's record
+  EXPECT_FALSE(exits[0].stopped);
+  again.Stop("ns/job/p-0", Now(), 2000);
+  exits = WaitExits(again, 1);
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].key, "ns/job/p-0");
+  EXPECT_TRUE(exits[0].stopped);
+  EXPECT_EQ(exits[0].signal, SIGTERM);
+  reaper.join();
+  EXPECT_TRUE(RecordedGroups(run).empty());
+  Runner third(run);
+  EXPECT_TRUE(third.Adopt().empty());
+}
+
+TEST_F(RunnerTest, RecordsOfGroupsThatAreGoneAreNotAdopted) {
+  const std::string run = dir_ + "/run";
+  std::filesystem::create_directories(run);
+  // A pid that runs, but with another start time: a reused pid, not ours.
+  std::ofstream(run + "/ns_job_p-0.pid") << getpid() << " 1\nns/job/p-0\n";
+  Runner r(run);
+  EXPECT_TRUE(r.Adopt().empty());
+  EXPECT_FALSE(std::filesystem::exists(run + "/ns_job_p-0.pid"));
+}
+
+TEST_F(RunnerTest, FenceKeeperStopsEveryRecordedGroupOnceTheLeaseExpires) {
+  const std::string run = dir_ + "/run";
+  Runner r(run);
+  ASSERT_TRUE(r.Start({"ns/job/p-0",
+                       {"sh", "-c", "trap '' TERM; sleep 317 & wait"},
+                       {},
+                       "",
+                       dir_ + "/p.log",
+                       ""})
+                  .ok());
+  ASSERT_TRUE(r.Start({"ns/job/p-1", {"sleep", "317"}, {}, "", dir_ + "/q.log", ""}).ok());
+  FenceKeeper keeper(run, 1000, 500);
+  // No lease yet: nothing to fence.
+  EXPECT_FALSE(keeper.Check(BootMs()).fenced);
+  ASSERT_TRUE(WriteLease(run, 10'000).ok());
+  EXPECT_EQ(ReadLease(run), 10'000);
+  FenceKeeper::Round round = keeper.Check(10'900);
+  EXPECT_FALSE(round.fenced);
+  EXPECT_EQ(round.live, 2);
+  round = keeper.Check(11'001);
+  EXPECT_TRUE(round.fenced);
+  EXPECT_EQ(round.stopped, (std::vector<std::string>{"ns/job/p-0", "ns/job/p-1"}));
+  EXPECT_TRUE(round.killed.empty());
+  // The one that ignores SIGTERM is killed after the stop grace.
+  std::vector<Exit> exits;
+  for (int i = 0; i < 100 && exits.empty(); ++i) {
+    exits = r.Poll(Now());
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].key, "ns/job/p-1");
+  EXPECT_EQ(exits[0].signal, SIGTERM);
+  round = keeper.Check(11'400);
+  EXPECT_TRUE(round.killed.empty());
+  round = keeper.Check(11'501);
+  EXPECT_EQ(round.killed, std::vector<std::string>{"ns/job/p-0"});
+  exits = WaitExits(r, 1);
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].signal, SIGKILL);
+  EXPECT_EQ(keeper.Check(11'600).live, 0);
+  // A renewed lease lifts the fence.
+  ASSERT_TRUE(WriteLease(run, 11'600).ok());
+  EXPECT_FALSE(keeper.Check(11'700).fenced);
 }
 
 TEST_F(RunnerTest, PodsJoinTheirCgroupWithLimits) {

@@ -258,3 +258,54 @@ TEST_F(HardeningTest, ACommitBetweenAWatchReadAndItsSubscribeDoesNotDeadlock) {
 
 }  // namespace
 }  // namespace tessera::server
+
+namespace tessera::server {
+namespace {
+
+TEST_F(HardeningTest, AnAgentsHeartbeatIsTimedByTheServerAndItsFenceDelaysRebinding) {
+  const HttpResponse minted = Call("POST", "/api/v1/tokens", R"({"role": "agent", "node": "n1"})");
+  ASSERT_EQ(minted.status, 201) << minted.body;
+  const std::string agent = json::parse(minted.body).value("token", "");
+  // The agent's clock is a year behind: the server's clock times the beat all the same.
+  json node = {
+      {"apiVersion", "tessera.io/v1"},
+      {"kind", "Node"},
+      {"metadata", {{"name", "n1"}}},
+      {"status",
+       {{"allocatable", {{"cpu", "8"}, {"memory", "64Gi"}}},
+        {"gpus", {{{"index", 0}, {"uuid", "GPU-0"}, {"model", "H100-80GB"}, {"memoryMiB", 81920}}}},
+        {"heartbeat", "2025-11-23T00:00:00Z"},
+        {"fenceSeconds", 60}}}};
+  ASSERT_EQ(Call("POST", "/api/v1/nodes", node.dump(), "application/json", agent).status, 201);
+  const int64_t beat = now_;
+  EXPECT_EQ(Get("/api/v1/nodes/n1")["status"]["heartbeat"], FormatTime(beat));
+  // A job lands on the node.
+  Apply(R"(
+apiVersion: tessera.io/v1
+kind: Job
+metadata: {name: train}
+spec:
+  tasks: [{name: main, command: ["true"], resources: {limits: {nvidia.com/gpu: 1}}}]
+)");
+  Cycle();
+  ASSERT_EQ(Job("train")["status"]["pods"][0]["node"], "n1");
+  // Past the 40 s grace but within fenceSeconds + margin, the node is still Ready: its agent may
+  // not have stopped the pod yet.
+  now_ += 45'000;
+  Cycle();
+  EXPECT_EQ(Job("train")["status"]["phase"], "Admitted");
+  now_ = beat + 60'000 + kFenceMarginMs - 1'000;
+  Cycle();  // exactly fenceSeconds + margin since the beat: not yet
+  EXPECT_EQ(Job("train")["status"]["phase"], "Admitted");
+  Cycle();
+  EXPECT_EQ(Job("train")["status"]["phase"], "Pending");
+  // fenceSeconds is typed like any status field.
+  node["status"]["fenceSeconds"] = "soon";
+  node["metadata"]["resourceVersion"] = Get("/api/v1/nodes/n1")["metadata"]["resourceVersion"];
+  const HttpResponse bad = Call("PUT", "/api/v1/nodes/n1", node.dump(), "application/json", agent);
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(Refusal(bad).find("status.fenceSeconds"), std::string::npos) << bad.body;
+}
+
+}  // namespace
+}  // namespace tessera::server
