@@ -113,6 +113,7 @@ Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std
   spec.key = a.key;
   spec.workdir = root + "/work/" + a.key;
   spec.log_path = PodLogPath(root, a.key);
+  const int64_t uid = Int(a.task, "runAsUser", -1), gid = Int(a.task, "runAsGroup", -1);
   std::vector<std::string> command;
   for (const char* part : {"command", "args"}) {
     for (const json& c : a.task.value(part, json::array())) {
@@ -146,6 +147,12 @@ Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std
       spec.argv.push_back("nvidia.com/gpu=" + uuids.substr(start, comma - start));
       start = comma + 1;
     }
+    // The container's user is the runtime's business; the runtime itself runs as the agent.
+    if (uid >= 0 || gid >= 0) {
+      spec.argv.push_back("--user");
+      spec.argv.push_back(std::to_string(uid >= 0 ? uid : 0) +
+                          (gid >= 0 ? ":" + std::to_string(gid) : ""));
+    }
     for (const auto& [k, v] : env) {
       spec.argv.push_back("-e");
       spec.argv.push_back(k + "=" + v);
@@ -157,6 +164,8 @@ Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std
       return FailedPrecondition("the task has neither a command nor an image to run");
     }
     spec.argv = command;
+    spec.uid = uid;
+    spec.gid = gid;
   }
   spec.env = std::move(env);
   return spec;

@@ -47,7 +47,8 @@ std::map<std::string, std::string> DeviceEnv(const nlohmann::json& devices, cons
 // How to run `a`: its command and args (through `container_runtime` when the task has an
 // image: "<runtime> run --rm --device nvidia.com/gpu=<uuid>... -e K=V... <image> <command>"),
 // its env plus DeviceEnv plus TESSERA_NODE/TESSERA_JOB/TESSERA_POD, a working directory and a
-// log file under `root`. FailedPrecondition when the task cannot run here (an image with no
+// log file under `root`, its runAsUser/runAsGroup (the process's uid and gid, or the runtime's
+// --user for an image). FailedPrecondition when the task cannot run here (an image with no
 // runtime configured, no command).
 Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std::string& node,
                             const std::string& root, const std::string& container_runtime);

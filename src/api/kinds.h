@@ -54,6 +54,9 @@ struct TaskRun {
   std::map<std::string, std::string> env;
   std::string restart_policy = "Never";  // Never | OnFailure | Always
   int32_t max_retries = 0;
+  // The uid and gid the task runs as (securityContext.runAsUser/runAsGroup); -1: the agent's.
+  int64_t run_as_user = -1;
+  int64_t run_as_group = -1;
 };
 
 struct JobSpec {

@@ -222,14 +222,32 @@ Status AddResources(const json& list, const std::string& path, json* sum) {
   return Status::Ok();
 }
 
+// securityContext's runAsUser and runAsGroup onto the task; its other fields are refused.
+Status RunAs(const json& context, const std::string& path, json* task) {
+  if (!context.is_object()) return FieldError(path, "must be a map");
+  TESSERA_RETURN_IF_ERROR(OnlyFields(
+      context, path, {"runAsUser", "runAsGroup"},
+      "not supported: Tessera runs a task under the given runAsUser and runAsGroup only"));
+  for (const char* k : {"runAsUser", "runAsGroup"}) {
+    if (!context.contains(k)) continue;
+    const json& v = context[k];
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > 2147483646) {
+      return FieldError(path + "." + k, "must be an id from 0 to 2147483646");
+    }
+    (*task)[k] = v;
+  }
+  return Status::Ok();
+}
+
 // Translates a pod template's spec into a task (without name and replicas) and the job-level
 // fields it implies (priorityClassName).
 Status PodSpecToTask(const json& pod, const std::string& path, json* task, json* job) {
   TESSERA_RETURN_IF_ERROR(
       OnlyFields(pod, path,
                  {"containers", "nodeSelector", "tolerations", "restartPolicy", "priorityClassName",
-                  "schedulerName", "terminationGracePeriodSeconds"},
+                  "schedulerName", "terminationGracePeriodSeconds", "securityContext"},
                  kNotRun));
+  TESSERA_RETURN_IF_ERROR(RunAs(Member(pod, "securityContext"), path + ".securityContext", task));
   const json& containers = Member(pod, "containers");
   const std::string cpath = path + ".containers";
   if (!containers.is_array() || containers.empty()) {
@@ -241,9 +259,10 @@ Status PodSpecToTask(const json& pod, const std::string& path, json* task, json*
   for (size_t i = 0; i < containers.size(); ++i) {
     const json& c = containers[i];
     const std::string p = Index(cpath, i);
-    TESSERA_RETURN_IF_ERROR(OnlyFields(
-        c, p, {"name", "image", "command", "args", "env", "resources", "imagePullPolicy"},
-        kNotRun));
+    TESSERA_RETURN_IF_ERROR(OnlyFields(c, p,
+                                       {"name", "image", "command", "args", "env", "resources",
+                                        "imagePullPolicy", "securityContext"},
+                                       kNotRun));
     const json& res = Member(c, "resources");
     TESSERA_RETURN_IF_ERROR(OnlyFields(res, p + ".resources", {"limits", "requests"}, kNotRun));
     // Checked here too, so that errors name the field as the user wrote it.
@@ -258,6 +277,8 @@ Status PodSpecToTask(const json& pod, const std::string& path, json* task, json*
     TESSERA_RETURN_IF_ERROR(
         AddResources(Member(res, "requests"), p + ".resources.requests", &requests));
     if (i == 0) {
+      // The container's user and group override the pod's, as in Kubernetes.
+      TESSERA_RETURN_IF_ERROR(RunAs(Member(c, "securityContext"), p + ".securityContext", task));
       if (c.contains("image")) (*task)["image"] = c["image"];
       if (c.contains("command")) (*task)["command"] = c["command"];
       if (c.contains("args")) (*task)["args"] = c["args"];

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <chrono>
@@ -203,6 +204,32 @@ TEST_F(RunnerTest, FenceKeeperStopsEveryRecordedGroupOnceTheLeaseExpires) {
   // A renewed lease lifts the fence.
   ASSERT_TRUE(WriteLease(run, 11'600).ok());
   EXPECT_FALSE(keeper.Check(11'700).fenced);
+}
+
+TEST_F(RunnerTest, RunsTheTaskAsItsUserAndGroupWhenTheAgentIsRoot) {
+  std::filesystem::permissions(dir_, std::filesystem::perms(0755));  // the task's user enters
+  Runner r;
+  ProcessSpec spec{
+      "u", {"sh", "-c", "echo $(id -u):$(id -g):$(id -G)"}, {}, dir_ + "/work", dir_ + "/u.log",
+      ""};
+  spec.uid = 65534;
+  spec.gid = 65533;
+  const Status started = r.Start(spec);
+  if (geteuid() != 0) {
+    // Not root: refused before anything runs, naming the fields.
+    EXPECT_EQ(started.code(), StatusCode::kFailedPrecondition);
+    EXPECT_NE(started.message().find("runAsUser"), std::string::npos);
+    return;
+  }
+  ASSERT_TRUE(started.ok()) << started.message();
+  auto exits = WaitExits(r, 1);
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].exit_code, 0);
+  // The user and the group, and no supplementary group of the agent's.
+  EXPECT_EQ(Read(dir_ + "/u.log"), "65534:65533:65533\n");
+  struct stat st {};
+  ASSERT_EQ(stat((dir_ + "/work").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 65534u);  // its working directory is its own
 }
 
 TEST_F(RunnerTest, PodsJoinTheirCgroupWithLimits) {

@@ -228,3 +228,45 @@ TEST(Manifest, QuotedScalarsStayStrings) {
 
 }  // namespace
 }  // namespace tessera::api
+
+namespace tessera::api {
+namespace {
+
+TEST(Manifest, SecurityContextUserAndGroupRunTheTaskTheContainersOverride) {
+  auto objs = TranslateManifest(R"(apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  securityContext: {runAsUser: 1000, runAsGroup: 1000}
+  containers:
+  - name: c
+    command: ["id"]
+    securityContext: {runAsUser: 1001}
+)",
+                                "in.yaml", "default");
+  ASSERT_TRUE(objs.ok()) << objs.status().message();
+  const json& task = (*objs)[0]["spec"]["tasks"][0];
+  EXPECT_EQ(task["runAsUser"], 1001);
+  EXPECT_EQ(task["runAsGroup"], 1000);
+  auto job = DecodeJob((*objs)[0]);
+  ASSERT_TRUE(job.ok()) << job.status().message();
+  EXPECT_EQ(job->tasks[0].run_as_user, 1001);
+  EXPECT_EQ(job->tasks[0].run_as_group, 1000);
+
+  for (const auto& [context, field] : std::vector<std::pair<std::string, std::string>>{
+           {"{privileged: true}", "spec.containers[0].securityContext.privileged"},
+           {"{runAsUser: -1}", "spec.containers[0].securityContext.runAsUser"},
+           {"{runAsUser: \"root\"}", "spec.containers[0].securityContext.runAsUser"},
+           {"[]", "spec.containers[0].securityContext"}}) {
+    auto bad = TranslateManifest(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n"
+        "    command: [id]\n    securityContext: " +
+            context + "\n",
+        "in.yaml", "default");
+    ASSERT_FALSE(bad.ok()) << context;
+    EXPECT_NE(bad.status().message().find(field), std::string::npos) << bad.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace tessera::api
