@@ -7,11 +7,16 @@
 //   BM_WatchFanout/<watchers>: <watchers> watch streams open on the jobs of one namespace; one
 //     iteration creates 100 jobs and waits until every watcher has received all 100 events.
 //     Counter events_per_second = watchers x 100 / time.
+//   BM_HealthzDuringApply/<docs>: one POST /api/v1/apply of <docs> Job documents (YAML, all or
+//     nothing) while another connection polls /healthz every 5 ms; counters healthz_p50_ms and
+//     healthz_max_ms are the probe's latencies while the apply ran, apply_ms the apply's.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio.hpp>
 #include <boost/beast.hpp>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -120,6 +125,79 @@ void BM_CreateJobs(benchmark::State& st) {
   st.SetItemsProcessed(created);
 }
 BENCHMARK(BM_CreateJobs)->Arg(1)->Arg(4)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_HealthzDuringApply(benchmark::State& st) {
+  const int docs = static_cast<int>(st.range(0));
+  std::vector<double> latencies;
+  double apply_ms = 0;
+  int round = 0;
+  for (auto _ : st) {
+    st.PauseTiming();
+    Fixture f;
+    std::string yaml;
+    for (int i = 0; i < docs; ++i) {
+      yaml += "---\napiVersion: tessera.io/v1\nkind: Job\nmetadata: {name: a" +
+              std::to_string(round) + "-" + std::to_string(i) +
+              ", namespace: bench}\nspec:\n  tasks: [{name: w, command: [\"true\"], "
+              "resources: {limits: {nvidia.com/gpu: 1}}}]\n";
+    }
+    ++round;
+    st.ResumeTiming();
+    std::atomic<bool> done{false};
+    std::thread applier([&] {
+      asio::io_context io;
+      beast::tcp_stream s(io);
+      s.connect({asio::ip::make_address("127.0.0.1"), f.http->port()});
+      http::request<http::string_body> req(http::verb::post, "/api/v1/apply", 11);
+      req.set(http::field::host, "127.0.0.1");
+      req.set(http::field::authorization, "Bearer " + f.token);
+      req.set(http::field::content_type, "application/yaml");
+      req.body() = yaml;
+      req.prepare_payload();
+      const auto start = std::chrono::steady_clock::now();
+      http::write(s, req);
+      beast::flat_buffer buf;
+      http::response<http::string_body> res;
+      http::read(s, buf, res);
+      apply_ms +=
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count();
+      if (res.result_int() != 200) st.SkipWithError("the apply was refused");
+      done = true;
+    });
+    asio::io_context io;
+    beast::tcp_stream probe(io);
+    probe.connect({asio::ip::make_address("127.0.0.1"), f.http->port()});
+    beast::flat_buffer buf;
+    while (!done) {
+      http::request<http::string_body> req(http::verb::get, "/healthz", 11);
+      req.set(http::field::host, "127.0.0.1");
+      const auto start = std::chrono::steady_clock::now();
+      http::write(probe, req);
+      http::response<http::string_body> res;
+      http::read(probe, buf, res);
+      if (!done) {
+        latencies.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                .count());
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    applier.join();
+  }
+  std::sort(latencies.begin(), latencies.end());
+  if (!latencies.empty()) {
+    st.counters["healthz_p50_ms"] = latencies[latencies.size() / 2];
+    st.counters["healthz_max_ms"] = latencies.back();
+    st.counters["probes"] = static_cast<double>(latencies.size());
+  }
+  st.counters["apply_ms"] = apply_ms / static_cast<double>(st.iterations());
+}
+BENCHMARK(BM_HealthzDuringApply)
+    ->Arg(20000)
+    ->Iterations(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // Watch streams read on one I/O thread, counting the events (lines) each has received.
 class Watchers {

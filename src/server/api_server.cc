@@ -934,6 +934,10 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
   }
   Result<Principal> who = tokens_.Authenticate(req.authorization);
   if (!who.ok()) return Error(who.status());
+  // Reads run side by side; writes one at a time, in the order they take the lock (as when
+  // every request ran on one thread), while reads go on.
+  std::unique_lock<std::mutex> writing(write_mu_, std::defer_lock);
+  if (req.method != "GET" && req.method != "HEAD") writing.lock();
 
   if (req.path == "/metrics" && req.method == "GET") {
     using Role = Principal::Role;

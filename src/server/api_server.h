@@ -52,6 +52,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
@@ -81,6 +82,7 @@ class ApiServer {
   // `<data_dir>/admin.token` with mode 0600.
   static Result<std::unique_ptr<ApiServer>> Open(const std::string& data_dir);
 
+  // Safe to call from several threads at once (reads run concurrently, writes one at a time).
   HttpResponse Handle(const HttpRequest& request);
 
   store::Store& store() { return *store_; }
@@ -129,6 +131,7 @@ class ApiServer {
   std::unique_ptr<Accountant> accounting_;
   ObjectCache objects_;
   std::function<int64_t()> clock_;
+  std::mutex write_mu_;
 };
 
 using api::FormatTime;

@@ -1,15 +1,21 @@
 #include "server/http_server.h"
 
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast.hpp>
 #include <boost/beast/ssl.hpp>
 #include <cstdio>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "api/json_text.h"
 
@@ -43,14 +49,47 @@ std::string StatusJson(int code, std::string_view reason, std::string_view messa
 namespace {
 
 using TlsStream = asio::ssl::stream<beast::tcp_stream>;
+using Clock = std::chrono::steady_clock;
 
-// One connection over `Stream` (beast::tcp_stream, or TlsStream): read a request, answer it,
-// repeat while the client keeps it alive.
+// What the connection cap sees of a connection. The state is read by the acceptor while the
+// connection's own strand changes it, hence atomics; Evict is posted to that strand.
+class Connection {
+ public:
+  virtual ~Connection() = default;
+  // Closes the connection (it was idle the longest when a new one needed its place).
+  virtual void Evict() = 0;
+  bool idle() const { return idle_.load(std::memory_order_relaxed); }
+  int64_t idle_since() const { return idle_since_.load(std::memory_order_relaxed); }
+
+ protected:
+  void SetIdle(bool idle) {
+    if (idle) idle_since_.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+    idle_.store(idle, std::memory_order_relaxed);
+  }
+
+ private:
+  std::atomic<bool> idle_{true};  // waiting for (the rest of) its next request
+  std::atomic<int64_t> idle_since_{Clock::now().time_since_epoch().count()};
+};
+
+// One connection over `Stream` (beast::tcp_stream, or TlsStream), on a strand of its own:
+// read a request, answer it, repeat while the client keeps it alive.
 template <class Stream>
-class Session : public std::enable_shared_from_this<Session<Stream>> {
+class Session : public Connection, public std::enable_shared_from_this<Session<Stream>> {
  public:
   Session(Stream stream, const HttpHandler& handler, size_t max_body)
       : stream_(std::move(stream)), handler_(handler), max_body_(max_body) {}
+
+  // The connection's strand.
+  asio::any_io_executor executor() { return Lowest().get_executor(); }
+
+  void Evict() override {
+    asio::post(Lowest().get_executor(), [self = this->shared_from_this()] {
+      beast::error_code ec;
+      self->Lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
+      self->Lowest().socket().close(ec);
+    });
+  }
 
   void Start() {
     if constexpr (std::is_same_v<Stream, TlsStream>) {
@@ -69,6 +108,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   beast::tcp_stream& Lowest() { return beast::get_lowest_layer(stream_); }
 
   void Read() {
+    SetIdle(true);
     parser_.emplace();
     parser_->body_limit(max_body_);
     parser_->header_limit(64 * 1024);
@@ -79,6 +119,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   }
 
   void OnRead(beast::error_code ec) {
+    SetIdle(false);
     if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
         ec == asio::error::operation_aborted || ec == asio::error::connection_reset) {
       Close();
@@ -129,22 +170,25 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     r.content_type =
         std::string(req[http::field::content_type].data(), req[http::field::content_type].size());
     r.body = std::move(req.body());
-    HttpResponse out;
+    // On this connection's strand, on one of the server's threads: a long handler holds that
+    // thread only.
+    HttpResponse out = Call(r);
+    if (out.stream) return StartStream(std::move(out));
+    Reply(out.status, out.content_type, std::move(out.body), req.keep_alive());
+  }
+
+  HttpResponse Call(const HttpRequest& r) {
     try {
-      out = handler_(r);
+      return handler_(r);
     } catch (const std::exception& e) {
       // A defect, not the client's input: the request fails, the server goes on.
       std::fprintf(stderr, "error: %s %s: %s\n", r.method.c_str(), api::SafeText(r.path).c_str(),
                    api::SafeText(e.what()).c_str());
-      out = HttpResponse{};
+      HttpResponse out;
       out.status = 500;
       out.body = StatusJson(500, "InternalError", "internal error handling the request");
+      return out;
     }
-    if (out.stream) {
-      StartStream(std::move(out));
-      return;
-    }
-    Reply(out.status, out.content_type, std::move(out.body), req.keep_alive());
   }
 
   // Streams a response body: headers, then chunks as the stream emits them, until it ends,
@@ -262,29 +306,77 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 }  // namespace
 
 struct HttpServer::Impl {
-  asio::io_context io{1};
+  explicit Impl(int threads) : io(threads) {}
+  asio::io_context io;
   tcp::acceptor acceptor{io};
   HttpHandler handler;
   size_t max_body = 0;
+  size_t max_connections = 0;
   std::optional<asio::ssl::context> tls;
-  std::thread thread;
+  std::vector<std::thread> threads;
   bool stopped = false;
+  std::mutex mu;
+  std::vector<std::weak_ptr<Connection>> connections;  // guarded by mu
+
+  // Makes room for one more connection: false when every connection is busy.
+  bool Admit() {
+    std::lock_guard<std::mutex> lock(mu);
+    std::erase_if(connections, [](const std::weak_ptr<Connection>& c) { return c.expired(); });
+    if (connections.size() < max_connections) return true;
+    size_t oldest = connections.size();
+    int64_t since = 0;
+    for (size_t i = 0; i < connections.size(); ++i) {
+      auto c = connections[i].lock();
+      if (c && c->idle() && (oldest == connections.size() || c->idle_since() < since)) {
+        oldest = i;
+        since = c->idle_since();
+      }
+    }
+    if (oldest == connections.size()) return false;
+    if (auto c = connections[oldest].lock()) c->Evict();
+    connections.erase(connections.begin() + static_cast<ptrdiff_t>(oldest));
+    return true;
+  }
+
+  template <class S>
+  void Serve(std::shared_ptr<S> session) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      connections.push_back(session);
+    }
+    // Started on its own strand.
+    asio::dispatch(session->executor(), [session] { session->Start(); });
+  }
 
   void Accept() {
-    acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
+    acceptor.async_accept(asio::make_strand(io), [this](beast::error_code ec, tcp::socket socket) {
       if (ec == asio::error::operation_aborted) return;
-      if (!ec && tls) {
-        std::make_shared<Session<TlsStream>>(TlsStream(std::move(socket), *tls), handler, max_body)
-            ->Start();
+      if (!ec && !Admit()) {
+        // Every connection is busy: this one is refused rather than starve them.
+        beast::error_code ignored;
+        socket.close(ignored);
+      } else if (!ec && tls) {
+        Serve(std::make_shared<Session<TlsStream>>(TlsStream(std::move(socket), *tls), handler,
+                                                   max_body));
       } else if (!ec) {
-        std::make_shared<Session<beast::tcp_stream>>(beast::tcp_stream(std::move(socket)), handler,
-                                                     max_body)
-            ->Start();
+        Serve(std::make_shared<Session<beast::tcp_stream>>(beast::tcp_stream(std::move(socket)),
+                                                           handler, max_body));
       }
       Accept();
     });
   }
 };
+
+size_t RaiseDescriptorLimit() {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return 1024;
+  if (lim.rlim_cur < lim.rlim_max) {
+    rlimit raised = lim;
+    raised.rlim_cur = std::min<rlim_t>(lim.rlim_max, rlim_t{1} << 20);
+    if (raised.rlim_cur > lim.rlim_cur && setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
+  }
+  return lim.rlim_cur == RLIM_INFINITY ? size_t{1} << 20 : static_cast<size_t>(lim.rlim_cur);
+}
 
 HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
@@ -292,9 +384,16 @@ HttpServer::~HttpServer() { Stop(); }
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options,
                                                       HttpHandler handler) {
-  auto impl = std::make_unique<Impl>();
+  const int threads = std::max(1, options.threads);
+  auto impl = std::make_unique<Impl>(threads);
   impl->handler = std::move(handler);
   impl->max_body = options.max_body_bytes;
+  impl->max_connections = options.max_connections;
+  if (impl->max_connections == 0) {
+    const size_t limit = RaiseDescriptorLimit();
+    impl->max_connections =
+        limit > 2 * kReservedDescriptors ? limit - kReservedDescriptors : limit / 2;
+  }
   beast::error_code ec;
   if (!options.tls_cert_file.empty() || !options.tls_key_file.empty()) {
     if (options.tls_cert_file.empty() || options.tls_key_file.empty()) {
@@ -323,11 +422,13 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
   }
   impl->Accept();
   Impl* raw = impl.get();
-  impl->thread = std::thread([raw] { raw->io.run(); });
+  for (int i = 0; i < threads; ++i) impl->threads.emplace_back([raw] { raw->io.run(); });
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }
 
 uint16_t HttpServer::port() const { return impl_->acceptor.local_endpoint().port(); }
+
+size_t HttpServer::max_connections() const { return impl_->max_connections; }
 
 void HttpServer::Stop() {
   if (!impl_ || impl_->stopped) return;
@@ -336,8 +437,8 @@ void HttpServer::Stop() {
     beast::error_code ec;
     impl_->acceptor.close(ec);
   });
-  impl_->io.stop();
-  if (impl_->thread.joinable()) impl_->thread.join();
+  impl_->io.stop();  // handlers under way finish; their replies are dropped
+  for (std::thread& t : impl_->threads) t.join();
 }
 
 bool PercentDecode(std::string_view in, bool plus_is_space, std::string* out) {

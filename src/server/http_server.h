@@ -1,6 +1,10 @@
 // A small asynchronous HTTP/1.1 server on Boost.Beast: it reads requests (with a body limit),
 // hands each to a handler, and writes the handler's response, keeping connections alive.
-// The handler runs on the server's I/O thread; it must not block for long.
+// A few threads run the I/O and the handlers, each connection on a strand of its own, so a
+// long request (a large apply) holds one thread and delays neither the other connections nor
+// /healthz. The handler must be safe to call from several threads at once. Connections are capped
+// below the process's descriptor limit: at the cap, the connection idle the longest (waiting for
+// its next request) is closed to admit a new one, and a new one is refused only when none is idle.
 #ifndef TESSERA_SERVER_HTTP_SERVER_H_
 #define TESSERA_SERVER_HTTP_SERVER_H_
 
@@ -55,7 +59,16 @@ struct HttpServerOptions {
   // PEM files; both set: HTTPS (TLS 1.2 or later) only.
   std::string tls_cert_file;
   std::string tls_key_file;
+  int threads = 4;
+  // 0: the descriptor limit (its soft limit raised to the hard one at start) less
+  // kReservedDescriptors for the store, logs and the agents' files.
+  size_t max_connections = 0;
 };
+
+constexpr size_t kReservedDescriptors = 128;
+
+// Raises the soft RLIMIT_NOFILE to the hard limit where allowed; returns the soft limit now.
+size_t RaiseDescriptorLimit();
 
 class HttpServer {
  public:
@@ -65,6 +78,7 @@ class HttpServer {
   ~HttpServer();  // stops
 
   uint16_t port() const;
+  size_t max_connections() const;
   // Stops accepting, closes connections and joins the I/O thread. Idempotent.
   void Stop();
 
