@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build run demo test bench format clean
+.PHONY: all deps configure build run demo test bench fuzz fuzz-libfuzzer format clean
 
 all: build
 
@@ -31,6 +31,20 @@ test: build
 
 bench: build
 	./$(BUILD_DIR)/bench/tessera_bench --benchmark_counters_tabular=true
+
+# The fuzz harness of the test suite, for longer (FUZZ_SECONDS, a fresh seed each run); with clang,
+# the same harness under libFuzzer with AddressSanitizer, in its own build directory.
+FUZZ_SECONDS ?= 300
+fuzz: build
+	./$(BUILD_DIR)/tests/tessera_fuzz --seconds $(FUZZ_SECONDS)
+
+fuzz-libfuzzer: deps
+	CC=clang CXX=clang++ cmake -S . -B $(BUILD_DIR)-libfuzzer -G Ninja \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_LIBFUZZER=ON \
+	  -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address"
+	cmake --build $(BUILD_DIR)-libfuzzer -j $(JOBS) --target tessera_libfuzzer
+	./$(BUILD_DIR)-libfuzzer/tests/tessera_libfuzzer -max_total_time=$(FUZZ_SECONDS) \
+	  -rss_limit_mb=4096 tests/data/seeds
 
 format:
 	git ls-files '*.cc' '*.h' | xargs clang-format -i
