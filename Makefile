@@ -43,8 +43,9 @@ fuzz-libfuzzer: deps
 	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_LIBFUZZER=ON \
 	  -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address"
 	cmake --build $(BUILD_DIR)-libfuzzer -j $(JOBS) --target tessera_libfuzzer
+	mkdir -p $(BUILD_DIR)-libfuzzer/corpus && cp -n tests/data/seeds/*.yaml $(BUILD_DIR)-libfuzzer/corpus/
 	./$(BUILD_DIR)-libfuzzer/tests/tessera_libfuzzer -max_total_time=$(FUZZ_SECONDS) \
-	  -rss_limit_mb=4096 tests/data/seeds
+	  -rss_limit_mb=4096 $(BUILD_DIR)-libfuzzer/corpus
 
 format:
 	git ls-files '*.cc' '*.h' | xargs clang-format -i
