@@ -155,8 +155,10 @@ wait_phase sleeper Running
 pid=$(pgrep -f "sleep 300" | head -1)
 [ -n "$pid" ] || fail "the sleeper is not running"
 expect_exit 0 "$TESSERA" delete job sleeper
-for _ in $(seq 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
-if kill -0 "$pid" 2>/dev/null; then
+# Running: it exists and is not a zombie waiting for a parent to reap it.
+runs() { [ -n "$(ps -o stat= -p "$1" 2>/dev/null | grep -v Z)" ]; }
+for _ in $(seq 200); do runs "$pid" || break; sleep 0.05; done
+if runs "$pid"; then
   ps -eo pid,pgid,ppid,stat,etimes,cmd | grep -v grep | grep -E "sleep|tessera" >&2 || true
   tail -20 "$WORK/agent.out" >&2
   fail "the deleted job's process $pid still runs"
