@@ -102,6 +102,20 @@ Status CheckGroups(const std::string& path, const std::vector<ResourceGroup>& gr
 
 }  // namespace
 
+void AddImplicitCohorts(QueueConfig* config) {
+  std::set<std::string, std::less<>> declared, named;
+  for (const CohortSpec& c : config->cohorts) declared.insert(c.name);
+  for (const CohortSpec& c : config->cohorts) {
+    if (!c.parent.empty()) named.insert(c.parent);
+  }
+  for (const QueueSpec& q : config->queues) {
+    if (!q.cohort.empty()) named.insert(q.cohort);
+  }
+  for (const std::string& name : named) {
+    if (!declared.contains(name)) config->cohorts.push_back(CohortSpec{name, "", {}, 1000});
+  }
+}
+
 Status ValidateQueueConfig(const QueueConfig& config) {
   std::set<std::string, std::less<>> flavors;
   for (size_t i = 0; i < config.flavors.size(); ++i) {

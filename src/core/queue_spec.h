@@ -146,6 +146,11 @@ struct QueueConfig {
 // .resources[0].nominal: must be >= 0, got -4`.
 Status ValidateQueueConfig(const QueueConfig& config);
 
+// As in Kueue, a cohort exists as soon as a queue or a cohort names it: adds a cohort without
+// quota of its own (a root, weight 1) for each name used as a queue's cohort or a cohort's
+// parent that no CohortSpec declares, in name order.
+void AddImplicitCohorts(QueueConfig* config);
+
 }  // namespace tessera::core
 
 #endif  // TESSERA_CORE_QUEUE_SPEC_H_

@@ -422,6 +422,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
         same->hard[r] = same->hard[r] ? std::min(*same->hard[r], *v->hard[r]) : *v->hard[r];
     }
   }
+  core::AddImplicitCohorts(&cfg);
   core::QueueSpec unqueued;
   unqueued.name = kUnqueued;
   cfg.queues.push_back(unqueued);

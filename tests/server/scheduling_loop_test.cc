@@ -636,3 +636,53 @@ TEST(Deploy, GrafanaDashboardIsValidJsonWithQueries) {
 
 }  // namespace
 }  // namespace tessera::server
+
+namespace tessera::server {
+namespace {
+
+// Kueue's documentation (concepts/cohort): "Cohorts are created implicitly when a ClusterQueue
+// references them"; a ClusterQueue without nominal quota borrows its cohort mates' unused quota.
+TEST_F(LoopTest, ACohortNamedByClusterQueuesExistsWithoutACohortObject) {
+  Apply(kCluster);
+  Apply(R"(
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: a100}
+spec: {nodeLabels: {pool: a100}}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: lender}
+spec:
+  cohort: shared
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors: [{name: a100, resources: [{name: nvidia.com/gpu, nominalQuota: 8}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: borrower}
+spec:
+  cohort: shared
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors: [{name: a100, resources: [{name: nvidia.com/gpu, nominalQuota: 0}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: main, namespace: default}
+spec: {clusterQueue: borrower}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: borrows, labels: {kueue.x-k8s.io/queue-name: main}}
+spec:
+  containers: [{name: c, resources: {limits: {nvidia.com/gpu: 4}}}]
+)");
+  const CycleSummary s = Cycle();
+  EXPECT_EQ(s.inactive_queues, 0);
+  EXPECT_EQ(Job("borrows")["status"]["phase"], "Admitted") << Job("borrows").dump();
+}
+
+}  // namespace
+}  // namespace tessera::server
