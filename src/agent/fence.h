@@ -48,8 +48,8 @@ class FenceKeeper {
   std::map<std::string, int64_t> stopping_since_;  // key -> when SIGTERM went out
 };
 
-// The keeper process's main: checks every 250 ms, logging what it stops to `log`, until the
-// agent `agent_pid` is gone and no recorded group runs. Returns the exit code.
+// The keeper process's main: checks every 250 ms, printing what it stops, until the agent
+// `agent_pid` is gone and no recorded group runs. Returns the exit code.
 int RunFenceKeeper(const std::string& state_dir, int64_t fence_ms, int64_t stop_grace_ms,
                    pid_t agent_pid);
 
@@ -66,7 +66,6 @@ class KeeperProcess {
 
   // Starts the keeper unless it runs; an error when it cannot be started.
   Status Ensure();
-  pid_t pid() const { return pid_; }
 
  private:
   std::string executable_, state_dir_;

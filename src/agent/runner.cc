@@ -20,9 +20,7 @@ Runner::~Runner() {
   for (auto& [key, p] : procs_) {
     kill(-p.pid, SIGKILL);
     if (!p.adopted) waitpid(p.pid, nullptr, 0);
-    std::error_code ec;
-    std::filesystem::remove(StateFile(key, ".pid"), ec);
-    std::filesystem::remove(StateFile(key, ".exit"), ec);
+    RemoveRecords(key);
   }
 }
 
@@ -135,7 +133,8 @@ std::vector<std::string> Runner::Adopt() {
   for (const RecordedGroup& g : RecordedGroups(state_dir_)) {
     if (g.key.empty() || procs_.contains(g.key)) continue;
     if (!Alive(g.pgid, g.started)) {
-      // Gone while no agent watched: nothing to adopt, and no one left to report it to.
+      // Gone while no agent watched: nothing to adopt, and no one left to report it to. The
+      // pid file is removed by the path found, whatever key it holds.
       std::error_code ec;
       std::filesystem::remove(g.pid_file, ec);
       std::filesystem::remove(StateFile(g.key, ".exit"), ec);
@@ -149,12 +148,15 @@ std::vector<std::string> Runner::Adopt() {
 
 void Runner::Detach() { procs_.clear(); }
 
-void Runner::Forget(const std::string& key) {
+void Runner::RemoveRecords(const std::string& key) const {
+  if (state_dir_.empty()) return;
   std::error_code ec;
-  if (!state_dir_.empty()) {
-    std::filesystem::remove(StateFile(key, ".pid"), ec);
-    std::filesystem::remove(StateFile(key, ".exit"), ec);
-  }
+  std::filesystem::remove(StateFile(key, ".pid"), ec);
+  std::filesystem::remove(StateFile(key, ".exit"), ec);
+}
+
+void Runner::Forget(const std::string& key) {
+  RemoveRecords(key);
   procs_.erase(key);
 }
 

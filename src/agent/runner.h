@@ -93,6 +93,8 @@ class Runner {
     bool adopted = false;     // not our child: watched through /proc, not waitpid
     unsigned long long started = 0;
   };
+  // Removes the pid file and exit record of `key`.
+  void RemoveRecords(const std::string& key) const;
   void Forget(const std::string& key);
 
   std::string state_dir_;

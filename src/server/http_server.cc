@@ -84,11 +84,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   asio::any_io_executor executor() { return Lowest().get_executor(); }
 
   void Evict() override {
-    asio::post(Lowest().get_executor(), [self = this->shared_from_this()] {
-      beast::error_code ec;
-      self->Lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
-      self->Lowest().socket().close(ec);
-    });
+    asio::post(Lowest().get_executor(), [self = this->shared_from_this()] { self->Shut(); });
   }
 
   void Start() {
@@ -263,6 +259,11 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     if (body_stream_) body_stream_->Cancel();
     body_stream_.reset();
     if (timer_) timer_->cancel();
+    Shut();
+  }
+
+  // Ends the connection both ways at once.
+  void Shut() {
     beast::error_code ec;
     Lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
     Lowest().socket().close(ec);
