@@ -257,6 +257,12 @@ Status Runner::Start(const ProcessSpec& spec) {
           _exit(126);
         }
       }
+      // A user without a group keeps the agent's gid but none of its supplementary groups.
+      if (gid < 0 && uid >= 0 && setgroups(0, nullptr) != 0) {
+        const char msg[] = "tessera: cannot drop the agent's groups (runAsUser)\n";
+        WriteAll(STDERR_FILENO, msg, sizeof msg - 1);
+        _exit(126);
+      }
       if (uid >= 0 && setuid(static_cast<uid_t>(uid)) != 0) {
         const char msg[] = "tessera: cannot take the task's user (runAsUser)\n";
         WriteAll(STDERR_FILENO, msg, sizeof msg - 1);

@@ -3,6 +3,7 @@
 #include "agent/cgroups.h"
 #include "agent/fence.h"
 
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -230,6 +231,20 @@ TEST_F(RunnerTest, RunsTheTaskAsItsUserAndGroupWhenTheAgentIsRoot) {
   struct stat st {};
   ASSERT_EQ(stat((dir_ + "/work").c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, 65534u);  // its working directory is its own
+  // A user without a group: the agent's gid, none of its supplementary groups.
+  ProcessSpec user_only{
+      "v", {"sh", "-c", "echo $(id -u):$(id -G)"}, {}, dir_ + "/work2", dir_ + "/v.log", ""};
+  user_only.uid = 65534;
+  // The agent (this process) holds a supplementary group the task must not get.
+  std::vector<gid_t> saved(static_cast<size_t>(getgroups(0, nullptr)));
+  saved.resize(static_cast<size_t>(getgroups(static_cast<int>(saved.size()), saved.data())));
+  const gid_t extra[] = {getegid(), 4};
+  ASSERT_EQ(setgroups(2, extra), 0);
+  const Status user_started = r.Start(user_only);
+  ASSERT_EQ(setgroups(saved.size(), saved.data()), 0);
+  ASSERT_TRUE(user_started.ok()) << user_started.message();
+  ASSERT_EQ(WaitExits(r, 1).size(), 1u);
+  EXPECT_EQ(Read(dir_ + "/v.log"), "65534:" + std::to_string(getegid()) + "\n");
 }
 
 TEST_F(RunnerTest, PodsJoinTheirCgroupWithLimits) {
