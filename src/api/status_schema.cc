@@ -84,6 +84,19 @@ Status Idle(const json& idle, const std::string& path) {
   return f.Finish();
 }
 
+// A condition as Kubernetes writes one.
+Status Condition(const json& c, const std::string& path) {
+  Fields f(c, path, false);
+  std::string s;
+  int state = 0;
+  TESSERA_RETURN_IF_ERROR(f.String("type", &s, true));
+  TESSERA_RETURN_IF_ERROR(f.Enum("status", {"True", "False", "Unknown"}, &state));
+  TESSERA_RETURN_IF_ERROR(f.String("reason", &s));
+  TESSERA_RETURN_IF_ERROR(f.String("message", &s));
+  TESSERA_RETURN_IF_ERROR(f.String("lastTransitionTime", &s));
+  return f.Finish();
+}
+
 Status JobStatus(const json& status) {
   Fields f(status, "status");
   std::string s;
@@ -99,6 +112,7 @@ Status JobStatus(const json& status) {
   TESSERA_RETURN_IF_ERROR(f.String("finishedAt", &s));
   TESSERA_RETURN_IF_ERROR(List(f, "pods", 100'000, Pod));
   if (const json* idle = f.Get("idle")) TESSERA_RETURN_IF_ERROR(Idle(*idle, f.At("idle")));
+  TESSERA_RETURN_IF_ERROR(List(f, "conditions", 16, Condition));
   return f.Finish();
 }
 

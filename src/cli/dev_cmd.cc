@@ -35,6 +35,7 @@ CLI::App* AddDevCommand(CLI::App& app, DevOptions& o) {
   cmd->add_flag("!--no-config", o.write_config, "Do not write ~/.tessera/config");
   cmd->add_option("--nvml-library", o.nvml_library, "Path of libnvidia-ml")->capture_default_str();
   AddAccountingFlags(cmd, o.accounting);
+  AddQueueingFlags(cmd, o.queueing);
   return cmd;
 }
 
@@ -52,6 +53,10 @@ int RunDev(const DevOptions& o, std::ostream& out, std::ostream& err) {
   if (http.host == "localhost") http.host = "127.0.0.1";
   server::SchedulingLoopOptions loop_options;
   loop_options.policy = o.policy;
+  if (Status st = ApplyQueueingFlags(o.queueing, &loop_options); !st.ok()) {
+    err << "error: " << st.message() << "\n";
+    return 2;
+  }
   ControlPlane cp;
   if (int code =
           StartControlPlane(o.data_dir + "/server", http, loop_options, o.accounting, &cp, err);

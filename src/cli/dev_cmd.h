@@ -21,6 +21,7 @@ struct DevOptions {
   bool write_config = true;
   std::string nvml_library = "libnvidia-ml.so.1";
   AccountingFlags accounting;
+  QueueingFlags queueing;
 };
 
 CLI::App* AddDevCommand(CLI::App& app, DevOptions& opts);

@@ -28,7 +28,43 @@ CLI::App* AddServerCommand(CLI::App& app, ServerOptions& opts) {
                   "Seconds without a heartbeat before a node is NotReady and its work moves")
       ->capture_default_str();
   AddAccountingFlags(cmd, opts.accounting);
+  AddQueueingFlags(cmd, opts.queueing);
   return cmd;
+}
+
+void AddQueueingFlags(CLI::App* cmd, QueueingFlags& f) {
+  cmd->add_flag("--fair-sharing", f.fair_sharing,
+                "Kueue's fairSharing.enable: order queues by weighted share and preempt in a "
+                "cohort by fair sharing (default: classic preemption, as Kueue's default)");
+  cmd->add_option("--fair-sharing-strategies", f.fair_strategies,
+                  "Kueue's fairSharing.preemptionStrategies, in order "
+                  "(LessThanOrEqualToFinalShare, LessThanInitialShare; default both)")
+      ->delimiter(',');
+}
+
+Status ApplyQueueingFlags(const QueueingFlags& f, server::SchedulingLoopOptions* loop) {
+  loop->cycle.fair_sharing = f.fair_sharing;
+  if (f.fair_strategies.empty()) return Status::Ok();
+  if (!f.fair_sharing) {
+    return InvalidArgument("--fair-sharing-strategies: needs --fair-sharing");
+  }
+  // As Kueue's configuration validation: one or both, LessThanInitialShare last.
+  loop->cycle.fair_strategies.clear();
+  for (const std::string& s : f.fair_strategies) {
+    if (s == "LessThanOrEqualToFinalShare" && loop->cycle.fair_strategies.empty()) {
+      loop->cycle.fair_strategies.push_back(core::FairStrategy::kLessThanOrEqualToFinalShare);
+    } else if (s == "LessThanInitialShare" &&
+               (loop->cycle.fair_strategies.empty() ||
+                loop->cycle.fair_strategies.back() != core::FairStrategy::kLessThanInitialShare)) {
+      loop->cycle.fair_strategies.push_back(core::FairStrategy::kLessThanInitialShare);
+    } else {
+      return InvalidArgument(
+          "--fair-sharing-strategies: \"" + s +
+          "\" not allowed here; valid: LessThanOrEqualToFinalShare, then optionally "
+          "LessThanInitialShare, or LessThanInitialShare alone");
+    }
+  }
+  return Status::Ok();
 }
 
 void AddAccountingFlags(CLI::App* cmd, AccountingFlags& f) {
@@ -106,6 +142,10 @@ int RunServer(const ServerOptions& opts, std::ostream& out, std::ostream& err) {
   server::SchedulingLoopOptions loop_options;
   loop_options.policy = opts.policy;
   loop_options.node_grace_ms = int64_t{opts.node_grace_seconds} * 1000;
+  if (Status st = ApplyQueueingFlags(opts.queueing, &loop_options); !st.ok()) {
+    err << "error: " << st.message() << "\n";
+    return 2;
+  }
   ControlPlane cp;
   if (int code = StartControlPlane(opts.data_dir, http, loop_options, opts.accounting, &cp, err);
       code != 0) {

@@ -29,6 +29,16 @@ void AddAccountingFlags(CLI::App* cmd, AccountingFlags& flags);
 // The options the flags name; InvalidArgument naming the flag.
 Result<server::AccountingOptions> ToAccountingOptions(const AccountingFlags& flags);
 
+// Kueue's fairSharing configuration, as flags of `tessera server` and `tessera dev`.
+struct QueueingFlags {
+  bool fair_sharing = false;
+  // LessThanOrEqualToFinalShare, LessThanInitialShare (Kueue's preemptionStrategies).
+  std::vector<std::string> fair_strategies;
+};
+void AddQueueingFlags(CLI::App* cmd, QueueingFlags& flags);
+// Sets the admission cycle's options the flags name; InvalidArgument naming the flag.
+Status ApplyQueueingFlags(const QueueingFlags& flags, server::SchedulingLoopOptions* loop);
+
 struct ServerOptions {
   std::string data_dir = "tessera-data";
   std::string listen = "127.0.0.1:8443";  // host:port; port 0 picks a free one
@@ -39,6 +49,7 @@ struct ServerOptions {
   std::string policy = "fragpack";  // placement policy of the scheduling loop
   int node_grace_seconds = 40;      // missed heartbeats before a node is NotReady
   AccountingFlags accounting;
+  QueueingFlags queueing;
 };
 
 CLI::App* AddServerCommand(CLI::App& app, ServerOptions& opts);

@@ -83,6 +83,20 @@ void AppendNodes(const std::vector<std::optional<Placement>>& placements,
 
 }  // namespace
 
+std::string_view PreemptionCauseName(PreemptionCause c) {
+  switch (c) {
+    case PreemptionCause::kInClusterQueue:
+      return "InClusterQueue";
+    case PreemptionCause::kInCohortReclamation:
+      return "InCohortReclamation";
+    case PreemptionCause::kInCohortReclaimWhileBorrowing:
+      return "InCohortReclaimWhileBorrowing";
+    case PreemptionCause::kInCohortFairSharing:
+      return "InCohortFairSharing";
+  }
+  return "";
+}
+
 Result<AdmissionCycle> AdmissionCycle::Create(const QueueConfig& config, CycleOptions options) {
   Result<QuotaTree> tree = QuotaTree::Build(config);
   if (!tree.ok()) return tree.status();
@@ -159,6 +173,49 @@ class CycleRun {
   // has ended and no node is reserved: when not, neither preemption nor a reservation helps.
   bool FitsWhenAllEnd(size_t idx, const std::string& key, const std::vector<PodSpec>& pods);
   bool TryPreempt(size_t idx, const Attempt& attempt, std::string* reason);
+  // A preemption candidate: a running holder and the reason it would be preempted for.
+  struct Cand {
+    size_t holder;
+    PreemptionCause cause;
+  };
+  // One search for victims for pending workload `idx` under one flavor choice: what it has
+  // removed (in order), and what the simulations found.
+  struct Search {
+    size_t idx = 0;
+    const Combo* combo = nullptr;
+    const std::vector<PodSpec>* pods = nullptr;
+    QuotaCharge charge;  // the request's lower bound under the combo
+    // Per quota resource: whether it needs preemption (Kueue's resourcesRequiringPreemption).
+    std::array<bool, kNumQuotaResources> needs = {false, false, false};
+    bool allow_borrowing = true;  // false: the preemptor must fit without borrowing
+    std::vector<Cand> removed;
+    QuotaVector need = {0, 0, 0};
+    QuotaVector amount = {0, 0, 0};
+    std::vector<NodeId> fit_nodes;
+    // Nodes that gained room since they were last looked at; while the workload is known not
+    // to fit (known_no_room), it can only fit now if a pod fits on one of them.
+    std::vector<NodeId> gained;
+    bool known_no_room = false;
+  };
+  // Whether the holder is charged for a flavor/resource the search needs.
+  bool UsesNeeded(const Holder& h, const Search& s) const;
+  // Whether the queue (in a cohort) borrows a flavor/resource the search needs.
+  bool BorrowingInNeeded(int queue, const Search& s) const;
+  bool SearchQuotaFits(const Search& s, const QuotaVector& amount) const;
+  // Removes the candidate; true when the workload then fits (quota, borrowing rule and room).
+  bool RemoveAndCheck(Search& s, const Cand& c);
+  void Abandon(Search& s);
+  // Restores the removed victims the workload fits without (Kueue's fillBackWorkloads).
+  void FillBack(Search& s);
+  // Kueue's minimalPreemptions: removes candidates in order (skipping other queues once they
+  // no longer borrow) until the workload fits, then fills back. With `threshold`
+  // (borrowWithinCohort), taking a victim of another queue at or above it forbids borrowing.
+  // On failure nothing stays removed.
+  bool Minimal(Search& s, const std::vector<Cand>& cands, bool allow_borrowing,
+               std::optional<int32_t> threshold);
+  // Kueue's fairPreemptions: victims from the queue of highest share while the strategies
+  // allow it.
+  bool FairMinimal(Search& s, const std::vector<Cand>& cands, std::optional<int32_t> threshold);
   void TryReserve(size_t idx, const Attempt& attempt, std::string* reason);
   // Uncordons the reservations workload `idx` may use (its own, and those it ends before);
   // returns them for CloseReservations.
@@ -756,6 +813,249 @@ CycleRun::Fit CycleRun::Check(size_t idx, const Combo& combo, const std::vector<
   return QuotaFits(idx, combo, *amount) ? Fit::kYes : Fit::kNoQuota;
 }
 
+bool CycleRun::UsesNeeded(const Holder& h, const Search& s) const {
+  for (int r = 0; r < kNumQuotaResources; ++r) {
+    if (s.needs[r] && h.charge.flavor[r] == s.charge.flavor[r] && h.charge.amount[r] > 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool CycleRun::BorrowingInNeeded(int queue, const Search& s) const {
+  if (root_[queue] < 0) return false;
+  for (int r = 0; r < kNumQuotaResources; ++r) {
+    if (s.needs[r] && tree_.BorrowingIn(queue, s.charge.flavor[r], static_cast<QuotaResource>(r))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool CycleRun::SearchQuotaFits(const Search& s, const QuotaVector& amount) const {
+  if (!QuotaFits(s.idx, *s.combo, amount)) return false;
+  return s.allow_borrowing ||
+         !tree_.WouldBorrow(info_[s.idx].queue, ChargeFor(s.idx, *s.combo, amount));
+}
+
+bool CycleRun::RemoveAndCheck(Search& s, const Cand& c) {
+  Holder& h = holders_[c.holder];
+  RemoveHolder(h);
+  s.removed.push_back(c);
+  AppendNodes(PlacementsOf(h), &s.gained);
+  if (!SearchQuotaFits(s, s.need)) return false;
+  if (s.known_no_room) {
+    // Nodes found to hold no room for any pod keep none until they gain more.
+    const bool may_fit = AnyPodFeasible(s.idx, s.gained, *s.pods);
+    s.gained.clear();
+    if (!may_fit) return false;
+  }
+  Fit f = Check(s.idx, *s.combo, *s.pods, &s.amount, &s.fit_nodes);
+  if (f == Fit::kYes && !SearchQuotaFits(s, s.amount)) f = Fit::kNoQuota;
+  if (f == Fit::kYes) return true;
+  if (f == Fit::kNoQuota && !s.fit_nodes.empty()) {
+    // There is room; the exact charge is what misses.
+    for (int r = 0; r < kNumQuotaResources; ++r) s.need[r] = std::max(s.need[r], s.amount[r]);
+    s.fit_nodes.clear();
+    s.known_no_room = false;
+  }
+  if (f == Fit::kNoRoom) {
+    s.known_no_room = true;
+    s.gained.clear();
+  }
+  return false;
+}
+
+void CycleRun::Abandon(Search& s) {
+  for (const Cand& c : s.removed) RestoreHolder(holders_[c.holder]);
+  s.removed.clear();
+}
+
+void CycleRun::FillBack(Search& s) {
+  // Put back every victim the preemptor can do without, latest first (Kueue's
+  // fillBackWorkloads). A victim on none of the nodes of the last placement found leaves that
+  // placement valid: only the quota needs checking.
+  std::vector<uint8_t> needed(s.removed.size(), 1);
+  for (size_t i = s.removed.size() - 1; i-- > 0;) {
+    Holder& h = holders_[s.removed[i].holder];
+    RestoreHolder(h);
+    bool disjoint = true;
+    for (const std::optional<Placement>& pl : PlacementsOf(h)) {
+      if (pl && std::find(s.fit_nodes.begin(), s.fit_nodes.end(), pl->node) != s.fit_nodes.end()) {
+        disjoint = false;
+      }
+    }
+    bool ok = false;
+    if (disjoint) {
+      ok = SearchQuotaFits(s, s.amount);
+    } else {
+      QuotaVector without = {0, 0, 0};
+      std::vector<NodeId> without_nodes;
+      if (Check(s.idx, *s.combo, *s.pods, &without, &without_nodes) == Fit::kYes &&
+          SearchQuotaFits(s, without)) {
+        ok = true;
+        s.amount = without;
+        s.fit_nodes = std::move(without_nodes);
+      }
+    }
+    if (ok) {
+      needed[i] = 0;
+    } else {
+      RemoveHolder(h);
+    }
+  }
+  std::vector<Cand> kept;
+  for (size_t i = 0; i < s.removed.size(); ++i) {
+    if (needed[i]) kept.push_back(s.removed[i]);
+  }
+  s.removed = std::move(kept);
+}
+
+bool CycleRun::Minimal(Search& s, const std::vector<Cand>& cands, bool allow_borrowing,
+                       std::optional<int32_t> threshold) {
+  const int q = info_[s.idx].queue;
+  s.allow_borrowing = allow_borrowing;
+  for (Cand c : cands) {
+    const Holder& h = holders_[c.holder];
+    if (h.queue != q) {
+      // A queue stops being a candidate once it no longer borrows what the preemptor needs.
+      if (!BorrowingInNeeded(h.queue, s)) continue;
+      c.cause = PreemptionCause::kInCohortReclamation;
+      if (threshold) {
+        // A victim at or above the threshold is taken only if the preemptor then does not
+        // borrow; candidates come lowest priority first, so the last one taken stays needed.
+        if (h.priority >= *threshold) {
+          s.allow_borrowing = false;
+        } else {
+          c.cause = PreemptionCause::kInCohortReclaimWhileBorrowing;
+        }
+      }
+    }
+    if (RemoveAndCheck(s, c)) {
+      FillBack(s);
+      return true;
+    }
+  }
+  Abandon(s);
+  return false;
+}
+
+bool CycleRun::FairMinimal(Search& s, const std::vector<Cand>& cands,
+                           std::optional<int32_t> threshold) {
+  const int q = info_[s.idx].queue;
+  s.allow_borrowing = true;
+  struct CandQueue {
+    int queue;
+    std::vector<Cand> left;  // in candidate order
+    int64_t share;
+  };
+  // Kueue's cqHeapFromCandidates: per queue its candidates (only the first with `first_only`),
+  // at the queue's current share.
+  auto build = [&](const std::vector<Cand>& from, bool first_only) {
+    std::vector<CandQueue> out;
+    for (const Cand& c : from) {
+      const int vq = holders_[c.holder].queue;
+      auto it =
+          std::find_if(out.begin(), out.end(), [&](const CandQueue& x) { return x.queue == vq; });
+      if (it == out.end()) {
+        out.push_back({vq, {c}, tree_.ShareMilli(vq)});
+      } else if (!first_only) {
+        it->left.push_back(c);
+      }
+    }
+    return out;
+  };
+  // The queue with the highest share; ties by queue name.
+  auto pop = [&](std::vector<CandQueue>& heap) {
+    auto best = heap.begin();
+    for (auto it = heap.begin(); it != heap.end(); ++it) {
+      if (it->share > best->share ||
+          (it->share == best->share &&
+           tree_.queue(it->queue).name < tree_.queue(best->queue).name)) {
+        best = it;
+      }
+    }
+    CandQueue out = std::move(*best);
+    heap.erase(best);
+    return out;
+  };
+  auto preemptor_share = [&] {
+    const QuotaCharge c = ChargeFor(s.idx, *s.combo, s.need);
+    return tree_.ShareMilli(q, &c);
+  };
+  auto allows = [&](FairStrategy st, int64_t preemptor_new, int64_t victim_old,
+                    int64_t victim_new) {
+    return st == FairStrategy::kLessThanOrEqualToFinalShare ? preemptor_new <= victim_new
+                                                            : preemptor_new < victim_old;
+  };
+  const std::vector<FairStrategy>& strategies = c_.options_.fair_strategies;
+  if (strategies.empty()) return false;
+  std::vector<CandQueue> heap = build(cands, false);
+  int64_t nominated_share = preemptor_share();
+  std::vector<Cand> retry;
+  bool fits = false;
+  while (!heap.empty() && !fits) {
+    CandQueue cq = pop(heap);
+    if (cq.queue == q) {
+      Cand c = cq.left.front();
+      c.cause = PreemptionCause::kInClusterQueue;
+      if (RemoveAndCheck(s, c)) {
+        fits = true;
+        break;
+      }
+      nominated_share = preemptor_share();
+      cq.left.erase(cq.left.begin());
+      if (!cq.left.empty()) {
+        cq.share = tree_.ShareMilli(q);
+        heap.push_back(std::move(cq));
+      }
+      continue;
+    }
+    for (size_t i = 0; i < cq.left.size(); ++i) {
+      Cand c = cq.left[i];
+      Holder& h = holders_[c.holder];
+      const bool below = threshold && h.priority < *threshold;
+      ChargeHolder(h, -1);
+      const int64_t victim_new = tree_.ShareMilli(cq.queue);
+      ChargeHolder(h, +1);
+      const bool by_strategy = allows(strategies[0], nominated_share, cq.share, victim_new);
+      if (!below && !by_strategy) {
+        retry.push_back(c);
+        continue;
+      }
+      c.cause = by_strategy ? PreemptionCause::kInCohortFairSharing
+                            : PreemptionCause::kInCohortReclaimWhileBorrowing;
+      if (RemoveAndCheck(s, c)) {
+        fits = true;
+        break;
+      }
+      cq.left.erase(cq.left.begin(), cq.left.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+      if (!cq.left.empty() && BorrowingInNeeded(cq.queue, s)) {
+        cq.share = victim_new;
+        heap.push_back(std::move(cq));
+      }
+      // The shares changed: the next queue is chosen again.
+      break;
+    }
+  }
+  if (!fits && strategies.size() > 1) {
+    heap = build(retry, true);
+    while (!heap.empty() && !fits) {
+      CandQueue cq = pop(heap);
+      if (!allows(strategies[1], nominated_share, cq.share, 0)) continue;
+      Cand c = cq.left.front();
+      c.cause = PreemptionCause::kInCohortFairSharing;
+      fits = RemoveAndCheck(s, c);
+    }
+  }
+  if (!fits) {
+    Abandon(s);
+    return false;
+  }
+  FillBack(s);
+  return true;
+}
+
 bool CycleRun::TryPreempt(size_t idx, const Attempt& attempt, std::string* reason) {
   const Workload& w = pending_[idx];
   const PendingInfo& p = info_[idx];
@@ -763,67 +1063,70 @@ bool CycleRun::TryPreempt(size_t idx, const Attempt& attempt, std::string* reaso
   const int q = p.queue;
   const PreemptionPolicy& pol = tree_.queue(q).preemption;
   const int root = root_[q];
-  const bool may_reclaim = root >= 0 && (pol.reclaim_within_cohort != ReclaimPreemption::kNever ||
-                                         pol.borrow_within_cohort != BorrowWithinCohort::kNever);
+  const bool may_reclaim = root >= 0 && pol.reclaim_within_cohort != ReclaimPreemption::kNever;
   if (pol.within_queue == WithinQueuePreemption::kNever && !may_reclaim) return false;
   const int shape = ShapeOf(idx);
   const std::string cache_key =
       std::to_string(q) + "|" + std::to_string(p.priority) + "|" + std::to_string(shape);
   if (failed_preemptions_.contains(cache_key)) return false;
 
-  enum Kind : uint8_t { kWithin, kReclaim, kBorrow };
-  struct Cand {
-    size_t holder;
-    Kind kind;
-  };
   const std::vector<Combo>& combos = Combos(idx);
   for (size_t ci = 0; ci < combos.size(); ++ci) {
     const Combo& combo = combos[ci];
     std::vector<PodSpec> pods;
     if (!ConstrainedPods(idx, combo, &pods)) continue;
-    const QuotaCharge charge = ChargeFor(idx, combo, p.lower);
-    const bool borrows_after = tree_.WouldBorrow(q, charge);
-    const int64_t share_after = tree_.ShareMilli(q, &charge);
-    // Whether a queue whose running work has `min_priority` at the least may hold candidates.
+    Search s;
+    s.idx = idx;
+    s.combo = &combo;
+    s.pods = &pods;
+    s.charge = ChargeFor(idx, combo, p.lower);
+    // The flavor/resources that need preemption (Kueue's resourcesRequiringPreemption): those
+    // whose quota is short; all charged ones when the quota fits and the room is short.
+    bool any_short = false;
+    for (int r = 0; r < kNumQuotaResources; ++r) {
+      if (s.charge.flavor[r] == kNoFlavor || s.charge.amount[r] == 0) continue;
+      s.needs[r] = tree_.Available(q, s.charge.flavor[r], static_cast<QuotaResource>(r)) <
+                   s.charge.amount[r];
+      any_short = any_short || s.needs[r];
+    }
+    for (int r = 0; r < kNumQuotaResources && !any_short; ++r) {
+      s.needs[r] = s.charge.flavor[r] != kNoFlavor && s.charge.amount[r] > 0;
+    }
+    // Kueue's findCandidates. Within the queue, per withinClusterQueue (skipped when no running
+    // work of the queue has a priority low enough).
     const bool within_any = pol.within_queue == WithinQueuePreemption::kLowerOrNewerEqualPriority
                                 ? min_running_priority_[q] <= p.priority
                                 : pol.within_queue == WithinQueuePreemption::kLowerPriority &&
                                       min_running_priority_[q] < p.priority;
     std::vector<Cand> cands;
     if (within_any) {
-      ForEachSharingFlavor(q, charge, [&](size_t hi) {
+      ForEachSharingFlavor(q, s.charge, [&](size_t hi) {
         const Holder& h = holders_[hi];
         const bool lower = h.priority < p.priority;
         const bool newer_equal = h.priority == p.priority && h.w->created_ms > w.created_ms;
+        if (!UsesNeeded(h, s)) return;
         if ((pol.within_queue == WithinQueuePreemption::kLowerPriority && lower) ||
             (pol.within_queue == WithinQueuePreemption::kLowerOrNewerEqualPriority &&
              (lower || newer_equal))) {
-          cands.push_back({hi, kWithin});
+          cands.push_back({hi, PreemptionCause::kInClusterQueue});
         }
       });
     }
-    // Only queues of the same cohort tree that borrow can lose lent quota.
-    auto reclaim_candidate = [&](size_t hi) {
-      const Holder& h = holders_[hi];
-      const bool prio_ok = pol.reclaim_within_cohort == ReclaimPreemption::kAny ||
-                           (pol.reclaim_within_cohort == ReclaimPreemption::kLowerPriority &&
-                            h.priority < p.priority);
-      if (c_.options_.fair_sharing || !borrows_after) {
-        if (prio_ok) cands.push_back({hi, kReclaim});
-      } else if (pol.borrow_within_cohort == BorrowWithinCohort::kLowerPriority &&
-                 h.priority < p.priority &&
-                 (!pol.max_priority_threshold || h.priority <= *pol.max_priority_threshold)) {
-        cands.push_back({hi, kBorrow});
-      }
-    };
+    // In the cohort, per reclaimWithinCohort: work of the queues that borrow what is needed.
     if (may_reclaim) {
       for (int vq : root_queues_[root]) {
-        if (vq == q || !tree_.Borrowing(vq)) continue;
+        if (vq == q || !BorrowingInNeeded(vq, s)) continue;
         if (pol.reclaim_within_cohort != ReclaimPreemption::kAny &&
             min_running_priority_[vq] >= p.priority) {
           continue;
         }
-        ForEachSharingFlavor(vq, charge, reclaim_candidate);
+        ForEachSharingFlavor(vq, s.charge, [&](size_t hi) {
+          const Holder& h = holders_[hi];
+          if (!UsesNeeded(h, s)) return;
+          if (pol.reclaim_within_cohort == ReclaimPreemption::kAny || h.priority < p.priority) {
+            cands.push_back({hi, PreemptionCause::kInCohortReclamation});
+          }
+        });
       }
     }
     if (cands.empty()) continue;
@@ -835,8 +1138,8 @@ bool CycleRun::TryPreempt(size_t idx, const Attempt& attempt, std::string* reaso
     if (!quota_possible) continue;
     const std::string key = FailureKey(shape, combo);
     if (!FitsWhenAllEnd(idx, key, pods)) continue;
-    // Eviction order: other queues' borrowers before the own queue, lowest priority, most
-    // recently admitted, fewest pods, most recently created, then name.
+    // Kueue's candidatesOrdering: other queues' work before the own queue's, lowest priority,
+    // most recently admitted; then fewest pods, most recently created, name.
     std::sort(cands.begin(), cands.end(), [&](const Cand& a, const Cand& b) {
       const Holder& x = holders_[a.holder];
       const Holder& y = holders_[b.holder];
@@ -848,123 +1151,102 @@ bool CycleRun::TryPreempt(size_t idx, const Attempt& attempt, std::string* reaso
       if (x.w->created_ms != y.w->created_ms) return x.w->created_ms > y.w->created_ms;
       return x.w->name < y.w->name;
     });
-    std::vector<Cand> removed;
-    QuotaVector amount = {0, 0, 0};
-    std::vector<NodeId> fit_nodes;
-    // Nodes that gained room since they were last looked at (by a simulation that found no
-    // room or by the gate below); while the workload is known not to fit, it can only fit now
-    // if a pod fits on one of them.
-    std::vector<NodeId> gained;
     // Known when admission found no room for this choice, or a workload of the same shape did
     // (when quota stopped this one before it looked).
-    bool known_no_room =
+    const bool no_room =
         (ci < attempt.no_room.size() && attempt.no_room[ci]) || KnownFailure(idx, key) != nullptr;
-    // What the workload needs of quota: its request's lower bound, raised to what a simulated
-    // placement actually charged (a MIG slice or a memory share charges more than its bound).
-    QuotaVector need = p.lower;
+    auto fresh = [&] {
+      s.removed.clear();
+      s.gained.clear();
+      s.fit_nodes.clear();
+      s.known_no_room = no_room;
+      // What the workload needs of quota: its request's lower bound, raised to what a simulated
+      // placement actually charged (a MIG slice or a memory share charges more than its bound).
+      s.need = p.lower;
+    };
+    fresh();
+    std::vector<Cand> same_queue;
+    for (const Cand& c : cands) {
+      if (holders_[c.holder].queue == q) same_queue.push_back(c);
+    }
+    // Kueue's GetTargets.
     bool fits = false;
-    for (const Cand& cand : cands) {
-      Holder& h = holders_[cand.holder];
-      // Fair sharing: take only from a queue whose share stays above the preemptor's share
-      // after admission, so two queues never take turns evicting each other.
-      if (c_.options_.fair_sharing && cand.kind != kWithin &&
-          tree_.ShareMilli(h.queue) <= share_after) {
-        continue;
-      }
-      RemoveHolder(h);
-      removed.push_back(cand);
-      AppendNodes(PlacementsOf(h), &gained);
-      if (!QuotaFits(idx, combo, need)) continue;
-      if (known_no_room) {
-        // Nodes found to hold no room for any pod keep none until they gain more.
-        const bool may_fit = AnyPodFeasible(idx, gained, pods);
-        gained.clear();
-        if (!may_fit) continue;
-      }
-      const Fit f = Check(idx, combo, pods, &amount, &fit_nodes);
-      if (f == Fit::kYes) {
-        fits = true;
-        break;
-      }
-      if (f == Fit::kNoQuota && !fit_nodes.empty()) {
-        // There is room; the exact charge is what misses.
-        for (int r = 0; r < kNumQuotaResources; ++r) need[r] = std::max(need[r], amount[r]);
-        fit_nodes.clear();
-        known_no_room = false;
-      }
-      if (f == Fit::kNoRoom) {
-        known_no_room = true;
-        gained.clear();
-      }
-    }
-    if (!fits) {
-      for (const Cand& cand : removed) RestoreHolder(holders_[cand.holder]);
-      continue;
-    }
-    // Minimal set: put back every victim the preemptor can do without, latest first. A victim
-    // on none of the nodes of the last placement found leaves that placement valid: only the
-    // quota needs checking.
-    std::vector<uint8_t> needed(removed.size(), 1);
-    for (size_t i = removed.size() - 1; i-- > 0;) {
-      Holder& h = holders_[removed[i].holder];
-      RestoreHolder(h);
-      bool disjoint = true;
-      for (const std::optional<Placement>& pl : PlacementsOf(h)) {
-        if (pl && std::find(fit_nodes.begin(), fit_nodes.end(), pl->node) != fit_nodes.end()) {
-          disjoint = false;
+    if (same_queue.size() == cands.size()) {
+      fits = Minimal(s, cands, /*allow_borrowing=*/true, std::nullopt);
+    } else {
+      std::optional<int32_t> threshold;
+      if (pol.borrow_within_cohort != BorrowWithinCohort::kNever) {
+        threshold = p.priority;
+        if (pol.max_priority_threshold && *pol.max_priority_threshold < *threshold) {
+          threshold = *pol.max_priority_threshold + 1;
         }
       }
-      bool ok = false;
-      if (disjoint) {
-        ok = QuotaFits(idx, combo, amount);
-      } else {
-        QuotaVector without = {0, 0, 0};
-        std::vector<NodeId> without_nodes;
-        if (Check(idx, combo, pods, &without, &without_nodes) == Fit::kYes) {
-          ok = true;
-          amount = without;
-          fit_nodes = std::move(without_nodes);
+      bool under_nominal = true;
+      for (int r = 0; r < kNumQuotaResources; ++r) {
+        if (s.needs[r] &&
+            !tree_.UnderNominal(q, s.charge.flavor[r], static_cast<QuotaResource>(r))) {
+          under_nominal = false;
         }
       }
-      if (ok) {
-        needed[i] = 0;
+      if (c_.options_.fair_sharing) {
+        fits = FairMinimal(s, cands, threshold);
+      } else if (threshold) {
+        // Borrowing while preempting: with the queue at or above its nominal quota, only work
+        // of the own queue or below the threshold.
+        std::vector<Cand> allowed;
+        for (const Cand& c : cands) {
+          const Holder& h = holders_[c.holder];
+          if (under_nominal || h.queue == q || h.priority < *threshold) allowed.push_back(c);
+        }
+        fits = Minimal(s, allowed, /*allow_borrowing=*/true, threshold);
       } else {
-        RemoveHolder(h);
+        // Without borrowWithinCohort, reclaiming in the cohort is tried only while the queue is
+        // under its nominal quota, and the preemptor must not borrow after it; then only the
+        // own queue's work, borrowing allowed.
+        if (under_nominal) fits = Minimal(s, cands, /*allow_borrowing=*/false, std::nullopt);
+        if (!fits) {
+          fresh();
+          fits = Minimal(s, same_queue, /*allow_borrowing=*/true, std::nullopt);
+        }
       }
     }
+    if (!fits) continue;
     // The victims' devices stay busy until they have stopped, so no one else may be placed
     // there in this cycle; their quota passes to the preemptor, which holds it (nominated) so
     // that later workloads neither take it nor preempt again for the same room.
-    for (size_t i = 0; i < removed.size(); ++i) {
-      if (needed[i]) MovePlacements(holders_[removed[i].holder], +1);
-    }
-    ChargeUsage(q, p.ns, ChargeFor(idx, combo, amount), amount, +1);
+    for (const Cand& c : s.removed) MovePlacements(holders_[c.holder], +1);
+    ChargeUsage(q, p.ns, ChargeFor(idx, combo, s.amount), s.amount, +1);
     std::string names;
     int count = 0;
-    for (size_t i = 0; i < removed.size(); ++i) {
-      if (!needed[i]) continue;
-      Holder& h = holders_[removed[i].holder];
+    for (const Cand& c : s.removed) {
+      Holder& h = holders_[c.holder];
       h.victim = true;
       // A victim frees its room now, as far as reservations are concerned.
       h.end_ms = now_;
       Preemption& pr = out_.preemptions.emplace_back();
       pr.running_index = h.running_index;
+      pr.cause = c.cause;
       pr.victim = h.w->name;
       pr.preemptor = w.name;
       pr.reason = "preempted by " + w.name + " (queue " + tree_.queue(q).name + ", " +
                   PriorityText(p.priority) + "): ";
-      switch (removed[i].kind) {
-        case kWithin:
+      switch (c.cause) {
+        case PreemptionCause::kInClusterQueue:
           pr.reason += h.priority < p.priority ? "higher priority in the same queue"
                                                : "older workload of equal priority in the same "
                                                  "queue";
           break;
-        case kReclaim:
+        case PreemptionCause::kInCohortReclamation:
           pr.reason += "reclaiming quota that queue " + tree_.queue(h.queue).name +
                        " borrowed in the cohort";
           break;
-        case kBorrow:
-          pr.reason += "lower-priority work borrowing in the cohort";
+        case PreemptionCause::kInCohortReclaimWhileBorrowing:
+          pr.reason += "lower-priority work of queue " + tree_.queue(h.queue).name +
+                       " borrowing in the cohort (borrowWithinCohort)";
+          break;
+        case PreemptionCause::kInCohortFairSharing:
+          pr.reason += "fair sharing in the cohort: queue " + tree_.queue(h.queue).name +
+                       " holds a larger share";
           break;
       }
       names += (count++ ? ", " : "") + h.w->name;

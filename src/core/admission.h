@@ -13,6 +13,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -23,10 +24,23 @@
 
 namespace tessera::core {
 
+// Kueue's fair-sharing preemption strategies (config fairSharing.preemptionStrategies): whether
+// a preemptor whose queue's share becomes `preemptor_new` may take a workload from a queue whose
+// share is `victim_old` before and `victim_new` after.
+enum class FairStrategy : uint8_t {
+  kLessThanOrEqualToFinalShare,  // preemptor_new <= victim_new
+  kLessThanInitialShare,         // preemptor_new < victim_old
+};
+
 struct CycleOptions {
-  // Order queue heads by weighted dominant-resource share and reclaim from the highest share.
-  // Off: Kueue's classic order (work that does not borrow first, then priority, then age).
-  bool fair_sharing = true;
+  // Kueue's fairSharing.enable. On: queue heads ordered by weighted dominant-resource share, and
+  // preemption in the cohort by the fair-sharing strategies below. Off (Kueue's default): the
+  // classic order (work that does not borrow first, then priority, then age) and classic
+  // preemption (reclaimWithinCohort, borrowWithinCohort, the nominal-quota rule).
+  bool fair_sharing = false;
+  // Tried in order; Kueue's default is both, in this order.
+  std::vector<FairStrategy> fair_strategies = {FairStrategy::kLessThanOrEqualToFinalShare,
+                                               FairStrategy::kLessThanInitialShare};
   // Hold nodes for a workload blocked for lack of room, so smaller work cannot delay it.
   bool backfill = true;
   // Most reservations made in one cycle (one per queue at most).
@@ -39,8 +53,20 @@ struct Admission {
   bool borrowing = false;  // admitted above the queue's nominal quota
 };
 
+// Why a workload was preempted, as Kueue's Preempted condition reasons say it.
+enum class PreemptionCause : uint8_t {
+  kInClusterQueue,                 // a workload of the same queue
+  kInCohortReclamation,            // the victim's queue borrowed quota the preemptor's lends
+  kInCohortReclaimWhileBorrowing,  // borrowWithinCohort: the preemptor borrows as it reclaims
+  kInCohortFairSharing,            // fair sharing: the victim's queue has the higher share
+};
+// "InClusterQueue", "InCohortReclamation", "InCohortReclaimWhileBorrowing",
+// "InCohortFairSharing".
+std::string_view PreemptionCauseName(PreemptionCause c);
+
 struct Preemption {
   size_t running_index = 0;  // into the cycle's running list
+  PreemptionCause cause = PreemptionCause::kInClusterQueue;
   std::string victim;
   std::string preemptor;
   // "preempted by team-a/train-2 (queue team-a, priority 100): reclaiming quota lent to queue

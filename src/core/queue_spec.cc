@@ -164,6 +164,12 @@ Status ValidateQueueConfig(const QueueConfig& config) {
       return Bad(p + ".preemption.borrow_within_cohort.max_priority_threshold",
                  "needs policy LowerPriority");
     }
+    // As Kueue's ClusterQueue validation: borrowing while preempting is a way of reclaiming.
+    if (q.preemption.borrow_within_cohort != BorrowWithinCohort::kNever &&
+        q.preemption.reclaim_within_cohort == ReclaimPreemption::kNever) {
+      return Bad(p + ".preemption.borrow_within_cohort.policy",
+                 "needs reclaim_within_cohort other than Never");
+    }
   }
   std::set<std::string> local;
   for (size_t i = 0; i < config.local_queues.size(); ++i) {

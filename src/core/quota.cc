@@ -194,6 +194,18 @@ bool QuotaTree::Borrowing(int q) const {
   return false;
 }
 
+bool QuotaTree::BorrowingIn(int q, int flavor, QuotaResource r) const {
+  const Node& n = nodes_[q];
+  const int fr = Fr(flavor, r);
+  return n.usage[fr] > n.subtree[fr];
+}
+
+bool QuotaTree::UnderNominal(int q, int flavor, QuotaResource r) const {
+  const Node& n = nodes_[q];
+  const int fr = Fr(flavor, r);
+  return n.usage[fr] < n.nominal[fr];
+}
+
 std::string QuotaTree::Explain(int q, const QuotaCharge& c) const {
   const Node& n = nodes_[q];
   for (int r = 0; r < kNumQuotaResources; ++r) {

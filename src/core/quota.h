@@ -61,6 +61,11 @@ class QuotaTree {
   bool WouldBorrow(int q, const QuotaCharge& c) const;
   // True when the queue uses more than its quota of some flavor/resource.
   bool Borrowing(int q) const;
+  // True when the queue uses more than its quota of this flavor/resource (Kueue's
+  // ClusterQueue.Borrowing(fr)).
+  bool BorrowingIn(int q, int flavor, QuotaResource r) const;
+  // True when the queue uses less than its nominal quota of this flavor/resource.
+  bool UnderNominal(int q, int flavor, QuotaResource r) const;
   // Why `c` does not fit: "queue team-a: nvidia.com/gpu in flavor h100 needs 8 GPUs, 4 GPUs
   // available (uses 12 GPUs of nominal 16 GPUs; ...)". Empty when it fits.
   std::string Explain(int q, const QuotaCharge& c) const;

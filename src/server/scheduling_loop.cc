@@ -23,6 +23,16 @@ using nlohmann::json;
 
 namespace {
 
+// A condition as Kueue writes a Workload's (QuotaReserved, Admitted, Evicted, Preempted).
+json Condition(const char* type, bool status, const std::string& reason, const std::string& message,
+               int64_t now_ms) {
+  return {{"type", type},
+          {"status", status ? "True" : "False"},
+          {"reason", reason},
+          {"message", message},
+          {"lastTransitionTime", FormatTime(now_ms)}};
+}
+
 constexpr char kUnqueued[] = "tessera-unqueued";
 
 using Stored = StoredJson;
@@ -521,7 +531,13 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     const json& status = Member(s.obj(), "status");
     if (Str(status, "phase") == "Pending" && Str(status, "message") == message) return;
     json obj = s.obj();
-    obj["status"] = {{"phase", "Pending"}, {"message", message}};
+    // A preempted job keeps saying why it was evicted while it waits again.
+    json conditions = json::array();
+    for (const json& c : ListOf(Member(status, "conditions"))) {
+      if (Str(c, "type") == "Evicted" || Str(c, "type") == "Preempted") conditions.push_back(c);
+    }
+    conditions.push_back(Condition("QuotaReserved", false, "Pending", message, now_ms));
+    obj["status"] = {{"phase", "Pending"}, {"message", message}, {"conditions", conditions}};
     put(obj, s.version);
     event(s.obj(), "Normal", "Pending", message);
   };
@@ -534,7 +550,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     }
     return sum;
   }
-  auto cycle = core::AdmissionCycle::Create(cfg);
+  auto cycle = core::AdmissionCycle::Create(cfg, options_.cycle);
   if (!cycle.ok()) return cycle.status();
   core::CycleResult result = cycle->Run(*placer_, state, pending, running, now_ms, held_);
   held_ = result.reservations;
@@ -570,12 +586,17 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
           a.admitted.flavors[r];
     }
     json obj = s.obj();
-    obj["status"] = {{"phase", "Admitted"},
-                     {"queue", a.admitted.queue},
-                     {"flavors", flavors},
-                     {"priority", a.admitted.priority},
-                     {"admittedAt", FormatTime(now_ms)},
-                     {"pods", pods}};
+    obj["status"] = {
+        {"phase", "Admitted"},
+        {"queue", a.admitted.queue},
+        {"flavors", flavors},
+        {"priority", a.admitted.priority},
+        {"admittedAt", FormatTime(now_ms)},
+        {"pods", pods},
+        {"conditions",
+         {Condition("QuotaReserved", true, "QuotaReserved",
+                    "Quota reserved in queue " + a.admitted.queue, now_ms),
+          Condition("Admitted", true, "Admitted", "The workload is admitted", now_ms)}}};
     put(obj, s.version);
     api_.metrics().ObserveAdmission(
         a.admitted.queue,
@@ -592,9 +613,16 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     const Stored& s = *running_obj[p.running_index];
     released.insert(NamespaceOf(s.obj()) + "/" + NameOf(s.obj()));
     json obj = s.obj();
-    obj["status"] = {{"phase", "Pending"}, {"message", p.reason}};
+    const std::string cause(core::PreemptionCauseName(p.cause));
+    obj["status"] = {{"phase", "Pending"},
+                     {"message", p.reason},
+                     {"conditions",
+                      {Condition("Evicted", true, "Preempted", p.reason, now_ms),
+                       Condition("Preempted", true, cause, p.reason, now_ms),
+                       Condition("QuotaReserved", false, "Preempted", p.reason, now_ms),
+                       Condition("Admitted", false, "NoReservation", p.reason, now_ms)}}};
     put(obj, s.version);
-    event(s.obj(), "Warning", "Preempted", p.reason);
+    event(s.obj(), "Warning", "Preempted", p.reason + " [" + cause + "]");
     ++sum.preempted;
   }
   for (size_t i = 0; i < pending.size(); ++i) {

@@ -44,6 +44,8 @@ struct SchedulingLoopOptions {
   // publishes status.fenceSeconds (its agent stops its pods that long after its last accepted
   // heartbeat, see agent/fence.h) is given at least fenceSeconds + kFenceMarginMs.
   int64_t node_grace_ms = 40'000;
+  // Fair sharing and its strategies (Kueue's fairSharing config); classic preemption by default.
+  core::CycleOptions cycle;
 };
 
 // Covers a scheduling cycle's period and the commit of the heartbeat after its stamp.

@@ -153,6 +153,12 @@ AdmissionCycle MustCycle(const QueueConfig& cfg, CycleOptions o = {}) {
   return std::move(c).value();
 }
 
+CycleOptions FairSharing() {
+  CycleOptions o;
+  o.fair_sharing = true;
+  return o;
+}
+
 std::vector<std::string> Names(const CycleResult& r) {
   std::vector<std::string> out;
   for (const Admission& a : r.admissions) out.push_back(a.admitted.workload.name);
@@ -232,7 +238,7 @@ TEST(Admission, FairShareOrderFollowsWeights) {
     QueueSpec a = Queue("a", "pool", 4), b = Queue("b", "pool", 4);
     a.fair_weight_milli = c.a_weight;
     b.fair_weight_milli = c.b_weight;
-    AdmissionCycle cycle = MustCycle(Config({a, b}, {"pool"}));
+    AdmissionCycle cycle = MustCycle(Config({a, b}, {"pool"}), FairSharing());
     Sim sim(1);
     if (c.a_running) sim.Run(cycle, Job("a", "run", c.a_running));
     if (c.b_running) sim.Run(cycle, Job("b", "run", c.b_running));
@@ -390,7 +396,7 @@ TEST(Admission, NoPreemptionLoopAtFairShare) {
   b.preemption.reclaim_within_cohort = ReclaimPreemption::kAny;
   a.preemption.within_queue = WithinQueuePreemption::kLowerOrNewerEqualPriority;
   b.preemption.within_queue = WithinQueuePreemption::kLowerOrNewerEqualPriority;
-  AdmissionCycle cycle = MustCycle(Config({a, b}, {"pool"}));
+  AdmissionCycle cycle = MustCycle(Config({a, b}, {"pool"}), FairSharing());
   Sim sim(1);
   sim.Run(cycle, Job("a", "a1", 3), 1);
   sim.Run(cycle, Job("a", "a2", 3), 2);
@@ -413,7 +419,7 @@ TEST(Admission, NoPreemptionLoopWhenBothBorrowEqually) {
   for (QueueSpec* q : {&a, &b}) q->preemption.reclaim_within_cohort = ReclaimPreemption::kAny;
   QueueConfig cfg = Config({a, b}, {"pool"});
   cfg.cohorts[0].resource_groups = {GpuGroup({{"default", 4}})};
-  AdmissionCycle cycle = MustCycle(cfg);
+  AdmissionCycle cycle = MustCycle(cfg, FairSharing());
   Sim sim(1, 12);
   sim.Run(cycle, Job("a", "a1", 3), 1);
   sim.Run(cycle, Job("b", "b1", 3), 2);

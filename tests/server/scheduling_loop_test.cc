@@ -203,8 +203,26 @@ spec:
   EXPECT_EQ(Job("train", "team-a")["status"]["phase"], "Pending");
   EXPECT_EQ(Events("train", "team-a").back().rfind("Preempted: preempted by team-a/urgent", 0), 0u)
       << Events("train", "team-a").back();
+  EXPECT_NE(Events("train", "team-a").back().find("[InClusterQueue]"), std::string::npos);
+  // Kueue's workload conditions: evicted by preemption, with the preemption's reason.
+  auto condition = [&](const char* job, const char* type) {
+    const json obj = Job(job, "team-a");
+    for (const json& c : obj["status"]["conditions"]) {
+      if (c["type"] == type)
+        return c["status"].get<std::string>() + "/" + c["reason"].get<std::string>();
+    }
+    return std::string("absent");
+  };
+  EXPECT_EQ(condition("train", "Evicted"), "True/Preempted");
+  EXPECT_EQ(condition("train", "Preempted"), "True/InClusterQueue");
+  EXPECT_EQ(condition("train", "QuotaReserved"), "False/Preempted");
   Cycle();
   EXPECT_EQ(Job("urgent", "team-a")["status"]["phase"], "Admitted");
+  EXPECT_EQ(condition("urgent", "QuotaReserved"), "True/QuotaReserved");
+  EXPECT_EQ(condition("urgent", "Admitted"), "True/Admitted");
+  // Waiting again, the preempted job still says why it was evicted.
+  EXPECT_EQ(condition("train", "Preempted"), "True/InClusterQueue");
+  EXPECT_EQ(condition("train", "QuotaReserved"), "False/Pending") << Job("train", "team-a").dump();
 
   // A namespace quota of 1 GPU in team-b holds a 2-GPU pod back.
   Apply(R"(
