@@ -453,6 +453,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   const std::vector<Stored> jobs = ListKind(store, "Job", &problems);
   valid_.swap(next_valid);
   std::set<std::string> unqueued_ns;
+  std::vector<const Stored*> suspended;
   for (const Stored& s : jobs) {
     const json& status = Member(s.obj(), "status");
     const std::string phase = Str(status, "phase");
@@ -463,7 +464,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
       skip(s, "Job", job.status());
       continue;
     }
-    if (job->suspend) continue;
+    const bool suspend = job->suspend;
     core::Workload w = std::move(job->workload);
     if (!job->pod_group.empty()) {
       auto g = groups.find(w.namespace_name + "/" + job->pod_group);
@@ -472,6 +473,12 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
         if (w.local_queue.empty()) w.local_queue = g->second.queue;
         if (w.priority_class.empty()) w.priority_class = g->second.priority_class;
       }
+    }
+    // spec.suspend: of a queued Job, the queue's own switch (Kueue's: admission sets it to
+    // false); of any other Job, Kubernetes' (nothing runs while it is true; a running Job stops).
+    if (suspend && w.local_queue.empty()) {
+      suspended.push_back(&s);
+      continue;
     }
     if (w.local_queue.empty()) {
       w.local_queue = kUnqueued;
@@ -542,6 +549,10 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     event(s.obj(), "Normal", "Pending", message);
   };
 
+  for (const Stored* s : suspended) {
+    set_pending(*s, "suspended (spec.suspend is true): nothing runs until it is false");
+  }
+
   std::map<std::string, std::string> inactive;
   if (Status valid = DropInvalid(&cfg, &inactive, &problems); !valid.ok()) {
     sum.config_error = valid.message();
@@ -586,6 +597,10 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
           a.admitted.flavors[r];
     }
     json obj = s.obj();
+    // Kueue's admission of a suspended Job: it starts now.
+    if (obj.contains("spec") && obj["spec"].is_object() && obj["spec"].value("suspend", false)) {
+      obj["spec"]["suspend"] = false;
+    }
     obj["status"] = {
         {"phase", "Admitted"},
         {"queue", a.admitted.queue},

@@ -53,6 +53,18 @@ class LoopTest : public ::testing::Test {
     HttpResponse out = api_->Handle(r);
     ASSERT_EQ(out.status, 200) << out.body;
   }
+  // Replaces a Job with `obj` (a PUT of the whole object, as an editing client does).
+  void Put(const nlohmann::json& obj) {
+    HttpRequest r;
+    r.method = "PUT";
+    r.path = "/api/v1/namespaces/" + obj["metadata"]["namespace"].get<std::string>() + "/jobs/" +
+             obj["metadata"]["name"].get<std::string>();
+    r.authorization = "Bearer " + admin_;
+    r.content_type = "application/json";
+    r.body = obj.dump();
+    HttpResponse out = api_->Handle(r);
+    ASSERT_EQ(out.status, 200) << out.body;
+  }
   nlohmann::json Get(const std::string& path) {
     HttpRequest r;
     r.method = "GET";

@@ -702,5 +702,70 @@ spec:
   EXPECT_EQ(Job("borrows")["status"]["phase"], "Admitted") << Job("borrows").dump();
 }
 
+TEST_F(LoopTest, SuspendIsTheQueuesSwitchForQueuedJobsAndKubernetesOtherwise) {
+  Apply(kCluster);
+  Apply(R"(
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: a100}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors: [{name: a100, resources: [{name: nvidia.com/gpu, nominalQuota: 8}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: main, namespace: default}
+spec: {clusterQueue: cq}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: queued, labels: {kueue.x-k8s.io/queue-name: main}}
+spec:
+  suspend: true
+  template:
+    spec:
+      containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1}}}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: plain}
+spec:
+  suspend: true
+  template:
+    spec:
+      containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1}}}]
+)");
+  Cycle();
+  // Kueue's submission form: admission un-suspends the Job.
+  EXPECT_EQ(Job("queued")["status"]["phase"], "Admitted") << Job("queued").dump();
+  EXPECT_EQ(Job("queued")["spec"]["suspend"], false);
+  // Without a queue, Kubernetes' meaning: nothing runs, and the Job says why.
+  EXPECT_EQ(Job("plain")["status"]["phase"], "Pending");
+  EXPECT_EQ(Job("plain")["status"]["message"],
+            "suspended (spec.suspend is true): nothing runs until it is false");
+  ASSERT_FALSE(Events("plain").empty());
+  EXPECT_NE(Events("plain").back().find("suspended"), std::string::npos);
+  // Resumed, it runs; suspended while running, it stops and gives its GPU back.
+  json plain = Job("plain");
+  plain["spec"]["suspend"] = false;
+  plain["metadata"].erase("resourceVersion");
+  Put(plain);
+  Cycle();
+  EXPECT_EQ(Job("plain")["status"]["phase"], "Admitted") << Job("plain").dump();
+  plain = Job("plain");
+  plain["spec"]["suspend"] = true;
+  plain["metadata"].erase("resourceVersion");
+  Put(plain);
+  Cycle();
+  EXPECT_EQ(Job("plain")["status"]["phase"], "Pending");
+  EXPECT_TRUE(Job("plain")["status"]["pods"].is_null());
+}
+
 }  // namespace
 }  // namespace tessera::server
