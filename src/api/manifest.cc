@@ -506,6 +506,20 @@ Result<std::vector<json>> BatchJob(const Doc& d, const json& doc) {
       Object("Job", d.name, d.ns, Member(d.meta, "labels"), Member(d.meta, "annotations"), job)};
 }
 
+// Volcano's queue of a Job or PodGroup. Volcano's `default` queue always exists, is open to
+// every namespace and has no capability: Tessera's work without a queue, recorded in the
+// tessera.io/volcano-queue annotation. Another name is the queue (LocalQueue) of that name.
+void VolcanoQueue(const json& spec, json* out, json* annotations) {
+  const json& q = Member(spec, "queue");
+  if (!q.is_string()) return;
+  if (q == "default") {
+    if (!annotations->is_object()) *annotations = json::object();
+    (*annotations)["tessera.io/volcano-queue"] = "default";
+    return;
+  }
+  (*out)["queue"] = q;
+}
+
 Result<std::vector<json>> VolcanoJob(const Doc& d, const json& doc) {
   const json& spec = Member(doc, "spec");
   TESSERA_RETURN_IF_ERROR(OnlyFields(spec, "spec",
@@ -514,7 +528,7 @@ Result<std::vector<json>> VolcanoJob(const Doc& d, const json& doc) {
                                      kNotRun));
   json job = json::object(), annotations = Member(d.meta, "annotations");
   if (spec.contains("minAvailable")) job["minMember"] = spec["minAvailable"];
-  if (spec.contains("queue")) job["queue"] = spec["queue"];
+  VolcanoQueue(spec, &job, &annotations);
   if (spec.contains("priorityClassName")) job["priorityClassName"] = spec["priorityClassName"];
   // Volcano's job plugins (ssh keys, headless service, env) set up the pods' network identity;
   // kept for the runner, not dropped.
@@ -556,12 +570,13 @@ Result<std::vector<json>> VolcanoPodGroup(const Doc& d, const json& doc) {
   const json& spec = Member(doc, "spec");
   TESSERA_RETURN_IF_ERROR(OnlyFields(
       spec, "spec", {"minMember", "minResources", "queue", "priorityClassName"}, kNotRun));
-  json pg = json::object();
-  for (const char* k : {"minMember", "queue", "priorityClassName", "minResources"}) {
+  json pg = json::object(), annotations = Member(d.meta, "annotations");
+  for (const char* k : {"minMember", "priorityClassName", "minResources"}) {
     if (spec.contains(k)) pg[k] = spec[k];
   }
-  return std::vector<json>{Object("PodGroup", d.name, d.ns, Member(d.meta, "labels"),
-                                  Member(d.meta, "annotations"), pg)};
+  VolcanoQueue(spec, &pg, &annotations);
+  return std::vector<json>{
+      Object("PodGroup", d.name, d.ns, Member(d.meta, "labels"), annotations, pg)};
 }
 
 // Kueue's ClusterQueue namespaceSelector as the namespaces it admits: {} is every namespace;

@@ -97,7 +97,9 @@ TEST(Manifest, VolcanoGangIsOneJobOfFourPodsOfEightGpus) {
   auto pg = DecodePodGroup(objs[0]);
   ASSERT_TRUE(pg.ok()) << pg.status().message();
   EXPECT_EQ(pg->min_member, 4);
-  EXPECT_EQ(pg->queue, "default");
+  // Volcano's default queue always exists: work without a queue, recorded as such.
+  EXPECT_EQ(pg->queue, "");
+  EXPECT_EQ(objs[0]["metadata"]["annotations"]["tessera.io/volcano-queue"], "default");
   EXPECT_EQ(pg->min_resources.gpu.count, 32);
   auto job = DecodeJob(objs[1]);
   ASSERT_TRUE(job.ok()) << job.status().message();

@@ -767,5 +767,26 @@ spec:
   EXPECT_TRUE(Job("plain")["status"]["pods"].is_null());
 }
 
+TEST_F(LoopTest, VolcanosDefaultQueueAlwaysExists) {
+  Apply(kCluster);
+  Apply(R"(
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: vc}
+spec:
+  minAvailable: 2
+  schedulerName: volcano
+  queue: default
+  tasks:
+  - replicas: 2
+    name: worker
+    template:
+      spec:
+        containers: [{name: c, image: busybox, resources: {limits: {nvidia.com/gpu: 1}}}]
+)");
+  Cycle();
+  EXPECT_EQ(Job("vc")["status"]["phase"], "Admitted") << Job("vc").dump();
+}
+
 }  // namespace
 }  // namespace tessera::server
