@@ -221,6 +221,9 @@ class CycleRun {
   // returns them for CloseReservations.
   std::vector<size_t> OpenReservations(size_t idx);
   void CloseReservations(const std::vector<size_t>& opened);
+  // A placement failure's reason, saying which reservations held nodes the workload could not
+  // use ("node(s) were unschedulable" alone would blame the nodes).
+  std::string NameReservations(size_t idx, std::string reason) const;
   // Rolls back the placements of a gang this cycle placed (and told the reserve plugins of).
   void Unplace(const std::vector<PodSpec>& pods, const GangOutcome& g);
   void Admit(size_t idx, const QuotaCharge& charge, const QuotaVector& amount, GangOutcome gang);
@@ -276,6 +279,7 @@ class CycleRun {
   // opens, so any runtime at least that long fails too.
   struct Failure {
     int64_t runtime = kNoEnd;
+    int32_t priority = 0;  // a higher priority opens more reserved nodes
     std::string reason;
     std::string workload;  // whose placement failed
   };
@@ -577,12 +581,35 @@ void CycleRun::SetCordon(const std::vector<NodeId>& nodes, bool on) {
 std::vector<size_t> CycleRun::OpenReservations(size_t idx) {
   std::vector<size_t> opened;
   for (size_t r = 0; r < reservations_.size(); ++r) {
-    if (reservation_owner_[r] == idx || Qualifies(idx, reservations_[r])) {
+    // A reservation holds only against work of lower or equal priority that would delay it.
+    if (reservation_owner_[r] == idx || Qualifies(idx, reservations_[r]) ||
+        info_[idx].priority > info_[reservation_owner_[r]].priority) {
       SetCordon(reservations_[r].nodes, false);
       opened.push_back(r);
     }
   }
   return opened;
+}
+
+std::string CycleRun::NameReservations(size_t idx, std::string reason) const {
+  std::string held;
+  size_t nodes = 0;
+  for (size_t r = 0; r < reservations_.size(); ++r) {
+    const size_t owner = reservation_owner_[r];
+    if (owner == idx || Qualifies(idx, reservations_[r]) ||
+        info_[idx].priority > info_[owner].priority) {
+      continue;
+    }
+    nodes += reservations_[r].nodes.size();
+    if (!held.empty()) continue;
+    held = pending_[owner].name +
+           (reservations_[r].start_ms
+                ? " until its start at " + std::to_string(*reservations_[r].start_ms) + " ms"
+                : " until running work ends");
+  }
+  if (nodes == 0) return reason;
+  return reason + "; " + std::to_string(nodes) + " node(s) held for " + held +
+         " (backfill: only work of higher priority, or that ends before, may use them)";
 }
 
 void CycleRun::CloseReservations(const std::vector<size_t>& opened) {
@@ -661,7 +688,8 @@ const CycleRun::Failure* CycleRun::KnownFailure(size_t idx, const std::string& k
   // nothing about it.
   if (OwnsReservation(idx)) return nullptr;
   auto it = failed_shapes_.find(key);
-  return it != failed_shapes_.end() && RuntimeOrNoEnd(pending_[idx]) >= it->second.runtime
+  return it != failed_shapes_.end() && RuntimeOrNoEnd(pending_[idx]) >= it->second.runtime &&
+                 info_[idx].priority <= it->second.priority
              ? &it->second
              : nullptr;
 }
@@ -669,8 +697,11 @@ const CycleRun::Failure* CycleRun::KnownFailure(size_t idx, const std::string& k
 void CycleRun::RecordFailure(size_t idx, const std::string& key, const std::string& reason) {
   if (OwnsReservation(idx)) return;
   const int64_t runtime = RuntimeOrNoEnd(pending_[idx]);
+  const int32_t priority = info_[idx].priority;
   Failure& f = failed_shapes_[key];
-  if (f.reason.empty() || runtime < f.runtime) f = {runtime, reason, pending_[idx].name};
+  if (f.reason.empty() || (runtime <= f.runtime && priority >= f.priority)) {
+    f = {runtime, priority, reason, pending_[idx].name};
+  }
 }
 
 Attempt CycleRun::TryAdmit(size_t idx) {
@@ -710,6 +741,7 @@ Attempt CycleRun::TryAdmit(size_t idx) {
     }
     GangOutcome g = PlaceGang(idx, pods, /*keep=*/true);
     if (!g.ok) {
+      g.reason = NameReservations(idx, std::move(g.reason));
       RecordFailure(idx, key, g.reason);
       a.no_room[ci] = 1;
       if (placement_reason.empty()) placement_reason = std::move(g.reason);

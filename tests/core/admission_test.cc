@@ -504,6 +504,28 @@ TEST(Admission, BackfillKeepsTheHeadJobsStart) {
   EXPECT_NE(held["b/early"][0], blind_r1);
 }
 
+TEST(Admission, ReservationsNeverInvertPriority) {
+  // One 8-GPU node running r (4 GPUs, runtime unknown). big (8 GPUs, low priority) reserves the
+  // node. A high-priority 2-GPU job then takes 2 of the 4 free GPUs as if there were no
+  // reservation; a low-priority one of unknown runtime does not, and is told which reservation
+  // holds the node rather than that the node is unschedulable.
+  AdmissionCycle cycle = MustCycle(Config({Queue("a", "", 64)}));
+  Sim sim(1);
+  sim.Run(cycle, Job("a", "r", 4, 1, 0, "low"), 1);
+  sim.pending = {Job("a", "big", 8, 1, 1, "low")};
+  sim.now = 10;
+  CycleResult first = sim.Cycle(cycle);
+  ASSERT_EQ(first.reservations.size(), 1u);
+  sim.pending.push_back(Job("a", "urgent", 2, 1, 2, "high"));
+  sim.pending.push_back(Job("a", "filler", 2, 1, 3, "low"));
+  CycleResult r = sim.Cycle(cycle);
+  EXPECT_EQ(Names(r), std::vector<std::string>{"a/urgent"});
+  // pending_reasons is parallel to the cycle's pending list: big, urgent, filler.
+  EXPECT_NE(r.pending_reasons[2].find("1 node(s) held for a/big until running work ends"),
+            std::string::npos)
+      << r.pending_reasons[2];
+}
+
 TEST(Admission, ReservationOnAFlavorTheJobCanRunOn) {
   // Flavors in order: "whole" (node whole-0, exclusive cards) then "shared" (node shared-0,
   // shared cards); quota 16 GPUs in each. Running: fill-w (8 GPUs, ends t=1000) on whole-0 and
