@@ -67,8 +67,9 @@ void ProposeOnePerCardState(const GpuList& cards, const Candidate& base, DeviceK
   }
 }
 
-// Whole cards: one candidate per NVLink domain (else NUMA node) that can hold all of them, else
-// the lowest free indices. For one card, one candidate per (domain, NUMA) group.
+// Whole cards: one candidate per NVLink domain (else NUMA node) that can hold all of them (inside
+// a domain, one per NUMA node of it that can), else the lowest free indices. For one card, one
+// candidate per (domain, NUMA) group.
 void ProposeWhole(const NodeUsage& node, const GpuList& free, int count, Candidate base,
                   std::vector<Candidate>& out) {
   auto emit = [&](const GpuList& gpus) {
@@ -98,7 +99,30 @@ void ProposeWhole(const NodeUsage& node, const GpuList& free, int count, Candida
         int16_t o2 = pass == 0 ? e.numa_node : e.nvlink_domain;
         if (k2 == key && (count > 1 || o2 == other)) group.push_back(h);
       }
-      if (group.size() >= count) emit(group);
+      if (group.size() < static_cast<size_t>(count)) continue;
+      // Inside an NVLink domain, cards of one NUMA node when that many are free there.
+      bool one_numa = false;
+      if (pass == 0 && count > 1) {
+        std::array<int16_t, kMaxGpusPerNode> numas{};
+        int nnumas = 0;
+        for (int h : group) {
+          const int16_t numa = node.gpus[h].numa_node;
+          if (numa < 0 ||
+              std::find(numas.begin(), numas.begin() + nnumas, numa) != numas.begin() + nnumas) {
+            continue;
+          }
+          numas[nnumas++] = numa;
+          GpuList local;
+          for (int k : group) {
+            if (node.gpus[k].numa_node == numa) local.push_back(k);
+          }
+          if (local.size() >= static_cast<size_t>(count)) {
+            emit(local);
+            one_numa = true;
+          }
+        }
+      }
+      if (!one_numa) emit(group);
     }
   }
   if (out.size() == before) emit(free);

@@ -486,6 +486,39 @@ TEST(Scheduler, MultiGpuPodStaysInsideOneNvlinkDomain) {
   EXPECT_EQ(GpuIndices(s, o.placement), (std::vector<int>{3}));
 }
 
+TEST(Scheduler, MultiGpuPodStaysInsideOneNumaNodeOfItsNvlinkDomain) {
+  // One NVLink domain over all eight cards, NUMA node 0 for cards 0-3 and 1 for 4-7.
+  struct Case {
+    std::vector<uint8_t> busy;
+    std::vector<std::vector<int>> allowed;  // acceptable picks
+  };
+  const Case cases[] = {
+      // The lowest free indices (3, 4) straddle the NUMA nodes; 4 and 5 do not.
+      {{0, 1, 2}, {{4, 5}}},
+      // Busy cards in between: free 1, 3 (NUMA 0) and 4, 6, 7 (NUMA 1).
+      {{0, 2, 5}, {{1, 3}, {4, 6}, {4, 7}, {6, 7}}},
+  };
+  for (const Case& c : cases) {
+    ClusterState s;
+    NodeSpec n = MakeNode("n", 8);
+    for (int g = 0; g < 8; ++g) {
+      n.gpus[g].nvlink_domain = 0;
+      n.gpus[g].numa_node = static_cast<int16_t>(g / 4);
+    }
+    NodeId id = MustAdd(s, n);
+    Placement hold;
+    hold.node = id;
+    for (uint8_t g : c.busy) hold.devices.push_back({g, DeviceKind::kWhole, 1000, 81920, 0, 0});
+    ASSERT_TRUE(s.Allocate(hold).ok());
+    auto sched = MustScheduler();
+    PlaceOutcome o = sched->Schedule(s, MakePod("p", {{"nvidia.com/gpu", "2"}}));
+    ASSERT_TRUE(o.ok);
+    const std::vector<int> got = GpuIndices(s, o.placement);
+    EXPECT_NE(std::find(c.allowed.begin(), c.allowed.end(), got), c.allowed.end())
+        << got[0] << "," << got[1];
+  }
+}
+
 TEST(Gang, AllOrNothing) {
   ClusterState s;
   for (int i = 0; i < 3; ++i) MustAdd(s, MakeNode("n" + std::to_string(i), 8));
