@@ -635,10 +635,20 @@ Result<std::vector<json>> Kueue(const Doc& d, const json& doc) {
   const json& spec = Member(doc, "spec");
   if (d.kind == "ClusterQueue") {
     TESSERA_RETURN_IF_ERROR(OnlyFields(spec, "spec",
-                                       {"cohort", "queueingStrategy", "fairSharing", "preemption",
-                                        "resourceGroups", "namespaceSelector"},
+                                       {"cohort", "cohortName", "queueingStrategy", "fairSharing",
+                                        "preemption", "resourceGroups", "namespaceSelector"},
                                        kNotRun));
     json q = spec;
+    // kueue.x-k8s.io/v1beta2 names the cohort spec.cohortName (v1beta1: spec.cohort).
+    if (q.is_object() && q.contains("cohortName")) {
+      if (q.contains("cohort")) {
+        return FieldError("spec.cohortName",
+                          "give spec.cohort (v1beta1) or spec.cohortName "
+                          "(v1beta2), not both");
+      }
+      q["cohort"] = q["cohortName"];
+      q.erase("cohortName");
+    }
     if (q.contains("namespaceSelector")) {
       auto allowed = AllowedNamespaces(q["namespaceSelector"]);
       if (!allowed.ok()) return allowed.status();
@@ -661,10 +671,19 @@ Result<std::vector<json>> Kueue(const Doc& d, const json& doc) {
                                     Member(d.meta, "annotations"), spec)};
   }
   if (d.kind == "Cohort") {
-    TESSERA_RETURN_IF_ERROR(
-        OnlyFields(spec, "spec", {"parent", "resourceGroups", "fairSharing"}, kNotRun));
+    TESSERA_RETURN_IF_ERROR(OnlyFields(
+        spec, "spec", {"parent", "parentName", "resourceGroups", "fairSharing"}, kNotRun));
     json c = spec;
     if (!c.is_object()) c = json::object();
+    // v1beta2 names the parent spec.parentName (v1beta1: spec.parent).
+    if (c.contains("parentName")) {
+      if (c.contains("parent")) {
+        return FieldError("spec.parentName",
+                          "give spec.parent (v1beta1) or spec.parentName (v1beta2), not both");
+      }
+      c["parent"] = c["parentName"];
+      c.erase("parentName");
+    }
     return std::vector<json>{
         Object("Cohort", d.name, "", Member(d.meta, "labels"), Member(d.meta, "annotations"), c)};
   }

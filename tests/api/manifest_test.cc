@@ -128,6 +128,40 @@ TEST(Manifest, KueueClusterQueueAndQueuedJob) {
   EXPECT_EQ(job->workload.pod_sets[0].pod.gpu.count, 8);
 }
 
+TEST(Manifest, KueueV1beta2CohortNameAndParentName) {
+  auto objs = TranslateManifest(R"(
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: team-a}
+spec:
+  cohortName: research
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors: [{name: h100, resources: [{name: nvidia.com/gpu, nominalQuota: 8}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Cohort
+metadata: {name: research}
+spec: {parentName: org}
+)",
+                                "inline", "default");
+  ASSERT_TRUE(objs.ok()) << objs.status().message();
+  auto q = DecodeQueue((*objs)[0]);
+  ASSERT_TRUE(q.ok()) << q.status().message();
+  EXPECT_EQ(q->cohort, "research");
+  EXPECT_EQ((*objs)[1]["spec"]["parent"], "org");
+  auto both = TranslateManifest(R"(
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: team-a}
+spec: {cohort: a, cohortName: b}
+)",
+                                "inline", "default");
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(both.status().message().find("spec.cohortName"), std::string::npos)
+      << both.status().message();
+}
+
 TEST(Manifest, ResourceQuotaCapsTeamAAtSixteenGpus) {
   auto objs = Translate("07-resource-quota.yaml");
   ASSERT_EQ(objs.size(), 1u);
