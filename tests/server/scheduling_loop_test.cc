@@ -752,16 +752,16 @@ spec:
   ASSERT_FALSE(Events("plain").empty());
   EXPECT_NE(Events("plain").back().find("suspended"), std::string::npos);
   // Resumed, it runs; suspended while running, it stops and gives its GPU back.
-  json plain = Job("plain");
-  plain["spec"]["suspend"] = false;
-  plain["metadata"].erase("resourceVersion");
-  Put(plain);
+  auto set_suspend = [&](bool on) {
+    json plain = Job("plain");
+    plain["spec"]["suspend"] = on;
+    plain["metadata"].erase("resourceVersion");
+    Put(plain);
+  };
+  set_suspend(false);
   Cycle();
   EXPECT_EQ(Job("plain")["status"]["phase"], "Admitted") << Job("plain").dump();
-  plain = Job("plain");
-  plain["spec"]["suspend"] = true;
-  plain["metadata"].erase("resourceVersion");
-  Put(plain);
+  set_suspend(true);
   Cycle();
   EXPECT_EQ(Job("plain")["status"]["phase"], "Pending");
   EXPECT_TRUE(Job("plain")["status"]["pods"].is_null());
