@@ -186,14 +186,6 @@ bool QuotaTree::WouldBorrow(int q, const QuotaCharge& c) const {
   return false;
 }
 
-bool QuotaTree::Borrowing(int q) const {
-  const Node& n = nodes_[q];
-  for (size_t fr = 0; fr < n.usage.size(); ++fr) {
-    if (n.usage[fr] > n.subtree[fr]) return true;
-  }
-  return false;
-}
-
 bool QuotaTree::BorrowingIn(int q, int flavor, QuotaResource r) const {
   const Node& n = nodes_[q];
   const int fr = Fr(flavor, r);

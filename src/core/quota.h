@@ -59,8 +59,6 @@ class QuotaTree {
   bool Fits(int q, const QuotaCharge& c) const;
   // True when admitting `c` puts some charged flavor/resource of the queue above nominal.
   bool WouldBorrow(int q, const QuotaCharge& c) const;
-  // True when the queue uses more than its quota of some flavor/resource.
-  bool Borrowing(int q) const;
   // True when the queue uses more than its quota of this flavor/resource (Kueue's
   // ClusterQueue.Borrowing(fr)).
   bool BorrowingIn(int q, int flavor, QuotaResource r) const;

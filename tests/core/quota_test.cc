@@ -78,8 +78,8 @@ TEST(QuotaTree, BorrowingAndLendingLimits) {
   EXPECT_FALSE(t->Fits(b, Gpus(0, 1)));
   EXPECT_NE(t->Explain(b, Gpus(0, 1)).find("borrowing limit 2 GPUs"), std::string::npos)
       << t->Explain(b, Gpus(0, 1));
-  EXPECT_TRUE(t->Borrowing(b));
-  EXPECT_FALSE(t->Borrowing(a));
+  EXPECT_TRUE(t->BorrowingIn(b, 0, QuotaResource::kGpu));
+  EXPECT_FALSE(t->BorrowingIn(a, 0, QuotaResource::kGpu));
 }
 
 TEST(QuotaTree, HierarchicalCohortsLendThroughTheTree) {
