@@ -217,8 +217,10 @@ class CycleRun {
   // allow it.
   bool FairMinimal(Search& s, const std::vector<Cand>& cands, std::optional<int32_t> threshold);
   void TryReserve(size_t idx, const Attempt& attempt, std::string* reason);
-  // Uncordons the reservations workload `idx` may use (its own, and those it ends before);
-  // returns them for CloseReservations.
+  // Whether workload `idx` may use the nodes of reservation `r`: its own, one it ends before,
+  // or one of a lower-priority owner.
+  bool MayUse(size_t idx, size_t r) const;
+  // Uncordons the reservations workload `idx` may use; returns them for CloseReservations.
   std::vector<size_t> OpenReservations(size_t idx);
   void CloseReservations(const std::vector<size_t>& opened);
   // A placement failure's reason, saying which reservations held nodes the workload could not
@@ -578,12 +580,16 @@ void CycleRun::SetCordon(const std::vector<NodeId>& nodes, bool on) {
   }
 }
 
+bool CycleRun::MayUse(size_t idx, size_t r) const {
+  // A reservation holds only against work of lower or equal priority that would delay it.
+  return reservation_owner_[r] == idx || Qualifies(idx, reservations_[r]) ||
+         info_[idx].priority > info_[reservation_owner_[r]].priority;
+}
+
 std::vector<size_t> CycleRun::OpenReservations(size_t idx) {
   std::vector<size_t> opened;
   for (size_t r = 0; r < reservations_.size(); ++r) {
-    // A reservation holds only against work of lower or equal priority that would delay it.
-    if (reservation_owner_[r] == idx || Qualifies(idx, reservations_[r]) ||
-        info_[idx].priority > info_[reservation_owner_[r]].priority) {
+    if (MayUse(idx, r)) {
       SetCordon(reservations_[r].nodes, false);
       opened.push_back(r);
     }
@@ -595,11 +601,8 @@ std::string CycleRun::NameReservations(size_t idx, std::string reason) const {
   std::string held;
   size_t nodes = 0;
   for (size_t r = 0; r < reservations_.size(); ++r) {
+    if (MayUse(idx, r)) continue;
     const size_t owner = reservation_owner_[r];
-    if (owner == idx || Qualifies(idx, reservations_[r]) ||
-        info_[idx].priority > info_[owner].priority) {
-      continue;
-    }
     nodes += reservations_[r].nodes.size();
     if (!held.empty()) continue;
     held = pending_[owner].name +
