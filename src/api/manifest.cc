@@ -631,6 +631,20 @@ Result<json> AllowedNamespaces(const json& sel) {
   return json(std::vector<std::string>(names.begin(), names.end()));
 }
 
+// Renames a Kueue v1beta2 spec field to its v1beta1 name (ClusterQueue cohortName -> cohort,
+// Cohort parentName -> parent); both names given is an error naming the v1beta2 one.
+Status V1beta1Name(json* spec, const char* v1beta2, const char* v1beta1) {
+  if (!spec->is_object() || !spec->contains(v1beta2)) return Status::Ok();
+  if (spec->contains(v1beta1)) {
+    return FieldError(std::string("spec.") + v1beta2, std::string("give spec.") + v1beta1 +
+                                                          " (v1beta1) or spec." + v1beta2 +
+                                                          " (v1beta2), not both");
+  }
+  (*spec)[v1beta1] = (*spec)[v1beta2];
+  spec->erase(v1beta2);
+  return Status::Ok();
+}
+
 Result<std::vector<json>> Kueue(const Doc& d, const json& doc) {
   const json& spec = Member(doc, "spec");
   if (d.kind == "ClusterQueue") {
@@ -639,16 +653,7 @@ Result<std::vector<json>> Kueue(const Doc& d, const json& doc) {
                                         "preemption", "resourceGroups", "namespaceSelector"},
                                        kNotRun));
     json q = spec;
-    // kueue.x-k8s.io/v1beta2 names the cohort spec.cohortName (v1beta1: spec.cohort).
-    if (q.is_object() && q.contains("cohortName")) {
-      if (q.contains("cohort")) {
-        return FieldError("spec.cohortName",
-                          "give spec.cohort (v1beta1) or spec.cohortName "
-                          "(v1beta2), not both");
-      }
-      q["cohort"] = q["cohortName"];
-      q.erase("cohortName");
-    }
+    TESSERA_RETURN_IF_ERROR(V1beta1Name(&q, "cohortName", "cohort"));
     if (q.contains("namespaceSelector")) {
       auto allowed = AllowedNamespaces(q["namespaceSelector"]);
       if (!allowed.ok()) return allowed.status();
@@ -675,15 +680,7 @@ Result<std::vector<json>> Kueue(const Doc& d, const json& doc) {
         spec, "spec", {"parent", "parentName", "resourceGroups", "fairSharing"}, kNotRun));
     json c = spec;
     if (!c.is_object()) c = json::object();
-    // v1beta2 names the parent spec.parentName (v1beta1: spec.parent).
-    if (c.contains("parentName")) {
-      if (c.contains("parent")) {
-        return FieldError("spec.parentName",
-                          "give spec.parent (v1beta1) or spec.parentName (v1beta2), not both");
-      }
-      c["parent"] = c["parentName"];
-      c.erase("parentName");
-    }
+    TESSERA_RETURN_IF_ERROR(V1beta1Name(&c, "parentName", "parent"));
     return std::vector<json>{
         Object("Cohort", d.name, "", Member(d.meta, "labels"), Member(d.meta, "annotations"), c)};
   }
