@@ -469,6 +469,8 @@ Result<core::NodeSpec> DecodeNode(const json& obj) {
   if (const json& labels = obj.at("metadata").value("labels", json()); labels.is_object()) {
     for (const auto& [k, v] : labels.items()) n.labels[k] = v.get<std::string>();
   }
+  // Every Kubernetes node carries its name in this label; selectors and nodeName rely on it.
+  n.labels.emplace("kubernetes.io/hostname", n.name);
   Fields spec(Spec(obj), "spec");
   TESSERA_RETURN_IF_ERROR(spec.Bool("unschedulable", &n.unschedulable));
   if (const json* taints = spec.Get("taints")) {

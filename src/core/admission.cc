@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <queue>
 #include <string>
 #include <tuple>
@@ -93,6 +94,8 @@ std::string_view PreemptionCauseName(PreemptionCause c) {
       return "InCohortReclaimWhileBorrowing";
     case PreemptionCause::kInCohortFairSharing:
       return "InCohortFairSharing";
+    case PreemptionCause::kPreemptionByScheduler:
+      return "PreemptionByScheduler";
   }
   return "";
 }
@@ -213,6 +216,13 @@ class CycleRun {
   // On failure nothing stays removed.
   bool Minimal(Search& s, const std::vector<Cand>& cands, bool allow_borrowing,
                std::optional<int32_t> threshold);
+  // kube-scheduler's SelectVictimsOnNode and pickOneNodeForPreemption for a one-pod workload:
+  // per node holding candidates, all of them removed, then reprieved most important first
+  // (higher priority, earlier start, name) while the pod still fits on that node; the node
+  // whose victims have the lowest highest priority, then the lowest sum of priorities, the
+  // fewest victims, the latest start among its highest-priority victims, the lowest id. The
+  // chosen victims stay removed; on failure none does.
+  bool KubeNodeVictims(Search& s, const std::vector<Cand>& cands);
   // Kueue's fairPreemptions: victims from the queue of highest share while the strategies
   // allow it.
   bool FairMinimal(Search& s, const std::vector<Cand>& cands, std::optional<int32_t> threshold);
@@ -975,6 +985,71 @@ bool CycleRun::Minimal(Search& s, const std::vector<Cand>& cands, bool allow_bor
   return false;
 }
 
+bool CycleRun::KubeNodeVictims(Search& s, const std::vector<Cand>& cands) {
+  s.allow_borrowing = true;
+  std::map<uint32_t, std::vector<Cand>> by_node;
+  for (const Cand& c : cands) {
+    std::vector<NodeId> nodes;
+    AppendNodes(PlacementsOf(holders_[c.holder]), &nodes);
+    std::sort(nodes.begin(), nodes.end());
+    nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+    for (NodeId n : nodes) by_node[n.value()].push_back(c);
+  }
+  auto more_important = [&](const Cand& a, const Cand& b) {
+    const Holder& x = holders_[a.holder];
+    const Holder& y = holders_[b.holder];
+    if (x.priority != y.priority) return x.priority > y.priority;
+    if (x.admitted_ms != y.admitted_ms) return x.admitted_ms < y.admitted_ms;
+    return x.w->name < y.w->name;
+  };
+  struct Choice {
+    std::vector<Cand> victims;
+    int32_t highest = 0;
+    int64_t sum = 0;
+    int64_t earliest_of_highest = 0;
+  };
+  std::optional<Choice> best;
+  for (auto& [node, list] : by_node) {
+    const std::vector<NodeId> here = {NodeId(node)};
+    auto fits = [&] { return SearchQuotaFits(s, s.need) && AnyPodFeasible(s.idx, here, *s.pods); };
+    std::sort(list.begin(), list.end(), more_important);
+    for (const Cand& c : list) RemoveHolder(holders_[c.holder]);
+    if (!fits()) {
+      for (const Cand& c : list) RestoreHolder(holders_[c.holder]);
+      continue;
+    }
+    Choice ch;
+    for (const Cand& c : list) {
+      Holder& h = holders_[c.holder];
+      RestoreHolder(h);
+      if (!fits()) {
+        RemoveHolder(h);
+        ch.victims.push_back(c);
+      }
+    }
+    for (const Cand& c : ch.victims) RestoreHolder(holders_[c.holder]);
+    // Victims come most important first: the first holds the highest priority.
+    ch.highest = holders_[ch.victims.front().holder].priority;
+    ch.earliest_of_highest = holders_[ch.victims.front().holder].admitted_ms;
+    for (const Cand& c : ch.victims) {
+      // Priorities shifted to be non-negative, as kube-scheduler sums them.
+      ch.sum += int64_t{holders_[c.holder].priority} + (int64_t{1} << 31);
+    }
+    auto key = [](const Choice& c) {
+      return std::make_tuple(c.highest, c.sum, c.victims.size(), -c.earliest_of_highest);
+    };
+    if (!best || key(ch) < key(*best)) best = std::move(ch);
+  }
+  if (!best) return false;
+  for (const Cand& c : best->victims) RemoveHolder(holders_[c.holder]);
+  s.removed = best->victims;
+  if (Check(s.idx, *s.combo, *s.pods, &s.amount, &s.fit_nodes) != Fit::kYes) {
+    Abandon(s);
+    return false;
+  }
+  return true;
+}
+
 bool CycleRun::FairMinimal(Search& s, const std::vector<Cand>& cands,
                            std::optional<int32_t> threshold) {
   const int q = info_[s.idx].queue;
@@ -1133,8 +1208,20 @@ bool CycleRun::TryPreempt(size_t idx, const Attempt& attempt, std::string* reaso
                                 ? min_running_priority_[q] <= p.priority
                                 : pol.within_queue == WithinQueuePreemption::kLowerPriority &&
                                       min_running_priority_[q] < p.priority;
+    const bool kube = pol.style == PreemptionStyle::kKubeScheduler;
     std::vector<Cand> cands;
-    if (within_any) {
+    if (kube) {
+      // kube-scheduler: any running work of the queue of strictly lower priority, whatever it
+      // is charged for (work outside queues has no quota).
+      for (size_t hi = 0; hi < holders_.size() && min_running_priority_[q] < p.priority; ++hi) {
+        const Holder& h = holders_[hi];
+        if (h.queue == q && !h.victim && h.running_index != kNotRunning &&
+            h.priority < p.priority) {
+          cands.push_back({hi, PreemptionCause::kPreemptionByScheduler});
+        }
+      }
+    }
+    if (within_any && !kube) {
       ForEachSharingFlavor(q, s.charge, [&](size_t hi) {
         const Holder& h = holders_[hi];
         const bool lower = h.priority < p.priority;
@@ -1206,7 +1293,10 @@ bool CycleRun::TryPreempt(size_t idx, const Attempt& attempt, std::string* reaso
     }
     // Kueue's GetTargets.
     bool fits = false;
-    if (same_queue.size() == cands.size()) {
+    if (kube) {
+      fits = pods.size() == 1 ? KubeNodeVictims(s, cands)
+                              : Minimal(s, cands, /*allow_borrowing=*/true, std::nullopt);
+    } else if (same_queue.size() == cands.size()) {
       fits = Minimal(s, cands, /*allow_borrowing=*/true, std::nullopt);
     } else {
       std::optional<int32_t> threshold;
@@ -1263,9 +1353,13 @@ bool CycleRun::TryPreempt(size_t idx, const Attempt& attempt, std::string* reaso
       pr.cause = c.cause;
       pr.victim = h.w->name;
       pr.preemptor = w.name;
-      pr.reason = "preempted by " + w.name + " (queue " + tree_.queue(q).name + ", " +
-                  PriorityText(p.priority) + "): ";
+      pr.reason = "preempted by " + w.name + " (" +
+                  (kube ? "" : "queue " + tree_.queue(q).name + ", ") + PriorityText(p.priority) +
+                  "): ";
       switch (c.cause) {
+        case PreemptionCause::kPreemptionByScheduler:
+          pr.reason += "higher priority (kube-scheduler's default preemption)";
+          break;
         case PreemptionCause::kInClusterQueue:
           pr.reason += h.priority < p.priority ? "higher priority in the same queue"
                                                : "older workload of equal priority in the same "

@@ -59,9 +59,12 @@ enum class PreemptionCause : uint8_t {
   kInCohortReclamation,            // the victim's queue borrowed quota the preemptor's lends
   kInCohortReclaimWhileBorrowing,  // borrowWithinCohort: the preemptor borrows as it reclaims
   kInCohortFairSharing,            // fair sharing: the victim's queue has the higher share
+  // kube-scheduler's default preemption (work outside queues): the victim has lower priority;
+  // Kubernetes' DisruptionTarget reason.
+  kPreemptionByScheduler,
 };
 // "InClusterQueue", "InCohortReclamation", "InCohortReclaimWhileBorrowing",
-// "InCohortFairSharing".
+// "InCohortFairSharing", "PreemptionByScheduler".
 std::string_view PreemptionCauseName(PreemptionCause c);
 
 struct Preemption {

@@ -68,7 +68,15 @@ enum class WithinQueuePreemption : uint8_t { kNever, kLowerPriority, kLowerOrNew
 enum class ReclaimPreemption : uint8_t { kNever, kLowerPriority, kAny };
 enum class BorrowWithinCohort : uint8_t { kNever, kLowerPriority };
 
+// How victims are chosen. kKueue: Kueue's rules (the fields below). kKubeScheduler:
+// kube-scheduler's default preemption, for work outside queues: running work of the same queue
+// with strictly lower priority (within_queue kLowerPriority); a one-pod workload takes its
+// victims from one node, the node whose victims cost least (kube-scheduler's
+// pickOneNodeForPreemption), a gang the fewest lowest-priority victims across nodes.
+enum class PreemptionStyle : uint8_t { kKueue, kKubeScheduler };
+
 struct PreemptionPolicy {
+  PreemptionStyle style = PreemptionStyle::kKueue;
   WithinQueuePreemption within_queue = WithinQueuePreemption::kNever;
   // Taking back lent quota from queues of the cohort that are borrowing.
   ReclaimPreemption reclaim_within_cohort = ReclaimPreemption::kNever;

@@ -433,8 +433,11 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     }
   }
   core::AddImplicitCohorts(&cfg);
+  // Work outside queues: no quota, and kube-scheduler's default preemption by priority class.
   core::QueueSpec unqueued;
   unqueued.name = kUnqueued;
+  unqueued.preemption.style = core::PreemptionStyle::kKubeScheduler;
+  unqueued.preemption.within_queue = core::WithinQueuePreemption::kLowerPriority;
   cfg.queues.push_back(unqueued);
   std::map<std::string, api::PodGroupSpec> groups;
   for (const Stored& s : ListKind(store, "PodGroup", &problems)) {

@@ -788,5 +788,65 @@ spec:
   EXPECT_EQ(Job("vc")["status"]["phase"], "Admitted") << Job("vc").dump();
 }
 
+// kube-scheduler's default preemption for Pods outside queues: a Pod of a higher priority
+// class preempts a lower one on gpu-a; a class with preemptionPolicy: Never waits instead.
+TEST_F(LoopTest, PlainPodsPreemptByPriorityClassAsKubeSchedulerDoes) {
+  Apply(kCluster);
+  Apply(R"(
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: low}
+value: 10
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high}
+value: 1000
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: polite}
+value: 500
+preemptionPolicy: Never
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: batch}
+spec:
+  priorityClassName: low
+  nodeSelector: {kubernetes.io/hostname: gpu-a}
+  containers: [{name: c, command: ["true"], resources: {limits: {nvidia.com/gpu: 8}}}]
+)");
+  Cycle();
+  ASSERT_EQ(Job("batch")["status"]["phase"], "Admitted") << Job("batch").dump();
+  Apply(R"(
+apiVersion: v1
+kind: Pod
+metadata: {name: polite}
+spec:
+  priorityClassName: polite
+  nodeSelector: {kubernetes.io/hostname: gpu-a}
+  containers: [{name: c, command: ["true"], resources: {limits: {nvidia.com/gpu: 4}}}]
+)");
+  EXPECT_EQ(Cycle().preempted, 0);
+  EXPECT_EQ(Job("batch")["status"]["phase"], "Admitted");
+  Apply(R"(
+apiVersion: v1
+kind: Pod
+metadata: {name: urgent}
+spec:
+  priorityClassName: high
+  nodeSelector: {kubernetes.io/hostname: gpu-a}
+  containers: [{name: c, command: ["true"], resources: {limits: {nvidia.com/gpu: 4}}}]
+)");
+  EXPECT_EQ(Cycle().preempted, 1);
+  EXPECT_EQ(Job("batch")["status"]["phase"], "Pending");
+  const std::string last = Events("batch", "default").back();
+  EXPECT_EQ(last.rfind("Preempted: preempted by default/urgent (priority 1000)", 0), 0u) << last;
+  EXPECT_NE(last.find("[PreemptionByScheduler]"), std::string::npos) << last;
+  Cycle();
+  EXPECT_EQ(Job("urgent")["status"]["phase"], "Admitted") << Job("urgent").dump();
+}
+
 }  // namespace
 }  // namespace tessera::server
