@@ -1,6 +1,12 @@
 #include "agent/assignments.h"
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <set>
 
@@ -107,6 +113,39 @@ std::string PodLogPath(const std::string& root, const std::string& key) {
   return root + "/logs/" + key + ".log";
 }
 
+namespace {
+
+// A name as an environment variable suffix: upper case, '-' and '.' as '_'.
+std::string EnvSuffix(std::string name) {
+  for (char& c : name) {
+    c = (c == '-' || c == '.') ? '_'
+                               : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
+  return name;
+}
+
+// The node's first non-loopback IPv4 address (a pod's hostIP and podIP: tasks use the node's
+// network); 127.0.0.1 when it has none.
+std::string NodeAddress() {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return "127.0.0.1";
+  std::string out = "127.0.0.1";
+  for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
+    if ((i->ifa_flags & IFF_LOOPBACK) != 0 || (i->ifa_flags & IFF_UP) == 0) continue;
+    char text[INET_ADDRSTRLEN] = {};
+    const auto* in = reinterpret_cast<const sockaddr_in*>(i->ifa_addr);
+    if (inet_ntop(AF_INET, &in->sin_addr, text, sizeof text) != nullptr) {
+      out = text;
+      break;
+    }
+  }
+  freeifaddrs(list);
+  return out;
+}
+
+}  // namespace
+
 Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std::string& node,
                             const std::string& root, const std::string& container_runtime) {
   ProcessSpec spec;
@@ -130,7 +169,32 @@ Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std
   env["TESSERA_NODE"] = node;
   env["TESSERA_JOB"] = a.ns + "/" + a.job;
   env["TESSERA_POD"] = a.pod;
+  // Kubernetes' downward API fields known only here.
+  const json field_env = a.task.value("fieldEnv", json::object());
+  for (const auto& [var, field] : field_env.items()) {
+    if (field == "metadata.name") env[var] = a.job + "-" + a.pod;
+    if (field == "spec.nodeName") env[var] = node;
+    if (field == "status.hostIP" || field == "status.hostIPs" || field == "status.podIP" ||
+        field == "status.podIPs") {
+      env[var] = NodeAddress();
+    }
+  }
   const std::string image = Str(a.task, "image");
+  // Volumes: a hostPath as it is, an emptyDir as a fresh directory of the pod's; each path in
+  // TESSERA_VOLUME_<NAME>, and mounted at its mountPath in a container.
+  std::vector<std::string> mounts;
+  const json volumes = a.task.value("volumes", json::array());
+  for (const json& v : volumes) {
+    if (!v.is_object()) continue;
+    std::string source = Str(v, "hostPath");
+    if (source.empty()) {
+      source = spec.workdir + "/volumes/" + Str(v, "name");
+      spec.dirs.push_back(source);
+    }
+    env["TESSERA_VOLUME_" + EnvSuffix(Str(v, "name"))] = source;
+    mounts.push_back(source + ":" + Str(v, "mountPath") +
+                     (v.value("readOnly", false) ? ":ro" : ""));
+  }
   if (!image.empty()) {
     if (container_runtime.empty()) {
       return FailedPrecondition("the task has image " + image +
@@ -138,6 +202,19 @@ Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std
                                 "(tessera agent --container-runtime docker|podman)");
     }
     spec.argv = {container_runtime, "run", "--rm"};
+    if (const std::string pull = Str(a.task, "imagePullPolicy"); !pull.empty()) {
+      spec.argv.push_back(pull == "Always"  ? "--pull=always"
+                          : pull == "Never" ? "--pull=never"
+                                            : "--pull=missing");
+    }
+    for (const std::string& m : mounts) {
+      spec.argv.push_back("-v");
+      spec.argv.push_back(m);
+    }
+    if (const std::string dir = Str(a.task, "workingDir"); !dir.empty()) {
+      spec.argv.push_back("-w");
+      spec.argv.push_back(dir);
+    }
     // CDI device names: the same GPU and MIG UUIDs the environment names.
     const std::string uuids = env["TESSERA_GPU_UUIDS"];
     size_t start = 0;
@@ -166,6 +243,7 @@ Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std
     spec.argv = command;
     spec.uid = uid;
     spec.gid = gid;
+    spec.cwd = Str(a.task, "workingDir");
   }
   spec.env = std::move(env);
   return spec;

@@ -169,12 +169,18 @@ Status Runner::Start(const ProcessSpec& spec) {
         "under another user");
   }
   std::error_code ec;
-  if (!spec.workdir.empty()) std::filesystem::create_directories(spec.workdir, ec);
-  if (ec) return Internal("working directory " + spec.workdir + ": " + ec.message());
-  if (!spec.workdir.empty() && (spec.uid >= 0 || spec.gid >= 0) &&
-      chown(spec.workdir.c_str(), static_cast<uid_t>(spec.uid), static_cast<gid_t>(spec.gid)) !=
-          0) {
-    return Internal("working directory " + spec.workdir + ": " + std::strerror(errno));
+  std::vector<std::string> made = spec.dirs;
+  if (!spec.workdir.empty()) made.insert(made.begin(), spec.workdir);
+  for (const std::string& dir : made) {
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return Internal("directory " + dir + ": " + ec.message());
+    if ((spec.uid >= 0 || spec.gid >= 0) &&
+        chown(dir.c_str(), static_cast<uid_t>(spec.uid), static_cast<gid_t>(spec.gid)) != 0) {
+      return Internal("directory " + dir + ": " + std::strerror(errno));
+    }
+  }
+  if (!spec.cwd.empty() && !std::filesystem::is_directory(spec.cwd, ec)) {
+    return FailedPrecondition("workingDir " + spec.cwd + " is not a directory on this node");
   }
   std::filesystem::create_directories(std::filesystem::path(spec.log_path).parent_path(), ec);
   const int log = open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -197,7 +203,8 @@ Status Runner::Start(const ProcessSpec& spec) {
   std::vector<std::string> args = spec.argv;
   for (std::string& s : args) argv.push_back(s.data());
   argv.push_back(nullptr);
-  const char* workdir = spec.workdir.empty() ? nullptr : spec.workdir.c_str();
+  const std::string& cwd = spec.cwd.empty() ? spec.workdir : spec.cwd;
+  const char* workdir = cwd.empty() ? nullptr : cwd.c_str();
   const char* cgroup = spec.cgroup_procs.empty() ? nullptr : spec.cgroup_procs.c_str();
   const char* record = exit_record.empty() ? nullptr : exit_record.c_str();
   const int64_t uid = spec.uid, gid = spec.gid;
@@ -268,7 +275,11 @@ Status Runner::Start(const ProcessSpec& spec) {
         WriteAll(STDERR_FILENO, msg, sizeof msg - 1);
         _exit(126);
       }
-      if (workdir && chdir(workdir) != 0) _exit(126);
+      if (workdir && chdir(workdir) != 0) {
+        const char msg[] = "tessera: cannot enter the task's working directory\n";
+        WriteAll(STDERR_FILENO, msg, sizeof msg - 1);
+        _exit(126);
+      }
       execvpe(argv[0], argv.data(), envp.data());
       const char msg[] = "tessera: cannot execute the task's command\n";
       WriteAll(STDERR_FILENO, msg, sizeof msg - 1);

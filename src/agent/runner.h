@@ -24,13 +24,16 @@ struct ProcessSpec {
   // The whole environment, with PATH (the system's) and HOME (the working directory) unless
   // given: nothing is inherited from the agent.
   std::map<std::string, std::string> env;
-  std::string workdir;       // created when missing
+  std::string workdir;  // created when missing; HOME, and the cwd unless `cwd` is set
   std::string log_path;      // stdout and stderr, appended
   std::string cgroup_procs;  // a cgroup.procs file the process joins first; empty: none
   // The task's user and group (securityContext.runAsUser/runAsGroup); -1: the agent's. Setting
   // them needs the agent to be root; the task fails to start otherwise.
   int64_t uid = -1;
   int64_t gid = -1;
+  std::string cwd;  // the task's working directory (workingDir); must exist
+  // Directories created (and given to uid/gid) before the task starts: its emptyDir volumes.
+  std::vector<std::string> dirs;
 };
 
 // A process group the state directory records: its leader's pid and start time (clock ticks

@@ -18,7 +18,16 @@ Worker::Worker(ApiClient& api, const NodeGpus& gpus, WorkerOptions options)
 
 void Worker::Fence(int64_t now_ms) {
   fenced_ = true;
-  for (const std::string& key : runner_.Keys()) runner_.Stop(key, now_ms, options_.stop_grace_ms);
+  for (const std::string& key : runner_.Keys()) runner_.Stop(key, now_ms, GraceMs(key));
+}
+
+int64_t Worker::GraceMs(const std::string& key) const {
+  auto it = pods_.find(key);
+  if (it == pods_.end()) return options_.stop_grace_ms;
+  const json& task = it->second.assignment.task;
+  const json seconds =
+      task.is_object() ? task.value("terminationGracePeriodSeconds", json()) : json();
+  return seconds.is_number_integer() ? seconds.get<int64_t>() * 1000 : options_.stop_grace_ms;
 }
 
 void Worker::AdoptPod(PodState& p) {
@@ -175,7 +184,7 @@ Status Worker::Tick(int64_t now_ms) {
     }
     // What the server no longer binds here stops (deleted, preempted, moved, failed elsewhere).
     for (const std::string& key : runner_.Keys()) {
-      if (!wanted.contains(key)) runner_.Stop(key, now_ms, options_.stop_grace_ms);
+      if (!wanted.contains(key)) runner_.Stop(key, now_ms, GraceMs(key));
     }
   }
   for (const Exit& e : runner_.Poll(now_ms)) {

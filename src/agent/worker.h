@@ -66,6 +66,9 @@ class Worker {
     std::string limits;  // what was applied, or why not
   };
   void StartPod(PodState& p, int64_t now_ms);
+  // How long pod `key` has between SIGTERM and SIGKILL: its terminationGracePeriodSeconds, else
+  // the agent's default.
+  int64_t GraceMs(const std::string& key) const;
   // Takes on a pod found running at start (adopted from the previous agent).
   void AdoptPod(PodState& p);
   Status Report(PodState& p);

@@ -1,5 +1,8 @@
 #include "api/fields.h"
 
+#include <algorithm>
+#include <cctype>
+
 namespace tessera::api {
 
 using nlohmann::json;
@@ -132,9 +135,56 @@ Status Fields::Finish() const {
   if (!is_object_) return FieldError(path_, "must be an object");
   if (!obj_.is_object()) return Status::Ok();
   for (const auto& [k, v] : obj_.items()) {
-    if (!known_.contains(k)) return FieldError(At(k), "unknown field");
+    if (!known_.contains(k)) {
+      return UnknownField(At(k), k, std::vector<std::string_view>(known_.begin(), known_.end()));
+    }
   }
   return Status::Ok();
+}
+
+std::string ClosestName(std::string_view name, const std::vector<std::string_view>& known) {
+  auto lower = [](char c) {
+    return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  };
+  // Optimal string alignment distance over three rows.
+  auto distance = [&](std::string_view a, std::string_view b) {
+    std::vector<size_t> prev2(b.size() + 1), prev(b.size() + 1), cur(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+      cur[0] = i;
+      for (size_t j = 1; j <= b.size(); ++j) {
+        const size_t cost = lower(a[i - 1]) == lower(b[j - 1]) ? 0 : 1;
+        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost});
+        if (i > 1 && j > 1 && lower(a[i - 1]) == lower(b[j - 2]) &&
+            lower(a[i - 2]) == lower(b[j - 1])) {
+          cur[j] = std::min(cur[j], prev2[j - 2] + 1);
+        }
+      }
+      prev2.swap(prev);
+      prev.swap(cur);
+    }
+    return prev[b.size()];
+  };
+  std::string best;
+  size_t best_distance = 0;
+  for (std::string_view k : known) {
+    const size_t d = distance(name, k);
+    // A misspelling: at most a third of the longer name wrong, and at most 3 edits.
+    const size_t allowed = std::min<size_t>(3, std::max(name.size(), k.size()) / 3);
+    if (d > allowed) continue;
+    if (best.empty() || d < best_distance || (d == best_distance && k < best)) {
+      best = std::string(k);
+      best_distance = d;
+    }
+  }
+  return best;
+}
+
+Status UnknownField(const std::string& path, std::string_view name,
+                    const std::vector<std::string_view>& known) {
+  const std::string closest = ClosestName(name, known);
+  return FieldError(path, closest.empty() ? "unknown field"
+                                          : "unknown field (did you mean \"" + closest + "\"?)");
 }
 
 Status FieldError(const std::string& path, std::string_view what) {

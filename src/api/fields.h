@@ -56,6 +56,15 @@ class Fields {
 // InvalidArgument "<path>: <what>".
 Status FieldError(const std::string& path, std::string_view what);
 
+// The name of `known` closest to `name` by edit distance (case-insensitive; a swap of two
+// neighbours counts one), when it is close enough to be a misspelling of it; empty otherwise.
+std::string ClosestName(std::string_view name, const std::vector<std::string_view>& known);
+
+// InvalidArgument "<path>: unknown field" with the closest known name suggested, as
+// "<path>: unknown field (did you mean \"<name>\"?)".
+Status UnknownField(const std::string& path, std::string_view name,
+                    const std::vector<std::string_view>& known);
+
 // "<path>[<i>]".
 std::string Index(std::string_view path, size_t i);
 

@@ -154,6 +154,141 @@ Status DecodeFairWeight(Fields& spec, int64_t* milli) {
   return f.Finish();
 }
 
+Result<core::SelectorOp> SelectorOpOf(const std::string& op, const std::string& path) {
+  static const std::vector<std::pair<std::string_view, core::SelectorOp>> kOps = {
+      {"In", core::SelectorOp::kIn},         {"NotIn", core::SelectorOp::kNotIn},
+      {"Exists", core::SelectorOp::kExists}, {"DoesNotExist", core::SelectorOp::kDoesNotExist},
+      {"Gt", core::SelectorOp::kGt},         {"Lt", core::SelectorOp::kLt}};
+  for (const auto& [name, value] : kOps) {
+    if (name == op) return value;
+  }
+  return FieldError(path,
+                    "must be one of In, NotIn, Exists, DoesNotExist, Gt, Lt; got \"" + op + "\"");
+}
+
+// A Kubernetes NodeSelectorTerm: matchExpressions on labels; matchFields on metadata.name
+// (the node's kubernetes.io/hostname label).
+Status DecodeTerm(const json& term, const std::string& path, core::NodeSelectorTerm* out) {
+  Fields f(term, path, false);
+  for (const char* list : {"matchExpressions", "matchFields"}) {
+    const json* exprs = f.Get(list);
+    if (exprs == nullptr) continue;
+    const std::string lpath = f.At(list);
+    if (!exprs->is_array()) return FieldError(lpath, "must be a list");
+    for (size_t i = 0; i < exprs->size(); ++i) {
+      Fields e((*exprs)[i], Index(lpath, i), false);
+      core::LabelRequirement r;
+      std::string op;
+      TESSERA_RETURN_IF_ERROR(e.String("key", &r.key, true));
+      TESSERA_RETURN_IF_ERROR(e.String("operator", &op, true));
+      TESSERA_RETURN_IF_ERROR(e.StringList("values", &r.values));
+      TESSERA_RETURN_IF_ERROR(e.Finish());
+      auto o = SelectorOpOf(op, e.At("operator"));
+      if (!o.ok()) return o.status();
+      r.op = *o;
+      if (std::string_view(list) == "matchFields") {
+        if (r.key != "metadata.name") {
+          return FieldError(e.At("key"), "matchFields supports metadata.name only");
+        }
+        r.key = "kubernetes.io/hostname";
+      }
+      out->requirements.push_back(std::move(r));
+    }
+  }
+  return f.Finish();
+}
+
+// affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms},
+// preferredDuringSchedulingIgnoredDuringExecution: [{weight, preference}]}}, as Kubernetes
+// writes it.
+Status DecodeNodeAffinity(const json& affinity, const std::string& path, core::PodSpec* pod) {
+  Fields a(affinity, path, false);
+  const json* node = a.Get("nodeAffinity");
+  TESSERA_RETURN_IF_ERROR(a.Finish());
+  if (node == nullptr) return Status::Ok();
+  Fields n(*node, a.At("nodeAffinity"), false);
+  if (const json* req = n.Get("requiredDuringSchedulingIgnoredDuringExecution")) {
+    Fields r(*req, n.At("requiredDuringSchedulingIgnoredDuringExecution"), false);
+    const json* terms = r.Get("nodeSelectorTerms");
+    const std::string tpath = r.At("nodeSelectorTerms");
+    if (terms == nullptr || !terms->is_array() || terms->empty()) {
+      return FieldError(tpath, "must list at least one term");
+    }
+    for (size_t i = 0; i < terms->size(); ++i) {
+      core::NodeSelectorTerm term;
+      TESSERA_RETURN_IF_ERROR(DecodeTerm((*terms)[i], Index(tpath, i), &term));
+      pod->required_terms.push_back(std::move(term));
+    }
+    TESSERA_RETURN_IF_ERROR(r.Finish());
+  }
+  if (const json* pref = n.Get("preferredDuringSchedulingIgnoredDuringExecution")) {
+    const std::string ppath = n.At("preferredDuringSchedulingIgnoredDuringExecution");
+    if (!pref->is_array()) return FieldError(ppath, "must be a list");
+    for (size_t i = 0; i < pref->size(); ++i) {
+      Fields p((*pref)[i], Index(ppath, i), false);
+      core::PreferredTerm term;
+      int64_t weight = 0;
+      TESSERA_RETURN_IF_ERROR(p.Int("weight", &weight, 1, 100, true));
+      term.weight = static_cast<int32_t>(weight);
+      const json* preference = p.Get("preference");
+      if (preference == nullptr) return FieldError(p.At("preference"), "is required");
+      TESSERA_RETURN_IF_ERROR(DecodeTerm(*preference, p.At("preference"), &term.term));
+      TESSERA_RETURN_IF_ERROR(p.Finish());
+      pod->preferred_terms.push_back(std::move(term));
+    }
+  }
+  return n.Finish();
+}
+
+// The fields of a task the agent reads when it runs it (checked here, used there).
+Status DecodeRunFields(Fields& t) {
+  std::string text;
+  TESSERA_RETURN_IF_ERROR(t.String("workingDir", &text));
+  if (!text.empty() && text[0] != '/') {
+    return FieldError(t.At("workingDir"), "must be an absolute path");
+  }
+  int pull = 0;
+  TESSERA_RETURN_IF_ERROR(t.Enum("imagePullPolicy", {"IfNotPresent", "Always", "Never"}, &pull));
+  int64_t grace = 0;
+  TESSERA_RETURN_IF_ERROR(t.Int("terminationGracePeriodSeconds", &grace, 0, 86400 * 7));
+  std::map<std::string, std::string> field_env;
+  TESSERA_RETURN_IF_ERROR(t.StringMap("fieldEnv", &field_env));
+  for (const auto& [var, field] : field_env) {
+    if (field != "metadata.name" && field != "spec.nodeName" && field != "status.hostIP" &&
+        field != "status.hostIPs" && field != "status.podIP" && field != "status.podIPs") {
+      return FieldError(t.At("fieldEnv") + "." + var,
+                        "must be metadata.name, spec.nodeName, status.hostIP(s) or "
+                        "status.podIP(s)");
+    }
+  }
+  const json* volumes = t.Get("volumes");
+  if (volumes == nullptr) return Status::Ok();
+  const std::string vpath = t.At("volumes");
+  if (!volumes->is_array()) return FieldError(vpath, "must be a list");
+  for (size_t i = 0; i < volumes->size(); ++i) {
+    Fields v((*volumes)[i], Index(vpath, i), false);
+    std::string name, mount, host;
+    bool empty_dir = false, read_only = false;
+    TESSERA_RETURN_IF_ERROR(v.String("name", &name, true));
+    TESSERA_RETURN_IF_ERROR(ValidateName(name, true, v.At("name")));
+    TESSERA_RETURN_IF_ERROR(v.String("mountPath", &mount, true));
+    TESSERA_RETURN_IF_ERROR(v.String("hostPath", &host));
+    TESSERA_RETURN_IF_ERROR(v.Bool("emptyDir", &empty_dir));
+    TESSERA_RETURN_IF_ERROR(v.Bool("readOnly", &read_only));
+    TESSERA_RETURN_IF_ERROR(v.Finish());
+    if (mount.empty() || mount[0] != '/') {
+      return FieldError(v.At("mountPath"), "must be an absolute path");
+    }
+    if (host.empty() == !empty_dir) {
+      return FieldError(v.path(), "must give one of hostPath (an absolute path) or emptyDir: true");
+    }
+    if (!host.empty() && host[0] != '/') {
+      return FieldError(v.At("hostPath"), "must be an absolute path");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<JobSpec> DecodeJob(const json& obj) {
@@ -166,6 +301,7 @@ Result<JobSpec> DecodeJob(const json& obj) {
   TESSERA_RETURN_IF_ERROR(spec.String("priorityClassName", &w.priority_class));
   TESSERA_RETURN_IF_ERROR(spec.String("podGroup", &job.pod_group));
   TESSERA_RETURN_IF_ERROR(spec.Bool("suspend", &job.suspend));
+  TESSERA_RETURN_IF_ERROR(spec.StringList("schedulingGates", &job.scheduling_gates));
   int64_t runtime_s = 0, min_member = 0;
   TESSERA_RETURN_IF_ERROR(spec.Int("estimatedRuntimeSeconds", &runtime_s, 0, 10LL * 365 * 86400));
   w.estimated_runtime_ms = runtime_s * 1000;
@@ -219,6 +355,10 @@ Result<JobSpec> DecodeJob(const json& obj) {
     if (!tols.ok()) return tols.status();
     set.pod.tolerations = std::move(tols).value();
     TESSERA_RETURN_IF_ERROR(t.StringList("gpuModels", &set.pod.gpu_models));
+    if (const json* affinity = t.Get("affinity")) {
+      TESSERA_RETURN_IF_ERROR(DecodeNodeAffinity(*affinity, t.At("affinity"), &set.pod));
+    }
+    TESSERA_RETURN_IF_ERROR(DecodeRunFields(t));
     TESSERA_RETURN_IF_ERROR(t.Finish());
     if (Status s = core::ValidatePodSpec(set.pod); !s.ok())
       return FieldError(t.path(), s.message());

@@ -64,6 +64,8 @@ struct JobSpec {
   std::vector<TaskRun> tasks;
   bool suspend = false;
   std::string pod_group;  // a PodGroup of the namespace the pods belong to
+  // Kubernetes' schedulingGates: while any is listed, the Job waits to be scheduled.
+  std::vector<std::string> scheduling_gates;
 };
 
 struct PodGroupSpec {

@@ -7,7 +7,9 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
+#include <span>
 
 #include "api/fields.h"
 #include "api/json_text.h"
@@ -305,6 +307,8 @@ json Object(std::string_view kind, const std::string& name, const std::string& n
 
 const json kEmpty = json::object();
 
+using Warnings = std::vector<std::string>;
+
 const json& Member(const json& obj, const char* key) {
   if (!obj.is_object()) return kEmpty;
   const auto it = obj.find(key);
@@ -357,12 +361,169 @@ Status AddResources(const json& list, const std::string& path, json* sum) {
   return Status::Ok();
 }
 
-// securityContext's runAsUser and runAsGroup onto the task; its other fields are refused.
-Status RunAs(const json& context, const std::string& path, json* task) {
-  if (!context.is_object()) return FieldError(path, "must be a map");
-  TESSERA_RETURN_IF_ERROR(OnlyFields(
-      context, path, {"runAsUser", "runAsGroup"},
-      "not supported: Tessera runs a task under the given runAsUser and runAsGroup only"));
+// What Tessera does with a field of a Kubernetes object: acts on it (`ignored` empty), or
+// accepts it with a warning saying what happens instead.
+struct FieldUse {
+  std::string_view name;
+  std::string_view ignored;
+};
+
+// A value that asks for nothing (null, false, 0, "", {} or []): accepted without a warning.
+bool AsksNothing(const json& v) {
+  return v.is_null() || (v.is_boolean() && !v.get<bool>()) || (v.is_number() && v == 0) ||
+         (v.is_string() && v.get<std::string>().empty()) ||
+         ((v.is_object() || v.is_array()) && v.empty());
+}
+
+// Checks `obj`'s fields against `known`: a field not listed is an error, "unknown field" with
+// the closest known name; a listed one with a note adds the warning "<path>.<field>: <note>".
+Status KnownFields(const json& obj, const std::string& path, std::span<const FieldUse> known,
+                   Warnings* warnings) {
+  if (obj.is_null()) return Status::Ok();
+  if (!obj.is_object()) return FieldError(path, "must be an object");
+  for (const auto& [k, v] : obj.items()) {
+    const std::string at = path.empty() ? k : path + "." + k;
+    const auto it =
+        std::find_if(known.begin(), known.end(), [&](const FieldUse& f) { return f.name == k; });
+    if (it == known.end()) {
+      std::vector<std::string_view> names;
+      for (const FieldUse& f : known) names.push_back(f.name);
+      return UnknownField(at, k, names);
+    }
+    if (!it->ignored.empty() && !AsksNothing(v)) {
+      warnings->push_back(at + ": " + std::string(it->ignored));
+    }
+  }
+  return Status::Ok();
+}
+
+constexpr std::string_view kNoServiceAccounts =
+    "not acted on: Tessera has no service accounts and mounts no token";
+constexpr std::string_view kNodeNamespaces =
+    "not acted on: a process shares the node's namespaces, a container gets the runtime's "
+    "defaults";
+constexpr std::string_view kNoDns = "not acted on: Tessera has no cluster DNS";
+
+// Kubernetes' PodSpec, field by field.
+constexpr FieldUse kPodFields[] = {
+    {"containers", ""},
+    {"nodeSelector", ""},
+    {"nodeName", ""},
+    {"affinity", ""},
+    {"tolerations", ""},
+    {"restartPolicy", ""},
+    {"priorityClassName", ""},
+    {"schedulerName", ""},
+    {"schedulingGates", ""},
+    {"terminationGracePeriodSeconds", ""},
+    {"securityContext", ""},
+    {"volumes", ""},
+    {"initContainers", "not acted on: init containers are not run"},
+    {"ephemeralContainers", "not acted on: ephemeral containers are not run"},
+    {"priority", "not acted on: the priority comes from priorityClassName"},
+    {"preemptionPolicy", "not acted on: the preemption policy comes from the PriorityClass"},
+    {"serviceAccountName", kNoServiceAccounts},
+    {"serviceAccount", kNoServiceAccounts},
+    {"automountServiceAccountToken", kNoServiceAccounts},
+    {"imagePullSecrets",
+     "not acted on: images are pulled with the container runtime's own credentials"},
+    {"hostNetwork", kNodeNamespaces},
+    {"hostPID", kNodeNamespaces},
+    {"hostIPC", kNodeNamespaces},
+    {"hostUsers", kNodeNamespaces},
+    {"shareProcessNamespace", kNodeNamespaces},
+    {"dnsPolicy", kNoDns},
+    {"dnsConfig", kNoDns},
+    {"hostAliases", kNoDns},
+    {"hostname", kNoDns},
+    {"subdomain", kNoDns},
+    {"setHostnameAsFQDN", kNoDns},
+    {"enableServiceLinks", "not acted on: Tessera has no Services"},
+    {"activeDeadlineSeconds", "not acted on: no deadline is enforced"},
+    {"topologySpreadConstraints",
+     "not acted on: pods are spread or packed by the placement policy"},
+    {"readinessGates", "not acted on: Tessera has no readiness"},
+    {"runtimeClassName", "not acted on: the node's container runtime runs every image"},
+    {"overhead", "not acted on: only container requests are counted"},
+    {"resources", "not acted on: pod-level resources; set them per container"},
+    {"os", "not acted on: every node runs Linux"},
+    {"resourceClaims", "not acted on: Tessera has no dynamic resource allocation"},
+};
+
+constexpr std::string_view kNoProbes =
+    "not acted on: probes are not run; the pod is running while its process runs";
+
+// Kubernetes' Container.
+constexpr FieldUse kContainerFields[] = {
+    {"name", ""},
+    {"image", ""},
+    {"command", ""},
+    {"args", ""},
+    {"env", ""},
+    {"resources", ""},
+    {"imagePullPolicy", ""},
+    {"securityContext", ""},
+    {"workingDir", ""},
+    {"ports", ""},
+    {"volumeMounts", ""},
+    {"livenessProbe", kNoProbes},
+    {"readinessProbe", kNoProbes},
+    {"startupProbe", kNoProbes},
+    {"lifecycle", "not acted on: lifecycle hooks are not run"},
+    {"envFrom", "not acted on: Tessera has no ConfigMaps or Secrets; these variables are not set"},
+    {"terminationMessagePath", "not acted on: the pod's log is kept instead"},
+    {"terminationMessagePolicy", "not acted on: the pod's log is kept instead"},
+    {"stdin", "not acted on: a task has no terminal"},
+    {"stdinOnce", "not acted on: a task has no terminal"},
+    {"tty", "not acted on: a task has no terminal"},
+    {"resizePolicy", "not acted on: resources are fixed while a pod runs"},
+    {"restartPolicy", "not acted on: sidecar containers are not run"},
+    {"volumeDevices", "not acted on: Tessera has no block volumes"},
+};
+
+constexpr std::string_view kNotApplied = "not acted on: the task runs without it";
+
+// Kubernetes' PodSecurityContext and SecurityContext (runAsUser and runAsGroup are applied).
+constexpr FieldUse kSecurityFields[] = {
+    {"runAsUser", ""},
+    {"runAsGroup", ""},
+    {"runAsNonRoot", ""},
+    {"fsGroup", kNotApplied},
+    {"fsGroupChangePolicy", kNotApplied},
+    {"supplementalGroups", kNotApplied},
+    {"supplementalGroupsPolicy", kNotApplied},
+    {"seLinuxOptions", kNotApplied},
+    {"seLinuxChangePolicy", kNotApplied},
+    {"seccompProfile", kNotApplied},
+    {"appArmorProfile", kNotApplied},
+    {"sysctls", kNotApplied},
+    {"windowsOptions", kNotApplied},
+    {"allowPrivilegeEscalation", kNotApplied},
+    {"capabilities", kNotApplied},
+    {"privileged", kNotApplied},
+    {"procMount", kNotApplied},
+    {"readOnlyRootFilesystem", kNotApplied},
+};
+
+constexpr FieldUse kAffinityFields[] = {
+    {"nodeAffinity", ""},
+    {"podAffinity", "not acted on: Tessera places by node labels, not by other pods"},
+    {"podAntiAffinity", "not acted on: Tessera places by node labels, not by other pods"},
+};
+
+// What a pod template's translation knows besides its spec.
+struct PodContext {
+  std::string ns;
+  const json* meta = nullptr;  // the pod's (or template's) metadata
+  bool bare_pod = false;       // a v1 Pod: metadata.name is the pod's own name
+  std::string pod_name;        // for a bare pod
+  Warnings* warnings = nullptr;
+};
+
+// securityContext: runAsUser and runAsGroup onto the task; runAsNonRoot checked against them.
+Status RunAs(const json& context, const std::string& path, json* task, Warnings* warnings) {
+  if (context.is_null()) return Status::Ok();
+  TESSERA_RETURN_IF_ERROR(KnownFields(context, path, kSecurityFields, warnings));
   for (const char* k : {"runAsUser", "runAsGroup"}) {
     if (!context.contains(k)) continue;
     const json& v = context[k];
@@ -371,35 +532,248 @@ Status RunAs(const json& context, const std::string& path, json* task) {
     }
     (*task)[k] = v;
   }
+  const json non_root = context.contains("runAsNonRoot") ? context["runAsNonRoot"] : json();
+  if (!non_root.is_null() && !non_root.is_boolean()) {
+    return FieldError(path + ".runAsNonRoot", "must be true or false");
+  }
+  if (non_root == true) {
+    const json& uid = Member(*task, "runAsUser");
+    if (uid == 0) {
+      return FieldError(path + ".runAsNonRoot", "is true but runAsUser is 0 (root)");
+    }
+    if (!uid.is_number()) {
+      warnings->push_back(path +
+                          ".runAsNonRoot: without runAsUser the task runs as the node "
+                          "agent's user, which may be root");
+    }
+  }
+  return Status::Ok();
+}
+
+// A resourceFieldRef's value: the container's limit or request divided by the divisor,
+// rounded up (Kubernetes' rule); empty with a warning when the container does not set it.
+Result<std::string> ResourceFieldValue(const json& ref, const json& resources,
+                                       const std::string& path, Warnings* warnings) {
+  TESSERA_RETURN_IF_ERROR(OnlyFields(ref, path, {"containerName", "resource", "divisor"},
+                                     "unknown field of a resourceFieldRef"));
+  const std::string resource = Text(ref, "resource");
+  const size_t dot = resource.find('.');
+  const std::string which = resource.substr(0, dot);
+  if (dot == std::string::npos || (which != "limits" && which != "requests")) {
+    return FieldError(path + ".resource",
+                      "must be limits.<resource> or requests.<resource>, got \"" + resource + "\"");
+  }
+  const json& v = Member(Member(resources, which.c_str()), resource.substr(dot + 1).c_str());
+  if (!v.is_string() && !v.is_number()) {
+    warnings->push_back(path + ": the container sets no " + resource + "; the variable is not set");
+    return std::string();
+  }
+  Result<Quantity> q = ParseQuantity(v.is_string() ? v.get<std::string>() : v.dump(), path);
+  if (!q.ok()) return q.status();
+  const json& d = Member(ref, "divisor");
+  Quantity divisor{1'000'000'000};
+  if (d.is_string() || d.is_number()) {
+    Result<Quantity> dq =
+        ParseQuantity(d.is_string() ? d.get<std::string>() : d.dump(), path + ".divisor");
+    if (!dq.ok()) return dq.status();
+    if (dq->nano <= 0) return FieldError(path + ".divisor", "must be positive");
+    divisor = *dq;
+  }
+  const __int128 n = (q->nano + divisor.nano - 1) / divisor.nano;
+  return std::to_string(static_cast<int64_t>(n));
+}
+
+// One env entry's value from valueFrom: fields known when translating are resolved now; the
+// pod's name, node and address are left to the agent (task.fieldEnv); ConfigMaps and Secrets,
+// which Tessera does not have, leave the variable unset with a warning. False when unset.
+Status EnvFrom(const json& from, const std::string& path, const std::string& var,
+               const json& resources, const PodContext& ctx, json* env, json* field_env) {
+  static const FieldUse kSources[] = {
+      {"fieldRef", ""},
+      {"resourceFieldRef", ""},
+      {"configMapKeyRef", "not acted on: Tessera has no ConfigMaps; the variable is not set"},
+      {"secretKeyRef", "not acted on: Tessera has no Secrets; the variable is not set"},
+      {"fileKeyRef", "not acted on: the variable is not set"},
+  };
+  TESSERA_RETURN_IF_ERROR(KnownFields(from, path, kSources, ctx.warnings));
+  if (const json& ref = Member(from, "fieldRef"); !ref.empty()) {
+    const std::string fp = Text(ref, "fieldPath");
+    const std::string at = path + ".fieldRef.fieldPath";
+    auto keyed = [&](std::string_view prefix) -> std::optional<std::string> {
+      if (!fp.starts_with(prefix) || !fp.ends_with("']")) return std::nullopt;
+      return fp.substr(prefix.size(), fp.size() - prefix.size() - 2);
+    };
+    if (fp == "metadata.namespace") {
+      (*env)[var] = ctx.ns;
+    } else if (fp == "metadata.name" && ctx.bare_pod) {
+      (*env)[var] = ctx.pod_name;
+    } else if (fp == "metadata.name" || fp == "spec.nodeName" || fp == "status.hostIP" ||
+               fp == "status.hostIPs" || fp == "status.podIP" || fp == "status.podIPs") {
+      (*field_env)[var] = fp;
+    } else if (fp == "spec.serviceAccountName") {
+      (*env)[var] = "default";
+    } else if (auto k = keyed("metadata.labels['")) {
+      (*env)[var] = Text(Member(*ctx.meta, "labels"), k->c_str());
+    } else if (auto a = keyed("metadata.annotations['")) {
+      (*env)[var] = Text(Member(*ctx.meta, "annotations"), a->c_str());
+    } else if (fp == "metadata.uid") {
+      ctx.warnings->push_back(at + ": Tessera objects have no uid; the variable is not set");
+    } else {
+      return FieldError(at, "\"" + fp +
+                                "\" is not a field a pod can read (metadata.name, "
+                                "metadata.namespace, metadata.labels['key'], "
+                                "metadata.annotations['key'], spec.nodeName, "
+                                "spec.serviceAccountName, status.hostIP, status.podIP)");
+    }
+    return Status::Ok();
+  }
+  if (const json& ref = Member(from, "resourceFieldRef"); !ref.empty()) {
+    Result<std::string> v =
+        ResourceFieldValue(ref, resources, path + ".resourceFieldRef", ctx.warnings);
+    if (!v.ok()) return v.status();
+    if (!v->empty()) (*env)[var] = *v;
+  }
+  return Status::Ok();
+}
+
+// A name as an environment variable suffix: upper case, '-' and '.' as '_'.
+std::string EnvSuffix(std::string name) {
+  for (char& c : name) {
+    c = (c == '-' || c == '.') ? '_'
+                               : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
+  return name;
+}
+
+// The container's ports, as environment: TESSERA_PORT_<NAME> per named port and TESSERA_PORTS
+// listing them all (a process binds them on the node itself).
+Status Ports(const json& ports, const std::string& path, json* env, Warnings* warnings) {
+  if (ports.empty()) return Status::Ok();
+  if (!ports.is_array()) return FieldError(path, "must be a list");
+  std::string all;
+  for (size_t i = 0; i < ports.size(); ++i) {
+    const std::string p = Index(path, i);
+    static const FieldUse kPort[] = {
+        {"name", ""},
+        {"containerPort", ""},
+        {"protocol", ""},
+        {"hostPort", ""},
+        {"hostIP", "not acted on: the task binds the addresses it chooses"}};
+    TESSERA_RETURN_IF_ERROR(KnownFields(ports[i], p, kPort, warnings));
+    const json& port = Member(ports[i], "containerPort");
+    if (!port.is_number_integer() || port.get<int64_t>() < 1 || port.get<int64_t>() > 65535) {
+      return FieldError(p + ".containerPort", "must be a port number from 1 to 65535");
+    }
+    const json& host = Member(ports[i], "hostPort");
+    if (!host.empty() && host != port) {
+      warnings->push_back(p + ".hostPort: not acted on: the task listens on containerPort " +
+                          port.dump() + " itself");
+    }
+    all += (all.empty() ? "" : ",") + port.dump();
+    if (const std::string name = Text(ports[i], "name"); !name.empty()) {
+      (*env)["TESSERA_PORT_" + EnvSuffix(name)] = port.dump();
+    }
+  }
+  if (!all.empty()) (*env)["TESSERA_PORTS"] = all;
+  return Status::Ok();
+}
+
+// The pod's volumes as the first container mounts them: hostPath and emptyDir are provided
+// (task.volumes); other kinds are not, with a warning.
+Status Volumes(const json& pod, const json& container, const std::string& path,
+               const std::string& cpath, bool process, json* task, Warnings* warnings) {
+  const json& volumes = Member(pod, "volumes");
+  if (!volumes.is_array() && !volumes.empty())
+    return FieldError(path + ".volumes", "must be a list");
+  std::map<std::string, size_t> by_name;
+  for (size_t i = 0; volumes.is_array() && i < volumes.size(); ++i) {
+    const std::string name = Text(volumes[i], "name");
+    if (name.empty()) return FieldError(Index(path + ".volumes", i) + ".name", "must be set");
+    if (!by_name.emplace(name, i).second) {
+      return FieldError(Index(path + ".volumes", i) + ".name", "duplicate volume \"" + name + "\"");
+    }
+  }
+  const json& mounts = Member(container, "volumeMounts");
+  if (!mounts.is_array() && !mounts.empty()) {
+    return FieldError(cpath + ".volumeMounts", "must be a list");
+  }
+  json out = json::array();
+  for (size_t i = 0; mounts.is_array() && i < mounts.size(); ++i) {
+    const std::string mp = Index(cpath + ".volumeMounts", i);
+    static const FieldUse kMount[] = {{"name", ""},
+                                      {"mountPath", ""},
+                                      {"readOnly", ""},
+                                      {"subPath", "not acted on: the whole volume is provided"},
+                                      {"subPathExpr", "not acted on: the whole volume is provided"},
+                                      {"mountPropagation", "not acted on"},
+                                      {"recursiveReadOnly", "not acted on"}};
+    TESSERA_RETURN_IF_ERROR(KnownFields(mounts[i], mp, kMount, warnings));
+    const std::string name = Text(mounts[i], "name"), mount_path = Text(mounts[i], "mountPath");
+    auto v = by_name.find(name);
+    if (v == by_name.end())
+      return FieldError(mp + ".name", "no volume \"" + name + "\" in the pod");
+    if (mount_path.empty() || mount_path[0] != '/') {
+      return FieldError(mp + ".mountPath", "must be an absolute path");
+    }
+    const json& vol = volumes[v->second];
+    const std::string vp = Index(path + ".volumes", v->second);
+    json m = {{"name", name}, {"mountPath", mount_path}};
+    if (Member(mounts[i], "readOnly") == true) m["readOnly"] = true;
+    const std::string env = "$TESSERA_VOLUME_" + EnvSuffix(name);
+    if (const json& hp = Member(vol, "hostPath"); !hp.empty()) {
+      const std::string host = Text(hp, "path");
+      if (host.empty() || host[0] != '/') {
+        return FieldError(vp + ".hostPath.path", "must be an absolute path");
+      }
+      m["hostPath"] = host;
+      if (process && host != mount_path) {
+        warnings->push_back(mp + ": a process sees the node's files: " + host + " is not at " +
+                            mount_path + " (its path is in " + env + ")");
+      }
+    } else if (vol.contains("emptyDir")) {
+      m["emptyDir"] = true;
+      if (process) {
+        warnings->push_back(mp + ": a process gets a scratch directory for it, not at " +
+                            mount_path + " (its path is in " + env + ")");
+      }
+    } else {
+      std::string kind = "unknown";
+      for (const auto& [k, x] : vol.items()) {
+        if (k != "name") kind = k;
+      }
+      warnings->push_back(mp + ": not acted on: volumes of kind " + kind +
+                          " are not provided (Tessera provides hostPath and emptyDir)");
+      continue;
+    }
+    out.push_back(std::move(m));
+  }
+  if (!out.empty()) (*task)["volumes"] = std::move(out);
   return Status::Ok();
 }
 
 // Translates a pod template's spec into a task (without name and replicas) and the job-level
-// fields it implies (priorityClassName).
-Status PodSpecToTask(const json& pod, const std::string& path, json* task, json* job) {
+// fields it implies (priorityClassName, schedulingGates).
+Status PodSpecToTask(const json& pod, const std::string& path, const PodContext& ctx, json* task,
+                     json* job) {
+  Warnings* warnings = ctx.warnings;
+  TESSERA_RETURN_IF_ERROR(KnownFields(pod, path, kPodFields, warnings));
   TESSERA_RETURN_IF_ERROR(
-      OnlyFields(pod, path,
-                 {"containers", "nodeSelector", "tolerations", "restartPolicy", "priorityClassName",
-                  "schedulerName", "terminationGracePeriodSeconds", "securityContext"},
-                 kNotRun));
-  TESSERA_RETURN_IF_ERROR(RunAs(Member(pod, "securityContext"), path + ".securityContext", task));
+      RunAs(Member(pod, "securityContext"), path + ".securityContext", task, warnings));
   const json& containers = Member(pod, "containers");
   const std::string cpath = path + ".containers";
   if (!containers.is_array() || containers.empty()) {
     return FieldError(cpath, "must list at least one container");
   }
   json limits = json::object(), requests = json::object();
-  std::vector<std::string> command, args;
-  json env = json::object();
+  json env = json::object(), field_env = json::object();
   for (size_t i = 0; i < containers.size(); ++i) {
     const json& c = containers[i];
     const std::string p = Index(cpath, i);
-    TESSERA_RETURN_IF_ERROR(OnlyFields(c, p,
-                                       {"name", "image", "command", "args", "env", "resources",
-                                        "imagePullPolicy", "securityContext"},
-                                       kNotRun));
+    TESSERA_RETURN_IF_ERROR(KnownFields(c, p, kContainerFields, warnings));
     const json& res = Member(c, "resources");
-    TESSERA_RETURN_IF_ERROR(OnlyFields(res, p + ".resources", {"limits", "requests"}, kNotRun));
+    static const FieldUse kResources[] = {
+        {"limits", ""}, {"requests", ""}, {"claims", "not acted on: no dynamic resources"}};
+    TESSERA_RETURN_IF_ERROR(KnownFields(res, p + ".resources", kResources, warnings));
     // Checked here too, so that errors name the field as the user wrote it.
     Fields rf(res, p + ".resources");
     ResourceList own_limits, own_requests;
@@ -411,29 +785,34 @@ Status PodSpecToTask(const json& pod, const std::string& path, json* task, json*
     TESSERA_RETURN_IF_ERROR(AddResources(Member(res, "limits"), p + ".resources.limits", &limits));
     TESSERA_RETURN_IF_ERROR(
         AddResources(Member(res, "requests"), p + ".resources.requests", &requests));
-    if (i == 0) {
-      // The container's user and group override the pod's, as in Kubernetes.
-      TESSERA_RETURN_IF_ERROR(RunAs(Member(c, "securityContext"), p + ".securityContext", task));
-      if (c.contains("image")) (*task)["image"] = c["image"];
-      if (c.contains("command")) (*task)["command"] = c["command"];
-      if (c.contains("args")) (*task)["args"] = c["args"];
-    } else if (c.contains("command") || c.contains("args")) {
-      return FieldError(p,
-                        "Tessera runs one process per pod: the first container's command; put the "
-                        "others in their own tasks");
+    if (i > 0) {
+      // Its requests count; it does not run.
+      warnings->push_back(p + ": not acted on: Tessera runs the first container of a pod; " +
+                          "container \"" + Text(c, "name") +
+                          "\" is not run (its requests are counted)");
+      continue;
     }
+    // The container's user and group override the pod's, as in Kubernetes.
+    TESSERA_RETURN_IF_ERROR(
+        RunAs(Member(c, "securityContext"), p + ".securityContext", task, warnings));
+    for (const char* k : {"image", "command", "args", "workingDir", "imagePullPolicy"}) {
+      if (c.contains(k) && !c[k].is_null()) (*task)[k] = c[k];
+    }
+    TESSERA_RETURN_IF_ERROR(Ports(Member(c, "ports"), p + ".ports", &env, warnings));
+    TESSERA_RETURN_IF_ERROR(Volumes(pod, c, path, p, !c.contains("image"), task, warnings));
     const json& e = Member(c, "env");
-    if (e.is_array()) {
-      for (size_t k = 0; k < e.size(); ++k) {
-        const std::string ep = Index(p + ".env", k);
-        TESSERA_RETURN_IF_ERROR(
-            OnlyFields(e[k], ep, {"name", "value"},
-                       "not supported: only literal values (valueFrom needs the Kubernetes API)"));
-        if (!Member(e[k], "name").is_string()) return FieldError(ep + ".name", "must be a string");
-        env[Text(e[k], "name")] = Member(e[k], "value").is_string() ? e[k]["value"] : json("");
+    if (!e.is_array() && !e.empty()) return FieldError(p + ".env", "must be a list");
+    for (size_t k = 0; e.is_array() && k < e.size(); ++k) {
+      const std::string ep = Index(p + ".env", k);
+      static const FieldUse kEnv[] = {{"name", ""}, {"value", ""}, {"valueFrom", ""}};
+      TESSERA_RETURN_IF_ERROR(KnownFields(e[k], ep, kEnv, warnings));
+      if (!Member(e[k], "name").is_string()) return FieldError(ep + ".name", "must be a string");
+      const std::string var = Text(e[k], "name");
+      if (const json& from = Member(e[k], "valueFrom"); !from.empty()) {
+        TESSERA_RETURN_IF_ERROR(EnvFrom(from, ep + ".valueFrom", var, res, ctx, &env, &field_env));
+      } else {
+        env[var] = Member(e[k], "value").is_string() ? e[k]["value"] : json("");
       }
-    } else if (!e.empty()) {
-      return FieldError(p + ".env", "must be a list of {name, value}");
     }
   }
   json resources = json::object();
@@ -441,10 +820,35 @@ Status PodSpecToTask(const json& pod, const std::string& path, json* task, json*
   if (!requests.empty()) resources["requests"] = requests;
   if (!resources.empty()) (*task)["resources"] = resources;
   if (!env.empty()) (*task)["env"] = env;
-  for (const char* k : {"nodeSelector", "tolerations", "restartPolicy"}) {
+  if (!field_env.empty()) (*task)["fieldEnv"] = field_env;
+  for (const char* k :
+       {"nodeSelector", "tolerations", "restartPolicy", "terminationGracePeriodSeconds"}) {
     if (pod.contains(k) && !pod[k].is_null()) (*task)[k] = pod[k];
   }
+  if (const std::string node = Text(pod, "nodeName"); !node.empty()) {
+    // Kubernetes binds such a pod to the node directly; here it is a selector on the node's
+    // name (checked like any other).
+    if (!(*task)["nodeSelector"].is_object()) (*task)["nodeSelector"] = json::object();
+    (*task)["nodeSelector"]["kubernetes.io/hostname"] = node;
+  }
+  if (const json& affinity = Member(pod, "affinity"); !affinity.empty()) {
+    TESSERA_RETURN_IF_ERROR(KnownFields(affinity, path + ".affinity", kAffinityFields, warnings));
+    if (affinity.contains("nodeAffinity")) {
+      (*task)["affinity"] = {{"nodeAffinity", affinity["nodeAffinity"]}};
+    }
+  }
   if (pod.contains("priorityClassName")) (*job)["priorityClassName"] = pod["priorityClassName"];
+  if (const json& gates = Member(pod, "schedulingGates"); !gates.empty()) {
+    if (!gates.is_array()) return FieldError(path + ".schedulingGates", "must be a list");
+    json names = json::array();
+    for (size_t i = 0; i < gates.size(); ++i) {
+      const std::string gp = Index(path + ".schedulingGates", i);
+      TESSERA_RETURN_IF_ERROR(OnlyFields(gates[i], gp, {"name"}, "unknown field"));
+      if (Text(gates[i], "name").empty()) return FieldError(gp + ".name", "must be set");
+      names.push_back(gates[i]["name"]);
+    }
+    (*job)["schedulingGates"] = names;
+  }
   return Status::Ok();
 }
 
@@ -467,9 +871,10 @@ struct Doc {
   json meta;
 };
 
-Result<std::vector<json>> Pod(const Doc& d, const json& doc) {
+Result<std::vector<json>> Pod(const Doc& d, const json& doc, Warnings* warnings) {
   json job = json::object(), task = {{"name", "main"}, {"replicas", 1}};
-  TESSERA_RETURN_IF_ERROR(PodSpecToTask(Member(doc, "spec"), "spec", &task, &job));
+  const PodContext ctx{d.ns, &d.meta, true, d.name, warnings};
+  TESSERA_RETURN_IF_ERROR(PodSpecToTask(Member(doc, "spec"), "spec", ctx, &task, &job));
   const json& containers = doc["spec"]["containers"];
   if (containers[0].contains("name") && containers[0]["name"].is_string()) {
     task["name"] = containers[0]["name"];
@@ -482,15 +887,49 @@ Result<std::vector<json>> Pod(const Doc& d, const json& doc) {
       Object("Job", d.name, d.ns, Member(d.meta, "labels"), Member(d.meta, "annotations"), job)};
 }
 
-Result<std::vector<json>> BatchJob(const Doc& d, const json& doc) {
+constexpr std::string_view kNoArrays =
+    "not acted on: a Job's pods run together (parallelism); indexes and per-index policies "
+    "are not kept";
+
+// Kubernetes' JobSpec.
+constexpr FieldUse kBatchJobFields[] = {
+    {"template", ""},
+    {"parallelism", ""},
+    {"completions", ""},
+    {"backoffLimit", ""},
+    {"suspend", ""},
+    {"activeDeadlineSeconds", "not acted on: no deadline is enforced"},
+    {"ttlSecondsAfterFinished", "not acted on: finished Jobs are kept until deleted"},
+    {"completionMode", kNoArrays},
+    {"backoffLimitPerIndex", kNoArrays},
+    {"maxFailedIndexes", kNoArrays},
+    {"podFailurePolicy", "not acted on: failures count against backoffLimit"},
+    {"podReplacementPolicy", "not acted on: a failed pod is replaced once it has ended"},
+    {"successPolicy", "not acted on: the Job succeeds when all its pods do"},
+    {"selector", "not acted on: a Job owns the pods of its template"},
+    {"manualSelector", "not acted on: a Job owns the pods of its template"},
+    {"managedBy", "not acted on: Tessera manages every Job it is given"},
+};
+
+// A pod template: metadata (labels, annotations) and spec.
+constexpr FieldUse kTemplateFields[] = {{"metadata", ""}, {"spec", ""}};
+
+Result<std::vector<json>> BatchJob(const Doc& d, const json& doc, Warnings* warnings) {
   const json& spec = Member(doc, "spec");
-  TESSERA_RETURN_IF_ERROR(
-      OnlyFields(spec, "spec",
-                 {"template", "parallelism", "completions", "backoffLimit", "suspend"}, kNotRun));
+  TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", kBatchJobFields, warnings));
+  if (spec.contains("completionMode") && spec["completionMode"] == "NonIndexed") {
+    // The default, asked for explicitly: no warning.
+    warnings->erase(
+        std::remove_if(warnings->begin(), warnings->end(),
+                       [](const std::string& w) { return w.starts_with("spec.completionMode:"); }),
+        warnings->end());
+  }
   json job = json::object(), task = {{"name", "main"}};
   const json& tmpl = Member(spec, "template");
-  TESSERA_RETURN_IF_ERROR(OnlyFields(tmpl, "spec.template", {"metadata", "spec"}, kNotRun));
-  TESSERA_RETURN_IF_ERROR(PodSpecToTask(Member(tmpl, "spec"), "spec.template.spec", &task, &job));
+  TESSERA_RETURN_IF_ERROR(KnownFields(tmpl, "spec.template", kTemplateFields, warnings));
+  const PodContext ctx{d.ns, &Member(tmpl, "metadata"), false, "", warnings};
+  TESSERA_RETURN_IF_ERROR(
+      PodSpecToTask(Member(tmpl, "spec"), "spec.template.spec", ctx, &task, &job));
   const json& par = Member(spec, "parallelism");
   const json& comp = Member(spec, "completions");
   task["replicas"] = par.is_number_integer() ? par : json(1);
@@ -520,7 +959,7 @@ void VolcanoQueue(const json& spec, json* out, json* annotations) {
   (*out)["queue"] = q;
 }
 
-Result<std::vector<json>> VolcanoJob(const Doc& d, const json& doc) {
+Result<std::vector<json>> VolcanoJob(const Doc& d, const json& doc, Warnings* warnings) {
   const json& spec = Member(doc, "spec");
   TESSERA_RETURN_IF_ERROR(OnlyFields(spec, "spec",
                                      {"minAvailable", "schedulerName", "plugins", "tasks", "queue",
@@ -555,8 +994,10 @@ Result<std::vector<json>> VolcanoJob(const Doc& d, const json& doc) {
                                                       : json("task" + std::to_string(i))},
         {"replicas", Member(tasks[i], "replicas").is_number() ? tasks[i]["replicas"] : json(1)}};
     const json& tmpl = Member(tasks[i], "template");
-    TESSERA_RETURN_IF_ERROR(OnlyFields(tmpl, p + ".template", {"metadata", "spec"}, kNotRun));
-    TESSERA_RETURN_IF_ERROR(PodSpecToTask(Member(tmpl, "spec"), p + ".template.spec", &task, &job));
+    TESSERA_RETURN_IF_ERROR(KnownFields(tmpl, p + ".template", kTemplateFields, warnings));
+    const PodContext ctx{d.ns, &Member(tmpl, "metadata"), false, "", warnings};
+    TESSERA_RETURN_IF_ERROR(
+        PodSpecToTask(Member(tmpl, "spec"), p + ".template.spec", ctx, &task, &job));
     const json& retry =
         tasks[i].contains("maxRetry") ? tasks[i]["maxRetry"] : Member(spec, "maxRetry");
     if (retry.is_number()) task["maxRetries"] = retry;
@@ -785,7 +1226,40 @@ Result<std::vector<json>> ParseYamlDocuments(std::string_view text) {
   return loader.Documents();
 }
 
-Result<std::vector<json>> TranslateDocument(const json& doc, std::string_view default_namespace) {
+// Kubernetes' ObjectMeta: what the server sets is accepted (as `kubectl get -o yaml` writes it)
+// and not acted on.
+constexpr std::string_view kServerSets = "not acted on: set by the server";
+constexpr FieldUse kMetaFields[] = {
+    {"name", ""},
+    {"namespace", ""},
+    {"labels", ""},
+    {"annotations", ""},
+    {"generateName", ""},
+    {"uid", kServerSets},
+    {"resourceVersion", kServerSets},
+    {"generation", kServerSets},
+    {"creationTimestamp", kServerSets},
+    {"deletionTimestamp", kServerSets},
+    {"deletionGracePeriodSeconds", kServerSets},
+    {"selfLink", kServerSets},
+    {"managedFields", kServerSets},
+    {"ownerReferences", "not acted on: Tessera deletes nothing by ownership"},
+    {"finalizers", "not acted on: objects are deleted at once"},
+};
+
+// A Kubernetes object's top level, status included (as `kubectl get -o yaml` writes it).
+constexpr FieldUse kObjectFields[] = {
+    {"apiVersion", ""},
+    {"kind", ""},
+    {"metadata", ""},
+    {"spec", ""},
+    {"status", "not acted on: status is written by Tessera"},
+};
+
+Result<std::vector<json>> TranslateDocument(const json& doc, std::string_view default_namespace,
+                                            std::vector<std::string>* warnings) {
+  std::vector<std::string> ignored;
+  if (warnings == nullptr) warnings = &ignored;
   if (doc.is_null()) return std::vector<json>{};
   if (!doc.is_object()) return InvalidArgument("document: must be a map");
   if (!doc.contains("apiVersion") && !doc.contains("kind")) {
@@ -819,23 +1293,19 @@ Result<std::vector<json>> TranslateDocument(const json& doc, std::string_view de
     }
     return std::vector<json>{obj};
   }
-  TESSERA_RETURN_IF_ERROR(OnlyFields(d.meta, "metadata",
-                                     {"name", "namespace", "labels", "annotations", "generateName"},
-                                     "not supported"));
+  TESSERA_RETURN_IF_ERROR(KnownFields(d.meta, "metadata", kMetaFields, warnings));
   if (d.name.empty()) return FieldError("metadata.name", "must be set");
   if (d.ns.empty()) d.ns = std::string(default_namespace);
   const std::string group = d.api.substr(0, d.api.find('/'));
   if (d.api == "v1" && d.kind == "Pod") {
-    TESSERA_RETURN_IF_ERROR(
-        OnlyFields(doc, "", {"apiVersion", "kind", "metadata", "spec"}, kNotRun));
-    return Pod(d, doc);
+    TESSERA_RETURN_IF_ERROR(KnownFields(doc, "", kObjectFields, warnings));
+    return Pod(d, doc, warnings);
   }
   if (d.api == "batch/v1" && d.kind == "Job") {
-    TESSERA_RETURN_IF_ERROR(
-        OnlyFields(doc, "", {"apiVersion", "kind", "metadata", "spec"}, kNotRun));
-    return BatchJob(d, doc);
+    TESSERA_RETURN_IF_ERROR(KnownFields(doc, "", kObjectFields, warnings));
+    return BatchJob(d, doc, warnings);
   }
-  if (group == "batch.volcano.sh" && d.kind == "Job") return VolcanoJob(d, doc);
+  if (group == "batch.volcano.sh" && d.kind == "Job") return VolcanoJob(d, doc, warnings);
   if (group == "scheduling.volcano.sh" && d.kind == "PodGroup") return VolcanoPodGroup(d, doc);
   if (group == "kueue.x-k8s.io") return Kueue(d, doc);
   if (d.api == "v1" && d.kind == "ResourceQuota") {
@@ -866,20 +1336,25 @@ Result<std::vector<json>> TranslateDocument(const json& doc, std::string_view de
 }
 
 Result<std::vector<json>> TranslateManifest(std::string_view text, std::string_view source,
-                                            std::string_view default_namespace) {
+                                            std::string_view default_namespace,
+                                            std::vector<std::vector<std::string>>* warnings) {
   Result<std::vector<json>> docs = ParseYamlDocuments(text);
   if (!docs.ok()) return InvalidArgument(std::string(source) + ": " + docs.status().message());
   std::vector<json> out;
   for (size_t i = 0; i < docs->size(); ++i) {
     const json& doc = (*docs)[i];
-    Result<std::vector<json>> objs = TranslateDocument(doc, default_namespace);
+    std::vector<std::string> notes;
+    Result<std::vector<json>> objs = TranslateDocument(doc, default_namespace, &notes);
     if (!objs.ok()) {
       std::string what = std::string(source) + ": document " + std::to_string(i + 1);
       const std::string kind = Text(doc, "kind"), name = Text(Member(doc, "metadata"), "name");
       if (!kind.empty()) what += " (" + kind + (name.empty() ? "" : " " + name) + ")";
       return InvalidArgument(what + ": " + objs.status().message());
     }
-    for (json& o : *objs) out.push_back(std::move(o));
+    for (json& o : *objs) {
+      out.push_back(std::move(o));
+      if (warnings != nullptr) warnings->push_back(notes);
+    }
   }
   return out;
 }

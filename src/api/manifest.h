@@ -14,9 +14,10 @@
 //                                              the default config covers the other nodes)
 //   tessera.io/v1 objects                   -> unchanged
 //
-// What Tessera does not act on is an error that says what to use instead (the device plugin
-// DaemonSet, Prometheus rules, Deployments ...); fields that would change what runs but have
-// no Tessera meaning are errors too, never dropped.
+// Kinds Tessera does not take are an error that says what to use instead (the device plugin
+// DaemonSet, Prometheus rules, Deployments ...). In the kinds it takes, every field of the
+// original's schema is either acted on or accepted with a warning saying what happens instead,
+// never dropped silently; a field of no schema is an error that suggests the closest name.
 #ifndef TESSERA_API_MANIFEST_H_
 #define TESSERA_API_MANIFEST_H_
 
@@ -36,15 +37,20 @@ namespace tessera::api {
 Result<std::vector<nlohmann::json>> ParseYamlDocuments(std::string_view text);
 
 // Translates one document into Tessera objects (usually one; none for an empty document).
-// Objects without a namespace get `default_namespace` when their kind is namespaced.
+// Objects without a namespace get `default_namespace` when their kind is namespaced. A field
+// Tessera knows but does not act on adds a warning "<path>: not acted on: <what happens
+// instead>" to `warnings`; a field it does not know is an error "<path>: unknown field (did you
+// mean "<closest>"?)".
 Result<std::vector<nlohmann::json>> TranslateDocument(const nlohmann::json& doc,
-                                                      std::string_view default_namespace);
+                                                      std::string_view default_namespace,
+                                                      std::vector<std::string>* warnings = nullptr);
 
 // Parses and translates every document of a manifest. Errors are prefixed with
-// "<source>: document <n> (<kind> <name>): ".
-Result<std::vector<nlohmann::json>> TranslateManifest(std::string_view text,
-                                                      std::string_view source,
-                                                      std::string_view default_namespace);
+// "<source>: document <n> (<kind> <name>): ". With `warnings`, one list per object returned,
+// in order: its document's warnings.
+Result<std::vector<nlohmann::json>> TranslateManifest(
+    std::string_view text, std::string_view source, std::string_view default_namespace,
+    std::vector<std::vector<std::string>>* warnings = nullptr);
 
 }  // namespace tessera::api
 

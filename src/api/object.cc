@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "api/fields.h"
 
 namespace tessera::api {
 
@@ -114,10 +118,10 @@ Status ValidateName(std::string_view value, bool label, std::string_view path) {
 
 Status ValidateEnvelope(const json& obj) {
   if (!obj.is_object()) return Bad("body", "must be a JSON object");
+  static const std::vector<std::string_view> kTop = {"apiVersion", "kind", "metadata", "spec",
+                                                     "status"};
   for (const auto& [k, v] : obj.items()) {
-    if (k != "apiVersion" && k != "kind" && k != "metadata" && k != "spec" && k != "status") {
-      return Bad(k, "unknown field");
-    }
+    if (std::find(kTop.begin(), kTop.end(), k) == kTop.end()) return UnknownField(k, k, kTop);
   }
   const auto api = obj.find("apiVersion");
   if (api == obj.end() || !api->is_string()) return Bad("apiVersion", "must be a string");
@@ -134,10 +138,12 @@ Status ValidateEnvelope(const json& obj) {
   }
   const auto meta = obj.find("metadata");
   if (meta == obj.end() || !meta->is_object()) return Bad("metadata", "must be an object");
+  static const std::vector<std::string_view> kMeta = {
+      "name", "namespace",         "labels",    "annotations", "resourceVersion",
+      "uid",  "creationTimestamp", "generation"};
   for (const auto& [k, v] : meta->items()) {
-    if (k != "name" && k != "namespace" && k != "labels" && k != "annotations" &&
-        k != "resourceVersion" && k != "uid" && k != "creationTimestamp" && k != "generation") {
-      return Bad("metadata." + k, "unknown field");
+    if (std::find(kMeta.begin(), kMeta.end(), k) == kMeta.end()) {
+      return UnknownField("metadata." + k, k, kMeta);
     }
   }
   const auto name = meta->find("name");

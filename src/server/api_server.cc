@@ -466,33 +466,55 @@ class LogStream : public ResponseStream, public std::enable_shared_from_this<Log
   uint64_t subscription_ = 0;
 };
 
+// The objects of an apply request, each with the warnings of the document it came from.
+struct ApplyRequest {
+  json items = json::array();
+  std::vector<std::vector<std::string>> warnings;  // per item
+};
+
 // The objects of an apply request: YAML (Content-Type *yaml*) or JSON, one object or
 // {"items": [...]}, in Tessera's kinds or any manifest api::TranslateDocument understands.
 // Objects without a namespace land in the `namespace` query parameter's, else "default".
-Result<json> ApplyItems(const HttpRequest& req) {
+Result<ApplyRequest> ApplyItems(const HttpRequest& req) {
   auto ns_it = req.query.find("namespace");
   const std::string ns = ns_it == req.query.end() ? "default" : ns_it->second;
   if (Status s = api::ValidateName(ns, true, "namespace"); !s.ok()) return s;
+  ApplyRequest out;
   if (req.content_type.find("yaml") != std::string::npos) {
-    auto objs = api::TranslateManifest(req.body, "body", ns);
+    auto objs = api::TranslateManifest(req.body, "body", ns, &out.warnings);
     if (!objs.ok()) return objs.status();
-    return json(*objs);
+    out.items = json(*objs);
+    return out;
   }
   auto body = api::ParseJson(req.body);
   if (!body.ok()) return body.status();
   const bool list = body->is_object() && body->contains("items") && !body->contains("kind");
   json docs = list ? (*body)["items"] : json::array({*body});
   if (!docs.is_array()) return InvalidArgument("items: must be a list");
-  json out = json::array();
   for (size_t i = 0; i < docs.size(); ++i) {
-    auto objs = api::TranslateDocument(docs[i], ns);
+    std::vector<std::string> notes;
+    auto objs = api::TranslateDocument(docs[i], ns, &notes);
     if (!objs.ok()) {
       return Status(objs.status().code(),
                     (list ? "items[" + std::to_string(i) + "]: " : "") + objs.status().message());
     }
-    for (json& o : *objs) out.push_back(std::move(o));
+    for (json& o : *objs) {
+      out.items.push_back(std::move(o));
+      out.warnings.push_back(notes);
+    }
   }
   return out;
+}
+
+// A warning as the value of an HTTP Warning header (RFC 7234, as Kubernetes sends them):
+// 299 - "<text>", the text printable ASCII with quotes and backslashes escaped.
+std::string WarningHeader(std::string_view text) {
+  std::string out = "299 - \"";
+  for (char c : text.substr(0, 1024)) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += (c >= 0x20 && c < 0x7f) ? c : '?';
+  }
+  return out + "\"";
 }
 
 // The lines of a /metrics text a namespace may see: family headers, and samples that carry
@@ -703,6 +725,50 @@ ApiServer::ApiServer(std::unique_ptr<store::Store> store, const std::string& dat
 
 ApiServer::~ApiServer() = default;
 
+namespace {
+
+// Kubernetes refuses changes to a running Job's pod template; Tessera does the same while a Job
+// has pods placed: its tasks, queue, priority class, pod group and minMember stay as they are,
+// and no scheduling gate is added.
+Status CheckJobImmutable(const json& old, const json& now) {
+  if (Str(Member(old, "status"), "phase") != "Admitted") return Status::Ok();
+  const json& a = Member(old, "spec");
+  const json& b = Member(now, "spec");
+  auto refuse = [](const std::string& path) {
+    return InvalidArgument(path +
+                           ": field is immutable while the job has pods placed (as Kubernetes "
+                           "refuses changes to a running Job's pod template); suspend the job "
+                           "(spec.suspend: true) first, or delete and re-create it");
+  };
+  const json& ta = Member(a, "tasks");
+  const json& tb = Member(b, "tasks");
+  if (!ta.is_array() || !tb.is_array() || ta.size() != tb.size()) {
+    if (ta != tb) return refuse("spec.tasks");
+  } else {
+    for (size_t i = 0; i < ta.size(); ++i) {
+      if (ta[i] == tb[i]) continue;
+      std::set<std::string> keys;
+      for (const auto& [k, v] : ta[i].items()) keys.insert(k);
+      for (const auto& [k, v] : tb[i].items()) keys.insert(k);
+      for (const std::string& k : keys) {
+        if (Member(ta[i], k.c_str()) != Member(tb[i], k.c_str())) {
+          return refuse("spec.tasks[" + std::to_string(i) + "]." + k);
+        }
+      }
+    }
+  }
+  for (const char* k : {"queue", "priorityClassName", "podGroup", "minMember"}) {
+    if (Member(a, k) != Member(b, k)) return refuse(std::string("spec.") + k);
+  }
+  if (!Member(b, "schedulingGates").empty() &&
+      Member(a, "schedulingGates") != Member(b, "schedulingGates")) {
+    return refuse("spec.schedulingGates");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status ApiServer::KeepSystemFields(const Principal& who, json* obj, store::Write* w) {
   const bool may_set_status = who.role != Principal::Role::kNamespace && obj->contains("status");
   auto existing = store_->Get(w->key);
@@ -710,6 +776,9 @@ Status ApiServer::KeepSystemFields(const Principal& who, json* obj, store::Write
   json& meta = (*obj)["metadata"];
   if (existing->has_value()) {
     const json old = json::parse((*existing)->body);
+    if (w->key.kind == "Job" && who.role != Principal::Role::kAgent) {
+      TESSERA_RETURN_IF_ERROR(CheckJobImmutable(old, *obj));
+    }
     if (!may_set_status) {
       obj->erase("status");
       if (old.contains("status")) (*obj)["status"] = old["status"];
@@ -961,8 +1030,9 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
   }
 
   if (req.path == "/api/v1/apply" && req.method == "POST") {
-    auto items = ApplyItems(req);
-    if (!items.ok()) return Error(items.status());
+    auto request = ApplyItems(req);
+    if (!request.ok()) return Error(request.status());
+    const json* items = &request->items;
     std::vector<store::Write> writes;
     std::vector<api::ObjectId> ids;
     for (size_t i = 0; i < items->size(); ++i) {
@@ -992,6 +1062,35 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
       writes.push_back(std::move(w));
       ids.push_back(id);
     }
+    // What was accepted but is not acted on: a Warning event on each object, in the same
+    // transaction, and the warnings in the reply.
+    const int64_t now = clock_();
+    json warnings = json::array();
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const std::vector<std::string>& notes = request->warnings[i];
+      if (notes.empty()) continue;
+      std::string message;
+      for (const std::string& n : notes) {
+        message += (message.empty() ? "" : "; ") + n;
+        warnings.push_back(std::string(ids[i].kind->kind) + " " +
+                           (ids[i].ns.empty() ? "" : ids[i].ns + "/") + ids[i].name + ": " + n);
+      }
+      const std::string ns = ids[i].ns.empty() ? "tessera-system" : ids[i].ns;
+      const std::string name = ids[i].name.substr(0, 200) + "." + std::to_string(now) + "-" +
+                               std::to_string(++event_seq_);
+      json e = {
+          {"apiVersion", api::kApiVersion},
+          {"kind", "Event"},
+          {"metadata", {{"name", name}, {"namespace", ns}, {"creationTimestamp", FormatTime(now)}}},
+          {"spec",
+           {{"type", "Warning"},
+            {"reason", "NotActedOn"},
+            {"message", api::SafeText(message, 4000)},
+            {"time", FormatTime(now)},
+            {"involvedObject",
+             {{"kind", std::string(ids[i].kind->kind)}, {"name", ids[i].name}}}}}};
+      writes.push_back({store::Write::Op::kCreate, {"Event", ns, name}, e.dump(), std::nullopt});
+    }
     auto versions = Commit(writes);
     if (!versions.ok()) return Error(versions.status());
     json out = json::array();
@@ -1000,7 +1099,12 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
       o["metadata"]["resourceVersion"] = std::to_string((*versions)[i]);
       out.push_back(std::move(o));
     }
-    return Json(200, {{"kind", "List"}, {"apiVersion", api::kApiVersion}, {"items", out}});
+    json reply = {{"kind", "List"}, {"apiVersion", api::kApiVersion}, {"items", out}};
+    if (!warnings.empty()) reply["warnings"] = warnings;
+    HttpResponse r = Json(200, reply);
+    for (const json& w : warnings)
+      r.headers.emplace_back("Warning", WarningHeader(w.get<std::string>()));
+    return r;
   }
 
   if (req.path.ends_with("/logs")) {

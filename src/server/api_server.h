@@ -119,7 +119,8 @@ class ApiServer {
                      std::optional<api::LabelSelector> selector);
   // An object's status and creation time are the system's: a write keeps the stored status
   // unless an admin or agent sends one, and keeps the creation time (set on creation). Fills
-  // `w->body` and pins `w->expected_version` to the version read.
+  // `w->body` and pins `w->expected_version` to the version read. Refuses a change to what is
+  // immutable (a placed Job's tasks, queue, priority class, pod group).
   Status KeepSystemFields(const Principal& who, nlohmann::json* obj, store::Write* w);
 
   std::unique_ptr<store::Store> store_;
@@ -132,6 +133,7 @@ class ApiServer {
   ObjectCache objects_;
   std::function<int64_t()> clock_;
   std::mutex write_mu_;
+  uint64_t event_seq_ = 0;  // names events made by apply; guarded by write_mu_
 };
 
 using api::FormatTime;

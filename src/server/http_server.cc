@@ -170,7 +170,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     // thread only.
     HttpResponse out = Call(r);
     if (out.stream) return StartStream(std::move(out));
-    Reply(out.status, out.content_type, std::move(out.body), req.keep_alive());
+    Reply(out.status, out.content_type, std::move(out.body), req.keep_alive(), out.headers);
   }
 
   HttpResponse Call(const HttpRequest& r) {
@@ -269,11 +269,13 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     Lowest().socket().close(ec);
   }
 
-  void Reply(int status, std::string_view content_type, std::string body, bool keep_alive) {
+  void Reply(int status, std::string_view content_type, std::string body, bool keep_alive,
+             const std::vector<std::pair<std::string, std::string>>& headers = {}) {
     auto res =
         std::make_shared<http::response<http::string_body>>(static_cast<http::status>(status), 11);
     res->set(http::field::server, "tessera");
     res->set(http::field::content_type, std::string(content_type));
+    for (const auto& [name, value] : headers) res->insert(name, value);
     res->keep_alive(keep_alive);
     res->body() = std::move(body);
     res->prepare_payload();

@@ -44,6 +44,8 @@ struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+  // Extra header fields, in order (e.g. Kubernetes' "Warning: 299 - \"...\"").
+  std::vector<std::pair<std::string, std::string>> headers;
   // When set, the body is this stream (status and content type still apply), ended after
   // `stream_seconds` at the latest; the connection closes after it.
   std::shared_ptr<ResponseStream> stream;

@@ -457,6 +457,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   valid_.swap(next_valid);
   std::set<std::string> unqueued_ns;
   std::vector<const Stored*> suspended;
+  std::vector<std::pair<const Stored*, std::string>> gated;
   for (const Stored& s : jobs) {
     const json& status = Member(s.obj(), "status");
     const std::string phase = Str(status, "phase");
@@ -481,6 +482,13 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     // false); of any other Job, Kubernetes' (nothing runs while it is true; a running Job stops).
     if (suspend && w.local_queue.empty()) {
       suspended.push_back(&s);
+      continue;
+    }
+    // Kubernetes' scheduling gates hold a Job that is not yet placed until they are removed.
+    if (!job->scheduling_gates.empty() && phase != "Admitted") {
+      std::string names;
+      for (const std::string& g : job->scheduling_gates) names += (names.empty() ? "" : ", ") + g;
+      gated.emplace_back(&s, "waiting for its scheduling gates to be removed (" + names + ")");
       continue;
     }
     if (w.local_queue.empty()) {
@@ -555,6 +563,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   for (const Stored* s : suspended) {
     set_pending(*s, "suspended (spec.suspend is true): nothing runs until it is false");
   }
+  for (const auto& [s, why] : gated) set_pending(*s, why);
 
   std::map<std::string, std::string> inactive;
   if (Status valid = DropInvalid(&cfg, &inactive, &problems); !valid.ok()) {

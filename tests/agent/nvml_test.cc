@@ -221,5 +221,43 @@ TEST(SpecFor, CommandsImagesAndWhatCannotRun) {
   EXPECT_FALSE(SpecFor(a, gpus, "n1", "/r", "").ok());
 }
 
+// What a translated Kubernetes pod spec asks of the agent: downward-API fields known only on
+// the node, volumes, the working directory and the image pull policy.
+TEST(SpecFor, DownwardApiVolumesWorkingDirAndPullPolicy) {
+  NodeGpus gpus;
+  Assignment a;
+  a.ns = "ml";
+  a.job = "train";
+  a.pod = "main-0";
+  a.key = "ml/train/main-0";
+  a.devices = nlohmann::json::array();
+  a.task = nlohmann::json::parse(R"({"name":"main","command":["python"],
+      "workingDir":"/srv",
+      "fieldEnv":{"POD":"metadata.name","NODE":"spec.nodeName","IP":"status.podIP"},
+      "volumes":[{"name":"data","mountPath":"/data","hostPath":"/mnt/data","readOnly":true},
+                 {"name":"scratch-1","mountPath":"/scratch","emptyDir":true}]})");
+  auto spec = SpecFor(a, gpus, "n1", "/r", "");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_EQ(spec->env.at("POD"), "train-main-0");
+  EXPECT_EQ(spec->env.at("NODE"), "n1");
+  EXPECT_FALSE(spec->env.at("IP").empty());
+  EXPECT_EQ(spec->env.at("TESSERA_VOLUME_DATA"), "/mnt/data");
+  EXPECT_EQ(spec->env.at("TESSERA_VOLUME_SCRATCH_1"), "/r/work/ml/train/main-0/volumes/scratch-1");
+  EXPECT_EQ(spec->dirs, (std::vector<std::string>{"/r/work/ml/train/main-0/volumes/scratch-1"}));
+  EXPECT_EQ(spec->cwd, "/srv");
+  a.task["image"] = "pytorch:2";
+  a.task["imagePullPolicy"] = "Never";
+  auto podman = SpecFor(a, gpus, "n1", "/r", "podman");
+  ASSERT_TRUE(podman.ok()) << podman.status().message();
+  const std::vector<std::string>& argv = podman->argv;
+  auto has = [&](const std::string& x) {
+    return std::find(argv.begin(), argv.end(), x) != argv.end();
+  };
+  EXPECT_TRUE(has("--pull=never"));
+  EXPECT_TRUE(has("/mnt/data:/data:ro"));
+  EXPECT_TRUE(has("/r/work/ml/train/main-0/volumes/scratch-1:/scratch"));
+  EXPECT_TRUE(has("-w") && has("/srv"));
+}
+
 }  // namespace
 }  // namespace tessera::agent

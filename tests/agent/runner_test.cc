@@ -74,6 +74,26 @@ TEST_F(RunnerTest, RunsWithEnvWorkdirAndLogAndReportsExitCodes) {
   EXPECT_FALSE(r.Start({"d", {}, {}, "", dir_ + "/d.log", ""}).ok());
 }
 
+TEST_F(RunnerTest, MakesTheTasksDirectoriesAndEntersItsWorkingDirectory) {
+  Runner r;
+  ProcessSpec spec{"w",
+                   {"sh", "-c", "pwd; test -d \"$SCRATCH\" && echo made"},
+                   {{"SCRATCH", dir_ + "/work/volumes/s"}},
+                   dir_ + "/work",
+                   dir_ + "/w.log",
+                   ""};
+  spec.cwd = "/";
+  spec.dirs = {dir_ + "/work/volumes/s"};
+  ASSERT_TRUE(r.Start(spec).ok());
+  ASSERT_EQ(WaitExits(r, 1).size(), 1u);
+  EXPECT_EQ(Read(dir_ + "/w.log"), "/\nmade\n");
+  spec.key = "missing";
+  spec.cwd = dir_ + "/no-such-dir";
+  const Status s = r.Start(spec);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("workingDir"), std::string::npos) << s.message();
+}
+
 TEST_F(RunnerTest, StopSendsTermThenKillsTheWholeGroup) {
   Runner r;
   // Ignores SIGTERM and has a child in its group: both must go.

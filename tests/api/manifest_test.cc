@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string>
 
+#include "api/fields.h"
 #include "api/kinds.h"
 #include "api/object.h"
 
@@ -221,9 +222,10 @@ TEST(Manifest, WhatIsNotActedOnIsAnErrorNamingTheField) {
   const std::vector<Case> cases = {
       {"apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: nvidia-device-plugin}\n",
        "replaced by `tessera agent`"},
-      {"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  volumes: []\n  containers: "
-       "[{name: c}]\n",
-       "document 1 (Pod p): spec.volumes: not supported"},
+      {"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: "
+       "[{name: c, imagePullPolcy: Always}]\n",
+       "document 1 (Pod p): spec.containers[0].imagePullPolcy: unknown field (did you mean "
+       "\"imagePullPolicy\"?)"},
       {"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    "
        "env: [{name: A, valueFrom: {x: 1}}]\n",
        "spec.containers[0].env[0].valueFrom"},
@@ -290,8 +292,12 @@ spec:
   EXPECT_EQ(job->tasks[0].run_as_group, 1000);
 
   for (const auto& [context, field] : std::vector<std::pair<std::string, std::string>>{
-           {"{privileged: true}", "spec.containers[0].securityContext.privileged"},
+           {"{privilegd: true}",
+            "spec.containers[0].securityContext.privilegd: unknown field "
+            "(did you mean \"privileged\"?)"},
            {"{runAsUser: -1}", "spec.containers[0].securityContext.runAsUser"},
+           {"{runAsUser: 0, runAsNonRoot: true}",
+            "spec.containers[0].securityContext.runAsNonRoot: is true but runAsUser is 0"},
            {"{runAsUser: \"root\"}", "spec.containers[0].securityContext.runAsUser"},
            {"[]", "spec.containers[0].securityContext"}}) {
     auto bad = TranslateManifest(
@@ -328,6 +334,140 @@ TEST(Manifest, InputsThatMadeTheYamlLoaderAllocateWithoutEndAreRefused) {
   auto ok = ParseYamlDocuments("a: b, c\nd: [1, 2]\ne: {f: g, h: i}\n");
   ASSERT_TRUE(ok.ok()) << ok.status().message();
   EXPECT_EQ((*ok)[0]["a"], "b, c");
+}
+
+}  // namespace
+}  // namespace tessera::api
+
+namespace tessera::api {
+namespace {
+
+// An ordinary Pod spec, every field Kubernetes users write: what Tessera acts on lands in the
+// task; the rest is accepted with one warning per field naming it.
+TEST(Manifest, AnOrdinaryPodSpecIsActedOnOrAcceptedWithAWarningPerField) {
+  std::vector<std::string> warnings;
+  auto docs = ParseYamlDocuments(R"(apiVersion: v1
+kind: Pod
+metadata:
+  name: trainer
+  namespace: ml
+  labels: {team: vision}
+  annotations: {owner: ana}
+  uid: 7f0c
+spec:
+  serviceAccountName: trainer
+  priority: 100
+  hostNetwork: false
+  nodeName: gpu-a
+  terminationGracePeriodSeconds: 45
+  affinity:
+    nodeAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        nodeSelectorTerms:
+        - matchExpressions: [{key: gpu.model, operator: In, values: [H100, A100]}]
+      preferredDuringSchedulingIgnoredDuringExecution:
+      - weight: 10
+        preference: {matchExpressions: [{key: zone, operator: In, values: [a]}]}
+    podAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+      - topologyKey: kubernetes.io/hostname
+  initContainers: [{name: fetch, image: busybox}]
+  volumes:
+  - {name: data, hostPath: {path: /data}}
+  - {name: scratch, emptyDir: {}}
+  - {name: creds, secret: {secretName: s3}}
+  containers:
+  - name: main
+    command: [python, train.py]
+    workingDir: /work
+    imagePullPolicy: IfNotPresent
+    ports: [{name: metrics, containerPort: 9400}, {containerPort: 29500}]
+    livenessProbe: {exec: {command: ["true"]}}
+    volumeMounts:
+    - {name: data, mountPath: /data, readOnly: true}
+    - {name: scratch, mountPath: /scratch}
+    - {name: creds, mountPath: /creds}
+    env:
+    - {name: PLAIN, value: x}
+    - {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+    - {name: POD_NS, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}
+    - {name: NODE, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}
+    - {name: TEAM, valueFrom: {fieldRef: {fieldPath: "metadata.labels['team']"}}}
+    - {name: CPUS, valueFrom: {resourceFieldRef: {resource: limits.cpu}}}
+    - {name: MEM_MI, valueFrom: {resourceFieldRef: {resource: limits.memory, divisor: 1Mi}}}
+    - {name: TOKEN, valueFrom: {secretKeyRef: {name: s3, key: token}}}
+    resources:
+      limits: {nvidia.com/gpu: 1, cpu: 1500m, memory: 2Gi}
+)");
+  ASSERT_TRUE(docs.ok()) << docs.status().message();
+  auto objs = TranslateDocument((*docs)[0], "default", &warnings);
+  ASSERT_TRUE(objs.ok()) << objs.status().message();
+  const json& task = (*objs)[0]["spec"]["tasks"][0];
+  EXPECT_EQ(task["workingDir"], "/work");
+  EXPECT_EQ(task["terminationGracePeriodSeconds"], 45);
+  EXPECT_EQ(task["nodeSelector"]["kubernetes.io/hostname"], "gpu-a");
+  EXPECT_EQ(task["env"]["PLAIN"], "x");
+  EXPECT_EQ(task["env"]["POD_NS"], "ml");
+  EXPECT_EQ(task["env"]["POD_NAME"], "trainer");
+  EXPECT_EQ(task["env"]["TEAM"], "vision");
+  EXPECT_EQ(task["env"]["CPUS"], "2");  // 1.5 cores rounded up, as Kubernetes does
+  EXPECT_EQ(task["env"]["MEM_MI"], "2048");
+  EXPECT_FALSE(task["env"].contains("TOKEN"));
+  EXPECT_EQ(task["fieldEnv"]["NODE"], "spec.nodeName");
+  EXPECT_EQ(task["env"]["TESSERA_PORT_METRICS"], "9400");
+  EXPECT_EQ(task["env"]["TESSERA_PORTS"], "9400,29500");
+  ASSERT_EQ(task["volumes"].size(), 2u) << task.dump();
+  EXPECT_EQ(
+      task["volumes"][0],
+      json({{"name", "data"}, {"mountPath", "/data"}, {"hostPath", "/data"}, {"readOnly", true}}));
+  EXPECT_EQ(task["volumes"][1]["emptyDir"], true);
+
+  // Node affinity reaches the placement core.
+  auto job = DecodeJob((*objs)[0]);
+  ASSERT_TRUE(job.ok()) << job.status().message();
+  const core::PodSpec& pod = job->workload.pod_sets[0].pod;
+  ASSERT_EQ(pod.required_terms.size(), 1u);
+  EXPECT_EQ(pod.required_terms[0].requirements[0].key, "gpu.model");
+  EXPECT_EQ(pod.required_terms[0].requirements[0].values,
+            (std::vector<std::string>{"H100", "A100"}));
+  ASSERT_EQ(pod.preferred_terms.size(), 1u);
+  EXPECT_EQ(pod.preferred_terms[0].weight, 10);
+
+  // One warning per field not acted on, each naming it; none for hostNetwork: false or for
+  // what is acted on.
+  std::string all;
+  for (const std::string& w : warnings) all += w + "\n";
+  for (const char* field :
+       {"metadata.uid:", "spec.serviceAccountName:", "spec.priority:", "spec.initContainers:",
+        "spec.affinity.podAntiAffinity:", "spec.containers[0].livenessProbe:",
+        "spec.containers[0].volumeMounts[1]:", "spec.containers[0].volumeMounts[2]:",
+        "spec.containers[0].env[7].valueFrom.secretKeyRef:"}) {
+    EXPECT_NE(all.find(field), std::string::npos) << field << " in\n" << all;
+  }
+  EXPECT_EQ(warnings.size(), 9u) << all;
+  EXPECT_EQ(all.find("hostNetwork"), std::string::npos);
+  EXPECT_EQ(all.find("volumeMounts[0]"), std::string::npos) << all;  // /data is at /data
+}
+
+TEST(Manifest, MisspeltFieldsAreRefusedWithTheClosestName) {
+  for (const auto& [yaml, message] : std::vector<std::pair<std::string, std::string>>{
+           {"spec: {nodeSelecter: {a: b}, containers: [{name: c}]}",
+            "spec.nodeSelecter: unknown field (did you mean \"nodeSelector\"?)"},
+           {"spec: {containers: [{name: c, comand: [x]}]}",
+            "spec.containers[0].comand: unknown field (did you mean \"command\"?)"},
+           {"spec: {containers: [{name: c, resources: {limit: {cpu: 1}}}]}",
+            "spec.containers[0].resources.limit: unknown field (did you mean \"limits\"?)"},
+           {"spec: {containers: [{name: c}], zzz: 1}", "spec.zzz: unknown field\n"},
+           {"sepc: {containers: [{name: c}]}", "sepc: unknown field (did you mean \"spec\"?)"},
+       }) {
+    auto r = TranslateManifest("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n" + yaml + "\n",
+                               "in.yaml", "default");
+    ASSERT_FALSE(r.ok()) << yaml;
+    const std::string m = r.status().message() + "\n";
+    EXPECT_NE(m.find(message), std::string::npos) << m;
+  }
+  EXPECT_EQ(ClosestName("NodeSelector", {"nodeSelector", "nodeName"}), "nodeSelector");
+  EXPECT_EQ(ClosestName("xyz", {"nodeSelector", "nodeName"}), "");
 }
 
 }  // namespace

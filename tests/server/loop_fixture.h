@@ -43,7 +43,7 @@ class LoopTest : public ::testing::Test {
     api_->set_clock([this] { return now_; });
   }
 
-  void Apply(const std::string& yaml) {
+  HttpResponse Apply(const std::string& yaml, int want = 200) {
     HttpRequest r;
     r.method = "POST";
     r.path = "/api/v1/apply";
@@ -51,10 +51,11 @@ class LoopTest : public ::testing::Test {
     r.content_type = "application/yaml";
     r.body = yaml;
     HttpResponse out = api_->Handle(r);
-    ASSERT_EQ(out.status, 200) << out.body;
+    EXPECT_EQ(out.status, want) << out.body;
+    return out;
   }
   // Replaces a Job with `obj` (a PUT of the whole object, as an editing client does).
-  void Put(const nlohmann::json& obj) {
+  HttpResponse Put(const nlohmann::json& obj, int want = 200) {
     HttpRequest r;
     r.method = "PUT";
     r.path = "/api/v1/namespaces/" + obj["metadata"]["namespace"].get<std::string>() + "/jobs/" +
@@ -63,7 +64,8 @@ class LoopTest : public ::testing::Test {
     r.content_type = "application/json";
     r.body = obj.dump();
     HttpResponse out = api_->Handle(r);
-    ASSERT_EQ(out.status, 200) << out.body;
+    EXPECT_EQ(out.status, want) << out.body;
+    return out;
   }
   nlohmann::json Get(const std::string& path) {
     HttpRequest r;

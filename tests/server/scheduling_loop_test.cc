@@ -848,5 +848,111 @@ spec:
   EXPECT_EQ(Job("urgent")["status"]["phase"], "Admitted") << Job("urgent").dump();
 }
 
+// What a Pod spec says that Tessera does not act on is accepted with a warning: in the apply
+// reply (body and Kubernetes' Warning headers) and as a Warning event on the object.
+TEST_F(LoopTest, FieldsNotActedOnAreWarnedInTheReplyAndAnEvent) {
+  Apply(kCluster);
+  const HttpResponse out = Apply(R"(
+apiVersion: v1
+kind: Pod
+metadata: {name: svc}
+spec:
+  serviceAccountName: trainer
+  containers:
+  - name: c
+    command: ["true"]
+    readinessProbe: {httpGet: {path: /, port: 80}}
+)");
+  const json body = json::parse(out.body);
+  ASSERT_EQ(body["warnings"].size(), 2u) << out.body;
+  EXPECT_EQ(
+      body["warnings"][0].get<std::string>().rfind("Job default/svc: spec.serviceAccountName: "
+                                                   "not acted on",
+                                                   0),
+      0u)
+      << body["warnings"][0];
+  ASSERT_EQ(out.headers.size(), 2u);
+  EXPECT_EQ(out.headers[1].first, "Warning");
+  EXPECT_EQ(
+      out.headers[1].second.rfind("299 - \"Job default/svc: spec.containers[0].readinessProbe", 0),
+      0u)
+      << out.headers[1].second;
+  const std::vector<std::string> events = Events("svc");
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_NE(events[0].find("NotActedOn: spec.serviceAccountName: not acted on"), std::string::npos)
+      << events[0];
+  EXPECT_NE(events[0].find("; spec.containers[0].readinessProbe: not acted on"), std::string::npos)
+      << events[0];
+}
+
+// Kubernetes refuses changes to a running Job's pod template ("field is immutable"); so does
+// Tessera while the job has pods placed. Suspended, it can change, and runs as changed.
+TEST_F(LoopTest, APlacedJobsTasksAreImmutableUntilItIsSuspended) {
+  Apply(kCluster);
+  Apply(R"(
+apiVersion: batch/v1
+kind: Job
+metadata: {name: train}
+spec:
+  template:
+    spec:
+      containers: [{name: c, command: ["true"], resources: {limits: {nvidia.com/gpu: 2}}}]
+)");
+  Cycle();
+  ASSERT_EQ(Job("train")["status"]["phase"], "Admitted");
+  json changed = Job("train");
+  changed["spec"]["tasks"][0]["resources"]["limits"]["nvidia.com/gpu"] = 4;
+  const HttpResponse refused = Put(changed, 400);
+  EXPECT_NE(refused.body.find("spec.tasks[0].resources: field is immutable"), std::string::npos)
+      << refused.body;
+  // The same through apply.
+  const HttpResponse again = Apply(R"(
+apiVersion: batch/v1
+kind: Job
+metadata: {name: train}
+spec:
+  template:
+    spec:
+      containers: [{name: c, command: ["true"], resources: {limits: {nvidia.com/gpu: 4}}}]
+)",
+                                   400);
+  EXPECT_NE(again.body.find("field is immutable"), std::string::npos) << again.body;
+  json suspended = Job("train");
+  suspended["spec"]["suspend"] = true;
+  Put(suspended);
+  Cycle();
+  ASSERT_EQ(Job("train")["status"]["phase"], "Pending");
+  changed = Job("train");
+  changed["spec"]["tasks"][0]["resources"]["limits"]["nvidia.com/gpu"] = 4;
+  changed["spec"]["suspend"] = false;
+  Put(changed);
+  Cycle();
+  const json job = Job("train");
+  ASSERT_EQ(job["status"]["phase"], "Admitted") << job.dump();
+  EXPECT_EQ(job["status"]["pods"][0]["devices"].size(), 4u);
+}
+
+// Kubernetes' schedulingGates: a gated pod waits, saying for which gates, until they are gone.
+TEST_F(LoopTest, SchedulingGatesHoldAJobUntilRemoved) {
+  Apply(kCluster);
+  Apply(R"(
+apiVersion: v1
+kind: Pod
+metadata: {name: gated}
+spec:
+  schedulingGates: [{name: example.com/quota-check}]
+  containers: [{name: c, command: ["true"], resources: {limits: {nvidia.com/gpu: 1}}}]
+)");
+  Cycle();
+  json job = Job("gated");
+  EXPECT_EQ(job["status"]["phase"], "Pending");
+  EXPECT_EQ(job["status"]["message"],
+            "waiting for its scheduling gates to be removed (example.com/quota-check)");
+  job["spec"].erase("schedulingGates");
+  Put(job);
+  Cycle();
+  EXPECT_EQ(Job("gated")["status"]["phase"], "Admitted");
+}
+
 }  // namespace
 }  // namespace tessera::server
