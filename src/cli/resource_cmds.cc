@@ -270,7 +270,13 @@ int Apply(const ResourceOptions& o, std::istream& in, std::ostream& out, std::os
       continue;
     }
     const json body = json::parse(r->body, nullptr, false);
-    for (const json& item : body.value("items", json::array())) {
+    // What the server accepted but does not act on, as kubectl prints the API's warnings.
+    const json warnings = body.value("warnings", json::array());
+    for (const json& w : warnings) {
+      if (w.is_string()) err << "Warning: " << w.get<std::string>() << "\n";
+    }
+    const json items = body.value("items", json::array());
+    for (const json& item : items) {
       const api::KindInfo* k = api::FindKind(item.value("kind", ""));
       std::string kind = k ? std::string(k->plural) : item.value("kind", "");
       out << kind << "/" << item["metadata"].value("name", "");

@@ -47,6 +47,14 @@ spec:
 YAML
 expect_exit 0 "$TESSERA" apply -f - -n team-a <"$WORK/pod.yaml"
 expect_out "jobs/stdin-pod (namespace team-a) applied"
+# A field Tessera does not act on is applied with a warning, as kubectl shows the API's; a
+# misspelt one is refused naming the closest field.
+sed 's/^spec:/spec:\n  serviceAccountName: trainer/' "$WORK/pod.yaml" >"$WORK/pod-sa.yaml"
+expect_exit 0 "$TESSERA" apply -f "$WORK/pod-sa.yaml" -n team-a
+expect_out "Warning: Job team-a/stdin-pod: spec.serviceAccountName: not acted on"
+sed 's/^spec:/spec:\n  nodeSelecter: {a: b}/' "$WORK/pod.yaml" >"$WORK/pod-typo.yaml"
+expect_exit 1 "$TESSERA" apply -f "$WORK/pod-typo.yaml" -n team-a
+expect_out 'spec.nodeSelecter: unknown field (did you mean "nodeSelector"?)'
 expect_exit 0 "$TESSERA" get jobs -n team-a -l team=a
 expect_out "stdin-pod"
 expect_exit 0 "$TESSERA" get jobs -n team-a -l team=b
