@@ -6,6 +6,7 @@
 #include "api/object.h"
 #include "api/quantity.h"
 #include "api/resources.h"
+#include "core/mig.h"
 
 namespace tessera::api {
 
@@ -287,6 +288,40 @@ Status DecodeRunFields(Fields& t) {
     }
   }
   return Status::Ok();
+}
+
+// A MIG layout (profile counts) that no MIG-capable model can take is refused: the error names
+// the profile and the models' profiles, or the models that have them all and why each refuses.
+// Whether the cards a config reaches can take it is known only per node (the scheduling loop
+// reports it in the config's status).
+Status CheckMigLayoutSomewhere(const std::vector<std::pair<std::string, int>>& layout,
+                               const std::string& path) {
+  for (const auto& [profile, count] : layout) {
+    bool known = false;
+    for (const core::MigGeometry& g : core::MigCatalog())
+      known = known || g.FindProfile(profile) >= 0;
+    if (known) continue;
+    std::string choices;
+    for (const core::MigGeometry& g : core::MigCatalog()) {
+      choices += std::string(choices.empty() ? "" : "; ") + std::string(g.model) + ":";
+      for (const core::MigProfile& p : g.profiles) choices += " " + std::string(p.name);
+    }
+    return FieldError(path + "." + profile,
+                      "no MIG-capable GPU has profile \"" + profile + "\" (" + choices + ")");
+  }
+  std::string why;
+  for (const core::MigGeometry& g : core::MigCatalog()) {
+    auto placed = core::PlaceMigLayout(g, layout);
+    if (placed.ok()) return Status::Ok();
+    bool has_all = true;
+    for (const auto& [profile, count] : layout) has_all = has_all && g.FindProfile(profile) >= 0;
+    if (has_all)
+      why += (why.empty() ? "" : "; ") + std::string(g.model) + ": " + placed.status().message();
+  }
+  return FieldError(path,
+                    "fits no MIG-capable GPU" + (why.empty() ? std::string(" (no model has all "
+                                                                           "these profiles)")
+                                                             : " (" + why + ")"));
 }
 
 }  // namespace
@@ -589,6 +624,7 @@ Result<GpuSharingConfigSpec> DecodeGpuSharingConfig(const json& obj) {
       TESSERA_RETURN_IF_ERROR(lf.Int(profile, &n, 1, 7, true));
       c.mig_layout.emplace_back(profile, static_cast<int>(n));
     }
+    TESSERA_RETURN_IF_ERROR(CheckMigLayoutSomewhere(c.mig_layout, lpath));
     TESSERA_RETURN_IF_ERROR(f.Finish());
     c.sharing.mode = core::SharingMode::kMig;
   }

@@ -50,8 +50,10 @@ bool Matches(const core::Labels& labels, const core::Labels& selector) {
 
 // Gives each GPU of `node` the sharing of the first config (by name) that selects the node and
 // lists the GPU (or lists none); a node no config selects takes the default configs.
+// A layout a card cannot take leaves that card exclusive and is recorded in `invalid` under the
+// config's name.
 void ApplySharing(const std::vector<api::GpuSharingConfigSpec>& configs, core::NodeSpec* node,
-                  std::vector<std::string>* problems) {
+                  std::map<std::string, std::vector<std::string>>* invalid) {
   bool selected = false;
   for (const auto& c : configs)
     selected = selected || (!c.is_default && Matches(node->labels, c.node_selector) &&
@@ -74,8 +76,10 @@ void ApplySharing(const std::vector<api::GpuSharingConfigSpec>& configs, core::N
                           : Result<std::vector<core::MigInstance>>(
                                 InvalidArgument(gpu.model + " is not MIG-capable"));
         if (!layout.ok()) {
-          problems->push_back("GpuSharingConfig " + c.name + " on node " + node->name + " GPU " +
-                              std::to_string(gpu.index) + ": " + layout.status().message());
+          (*invalid)[c.name].push_back("node " + node->name + " GPU " + std::to_string(gpu.index) +
+                                       " (" + gpu.model + "): " + layout.status().message() +
+                                       "; the GPU stays "
+                                       "exclusive");
           gpu.sharing = {};
           break;
         }
@@ -337,13 +341,17 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
 
   // The cluster: nodes with their GPUs' sharing.
   std::vector<api::GpuSharingConfigSpec> sharing;
-  for (const Stored& s : ListKind(store, "GpuSharingConfig", &problems)) {
+  std::vector<const Stored*> sharing_obj;
+  const std::vector<Stored> sharing_configs = ListKind(store, "GpuSharingConfig", &problems);
+  for (const Stored& s : sharing_configs) {
     if (auto c = api::DecodeGpuSharingConfig(s.obj()); c.ok()) {
       sharing.push_back(std::move(c).value());
+      sharing_obj.push_back(&s);
     } else {
       skip(s, "GpuSharingConfig", c.status());
     }
   }
+  std::map<std::string, std::vector<std::string>> invalid_sharing;
   core::ClusterState state;
   // A node whose agent missed its heartbeats for longer than the grace period is NotReady: it
   // takes no work, and what was bound to it is scheduled again (gangs whole).
@@ -369,9 +377,32 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
         continue;
       }
     }
-    ApplySharing(sharing, &*node, &problems);
+    ApplySharing(sharing, &*node, &invalid_sharing);
     if (auto id = state.AddNode(std::move(node).value()); !id.ok()) {
       problems.push_back(id.status().message());
+    }
+  }
+  // A config valid when applied may not suit the cards it reaches (a node joined or changed):
+  // its status says where and why, and a Warning event says it once per change.
+  for (const Stored* s : sharing_obj) {
+    const std::string name = NameOf(s->obj());
+    const auto it = invalid_sharing.find(name);
+    json status = json::object();
+    if (it != invalid_sharing.end()) {
+      status = {{"phase", "Invalid"}, {"problems", it->second}};
+      for (const std::string& p : it->second)
+        problems.push_back("GpuSharingConfig " + name + ": " + p);
+    } else {
+      status = {{"phase", "Applied"}};
+    }
+    if (Member(s->obj(), "status") == status) continue;
+    json obj = s->obj();
+    obj["status"] = status;
+    put(obj, s->version);
+    if (it != invalid_sharing.end()) {
+      std::string message;
+      for (const std::string& p : it->second) message += (message.empty() ? "" : "; ") + p;
+      event(s->obj(), "Warning", "InvalidSharingConfig", message);
     }
   }
 

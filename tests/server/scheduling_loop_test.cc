@@ -954,5 +954,53 @@ spec:
   EXPECT_EQ(Job("gated")["status"]["phase"], "Admitted");
 }
 
+// A GpuSharingConfig no card could take is refused at apply with the valid choices; one that
+// does not suit the cards it reaches is reported in its status and a Warning event, and those
+// cards stay exclusive.
+TEST_F(LoopTest, InvalidSharingConfigsAreRefusedOrReported) {
+  Apply(kCluster);
+  HttpResponse out = Apply(R"(
+apiVersion: tessera.io/v1
+kind: GpuSharingConfig
+metadata: {name: bad}
+spec: {gpus: ["0"], mig: {layout: {9g.99gb: 1}}}
+)",
+                           400);
+  EXPECT_NE(out.body.find("spec.mig.layout.9g.99gb: no MIG-capable GPU has profile"),
+            std::string::npos)
+      << out.body;
+  EXPECT_NE(out.body.find("1g.10gb"), std::string::npos) << out.body;
+  out = Apply(R"(
+apiVersion: tessera.io/v1
+kind: GpuSharingConfig
+metadata: {name: bad}
+spec: {gpus: ["0"], mig: {layout: {7g.80gb: 2}}}
+)",
+              400);
+  EXPECT_NE(out.body.find("spec.mig.layout: fits no MIG-capable GPU"), std::string::npos)
+      << out.body;
+  // 1g.5gb is an A100-40GB profile: gpu-a's cards are A100-80GB.
+  Apply(R"(
+apiVersion: tessera.io/v1
+kind: GpuSharingConfig
+metadata: {name: a0-mig}
+spec: {nodeSelector: {kubernetes.io/hostname: gpu-a}, gpus: ["0"], mig: {layout: {1g.5gb: 7}}}
+)");
+  Cycle();
+  const json cfg = Get("/api/v1/gpusharingconfigs/a0-mig");
+  EXPECT_EQ(cfg["status"]["phase"], "Invalid") << cfg.dump();
+  ASSERT_EQ(cfg["status"]["problems"].size(), 1u) << cfg.dump();
+  EXPECT_EQ(
+      cfg["status"]["problems"][0].get<std::string>().rfind("node gpu-a GPU 0 (A100-80GB): ", 0),
+      0u)
+      << cfg.dump();
+  const std::vector<std::string> events = Events("a0-mig", "tessera-system");
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].rfind("InvalidSharingConfig: node gpu-a GPU 0", 0), 0u) << events[0];
+  Cycle();
+  EXPECT_EQ(Events("a0-mig", "tessera-system").size(), 1u);  // once per change
+  EXPECT_EQ(Get("/api/v1/gpusharingconfigs/b7-shared")["status"]["phase"], "Applied");
+}
+
 }  // namespace
 }  // namespace tessera::server
