@@ -58,6 +58,28 @@ Result<std::vector<core::Toleration>> DecodeTolerations(Fields& f, std::string_v
   return out;
 }
 
+// Taints as Kubernetes writes them: {key, value, effect} (effect NoSchedule when left out).
+Result<std::vector<core::Taint>> DecodeTaints(Fields& f, std::string_view key) {
+  std::vector<core::Taint> out;
+  const json* list = f.Get(key);
+  if (list == nullptr) return out;
+  const std::string path = f.At(key);
+  if (!list->is_array()) return FieldError(path, "must be a list");
+  for (size_t i = 0; i < list->size(); ++i) {
+    Fields t((*list)[i], Index(path, i), false);
+    core::Taint taint;
+    int effect = 0;
+    TESSERA_RETURN_IF_ERROR(t.String("key", &taint.key, true));
+    TESSERA_RETURN_IF_ERROR(t.String("value", &taint.value));
+    TESSERA_RETURN_IF_ERROR(
+        t.Enum("effect", {"NoSchedule", "PreferNoSchedule", "NoExecute"}, &effect));
+    TESSERA_RETURN_IF_ERROR(t.Finish());
+    taint.effect = static_cast<core::TaintEffect>(effect);
+    out.push_back(std::move(taint));
+  }
+  return out;
+}
+
 // A quota amount of `resource` ("nvidia.com/gpu", "cpu", "memory") in the core's units.
 Result<int64_t> QuotaAmount(core::QuotaResource r, const json& v, const std::string& path) {
   if (!v.is_string() && !v.is_number()) return FieldError(path, "must be a quantity");
@@ -483,6 +505,20 @@ Result<core::QueueSpec> DecodeQueue(const json& obj) {
     }
     TESSERA_RETURN_IF_ERROR(rf.Finish());
   }
+  int stop = 0;
+  TESSERA_RETURN_IF_ERROR(spec.Enum("stopPolicy", {"None", "Hold", "HoldAndDrain"}, &stop));
+  q.stop = static_cast<core::StopPolicy>(stop);
+  if (const json* ff = spec.Get("flavorFungibility")) {
+    // Kueue v1beta1 names (Borrow, Preempt) and v1beta2's (MayStopSearch).
+    Fields f(*ff, spec.At("flavorFungibility"), false);
+    int borrow = 0, preempt = 0;
+    TESSERA_RETURN_IF_ERROR(
+        f.Enum("whenCanBorrow", {"Borrow", "MayStopSearch", "TryNextFlavor"}, &borrow));
+    TESSERA_RETURN_IF_ERROR(
+        f.Enum("whenCanPreempt", {"TryNextFlavor", "Preempt", "MayStopSearch"}, &preempt));
+    TESSERA_RETURN_IF_ERROR(f.Finish());
+    q.try_next_flavor_before_borrowing = borrow == 2;
+  }
   TESSERA_RETURN_IF_ERROR(DecodeResourceGroups(spec, &q.resource_groups));
   TESSERA_RETURN_IF_ERROR(spec.Finish());
   return q;
@@ -531,6 +567,9 @@ Result<core::ResourceFlavor> DecodeResourceFlavor(const json& obj) {
   auto tols = DecodeTolerations(spec, "tolerations");
   if (!tols.ok()) return tols.status();
   f.tolerations = std::move(tols).value();
+  auto taints = DecodeTaints(spec, "nodeTaints");
+  if (!taints.ok()) return taints.status();
+  f.node_taints = std::move(taints).value();
   TESSERA_RETURN_IF_ERROR(spec.Finish());
   return f;
 }
@@ -649,21 +688,9 @@ Result<core::NodeSpec> DecodeNode(const json& obj) {
   n.labels.emplace("kubernetes.io/hostname", n.name);
   Fields spec(Spec(obj), "spec");
   TESSERA_RETURN_IF_ERROR(spec.Bool("unschedulable", &n.unschedulable));
-  if (const json* taints = spec.Get("taints")) {
-    if (!taints->is_array()) return FieldError("spec.taints", "must be a list");
-    for (size_t i = 0; i < taints->size(); ++i) {
-      Fields t((*taints)[i], Index("spec.taints", i), false);
-      core::Taint taint;
-      int effect = 0;
-      TESSERA_RETURN_IF_ERROR(t.String("key", &taint.key, true));
-      TESSERA_RETURN_IF_ERROR(t.String("value", &taint.value));
-      TESSERA_RETURN_IF_ERROR(
-          t.Enum("effect", {"NoSchedule", "PreferNoSchedule", "NoExecute"}, &effect));
-      TESSERA_RETURN_IF_ERROR(t.Finish());
-      taint.effect = static_cast<core::TaintEffect>(effect);
-      n.taints.push_back(std::move(taint));
-    }
-  }
+  auto taints = DecodeTaints(spec, "taints");
+  if (!taints.ok()) return taints.status();
+  n.taints = std::move(taints).value();
   TESSERA_RETURN_IF_ERROR(spec.Finish());
   const auto st = obj.find("status");
   Fields status(st == obj.end() ? kNull : *st, "status");

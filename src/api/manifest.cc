@@ -1086,14 +1086,38 @@ Status V1beta1Name(json* spec, const char* v1beta2, const char* v1beta1) {
   return Status::Ok();
 }
 
-Result<std::vector<json>> Kueue(const Doc& d, const json& doc) {
+Result<std::vector<json>> Kueue(const Doc& d, const json& doc, Warnings* warnings) {
   const json& spec = Member(doc, "spec");
   if (d.kind == "ClusterQueue") {
-    TESSERA_RETURN_IF_ERROR(OnlyFields(spec, "spec",
-                                       {"cohort", "cohortName", "queueingStrategy", "fairSharing",
-                                        "preemption", "resourceGroups", "namespaceSelector"},
-                                       kNotRun));
+    static const FieldUse kClusterQueue[] = {
+        {"cohort", ""},
+        {"cohortName", ""},
+        {"queueingStrategy", ""},
+        {"fairSharing", ""},
+        {"preemption", ""},
+        {"resourceGroups", ""},
+        {"namespaceSelector", ""},
+        {"stopPolicy", ""},
+        {"flavorFungibility", ""},
+        {"admissionChecks",
+         "not acted on: Tessera has no admission check controllers; workloads are admitted on "
+         "quota and room alone"},
+        {"admissionChecksStrategy",
+         "not acted on: Tessera has no admission check controllers; workloads are admitted on "
+         "quota and room alone"},
+        {"admissionScope", "not acted on"},
+    };
+    TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", kClusterQueue, warnings));
+    const json& when = Member(Member(spec, "flavorFungibility"), "whenCanPreempt");
+    if (when.is_string() && when != "TryNextFlavor") {
+      warnings->push_back("spec.flavorFungibility.whenCanPreempt: " + when.get<std::string>() +
+                          " is not acted on: Tessera tries every flavor before preempting "
+                          "(TryNextFlavor)");
+    }
     json q = spec;
+    for (const char* k : {"admissionChecks", "admissionChecksStrategy", "admissionScope"}) {
+      q.erase(k);
+    }
     TESSERA_RETURN_IF_ERROR(V1beta1Name(&q, "cohortName", "cohort"));
     if (q.contains("namespaceSelector")) {
       auto allowed = AllowedNamespaces(q["namespaceSelector"]);
@@ -1110,11 +1134,16 @@ Result<std::vector<json>> Kueue(const Doc& d, const json& doc) {
                                     Member(d.meta, "annotations"), spec)};
   }
   if (d.kind == "ResourceFlavor") {
-    TESSERA_RETURN_IF_ERROR(OnlyFields(
-        spec, "spec", {"nodeLabels", "tolerations"},
-        "not supported: Tessera flavors have nodeLabels and tolerations (taint the nodes)"));
+    static const FieldUse kFlavor[] = {
+        {"nodeLabels", ""},
+        {"nodeTaints", ""},
+        {"tolerations", ""},
+        {"topologyName", "not acted on: Tessera places by its own topology (NVLink, NUMA)"}};
+    TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", kFlavor, warnings));
+    json f = spec;
+    if (f.is_object()) f.erase("topologyName");
     return std::vector<json>{Object("ResourceFlavor", d.name, "", Member(d.meta, "labels"),
-                                    Member(d.meta, "annotations"), spec)};
+                                    Member(d.meta, "annotations"), f)};
   }
   if (d.kind == "Cohort") {
     TESSERA_RETURN_IF_ERROR(OnlyFields(
@@ -1307,7 +1336,7 @@ Result<std::vector<json>> TranslateDocument(const json& doc, std::string_view de
   }
   if (group == "batch.volcano.sh" && d.kind == "Job") return VolcanoJob(d, doc, warnings);
   if (group == "scheduling.volcano.sh" && d.kind == "PodGroup") return VolcanoPodGroup(d, doc);
-  if (group == "kueue.x-k8s.io") return Kueue(d, doc);
+  if (group == "kueue.x-k8s.io") return Kueue(d, doc, warnings);
   if (d.api == "v1" && d.kind == "ResourceQuota") {
     const json& spec = Member(doc, "spec");
     TESSERA_RETURN_IF_ERROR(

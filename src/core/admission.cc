@@ -96,6 +96,8 @@ std::string_view PreemptionCauseName(PreemptionCause c) {
       return "InCohortFairSharing";
     case PreemptionCause::kPreemptionByScheduler:
       return "PreemptionByScheduler";
+    case PreemptionCause::kClusterQueueStopped:
+      return "ClusterQueueStopped";
   }
   return "";
 }
@@ -413,6 +415,12 @@ void CycleRun::ResolvePending() {
                w.local_queue + ") does not exist";
       continue;
     }
+    if (tree_.queue(q).stop != StopPolicy::kNone) {
+      reason = "queue " + lq->second + " is stopped (stopPolicy " +
+               (tree_.queue(q).stop == StopPolicy::kHold ? "Hold" : "HoldAndDrain") +
+               "): it admits nothing until the policy is None";
+      continue;
+    }
     if (!w.priority_class.empty()) {
       auto pc = c_.priority_classes_.find(w.priority_class);
       if (pc == c_.priority_classes_.end()) {
@@ -519,6 +527,13 @@ bool CycleRun::ConstrainedPods(size_t idx, const Combo& combo, std::vector<PodSp
     if (f < 0) continue;
     const ResourceFlavor& flavor = tree_.flavor(f);
     for (PodSpec& p : *pods) {
+      for (const Taint& t : flavor.node_taints) {
+        if (t.effect == TaintEffect::kPreferNoSchedule) continue;
+        const bool tolerated =
+            std::any_of(p.tolerations.begin(), p.tolerations.end(),
+                        [&](const Toleration& tol) { return Tolerates(tol, t); });
+        if (!tolerated) return false;
+      }
       for (const auto& [key, value] : flavor.node_labels) {
         auto [it, inserted] = p.node_selector.emplace(key, value);
         if (!inserted && it->second != value) return false;
@@ -727,14 +742,25 @@ Attempt CycleRun::TryAdmit(size_t idx) {
   const std::vector<Combo>& combos = Combos(idx);
   a.no_room.assign(combos.size(), 0);
   std::string quota_reason, placement_reason;
-  for (size_t ci = 0; ci < combos.size(); ++ci) {
+  // flavorFungibility.whenCanBorrow TryNextFlavor: the choices that fit without borrowing
+  // first, in order, then the others.
+  std::vector<size_t> order(combos.size());
+  for (size_t ci = 0; ci < combos.size(); ++ci) order[ci] = ci;
+  if (tree_.queue(p.queue).try_next_flavor_before_borrowing) {
+    std::stable_partition(order.begin(), order.end(), [&](size_t ci) {
+      return !tree_.WouldBorrow(p.queue, ChargeFor(idx, combos[ci], p.lower));
+    });
+  }
+  for (const size_t ci : order) {
     const Combo& combo = combos[ci];
     const QuotaCharge lower = ChargeFor(idx, combo, p.lower);
     if (!tree_.Fits(p.queue, lower)) {
       if (quota_reason.empty()) quota_reason = tree_.Explain(p.queue, lower);
       continue;
     }
-    if (a.quota_fit_combo < 0) a.quota_fit_combo = static_cast<int>(ci);
+    if (a.quota_fit_combo < 0 || static_cast<int>(ci) < a.quota_fit_combo) {
+      a.quota_fit_combo = static_cast<int>(ci);
+    }
     const std::string key = FailureKey(ShapeOf(idx), combo);
     if (const Failure* f = KnownFailure(idx, key)) {
       ++out_.placement_cache_hits;
@@ -748,7 +774,9 @@ Attempt CycleRun::TryAdmit(size_t idx) {
     std::vector<PodSpec> pods;
     if (!ConstrainedPods(idx, combo, &pods)) {
       if (placement_reason.empty()) {
-        placement_reason = "the pods' node selector or GPU models exclude the queue's flavors";
+        placement_reason =
+            "the pods' node selector or GPU models exclude the queue's flavors, or the pods do "
+            "not tolerate their nodeTaints";
       }
       continue;
     }
@@ -1500,6 +1528,20 @@ void CycleRun::DropReservation(size_t owner) {
 CycleResult CycleRun::Run(std::span<const Reservation> held) {
   ChargeRunning();
   ResolvePending();
+  // stopPolicy HoldAndDrain: what the queue admitted is evicted (its devices stay busy until it
+  // has stopped).
+  for (Holder& h : holders_) {
+    if (h.running_index == kNotRunning || tree_.queue(h.queue).stop != StopPolicy::kHoldAndDrain) {
+      continue;
+    }
+    h.victim = true;
+    Preemption& pr = out_.preemptions.emplace_back();
+    pr.running_index = h.running_index;
+    pr.cause = PreemptionCause::kClusterQueueStopped;
+    pr.victim = h.w->name;
+    pr.reason =
+        "evicted: queue " + tree_.queue(h.queue).name + " is stopped (stopPolicy HoldAndDrain)";
+  }
   // Reservations carried over from the previous cycle hold their nodes until their owner's turn.
   std::unordered_map<std::string, size_t> by_name;
   for (size_t i = 0; i < pending_.size(); ++i) by_name.emplace(pending_[i].name, i);

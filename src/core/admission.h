@@ -62,9 +62,11 @@ enum class PreemptionCause : uint8_t {
   // kube-scheduler's default preemption (work outside queues): the victim has lower priority;
   // Kubernetes' DisruptionTarget reason.
   kPreemptionByScheduler,
+  // Kueue's eviction of admitted work when its ClusterQueue's stopPolicy is HoldAndDrain.
+  kClusterQueueStopped,
 };
 // "InClusterQueue", "InCohortReclamation", "InCohortReclaimWhileBorrowing",
-// "InCohortFairSharing", "PreemptionByScheduler".
+// "InCohortFairSharing", "PreemptionByScheduler", "ClusterQueueStopped".
 std::string_view PreemptionCauseName(PreemptionCause c);
 
 struct Preemption {

@@ -36,6 +36,9 @@ struct ResourceFlavor {
   Labels node_labels;
   std::vector<std::string> gpu_models;  // empty: any model
   std::vector<Toleration> tolerations;
+  // Kueue's nodeTaints: only work whose pods tolerate them (NoSchedule, NoExecute) may be
+  // assigned this flavor.
+  std::vector<Taint> node_taints;
 };
 
 struct ResourceQuota {
@@ -94,6 +97,9 @@ struct IdleReclaimPolicy {
   std::optional<int32_t> max_priority;
 };
 
+// Kueue's stopPolicy: kHold admits nothing new; kHoldAndDrain also evicts what is admitted.
+enum class StopPolicy : uint8_t { kNone, kHold, kHoldAndDrain };
+
 // A queue with quota (Kueue ClusterQueue).
 struct QueueSpec {
   std::string name;
@@ -104,6 +110,10 @@ struct QueueSpec {
   // fairSharing.weight in thousandths (1000 = weight 1); 0: borrows only what nobody else wants.
   int64_t fair_weight_milli = 1000;
   IdleReclaimPolicy idle_reclaim;
+  StopPolicy stop = StopPolicy::kNone;
+  // Kueue's flavorFungibility.whenCanBorrow: false (Borrow, the default) takes the first flavor
+  // that fits even by borrowing; true (TryNextFlavor) prefers a later flavor that fits without.
+  bool try_next_flavor_before_borrowing = false;
 };
 
 // A node of the cohort tree; may hold quota of its own and lend/borrow to its parent.

@@ -672,15 +672,17 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     released.insert(NamespaceOf(s.obj()) + "/" + NameOf(s.obj()));
     json obj = s.obj();
     const std::string cause(core::PreemptionCauseName(p.cause));
-    obj["status"] = {{"phase", "Pending"},
-                     {"message", p.reason},
-                     {"conditions",
-                      {Condition("Evicted", true, "Preempted", p.reason, now_ms),
-                       Condition("Preempted", true, cause, p.reason, now_ms),
-                       Condition("QuotaReserved", false, "Preempted", p.reason, now_ms),
-                       Condition("Admitted", false, "NoReservation", p.reason, now_ms)}}};
+    // Kueue's conditions: evicted by preemption (with the preemption's reason), or evicted
+    // because its ClusterQueue was stopped.
+    const bool stopped = p.cause == core::PreemptionCause::kClusterQueueStopped;
+    json conditions = {Condition("Evicted", true, stopped ? cause : "Preempted", p.reason, now_ms)};
+    if (!stopped) conditions.push_back(Condition("Preempted", true, cause, p.reason, now_ms));
+    conditions.push_back(
+        Condition("QuotaReserved", false, stopped ? cause : "Preempted", p.reason, now_ms));
+    conditions.push_back(Condition("Admitted", false, "NoReservation", p.reason, now_ms));
+    obj["status"] = {{"phase", "Pending"}, {"message", p.reason}, {"conditions", conditions}};
     put(obj, s.version);
-    event(s.obj(), "Warning", "Preempted", p.reason + " [" + cause + "]");
+    event(s.obj(), "Warning", stopped ? "Evicted" : "Preempted", p.reason + " [" + cause + "]");
     ++sum.preempted;
   }
   for (size_t i = 0; i < pending.size(); ++i) {

@@ -1002,5 +1002,154 @@ spec: {nodeSelector: {kubernetes.io/hostname: gpu-a}, gpus: ["0"], mig: {layout:
   EXPECT_EQ(Get("/api/v1/gpusharingconfigs/b7-shared")["status"]["phase"], "Applied");
 }
 
+// Kueue's flavorFungibility.whenCanBorrow, ResourceFlavor nodeTaints and ClusterQueue
+// stopPolicy, as Kueue's documentation describes them.
+TEST_F(LoopTest, KueueFungibilityFlavorTaintsAndStopPolicy) {
+  Apply(kCluster);
+  std::string yaml = R"(
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: on-a}
+spec: {nodeLabels: {kubernetes.io/hostname: gpu-a}}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: on-b}
+spec: {nodeLabels: {kubernetes.io/hostname: gpu-b}}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: dedicated}
+spec:
+  nodeLabels: {kubernetes.io/hostname: gpu-b}
+  nodeTaints: [{key: dedicated, value: ml, effect: NoSchedule}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: lender}
+spec:
+  cohort: c
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - {name: on-a, resources: [{name: nvidia.com/gpu, nominalQuota: 8}]}
+    - {name: on-b, resources: [{name: nvidia.com/gpu, nominalQuota: 0}]}
+)";
+  for (const char* q : {"borrow", "try-next"}) {
+    yaml += std::string(R"(---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: )") +
+            q + R"(}
+spec:
+  cohort: c
+)" + (std::string(q) == "try-next" ? "  flavorFungibility: {whenCanBorrow: TryNextFlavor}\n" : "") +
+            R"(  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - {name: on-a, resources: [{name: nvidia.com/gpu, nominalQuota: 0}]}
+    - {name: on-b, resources: [{name: nvidia.com/gpu, nominalQuota: 2}]}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: )" +
+            q + R"(, namespace: default}
+spec: {clusterQueue: )" +
+            q + R"(}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: job-)" +
+            q + R"(, labels: {kueue.x-k8s.io/queue-name: )" + q + R"(}}
+spec:
+  template:
+    spec:
+      containers: [{name: c, command: ["true"], resources: {limits: {nvidia.com/gpu: 1}}}]
+)";
+  }
+  yaml += R"(---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: tainted}
+spec:
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors: [{name: dedicated, resources: [{name: nvidia.com/gpu, nominalQuota: 2}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: tainted, namespace: default}
+spec: {clusterQueue: tainted}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: intolerant, labels: {kueue.x-k8s.io/queue-name: tainted}}
+spec:
+  template:
+    spec:
+      containers: [{name: c, command: ["true"], resources: {limits: {nvidia.com/gpu: 1}}}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: tolerant, labels: {kueue.x-k8s.io/queue-name: tainted}}
+spec:
+  template:
+    spec:
+      tolerations: [{key: dedicated, operator: Equal, value: ml, effect: NoSchedule}]
+      containers: [{name: c, command: ["true"], resources: {limits: {nvidia.com/gpu: 1}}}]
+)";
+  Apply(yaml);
+  Cycle();
+  // Borrow (the default) takes the first flavor, borrowing; TryNextFlavor the next one that
+  // fits within the queue's own quota.
+  EXPECT_EQ(Job("job-borrow")["status"]["flavors"]["nvidia.com/gpu"], "on-a")
+      << Job("job-borrow").dump();
+  EXPECT_EQ(Job("job-try-next")["status"]["flavors"]["nvidia.com/gpu"], "on-b")
+      << Job("job-try-next").dump();
+  // A flavor's nodeTaints admit only work that tolerates them.
+  EXPECT_EQ(Job("tolerant")["status"]["phase"], "Admitted") << Job("tolerant").dump();
+  EXPECT_EQ(Job("intolerant")["status"]["phase"], "Pending");
+  EXPECT_NE(Job("intolerant")["status"]["message"].get<std::string>().find("nodeTaints"),
+            std::string::npos)
+      << Job("intolerant").dump();
+
+  // stopPolicy: Hold admits nothing new and keeps what runs; HoldAndDrain evicts it too.
+  auto stop = [&](const char* policy) {
+    json q = Get("/api/v1/queues/tainted");
+    q["spec"]["stopPolicy"] = policy;
+    q["metadata"].erase("resourceVersion");
+    HttpRequest r;
+    r.method = "PUT";
+    r.path = "/api/v1/queues/tainted";
+    r.authorization = "Bearer " + admin_;
+    r.content_type = "application/json";
+    r.body = q.dump();
+    ASSERT_EQ(api_->Handle(r).status, 200);
+  };
+  stop("Hold");
+  Apply(R"(
+apiVersion: batch/v1
+kind: Job
+metadata: {name: late, labels: {kueue.x-k8s.io/queue-name: tainted}}
+spec:
+  template:
+    spec:
+      tolerations: [{key: dedicated, operator: Exists}]
+      containers: [{name: c, command: ["true"], resources: {limits: {nvidia.com/gpu: 1}}}]
+)");
+  Cycle();
+  EXPECT_EQ(Job("late")["status"]["message"],
+            "queue tainted is stopped (stopPolicy Hold): it admits nothing until the policy is "
+            "None");
+  EXPECT_EQ(Job("tolerant")["status"]["phase"], "Admitted");
+  stop("HoldAndDrain");
+  Cycle();
+  const json drained = Job("tolerant");
+  EXPECT_EQ(drained["status"]["phase"], "Pending") << drained.dump();
+  EXPECT_EQ(drained["status"]["conditions"][0]["reason"], "ClusterQueueStopped") << drained.dump();
+  EXPECT_EQ(Events("tolerant").back().rfind("Evicted: evicted: queue tainted is stopped", 0), 0u)
+      << Events("tolerant").back();
+}
+
 }  // namespace
 }  // namespace tessera::server
