@@ -74,6 +74,15 @@ Status Pod(const json& pod, const std::string& path) {
   return f.Finish();
 }
 
+// A member of a running gang not placed yet, and why.
+Status WaitingPod(const json& pod, const std::string& path) {
+  Fields f(pod, path, false);
+  std::string s;
+  TESSERA_RETURN_IF_ERROR(f.String("name", &s, true));
+  TESSERA_RETURN_IF_ERROR(f.String("reason", &s));
+  return f.Finish();
+}
+
 Status Idle(const json& idle, const std::string& path) {
   Fields f(idle, path, false);
   std::string s;
@@ -111,6 +120,7 @@ Status JobStatus(const json& status) {
   TESSERA_RETURN_IF_ERROR(f.String("admittedAt", &s));
   TESSERA_RETURN_IF_ERROR(f.String("finishedAt", &s));
   TESSERA_RETURN_IF_ERROR(List(f, "pods", 100'000, Pod));
+  TESSERA_RETURN_IF_ERROR(List(f, "waitingPods", 100'000, WaitingPod));
   if (const json* idle = f.Get("idle")) TESSERA_RETURN_IF_ERROR(Idle(*idle, f.At("idle")));
   TESSERA_RETURN_IF_ERROR(List(f, "conditions", 16, Condition));
   return f.Finish();

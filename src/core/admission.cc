@@ -241,6 +241,9 @@ class CycleRun {
   // Rolls back the placements of a gang this cycle placed (and told the reserve plugins of).
   void Unplace(const std::vector<PodSpec>& pods, const GangOutcome& g);
   void Admit(size_t idx, const QuotaCharge& charge, const QuotaVector& amount, GangOutcome gang);
+  // Places the members of running workloads that were admitted without them (beyond
+  // min_member), one by one, in the room and quota left after this cycle's admissions.
+  void GrowRunning();
 
   const std::vector<std::optional<Placement>>& PlacementsOf(const Holder& h) const {
     return h.running_index != kNotRunning ? running_[h.running_index].placements
@@ -521,42 +524,108 @@ QuotaCharge CycleRun::ChargeFor(size_t idx, const Combo& combo, const QuotaVecto
   return c;
 }
 
+namespace {
+
+// Constrains a pod to a flavor: its node labels and GPU models, its tolerations; false when the
+// pod contradicts them or does not tolerate the flavor's nodeTaints.
+bool ApplyFlavor(const ResourceFlavor& flavor, PodSpec* p) {
+  for (const Taint& t : flavor.node_taints) {
+    if (t.effect == TaintEffect::kPreferNoSchedule) continue;
+    const bool tolerated = std::any_of(p->tolerations.begin(), p->tolerations.end(),
+                                       [&](const Toleration& tol) { return Tolerates(tol, t); });
+    if (!tolerated) return false;
+  }
+  for (const auto& [key, value] : flavor.node_labels) {
+    auto [it, inserted] = p->node_selector.emplace(key, value);
+    if (!inserted && it->second != value) return false;
+  }
+  p->tolerations.insert(p->tolerations.end(), flavor.tolerations.begin(), flavor.tolerations.end());
+  if (flavor.gpu_models.empty()) return true;
+  if (p->gpu_models.empty()) {
+    p->gpu_models = flavor.gpu_models;
+    return true;
+  }
+  std::vector<std::string> both;
+  for (const std::string& m : p->gpu_models) {
+    if (std::find(flavor.gpu_models.begin(), flavor.gpu_models.end(), m) !=
+        flavor.gpu_models.end()) {
+      both.push_back(m);
+    }
+  }
+  p->gpu_models = std::move(both);
+  return !p->gpu_models.empty();
+}
+
+}  // namespace
+
 bool CycleRun::ConstrainedPods(size_t idx, const Combo& combo, std::vector<PodSpec>* pods) const {
   *pods = ExpandPods(pending_[idx]);
   for (int f : combo) {
     if (f < 0) continue;
-    const ResourceFlavor& flavor = tree_.flavor(f);
     for (PodSpec& p : *pods) {
-      for (const Taint& t : flavor.node_taints) {
-        if (t.effect == TaintEffect::kPreferNoSchedule) continue;
-        const bool tolerated =
-            std::any_of(p.tolerations.begin(), p.tolerations.end(),
-                        [&](const Toleration& tol) { return Tolerates(tol, t); });
-        if (!tolerated) return false;
-      }
-      for (const auto& [key, value] : flavor.node_labels) {
-        auto [it, inserted] = p.node_selector.emplace(key, value);
-        if (!inserted && it->second != value) return false;
-      }
-      p.tolerations.insert(p.tolerations.end(), flavor.tolerations.begin(),
-                           flavor.tolerations.end());
-      if (flavor.gpu_models.empty()) continue;
-      if (p.gpu_models.empty()) {
-        p.gpu_models = flavor.gpu_models;
-        continue;
-      }
-      std::vector<std::string> both;
-      for (const std::string& m : p.gpu_models) {
-        if (std::find(flavor.gpu_models.begin(), flavor.gpu_models.end(), m) !=
-            flavor.gpu_models.end()) {
-          both.push_back(m);
-        }
-      }
-      if (both.empty()) return false;
-      p.gpu_models = std::move(both);
+      if (!ApplyFlavor(tree_.flavor(f), &p)) return false;
     }
   }
   return true;
+}
+
+void CycleRun::GrowRunning() {
+  for (Holder& h : holders_) {
+    if (h.running_index == kNotRunning || h.victim || h.queue < 0) continue;
+    const AdmittedWorkload& a = running_[h.running_index];
+    if (std::all_of(a.placements.begin(), a.placements.end(),
+                    [](const std::optional<Placement>& p) { return p.has_value(); })) {
+      continue;
+    }
+    std::vector<PodSpec> pods = ExpandPods(a.workload);
+    std::vector<int> flavors;
+    for (int f : h.charge.flavor) {
+      if (f != kNoFlavor && std::find(flavors.begin(), flavors.end(), f) == flavors.end()) {
+        flavors.push_back(f);
+      }
+    }
+    for (size_t i = 0; i < a.placements.size() && i < pods.size(); ++i) {
+      if (a.placements[i]) continue;
+      auto wait = [&](std::string reason) {
+        out_.waiting.push_back({h.running_index, i, std::move(reason)});
+      };
+      if (tree_.queue(h.queue).stop != StopPolicy::kNone) {
+        wait("queue " + tree_.queue(h.queue).name + " is stopped");
+        continue;
+      }
+      bool allowed = true;
+      for (int f : flavors) allowed = allowed && ApplyFlavor(tree_.flavor(f), &pods[i]);
+      if (!allowed) {
+        wait("the pod's node selector or GPU models exclude the flavors its job was admitted to");
+        continue;
+      }
+      ++out_.placement_attempts;
+      GangOutcome g = placer_.ScheduleGang(state_, std::vector<PodSpec>{pods[i]}, 1);
+      if (!g.ok || !g.placements[0]) {
+        wait(g.reason);
+        continue;
+      }
+      const QuotaVector amount = PlacedAmount(state_, g.placements);
+      QuotaCharge charge;
+      charge.flavor = h.charge.flavor;
+      for (int r = 0; r < kNumQuotaResources; ++r) {
+        charge.amount[r] = charge.flavor[r] == kNoFlavor ? 0 : amount[r];
+      }
+      std::string over = NamespaceExplain(h.ns, amount);
+      if (over.empty() && !tree_.Fits(h.queue, charge)) over = tree_.Explain(h.queue, charge);
+      if (!over.empty()) {
+        (void)placer_.Unreserve(state_, pods[i], *g.placements[0]);
+        wait(over);
+        continue;
+      }
+      ChargeUsage(h.queue, h.ns, charge, amount, +1);
+      for (int r = 0; r < kNumQuotaResources; ++r) {
+        h.amount[r] += amount[r];
+        h.charge.amount[r] += charge.amount[r];
+      }
+      out_.growths.push_back({h.running_index, i, *g.placements[0]});
+    }
+  }
 }
 
 int CycleRun::NamespaceOf(const std::string& ns) {
@@ -1613,6 +1682,7 @@ CycleResult CycleRun::Run(std::span<const Reservation> held) {
     }
     if (cursor[q] < lists[q].size() && ++cursor[q] < lists[q].size()) heads.push(key_of(q));
   }
+  GrowRunning();
   out_.reservations = reservations_;
   return std::move(out_);
 }

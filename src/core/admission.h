@@ -87,8 +87,23 @@ struct Reservation {
   std::optional<int64_t> start_ms;  // unset: unknown (running work has no estimated runtime)
 };
 
+// A member of a running workload placed after its admission (a gang admitted with min_member
+// of more pods starts the others as room appears), or why it still waits.
+struct Growth {
+  size_t running_index = 0;  // into the cycle's running list
+  size_t pod_index = 0;      // into the workload's pods (ExpandPods order)
+  Placement placement;
+};
+struct WaitingPod {
+  size_t running_index = 0;
+  size_t pod_index = 0;
+  std::string reason;
+};
+
 struct CycleResult {
   std::vector<Admission> admissions;
+  std::vector<Growth> growths;
+  std::vector<WaitingPod> waiting;
   std::vector<Preemption> preemptions;
   std::vector<Reservation> reservations;
   // Parallel to the pending list: why each workload stays pending; empty when admitted.

@@ -685,6 +685,42 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     event(s.obj(), "Warning", stopped ? "Evicted" : "Preempted", p.reason + " [" + cause + "]");
     ++sum.preempted;
   }
+  // Members of running gangs placed after admission, and why the others still wait.
+  std::map<size_t, std::pair<std::vector<const core::Growth*>, json>> grown;
+  for (const core::Growth& g : result.growths) grown[g.running_index].first.push_back(&g);
+  for (const core::WaitingPod& w : result.waiting) {
+    json& list = grown[w.running_index].second;
+    if (!list.is_array()) list = json::array();
+    const std::vector<core::PodSpec> pods = core::ExpandPods(running[w.running_index].workload);
+    const std::string& full = pods[w.pod_index].name;
+    list.push_back({{"name", full.substr(full.rfind('/') + 1)}, {"reason", w.reason}});
+  }
+  for (const auto& [ri, change] : grown) {
+    const Stored& s = *running_obj[ri];
+    json obj = s.obj();
+    json& status = obj["status"];
+    const std::vector<core::PodSpec> pods = core::ExpandPods(running[ri].workload);
+    std::string where;
+    for (const core::Growth* g : change.first) {
+      const std::string& full = pods[g->pod_index].name;
+      const std::string name = full.substr(full.rfind('/') + 1);
+      status["pods"][g->pod_index] = {{"name", name},
+                                      {"node", state.node(g->placement.node).name},
+                                      {"cpuMilli", g->placement.resources.cpu_milli},
+                                      {"memoryMiB", g->placement.resources.memory_mib},
+                                      {"devices", DevicesJson(state, g->placement)}};
+      where += (where.empty() ? "" : "; ") + name + " to " + Where(state, g->placement);
+    }
+    const json waiting = change.second.is_array() ? change.second : json();
+    if (change.first.empty() && Member(Member(s.obj(), "status"), "waitingPods") == waiting) continue;
+    if (waiting.is_null()) {
+      status.erase("waitingPods");
+    } else {
+      status["waitingPods"] = waiting;
+    }
+    put(obj, s.version);
+    if (!change.first.empty()) event(s.obj(), "Normal", "Scheduled", "Scheduled " + where);
+  }
   for (size_t i = 0; i < pending.size(); ++i) {
     if (admitted[i]) continue;
     std::string reason = result.pending_reasons[i];

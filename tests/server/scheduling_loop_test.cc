@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -1149,6 +1150,68 @@ spec:
   EXPECT_EQ(drained["status"]["conditions"][0]["reason"], "ClusterQueueStopped") << drained.dump();
   EXPECT_EQ(Events("tolerant").back().rfind("Evicted: evicted: queue tainted is stopped", 0), 0u)
       << Events("tolerant").back();
+}
+
+// Volcano's minAvailable below replicas: the job starts with minAvailable members; the others
+// start as room appears, and say why they wait meanwhile.
+TEST_F(LoopTest, MembersBeyondMinAvailableStartAsRoomAppears) {
+  Apply(kCluster);
+  Apply(R"(
+apiVersion: v1
+kind: Pod
+metadata: {name: blocker}
+spec:
+  nodeSelector: {kubernetes.io/hostname: gpu-a}
+  containers: [{name: c, command: ["true"], resources: {limits: {nvidia.com/gpu: 4}}}]
+)");
+  Cycle();
+  ASSERT_EQ(Job("blocker")["status"]["phase"], "Admitted");
+  Apply(R"(
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: elastic}
+spec:
+  minAvailable: 2
+  schedulerName: volcano
+  tasks:
+  - replicas: 4
+    name: worker
+    template:
+      spec:
+        nodeSelector: {kubernetes.io/hostname: gpu-a}
+        containers: [{name: c, command: ["true"], resources: {limits: {nvidia.com/gpu: 2}}}]
+)");
+  Cycle();
+  json job = Job("elastic");
+  ASSERT_EQ(job["status"]["phase"], "Admitted") << job.dump();
+  int placed = 0;
+  for (const json& p : job["status"]["pods"]) placed += p.is_object() ? 1 : 0;
+  EXPECT_EQ(placed, 2);
+  Cycle();
+  job = Job("elastic");
+  ASSERT_EQ(job["status"]["waitingPods"].size(), 2u) << job.dump();
+  EXPECT_NE(job["status"]["waitingPods"][0]["reason"].get<std::string>().find("insufficient"),
+            std::string::npos)
+      << job.dump();
+
+  HttpRequest r;
+  r.method = "DELETE";
+  r.path = "/api/v1/namespaces/default/jobs/blocker";
+  r.authorization = "Bearer " + admin_;
+  ASSERT_EQ(api_->Handle(r).status, 200);
+  Cycle();
+  job = Job("elastic");
+  placed = 0;
+  for (const json& p : job["status"]["pods"]) placed += p.is_object() ? 1 : 0;
+  EXPECT_EQ(placed, 4) << job.dump();
+  EXPECT_FALSE(job["status"].contains("waitingPods")) << job.dump();
+  std::set<std::string> gpus;
+  for (const json& p : job["status"]["pods"]) {
+    for (const json& d : p["devices"]) gpus.insert(d["uuid"].get<std::string>());
+  }
+  EXPECT_EQ(gpus.size(), 8u);  // no card given twice
+  EXPECT_EQ(Events("elastic").back().rfind("Scheduled: Scheduled worker-", 0), 0u)
+      << Events("elastic").back();
 }
 
 }  // namespace
