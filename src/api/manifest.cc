@@ -959,14 +959,86 @@ void VolcanoQueue(const json& spec, json* out, json* annotations) {
   (*out)["queue"] = q;
 }
 
+// Volcano's lifecycle policies ({event(s), action, exitCode, timeout}). Tessera re-queues a
+// preempted or evicted gang whole (Volcano's PodEvicted -> RestartJob) and restarts a failed pod
+// by its restartPolicy and maxRetry; any other policy is accepted with a warning.
+Status VolcanoPolicies(const json& policies, const std::string& path, Warnings* warnings) {
+  if (policies.empty()) return Status::Ok();
+  if (!policies.is_array()) return FieldError(path, "must be a list");
+  for (size_t i = 0; i < policies.size(); ++i) {
+    const std::string p = Index(path, i);
+    static const FieldUse kPolicy[] = {
+        {"event", ""}, {"events", ""}, {"action", ""}, {"exitCode", ""}, {"timeout", ""}};
+    TESSERA_RETURN_IF_ERROR(KnownFields(policies[i], p, kPolicy, warnings));
+    std::vector<std::string> events;
+    if (Member(policies[i], "event").is_string()) events.push_back(Text(policies[i], "event"));
+    const json& list = Member(policies[i], "events");
+    for (size_t k = 0; list.is_array() && k < list.size(); ++k) {
+      if (list[k].is_string()) events.push_back(list[k].get<std::string>());
+    }
+    const std::string action = Text(policies[i], "action");
+    if (events.size() == 1 && events[0] == "PodEvicted" && action == "RestartJob" &&
+        !policies[i].contains("exitCode")) {
+      continue;  // what Tessera does with an evicted gang
+    }
+    std::string what;
+    for (const std::string& e : events) what += (what.empty() ? "" : ", ") + e;
+    if (policies[i].contains("exitCode"))
+      what += (what.empty() ? "" : ", ") + std::string("exit code");
+    warnings->push_back(
+        p + ": not acted on: " + (what.empty() ? "a policy" : what) + " -> " +
+        (action.empty() ? "no action" : action) +
+        "; Tessera re-queues an evicted gang whole and restarts a failed pod by its "
+        "restartPolicy and maxRetry");
+  }
+  return Status::Ok();
+}
+
+// Volcano's JobSpec.
+constexpr FieldUse kVolcanoJobFields[] = {
+    {"minAvailable", ""},
+    {"schedulerName", ""},
+    {"plugins", ""},
+    {"tasks", ""},
+    {"queue", ""},
+    {"maxRetry", ""},
+    {"priorityClassName", ""},
+    {"policies", ""},
+    {"volumes", "not acted on: Tessera has no persistent volume claims"},
+    {"ttlSecondsAfterFinished", "not acted on: finished Jobs are kept until deleted"},
+    {"minSuccess", "not acted on: the job succeeds when all its pods do"},
+    {"runningEstimate", ""},
+    {"networkTopology", "not acted on: Tessera places by its own topology (NVLink, NUMA)"},
+};
+
+// Volcano's TaskSpec.
+constexpr FieldUse kVolcanoTaskFields[] = {
+    {"name", ""},
+    {"replicas", ""},
+    {"template", ""},
+    {"maxRetry", ""},
+    {"policies", ""},
+    {"minAvailable", "not acted on: the job's minAvailable is its gang"},
+    {"topologyPolicy",
+     "not acted on: Tessera keeps a pod's GPUs in one NVLink domain or NUMA node "
+     "when it can"},
+    {"dependsOn", "not acted on: the tasks start together"},
+    {"partitionPolicy", "not acted on: the tasks start together"},
+};
+
 Result<std::vector<json>> VolcanoJob(const Doc& d, const json& doc, Warnings* warnings) {
   const json& spec = Member(doc, "spec");
-  TESSERA_RETURN_IF_ERROR(OnlyFields(spec, "spec",
-                                     {"minAvailable", "schedulerName", "plugins", "tasks", "queue",
-                                      "maxRetry", "priorityClassName"},
-                                     kNotRun));
+  TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", kVolcanoJobFields, warnings));
+  TESSERA_RETURN_IF_ERROR(VolcanoPolicies(Member(spec, "policies"), "spec.policies", warnings));
   json job = json::object(), annotations = Member(d.meta, "annotations");
   if (spec.contains("minAvailable")) job["minMember"] = spec["minAvailable"];
+  if (const json& estimate = Member(spec, "runningEstimate"); !estimate.empty()) {
+    // Volcano's runtime hint (a duration, "2h"), which backfill uses.
+    if (!estimate.is_string()) return FieldError("spec.runningEstimate", "must be a duration");
+    auto ms = ParseDurationMs(estimate.get<std::string>(), "spec.runningEstimate", false);
+    if (!ms.ok()) return ms.status();
+    job["estimatedRuntimeSeconds"] = (*ms + 999) / 1000;
+  }
   VolcanoQueue(spec, &job, &annotations);
   if (spec.contains("priorityClassName")) job["priorityClassName"] = spec["priorityClassName"];
   // Volcano's job plugins (ssh keys, headless service, env) set up the pods' network identity;
@@ -983,12 +1055,9 @@ Result<std::vector<json>> VolcanoJob(const Doc& d, const json& doc, Warnings* wa
   json out = json::array();
   for (size_t i = 0; i < tasks.size(); ++i) {
     const std::string p = Index("spec.tasks", i);
+    TESSERA_RETURN_IF_ERROR(KnownFields(tasks[i], p, kVolcanoTaskFields, warnings));
     TESSERA_RETURN_IF_ERROR(
-        OnlyFields(tasks[i], p, {"name", "replicas", "template", "maxRetry", "policies"}, kNotRun));
-    if (tasks[i].contains("policies")) {
-      return FieldError(p + ".policies",
-                        "not supported: Tessera restarts by restartPolicy and maxRetries");
-    }
+        VolcanoPolicies(Member(tasks[i], "policies"), p + ".policies", warnings));
     json task = {
         {"name", Member(tasks[i], "name").is_string() ? tasks[i]["name"]
                                                       : json("task" + std::to_string(i))},
@@ -1007,10 +1076,16 @@ Result<std::vector<json>> VolcanoJob(const Doc& d, const json& doc, Warnings* wa
   return std::vector<json>{Object("Job", d.name, d.ns, Member(d.meta, "labels"), annotations, job)};
 }
 
-Result<std::vector<json>> VolcanoPodGroup(const Doc& d, const json& doc) {
+Result<std::vector<json>> VolcanoPodGroup(const Doc& d, const json& doc, Warnings* warnings) {
   const json& spec = Member(doc, "spec");
-  TESSERA_RETURN_IF_ERROR(OnlyFields(
-      spec, "spec", {"minMember", "minResources", "queue", "priorityClassName"}, kNotRun));
+  static const FieldUse kPodGroup[] = {
+      {"minMember", ""},
+      {"minResources", ""},
+      {"queue", ""},
+      {"priorityClassName", ""},
+      {"minTaskMember", "not acted on: the group's minMember is its gang"},
+      {"networkTopology", "not acted on: Tessera places by its own topology (NVLink, NUMA)"}};
+  TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", kPodGroup, warnings));
   json pg = json::object(), annotations = Member(d.meta, "annotations");
   for (const char* k : {"minMember", "priorityClassName", "minResources"}) {
     if (spec.contains(k)) pg[k] = spec[k];
@@ -1129,9 +1204,15 @@ Result<std::vector<json>> Kueue(const Doc& d, const json& doc, Warnings* warning
         Object("Queue", d.name, "", Member(d.meta, "labels"), Member(d.meta, "annotations"), q)};
   }
   if (d.kind == "LocalQueue") {
-    TESSERA_RETURN_IF_ERROR(OnlyFields(spec, "spec", {"clusterQueue"}, kNotRun));
+    static const FieldUse kLocalQueue[] = {
+        {"clusterQueue", ""},
+        {"stopPolicy", "not acted on: stop the ClusterQueue (its stopPolicy) instead"},
+        {"fairSharing", "not acted on: fair sharing weighs ClusterQueues"}};
+    TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", kLocalQueue, warnings));
+    json l = json::object();
+    if (spec.contains("clusterQueue")) l["clusterQueue"] = spec["clusterQueue"];
     return std::vector<json>{Object("LocalQueue", d.name, d.ns, Member(d.meta, "labels"),
-                                    Member(d.meta, "annotations"), spec)};
+                                    Member(d.meta, "annotations"), l)};
   }
   if (d.kind == "ResourceFlavor") {
     static const FieldUse kFlavor[] = {
@@ -1335,7 +1416,8 @@ Result<std::vector<json>> TranslateDocument(const json& doc, std::string_view de
     return BatchJob(d, doc, warnings);
   }
   if (group == "batch.volcano.sh" && d.kind == "Job") return VolcanoJob(d, doc, warnings);
-  if (group == "scheduling.volcano.sh" && d.kind == "PodGroup") return VolcanoPodGroup(d, doc);
+  if (group == "scheduling.volcano.sh" && d.kind == "PodGroup")
+    return VolcanoPodGroup(d, doc, warnings);
   if (group == "kueue.x-k8s.io") return Kueue(d, doc, warnings);
   if (d.api == "v1" && d.kind == "ResourceQuota") {
     const json& spec = Member(doc, "spec");

@@ -472,3 +472,45 @@ TEST(Manifest, MisspeltFieldsAreRefusedWithTheClosestName) {
 
 }  // namespace
 }  // namespace tessera::api
+
+namespace tessera::api {
+namespace {
+
+// Volcano's lifecycle policies: what Tessera does anyway (an evicted gang restarts whole) is
+// accepted quietly, the rest with a warning each; runningEstimate feeds backfill.
+TEST(Manifest, VolcanoPoliciesAndRunningEstimate) {
+  std::vector<std::string> warnings;
+  auto docs = ParseYamlDocuments(R"(apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: tf}
+spec:
+  minAvailable: 2
+  runningEstimate: 2h
+  policies:
+  - {event: PodEvicted, action: RestartJob}
+  - {event: PodFailed, action: AbortJob}
+  tasks:
+  - name: ps
+    replicas: 1
+    policies: [{event: TaskCompleted, action: CompleteJob}]
+    template: {spec: {containers: [{name: c, command: ["true"]}]}}
+  - name: worker
+    replicas: 2
+    template: {spec: {containers: [{name: c, command: ["true"]}]}}
+)");
+  ASSERT_TRUE(docs.ok());
+  auto objs = TranslateDocument((*docs)[0], "default", &warnings);
+  ASSERT_TRUE(objs.ok()) << objs.status().message();
+  EXPECT_EQ((*objs)[0]["spec"]["estimatedRuntimeSeconds"], 7200);
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_EQ(warnings[0].rfind("spec.policies[1]: not acted on: PodFailed -> AbortJob", 0), 0u)
+      << warnings[0];
+  EXPECT_EQ(warnings[1].rfind("spec.tasks[0].policies[0]: not acted on: TaskCompleted -> "
+                              "CompleteJob",
+                              0),
+            0u)
+      << warnings[1];
+}
+
+}  // namespace
+}  // namespace tessera::api
