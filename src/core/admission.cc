@@ -244,6 +244,11 @@ class CycleRun {
   // Places the members of running workloads that were admitted without them (beyond
   // min_member), one by one, in the room and quota left after this cycle's admissions.
   void GrowRunning();
+  // Kueue's capacity reservation for a blocked StrictFIFO head whose queue cannot reclaim what it
+  // lends (reclaimWithinCohort Never): the part of its request within the queue's unused
+  // nominal quota is held for the rest of the cycle, so that borrowers in the cohort do not take
+  // it.
+  void HoldForStrictHead(size_t idx);
 
   const std::vector<std::optional<Placement>>& PlacementsOf(const Holder& h) const {
     return h.running_index != kNotRunning ? running_[h.running_index].placements
@@ -567,6 +572,24 @@ bool CycleRun::ConstrainedPods(size_t idx, const Combo& combo, std::vector<PodSp
     }
   }
   return true;
+}
+
+void CycleRun::HoldForStrictHead(size_t idx) {
+  const int q = info_[idx].queue;
+  const QueueSpec& spec = tree_.queue(q);
+  if (spec.strategy != QueueingStrategy::kStrictFifo || root_[q] < 0 ||
+      spec.preemption.reclaim_within_cohort != ReclaimPreemption::kNever) {
+    return;
+  }
+  const std::vector<Combo>& combos = Combos(idx);
+  if (combos.empty()) return;
+  QuotaCharge hold = ChargeFor(idx, combos.front(), info_[idx].lower);
+  for (int r = 0; r < kNumQuotaResources; ++r) {
+    if (hold.flavor[r] == kNoFlavor) continue;
+    hold.amount[r] = std::min(
+        hold.amount[r], tree_.UnusedNominal(q, hold.flavor[r], static_cast<QuotaResource>(r)));
+  }
+  tree_.AddUsage(q, hold, +1);
 }
 
 void CycleRun::GrowRunning() {
@@ -1671,6 +1694,7 @@ CycleResult CycleRun::Run(std::span<const Reservation> held) {
         TryReserve(idx, a, &reason);
       }
       out_.pending_reasons[idx] = std::move(reason);
+      if (!preempting) HoldForStrictHead(idx);
       if (tree_.queue(q).strategy == QueueingStrategy::kStrictFifo) {
         for (size_t k = cursor[q] + 1; k < lists[q].size(); ++k) {
           out_.pending_reasons[lists[q][k]] = "waiting behind " + pending_[idx].name +

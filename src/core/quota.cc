@@ -192,6 +192,11 @@ bool QuotaTree::BorrowingIn(int q, int flavor, QuotaResource r) const {
   return n.usage[fr] > n.subtree[fr];
 }
 
+int64_t QuotaTree::UnusedNominal(int q, int flavor, QuotaResource r) const {
+  const int fr = Fr(flavor, r);
+  return std::max<int64_t>(0, nodes_[q].nominal[fr] - nodes_[q].usage[fr]);
+}
+
 bool QuotaTree::UnderNominal(int q, int flavor, QuotaResource r) const {
   const Node& n = nodes_[q];
   const int fr = Fr(flavor, r);

@@ -214,6 +214,29 @@ TEST(Admission, StrictFifoBlocksBestEffortSkips) {
   }
 }
 
+// Kueue's reservation for a blocked StrictFIFO head (pkg/scheduler: a StrictFIFO ClusterQueue
+// that cannot reclaim what it lends keeps its unused nominal quota for its head): queue a
+// (nominal 4, StrictFIFO) uses 3 and its head needs 2 more, which its cohort cannot lend; b
+// (nominal 0) would borrow a's unused GPU, and does only when a can reclaim it later.
+TEST(Admission, StrictFifoHeadHoldsUnusedNominalQuotaWhenItCannotReclaim) {
+  for (const ReclaimPreemption reclaim : {ReclaimPreemption::kNever, ReclaimPreemption::kAny}) {
+    QueueSpec a = Queue("a", "c", 4, QueueingStrategy::kStrictFifo);
+    a.preemption.reclaim_within_cohort = reclaim;
+    AdmissionCycle cycle = MustCycle(Config({a, Queue("b", "c", 0)}, {"c"}));
+    Sim sim(1);
+    sim.pending = {Job("a", "running", 3, 1, 0)};
+    ASSERT_EQ(Names(sim.Cycle(cycle)), (std::vector<std::string>{"a/running"}));
+    sim.pending = {Job("a", "head", 2, 1, 1), Job("b", "borrower", 1, 1, 2)};
+    CycleResult r = sim.Cycle(cycle);
+    if (reclaim == ReclaimPreemption::kNever) {
+      EXPECT_TRUE(Names(r).empty());
+      EXPECT_NE(r.pending_reasons[1].find("queue b"), std::string::npos) << r.pending_reasons[1];
+    } else {
+      EXPECT_EQ(Names(r), (std::vector<std::string>{"b/borrower"}));
+    }
+  }
+}
+
 TEST(Admission, FairShareOrderFollowsWeights) {
   // Cohort pool 8 GPUs: a and b have 4 each; the cluster has 8 GPUs. a runs 5 (borrows 1),
   // b runs 1. Idle: 2 GPUs. Both submit a 2-GPU job; only one fits.
