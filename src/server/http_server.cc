@@ -59,12 +59,15 @@ class Connection {
   // Closes the connection (it was idle the longest when a new one needed its place).
   virtual void Evict() = 0;
   bool idle() const { return idle_.load(std::memory_order_relaxed); }
+  // Since its last reply was sent (or it was accepted): what the client saw last.
   int64_t idle_since() const { return idle_since_.load(std::memory_order_relaxed); }
 
  protected:
-  void SetIdle(bool idle) {
-    if (idle) idle_since_.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
-    idle_.store(idle, std::memory_order_relaxed);
+  void SetIdle(bool idle) { idle_.store(idle, std::memory_order_relaxed); }
+  // Stamped as a reply is handed to the socket, not when the write completes: a client that
+  // has its answer may send on another connection before this one's completion runs.
+  void StampActivity() {
+    idle_since_.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
   }
 
  private:
@@ -279,6 +282,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     res->keep_alive(keep_alive);
     res->body() = std::move(body);
     res->prepare_payload();
+    StampActivity();
     http::async_write(
         stream_, *res,
         [self = this->shared_from_this(), res, keep_alive](beast::error_code ec, size_t) {
