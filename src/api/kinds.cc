@@ -505,6 +505,7 @@ Result<core::QueueSpec> DecodeQueue(const json& obj) {
     }
     TESSERA_RETURN_IF_ERROR(rf.Finish());
   }
+  TESSERA_RETURN_IF_ERROR(spec.Bool("reclaimable", &q.reclaimable));
   int stop = 0;
   TESSERA_RETURN_IF_ERROR(spec.Enum("stopPolicy", {"None", "Hold", "HoldAndDrain"}, &stop));
   q.stop = static_cast<core::StopPolicy>(stop);

@@ -1095,6 +1095,92 @@ Result<std::vector<json>> VolcanoPodGroup(const Doc& d, const json& doc, Warning
       Object("PodGroup", d.name, d.ns, Member(d.meta, "labels"), annotations, pg)};
 }
 
+constexpr char kVolcanoFlavor[] = "volcano-default";
+constexpr char kVolcanoCohort[] = "volcano";
+
+// A Volcano Queue as a Tessera Queue in the cohort "volcano" (which every Volcano queue shares
+// and which lends without bound: the cluster's room is the limit): its weight the fair-sharing
+// weight, guarantee (or deserved) its nominal quota, capability its cap (borrowing limit above
+// the nominal), reclaimable whether the cohort may reclaim from it. With the ResourceFlavor and
+// Cohort it needs. Jobs and PodGroups name it with `queue` from any namespace.
+Result<std::vector<json>> VolcanoQueueKind(const Doc& d, const json& doc, Warnings* warnings) {
+  const json& spec = Member(doc, "spec");
+  static const FieldUse kQueue[] = {
+      {"weight", ""},
+      {"capability", ""},
+      {"reclaimable", ""},
+      {"guarantee", ""},
+      {"deserved", ""},
+      {"parent", "not acted on: Volcano queues are one level here (the cohort volcano)"},
+      {"affinity", "not acted on: use a node selector in the jobs"},
+      {"extendClusters", "not acted on"},
+      {"type", "not acted on"}};
+  TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", kQueue, warnings));
+  static const char* kResources[] = {"nvidia.com/gpu", "cpu", "memory"};
+  auto amounts = [&](const char* field) -> Result<json> {
+    const json& m = field == std::string("guarantee") ? Member(Member(spec, field), "resource")
+                                                      : Member(spec, field);
+    json out = json::object();
+    for (const auto& [name, v] : m.items()) {
+      if (std::find(std::begin(kResources), std::end(kResources), name) == std::end(kResources)) {
+        warnings->push_back("spec." + std::string(field) + "." + name +
+                            ": not acted on: queues count nvidia.com/gpu, cpu and memory");
+        continue;
+      }
+      out[name] = v;
+    }
+    return out;
+  };
+  Result<json> cap = amounts("capability");
+  if (!cap.ok()) return cap.status();
+  Result<json> nominal = amounts(Member(spec, "guarantee").empty() ? "deserved" : "guarantee");
+  if (!nominal.ok()) return nominal.status();
+  json resources = json::array();
+  for (const char* r : kResources) {
+    json q = {{"name", r}, {"nominalQuota", nominal->contains(r) ? (*nominal)[r] : json(0)}};
+    if (cap->contains(r)) {
+      // The cap above the nominal quota, as a quantity: capability - nominal.
+      auto text = [](const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
+      Result<Quantity> c = ParseQuantity(text((*cap)[r]), "spec.capability." + std::string(r));
+      Result<Quantity> n = ParseQuantity(text(q["nominalQuota"]), "spec.guarantee");
+      if (!c.ok()) return c.status();
+      if (!n.ok()) return n.status();
+      if (c->nano < n->nano) {
+        return FieldError("spec.capability." + std::string(r), "is below the guarantee");
+      }
+      const __int128 above = c->nano - n->nano;
+      q["borrowingLimit"] = std::to_string(static_cast<int64_t>(above)) + "n";
+    }
+    resources.push_back(q);
+  }
+  const json covered = json::array({"nvidia.com/gpu", "cpu", "memory"});
+  json queue = {
+      {"cohort", kVolcanoCohort},
+      {"preemption", {{"withinClusterQueue", "LowerPriority"}, {"reclaimWithinCohort", "Any"}}},
+      {"resourceGroups",
+       json::array(
+           {{{"coveredResources", covered},
+             {"flavors", json::array({{{"name", kVolcanoFlavor}, {"resources", resources}}})}}})}};
+  if (const json& w = Member(spec, "weight"); !w.empty()) queue["fairSharing"] = {{"weight", w}};
+  if (const json& r = Member(spec, "reclaimable"); r.is_boolean()) queue["reclaimable"] = r;
+  json annotations = Member(d.meta, "annotations");
+  if (!annotations.is_object()) annotations = json::object();
+  annotations["tessera.io/volcano-queue"] = "true";
+  // The cohort lends without bound (a million GPUs, a billion CPUs, an exbibyte).
+  const json unbounded = json::array({{{"name", "nvidia.com/gpu"}, {"nominalQuota", 1000000}},
+                                      {{"name", "cpu"}, {"nominalQuota", 1000000000}},
+                                      {{"name", "memory"}, {"nominalQuota", "1Ei"}}});
+  json cohort = {
+      {"resourceGroups",
+       json::array(
+           {{{"coveredResources", covered},
+             {"flavors", json::array({{{"name", kVolcanoFlavor}, {"resources", unbounded}}})}}})}};
+  return std::vector<json>{
+      Object("ResourceFlavor", kVolcanoFlavor, "", kEmpty, kEmpty, json::object()),
+      Object("Cohort", kVolcanoCohort, "", kEmpty, kEmpty, cohort),
+      Object("Queue", d.name, "", Member(d.meta, "labels"), annotations, queue)};
+}
+
 // Kueue's ClusterQueue namespaceSelector as the namespaces it admits: {} is every namespace;
 // the kubernetes.io/metadata.name label (matchLabels, or matchExpressions In) names them.
 Result<json> AllowedNamespaces(const json& sel) {
@@ -1418,6 +1504,10 @@ Result<std::vector<json>> TranslateDocument(const json& doc, std::string_view de
   if (group == "batch.volcano.sh" && d.kind == "Job") return VolcanoJob(d, doc, warnings);
   if (group == "scheduling.volcano.sh" && d.kind == "PodGroup")
     return VolcanoPodGroup(d, doc, warnings);
+  if (group == "scheduling.volcano.sh" && d.kind == "Queue") {
+    TESSERA_RETURN_IF_ERROR(KnownFields(doc, "", kObjectFields, warnings));
+    return VolcanoQueueKind(d, doc, warnings);
+  }
   if (group == "kueue.x-k8s.io") return Kueue(d, doc, warnings);
   if (d.api == "v1" && d.kind == "ResourceQuota") {
     const json& spec = Member(doc, "spec");
@@ -1462,9 +1552,13 @@ Result<std::vector<json>> TranslateManifest(std::string_view text, std::string_v
       if (!kind.empty()) what += " (" + kind + (name.empty() ? "" : " " + name) + ")";
       return InvalidArgument(what + ": " + objs.status().message());
     }
-    for (json& o : *objs) {
-      out.push_back(std::move(o));
-      if (warnings != nullptr) warnings->push_back(notes);
+    for (size_t k = 0; k < objs->size(); ++k) {
+      out.push_back(std::move((*objs)[k]));
+      // The document's warnings go with its last object (the one it describes; the others it
+      // brings along, a Volcano Queue's cohort and flavor, come first).
+      if (warnings != nullptr) {
+        warnings->push_back(k + 1 == objs->size() ? notes : std::vector<std::string>{});
+      }
     }
   }
   return out;

@@ -4,6 +4,8 @@
 //   batch/v1 Job (kueue.x-k8s.io/queue-name) -> Job, replicas = parallelism, queue from the label
 //   batch.volcano.sh Job                    -> Job: tasks, minAvailable -> minMember, queue
 //   scheduling.volcano.sh PodGroup          -> PodGroup
+//   scheduling.volcano.sh Queue             -> Queue in the cohort "volcano" (with that Cohort
+//                                              and the ResourceFlavor volcano-default)
 //   kueue.x-k8s.io ClusterQueue, LocalQueue, ResourceFlavor, Cohort
 //                                           -> Queue, LocalQueue, ResourceFlavor, Cohort
 //   v1 ResourceQuota                        -> NamespaceQuota
@@ -47,7 +49,7 @@ Result<std::vector<nlohmann::json>> TranslateDocument(const nlohmann::json& doc,
 
 // Parses and translates every document of a manifest. Errors are prefixed with
 // "<source>: document <n> (<kind> <name>): ". With `warnings`, one list per object returned,
-// in order: its document's warnings.
+// in order: its document's warnings with the document's last object, none with the others.
 Result<std::vector<nlohmann::json>> TranslateManifest(
     std::string_view text, std::string_view source, std::string_view default_namespace,
     std::vector<std::vector<std::string>>* warnings = nullptr);

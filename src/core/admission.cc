@@ -1357,7 +1357,7 @@ bool CycleRun::TryPreempt(size_t idx, const Attempt& attempt, std::string* reaso
     // In the cohort, per reclaimWithinCohort: work of the queues that borrow what is needed.
     if (may_reclaim) {
       for (int vq : root_queues_[root]) {
-        if (vq == q || !BorrowingInNeeded(vq, s)) continue;
+        if (vq == q || !tree_.queue(vq).reclaimable || !BorrowingInNeeded(vq, s)) continue;
         if (pol.reclaim_within_cohort != ReclaimPreemption::kAny &&
             min_running_priority_[vq] >= p.priority) {
           continue;

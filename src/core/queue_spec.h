@@ -114,6 +114,8 @@ struct QueueSpec {
   // Kueue's flavorFungibility.whenCanBorrow: false (Borrow, the default) takes the first flavor
   // that fits even by borrowing; true (TryNextFlavor) prefers a later flavor that fits without.
   bool try_next_flavor_before_borrowing = false;
+  // Volcano's reclaimable: false keeps the cohort from reclaiming what the queue borrowed.
+  bool reclaimable = true;
 };
 
 // A node of the cohort tree; may hold quota of its own and lend/borrow to its parent.

@@ -498,9 +498,9 @@ Result<ApplyRequest> ApplyItems(const HttpRequest& req) {
       return Status(objs.status().code(),
                     (list ? "items[" + std::to_string(i) + "]: " : "") + objs.status().message());
     }
-    for (json& o : *objs) {
-      out.items.push_back(std::move(o));
-      out.warnings.push_back(notes);
+    for (size_t k = 0; k < objs->size(); ++k) {
+      out.items.push_back(std::move((*objs)[k]));
+      out.warnings.push_back(k + 1 == objs->size() ? notes : std::vector<std::string>{});
     }
   }
   return out;

@@ -423,15 +423,23 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     }
   }
   const std::vector<Stored> queues = ListKind(store, "Queue", &problems);
+  // Volcano's queues are open to every namespace: a Job naming one uses it directly.
+  std::set<std::string> volcano_queues;
   for (const Stored& s : queues) {
     if (auto v = api::DecodeQueue(s.obj()); v.ok()) {
       cfg.queues.push_back(*v);
+      if (Str(Member(Member(s.obj(), "metadata"), "annotations"), "tessera.io/volcano-queue") ==
+          "true") {
+        volcano_queues.insert(v->name);
+      }
     } else {
       skip(s, "Queue", v.status());
     }
   }
+  std::set<std::string> local_queue_keys, volcano_users;  // "ns/name"
   for (const Stored& s : ListKind(store, "LocalQueue", &problems)) {
     if (auto v = api::DecodeLocalQueue(s.obj()); v.ok()) {
+      local_queue_keys.insert(v->namespace_name + "/" + v->name);
       cfg.local_queues.push_back(*v);
     } else {
       skip(s, "LocalQueue", v.status());
@@ -525,6 +533,8 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     if (w.local_queue.empty()) {
       w.local_queue = kUnqueued;
       unqueued_ns.insert(w.namespace_name);
+    } else if (volcano_queues.contains(w.local_queue)) {
+      volcano_users.insert(w.namespace_name + "/" + w.local_queue);
     }
     w.created_ms = ParseTime(Str(Member(s.obj(), "metadata"), "creationTimestamp"));
     if (phase == "Admitted") {
@@ -574,6 +584,11 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   }
   undecodable_reported_.swap(next_reported);  // every object has been read by now
   for (const std::string& ns : unqueued_ns) cfg.local_queues.push_back({ns, kUnqueued, kUnqueued});
+  for (const std::string& key : volcano_users) {
+    if (local_queue_keys.contains(key)) continue;  // a LocalQueue of that name comes first
+    const std::string ns = key.substr(0, key.find('/')), name = key.substr(key.find('/') + 1);
+    cfg.local_queues.push_back({ns, name, name});
+  }
   sum.pending = static_cast<int>(pending.size());
 
   auto set_pending = [&](const Stored& s, const std::string& message) {
@@ -712,7 +727,8 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
       where += (where.empty() ? "" : "; ") + name + " to " + Where(state, g->placement);
     }
     const json waiting = change.second.is_array() ? change.second : json();
-    if (change.first.empty() && Member(Member(s.obj(), "status"), "waitingPods") == waiting) continue;
+    if (change.first.empty() && Member(Member(s.obj(), "status"), "waitingPods") == waiting)
+      continue;
     if (waiting.is_null()) {
       status.erase("waitingPods");
     } else {

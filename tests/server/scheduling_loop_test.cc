@@ -1214,5 +1214,54 @@ spec:
       << Events("elastic").back();
 }
 
+// A Volcano Queue is a queue every namespace may name: its capability caps what its jobs hold.
+TEST_F(LoopTest, VolcanoQueuesCapTheirJobsAndAreOpenToEveryNamespace) {
+  Apply(kCluster);
+  const HttpResponse out = Apply(R"(
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: research}
+spec:
+  weight: 2
+  reclaimable: false
+  capability: {nvidia.com/gpu: 4, pods: 100}
+)");
+  const json body = json::parse(out.body);
+  ASSERT_EQ(body["warnings"].size(), 1u) << out.body;
+  EXPECT_NE(body["warnings"][0].get<std::string>().find("spec.capability.pods: not acted on"),
+            std::string::npos);
+  const json queue = Get("/api/v1/queues/research");
+  EXPECT_EQ(queue["spec"]["cohort"], "volcano");
+  EXPECT_EQ(queue["spec"]["reclaimable"], false);
+  EXPECT_EQ(queue["spec"]["fairSharing"]["weight"], 2);
+  for (const char* ns : {"team-a", "team-b"}) {
+    Apply(std::string(R"(
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: vc, namespace: )") +
+          ns + R"(}
+spec:
+  minAvailable: 2
+  schedulerName: volcano
+  queue: research
+  tasks:
+  - replicas: 2
+    name: worker
+    template:
+      spec:
+        containers: [{name: c, command: ["true"], resources: {limits: {nvidia.com/gpu: 2}}}]
+)");
+  }
+  Cycle();
+  const json a = Job("vc", "team-a");
+  const json b = Job("vc", "team-b");
+  EXPECT_EQ(a["status"]["phase"], "Admitted") << a.dump();
+  EXPECT_EQ(a["status"]["queue"], "research");
+  // The queue's capability (4 GPUs) is taken by the first job.
+  EXPECT_EQ(b["status"]["phase"], "Pending") << b.dump();
+  EXPECT_NE(b["status"]["message"].get<std::string>().find("queue research"), std::string::npos)
+      << b.dump();
+}
+
 }  // namespace
 }  // namespace tessera::server
