@@ -26,14 +26,23 @@ std::string MetaString(const json& obj, const char* key) {
   return meta.contains(key) && meta.at(key).is_string() ? meta.at(key).get<std::string>() : "";
 }
 
-Result<std::vector<core::Toleration>> DecodeTolerations(Fields& f, std::string_view key) {
-  std::vector<core::Toleration> out;
+// Calls `each(item, path)` for each element of the list at `key` (none when it is absent).
+template <typename Fn>
+Status ForEachItem(Fields& f, std::string_view key, Fn each) {
   const json* list = f.Get(key);
-  if (list == nullptr) return out;
+  if (list == nullptr) return Status::Ok();
   const std::string path = f.At(key);
   if (!list->is_array()) return FieldError(path, "must be a list");
   for (size_t i = 0; i < list->size(); ++i) {
-    Fields t((*list)[i], Index(path, i), false);
+    TESSERA_RETURN_IF_ERROR(each((*list)[i], Index(path, i)));
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<core::Toleration>> DecodeTolerations(Fields& f, std::string_view key) {
+  std::vector<core::Toleration> out;
+  TESSERA_RETURN_IF_ERROR(ForEachItem(f, key, [&](const json& item, const std::string& path) {
+    Fields t(item, path, false);
     core::Toleration tol;
     int op = 0, effect = -1;
     TESSERA_RETURN_IF_ERROR(t.String("key", &tol.key));
@@ -46,27 +55,24 @@ Result<std::vector<core::Toleration>> DecodeTolerations(Fields& f, std::string_v
     TESSERA_RETURN_IF_ERROR(t.Finish());
     tol.op = op == 1 ? core::TolerationOp::kExists : core::TolerationOp::kEqual;
     if (tol.op == core::TolerationOp::kExists && !tol.value.empty()) {
-      return FieldError(Index(path, i) + ".value", "must be empty with operator Exists");
+      return FieldError(path + ".value", "must be empty with operator Exists");
     }
     if (tol.op == core::TolerationOp::kEqual && tol.key.empty()) {
-      return FieldError(Index(path, i) + ".key", "is required with operator Equal");
+      return FieldError(path + ".key", "is required with operator Equal");
     }
     tol.any_effect = effect < 0;
     if (effect >= 0) tol.effect = static_cast<core::TaintEffect>(effect);
     out.push_back(std::move(tol));
-  }
+    return Status::Ok();
+  }));
   return out;
 }
 
 // Taints as Kubernetes writes them: {key, value, effect} (effect NoSchedule when left out).
 Result<std::vector<core::Taint>> DecodeTaints(Fields& f, std::string_view key) {
   std::vector<core::Taint> out;
-  const json* list = f.Get(key);
-  if (list == nullptr) return out;
-  const std::string path = f.At(key);
-  if (!list->is_array()) return FieldError(path, "must be a list");
-  for (size_t i = 0; i < list->size(); ++i) {
-    Fields t((*list)[i], Index(path, i), false);
+  TESSERA_RETURN_IF_ERROR(ForEachItem(f, key, [&](const json& item, const std::string& path) {
+    Fields t(item, path, false);
     core::Taint taint;
     int effect = 0;
     TESSERA_RETURN_IF_ERROR(t.String("key", &taint.key, true));
@@ -76,7 +82,8 @@ Result<std::vector<core::Taint>> DecodeTaints(Fields& f, std::string_view key) {
     TESSERA_RETURN_IF_ERROR(t.Finish());
     taint.effect = static_cast<core::TaintEffect>(effect);
     out.push_back(std::move(taint));
-  }
+    return Status::Ok();
+  }));
   return out;
 }
 
