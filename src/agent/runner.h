@@ -24,7 +24,7 @@ struct ProcessSpec {
   // The whole environment, with PATH (the system's) and HOME (the working directory) unless
   // given: nothing is inherited from the agent.
   std::map<std::string, std::string> env;
-  std::string workdir;  // created when missing; HOME, and the cwd unless `cwd` is set
+  std::string workdir;       // created when missing; HOME, and the cwd unless `cwd` is set
   std::string log_path;      // stdout and stderr, appended
   std::string cgroup_procs;  // a cgroup.procs file the process joins first; empty: none
   // The task's user and group (securityContext.runAsUser/runAsGroup); -1: the agent's. Setting
