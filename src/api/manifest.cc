@@ -726,12 +726,20 @@ Status Volumes(const json& pod, const json& container, const std::string& path,
         return FieldError(vp + ".hostPath.path", "must be an absolute path");
       }
       m["hostPath"] = host;
+      if (!Text(hp, "type").empty()) {
+        warnings->push_back(vp + ".hostPath.type: not acted on: the path is used as it is");
+      }
       if (process && host != mount_path) {
         warnings->push_back(mp + ": a process sees the node's files: " + host + " is not at " +
                             mount_path + " (its path is in " + env + ")");
       }
     } else if (vol.contains("emptyDir")) {
       m["emptyDir"] = true;
+      if (!Member(vol, "emptyDir").empty()) {
+        warnings->push_back(vp +
+                            ".emptyDir: not acted on: medium and sizeLimit (a directory on "
+                            "the node's disk)");
+      }
       if (process) {
         warnings->push_back(mp + ": a process gets a scratch directory for it, not at " +
                             mount_path + " (its path is in " + env + ")");
@@ -1099,7 +1107,7 @@ constexpr char kVolcanoFlavor[] = "volcano-default";
 constexpr char kVolcanoCohort[] = "volcano";
 
 // A Volcano Queue as a Tessera Queue in the cohort "volcano" (which every Volcano queue shares
-// and which lends without bound: the cluster's room is the limit): its weight the fair-sharing
+// and which lends the cluster's capacity): its weight the fair-sharing
 // weight, guarantee (or deserved) its nominal quota, capability its cap (borrowing limit above
 // the nominal), reclaimable whether the cohort may reclaim from it. With the ResourceFlavor and
 // Cohort it needs. Jobs and PodGroups name it with `queue` from any namespace.
@@ -1166,7 +1174,8 @@ Result<std::vector<json>> VolcanoQueueKind(const Doc& d, const json& doc, Warnin
   json annotations = Member(d.meta, "annotations");
   if (!annotations.is_object()) annotations = json::object();
   annotations["tessera.io/volcano-queue"] = "true";
-  // The cohort lends without bound (a million GPUs, a billion CPUs, an exbibyte).
+  // The cohort lends what the cluster has: the scheduling loop sets its quota to the ready
+  // nodes' capacity each cycle (the figures here stand until then).
   const json unbounded = json::array({{{"name", "nvidia.com/gpu"}, {"nominalQuota", 1000000}},
                                       {{"name", "cpu"}, {"nominalQuota", 1000000000}},
                                       {{"name", "memory"}, {"nominalQuota", "1Ei"}}});
@@ -1175,9 +1184,10 @@ Result<std::vector<json>> VolcanoQueueKind(const Doc& d, const json& doc, Warnin
        json::array(
            {{{"coveredResources", covered},
              {"flavors", json::array({{{"name", kVolcanoFlavor}, {"resources", unbounded}}})}}})}};
+  const json cohort_annotations = {{"tessera.io/volcano-cohort", "true"}};
   return std::vector<json>{
       Object("ResourceFlavor", kVolcanoFlavor, "", kEmpty, kEmpty, json::object()),
-      Object("Cohort", kVolcanoCohort, "", kEmpty, kEmpty, cohort),
+      Object("Cohort", kVolcanoCohort, "", kEmpty, cohort_annotations, cohort),
       Object("Queue", d.name, "", Member(d.meta, "labels"), annotations, queue)};
 }
 

@@ -99,7 +99,7 @@ void ProposeWhole(const NodeUsage& node, const GpuList& free, int count, Candida
         int16_t o2 = pass == 0 ? e.numa_node : e.nvlink_domain;
         if (k2 == key && (count > 1 || o2 == other)) group.push_back(h);
       }
-      if (group.size() < static_cast<size_t>(count)) continue;
+      if (group.size() < count) continue;
       // Inside an NVLink domain, cards of one NUMA node when that many are free there.
       bool one_numa = false;
       if (pass == 0 && count > 1) {
@@ -116,7 +116,7 @@ void ProposeWhole(const NodeUsage& node, const GpuList& free, int count, Candida
           for (int k : group) {
             if (node.gpus[k].numa_node == numa) local.push_back(k);
           }
-          if (local.size() >= static_cast<size_t>(count)) {
+          if (local.size() >= count) {
             emit(local);
             one_numa = true;
           }

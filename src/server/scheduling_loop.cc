@@ -417,6 +417,26 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   }
   for (const Stored& s : ListKind(store, "Cohort", &problems)) {
     if (auto v = api::DecodeCohort(s.obj()); v.ok()) {
+      // The cohort of Volcano's queues lends what the cluster has (Volcano's proportion plugin
+      // divides the cluster's capacity among queues by weight): its quota is the capacity of
+      // the ready nodes, this cycle.
+      if (Str(Member(Member(s.obj(), "metadata"), "annotations"), "tessera.io/volcano-cohort") ==
+          "true") {
+        core::QuotaVector capacity = {0, 0, 0};
+        for (uint32_t n = 0; n < state.size(); ++n) {
+          const core::NodeRecord& node = state.node(core::NodeId(n));
+          capacity[static_cast<int>(core::QuotaResource::kGpu)] += node.gpu_capacity_milli;
+          capacity[static_cast<int>(core::QuotaResource::kCpu)] += node.allocatable.cpu_milli;
+          capacity[static_cast<int>(core::QuotaResource::kMemory)] += node.allocatable.memory_mib;
+        }
+        for (core::ResourceGroup& g : v->resource_groups) {
+          for (core::FlavorQuotas& f : g.flavors) {
+            for (core::ResourceQuota& q : f.resources) {
+              q.nominal = capacity[static_cast<int>(q.resource)];
+            }
+          }
+        }
+      }
       cfg.cohorts.push_back(*v);
     } else {
       skip(s, "Cohort", v.status());

@@ -1263,5 +1263,75 @@ spec:
       << b.dump();
 }
 
+// Ported from Volcano's reclaim action test (volcano-sh/volcano,
+// pkg/scheduler/actions/reclaim/reclaim_test.go, "Two Queue with one Queue overusing resource,
+// should reclaim"): queues q1 and q2 of weight 1 share a 3-CPU node; q1 runs three 1-CPU pods;
+// a pod of q2 reclaims one. As Volcano's proportion plugin, this needs fair sharing.
+TEST_F(LoopTest, VolcanoReclaimFromAQueueOverItsShare) {
+  SchedulingLoopOptions options;
+  options.cycle.fair_sharing = true;
+  loop_ = SchedulingLoop::Create(*api_, options).value();
+  std::string yaml = R"(
+apiVersion: tessera.io/v1
+kind: Node
+metadata: {name: n1}
+status:
+  allocatable: {cpu: "3", memory: 3Gi}
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: low-priority}
+value: 10
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high-priority}
+value: 100000
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: q1}
+spec: {weight: 1}
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: q2}
+spec: {weight: 1}
+)";
+  for (const char* name : {"preemptee1", "preemptee2", "preemptee3"}) {
+    yaml += std::string(R"(---
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: )") +
+            name + R"(, namespace: c1}
+spec:
+  queue: q1
+  priorityClassName: low-priority
+  tasks:
+  - replicas: 1
+    name: t
+    template: {spec: {containers: [{name: c, command: ["true"], resources: {requests: {cpu: "1", memory: 1G}}}]}}
+)";
+  }
+  Apply(yaml);
+  Cycle();
+  for (const char* name : {"preemptee1", "preemptee2", "preemptee3"}) {
+    ASSERT_EQ(Job(name, "c1")["status"]["phase"], "Admitted") << Job(name, "c1").dump();
+  }
+  Apply(R"(
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: preemptor1, namespace: c1}
+spec:
+  queue: q2
+  priorityClassName: high-priority
+  tasks:
+  - replicas: 1
+    name: t
+    template: {spec: {containers: [{name: c, command: ["true"], resources: {requests: {cpu: "1", memory: 1G}}}]}}
+)");
+  EXPECT_EQ(Cycle().preempted, 1);
+}
+
 }  // namespace
 }  // namespace tessera::server
