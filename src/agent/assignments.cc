@@ -124,6 +124,35 @@ std::string EnvSuffix(std::string name) {
   return name;
 }
 
+// Kubernetes' variable expansion: $(NAME) becomes NAME's value when `env` has it (and it is not
+// `self`), and stays as written otherwise; $$ is a literal $.
+std::string ExpandRefs(std::string_view in, const std::map<std::string, std::string>& env,
+                       const std::string& self) {
+  std::string out;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] != '$' || i + 1 == in.size()) {
+      out += in[i];
+      continue;
+    }
+    if (in[i + 1] == '$') {
+      out += '$';
+      ++i;
+      continue;
+    }
+    const size_t close = in[i + 1] == '(' ? in.find(')', i + 2) : std::string_view::npos;
+    if (close == std::string_view::npos) {
+      out += in[i];
+      continue;
+    }
+    const std::string name(in.substr(i + 2, close - i - 2));
+    auto it = env.find(name);
+    out +=
+        (it != env.end() && name != self) ? it->second : std::string(in.substr(i, close - i + 1));
+    i = close;
+  }
+  return out;
+}
+
 // The node's first non-loopback IPv4 address (a pod's hostIP and podIP: tasks use the node's
 // network); 127.0.0.1 when it has none.
 std::string NodeAddress() {
@@ -195,6 +224,11 @@ Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std
     mounts.push_back(source + ":" + Str(v, "mountPath") +
                      (v.value("readOnly", false) ? ":ro" : ""));
   }
+  // Kubernetes' $(VAR) references in env values, command and args, against the pod's
+  // environment (a task's env is a map: every other variable, not only those listed before).
+  const std::map<std::string, std::string> unexpanded = env;
+  for (auto& [k, v] : env) v = ExpandRefs(v, unexpanded, k);
+  for (std::string& c : command) c = ExpandRefs(c, env, "");
   if (!image.empty()) {
     if (container_runtime.empty()) {
       return FailedPrecondition("the task has image " + image +

@@ -48,8 +48,9 @@ std::map<std::string, std::string> DeviceEnv(const nlohmann::json& devices, cons
 // image: "<runtime> run --rm --device nvidia.com/gpu=<uuid>... -e K=V... <image> <command>"),
 // its env plus DeviceEnv plus TESSERA_NODE/TESSERA_JOB/TESSERA_POD, a working directory and a
 // log file under `root`, its runAsUser/runAsGroup (the process's uid and gid, or the runtime's
-// --user for an image). FailedPrecondition when the task cannot run here (an image with no
-// runtime configured, no command).
+// --user for an image). $(VAR) references in env values, command and args are expanded as
+// Kubernetes does. FailedPrecondition when the task cannot run here (an image with no runtime
+// configured, no command).
 Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std::string& node,
                             const std::string& root, const std::string& container_runtime);
 

@@ -259,5 +259,26 @@ TEST(SpecFor, DownwardApiVolumesWorkingDirAndPullPolicy) {
   EXPECT_TRUE(has("-w") && has("/srv"));
 }
 
+// Kubernetes' dependent environment variables: $(VAR) in env values, command and args.
+TEST(SpecFor, ExpandsVariableReferencesAsKubernetesDoes) {
+  NodeGpus gpus;
+  Assignment a;
+  a.ns = "ml";
+  a.job = "train";
+  a.pod = "main-0";
+  a.key = "ml/train/main-0";
+  a.devices = nlohmann::json::array();
+  a.task = nlohmann::json::parse(R"json({"name":"main",
+      "command":["torchrun", "--master_port=$(PORT)", "--node=$(TESSERA_NODE)"],
+      "args":["$(MISSING)", "$$(PORT)", "cost: 5$"],
+      "env":{"PORT":"29500","URL":"tcp://$(HOST):$(PORT)","HOST":"h1","SELF":"$(SELF)x"}})json");
+  auto spec = SpecFor(a, gpus, "n1", "/r", "");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_EQ(spec->argv, (std::vector<std::string>{"torchrun", "--master_port=29500", "--node=n1",
+                                                  "$(MISSING)", "$(PORT)", "cost: 5$"}));
+  EXPECT_EQ(spec->env.at("URL"), "tcp://h1:29500");
+  EXPECT_EQ(spec->env.at("SELF"), "$(SELF)x");
+}
+
 }  // namespace
 }  // namespace tessera::agent
