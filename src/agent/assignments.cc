@@ -6,9 +6,10 @@
 #include <netinet/in.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstdlib>
 #include <set>
+
+#include "api/kinds.h"
 
 namespace tessera::agent {
 
@@ -115,15 +116,6 @@ std::string PodLogPath(const std::string& root, const std::string& key) {
 
 namespace {
 
-// A name as an environment variable suffix: upper case, '-' and '.' as '_'.
-std::string EnvSuffix(std::string name) {
-  for (char& c : name) {
-    c = (c == '-' || c == '.') ? '_'
-                               : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  }
-  return name;
-}
-
 // Kubernetes' variable expansion: $(NAME) becomes NAME's value when `env` has it (and it is not
 // `self`), and stays as written otherwise; $$ is a literal $.
 std::string ExpandRefs(std::string_view in, const std::map<std::string, std::string>& env,
@@ -220,7 +212,7 @@ Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std
       source = spec.workdir + "/volumes/" + Str(v, "name");
       spec.dirs.push_back(source);
     }
-    env["TESSERA_VOLUME_" + EnvSuffix(Str(v, "name"))] = source;
+    env["TESSERA_VOLUME_" + api::EnvVarSuffix(Str(v, "name"))] = source;
     mounts.push_back(source + ":" + Str(v, "mountPath") +
                      (v.value("readOnly", false) ? ":ro" : ""));
   }

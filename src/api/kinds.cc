@@ -1,6 +1,7 @@
 #include "api/kinds.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "api/fields.h"
 #include "api/object.h"
@@ -201,12 +202,8 @@ Result<core::SelectorOp> SelectorOpOf(const std::string& op, const std::string& 
 Status DecodeTerm(const json& term, const std::string& path, core::NodeSelectorTerm* out) {
   Fields f(term, path, false);
   for (const char* list : {"matchExpressions", "matchFields"}) {
-    const json* exprs = f.Get(list);
-    if (exprs == nullptr) continue;
-    const std::string lpath = f.At(list);
-    if (!exprs->is_array()) return FieldError(lpath, "must be a list");
-    for (size_t i = 0; i < exprs->size(); ++i) {
-      Fields e((*exprs)[i], Index(lpath, i), false);
+    TESSERA_RETURN_IF_ERROR(ForEachItem(f, list, [&](const json& item, const std::string& ipath) {
+      Fields e(item, ipath, false);
       core::LabelRequirement r;
       std::string op;
       TESSERA_RETURN_IF_ERROR(e.String("key", &r.key, true));
@@ -223,7 +220,8 @@ Status DecodeTerm(const json& term, const std::string& path, core::NodeSelectorT
         r.key = "kubernetes.io/hostname";
       }
       out->requirements.push_back(std::move(r));
-    }
+      return Status::Ok();
+    }));
   }
   return f.Finish();
 }
@@ -251,22 +249,21 @@ Status DecodeNodeAffinity(const json& affinity, const std::string& path, core::P
     }
     TESSERA_RETURN_IF_ERROR(r.Finish());
   }
-  if (const json* pref = n.Get("preferredDuringSchedulingIgnoredDuringExecution")) {
-    const std::string ppath = n.At("preferredDuringSchedulingIgnoredDuringExecution");
-    if (!pref->is_array()) return FieldError(ppath, "must be a list");
-    for (size_t i = 0; i < pref->size(); ++i) {
-      Fields p((*pref)[i], Index(ppath, i), false);
-      core::PreferredTerm term;
-      int64_t weight = 0;
-      TESSERA_RETURN_IF_ERROR(p.Int("weight", &weight, 1, 100, true));
-      term.weight = static_cast<int32_t>(weight);
-      const json* preference = p.Get("preference");
-      if (preference == nullptr) return FieldError(p.At("preference"), "is required");
-      TESSERA_RETURN_IF_ERROR(DecodeTerm(*preference, p.At("preference"), &term.term));
-      TESSERA_RETURN_IF_ERROR(p.Finish());
-      pod->preferred_terms.push_back(std::move(term));
-    }
-  }
+  TESSERA_RETURN_IF_ERROR(ForEachItem(
+      n, "preferredDuringSchedulingIgnoredDuringExecution",
+      [&](const json& item, const std::string& ipath) {
+        Fields p(item, ipath, false);
+        core::PreferredTerm term;
+        int64_t weight = 0;
+        TESSERA_RETURN_IF_ERROR(p.Int("weight", &weight, 1, 100, true));
+        term.weight = static_cast<int32_t>(weight);
+        const json* preference = p.Get("preference");
+        if (preference == nullptr) return FieldError(p.At("preference"), "is required");
+        TESSERA_RETURN_IF_ERROR(DecodeTerm(*preference, p.At("preference"), &term.term));
+        TESSERA_RETURN_IF_ERROR(p.Finish());
+        pod->preferred_terms.push_back(std::move(term));
+        return Status::Ok();
+      }));
   return n.Finish();
 }
 
@@ -291,12 +288,8 @@ Status DecodeRunFields(Fields& t) {
                         "status.podIP(s)");
     }
   }
-  const json* volumes = t.Get("volumes");
-  if (volumes == nullptr) return Status::Ok();
-  const std::string vpath = t.At("volumes");
-  if (!volumes->is_array()) return FieldError(vpath, "must be a list");
-  for (size_t i = 0; i < volumes->size(); ++i) {
-    Fields v((*volumes)[i], Index(vpath, i), false);
+  return ForEachItem(t, "volumes", [&](const json& item, const std::string& ipath) {
+    Fields v(item, ipath, false);
     std::string name, mount, host;
     bool empty_dir = false, read_only = false;
     TESSERA_RETURN_IF_ERROR(v.String("name", &name, true));
@@ -315,9 +308,22 @@ Status DecodeRunFields(Fields& t) {
     if (!host.empty() && host[0] != '/') {
       return FieldError(v.At("hostPath"), "must be an absolute path");
     }
-  }
-  return Status::Ok();
+    return Status::Ok();
+  });
 }
+
+}  // namespace
+
+std::string EnvVarSuffix(std::string_view name) {
+  std::string out(name);
+  for (char& c : out) {
+    c = (c == '-' || c == '.') ? '_'
+                               : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+
+namespace {
 
 // A MIG layout (profile counts) that no MIG-capable model can take is refused: the error names
 // the profile and the models' profiles, or the models that have them all and why each refuses.

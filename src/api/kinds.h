@@ -101,6 +101,9 @@ Result<core::ResourceFlavor> DecodeResourceFlavor(const nlohmann::json& obj);
 Result<core::PriorityClassSpec> DecodePriorityClass(const nlohmann::json& obj);
 Result<core::NamespaceQuota> DecodeNamespaceQuota(const nlohmann::json& obj);
 Result<GpuSharingConfigSpec> DecodeGpuSharingConfig(const nlohmann::json& obj);
+// A name as the suffix of the environment variable a task is given for it
+// (TESSERA_VOLUME_<NAME>, TESSERA_PORT_<NAME>): upper case, '-' and '.' as '_'.
+std::string EnvVarSuffix(std::string_view name);
 // Every GPU exclusive: sharing comes from GpuSharingConfigs.
 Result<core::NodeSpec> DecodeNode(const nlohmann::json& obj);
 

@@ -13,6 +13,7 @@
 
 #include "api/fields.h"
 #include "api/json_text.h"
+#include "api/kinds.h"
 #include "api/object.h"
 #include "api/quantity.h"
 #include "api/resources.h"
@@ -636,15 +637,6 @@ Status EnvFrom(const json& from, const std::string& path, const std::string& var
   return Status::Ok();
 }
 
-// A name as an environment variable suffix: upper case, '-' and '.' as '_'.
-std::string EnvSuffix(std::string name) {
-  for (char& c : name) {
-    c = (c == '-' || c == '.') ? '_'
-                               : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  }
-  return name;
-}
-
 // The container's ports, as environment: TESSERA_PORT_<NAME> per named port and TESSERA_PORTS
 // listing them all (a process binds them on the node itself).
 Status Ports(const json& ports, const std::string& path, json* env, Warnings* warnings) {
@@ -671,7 +663,7 @@ Status Ports(const json& ports, const std::string& path, json* env, Warnings* wa
     }
     all += (all.empty() ? "" : ",") + port.dump();
     if (const std::string name = Text(ports[i], "name"); !name.empty()) {
-      (*env)["TESSERA_PORT_" + EnvSuffix(name)] = port.dump();
+      (*env)["TESSERA_PORT_" + EnvVarSuffix(name)] = port.dump();
     }
   }
   if (!all.empty()) (*env)["TESSERA_PORTS"] = all;
@@ -719,7 +711,7 @@ Status Volumes(const json& pod, const json& container, const std::string& path,
     const std::string vp = Index(path + ".volumes", v->second);
     json m = {{"name", name}, {"mountPath", mount_path}};
     if (Member(mounts[i], "readOnly") == true) m["readOnly"] = true;
-    const std::string env = "$TESSERA_VOLUME_" + EnvSuffix(name);
+    const std::string env = "$TESSERA_VOLUME_" + EnvVarSuffix(name);
     if (const json& hp = Member(vol, "hostPath"); !hp.empty()) {
       const std::string host = Text(hp, "path");
       if (host.empty() || host[0] != '/') {
