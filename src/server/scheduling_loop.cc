@@ -38,6 +38,10 @@ constexpr char kUnqueued[] = "tessera-unqueued";
 using Stored = StoredJson;
 
 std::string NameOf(const json& obj) { return Str(Member(obj, "metadata"), "name"); }
+// Whether the object's annotation `key` is "true" (set by the manifest translation).
+bool Annotated(const json& obj, const char* key) {
+  return Str(Member(Member(obj, "metadata"), "annotations"), key) == "true";
+}
 std::string NamespaceOf(const json& obj) { return Str(Member(obj, "metadata"), "namespace"); }
 
 bool Matches(const core::Labels& labels, const core::Labels& selector) {
@@ -110,6 +114,18 @@ json DevicesJson(const core::ClusterState& s, const core::Placement& p) {
     devices.push_back(std::move(j));
   }
   return devices;
+}
+
+// A pod's name within its Job: "<pod set>-<i>" (ExpandPods names it "<workload>/<pod set>-<i>").
+std::string PodName(const core::PodSpec& pod) { return pod.name.substr(pod.name.rfind('/') + 1); }
+
+// A placed pod as a Job's status.pods entry: where it runs, what it holds, its devices.
+json PodJson(const core::ClusterState& s, const std::string& name, const core::Placement& p) {
+  return {{"name", name},
+          {"node", s.node(p.node).name},
+          {"cpuMilli", p.resources.cpu_milli},
+          {"memoryMiB", p.resources.memory_mib},
+          {"devices", DevicesJson(s, p)}};
 }
 
 Result<core::Placement> PlacementFromJson(const core::ClusterState& s, const json& pod) {
@@ -420,8 +436,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
       // The cohort of Volcano's queues lends what the cluster has (Volcano's proportion plugin
       // divides the cluster's capacity among queues by weight): its quota is the capacity of
       // the ready nodes, this cycle.
-      if (Str(Member(Member(s.obj(), "metadata"), "annotations"), "tessera.io/volcano-cohort") ==
-          "true") {
+      if (Annotated(s.obj(), "tessera.io/volcano-cohort")) {
         core::QuotaVector capacity = {0, 0, 0};
         for (uint32_t n = 0; n < state.size(); ++n) {
           const core::NodeRecord& node = state.node(core::NodeId(n));
@@ -448,8 +463,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   for (const Stored& s : queues) {
     if (auto v = api::DecodeQueue(s.obj()); v.ok()) {
       cfg.queues.push_back(*v);
-      if (Str(Member(Member(s.obj(), "metadata"), "annotations"), "tessera.io/volcano-queue") ==
-          "true") {
+      if (Annotated(s.obj(), "tessera.io/volcano-queue")) {
         volcano_queues.insert(v->name);
       }
     } else {
@@ -657,12 +671,8 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
         pods.push_back(nullptr);
         continue;
       }
-      const std::string pod_name = expanded[i].name.substr(expanded[i].name.rfind('/') + 1);
-      pods.push_back({{"name", pod_name},
-                      {"node", state.node(p->node).name},
-                      {"cpuMilli", p->resources.cpu_milli},
-                      {"memoryMiB", p->resources.memory_mib},
-                      {"devices", DevicesJson(state, *p)}});
+      const std::string pod_name = PodName(expanded[i]);
+      pods.push_back(PodJson(state, pod_name, *p));
       if (i < 8) where += (where.empty() ? "" : "; ") + pod_name + " to " + Where(state, *p);
     }
     if (a.admitted.placements.size() > 8) {
@@ -721,15 +731,11 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     ++sum.preempted;
   }
   // Members of running gangs placed after admission, and why the others still wait.
-  std::map<size_t, std::pair<std::vector<const core::Growth*>, json>> grown;
+  std::map<size_t,
+           std::pair<std::vector<const core::Growth*>, std::vector<const core::WaitingPod*>>>
+      grown;
   for (const core::Growth& g : result.growths) grown[g.running_index].first.push_back(&g);
-  for (const core::WaitingPod& w : result.waiting) {
-    json& list = grown[w.running_index].second;
-    if (!list.is_array()) list = json::array();
-    const std::vector<core::PodSpec> pods = core::ExpandPods(running[w.running_index].workload);
-    const std::string& full = pods[w.pod_index].name;
-    list.push_back({{"name", full.substr(full.rfind('/') + 1)}, {"reason", w.reason}});
-  }
+  for (const core::WaitingPod& w : result.waiting) grown[w.running_index].second.push_back(&w);
   for (const auto& [ri, change] : grown) {
     const Stored& s = *running_obj[ri];
     json obj = s.obj();
@@ -737,16 +743,14 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     const std::vector<core::PodSpec> pods = core::ExpandPods(running[ri].workload);
     std::string where;
     for (const core::Growth* g : change.first) {
-      const std::string& full = pods[g->pod_index].name;
-      const std::string name = full.substr(full.rfind('/') + 1);
-      status["pods"][g->pod_index] = {{"name", name},
-                                      {"node", state.node(g->placement.node).name},
-                                      {"cpuMilli", g->placement.resources.cpu_milli},
-                                      {"memoryMiB", g->placement.resources.memory_mib},
-                                      {"devices", DevicesJson(state, g->placement)}};
+      const std::string name = PodName(pods[g->pod_index]);
+      status["pods"][g->pod_index] = PodJson(state, name, g->placement);
       where += (where.empty() ? "" : "; ") + name + " to " + Where(state, g->placement);
     }
-    const json waiting = change.second.is_array() ? change.second : json();
+    json waiting;
+    for (const core::WaitingPod* w : change.second) {
+      waiting.push_back({{"name", PodName(pods[w->pod_index])}, {"reason", w->reason}});
+    }
     if (change.first.empty() && Member(Member(s.obj(), "status"), "waitingPods") == waiting)
       continue;
     if (waiting.is_null()) {
