@@ -796,6 +796,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
       if (pl) (void)state.Allocate(*pl);
     }
   }
+  for (const core::Growth& g : result.growths) (void)state.Allocate(g.placement);
   gauges.fragmentation = core::FragmentationOf(state);
   for (const core::QueueSpec& q : cfg.queues) {
     for (const core::ResourceGroup& g : q.resource_groups) {
