@@ -62,6 +62,14 @@ struct Attempt {
   std::vector<uint8_t> no_room;
 };
 
+// `amount` charged to `flavor` per resource; nothing where a resource has no flavor.
+QuotaCharge ChargeOf(const std::array<int, kNumQuotaResources>& flavor, const QuotaVector& amount) {
+  QuotaCharge c;
+  c.flavor = flavor;
+  for (int r = 0; r < kNumQuotaResources; ++r) c.amount[r] = flavor[r] == kNoFlavor ? 0 : amount[r];
+  return c;
+}
+
 std::string PriorityText(int32_t p) { return "priority " + std::to_string(p); }
 
 // A workload's estimated runtime; kNoEnd when unknown.
@@ -518,15 +526,12 @@ const std::vector<CycleRun::Combo>& CycleRun::Combos(size_t idx) {
 
 QuotaCharge CycleRun::ChargeFor(size_t idx, const Combo& combo, const QuotaVector& amount) const {
   const std::vector<Group>& groups = groups_[info_[idx].queue];
-  QuotaCharge c;
+  std::array<int, kNumQuotaResources> flavor = {kNoFlavor, kNoFlavor, kNoFlavor};
   for (size_t g = 0; g < groups.size(); ++g) {
     if (combo[g] < 0) continue;
-    for (QuotaResource r : groups[g].covered) c.flavor[static_cast<int>(r)] = combo[g];
+    for (QuotaResource r : groups[g].covered) flavor[static_cast<int>(r)] = combo[g];
   }
-  for (int r = 0; r < kNumQuotaResources; ++r) {
-    c.amount[r] = c.flavor[r] == kNoFlavor ? 0 : amount[r];
-  }
-  return c;
+  return ChargeOf(flavor, amount);
 }
 
 namespace {
@@ -629,11 +634,7 @@ void CycleRun::GrowRunning() {
         continue;
       }
       const QuotaVector amount = PlacedAmount(state_, g.placements);
-      QuotaCharge charge;
-      charge.flavor = h.charge.flavor;
-      for (int r = 0; r < kNumQuotaResources; ++r) {
-        charge.amount[r] = charge.flavor[r] == kNoFlavor ? 0 : amount[r];
-      }
+      const QuotaCharge charge = ChargeOf(h.charge.flavor, amount);
       std::string over = NamespaceExplain(h.ns, amount);
       if (over.empty() && !tree_.Fits(h.queue, charge)) over = tree_.Explain(h.queue, charge);
       if (!over.empty()) {
@@ -1497,6 +1498,8 @@ bool CycleRun::TryPreempt(size_t idx, const Attempt& attempt, std::string* reaso
           pr.reason += "fair sharing in the cohort: queue " + tree_.queue(h.queue).name +
                        " holds a larger share";
           break;
+        case PreemptionCause::kClusterQueueStopped:
+          break;  // not a preemption: Run drains stopped queues itself
       }
       names += (count++ ? ", " : "") + h.w->name;
     }
