@@ -187,16 +187,23 @@ TEST(DeviceEnv, WholeShareMigAndNone) {
   EXPECT_EQ(none["NVIDIA_VISIBLE_DEVICES"], "void");
 }
 
-TEST(SpecFor, CommandsImagesAndWhatCannotRun) {
-  NodeGpus gpus;
+// Pod main-0 of job `ns`/train, without devices, running `task`.
+Assignment TrainPod(const std::string& ns, const std::string& task) {
   Assignment a;
-  a.ns = "team-a";
+  a.ns = ns;
   a.job = "train";
   a.pod = "main-0";
-  a.key = "team-a/train/main-0";
+  a.key = ns + "/train/main-0";
+  a.devices = nlohmann::json::array();
+  a.task = nlohmann::json::parse(task);
+  return a;
+}
+
+TEST(SpecFor, CommandsImagesAndWhatCannotRun) {
+  NodeGpus gpus;
+  Assignment a = TrainPod("team-a", R"({"name":"main","command":["python"],"args":["train.py"],
+                                        "env":{"EPOCHS":"3"}})");
   a.devices = nlohmann::json::parse(R"([{"kind":"whole","uuid":"GPU-7"}])");
-  a.task = nlohmann::json::parse(R"({"name":"main","command":["python"],"args":["train.py"],
-                                     "env":{"EPOCHS":"3"}})");
   auto spec = SpecFor(a, gpus, "n1", "/var/lib/t", "");
   ASSERT_TRUE(spec.ok()) << spec.status().message();
   EXPECT_EQ(spec->argv, (std::vector<std::string>{"python", "train.py"}));
@@ -225,13 +232,7 @@ TEST(SpecFor, CommandsImagesAndWhatCannotRun) {
 // the node, volumes, the working directory and the image pull policy.
 TEST(SpecFor, DownwardApiVolumesWorkingDirAndPullPolicy) {
   NodeGpus gpus;
-  Assignment a;
-  a.ns = "ml";
-  a.job = "train";
-  a.pod = "main-0";
-  a.key = "ml/train/main-0";
-  a.devices = nlohmann::json::array();
-  a.task = nlohmann::json::parse(R"({"name":"main","command":["python"],
+  Assignment a = TrainPod("ml", R"({"name":"main","command":["python"],
       "workingDir":"/srv",
       "fieldEnv":{"POD":"metadata.name","NODE":"spec.nodeName","IP":"status.podIP"},
       "volumes":[{"name":"data","mountPath":"/data","hostPath":"/mnt/data","readOnly":true},
@@ -262,13 +263,7 @@ TEST(SpecFor, DownwardApiVolumesWorkingDirAndPullPolicy) {
 // Kubernetes' dependent environment variables: $(VAR) in env values, command and args.
 TEST(SpecFor, ExpandsVariableReferencesAsKubernetesDoes) {
   NodeGpus gpus;
-  Assignment a;
-  a.ns = "ml";
-  a.job = "train";
-  a.pod = "main-0";
-  a.key = "ml/train/main-0";
-  a.devices = nlohmann::json::array();
-  a.task = nlohmann::json::parse(R"json({"name":"main",
+  Assignment a = TrainPod("ml", R"json({"name":"main",
       "command":["torchrun", "--master_port=$(PORT)", "--node=$(TESSERA_NODE)"],
       "args":["$(MISSING)", "$$(PORT)", "cost: 5$"],
       "env":{"PORT":"29500","URL":"tcp://$(HOST):$(PORT)","HOST":"h1","SELF":"$(SELF)x"}})json");
