@@ -1554,16 +1554,21 @@ Result<std::vector<json>> TranslateManifest(std::string_view text, std::string_v
       if (!kind.empty()) what += " (" + kind + (name.empty() ? "" : " " + name) + ")";
       return InvalidArgument(what + ": " + objs.status().message());
     }
-    for (size_t k = 0; k < objs->size(); ++k) {
-      out.push_back(std::move((*objs)[k]));
-      // The document's warnings go with its last object (the one it describes; the others it
-      // brings along, a Volcano Queue's cohort and flavor, come first).
-      if (warnings != nullptr) {
-        warnings->push_back(k + 1 == objs->size() ? notes : std::vector<std::string>{});
-      }
+    std::vector<std::vector<std::string>> per_object;
+    AppendDocument(std::move(objs).value(), notes, &out, &per_object);
+    if (warnings != nullptr) {
+      for (auto& w : per_object) warnings->push_back(std::move(w));
     }
   }
   return out;
+}
+
+void AppendDocument(std::vector<json> objs, const std::vector<std::string>& notes,
+                    std::vector<json>* out, std::vector<std::vector<std::string>>* warnings) {
+  for (size_t k = 0; k < objs.size(); ++k) {
+    out->push_back(std::move(objs[k]));
+    warnings->push_back(k + 1 == objs.size() ? notes : std::vector<std::string>{});
+  }
 }
 
 }  // namespace tessera::api

@@ -47,6 +47,13 @@ Result<std::vector<nlohmann::json>> TranslateDocument(const nlohmann::json& doc,
                                                       std::string_view default_namespace,
                                                       std::vector<std::string>* warnings = nullptr);
 
+// Appends one document's translated objects to `out` and, per object, its warnings to
+// `warnings`: the document's `notes` with its last object (the one it describes; a Volcano
+// Queue's cohort and flavor come first), none with the others.
+void AppendDocument(std::vector<nlohmann::json> objs, const std::vector<std::string>& notes,
+                    std::vector<nlohmann::json>* out,
+                    std::vector<std::vector<std::string>>* warnings);
+
 // Parses and translates every document of a manifest. Errors are prefixed with
 // "<source>: document <n> (<kind> <name>): ". With `warnings`, one list per object returned,
 // in order: its document's warnings with the document's last object, none with the others.

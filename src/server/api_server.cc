@@ -468,7 +468,7 @@ class LogStream : public ResponseStream, public std::enable_shared_from_this<Log
 
 // The objects of an apply request, each with the warnings of the document it came from.
 struct ApplyRequest {
-  json items = json::array();
+  std::vector<json> items;
   std::vector<std::vector<std::string>> warnings;  // per item
 };
 
@@ -483,7 +483,7 @@ Result<ApplyRequest> ApplyItems(const HttpRequest& req) {
   if (req.content_type.find("yaml") != std::string::npos) {
     auto objs = api::TranslateManifest(req.body, "body", ns, &out.warnings);
     if (!objs.ok()) return objs.status();
-    out.items = json(*objs);
+    out.items = std::move(objs).value();
     return out;
   }
   auto body = api::ParseJson(req.body);
@@ -498,10 +498,7 @@ Result<ApplyRequest> ApplyItems(const HttpRequest& req) {
       return Status(objs.status().code(),
                     (list ? "items[" + std::to_string(i) + "]: " : "") + objs.status().message());
     }
-    for (size_t k = 0; k < objs->size(); ++k) {
-      out.items.push_back(std::move((*objs)[k]));
-      out.warnings.push_back(k + 1 == objs->size() ? notes : std::vector<std::string>{});
-    }
+    api::AppendDocument(std::move(objs).value(), notes, &out.items, &out.warnings);
   }
   return out;
 }
@@ -1032,7 +1029,7 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
   if (req.path == "/api/v1/apply" && req.method == "POST") {
     auto request = ApplyItems(req);
     if (!request.ok()) return Error(request.status());
-    const json* items = &request->items;
+    const std::vector<json>* items = &request->items;
     std::vector<store::Write> writes;
     std::vector<api::ObjectId> ids;
     for (size_t i = 0; i < items->size(); ++i) {
