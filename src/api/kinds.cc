@@ -532,6 +532,7 @@ Result<core::QueueSpec> DecodeQueue(const json& obj) {
         f.Enum("whenCanPreempt", {"TryNextFlavor", "Preempt", "MayStopSearch"}, &preempt));
     TESSERA_RETURN_IF_ERROR(f.Finish());
     q.try_next_flavor_before_borrowing = borrow == 2;
+    q.preempt_before_next_flavor = preempt != 0;
   }
   TESSERA_RETURN_IF_ERROR(DecodeResourceGroups(spec, &q.resource_groups));
   TESSERA_RETURN_IF_ERROR(spec.Finish());

@@ -1271,12 +1271,6 @@ Result<std::vector<json>> Kueue(const Doc& d, const json& doc, Warnings* warning
         {"admissionScope", "not acted on"},
     };
     TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", kClusterQueue, warnings));
-    const json& when = Member(Member(spec, "flavorFungibility"), "whenCanPreempt");
-    if (when.is_string() && when != "TryNextFlavor") {
-      warnings->push_back("spec.flavorFungibility.whenCanPreempt: " + when.get<std::string>() +
-                          " is not acted on: Tessera tries every flavor before preempting "
-                          "(TryNextFlavor)");
-    }
     json q = spec;
     for (const char* k : {"admissionChecks", "admissionChecksStrategy", "admissionScope"}) {
       q.erase(k);

@@ -60,6 +60,9 @@ struct Attempt {
   int quota_fit_combo = -1;
   // Per flavor combination: 1 when its pods were found not to fit the current state.
   std::vector<uint8_t> no_room;
+  // Victims were chosen for it under a flavor choice before later choices were tried
+  // (flavorFungibility.whenCanPreempt Preempt).
+  bool preempting = false;
 };
 
 // `amount` charged to `flavor` per resource; nothing where a resource has no flavor.
@@ -185,7 +188,15 @@ class CycleRun {
   // Whether the pods (under the flavor choice `key` names) fit once all work held in this cycle
   // has ended and no node is reserved: when not, neither preemption nor a reservation helps.
   bool FitsWhenAllEnd(size_t idx, const std::string& key, const std::vector<PodSpec>& pods);
+  // Whether workload `idx` may preempt at all: its priority class and queue policy allow it
+  // and no workload of its queue, priority and shape has failed to in this cycle.
+  bool MayPreempt(size_t idx);
+  std::string PreemptionKey(size_t idx);
+  // Preempts for `idx` under the first flavor choice where victims make room; on success
+  // prefixes `reason` with what it preempts.
   bool TryPreempt(size_t idx, const Attempt& attempt, std::string* reason);
+  // Preempts for `idx` under flavor choice `ci` when victims make room there.
+  bool PreemptIn(size_t idx, size_t ci, const Attempt& attempt, std::string* reason);
   // A preemption candidate: a running holder and the reason it would be preempted for.
   struct Cand {
     size_t holder;
@@ -835,20 +846,37 @@ Attempt CycleRun::TryAdmit(size_t idx) {
   const std::vector<Combo>& combos = Combos(idx);
   a.no_room.assign(combos.size(), 0);
   std::string quota_reason, placement_reason;
+  const QueueSpec& spec = tree_.queue(p.queue);
   // flavorFungibility.whenCanBorrow TryNextFlavor: the choices that fit without borrowing
   // first, in order, then the others.
   std::vector<size_t> order(combos.size());
   for (size_t ci = 0; ci < combos.size(); ++ci) order[ci] = ci;
-  if (tree_.queue(p.queue).try_next_flavor_before_borrowing) {
+  if (spec.try_next_flavor_before_borrowing) {
     std::stable_partition(order.begin(), order.end(), [&](size_t ci) {
       return !tree_.WouldBorrow(p.queue, ChargeFor(idx, combos[ci], p.lower));
     });
   }
+  // flavorFungibility.whenCanPreempt Preempt: a choice where victims make room is taken
+  // before later choices are tried (unless it borrows and whenCanBorrow says TryNextFlavor).
+  const bool may_preempt_early = spec.preempt_before_next_flavor && MayPreempt(idx);
+  auto preempt_here = [&](size_t ci, std::string why) {
+    if (!may_preempt_early) return false;
+    if (spec.try_next_flavor_before_borrowing &&
+        tree_.WouldBorrow(p.queue, ChargeFor(idx, combos[ci], p.lower))) {
+      return false;
+    }
+    if (!PreemptIn(idx, ci, a, &why)) return false;
+    a.preempting = true;
+    a.reason = std::move(why);
+    return true;
+  };
   for (const size_t ci : order) {
     const Combo& combo = combos[ci];
     const QuotaCharge lower = ChargeFor(idx, combo, p.lower);
     if (!tree_.Fits(p.queue, lower)) {
-      if (quota_reason.empty()) quota_reason = tree_.Explain(p.queue, lower);
+      std::string why = tree_.Explain(p.queue, lower);
+      if (quota_reason.empty()) quota_reason = why;
+      if (preempt_here(ci, std::move(why))) return a;
       continue;
     }
     if (a.quota_fit_combo < 0 || static_cast<int>(ci) < a.quota_fit_combo) {
@@ -878,7 +906,8 @@ Attempt CycleRun::TryAdmit(size_t idx) {
       g.reason = NameReservations(idx, std::move(g.reason));
       RecordFailure(idx, key, g.reason);
       a.no_room[ci] = 1;
-      if (placement_reason.empty()) placement_reason = std::move(g.reason);
+      if (placement_reason.empty()) placement_reason = g.reason;
+      if (preempt_here(ci, g.reason)) return a;
       continue;
     }
     const QuotaVector amount = PlacedAmount(state_, g.placements);
@@ -1287,228 +1316,240 @@ bool CycleRun::FairMinimal(Search& s, const std::vector<Cand>& cands,
   return true;
 }
 
-bool CycleRun::TryPreempt(size_t idx, const Attempt& attempt, std::string* reason) {
-  const Workload& w = pending_[idx];
+bool CycleRun::MayPreempt(size_t idx) {
   const PendingInfo& p = info_[idx];
   if (!p.can_preempt) return false;
+  const PreemptionPolicy& pol = tree_.queue(p.queue).preemption;
+  const bool may_reclaim =
+      root_[p.queue] >= 0 && pol.reclaim_within_cohort != ReclaimPreemption::kNever;
+  if (pol.within_queue == WithinQueuePreemption::kNever && !may_reclaim) return false;
+  return !failed_preemptions_.contains(PreemptionKey(idx));
+}
+
+std::string CycleRun::PreemptionKey(size_t idx) {
+  const PendingInfo& p = info_[idx];
+  return std::to_string(p.queue) + "|" + std::to_string(p.priority) + "|" +
+         std::to_string(ShapeOf(idx));
+}
+
+bool CycleRun::TryPreempt(size_t idx, const Attempt& attempt, std::string* reason) {
+  if (!MayPreempt(idx)) return false;
+  for (size_t ci = 0; ci < Combos(idx).size(); ++ci) {
+    if (PreemptIn(idx, ci, attempt, reason)) return true;
+  }
+  failed_preemptions_.insert(PreemptionKey(idx));
+  return false;
+}
+
+bool CycleRun::PreemptIn(size_t idx, size_t ci, const Attempt& attempt, std::string* reason) {
+  const Workload& w = pending_[idx];
+  const PendingInfo& p = info_[idx];
   const int q = p.queue;
   const PreemptionPolicy& pol = tree_.queue(q).preemption;
   const int root = root_[q];
   const bool may_reclaim = root >= 0 && pol.reclaim_within_cohort != ReclaimPreemption::kNever;
-  if (pol.within_queue == WithinQueuePreemption::kNever && !may_reclaim) return false;
   const int shape = ShapeOf(idx);
-  const std::string cache_key =
-      std::to_string(q) + "|" + std::to_string(p.priority) + "|" + std::to_string(shape);
-  if (failed_preemptions_.contains(cache_key)) return false;
-
-  const std::vector<Combo>& combos = Combos(idx);
-  for (size_t ci = 0; ci < combos.size(); ++ci) {
-    const Combo& combo = combos[ci];
-    std::vector<PodSpec> pods;
-    if (!ConstrainedPods(idx, combo, &pods)) continue;
-    Search s;
-    s.idx = idx;
-    s.combo = &combo;
-    s.pods = &pods;
-    s.charge = ChargeFor(idx, combo, p.lower);
-    // The flavor/resources that need preemption (Kueue's resourcesRequiringPreemption): those
-    // whose quota is short; all charged ones when the quota fits and the room is short.
-    bool any_short = false;
-    for (int r = 0; r < kNumQuotaResources; ++r) {
-      if (s.charge.flavor[r] == kNoFlavor || s.charge.amount[r] == 0) continue;
-      s.needs[r] = tree_.Available(q, s.charge.flavor[r], static_cast<QuotaResource>(r)) <
-                   s.charge.amount[r];
-      any_short = any_short || s.needs[r];
-    }
-    for (int r = 0; r < kNumQuotaResources && !any_short; ++r) {
-      s.needs[r] = s.charge.flavor[r] != kNoFlavor && s.charge.amount[r] > 0;
-    }
-    // Kueue's findCandidates. Within the queue, per withinClusterQueue (skipped when no running
-    // work of the queue has a priority low enough).
-    const bool within_any = pol.within_queue == WithinQueuePreemption::kLowerOrNewerEqualPriority
-                                ? min_running_priority_[q] <= p.priority
-                                : pol.within_queue == WithinQueuePreemption::kLowerPriority &&
-                                      min_running_priority_[q] < p.priority;
-    const bool kube = pol.style == PreemptionStyle::kKubeScheduler;
-    std::vector<Cand> cands;
-    if (kube) {
-      // kube-scheduler: any running work of the queue of strictly lower priority, whatever it
-      // is charged for (work outside queues has no quota).
-      for (size_t hi = 0; hi < holders_.size() && min_running_priority_[q] < p.priority; ++hi) {
-        const Holder& h = holders_[hi];
-        if (h.queue == q && !h.victim && h.running_index != kNotRunning &&
-            h.priority < p.priority) {
-          cands.push_back({hi, PreemptionCause::kPreemptionByScheduler});
-        }
+  const Combo& combo = Combos(idx)[ci];
+  std::vector<PodSpec> pods;
+  if (!ConstrainedPods(idx, combo, &pods)) return false;
+  Search s;
+  s.idx = idx;
+  s.combo = &combo;
+  s.pods = &pods;
+  s.charge = ChargeFor(idx, combo, p.lower);
+  // The flavor/resources that need preemption (Kueue's resourcesRequiringPreemption): those
+  // whose quota is short; all charged ones when the quota fits and the room is short.
+  bool any_short = false;
+  for (int r = 0; r < kNumQuotaResources; ++r) {
+    if (s.charge.flavor[r] == kNoFlavor || s.charge.amount[r] == 0) continue;
+    s.needs[r] =
+        tree_.Available(q, s.charge.flavor[r], static_cast<QuotaResource>(r)) < s.charge.amount[r];
+    any_short = any_short || s.needs[r];
+  }
+  for (int r = 0; r < kNumQuotaResources && !any_short; ++r) {
+    s.needs[r] = s.charge.flavor[r] != kNoFlavor && s.charge.amount[r] > 0;
+  }
+  // Kueue's findCandidates. Within the queue, per withinClusterQueue (skipped when no running
+  // work of the queue has a priority low enough).
+  const bool within_any = pol.within_queue == WithinQueuePreemption::kLowerOrNewerEqualPriority
+                              ? min_running_priority_[q] <= p.priority
+                              : pol.within_queue == WithinQueuePreemption::kLowerPriority &&
+                                    min_running_priority_[q] < p.priority;
+  const bool kube = pol.style == PreemptionStyle::kKubeScheduler;
+  std::vector<Cand> cands;
+  if (kube) {
+    // kube-scheduler: any running work of the queue of strictly lower priority, whatever it
+    // is charged for (work outside queues has no quota).
+    for (size_t hi = 0; hi < holders_.size() && min_running_priority_[q] < p.priority; ++hi) {
+      const Holder& h = holders_[hi];
+      if (h.queue == q && !h.victim && h.running_index != kNotRunning && h.priority < p.priority) {
+        cands.push_back({hi, PreemptionCause::kPreemptionByScheduler});
       }
     }
-    if (within_any && !kube) {
-      ForEachSharingFlavor(q, s.charge, [&](size_t hi) {
+  }
+  if (within_any && !kube) {
+    ForEachSharingFlavor(q, s.charge, [&](size_t hi) {
+      const Holder& h = holders_[hi];
+      const bool lower = h.priority < p.priority;
+      const bool newer_equal = h.priority == p.priority && h.w->created_ms > w.created_ms;
+      if (!UsesNeeded(h, s)) return;
+      if ((pol.within_queue == WithinQueuePreemption::kLowerPriority && lower) ||
+          (pol.within_queue == WithinQueuePreemption::kLowerOrNewerEqualPriority &&
+           (lower || newer_equal))) {
+        cands.push_back({hi, PreemptionCause::kInClusterQueue});
+      }
+    });
+  }
+  // In the cohort, per reclaimWithinCohort: work of the queues that borrow what is needed.
+  if (may_reclaim) {
+    for (int vq : root_queues_[root]) {
+      if (vq == q || !tree_.queue(vq).reclaimable || !BorrowingInNeeded(vq, s)) continue;
+      if (pol.reclaim_within_cohort != ReclaimPreemption::kAny &&
+          min_running_priority_[vq] >= p.priority) {
+        continue;
+      }
+      ForEachSharingFlavor(vq, s.charge, [&](size_t hi) {
         const Holder& h = holders_[hi];
-        const bool lower = h.priority < p.priority;
-        const bool newer_equal = h.priority == p.priority && h.w->created_ms > w.created_ms;
         if (!UsesNeeded(h, s)) return;
-        if ((pol.within_queue == WithinQueuePreemption::kLowerPriority && lower) ||
-            (pol.within_queue == WithinQueuePreemption::kLowerOrNewerEqualPriority &&
-             (lower || newer_equal))) {
-          cands.push_back({hi, PreemptionCause::kInClusterQueue});
+        if (pol.reclaim_within_cohort == ReclaimPreemption::kAny || h.priority < p.priority) {
+          cands.push_back({hi, PreemptionCause::kInCohortReclamation});
         }
       });
     }
-    // In the cohort, per reclaimWithinCohort: work of the queues that borrow what is needed.
-    if (may_reclaim) {
-      for (int vq : root_queues_[root]) {
-        if (vq == q || !tree_.queue(vq).reclaimable || !BorrowingInNeeded(vq, s)) continue;
-        if (pol.reclaim_within_cohort != ReclaimPreemption::kAny &&
-            min_running_priority_[vq] >= p.priority) {
-          continue;
-        }
-        ForEachSharingFlavor(vq, s.charge, [&](size_t hi) {
-          const Holder& h = holders_[hi];
-          if (!UsesNeeded(h, s)) return;
-          if (pol.reclaim_within_cohort == ReclaimPreemption::kAny || h.priority < p.priority) {
-            cands.push_back({hi, PreemptionCause::kInCohortReclamation});
-          }
-        });
-      }
-    }
-    if (cands.empty()) continue;
-    // Quota alone, with every candidate gone: when it does not fit then, no set of victims
-    // helps (checked on the quota tree only, no placement moved).
-    for (const Cand& c : cands) ChargeHolder(holders_[c.holder], -1);
-    const bool quota_possible = QuotaFits(idx, combo, p.lower);
-    for (const Cand& c : cands) ChargeHolder(holders_[c.holder], +1);
-    if (!quota_possible) continue;
-    const std::string key = FailureKey(shape, combo);
-    if (!FitsWhenAllEnd(idx, key, pods)) continue;
-    // Kueue's candidatesOrdering: other queues' work before the own queue's, lowest priority,
-    // most recently admitted; then fewest pods, most recently created, name.
-    std::sort(cands.begin(), cands.end(), [&](const Cand& a, const Cand& b) {
-      const Holder& x = holders_[a.holder];
-      const Holder& y = holders_[b.holder];
-      const bool xo = x.queue != q, yo = y.queue != q;
-      if (xo != yo) return xo;
-      if (x.priority != y.priority) return x.priority < y.priority;
-      if (x.admitted_ms != y.admitted_ms) return x.admitted_ms > y.admitted_ms;
-      if (x.pods != y.pods) return x.pods < y.pods;
-      if (x.w->created_ms != y.w->created_ms) return x.w->created_ms > y.w->created_ms;
-      return x.w->name < y.w->name;
-    });
-    // Known when admission found no room for this choice, or a workload of the same shape did
-    // (when quota stopped this one before it looked).
-    const bool no_room =
-        (ci < attempt.no_room.size() && attempt.no_room[ci]) || KnownFailure(idx, key) != nullptr;
-    auto fresh = [&] {
-      s.removed.clear();
-      s.gained.clear();
-      s.fit_nodes.clear();
-      s.known_no_room = no_room;
-      // What the workload needs of quota: its request's lower bound, raised to what a simulated
-      // placement actually charged (a MIG slice or a memory share charges more than its bound).
-      s.need = p.lower;
-    };
-    fresh();
-    std::vector<Cand> same_queue;
-    for (const Cand& c : cands) {
-      if (holders_[c.holder].queue == q) same_queue.push_back(c);
-    }
-    // Kueue's GetTargets.
-    bool fits = false;
-    if (kube) {
-      fits = pods.size() == 1 ? KubeNodeVictims(s, cands)
-                              : Minimal(s, cands, /*allow_borrowing=*/true, std::nullopt);
-    } else if (same_queue.size() == cands.size()) {
-      fits = Minimal(s, cands, /*allow_borrowing=*/true, std::nullopt);
-    } else {
-      std::optional<int32_t> threshold;
-      if (pol.borrow_within_cohort != BorrowWithinCohort::kNever) {
-        threshold = p.priority;
-        if (pol.max_priority_threshold && *pol.max_priority_threshold < *threshold) {
-          threshold = *pol.max_priority_threshold + 1;
-        }
-      }
-      bool under_nominal = true;
-      for (int r = 0; r < kNumQuotaResources; ++r) {
-        if (s.needs[r] &&
-            !tree_.UnderNominal(q, s.charge.flavor[r], static_cast<QuotaResource>(r))) {
-          under_nominal = false;
-        }
-      }
-      if (c_.options_.fair_sharing) {
-        fits = FairMinimal(s, cands, threshold);
-      } else if (threshold) {
-        // Borrowing while preempting: with the queue at or above its nominal quota, only work
-        // of the own queue or below the threshold.
-        std::vector<Cand> allowed;
-        for (const Cand& c : cands) {
-          const Holder& h = holders_[c.holder];
-          if (under_nominal || h.queue == q || h.priority < *threshold) allowed.push_back(c);
-        }
-        fits = Minimal(s, allowed, /*allow_borrowing=*/true, threshold);
-      } else {
-        // Without borrowWithinCohort, reclaiming in the cohort is tried only while the queue is
-        // under its nominal quota, and the preemptor must not borrow after it; then only the
-        // own queue's work, borrowing allowed.
-        if (under_nominal) fits = Minimal(s, cands, /*allow_borrowing=*/false, std::nullopt);
-        if (!fits) {
-          fresh();
-          fits = Minimal(s, same_queue, /*allow_borrowing=*/true, std::nullopt);
-        }
-      }
-    }
-    if (!fits) continue;
-    // The victims' devices stay busy until they have stopped, so no one else may be placed
-    // there in this cycle; their quota passes to the preemptor, which holds it (nominated) so
-    // that later workloads neither take it nor preempt again for the same room.
-    for (const Cand& c : s.removed) MovePlacements(holders_[c.holder], +1);
-    ChargeUsage(q, p.ns, ChargeFor(idx, combo, s.amount), s.amount, +1);
-    std::string names;
-    int count = 0;
-    for (const Cand& c : s.removed) {
-      Holder& h = holders_[c.holder];
-      h.victim = true;
-      // A victim frees its room now, as far as reservations are concerned.
-      h.end_ms = now_;
-      Preemption& pr = out_.preemptions.emplace_back();
-      pr.running_index = h.running_index;
-      pr.cause = c.cause;
-      pr.victim = h.w->name;
-      pr.preemptor = w.name;
-      pr.reason = "preempted by " + w.name + " (" +
-                  (kube ? "" : "queue " + tree_.queue(q).name + ", ") + PriorityText(p.priority) +
-                  "): ";
-      switch (c.cause) {
-        case PreemptionCause::kPreemptionByScheduler:
-          pr.reason += "higher priority (kube-scheduler's default preemption)";
-          break;
-        case PreemptionCause::kInClusterQueue:
-          pr.reason += h.priority < p.priority ? "higher priority in the same queue"
-                                               : "older workload of equal priority in the same "
-                                                 "queue";
-          break;
-        case PreemptionCause::kInCohortReclamation:
-          pr.reason += "reclaiming quota that queue " + tree_.queue(h.queue).name +
-                       " borrowed in the cohort";
-          break;
-        case PreemptionCause::kInCohortReclaimWhileBorrowing:
-          pr.reason += "lower-priority work of queue " + tree_.queue(h.queue).name +
-                       " borrowing in the cohort (borrowWithinCohort)";
-          break;
-        case PreemptionCause::kInCohortFairSharing:
-          pr.reason += "fair sharing in the cohort: queue " + tree_.queue(h.queue).name +
-                       " holds a larger share";
-          break;
-        case PreemptionCause::kClusterQueueStopped:
-          break;  // not a preemption: Run drains stopped queues itself
-      }
-      names += (count++ ? ", " : "") + h.w->name;
-    }
-    *reason = "preempting " + std::to_string(count) + " workload" + (count == 1 ? "" : "s") +
-              " to make room (" + names + "); " + *reason;
-    return true;
   }
-  failed_preemptions_.insert(cache_key);
-  return false;
+  if (cands.empty()) return false;
+  // Quota alone, with every candidate gone: when it does not fit then, no set of victims
+  // helps (checked on the quota tree only, no placement moved).
+  for (const Cand& c : cands) ChargeHolder(holders_[c.holder], -1);
+  const bool quota_possible = QuotaFits(idx, combo, p.lower);
+  for (const Cand& c : cands) ChargeHolder(holders_[c.holder], +1);
+  if (!quota_possible) return false;
+  const std::string key = FailureKey(shape, combo);
+  if (!FitsWhenAllEnd(idx, key, pods)) return false;
+  // Kueue's candidatesOrdering: other queues' work before the own queue's, lowest priority,
+  // most recently admitted; then fewest pods, most recently created, name.
+  std::sort(cands.begin(), cands.end(), [&](const Cand& a, const Cand& b) {
+    const Holder& x = holders_[a.holder];
+    const Holder& y = holders_[b.holder];
+    const bool xo = x.queue != q, yo = y.queue != q;
+    if (xo != yo) return xo;
+    if (x.priority != y.priority) return x.priority < y.priority;
+    if (x.admitted_ms != y.admitted_ms) return x.admitted_ms > y.admitted_ms;
+    if (x.pods != y.pods) return x.pods < y.pods;
+    if (x.w->created_ms != y.w->created_ms) return x.w->created_ms > y.w->created_ms;
+    return x.w->name < y.w->name;
+  });
+  // Known when admission found no room for this choice, or a workload of the same shape did
+  // (when quota stopped this one before it looked).
+  const bool no_room =
+      (ci < attempt.no_room.size() && attempt.no_room[ci]) || KnownFailure(idx, key) != nullptr;
+  auto fresh = [&] {
+    s.removed.clear();
+    s.gained.clear();
+    s.fit_nodes.clear();
+    s.known_no_room = no_room;
+    // What the workload needs of quota: its request's lower bound, raised to what a simulated
+    // placement actually charged (a MIG slice or a memory share charges more than its bound).
+    s.need = p.lower;
+  };
+  fresh();
+  std::vector<Cand> same_queue;
+  for (const Cand& c : cands) {
+    if (holders_[c.holder].queue == q) same_queue.push_back(c);
+  }
+  // Kueue's GetTargets.
+  bool fits = false;
+  if (kube) {
+    fits = pods.size() == 1 ? KubeNodeVictims(s, cands)
+                            : Minimal(s, cands, /*allow_borrowing=*/true, std::nullopt);
+  } else if (same_queue.size() == cands.size()) {
+    fits = Minimal(s, cands, /*allow_borrowing=*/true, std::nullopt);
+  } else {
+    std::optional<int32_t> threshold;
+    if (pol.borrow_within_cohort != BorrowWithinCohort::kNever) {
+      threshold = p.priority;
+      if (pol.max_priority_threshold && *pol.max_priority_threshold < *threshold) {
+        threshold = *pol.max_priority_threshold + 1;
+      }
+    }
+    bool under_nominal = true;
+    for (int r = 0; r < kNumQuotaResources; ++r) {
+      if (s.needs[r] && !tree_.UnderNominal(q, s.charge.flavor[r], static_cast<QuotaResource>(r))) {
+        under_nominal = false;
+      }
+    }
+    if (c_.options_.fair_sharing) {
+      fits = FairMinimal(s, cands, threshold);
+    } else if (threshold) {
+      // Borrowing while preempting: with the queue at or above its nominal quota, only work
+      // of the own queue or below the threshold.
+      std::vector<Cand> allowed;
+      for (const Cand& c : cands) {
+        const Holder& h = holders_[c.holder];
+        if (under_nominal || h.queue == q || h.priority < *threshold) allowed.push_back(c);
+      }
+      fits = Minimal(s, allowed, /*allow_borrowing=*/true, threshold);
+    } else {
+      // Without borrowWithinCohort, reclaiming in the cohort is tried only while the queue is
+      // under its nominal quota, and the preemptor must not borrow after it; then only the
+      // own queue's work, borrowing allowed.
+      if (under_nominal) fits = Minimal(s, cands, /*allow_borrowing=*/false, std::nullopt);
+      if (!fits) {
+        fresh();
+        fits = Minimal(s, same_queue, /*allow_borrowing=*/true, std::nullopt);
+      }
+    }
+  }
+  if (!fits) return false;
+  // The victims' devices stay busy until they have stopped, so no one else may be placed
+  // there in this cycle; their quota passes to the preemptor, which holds it (nominated) so
+  // that later workloads neither take it nor preempt again for the same room.
+  for (const Cand& c : s.removed) MovePlacements(holders_[c.holder], +1);
+  ChargeUsage(q, p.ns, ChargeFor(idx, combo, s.amount), s.amount, +1);
+  std::string names;
+  int count = 0;
+  for (const Cand& c : s.removed) {
+    Holder& h = holders_[c.holder];
+    h.victim = true;
+    // A victim frees its room now, as far as reservations are concerned.
+    h.end_ms = now_;
+    Preemption& pr = out_.preemptions.emplace_back();
+    pr.running_index = h.running_index;
+    pr.cause = c.cause;
+    pr.victim = h.w->name;
+    pr.preemptor = w.name;
+    pr.reason = "preempted by " + w.name + " (" +
+                (kube ? "" : "queue " + tree_.queue(q).name + ", ") + PriorityText(p.priority) +
+                "): ";
+    switch (c.cause) {
+      case PreemptionCause::kPreemptionByScheduler:
+        pr.reason += "higher priority (kube-scheduler's default preemption)";
+        break;
+      case PreemptionCause::kInClusterQueue:
+        pr.reason += h.priority < p.priority ? "higher priority in the same queue"
+                                             : "older workload of equal priority in the same "
+                                               "queue";
+        break;
+      case PreemptionCause::kInCohortReclamation:
+        pr.reason +=
+            "reclaiming quota that queue " + tree_.queue(h.queue).name + " borrowed in the cohort";
+        break;
+      case PreemptionCause::kInCohortReclaimWhileBorrowing:
+        pr.reason += "lower-priority work of queue " + tree_.queue(h.queue).name +
+                     " borrowing in the cohort (borrowWithinCohort)";
+        break;
+      case PreemptionCause::kInCohortFairSharing:
+        pr.reason += "fair sharing in the cohort: queue " + tree_.queue(h.queue).name +
+                     " holds a larger share";
+        break;
+      case PreemptionCause::kClusterQueueStopped:
+        break;  // not a preemption: Run drains stopped queues itself
+    }
+    names += (count++ ? ", " : "") + h.w->name;
+  }
+  *reason = "preempting " + std::to_string(count) + " workload" + (count == 1 ? "" : "s") +
+            " to make room (" + names + "); " + *reason;
+  return true;
 }
 
 void CycleRun::TryReserve(size_t idx, const Attempt& attempt, std::string* reason) {
@@ -1689,7 +1730,7 @@ CycleResult CycleRun::Run(std::span<const Reservation> held) {
     Attempt a = TryAdmit(idx);
     if (a.block != Block::kNone) {
       std::string reason = std::move(a.reason);
-      const bool preempting = TryPreempt(idx, a, &reason);
+      const bool preempting = a.preempting || TryPreempt(idx, a, &reason);
       if (!preempting && a.block == Block::kPlacement && c_.options_.backfill &&
           !reserved_queue[q] && reservations_made < c_.options_.max_reservations) {
         reserved_queue[q] = 1;

@@ -114,6 +114,10 @@ struct QueueSpec {
   // Kueue's flavorFungibility.whenCanBorrow: false (Borrow, the default) takes the first flavor
   // that fits even by borrowing; true (TryNextFlavor) prefers a later flavor that fits without.
   bool try_next_flavor_before_borrowing = false;
+  // Kueue's flavorFungibility.whenCanPreempt: false (TryNextFlavor, the default) tries every
+  // flavor before preempting; true (Preempt, v1beta2's MayStopSearch) preempts in the first
+  // flavor where victims make room, before later flavors are tried.
+  bool preempt_before_next_flavor = false;
   // Volcano's reclaimable: false keeps the cohort from reclaiming what the queue borrowed.
   bool reclaimable = true;
 };

@@ -163,6 +163,39 @@ spec: {cohort: a, cohortName: b}
       << both.status().message();
 }
 
+// flavorFungibility in v1beta1 (Borrow/Preempt) and v1beta2 (MayStopSearch) names: acted on,
+// with no warning.
+TEST(Manifest, KueueFlavorFungibilityInBothVersions) {
+  struct Case {
+    const char* version;
+    const char* fungibility;
+    bool try_next_before_borrowing;
+    bool preempt_before_next_flavor;
+  };
+  for (const Case& c : {
+           Case{"v1beta1", "{}", false, false},
+           Case{"v1beta1", "{whenCanBorrow: TryNextFlavor, whenCanPreempt: Preempt}", true, true},
+           Case{"v1beta1", "{whenCanBorrow: Borrow, whenCanPreempt: TryNextFlavor}", false, false},
+           Case{"v1beta2", "{whenCanBorrow: MayStopSearch, whenCanPreempt: MayStopSearch}", false,
+                true},
+       }) {
+    SCOPED_TRACE(std::string(c.version) + " " + c.fungibility);
+    auto docs = ParseYamlDocuments(std::string("apiVersion: kueue.x-k8s.io/") + c.version +
+                                   "\nkind: ClusterQueue\nmetadata: {name: q}\nspec:\n"
+                                   "  flavorFungibility: " +
+                                   c.fungibility + "\n  resourceGroups: []\n");
+    ASSERT_TRUE(docs.ok()) << docs.status().message();
+    std::vector<std::string> warnings;
+    auto objs = TranslateDocument((*docs)[0], "default", &warnings);
+    ASSERT_TRUE(objs.ok()) << objs.status().message();
+    EXPECT_TRUE(warnings.empty()) << warnings[0];
+    auto q = DecodeQueue((*objs)[0]);
+    ASSERT_TRUE(q.ok()) << q.status().message();
+    EXPECT_EQ(q->try_next_flavor_before_borrowing, c.try_next_before_borrowing);
+    EXPECT_EQ(q->preempt_before_next_flavor, c.preempt_before_next_flavor);
+  }
+}
+
 TEST(Manifest, ResourceQuotaCapsTeamAAtSixteenGpus) {
   auto objs = Translate("07-resource-quota.yaml");
   ASSERT_EQ(objs.size(), 1u);

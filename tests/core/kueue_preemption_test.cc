@@ -123,6 +123,7 @@ struct W {
   int64_t memory_mib = 0;
   int64_t admitted_ms = 0;
   int64_t created_ms = 0;
+  std::string flavor = "default";  // of an admitted workload's CPU and memory
 };
 
 struct Case {
@@ -149,10 +150,17 @@ Workload MakeWorkload(const W& w) {
   return out;
 }
 
-std::set<std::string> Preempted(const Case& c, bool fair,
-                                std::vector<FairStrategy> strategies = {}) {
+// One admission cycle: the case's queues (and the flavors they name, no node labels), its
+// admitted workloads running, its incoming workload pending.
+CycleResult RunCase(const Case& c, bool fair, std::vector<FairStrategy> strategies = {}) {
   QueueConfig cfg;
-  cfg.flavors = {{"default", {}, {}, {}}};
+  std::set<std::string> flavors;
+  for (const QueueSpec& q : c.queues) {
+    for (const ResourceGroup& g : q.resource_groups) {
+      for (const FlavorQuotas& f : g.flavors) flavors.insert(f.flavor);
+    }
+  }
+  for (const std::string& f : flavors) cfg.flavors.push_back({f, {}, {}, {}});
   cfg.queues = c.queues;
   cfg.cohorts = c.cohorts;
   AddImplicitCohorts(&cfg);
@@ -178,8 +186,8 @@ std::set<std::string> Preempted(const Case& c, bool fair,
     a.queue = w.queue;
     a.priority = w.priority;
     a.admitted_ms = w.admitted_ms;
-    a.flavors[static_cast<int>(QuotaResource::kCpu)] = w.cpu_milli > 0 ? "default" : "";
-    a.flavors[static_cast<int>(QuotaResource::kMemory)] = w.memory_mib > 0 ? "default" : "";
+    a.flavors[static_cast<int>(QuotaResource::kCpu)] = w.cpu_milli > 0 ? w.flavor : "";
+    a.flavors[static_cast<int>(QuotaResource::kMemory)] = w.memory_mib > 0 ? w.flavor : "";
     Placement p;
     p.node = id;
     p.resources = {w.cpu_milli, w.memory_mib};
@@ -189,14 +197,23 @@ std::set<std::string> Preempted(const Case& c, bool fair,
   }
   std::unique_ptr<Scheduler> placer = MustScheduler("bestfit");
   const std::vector<Workload> pending = {MakeWorkload(c.incoming)};
-  CycleResult r = cycle->Run(*placer, state, pending, running, /*now_ms=*/1000);
-  EXPECT_TRUE(r.admissions.empty()) << c.kueue_case << ": the incoming workload fits without "
-                                    << "preemption, so the case does not test it";
+  return cycle->Run(*placer, state, pending, running, /*now_ms=*/1000);
+}
+
+std::set<std::string> Victims(const CycleResult& r) {
   std::set<std::string> got;
   for (const Preemption& p : r.preemptions) {
     got.insert(p.victim + ":" + std::string(PreemptionCauseName(p.cause)));
   }
   return got;
+}
+
+std::set<std::string> Preempted(const Case& c, bool fair,
+                                std::vector<FairStrategy> strategies = {}) {
+  CycleResult r = RunCase(c, fair, std::move(strategies));
+  EXPECT_TRUE(r.admissions.empty()) << c.kueue_case << ": the incoming workload fits without "
+                                    << "preemption, so the case does not test it";
+  return Victims(r);
 }
 
 // Kueue's TestPreemption.
@@ -498,6 +515,139 @@ TEST(KueuePreemption, FairSharingCasesFromKueue) {
   };
   for (const Case& c : cases) {
     EXPECT_EQ(Preempted(c, /*fair=*/true), c.want) << "Kueue case: " << c.kueue_case;
+  }
+}
+
+// A queue with one resource group covering CPU: the given flavors, in order.
+QueueSpec Flavors(std::string name, std::string cohort,
+                  std::vector<std::pair<std::string, Q>> flavors) {
+  QueueSpec q;
+  q.name = std::move(name);
+  q.cohort = std::move(cohort);
+  ResourceGroup g;
+  g.covered = {QuotaResource::kCpu};
+  for (auto& [f, quota] : flavors) g.flavors.push_back({f, {Quota(QuotaResource::kCpu, quota)}});
+  q.resource_groups = {g};
+  return q;
+}
+
+QueueSpec PreemptFirst(QueueSpec q) {
+  q.preempt_before_next_flavor = true;
+  return q;
+}
+
+// The flavor the incoming workload was admitted to, or its victims ("name:Reason").
+std::string AdmittedFlavor(const CycleResult& r) {
+  if (r.admissions.empty()) return "";
+  return r.admissions[0].admitted.flavors[static_cast<int>(QuotaResource::kCpu)];
+}
+
+// flavorFungibility.whenCanPreempt, cases from Kueue's pkg/scheduler/scheduler_test.go
+// (TestSchedule), pkg/scheduler/flavorassigner/flavorassigner_test.go (TestAssignFlavors) and
+// test/integration/singlecluster/scheduler/scheduler_test.go. Where Kueue's flavor assigner test
+// gives only a queue's usage, that usage is a running workload of lower priority, so that the
+// preemption it leads to has a victim.
+TEST(KueueFungibility, WhenCanPreemptCasesFromKueue) {
+  auto cpu = [](std::string n, std::string q, int32_t prio, double cpus, std::string flavor) {
+    return W{std::move(n),     std::move(q), prio, static_cast<int64_t>(cpus * kCpu), 0, 0, 0,
+             std::move(flavor)};
+  };
+  {
+    SCOPED_TRACE(
+        "TestSchedule: use second flavor when the first has no preemption candidates; "
+        "WhenCanPreempt: Preempt");
+    const Case c{"",
+                 {PreemptFirst(With(
+                     Flavors("other-alpha", "",
+                             {{"on-demand", {50 * kCpu, 50 * kCpu}}, {"spot", {100 * kCpu, 0}}}),
+                     kLower, kRNever))},
+                 {cpu("admitted", "other-alpha", 0, 50, "on-demand")},
+                 cpu("new", "other-alpha", 0, 20, ""),
+                 {}};
+    const CycleResult r = RunCase(c, false);
+    EXPECT_EQ(AdmittedFlavor(r), "spot");
+    EXPECT_TRUE(r.preemptions.empty());
+  }
+  {
+    SCOPED_TRACE("integration scheduler_test: Should try next flavor if can't preempt on first");
+    QueueSpec prod = PreemptFirst(
+        With(Flavors("prod-cq", "", {{"on-demand", {2 * kCpu}}, {"spot-untainted", {2 * kCpu}}}),
+             kLower, kRNever));
+    prod.strategy = QueueingStrategy::kStrictFifo;
+    const Case c{
+        "",
+        {prod},
+        {cpu("wl-1", "prod-cq", 0, 1, "on-demand"), cpu("wl-2", "prod-cq", 0, 1, "on-demand")},
+        cpu("wl-3", "prod-cq", 0, 1, ""),
+        {}};
+    const CycleResult r = RunCase(c, false);
+    EXPECT_EQ(AdmittedFlavor(r), "spot-untainted");
+    EXPECT_TRUE(r.preemptions.empty());
+  }
+  {
+    SCOPED_TRACE("integration scheduler_test: Should preempt before try next flavor");
+    auto cases = [&](bool preempt_first) {
+      QueueSpec prod =
+          With(Flavors("prod-cq", "all",
+                       {{"on-demand", {10 * kCpu, 10 * kCpu}}, {"spot-untainted", {11 * kCpu}}}),
+               kNever, kRAny);
+      if (preempt_first) prod = PreemptFirst(prod);
+      QueueSpec dev = Flavors("dev-cq", "all", {{"on-demand", {10 * kCpu, 10 * kCpu}}});
+      dev.try_next_flavor_before_borrowing = true;
+      return Case{
+          "",
+          {prod, dev},
+          {cpu("wl-1", "dev-cq", 0, 9, "on-demand"), cpu("wl-2", "dev-cq", 1, 9, "on-demand")},
+          cpu("wl-3", "prod-cq", 0, 5, ""),
+          {}};
+    };
+    const CycleResult preempt = RunCase(cases(true), false);
+    EXPECT_TRUE(preempt.admissions.empty());
+    EXPECT_EQ(Victims(preempt), std::set<std::string>{"wl-1:InCohortReclamation"});
+    // The default, TryNextFlavor, takes the free flavor instead.
+    const CycleResult next = RunCase(cases(false), false);
+    EXPECT_EQ(AdmittedFlavor(next), "spot-untainted");
+    EXPECT_TRUE(next.preemptions.empty());
+  }
+  {
+    SCOPED_TRACE("TestAssignFlavors: preempt before try next flavor / preempt try next flavor");
+    auto cases = [&](bool preempt_first) {
+      QueueSpec q =
+          With(Flavors("test-clusterqueue", "", {{"one", {10 * kCpu}}, {"two", {10 * kCpu}}}),
+               kLower, kRNever);
+      if (preempt_first) q = PreemptFirst(q);
+      return Case{"",
+                  {q},
+                  {cpu("usage", "test-clusterqueue", -1, 2, "one")},
+                  cpu("main", "test-clusterqueue", 0, 9, ""),
+                  {}};
+    };
+    const CycleResult preempt = RunCase(cases(true), false);
+    EXPECT_TRUE(preempt.admissions.empty());
+    EXPECT_EQ(Victims(preempt), std::set<std::string>{"usage:InClusterQueue"});
+    const CycleResult next = RunCase(cases(false), false);
+    EXPECT_EQ(AdmittedFlavor(next), "two");
+    EXPECT_TRUE(next.preemptions.empty());
+  }
+  {
+    SCOPED_TRACE(
+        "TestAssignFlavors: when borrowing while preemption is needed for flavor one; "
+        "WhenCanBorrow=TryNextFlavor");
+    // Flavor one needs borrowing and preemption; with whenCanBorrow TryNextFlavor the search
+    // goes on to two, which fits within the queue's nominal quota.
+    QueueSpec q = PreemptFirst(With(Flavors("test-clusterqueue", "test-cohort",
+                                            {{"one", {0, 12 * kCpu}}, {"two", {12 * kCpu}}}),
+                                    kNever, kRLower, kBLower));
+    q.try_next_flavor_before_borrowing = true;
+    QueueSpec lender = Flavors("lender", "test-cohort", {{"one", {12 * kCpu}}});
+    const Case c{"",
+                 {q, lender},
+                 {cpu("other", "lender", -1, 10, "one")},
+                 cpu("main", "test-clusterqueue", 0, 12, ""),
+                 {}};
+    const CycleResult r = RunCase(c, false);
+    EXPECT_EQ(AdmittedFlavor(r), "two");
+    EXPECT_TRUE(r.preemptions.empty());
   }
 }
 
