@@ -7,7 +7,7 @@
 //   BM_WatchFanout/<watchers>: <watchers> watch streams open on the jobs of one namespace; one
 //     iteration creates 100 jobs and waits until every watcher has received all 100 events.
 //     Counter events_per_second = watchers x 100 / time.
-//   BM_HealthzDuringApply/<docs>: one POST /api/v1/apply of <docs> Job documents (YAML, all or
+//   BM_HealthzDuringApply/<docs>: one POST /apis/tessera.io/v1/apply of <docs> Job documents (YAML, all or
 //     nothing) while another connection polls /healthz every 5 ms; counters healthz_p50_ms and
 //     healthz_max_ms are the probe's latencies while the apply ran, apply_ms the apply's.
 #include <benchmark/benchmark.h>
@@ -78,7 +78,7 @@ class Poster {
     stream_.connect({asio::ip::make_address("127.0.0.1"), port});
   }
   bool Create(const std::string& name) {
-    http::request<http::string_body> req(http::verb::post, "/api/v1/namespaces/bench/jobs", 11);
+    http::request<http::string_body> req(http::verb::post, "/apis/tessera.io/v1/namespaces/bench/jobs", 11);
     req.set(http::field::host, "127.0.0.1");
     req.set(http::field::authorization, "Bearer " + token_);
     req.body() = JobBody(name);
@@ -148,7 +148,7 @@ void BM_HealthzDuringApply(benchmark::State& st) {
       asio::io_context io;
       beast::tcp_stream s(io);
       s.connect({asio::ip::make_address("127.0.0.1"), f.http->port()});
-      http::request<http::string_body> req(http::verb::post, "/api/v1/apply", 11);
+      http::request<http::string_body> req(http::verb::post, "/apis/tessera.io/v1/apply", 11);
       req.set(http::field::host, "127.0.0.1");
       req.set(http::field::authorization, "Bearer " + f.token);
       req.set(http::field::content_type, "application/yaml");
@@ -207,7 +207,7 @@ class Watchers {
       auto& c = conns_.emplace_back(std::make_unique<Conn>(io_));
       c->socket.connect({asio::ip::make_address("127.0.0.1"), port});
       c->request =
-          "GET /api/v1/namespaces/bench/jobs?watch=1&resourceVersion=1 HTTP/1.1\r\n"
+          "GET /apis/tessera.io/v1/namespaces/bench/jobs?watch=1&resourceVersion=1 HTTP/1.1\r\n"
           "Host: x\r\nAuthorization: Bearer " +
           token + "\r\n\r\n";
       asio::write(c->socket, asio::buffer(c->request));

@@ -80,7 +80,7 @@ void Worker::StartPod(PodState& p, int64_t now_ms) {
 Status Worker::Report(PodState& p) {
   if (p.state == p.reported) return Status::Ok();
   const Assignment& a = p.assignment;
-  const std::string path = "/api/v1/namespaces/" + a.ns + "/jobs/" + a.job;
+  const std::string path = "/apis/tessera.io/v1/namespaces/" + a.ns + "/jobs/" + a.job;
   for (int attempt = 0; attempt < 3; ++attempt) {
     auto got = api_.Call("GET", path, "", "");
     if (!got.ok()) return got.status();
@@ -149,7 +149,7 @@ Status Worker::ShipLogs(PodState& p) {
   std::string data(static_cast<size_t>(n), '\0');
   in.read(data.data(), n);
   const Assignment& a = p.assignment;
-  auto r = api_.Call("POST", "/api/v1/namespaces/" + a.ns + "/jobs/" + a.job + "/logs?pod=" + a.pod,
+  auto r = api_.Call("POST", "/apis/tessera.io/v1/namespaces/" + a.ns + "/jobs/" + a.job + "/logs?pod=" + a.pod,
                      data, "text/plain");
   if (!r.ok()) return r.status();
   if (r->status == 200 || r->status == 404) {
@@ -161,13 +161,13 @@ Status Worker::ShipLogs(PodState& p) {
 }
 
 Status Worker::Tick(int64_t now_ms) {
-  auto jobs = api_.Call("GET", "/api/v1/jobs", "", "");
+  auto jobs = api_.Call("GET", "/apis/tessera.io/v1/jobs", "", "");
   Status result = Status::Ok();
   std::set<std::string> wanted;
   if (!jobs.ok()) {
     result = jobs.status();
   } else if (jobs->status != 200) {
-    result = Internal("GET /api/v1/jobs: " + jobs->body);
+    result = Internal("GET /apis/tessera.io/v1/jobs: " + jobs->body);
   } else {
     const json list = json::parse(jobs->body, nullptr, false);
     for (Assignment& a : AssignedTo(list.value("items", json::array()), options_.node)) {

@@ -13,17 +13,17 @@ using nlohmann::json;
 
 const std::vector<KindInfo>& Kinds() {
   static const std::vector<KindInfo> kinds = {
-      {"Job", "jobs", true},
-      {"PodGroup", "podgroups", true},
-      {"Event", "events", true},
-      {"LocalQueue", "localqueues", true},
-      {"NamespaceQuota", "namespacequotas", true},
-      {"Queue", "queues", false},
-      {"Cohort", "cohorts", false},
-      {"ResourceFlavor", "resourceflavors", false},
-      {"PriorityClass", "priorityclasses", false},
-      {"Node", "nodes", false},
-      {"GpuSharingConfig", "gpusharingconfigs", false},
+      {"Job", "jobs", true, ""},
+      {"PodGroup", "podgroups", true, "pg"},
+      {"Event", "events", true, ""},
+      {"LocalQueue", "localqueues", true, "lq"},
+      {"NamespaceQuota", "namespacequotas", true, "nsq"},
+      {"Queue", "queues", false, ""},
+      {"Cohort", "cohorts", false, ""},
+      {"ResourceFlavor", "resourceflavors", false, "rf"},
+      {"PriorityClass", "priorityclasses", false, ""},
+      {"Node", "nodes", false, ""},
+      {"GpuSharingConfig", "gpusharingconfigs", false, "gsc"},
   };
   return kinds;
 }

@@ -21,6 +21,7 @@ struct KindInfo {
   std::string_view kind;    // "Job"
   std::string_view plural;  // "jobs", the path segment
   bool namespaced = true;
+  std::string_view short_name;  // kubectl's short name ("pg"), or empty
 };
 
 // Every kind the API serves, in a stable order.

@@ -330,7 +330,7 @@ Result<std::string> AgentToken(const AgentOptions& o, const std::string& node, E
   if (!join.ok()) return join.status();
   ep.token = *join;
   const json body = {{"role", "agent"}, {"node", node}};
-  auto r = Request(ep, "POST", "/api/v1/tokens", body.dump(), "application/json");
+  auto r = Request(ep, "POST", "/apis/tessera.io/v1/tokens", body.dump(), "application/json");
   if (!r.ok()) return r.status();
   if (r->status != 201) {
     const json reply = json::parse(r->body, nullptr, false);
@@ -391,7 +391,7 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
   int64_t renewed = agent::ReadLease(state_dir);  // a predecessor's, for what it adopted
   agent::Worker worker(api, *gpus, wo);
   bool registered = false;
-  const std::string path = "/api/v1/nodes/" + id.name;
+  const std::string path = "/apis/tessera.io/v1/nodes/" + id.name;
   int64_t next_beat = 0;
   agent::HealthOptions health_options;
   health_options.quiet_ms = int64_t{o.health_quiet_seconds} * 1000;
@@ -455,7 +455,7 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
             {"message", message},
             {"time", server::FormatTime(NowMs())},
             {"involvedObject", {{"kind", "Node"}, {"name", id.name}}}}}};
-      (void)Request(*ep, "POST", "/api/v1/apply", e.dump(), "application/json");
+      (void)Request(*ep, "POST", "/apis/tessera.io/v1/apply", e.dump(), "application/json");
       next_beat = 0;  // tell the scheduler now
     }
     if (NowMs() < next_beat) {
@@ -474,7 +474,7 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
       json beat = node;
       beat["status"] = status;
       beat["status"]["heartbeat"] = server::FormatTime(NowMs());
-      r = Request(*ep, "POST", "/api/v1/nodes", beat.dump(), "application/json");
+      r = Request(*ep, "POST", "/apis/tessera.io/v1/nodes", beat.dump(), "application/json");
     } else if (got.ok() && got->status == 200) {
       json current = json::parse(got->body, nullptr, false);
       if (!current.is_object()) current = node;

@@ -89,7 +89,7 @@ int RunDev(const DevOptions& o, std::ostream& out, std::ostream& err) {
   }
   server::HttpRequest token_req;
   token_req.method = "POST";
-  token_req.path = "/api/v1/tokens";
+  token_req.path = "/apis/tessera.io/v1/tokens";
   token_req.authorization = "Bearer " + admin;
   token_req.body = json{{"role", "agent"}, {"node", ao.name}}.dump();
   const server::HttpResponse token = handler->Handle(token_req);

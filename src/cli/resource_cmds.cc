@@ -75,10 +75,10 @@ const api::KindInfo* KindOrComplain(const std::string& word, std::ostream& err) 
   return kind;
 }
 
-// "/api/v1/namespaces/<ns>/<plural>", or "/api/v1/<plural>" for cluster-scoped kinds and when
+// "/apis/tessera.io/v1/namespaces/<ns>/<plural>", or "/apis/tessera.io/v1/<plural>" for cluster-scoped kinds and when
 // `ns` is empty (all namespaces).
 std::string CollectionPath(const api::KindInfo& kind, const std::string& ns) {
-  return "/api/v1/" + (kind.namespaced && !ns.empty() ? "namespaces/" + ns + "/" : std::string()) +
+  return "/apis/tessera.io/v1/" + (kind.namespaced && !ns.empty() ? "namespaces/" + ns + "/" : std::string()) +
          std::string(kind.plural);
 }
 
@@ -261,7 +261,7 @@ int Apply(const ResourceOptions& o, std::istream& in, std::ostream& out, std::os
   int code = 0;
   for (const auto& [name, text] : sources) {
     int send_code = 0;
-    auto r = Send(o, "POST", "/api/v1/apply?namespace=" + o.ns, text, "application/yaml", err,
+    auto r = Send(o, "POST", "/apis/tessera.io/v1/apply?namespace=" + o.ns, text, "application/yaml", err,
                   &send_code);
     if (!r) return send_code;
     if (r->status != 200) {
@@ -383,7 +383,7 @@ int Usage(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
       return kUsage;
     }
   }
-  std::string target = "/api/v1/usage?by=" + o.usage_by + "&since=" + o.since;
+  std::string target = "/apis/tessera.io/v1/usage?by=" + o.usage_by + "&since=" + o.since;
   if (!o.until.empty()) target += "&until=" + o.until;
   int code = 0;
   auto r = Send(o, "GET", target, "", "", err, &code);
@@ -496,7 +496,7 @@ int TokenCreate(const ResourceOptions& o, std::ostream& out, std::ostream& err) 
     body = {{"role", "metrics"}};
   }
   int code = 0;
-  auto r = Send(o, "POST", "/api/v1/tokens", body.dump(), "application/json", err, &code);
+  auto r = Send(o, "POST", "/apis/tessera.io/v1/tokens", body.dump(), "application/json", err, &code);
   if (!r) return code;
   if (r->status != 201) return Refused(*r, err);
   out << json::parse(r->body).value("token", "") << "\n";
@@ -505,7 +505,7 @@ int TokenCreate(const ResourceOptions& o, std::ostream& out, std::ostream& err) 
 
 int TokenList(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
   int code = 0;
-  auto items = List(o, "/api/v1/tokens", err, &code);
+  auto items = List(o, "/apis/tessera.io/v1/tokens", err, &code);
   if (!items) return code;
   std::vector<std::vector<std::string>> rows = {{"ID", "ROLE", "NAMESPACE", "NODE", "CREATED"}};
   for (const json& i : *items) {
@@ -518,7 +518,7 @@ int TokenList(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
 
 int TokenRevoke(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
   int code = 0;
-  auto r = Send(o, "DELETE", "/api/v1/tokens/" + o.token_id, "", "", err, &code);
+  auto r = Send(o, "DELETE", "/apis/tessera.io/v1/tokens/" + o.token_id, "", "", err, &code);
   if (!r) return code;
   if (r->status != 200) return Refused(*r, err);
   out << "token " << o.token_id << " revoked\n";
@@ -547,7 +547,7 @@ int Update(const ResourceOptions& o, const std::string& target,
 
 int Cordon(const ResourceOptions& o, bool on, std::ostream& out, std::ostream& err) {
   const int code = Update(
-      o, "/api/v1/nodes/" + o.name,
+      o, "/apis/tessera.io/v1/nodes/" + o.name,
       [&](json& node) {
         if (!node["spec"].is_object()) node["spec"] = json::object();
         if (node["spec"].value("unschedulable", false) == on) return false;
@@ -578,7 +578,7 @@ std::optional<std::vector<json>> List(const ResourceOptions& o, const std::strin
 int Drain(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
   if (int code = Cordon(o, true, out, err); code != 0) return code;
   int code = 0;
-  auto jobs = List(o, "/api/v1/jobs", err, &code);
+  auto jobs = List(o, "/apis/tessera.io/v1/jobs", err, &code);
   if (!jobs) return code;
   int evicted = 0;
   for (const json& job : *jobs) {
@@ -589,7 +589,7 @@ int Drain(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
     if (!here) continue;
     const std::string ns = job["metadata"]["namespace"], name = job["metadata"]["name"];
     code = Update(
-        o, "/api/v1/namespaces/" + ns + "/jobs/" + name,
+        o, "/apis/tessera.io/v1/namespaces/" + ns + "/jobs/" + name,
         [&](json& j) {
           j["status"] = {{"phase", "Pending"},
                          {"message", "evicted: node " + o.name + " was drained"}};
@@ -617,7 +617,7 @@ int Describe(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
   EmitYaml(e, json::parse(r->body));
   out << e.c_str() << "\n";
   if (!kind->namespaced) return 0;
-  auto events = List(o, "/api/v1/namespaces/" + o.ns + "/events", err, &code);
+  auto events = List(o, "/apis/tessera.io/v1/namespaces/" + o.ns + "/events", err, &code);
   if (!events) return code;
   std::vector<json> mine;
   for (const json& ev : *events) {
@@ -645,11 +645,11 @@ std::string Gpus(int64_t milli) {
 // Allocation, from the bindings the scheduling loop wrote into Jobs' status.
 int Top(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
   int code = 0;
-  auto jobs = List(o, "/api/v1/jobs", err, &code);
+  auto jobs = List(o, "/apis/tessera.io/v1/jobs", err, &code);
   if (!jobs) return code;
   std::vector<std::vector<std::string>> rows;
   if (o.top_what == "nodes" || o.top_what == "gpus") {
-    auto nodes = List(o, "/api/v1/nodes", err, &code);
+    auto nodes = List(o, "/apis/tessera.io/v1/nodes", err, &code);
     if (!nodes) return code;
     std::map<std::string, int64_t> by_node, by_gpu, cpu_by_node;
     std::map<std::string, int> pods_by_node, pods_by_gpu;
@@ -694,9 +694,9 @@ int Top(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
       }
     }
   } else if (o.top_what == "queues") {
-    auto queues = List(o, "/api/v1/queues", err, &code);
+    auto queues = List(o, "/apis/tessera.io/v1/queues", err, &code);
     if (!queues) return code;
-    auto locals = List(o, "/api/v1/localqueues", err, &code);
+    auto locals = List(o, "/apis/tessera.io/v1/localqueues", err, &code);
     if (!locals) return code;
     std::map<std::string, std::string> queue_of;  // "ns/local" -> queue
     for (const json& l : *locals) {
@@ -755,7 +755,7 @@ int Top(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
 
 // A job's output, as the node agents shipped it; with --follow, as it arrives.
 int Logs(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
-  std::string target = "/api/v1/namespaces/" + o.ns + "/jobs/" + o.name + "/logs?";
+  std::string target = "/apis/tessera.io/v1/namespaces/" + o.ns + "/jobs/" + o.name + "/logs?";
   if (!o.pod.empty()) target += "pod=" + o.pod + "&";
   if (o.tail >= 0) target += "tailLines=" + std::to_string(o.tail) + "&";
   if (!o.follow) {
@@ -791,7 +791,7 @@ int Logs(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
 int Events(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
   int code = 0;
   auto events =
-      List(o, o.all_namespaces ? "/api/v1/events" : "/api/v1/namespaces/" + o.ns + "/events", err,
+      List(o, o.all_namespaces ? "/apis/tessera.io/v1/events" : "/apis/tessera.io/v1/namespaces/" + o.ns + "/events", err,
            &code);
   if (!events) return code;
   std::sort(events->begin(), events->end(), [](const json& a, const json& b) {

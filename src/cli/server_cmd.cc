@@ -190,6 +190,7 @@ int StartControlPlane(const std::string& data_dir, const server::HttpServerOptio
   }
   cp->api = std::move(api).value();
   cp->api->accounting().Configure(std::move(accounting_options).value());
+  cp->api->set_node_grace_ms(loop_options.node_grace_ms);
   auto loop = server::SchedulingLoop::Create(*cp->api, loop_options);
   if (!loop.ok()) {
     err << "error: --policy: " << loop.status().message() << "\n";

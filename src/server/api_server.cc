@@ -21,6 +21,7 @@
 
 #include "api/fields.h"
 #include "api/kinds.h"
+#include "api/kube.h"
 #include "api/manifest.h"
 #include "api/object.h"
 #include "api/quantity.h"
@@ -119,7 +120,7 @@ std::optional<int64_t> RequestedVersion(const json& obj) {
   return std::stoll(rv->get<std::string>());
 }
 
-// A parsed API path: /api/v1[/namespaces/{ns}]/{plural}[/{name}].
+// A parsed API path: /apis/tessera.io/v1[/namespaces/{ns}]/{plural}[/{name}].
 struct Route {
   const api::KindInfo* kind = nullptr;
   std::optional<std::string> ns;
@@ -134,15 +135,15 @@ Result<Route> ParseRoute(std::string_view path) {
     if (slash == std::string_view::npos) break;
     path.remove_prefix(slash + 1);
   }
-  if (parts.size() < 3 || parts[0] != "api" || parts[1] != "v1") {
+  if (parts.size() < 4 || parts[0] != "apis" || parts[1] != api::kGroup || parts[2] != "v1") {
     return NotFound("no such path");
   }
-  size_t i = 2;
+  size_t i = 3;
   Route r;
-  if (parts[i] == "namespaces" && parts.size() >= 5) {
-    if (Status s = api::ValidateName(parts[3], true, "namespace"); !s.ok()) return s;
-    r.ns = std::string(parts[3]);
-    i = 4;
+  if (parts[i] == "namespaces" && parts.size() >= 6) {
+    if (Status s = api::ValidateName(parts[4], true, "namespace"); !s.ok()) return s;
+    r.ns = std::string(parts[4]);
+    i = 5;
   }
   r.kind = api::FindKindByPlural(parts[i]);
   if (r.kind == nullptr) {
@@ -150,14 +151,14 @@ Result<Route> ParseRoute(std::string_view path) {
                     std::string(api::kApiVersion));
   }
   if (r.ns && !r.kind->namespaced) {
-    return NotFound(std::string(r.kind->kind) + " is cluster-scoped; use /api/v1/" +
+    return NotFound(std::string(r.kind->kind) + " is cluster-scoped; use /apis/tessera.io/v1/" +
                     std::string(r.kind->plural));
   }
   if (i + 1 < parts.size()) r.name = std::string(parts[i + 1]);
   if (i + 2 < parts.size()) return NotFound("no such path");
   if (r.name && r.kind->namespaced && !r.ns) {
     return NotFound("a namespaced " + std::string(r.kind->kind) +
-                    " is addressed under /api/v1/namespaces/{namespace}/");
+                    " is addressed under /apis/tessera.io/v1/namespaces/{namespace}/");
   }
   return r;
 }
@@ -544,7 +545,7 @@ std::string NamespaceView(std::string_view text, const std::string& ns) {
 HttpResponse ApiServer::Tokens(const HttpRequest& req, const Principal& who) {
   using Role = Principal::Role;
   const bool admin = who.role == Role::kAdmin;
-  if (req.method == "GET" && req.path == "/api/v1/tokens") {
+  if (req.method == "GET" && req.path == "/apis/tessera.io/v1/tokens") {
     if (!admin) return Error(PermissionDenied("only the admin token lists tokens"));
     auto list = tokens_.List();
     if (!list.ok()) return Error(list.status());
@@ -558,19 +559,19 @@ HttpResponse ApiServer::Tokens(const HttpRequest& req, const Principal& who) {
     }
     return Json(200, {{"kind", "TokenList"}, {"apiVersion", api::kApiVersion}, {"items", items}});
   }
-  if (req.method == "DELETE" && req.path.starts_with("/api/v1/tokens/")) {
+  if (req.method == "DELETE" && req.path.starts_with("/apis/tessera.io/v1/tokens/")) {
     if (!admin) return Error(PermissionDenied("only the admin token revokes tokens"));
-    const std::string id = req.path.substr(std::string_view("/api/v1/tokens/").size());
+    const std::string id = req.path.substr(std::string_view("/apis/tessera.io/v1/tokens/").size());
     if (Status s = tokens_.Revoke(id); !s.ok()) return Error(s);
     feed_.CatchUp();
     return Json(
         200, {{"kind", "Status"}, {"status", "Success"}, {"message", "token " + id + " revoked"}});
   }
-  if (req.method != "POST" || req.path != "/api/v1/tokens") {
+  if (req.method != "POST" || req.path != "/apis/tessera.io/v1/tokens") {
     return Reply(405, "application/json",
                  StatusJson(405, "MethodNotAllowed",
                             "tokens are created with POST, listed with GET and revoked with "
-                            "DELETE /api/v1/tokens/{id}"));
+                            "DELETE /apis/tessera.io/v1/tokens/{id}"));
   }
   if (!admin && who.role != Role::kJoin) {
     return Error(PermissionDenied("only the admin token creates tokens"));
@@ -993,13 +994,78 @@ HttpResponse ApiServer::Logs(const HttpRequest& req, const std::string& ns,
   return Reply(200, "text/plain", std::move(text));
 }
 
+HttpResponse ApiServer::Core(const HttpRequest& req, const Principal& who) {
+  const std::string_view rest =
+      std::string_view(req.path).substr(std::string_view("/api/v1").size());
+  const bool list = rest == "/nodes";
+  const bool one =
+      rest.starts_with("/nodes/") && rest.find('/', 7) == std::string_view::npos && rest.size() > 7;
+  if (!list && !one) {
+    return Error(NotFound("the server could not find the requested resource (" + req.path +
+                          "); the core group serves nodes"));
+  }
+  if (req.method != "GET") {
+    return Reply(405, "application/json",
+                 StatusJson(405, "MethodNotAllowed",
+                            "core/v1 nodes are read-only views of tessera.io/v1 Nodes; method " +
+                                req.method + " is not allowed"));
+  }
+  const api::KindInfo& kind = *api::FindKind("Node");
+  const std::optional<std::string> name =
+      one ? std::optional<std::string>(std::string(rest.substr(7))) : std::nullopt;
+  if (Status s = Authorize(who, kind, std::nullopt, name, Verb::kRead); !s.ok()) return Error(s);
+  const int64_t now = clock_();
+  if (one) {
+    const store::ObjectKey key{"Node", "", *name};
+    auto got = store_->Get(key);
+    if (!got.ok()) return Error(got.status());
+    if (!got->has_value()) return Error(NotFound("nodes \"" + *name + "\" not found"));
+    json node = api::KubeNode(Served(**got), now, node_grace_ms_);
+    if (api::WantsTable(req.accept)) {
+      return Json(200, api::NodeTable({node}, std::to_string((*got)->version), now));
+    }
+    return Json(200, node);
+  }
+  std::optional<api::LabelSelector> selector;
+  if (auto it = req.query.find("labelSelector"); it != req.query.end()) {
+    auto sel = api::LabelSelector::Parse(it->second);
+    if (!sel.ok()) return Error(sel.status());
+    selector = std::move(sel).value();
+  }
+  auto stored = store_->List("Node", std::nullopt);
+  if (!stored.ok()) return Error(stored.status());
+  std::vector<json> nodes;
+  for (const store::StoredObject& o : *stored) {
+    json node = api::KubeNode(Served(o), now, node_grace_ms_);
+    if (selector && !selector->Matches(node["metadata"]["labels"])) continue;
+    nodes.push_back(std::move(node));
+  }
+  const std::string version = std::to_string(store_->Revision());
+  if (api::WantsTable(req.accept)) return Json(200, api::NodeTable(nodes, version, now));
+  return Json(200, {{"kind", "NodeList"},
+                    {"apiVersion", "v1"},
+                    {"metadata", {{"resourceVersion", version}}},
+                    {"items", std::move(nodes)}});
+}
+
 HttpResponse ApiServer::Handle(const HttpRequest& req) {
   if (req.path == "/healthz") return Reply(200, "text/plain", "ok");
   if (req.path == "/readyz") {
     return Reply(200, "text/plain", "ok (revision " + std::to_string(store_->Revision()) + ")");
   }
+  // As Kubernetes' system:public-info-viewer: the version is public.
+  if (req.path == "/version" && req.method == "GET") return Json(200, api::VersionInfo());
   Result<Principal> who = tokens_.Authenticate(req.authorization);
   if (!who.ok()) return Error(who.status());
+  if (req.method == "GET") {
+    // Discovery, for every valid token (Kubernetes' system:discovery).
+    if (req.path == "/api") return Json(200, api::CoreApiVersions());
+    if (req.path == "/api/v1") return Json(200, api::CoreResourceList());
+    if (req.path == "/apis") return Json(200, api::ApiGroupList());
+    if (req.path == "/apis/" + std::string(api::kGroup)) return Json(200, api::TesseraGroup());
+    if (req.path == api::kGroupPath) return Json(200, api::TesseraResourceList());
+  }
+  if (req.path == "/api/v1" || req.path.starts_with("/api/v1/")) return Core(req, *who);
   // Reads run side by side; writes one at a time, in the order they take the lock (as when
   // every request ran on one thread), while reads go on.
   std::unique_lock<std::mutex> writing(write_mu_, std::defer_lock);
@@ -1016,17 +1082,18 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
     if (who->role == Role::kNamespace) text = NamespaceView(text, who->ns);
     return Reply(200, "text/plain; version=0.0.4", std::move(text));
   }
-  if (req.path == "/api/v1/usage" && req.method == "GET") {
+  if (req.path == "/apis/tessera.io/v1/usage" && req.method == "GET") {
     if (who->role != Principal::Role::kAdmin && who->role != Principal::Role::kNamespace) {
       return Error(PermissionDenied("usage is read with the admin or a namespace token"));
     }
     return Usage(req, *who);
   }
-  if (req.path == "/api/v1/tokens" || req.path.starts_with("/api/v1/tokens/")) {
+  if (req.path == "/apis/tessera.io/v1/tokens" ||
+      req.path.starts_with("/apis/tessera.io/v1/tokens/")) {
     return Tokens(req, *who);
   }
 
-  if (req.path == "/api/v1/apply" && req.method == "POST") {
+  if (req.path == "/apis/tessera.io/v1/apply" && req.method == "POST") {
     auto request = ApplyItems(req);
     if (!request.ok()) return Error(request.status());
     const std::vector<json>* items = &request->items;

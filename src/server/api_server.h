@@ -1,30 +1,36 @@
-// The REST API of the control plane over the durable store:
+// The REST API of the control plane over the durable store. Tessera's kinds are the group
+// tessera.io, version v1; the core group serves Kubernetes' kinds as views of them:
 //
-//   GET    /healthz, /readyz
-//   GET    /api/v1/{plural}                          list (all namespaces for namespaced kinds)
-//   GET    /api/v1/namespaces/{ns}/{plural}          list in a namespace
-//   GET    .../{plural}/{name}                       get
-//   POST   .../{plural}                              create (409 when it exists)
-//   PUT    .../{plural}/{name}                       replace; metadata.resourceVersion, when set,
+//   GET    /healthz, /readyz, /version               (no token)
+//   GET    /api, /api/v1, /apis, /apis/tessera.io, /apis/tessera.io/v1
+//                                                    discovery documents (any valid token)
+//   GET    /api/v1/nodes[/{name}]                    core/v1 Nodes (a meta.k8s.io/v1 Table when
+//                                                    the Accept header asks as=Table)
+//   GET    /apis/tessera.io/v1/{plural}                          list (all namespaces for
+//   namespaced kinds) GET    /apis/tessera.io/v1/namespaces/{ns}/{plural}          list in a
+//   namespace GET    .../{plural}/{name}                       get POST   .../{plural} create (409
+//   when it exists) PUT    .../{plural}/{name}                       replace;
+//   metadata.resourceVersion, when set,
 //                                                    must be current (409 when stale)
 //   DELETE .../{plural}/{name}                       delete
-//   POST   /api/v1/apply                             server-side apply of one object or
+//   POST   /apis/tessera.io/v1/apply                             server-side apply of one object or
 //                                                    {"items": [...]}: create or replace each,
 //                                                    all or nothing; unchanged objects keep
 //                                                    their resourceVersion
-//   POST   /api/v1/tokens  {"namespace": NS}         (admin) a namespace-scoped token
-//   POST   /api/v1/tokens  {"role": "agent", "node": N}
+//   POST   /apis/tessera.io/v1/tokens  {"namespace": NS}         (admin) a namespace-scoped token
+//   POST   /apis/tessera.io/v1/tokens  {"role": "agent", "node": N}
 //                                                    (admin) an agent token bound to node N;
 //                                                    (a join token) the same, once per node
-//   POST   /api/v1/tokens  {"role": "agent"}         (admin) a join token for node agents
-//   POST   /api/v1/tokens  {"role": "metrics"}       (admin) a token that reads /metrics only
-//   GET    /api/v1/tokens                            (admin) every token, without secrets
-//   DELETE /api/v1/tokens/{id}                       (admin) revokes it at once
-//   GET    /api/v1/namespaces/{ns}/jobs/{name}/logs[?pod=P][&tailLines=N][&follow=1]
+//   POST   /apis/tessera.io/v1/tokens  {"role": "agent"}         (admin) a join token for node
+//   agents POST   /apis/tessera.io/v1/tokens  {"role": "metrics"}       (admin) a token that reads
+//   /metrics only GET    /apis/tessera.io/v1/tokens                            (admin) every token,
+//   without secrets DELETE /apis/tessera.io/v1/tokens/{id}                       (admin) revokes it
+//   at once GET
+//   /apis/tessera.io/v1/namespaces/{ns}/jobs/{name}/logs[?pod=P][&tailLines=N][&follow=1]
 //                                                    the job's output as text (all its pods,
 //                                                    lines prefixed [pod], unless one is named);
 //                                                    follow streams new lines
-//   POST   /api/v1/namespaces/{ns}/jobs/{name}/logs?pod=P   (agents) appends output
+//   POST   /apis/tessera.io/v1/namespaces/{ns}/jobs/{name}/logs?pod=P   (agents) appends output
 //   GET    <list path>?watch=1[&resourceVersion=N][&timeoutSeconds=S]
 //                                                    a stream of newline-separated events
 //                                                    {"type": ADDED|MODIFIED|DELETED, "object"}
@@ -32,7 +38,7 @@
 //                                                    current objects come first as ADDED; a
 //                                                    compacted N answers 410
 //
-//   GET    /api/v1/usage?by=namespace|queue|job[&since=T][&until=T]
+//   GET    /apis/tessera.io/v1/usage?by=namespace|queue|job[&since=T][&until=T]
 //                                                    GPU-hours, idle GPU-hours and cost from
 //                                                    the accounting ledger; T is RFC 3339 or a
 //                                                    duration before now ("24h"); since defaults
@@ -96,16 +102,23 @@ class ApiServer {
   // scheduling loop) write.
   Result<std::vector<int64_t>> Commit(std::span<const store::Write> writes);
 
+  // How long a node's heartbeat stays fresh: its core/v1 Ready condition is Unknown after.
+  void set_node_grace_ms(int64_t ms) { node_grace_ms_ = ms; }
+
   // The wall clock in milliseconds since the epoch (replaceable in tests).
   void set_clock(std::function<int64_t()> clock) { clock_ = std::move(clock); }
 
  private:
   ApiServer(std::unique_ptr<store::Store> store, const std::string& data_dir);
-  // GET (read, follow) and POST (ship, agents) of /api/v1/namespaces/{ns}/jobs/{name}/logs.
+  // GET (read, follow) and POST (ship, agents) of
+  // /apis/tessera.io/v1/namespaces/{ns}/jobs/{name}/logs.
   HttpResponse Logs(const HttpRequest& req, const std::string& ns, const std::string& job);
 
   HttpResponse Usage(const HttpRequest& req, const Principal& who);
-  // /api/v1/tokens: create (POST), list (GET), revoke (DELETE /api/v1/tokens/{id}).
+  // The core group (/api/v1): Kubernetes' own kinds as views of Tessera's objects.
+  HttpResponse Core(const HttpRequest& req, const Principal& who);
+  // /apis/tessera.io/v1/tokens: create (POST), list (GET), revoke (DELETE
+  // /apis/tessera.io/v1/tokens/{id}).
   HttpResponse Tokens(const HttpRequest& req, const Principal& who);
   // Object-level rules for a write of `obj` by `who` (see docs/SECURITY.md). An agent's write
   // of a Job keeps the stored spec and metadata: it reports status only.
@@ -134,6 +147,7 @@ class ApiServer {
   std::function<int64_t()> clock_;
   std::mutex write_mu_;
   uint64_t event_seq_ = 0;  // names events made by apply; guarded by write_mu_
+  int64_t node_grace_ms_ = 40'000;
 };
 
 using api::FormatTime;

@@ -168,6 +168,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
         std::string(req[http::field::authorization].data(), req[http::field::authorization].size());
     r.content_type =
         std::string(req[http::field::content_type].data(), req[http::field::content_type].size());
+    r.accept = std::string(req[http::field::accept].data(), req[http::field::accept].size());
     r.body = std::move(req.body());
     // On this connection's strand, on one of the server's threads: a long handler holds that
     // thread only.

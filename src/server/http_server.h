@@ -26,6 +26,7 @@ struct HttpRequest {
   std::map<std::string, std::string> query;
   std::string authorization;  // the Authorization header, verbatim
   std::string content_type;
+  std::string accept;  // the Accept header, verbatim
   std::string body;
 };
 

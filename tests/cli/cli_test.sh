@@ -183,7 +183,7 @@ expect_out "Forbidden"
 ship() {
   local body=$1 host=${TESSERA_ADDR%:*} port=${TESSERA_ADDR##*:}
   exec 3<>"/dev/tcp/$host/$port"
-  printf 'POST /api/v1/namespaces/team-a/jobs/stdin-pod/logs?pod=c-0 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s' \
+  printf 'POST /apis/tessera.io/v1/namespaces/team-a/jobs/stdin-pod/logs?pod=c-0 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s' \
     "$agent_token" "${#body}" "$body" >&3
   cat <&3 >/dev/null
   exec 3>&-

@@ -130,7 +130,7 @@ Target::Target(const std::string& data_dir) {
   std::getline(in, admin_);
   server::HttpRequest mint;
   mint.method = "POST";
-  mint.path = "/api/v1/tokens";
+  mint.path = "/apis/tessera.io/v1/tokens";
   mint.authorization = "Bearer " + admin_;
   mint.content_type = "application/json";
   mint.body = R"({"namespace": "team-a"})";
@@ -157,14 +157,14 @@ Status Target::Run(std::string_view input) {
     bool tenant;
   };
   static const Shape kShapes[] = {
-      {"POST", "/api/v1/apply", "application/yaml", false},
-      {"POST", "/api/v1/apply", "application/yaml", true},
-      {"POST", "/api/v1/apply", "application/json", false},
-      {"POST", "/api/v1/namespaces/team-a/jobs", "application/json", true},
-      {"PUT", "/api/v1/namespaces/team-a/jobs/j", "application/json", false},
-      {"POST", "/api/v1/nodes", "application/json", false},
-      {"POST", "/api/v1/queues", "application/json", false},
-      {"POST", "/api/v1/tokens", "application/json", false},
+      {"POST", "/apis/tessera.io/v1/apply", "application/yaml", false},
+      {"POST", "/apis/tessera.io/v1/apply", "application/yaml", true},
+      {"POST", "/apis/tessera.io/v1/apply", "application/json", false},
+      {"POST", "/apis/tessera.io/v1/namespaces/team-a/jobs", "application/json", true},
+      {"PUT", "/apis/tessera.io/v1/namespaces/team-a/jobs/j", "application/json", false},
+      {"POST", "/apis/tessera.io/v1/nodes", "application/json", false},
+      {"POST", "/apis/tessera.io/v1/queues", "application/json", false},
+      {"POST", "/apis/tessera.io/v1/tokens", "application/json", false},
   };
   // JSON bodies go to the JSON endpoints, the rest to apply as YAML; which one of those, the
   // input's size decides.
@@ -198,7 +198,7 @@ Status Target::Run(std::string_view input) {
   if (input.size() < 512 && api::ValidUtf8(input)) {
     server::HttpRequest get;
     get.method = "GET";
-    get.path = "/api/v1/" + std::string(input);
+    get.path = "/apis/tessera.io/v1/" + std::string(input);
     get.authorization = "Bearer " + tenant_;
     const server::HttpResponse got = api_->Handle(get);
     if (got.status >= 500) return Internal("GET " + api::SafeText(get.path, 200) + ": 5xx");

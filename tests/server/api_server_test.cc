@@ -101,7 +101,7 @@ json JobObj(const std::string& ns, const std::string& name, json labels = json::
        {{"tasks", {{{"name", "main"}, {"resources", {{"limits", {{"nvidia.com/gpu", 1}}}}}}}}}}};
 }
 
-const std::string kJobs = "/api/v1/namespaces/team-a/jobs";
+const std::string kJobs = "/apis/tessera.io/v1/namespaces/team-a/jobs";
 
 // A watch over a raw connection: the request, then chunked events as they arrive.
 class WatchClient {
@@ -188,12 +188,12 @@ class WatchClient {
 TEST_F(ApiServerTest, HealthNeedsNoTokenEverythingElseDoes) {
   EXPECT_EQ(Get("/healthz", "").status, 200);
   EXPECT_EQ(Get("/readyz", "").status, 200);
-  Reply none = Get("/api/v1/jobs", "");
+  Reply none = Get("/apis/tessera.io/v1/jobs", "");
   EXPECT_EQ(none.status, 401);
   EXPECT_EQ(none.body["reason"], "Unauthorized");
-  EXPECT_EQ(Get("/api/v1/jobs", "admin.0000").status, 401);
-  EXPECT_EQ(Get("/api/v1/jobs", admin_ + "x").status, 401);
-  EXPECT_EQ(Get("/api/v1/jobs", admin_).status, 200);
+  EXPECT_EQ(Get("/apis/tessera.io/v1/jobs", "admin.0000").status, 401);
+  EXPECT_EQ(Get("/apis/tessera.io/v1/jobs", admin_ + "x").status, 401);
+  EXPECT_EQ(Get("/apis/tessera.io/v1/jobs", admin_).status, 200);
   struct stat st;
   ASSERT_EQ(stat((dir_ + "/admin.token").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600);
@@ -225,15 +225,15 @@ TEST_F(ApiServerTest, CreateGetReplaceDeleteWithResourceVersions) {
 
 TEST_F(ApiServerTest, ApplyIsIdempotentAndAllOrNothing) {
   json list = {{"items", {JobObj("team-a", "a"), JobObj("team-a", "b")}}};
-  Reply first = Post("/api/v1/apply", admin_, list);
+  Reply first = Post("/apis/tessera.io/v1/apply", admin_, list);
   ASSERT_EQ(first.status, 200) << first.raw;
-  Reply again = Post("/api/v1/apply", admin_, list);
+  Reply again = Post("/apis/tessera.io/v1/apply", admin_, list);
   ASSERT_EQ(again.status, 200);
   EXPECT_EQ(first.body["items"], again.body["items"]);  // same resourceVersions
 
   // The second object is invalid: nothing of the apply is written.
   json bad = {{"items", {JobObj("team-a", "c"), JobObj("team-a", "Bad_Name")}}};
-  Reply r = Post("/api/v1/apply", admin_, bad);
+  Reply r = Post("/apis/tessera.io/v1/apply", admin_, bad);
   EXPECT_EQ(r.status, 400);
   EXPECT_NE(
       r.body["message"].get<std::string>().find("items[1] (Job team-a/Bad_Name): metadata.name"),
@@ -243,29 +243,31 @@ TEST_F(ApiServerTest, ApplyIsIdempotentAndAllOrNothing) {
   // A stale version in the second object: the first is not written either.
   json stale_second = JobObj("team-a", "b");
   stale_second["metadata"]["resourceVersion"] = "1";
-  Reply s = Post("/api/v1/apply", admin_, {{"items", {JobObj("team-a", "d"), stale_second}}});
+  Reply s =
+      Post("/apis/tessera.io/v1/apply", admin_, {{"items", {JobObj("team-a", "d"), stale_second}}});
   EXPECT_EQ(s.status, 409);
   EXPECT_EQ(Get(kJobs + "/d", admin_).status, 404);
 }
 
 TEST_F(ApiServerTest, ListsFilterByNamespaceAndLabels) {
-  ASSERT_EQ(Post("/api/v1/apply", admin_,
+  ASSERT_EQ(Post("/apis/tessera.io/v1/apply", admin_,
                  {{"items",
                    {JobObj("team-a", "a1", {{"tier", "gold"}}), JobObj("team-a", "a2"),
                     JobObj("team-b", "b1", {{"tier", "gold"}})}}})
                 .status,
             200);
-  EXPECT_EQ(Get("/api/v1/jobs", admin_).body["items"].size(), 3u);
+  EXPECT_EQ(Get("/apis/tessera.io/v1/jobs", admin_).body["items"].size(), 3u);
   EXPECT_EQ(Get(kJobs, admin_).body["items"].size(), 2u);
-  Reply gold = Get("/api/v1/jobs?labelSelector=tier%3Dgold", admin_);
+  Reply gold = Get("/apis/tessera.io/v1/jobs?labelSelector=tier%3Dgold", admin_);
   ASSERT_EQ(gold.body["items"].size(), 2u);
-  EXPECT_EQ(Get("/api/v1/jobs?labelSelector=!tier", admin_).body["items"].size(), 1u);
-  EXPECT_EQ(Get("/api/v1/jobs?labelSelector=tier!%3Dgold", admin_).body["items"].size(), 1u);
-  EXPECT_EQ(Get("/api/v1/jobs?labelSelector=%3D%3D", admin_).status, 400);
+  EXPECT_EQ(Get("/apis/tessera.io/v1/jobs?labelSelector=!tier", admin_).body["items"].size(), 1u);
+  EXPECT_EQ(Get("/apis/tessera.io/v1/jobs?labelSelector=tier!%3Dgold", admin_).body["items"].size(),
+            1u);
+  EXPECT_EQ(Get("/apis/tessera.io/v1/jobs?labelSelector=%3D%3D", admin_).status, 400);
 }
 
 TEST_F(ApiServerTest, NamespaceTokensSeeOnlyTheirNamespace) {
-  Reply t = Post("/api/v1/tokens", admin_, {{"namespace", "team-a"}});
+  Reply t = Post("/apis/tessera.io/v1/tokens", admin_, {{"namespace", "team-a"}});
   ASSERT_EQ(t.status, 201) << t.raw;
   const std::string team_a = t.body["token"];
   // Allowed: its own namespace.
@@ -273,13 +275,15 @@ TEST_F(ApiServerTest, NamespaceTokensSeeOnlyTheirNamespace) {
   EXPECT_EQ(Get(kJobs, team_a).status, 200);
   // Forbidden: another namespace, all namespaces, cluster-scoped kinds, applying elsewhere,
   // making tokens.
-  EXPECT_EQ(Get("/api/v1/namespaces/team-b/jobs", team_a).status, 403);
-  EXPECT_EQ(Post("/api/v1/namespaces/team-b/jobs", team_a, JobObj("team-b", "x")).status, 403);
-  EXPECT_EQ(Get("/api/v1/jobs", team_a).status, 403);
-  EXPECT_EQ(Get("/api/v1/queues", team_a).status, 403);
-  EXPECT_EQ(Post("/api/v1/apply", team_a, JobObj("team-b", "x")).status, 403);
-  EXPECT_EQ(Post("/api/v1/tokens", team_a, {{"namespace", "team-a"}}).status, 403);
-  EXPECT_EQ(Get("/api/v1/namespaces/team-b/jobs/x", admin_).status, 404);
+  EXPECT_EQ(Get("/apis/tessera.io/v1/namespaces/team-b/jobs", team_a).status, 403);
+  EXPECT_EQ(
+      Post("/apis/tessera.io/v1/namespaces/team-b/jobs", team_a, JobObj("team-b", "x")).status,
+      403);
+  EXPECT_EQ(Get("/apis/tessera.io/v1/jobs", team_a).status, 403);
+  EXPECT_EQ(Get("/apis/tessera.io/v1/queues", team_a).status, 403);
+  EXPECT_EQ(Post("/apis/tessera.io/v1/apply", team_a, JobObj("team-b", "x")).status, 403);
+  EXPECT_EQ(Post("/apis/tessera.io/v1/tokens", team_a, {{"namespace", "team-a"}}).status, 403);
+  EXPECT_EQ(Get("/apis/tessera.io/v1/namespaces/team-b/jobs/x", admin_).status, 404);
 }
 
 TEST_F(ApiServerTest, BadInputGets4xxNamingTheFieldAndWritesNothing) {
@@ -339,8 +343,8 @@ TEST_F(ApiServerTest, BadInputGets4xxNamingTheFieldAndWritesNothing) {
     EXPECT_NE(r.body.value("message", "").find(c.message), std::string::npos) << r.raw;
   }
   EXPECT_EQ(api_->store().Revision(), before);
-  EXPECT_EQ(Get("/api/v1/nothings", admin_).status, 404);
-  EXPECT_EQ(Get("/api/v1/namespaces/Team_A/jobs", admin_).status, 400);
+  EXPECT_EQ(Get("/apis/tessera.io/v1/nothings", admin_).status, 404);
+  EXPECT_EQ(Get("/apis/tessera.io/v1/namespaces/Team_A/jobs", admin_).status, 400);
   EXPECT_EQ(Call(http::verb::patch, kJobs + "/j", admin_, "{}").status, 405);
 }
 
@@ -361,7 +365,8 @@ TEST_F(ApiServerTest, AppliesEverySeedManifest) {
     std::ifstream in(entry.path());
     std::stringstream text;
     text << in.rdbuf();
-    Reply r = Call(http::verb::post, "/api/v1/apply", admin_, text.str(), "application/yaml");
+    Reply r =
+        Call(http::verb::post, "/apis/tessera.io/v1/apply", admin_, text.str(), "application/yaml");
     const std::string file = entry.path().filename();
     if (file.starts_with("10-")) {
       EXPECT_EQ(r.status, 400) << file;
@@ -370,18 +375,18 @@ TEST_F(ApiServerTest, AppliesEverySeedManifest) {
       EXPECT_EQ(r.status, 200) << file << ": " << r.raw;
     }
   }
-  Reply gang = Get("/api/v1/namespaces/default/jobs/pytorch-distributed", admin_);
+  Reply gang = Get("/apis/tessera.io/v1/namespaces/default/jobs/pytorch-distributed", admin_);
   ASSERT_EQ(gang.status, 200);
   EXPECT_EQ(gang.body["spec"]["minMember"], 4);
   EXPECT_EQ(gang.body["spec"]["tasks"][0]["replicas"], 4);
   EXPECT_EQ(gang.body["spec"]["tasks"][0]["resources"]["limits"]["nvidia.com/gpu"], 8);
-  Reply quota = Get("/api/v1/namespaces/team-a/namespacequotas/gpu-quota", admin_);
+  Reply quota = Get("/apis/tessera.io/v1/namespaces/team-a/namespacequotas/gpu-quota", admin_);
   ASSERT_EQ(quota.status, 200);
   EXPECT_EQ(quota.body["spec"]["hard"]["requests.nvidia.com/gpu"], 16);
-  EXPECT_EQ(Get("/api/v1/queues/gpu-cluster-queue", admin_).status, 200);
-  EXPECT_EQ(Get("/api/v1/priorityclasses", admin_).body["items"].size(), 3u);
-  EXPECT_EQ(Get("/api/v1/gpusharingconfigs", admin_).body["items"].size(), 3u);
-  EXPECT_EQ(Get("/api/v1/podgroups", admin_).body["items"].size(), 1u);
+  EXPECT_EQ(Get("/apis/tessera.io/v1/queues/gpu-cluster-queue", admin_).status, 200);
+  EXPECT_EQ(Get("/apis/tessera.io/v1/priorityclasses", admin_).body["items"].size(), 3u);
+  EXPECT_EQ(Get("/apis/tessera.io/v1/gpusharingconfigs", admin_).body["items"].size(), 3u);
+  EXPECT_EQ(Get("/apis/tessera.io/v1/podgroups", admin_).body["items"].size(), 1u);
 }
 
 TEST_F(ApiServerTest, WatchStreamsChangesOfOneKindAndNamespace) {
@@ -394,8 +399,10 @@ TEST_F(ApiServerTest, WatchStreamsChangesOfOneKindAndNamespace) {
   EXPECT_EQ(ev[0]["type"], "ADDED");
   EXPECT_EQ(ev[0]["object"]["metadata"]["name"], "before");
   // Then changes: another namespace and another kind are not this watch's business.
-  ASSERT_EQ(Post("/api/v1/namespaces/team-b/jobs", admin_, JobObj("team-b", "other")).status, 201);
-  ASSERT_EQ(Post("/api/v1/apply", admin_,
+  ASSERT_EQ(
+      Post("/apis/tessera.io/v1/namespaces/team-b/jobs", admin_, JobObj("team-b", "other")).status,
+      201);
+  ASSERT_EQ(Post("/apis/tessera.io/v1/apply", admin_,
                  json{{"apiVersion", "tessera.io/v1"},
                       {"kind", "Queue"},
                       {"metadata", {{"name", "q"}}},
@@ -424,20 +431,22 @@ TEST_F(ApiServerTest, WatchResumesFromAResourceVersionAndFilters) {
   ASSERT_EQ(Post(kJobs, admin_, JobObj("team-a", "c", {{"tier", "gold"}})).status, 201);
   const std::string rv = a.body["metadata"]["resourceVersion"];
   // From a's version: b and c, not a; with the selector, c only.
-  WatchClient all(http_->port(), "/api/v1/jobs?watch=true&resourceVersion=" + rv, admin_);
+  WatchClient all(http_->port(), "/apis/tessera.io/v1/jobs?watch=true&resourceVersion=" + rv,
+                  admin_);
   auto ev = all.Events(2);
   ASSERT_EQ(ev.size(), 2u);
   EXPECT_EQ(ev[0]["object"]["metadata"]["name"], "b");
   EXPECT_EQ(ev[1]["object"]["metadata"]["name"], "c");
-  WatchClient gold(http_->port(),
-                   "/api/v1/jobs?watch=1&labelSelector=tier%3Dgold&resourceVersion=" + rv, admin_);
+  WatchClient gold(
+      http_->port(),
+      "/apis/tessera.io/v1/jobs?watch=1&labelSelector=tier%3Dgold&resourceVersion=" + rv, admin_);
   ev = gold.Events(2, 500);
   ASSERT_EQ(ev.size(), 1u);
   EXPECT_EQ(ev[0]["object"]["metadata"]["name"], "c");
   // A version from the future is refused; a namespace token watches only its namespace.
-  EXPECT_EQ(Get("/api/v1/jobs?watch=1&resourceVersion=999999", admin_).status, 400);
-  Reply t = Post("/api/v1/tokens", admin_, {{"namespace", "team-a"}});
-  EXPECT_EQ(Get("/api/v1/namespaces/team-b/jobs?watch=1", t.body["token"]).status, 403);
+  EXPECT_EQ(Get("/apis/tessera.io/v1/jobs?watch=1&resourceVersion=999999", admin_).status, 400);
+  Reply t = Post("/apis/tessera.io/v1/tokens", admin_, {{"namespace", "team-a"}});
+  EXPECT_EQ(Get("/apis/tessera.io/v1/namespaces/team-b/jobs?watch=1", t.body["token"]).status, 403);
 }
 
 TEST_F(ApiServerTest, WatchEndsAfterItsTimeout) {
@@ -449,13 +458,66 @@ TEST_F(ApiServerTest, WatchEndsAfterItsTimeout) {
 
 TEST_F(ApiServerTest, StateAndTokensSurviveARestart) {
   ASSERT_EQ(Post(kJobs, admin_, JobObj("team-a", "keep")).status, 201);
-  Reply t = Post("/api/v1/tokens", admin_, {{"namespace", "team-a"}});
+  Reply t = Post("/apis/tessera.io/v1/tokens", admin_, {{"namespace", "team-a"}});
   const std::string team_a = t.body["token"];
   StopServer();
   StartServer();
   // The admin token file was not rewritten: the old token still works.
   EXPECT_EQ(Get(kJobs + "/keep", admin_).status, 200);
   EXPECT_EQ(Get(kJobs + "/keep", team_a).status, 200);
+}
+
+// Kubernetes clients find the API through discovery and read Nodes in core/v1 shape at
+// /api/v1/nodes; Tessera's own kinds are served under /apis/tessera.io/v1.
+TEST_F(ApiServerTest, DiscoveryAndTheCoreNodeView) {
+  Reply version = Get("/version", "");
+  EXPECT_EQ(version.status, 200);
+  EXPECT_EQ(version.body["major"], "1");
+  EXPECT_EQ(Get("/api", "").status, 401);
+  EXPECT_EQ(Get("/api", admin_).body["versions"][0], "v1");
+  EXPECT_EQ(Get("/apis", admin_).body["groups"][0]["name"], "tessera.io");
+  EXPECT_EQ(Get("/apis/tessera.io/v1", admin_).body["groupVersion"], "tessera.io/v1");
+  EXPECT_EQ(Get("/api/v1", admin_).body["resources"][0]["name"], "nodes");
+
+  const json node = {
+      {"apiVersion", "tessera.io/v1"},
+      {"kind", "Node"},
+      {"metadata", {{"name", "gpu-a"}}},
+      {"spec", json::object()},
+      {"status",
+       {{"allocatable", {{"cpu", "8"}, {"memory", "64Gi"}}},
+        {"gpus", {{{"index", 0}, {"uuid", "GPU-0"}, {"model", "H100-80GB"}, {"memoryMiB", 81559}}}},
+        {"heartbeat", FormatTime(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     std::chrono::system_clock::now().time_since_epoch())
+                                     .count())}}}};
+  ASSERT_EQ(Post("/apis/tessera.io/v1/nodes", admin_, node).status, 201);
+  Reply list = Get("/api/v1/nodes", admin_);
+  ASSERT_EQ(list.status, 200) << list.raw;
+  EXPECT_EQ(list.body["kind"], "NodeList");
+  EXPECT_EQ(list.body["apiVersion"], "v1");
+  ASSERT_EQ(list.body["items"].size(), 1u);
+  EXPECT_EQ(list.body["items"][0]["status"]["capacity"]["nvidia.com/gpu"], "1");
+  EXPECT_EQ(list.body["items"][0]["status"]["conditions"][0]["status"], "True");
+  Reply one = Get("/api/v1/nodes/gpu-a", admin_);
+  EXPECT_EQ(one.body["kind"], "Node");
+  EXPECT_EQ(Get("/api/v1/nodes/nope", admin_).status, 404);
+  EXPECT_EQ(Get("/api/v1/nodes?labelSelector=kubernetes.io/hostname%3Dother", admin_)
+                .body["items"]
+                .size(),
+            0u);
+  // A table when kubectl asks for one.
+  HttpRequest table;
+  table.method = "GET";
+  table.path = "/api/v1/nodes";
+  table.authorization = "Bearer " + admin_;
+  table.accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
+  const json t = json::parse(api_->Handle(table).body);
+  EXPECT_EQ(t["kind"], "Table");
+  EXPECT_EQ(t["rows"][0]["cells"][0], "gpu-a");
+  // The view is read-only, and the core group has no Tessera kinds.
+  EXPECT_EQ(Call(http::verb::delete_, "/api/v1/nodes/gpu-a", admin_).status, 405);
+  EXPECT_EQ(Get("/api/v1/namespaces/team-a/jobs", admin_).status, 404);
+  EXPECT_EQ(Get("/apis/tessera.io/v1/nodes/gpu-a", admin_).body["apiVersion"], "tessera.io/v1");
 }
 
 }  // namespace

@@ -98,7 +98,7 @@ class AuthMatrixTest : public ::testing::Test {
     for (const char* q : {"q-open", "q-closed"}) {
       json queue = Sample("Queue", "", q);
       if (std::string(q) == "q-open") queue["spec"]["allowedNamespaces"] = {"team-a"};
-      ASSERT_EQ(Call(Who::kAdmin, "POST", "/api/v1/queues", queue.dump()).status, 201);
+      ASSERT_EQ(Call(Who::kAdmin, "POST", "/apis/tessera.io/v1/queues", queue.dump()).status, 201);
     }
   }
   void TearDown() override {
@@ -107,7 +107,7 @@ class AuthMatrixTest : public ::testing::Test {
   }
 
   std::string Mint(const std::string& body) {
-    HttpResponse r = Call(Who::kAdmin, "POST", "/api/v1/tokens", body);
+    HttpResponse r = Call(Who::kAdmin, "POST", "/apis/tessera.io/v1/tokens", body);
     EXPECT_EQ(r.status, 201) << r.body;
     return json::parse(r.body)["token"];
   }
@@ -130,7 +130,7 @@ class AuthMatrixTest : public ::testing::Test {
   void Reset(std::string_view kind, const std::string& ns) {
     json obj = Sample(kind, ns, "pre");
     HttpRequest r;
-    ASSERT_EQ(Call(Who::kAdmin, "POST", "/api/v1/apply", obj.dump()).status, 200);
+    ASSERT_EQ(Call(Who::kAdmin, "POST", "/apis/tessera.io/v1/apply", obj.dump()).status, 200);
   }
 
   std::string dir_;
@@ -149,7 +149,7 @@ TEST_F(AuthMatrixTest, EveryPrincipalVerbKindAndNamespace) {
                              : where == Where::kOther ? "team-b"
                                                       : "";
       const std::string base =
-          "/api/v1/" + (ns.empty() ? "" : "namespaces/" + ns + "/") + std::string(k.plural);
+          "/apis/tessera.io/v1/" + (ns.empty() ? "" : "namespaces/" + ns + "/") + std::string(k.plural);
       for (Who who : {Who::kAdmin, Who::kTeamA, Who::kAgentN1, Who::kJoin, Who::kMetrics}) {
         for (Op op : {Op::kList, Op::kGet, Op::kWatch, Op::kCreate, Op::kReplace, Op::kDelete}) {
           Reset(kind, ns);
@@ -220,7 +220,7 @@ TEST_F(AuthMatrixTest, EndpointsOutsideTheObjectPaths) {
         {Who::kJoin, 403},
         {Who::kMetrics, 200}}},
       {"GET",
-       "/api/v1/usage",
+       "/apis/tessera.io/v1/usage",
        "",
        {{Who::kAdmin, 200},
         {Who::kTeamA, 200},
@@ -228,7 +228,7 @@ TEST_F(AuthMatrixTest, EndpointsOutsideTheObjectPaths) {
         {Who::kJoin, 403},
         {Who::kMetrics, 403}}},
       {"GET",
-       "/api/v1/tokens",
+       "/apis/tessera.io/v1/tokens",
        "",
        {{Who::kAdmin, 200},
         {Who::kTeamA, 403},
@@ -236,7 +236,7 @@ TEST_F(AuthMatrixTest, EndpointsOutsideTheObjectPaths) {
         {Who::kJoin, 403},
         {Who::kMetrics, 403}}},
       {"POST",
-       "/api/v1/tokens",
+       "/apis/tessera.io/v1/tokens",
        R"({"namespace": "team-b"})",
        {{Who::kAdmin, 201},
         {Who::kTeamA, 403},
@@ -244,7 +244,7 @@ TEST_F(AuthMatrixTest, EndpointsOutsideTheObjectPaths) {
         {Who::kJoin, 403},
         {Who::kMetrics, 403}}},
       {"DELETE",
-       "/api/v1/tokens/nosuch",
+       "/apis/tessera.io/v1/tokens/nosuch",
        "",
        {{Who::kAdmin, 404},
         {Who::kTeamA, 403},
@@ -252,7 +252,7 @@ TEST_F(AuthMatrixTest, EndpointsOutsideTheObjectPaths) {
         {Who::kJoin, 403},
         {Who::kMetrics, 403}}},
       {"GET",
-       "/api/v1/namespaces/team-a/jobs/nosuch/logs",
+       "/apis/tessera.io/v1/namespaces/team-a/jobs/nosuch/logs",
        "",
        {{Who::kAdmin, 404},
         {Who::kTeamA, 404},
@@ -260,7 +260,7 @@ TEST_F(AuthMatrixTest, EndpointsOutsideTheObjectPaths) {
         {Who::kJoin, 403},
         {Who::kMetrics, 403}}},
       {"GET",
-       "/api/v1/namespaces/team-b/jobs/nosuch/logs",
+       "/apis/tessera.io/v1/namespaces/team-b/jobs/nosuch/logs",
        "",
        {{Who::kAdmin, 404},
         {Who::kTeamA, 403},
@@ -268,7 +268,7 @@ TEST_F(AuthMatrixTest, EndpointsOutsideTheObjectPaths) {
         {Who::kJoin, 403},
         {Who::kMetrics, 403}}},
       {"POST",
-       "/api/v1/namespaces/team-a/jobs/nosuch/logs?pod=p-0",
+       "/apis/tessera.io/v1/namespaces/team-a/jobs/nosuch/logs?pod=p-0",
        "shipped",
        {{Who::kAdmin, 200},
         {Who::kTeamA, 403},
@@ -283,49 +283,49 @@ TEST_F(AuthMatrixTest, EndpointsOutsideTheObjectPaths) {
       EXPECT_EQ(r.status, code) << Name(who) << " " << c.method << " " << c.path << ": " << r.body;
     }
   }
-  EXPECT_EQ(CallWith("", "GET", "/api/v1/jobs").status, 401);
-  EXPECT_EQ(CallWith("nosuch.secret", "GET", "/api/v1/jobs").status, 401);
+  EXPECT_EQ(CallWith("", "GET", "/apis/tessera.io/v1/jobs").status, 401);
+  EXPECT_EQ(CallWith("nosuch.secret", "GET", "/apis/tessera.io/v1/jobs").status, 401);
 }
 
 TEST_F(AuthMatrixTest, ObjectLevelRules) {
   // A namespace token: LocalQueues only onto Queues open to it.
   json lq = Sample("LocalQueue", "team-a", "mine");
-  EXPECT_EQ(Call(Who::kTeamA, "POST", "/api/v1/namespaces/team-a/localqueues", lq.dump()).status,
+  EXPECT_EQ(Call(Who::kTeamA, "POST", "/apis/tessera.io/v1/namespaces/team-a/localqueues", lq.dump()).status,
             201);
   lq["metadata"]["name"] = "theirs";
   lq["spec"]["clusterQueue"] = "q-closed";
-  HttpResponse r = Call(Who::kTeamA, "POST", "/api/v1/namespaces/team-a/localqueues", lq.dump());
+  HttpResponse r = Call(Who::kTeamA, "POST", "/apis/tessera.io/v1/namespaces/team-a/localqueues", lq.dump());
   EXPECT_EQ(r.status, 403);
   EXPECT_NE(r.body.find("allowedNamespaces"), std::string::npos) << r.body;
-  EXPECT_EQ(Call(Who::kTeamA, "POST", "/api/v1/apply", lq.dump()).status, 403);
+  EXPECT_EQ(Call(Who::kTeamA, "POST", "/apis/tessera.io/v1/apply", lq.dump()).status, 403);
   // A namespace token cannot lift its own quota.
   ASSERT_EQ(
-      Call(Who::kAdmin, "POST", "/api/v1/apply", Sample("NamespaceQuota", "team-a", "q").dump())
+      Call(Who::kAdmin, "POST", "/apis/tessera.io/v1/apply", Sample("NamespaceQuota", "team-a", "q").dump())
           .status,
       200);
-  EXPECT_EQ(Call(Who::kTeamA, "DELETE", "/api/v1/namespaces/team-a/namespacequotas/q").status, 403);
+  EXPECT_EQ(Call(Who::kTeamA, "DELETE", "/apis/tessera.io/v1/namespaces/team-a/namespacequotas/q").status, 403);
   EXPECT_EQ(
-      Call(Who::kTeamA, "POST", "/api/v1/apply", Sample("NamespaceQuota", "team-a", "q").dump())
+      Call(Who::kTeamA, "POST", "/apis/tessera.io/v1/apply", Sample("NamespaceQuota", "team-a", "q").dump())
           .status,
       403);
 
   // The agent of n1: its own Node only.
   json node = Sample("Node", "", "n1");
-  EXPECT_EQ(Call(Who::kAgentN1, "POST", "/api/v1/nodes", node.dump()).status, 201);
-  EXPECT_EQ(Call(Who::kAgentN1, "GET", "/api/v1/nodes/n1").status, 200);
-  EXPECT_EQ(Call(Who::kAgentN1, "PUT", "/api/v1/nodes/n1", node.dump()).status, 200);
-  EXPECT_EQ(Call(Who::kAgentN1, "POST", "/api/v1/nodes", Sample("Node", "", "n2").dump()).status,
+  EXPECT_EQ(Call(Who::kAgentN1, "POST", "/apis/tessera.io/v1/nodes", node.dump()).status, 201);
+  EXPECT_EQ(Call(Who::kAgentN1, "GET", "/apis/tessera.io/v1/nodes/n1").status, 200);
+  EXPECT_EQ(Call(Who::kAgentN1, "PUT", "/apis/tessera.io/v1/nodes/n1", node.dump()).status, 200);
+  EXPECT_EQ(Call(Who::kAgentN1, "POST", "/apis/tessera.io/v1/nodes", Sample("Node", "", "n2").dump()).status,
             403);
-  EXPECT_EQ(Call(Who::kAgentN1, "POST", "/api/v1/apply", Sample("Node", "", "n2").dump()).status,
+  EXPECT_EQ(Call(Who::kAgentN1, "POST", "/apis/tessera.io/v1/apply", Sample("Node", "", "n2").dump()).status,
             403);
   // Events about its node, in tessera-system; no others.
-  EXPECT_EQ(Call(Who::kAgentN1, "POST", "/api/v1/apply",
+  EXPECT_EQ(Call(Who::kAgentN1, "POST", "/apis/tessera.io/v1/apply",
                  Sample("Event", "tessera-system", "gpu-1").dump())
                 .status,
             200);
   json other_event = Sample("Event", "tessera-system", "gpu-2");
   other_event["spec"]["involvedObject"]["name"] = "n2";
-  EXPECT_EQ(Call(Who::kAgentN1, "POST", "/api/v1/apply", other_event.dump()).status, 403);
+  EXPECT_EQ(Call(Who::kAgentN1, "POST", "/apis/tessera.io/v1/apply", other_event.dump()).status, 403);
 
   // Jobs bound to n1: readable, their pods' state writable, nothing else.
   json job = Sample("Job", "team-a", "bound");
@@ -334,9 +334,9 @@ TEST_F(AuthMatrixTest, ObjectLevelRules) {
       {"phase", "Admitted"},
       {"queue", "q-open"},
       {"pods", {{{"name", "main-0"}, {"node", "n1"}}, {{"name", "main-1"}, {"node", "n2"}}}}};
-  ASSERT_EQ(Call(Who::kAdmin, "POST", "/api/v1/apply", job.dump()).status, 200);
-  const std::string path = "/api/v1/namespaces/team-a/jobs/bound";
-  r = Call(Who::kAgentN1, "GET", "/api/v1/jobs");
+  ASSERT_EQ(Call(Who::kAdmin, "POST", "/apis/tessera.io/v1/apply", job.dump()).status, 200);
+  const std::string path = "/apis/tessera.io/v1/namespaces/team-a/jobs/bound";
+  r = Call(Who::kAgentN1, "GET", "/apis/tessera.io/v1/jobs");
   ASSERT_EQ(r.status, 200);
   ASSERT_EQ(json::parse(r.body)["items"].size(), 1u);
   json got = json::parse(Call(Who::kAgentN1, "GET", path).body);
@@ -371,22 +371,22 @@ TEST_F(AuthMatrixTest, ObjectLevelRules) {
   EXPECT_EQ(Call(Who::kAgentN1, "POST", path + "/logs?pod=main-1", "forged\n").status, 403);
 
   // A join token mints n3's first token, once.
-  r = Call(Who::kJoin, "POST", "/api/v1/tokens", R"({"role": "agent", "node": "n3"})");
+  r = Call(Who::kJoin, "POST", "/apis/tessera.io/v1/tokens", R"({"role": "agent", "node": "n3"})");
   ASSERT_EQ(r.status, 201) << r.body;
   const std::string n3 = json::parse(r.body)["token"];
-  EXPECT_EQ(CallWith(n3, "GET", "/api/v1/nodes/n3").status, 404);  // allowed, not there yet
-  EXPECT_EQ(Call(Who::kJoin, "POST", "/api/v1/tokens", R"({"role": "agent", "node": "n3"})").status,
+  EXPECT_EQ(CallWith(n3, "GET", "/apis/tessera.io/v1/nodes/n3").status, 404);  // allowed, not there yet
+  EXPECT_EQ(Call(Who::kJoin, "POST", "/apis/tessera.io/v1/tokens", R"({"role": "agent", "node": "n3"})").status,
             409);
-  EXPECT_EQ(Call(Who::kJoin, "POST", "/api/v1/tokens", R"({"role": "agent", "node": "n1"})").status,
+  EXPECT_EQ(Call(Who::kJoin, "POST", "/apis/tessera.io/v1/tokens", R"({"role": "agent", "node": "n1"})").status,
             409);
-  EXPECT_EQ(Call(Who::kJoin, "POST", "/api/v1/tokens", R"({"namespace": "team-a"})").status, 403);
+  EXPECT_EQ(Call(Who::kJoin, "POST", "/apis/tessera.io/v1/tokens", R"({"namespace": "team-a"})").status, 403);
 
   // Revocation acts on the next request.
   const std::string id = n3.substr(0, n3.find('.'));
-  EXPECT_EQ(Call(Who::kAdmin, "DELETE", "/api/v1/tokens/" + id).status, 200);
-  EXPECT_EQ(CallWith(n3, "GET", "/api/v1/nodes/n3").status, 401);
-  EXPECT_EQ(Call(Who::kAdmin, "DELETE", "/api/v1/tokens/admin").status, 412);
-  const json list = json::parse(Call(Who::kAdmin, "GET", "/api/v1/tokens").body);
+  EXPECT_EQ(Call(Who::kAdmin, "DELETE", "/apis/tessera.io/v1/tokens/" + id).status, 200);
+  EXPECT_EQ(CallWith(n3, "GET", "/apis/tessera.io/v1/nodes/n3").status, 401);
+  EXPECT_EQ(Call(Who::kAdmin, "DELETE", "/apis/tessera.io/v1/tokens/admin").status, 412);
+  const json list = json::parse(Call(Who::kAdmin, "GET", "/apis/tessera.io/v1/tokens").body);
   for (const json& t : list["items"]) {
     EXPECT_FALSE(t.contains("sha256")) << t.dump();
     EXPECT_NE(t["id"], id);
@@ -407,7 +407,7 @@ TEST_F(AuthMatrixTest, MetricsForANamespaceTokenShowOnlyItsNamespace) {
                            {"uuid", std::string("GPU-") + ns},
                            {"kind", "whole"},
                            {"gpuMilli", 1000}}}}}}}};
-    ASSERT_EQ(Call(Who::kAdmin, "POST", "/api/v1/apply", job.dump()).status, 200);
+    ASSERT_EQ(Call(Who::kAdmin, "POST", "/apis/tessera.io/v1/apply", job.dump()).status, 200);
   }
   const std::string all = Call(Who::kMetrics, "GET", "/metrics").body;
   EXPECT_NE(all.find("namespace=\"team-b\""), std::string::npos);

@@ -74,8 +74,8 @@ TEST_F(HardeningTest, BodiesThatUsedToAbortTheServerGetA400NamingTheField) {
   };
   for (const Case& c : cases) {
     for (const std::string path :
-         {std::string("/api/v1/apply"), std::string("/api/v1/namespaces/team-a/jobs")}) {
-      if (c.content_type != "application/json" && path != "/api/v1/apply") continue;
+         {std::string("/apis/tessera.io/v1/apply"), std::string("/apis/tessera.io/v1/namespaces/team-a/jobs")}) {
+      if (c.content_type != "application/json" && path != "/apis/tessera.io/v1/apply") continue;
       HttpResponse out = Call("POST", path, c.body, c.content_type);
       EXPECT_EQ(out.status, 400) << path << " " << out.body;
       const std::string msg = Refusal(out);
@@ -84,30 +84,30 @@ TEST_F(HardeningTest, BodiesThatUsedToAbortTheServerGetA400NamingTheField) {
     }
   }
   // Nothing was written, and the server still serves.
-  EXPECT_EQ(Call("GET", "/api/v1/jobs", "").status, 200);
-  EXPECT_EQ(json::parse(Call("GET", "/api/v1/jobs", "").body)["items"].size(), 0u);
+  EXPECT_EQ(Call("GET", "/apis/tessera.io/v1/jobs", "").status, 200);
+  EXPECT_EQ(json::parse(Call("GET", "/apis/tessera.io/v1/jobs", "").body)["items"].size(), 0u);
 }
 
 TEST_F(HardeningTest, InvalidUtf8InPathsAndQueriesIsEchoedSafely) {
   // The HTTP layer refuses these before the handler; the handler is safe on its own too.
-  HttpResponse out = Call("GET", "/api/v1/\xff", "");
+  HttpResponse out = Call("GET", "/apis/tessera.io/v1/\xff", "");
   EXPECT_EQ(out.status, 404);
   EXPECT_TRUE(api::ValidUtf8(out.body)) << out.body;
-  out = Call("GET", "/api/v1/namespaces/\xff\xfe/jobs", "");
+  out = Call("GET", "/apis/tessera.io/v1/namespaces/\xff\xfe/jobs", "");
   EXPECT_EQ(out.status, 400);
   EXPECT_TRUE(api::ValidUtf8(out.body));
-  out = Call("GET", "/api/v1/jobs?labelSelector=a%3D%FF", "");
+  out = Call("GET", "/apis/tessera.io/v1/jobs?labelSelector=a%3D%FF", "");
   EXPECT_EQ(out.status, 400);
   EXPECT_TRUE(api::ValidUtf8(out.body));
-  out = Call("GET", "/api/v1/usage?by=%FF", "");
+  out = Call("GET", "/apis/tessera.io/v1/usage?by=%FF", "");
   EXPECT_EQ(out.status, 400);
   EXPECT_TRUE(api::ValidUtf8(out.body));
   EXPECT_EQ(StatusJson(400, "x\xff", "y\xfe").find('\xff'), std::string::npos);
 }
 
 TEST_F(HardeningTest, StatusIsValidatedOnEveryWriteByEveryPrincipal) {
-  ASSERT_EQ(Call("POST", "/api/v1/apply", JobWith("1")).status, 200);
-  json job = json::parse(Call("GET", "/api/v1/namespaces/team-a/jobs/j", "").body);
+  ASSERT_EQ(Call("POST", "/apis/tessera.io/v1/apply", JobWith("1")).status, 200);
+  json job = json::parse(Call("GET", "/apis/tessera.io/v1/namespaces/team-a/jobs/j", "").body);
   struct Case {
     json status;
     std::string field;
@@ -129,18 +129,18 @@ TEST_F(HardeningTest, StatusIsValidatedOnEveryWriteByEveryPrincipal) {
     json put = job;
     put["status"] = c.status;
     put["metadata"].erase("resourceVersion");
-    HttpResponse out = Call("PUT", "/api/v1/namespaces/team-a/jobs/j", put.dump());
+    HttpResponse out = Call("PUT", "/apis/tessera.io/v1/namespaces/team-a/jobs/j", put.dump());
     EXPECT_EQ(out.status, 400) << c.status.dump() << " " << out.body;
     EXPECT_NE(Refusal(out).find(c.field + ":"), std::string::npos) << Refusal(out);
   }
   // A well-formed status from the admin (as an agent writes it) is accepted.
   json put = job;
   put["status"] = {{"phase", "Failed"}, {"message", "stopped"}, {"finishedAt", nullptr}};
-  EXPECT_EQ(Call("PUT", "/api/v1/namespaces/team-a/jobs/j", put.dump()).status, 200);
+  EXPECT_EQ(Call("PUT", "/apis/tessera.io/v1/namespaces/team-a/jobs/j", put.dump()).status, 200);
 }
 
 TEST_F(HardeningTest, AWronglyTypedStoredStatusIsSkippedAndReportedAcrossRestarts) {
-  ASSERT_EQ(Call("POST", "/api/v1/apply", R"(
+  ASSERT_EQ(Call("POST", "/apis/tessera.io/v1/apply", R"(
 apiVersion: tessera.io/v1
 kind: Node
 metadata: {name: n1}
@@ -179,7 +179,7 @@ spec:
   for (int restart = 0; restart < 2; ++restart) {
     Cycle();
     Cycle();
-    const json good = json::parse(Call("GET", "/api/v1/namespaces/team-a/jobs/good", "").body);
+    const json good = json::parse(Call("GET", "/apis/tessera.io/v1/namespaces/team-a/jobs/good", "").body);
     EXPECT_EQ(good["status"]["phase"], "Admitted") << good.dump();
     const std::string metrics = Metrics();
     for (size_t i = 0; i < statuses.size(); ++i) {
@@ -191,7 +191,7 @@ spec:
     Open();  // a restart reads the same store
   }
   // One Warning event per object and version, naming the field.
-  const json events = json::parse(Call("GET", "/api/v1/namespaces/team-a/events", "").body);
+  const json events = json::parse(Call("GET", "/apis/tessera.io/v1/namespaces/team-a/events", "").body);
   int undecodable = 0;
   for (const json& e : events["items"]) {
     if (e["spec"]["reason"] != "Undecodable") continue;
@@ -203,7 +203,7 @@ spec:
   // Reported once per version: the restart reports again (the loop's memory is gone).
   EXPECT_EQ(undecodable, 2 * static_cast<int>(statuses.size()));
   // Deleting a bad object clears its series.
-  ASSERT_EQ(Call("DELETE", "/api/v1/namespaces/team-a/jobs/bad-0", "").status, 200);
+  ASSERT_EQ(Call("DELETE", "/apis/tessera.io/v1/namespaces/team-a/jobs/bad-0", "").status, 200);
   Cycle();
   EXPECT_EQ(Metrics().find("name=\"bad-0\""), std::string::npos);
 }
@@ -214,7 +214,7 @@ spec:
 TEST_F(HardeningTest, ACommitBetweenAWatchReadAndItsSubscribeDoesNotDeadlock) {
   const std::string rv = std::to_string(api_->store().Revision());
   HttpResponse watch =
-      Call("GET", "/api/v1/namespaces/team-a/jobs?watch=1&resourceVersion=" + rv, "");
+      Call("GET", "/apis/tessera.io/v1/namespaces/team-a/jobs?watch=1&resourceVersion=" + rv, "");
   ASSERT_TRUE(watch.stream) << watch.body;
   int hooks = 0;
   api_->feed().set_before_subscribe_for_test([&] {
@@ -222,7 +222,7 @@ TEST_F(HardeningTest, ACommitBetweenAWatchReadAndItsSubscribeDoesNotDeadlock) {
     // Another namespace's write: not for this watch, so it must subscribe again.
     json other = json::parse(JobWith("1"));
     other["metadata"]["namespace"] = "team-b";
-    ASSERT_EQ(Call("POST", "/api/v1/namespaces/team-b/jobs", other.dump()).status, 201);
+    ASSERT_EQ(Call("POST", "/apis/tessera.io/v1/namespaces/team-b/jobs", other.dump()).status, 201);
   });
   std::promise<std::optional<std::string>> first;
   auto got = first.get_future();
@@ -246,7 +246,7 @@ TEST_F(HardeningTest, ACommitBetweenAWatchReadAndItsSubscribeDoesNotDeadlock) {
   EXPECT_EQ(got.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
   // This watch's namespace: the registered wake-up delivers it.
   api_->feed().set_before_subscribe_for_test(nullptr);
-  ASSERT_EQ(Call("POST", "/api/v1/namespaces/team-a/jobs", JobWith("1")).status, 201);
+  ASSERT_EQ(Call("POST", "/apis/tessera.io/v1/namespaces/team-a/jobs", JobWith("1")).status, 201);
   ASSERT_EQ(got.wait_for(std::chrono::seconds(20)), std::future_status::ready);
   const std::optional<std::string> chunk = got.get();
   ASSERT_TRUE(chunk.has_value());
@@ -263,7 +263,7 @@ namespace tessera::server {
 namespace {
 
 TEST_F(HardeningTest, AnAgentsHeartbeatIsTimedByTheServerAndItsFenceDelaysRebinding) {
-  const HttpResponse minted = Call("POST", "/api/v1/tokens", R"({"role": "agent", "node": "n1"})");
+  const HttpResponse minted = Call("POST", "/apis/tessera.io/v1/tokens", R"({"role": "agent", "node": "n1"})");
   ASSERT_EQ(minted.status, 201) << minted.body;
   const std::string agent = json::parse(minted.body).value("token", "");
   // The agent's clock is a year behind: the server's clock times the beat all the same.
@@ -276,9 +276,9 @@ TEST_F(HardeningTest, AnAgentsHeartbeatIsTimedByTheServerAndItsFenceDelaysRebind
         {"gpus", {{{"index", 0}, {"uuid", "GPU-0"}, {"model", "H100-80GB"}, {"memoryMiB", 81920}}}},
         {"heartbeat", "2025-11-23T00:00:00Z"},
         {"fenceSeconds", 60}}}};
-  ASSERT_EQ(Call("POST", "/api/v1/nodes", node.dump(), "application/json", agent).status, 201);
+  ASSERT_EQ(Call("POST", "/apis/tessera.io/v1/nodes", node.dump(), "application/json", agent).status, 201);
   const int64_t beat = now_;
-  EXPECT_EQ(Get("/api/v1/nodes/n1")["status"]["heartbeat"], FormatTime(beat));
+  EXPECT_EQ(Get("/apis/tessera.io/v1/nodes/n1")["status"]["heartbeat"], FormatTime(beat));
   // A job lands on the node.
   Apply(R"(
 apiVersion: tessera.io/v1
@@ -301,8 +301,8 @@ spec:
   EXPECT_EQ(Job("train")["status"]["phase"], "Pending");
   // fenceSeconds is typed like any status field.
   node["status"]["fenceSeconds"] = "soon";
-  node["metadata"]["resourceVersion"] = Get("/api/v1/nodes/n1")["metadata"]["resourceVersion"];
-  const HttpResponse bad = Call("PUT", "/api/v1/nodes/n1", node.dump(), "application/json", agent);
+  node["metadata"]["resourceVersion"] = Get("/apis/tessera.io/v1/nodes/n1")["metadata"]["resourceVersion"];
+  const HttpResponse bad = Call("PUT", "/apis/tessera.io/v1/nodes/n1", node.dump(), "application/json", agent);
   EXPECT_EQ(bad.status, 400);
   EXPECT_NE(Refusal(bad).find("status.fenceSeconds"), std::string::npos) << bad.body;
 }

@@ -77,7 +77,7 @@ TEST_F(HttpServerTest, ALongRequestDelaysNeitherHealthNorOtherRequests) {
   slow_started_.get_future().wait();
   // The slow handler holds one handler thread; the I/O thread and the others still answer.
   EXPECT_EQ(Get("/healthz"), "answer to /healthz");
-  EXPECT_EQ(Get("/api/v1/jobs"), "answer to /api/v1/jobs");
+  EXPECT_EQ(Get("/apis/tessera.io/v1/jobs"), "answer to /apis/tessera.io/v1/jobs");
   release_.set_value();
   EXPECT_EQ(Receive(*slow), "answer to /slow");
 }

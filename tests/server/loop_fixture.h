@@ -46,7 +46,7 @@ class LoopTest : public ::testing::Test {
   HttpResponse Apply(const std::string& yaml, int want = 200) {
     HttpRequest r;
     r.method = "POST";
-    r.path = "/api/v1/apply";
+    r.path = "/apis/tessera.io/v1/apply";
     r.authorization = "Bearer " + admin_;
     r.content_type = "application/yaml";
     r.body = yaml;
@@ -58,7 +58,7 @@ class LoopTest : public ::testing::Test {
   HttpResponse Put(const nlohmann::json& obj, int want = 200) {
     HttpRequest r;
     r.method = "PUT";
-    r.path = "/api/v1/namespaces/" + obj["metadata"]["namespace"].get<std::string>() + "/jobs/" +
+    r.path = "/apis/tessera.io/v1/namespaces/" + obj["metadata"]["namespace"].get<std::string>() + "/jobs/" +
              obj["metadata"]["name"].get<std::string>();
     r.authorization = "Bearer " + admin_;
     r.content_type = "application/json";
@@ -80,7 +80,7 @@ class LoopTest : public ::testing::Test {
     return nlohmann::json::parse(out.body, nullptr, false);
   }
   nlohmann::json Job(const std::string& name, const std::string& ns = "default") {
-    return Get("/api/v1/namespaces/" + ns + "/jobs/" + name);
+    return Get("/apis/tessera.io/v1/namespaces/" + ns + "/jobs/" + name);
   }
   std::string Metrics() {
     HttpRequest r;
@@ -98,7 +98,7 @@ class LoopTest : public ::testing::Test {
   // Messages of the events about a job, oldest first.
   std::vector<std::string> Events(const std::string& job, const std::string& ns = "default") {
     std::vector<std::pair<std::string, std::string>> out;
-    const nlohmann::json events = Get("/api/v1/namespaces/" + ns + "/events");
+    const nlohmann::json events = Get("/apis/tessera.io/v1/namespaces/" + ns + "/events");
     for (const nlohmann::json& e : events["items"]) {
       if (e["spec"]["involvedObject"]["name"] == job) {
         out.emplace_back(e["metadata"]["name"], e["spec"]["reason"].get<std::string>() + ": " +

@@ -336,7 +336,7 @@ spec:
   const std::string why = Job("queued")["status"]["message"];
   EXPECT_EQ(why.rfind("queue q is inactive: ", 0), 0u) << why;
   EXPECT_NE(why.find("unknown resource flavor \"missing-flavor\""), std::string::npos) << why;
-  json q = Get("/api/v1/queues/q");
+  json q = Get("/apis/tessera.io/v1/queues/q");
   EXPECT_EQ(q["status"]["active"], false);
 }
 
@@ -452,7 +452,7 @@ TEST_F(LoopTest, AccountingChargesSharesByWhatTheyHoldAndSurvivesARestart) {
   }
   now_ = t0 + 3 * kHour - 1000;
   Cycle();
-  json usage = Get("/api/v1/usage?by=namespace");
+  json usage = Get("/apis/tessera.io/v1/usage?by=namespace");
   ASSERT_EQ(usage["items"].size(), 2u) << usage.dump();
   for (const json& row : usage["items"]) {
     EXPECT_DOUBLE_EQ(row["gpuHours"].get<double>(), 1.0) << row.dump();
@@ -462,20 +462,20 @@ TEST_F(LoopTest, AccountingChargesSharesByWhatTheyHoldAndSurvivesARestart) {
   EXPECT_EQ(usage["currency"], "CNY");
   EXPECT_EQ(usage["items"][0]["namespace"], "team-a");
   // A window: the last 90 minutes before now hold the jobs' last 30 minutes.
-  usage = Get("/api/v1/usage?by=job&since=90m");
+  usage = Get("/apis/tessera.io/v1/usage?by=job&since=90m");
   ASSERT_EQ(usage["items"].size(), 2u);
   EXPECT_EQ(usage["items"][1]["job"], "half-b");
   EXPECT_DOUBLE_EQ(usage["items"][1]["gpuHours"].get<double>(), 0.25);
   // A namespace token sees its own namespace only; bad parameters are named.
   HttpRequest r;
   r.method = "POST";
-  r.path = "/api/v1/tokens";
+  r.path = "/apis/tessera.io/v1/tokens";
   r.authorization = "Bearer " + admin_;
   r.body = R"({"namespace": "team-b"})";
   const std::string token = json::parse(api_->Handle(r).body)["token"];
   r = HttpRequest{};
   r.method = "GET";
-  r.path = "/api/v1/usage";
+  r.path = "/apis/tessera.io/v1/usage";
   r.query = {{"by", "queue"}};
   r.authorization = "Bearer " + token;
   HttpResponse out = api_->Handle(r);
@@ -525,7 +525,7 @@ spec:
   EXPECT_EQ(slice["gpuMilli"], 143);
   now_ += 2 * kHour - 1000;
   Cycle();
-  const json usage = Get("/api/v1/usage?by=namespace");
+  const json usage = Get("/apis/tessera.io/v1/usage?by=namespace");
   ASSERT_EQ(usage["items"].size(), 2u) << usage.dump();
   EXPECT_EQ(usage["items"][0]["namespace"], "mig");
   EXPECT_NEAR(usage["items"][0]["gpuHours"].get<double>(), 2 * 0.143, 1e-9);
@@ -605,7 +605,7 @@ spec:
   EXPECT_EQ(Events("notebook", "team-a").back().rfind("IdleReclaimed: ", 0), 0u);
   // Its wasted time: two idle stretches, 30 and 60 minutes of half a GPU.
   Cycle();
-  const json usage = Get("/api/v1/usage?by=job");
+  const json usage = Get("/apis/tessera.io/v1/usage?by=job");
   ASSERT_EQ(usage["items"].size(), 1u);
   EXPECT_NEAR(usage["items"][0]["idleGpuHours"].get<double>(), 0.75, 0.001) << usage.dump();
 }
@@ -988,7 +988,7 @@ metadata: {name: a0-mig}
 spec: {nodeSelector: {kubernetes.io/hostname: gpu-a}, gpus: ["0"], mig: {layout: {1g.5gb: 7}}}
 )");
   Cycle();
-  const json cfg = Get("/api/v1/gpusharingconfigs/a0-mig");
+  const json cfg = Get("/apis/tessera.io/v1/gpusharingconfigs/a0-mig");
   EXPECT_EQ(cfg["status"]["phase"], "Invalid") << cfg.dump();
   ASSERT_EQ(cfg["status"]["problems"].size(), 1u) << cfg.dump();
   EXPECT_EQ(
@@ -1000,7 +1000,7 @@ spec: {nodeSelector: {kubernetes.io/hostname: gpu-a}, gpus: ["0"], mig: {layout:
   EXPECT_EQ(events[0].rfind("InvalidSharingConfig: node gpu-a GPU 0", 0), 0u) << events[0];
   Cycle();
   EXPECT_EQ(Events("a0-mig", "tessera-system").size(), 1u);  // once per change
-  EXPECT_EQ(Get("/api/v1/gpusharingconfigs/b7-shared")["status"]["phase"], "Applied");
+  EXPECT_EQ(Get("/apis/tessera.io/v1/gpusharingconfigs/b7-shared")["status"]["phase"], "Applied");
 }
 
 // Kueue's flavorFungibility.whenCanBorrow, ResourceFlavor nodeTaints and ClusterQueue
@@ -1116,12 +1116,12 @@ spec:
 
   // stopPolicy: Hold admits nothing new and keeps what runs; HoldAndDrain evicts it too.
   auto stop = [&](const char* policy) {
-    json q = Get("/api/v1/queues/tainted");
+    json q = Get("/apis/tessera.io/v1/queues/tainted");
     q["spec"]["stopPolicy"] = policy;
     q["metadata"].erase("resourceVersion");
     HttpRequest r;
     r.method = "PUT";
-    r.path = "/api/v1/queues/tainted";
+    r.path = "/apis/tessera.io/v1/queues/tainted";
     r.authorization = "Bearer " + admin_;
     r.content_type = "application/json";
     r.body = q.dump();
@@ -1196,7 +1196,7 @@ spec:
 
   HttpRequest r;
   r.method = "DELETE";
-  r.path = "/api/v1/namespaces/default/jobs/blocker";
+  r.path = "/apis/tessera.io/v1/namespaces/default/jobs/blocker";
   r.authorization = "Bearer " + admin_;
   ASSERT_EQ(api_->Handle(r).status, 200);
   Cycle();
@@ -1230,7 +1230,7 @@ spec:
   ASSERT_EQ(body["warnings"].size(), 1u) << out.body;
   EXPECT_NE(body["warnings"][0].get<std::string>().find("spec.capability.pods: not acted on"),
             std::string::npos);
-  const json queue = Get("/api/v1/queues/research");
+  const json queue = Get("/apis/tessera.io/v1/queues/research");
   EXPECT_EQ(queue["spec"]["cohort"], "volcano");
   EXPECT_EQ(queue["spec"]["reclaimable"], false);
   EXPECT_EQ(queue["spec"]["fairSharing"]["weight"], 2);

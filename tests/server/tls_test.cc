@@ -92,7 +92,7 @@ class TlsTest : public ::testing::Test {
 };
 
 TEST_F(TlsTest, ServesHttpsToClientsThatTrustItsCertificate) {
-  auto r = cli::Request(Endpoint(true, dir_ + "/cert.pem"), "GET", "/api/v1/jobs");
+  auto r = cli::Request(Endpoint(true, dir_ + "/cert.pem"), "GET", "/apis/tessera.io/v1/jobs");
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->status, 200) << r->body;
 }
@@ -108,14 +108,14 @@ TEST_F(TlsTest, ClientsThatDoNotTrustItOrSpeakPlainHttpFail) {
 
 TEST_F(TlsTest, JobLogsAreShippedByAgentsAndFollowedOverHttps) {
   cli::Endpoint admin = Endpoint(true, dir_ + "/cert.pem");
-  auto job = cli::Request(admin, "POST", "/api/v1/apply",
+  auto job = cli::Request(admin, "POST", "/apis/tessera.io/v1/apply",
                           "apiVersion: v1\nkind: Pod\nmetadata: {name: train, namespace: team-a}\n"
                           "spec: {containers: [{name: worker}]}\n",
                           "application/yaml");
   ASSERT_TRUE(job.ok() && job->status == 200) << (job.ok() ? job->body : job.status().message());
   // The job's pods are bound to node n1, whose agent ships their output.
   auto bound = cli::Request(
-      admin, "PUT", "/api/v1/namespaces/team-a/jobs/train",
+      admin, "PUT", "/apis/tessera.io/v1/namespaces/team-a/jobs/train",
       nlohmann::json{
           {"apiVersion", "tessera.io/v1"},
           {"kind", "Job"},
@@ -129,14 +129,14 @@ TEST_F(TlsTest, JobLogsAreShippedByAgentsAndFollowedOverHttps) {
       "application/json");
   ASSERT_TRUE(bound.ok() && bound->status == 200) << bound->body;
   auto agent_token =
-      cli::Request(admin, "POST", "/api/v1/tokens", R"({"role": "agent", "node": "n1"})");
+      cli::Request(admin, "POST", "/apis/tessera.io/v1/tokens", R"({"role": "agent", "node": "n1"})");
   ASSERT_TRUE(agent_token.ok() && agent_token->status == 201);
   cli::Endpoint agent = admin;
   agent.token = nlohmann::json::parse(agent_token->body)["token"];
-  auto team_token = cli::Request(admin, "POST", "/api/v1/tokens", R"({"namespace": "team-a"})");
+  auto team_token = cli::Request(admin, "POST", "/apis/tessera.io/v1/tokens", R"({"namespace": "team-a"})");
   cli::Endpoint team = admin;
   team.token = nlohmann::json::parse(team_token->body)["token"];
-  const std::string logs = "/api/v1/namespaces/team-a/jobs/train/logs";
+  const std::string logs = "/apis/tessera.io/v1/namespaces/team-a/jobs/train/logs";
 
   ASSERT_EQ(cli::Request(agent, "POST", logs + "?pod=worker-0", "epoch 1\n")->status, 200);
   EXPECT_EQ(cli::Request(team, "POST", logs + "?pod=worker-0", "forged\n")->status, 403);
@@ -144,14 +144,14 @@ TEST_F(TlsTest, JobLogsAreShippedByAgentsAndFollowedOverHttps) {
   // Not a pod bound to its node: refused.
   EXPECT_EQ(cli::Request(agent, "POST", logs + "?pod=worker-7", "forged\n")->status, 403);
   auto n2_token =
-      cli::Request(admin, "POST", "/api/v1/tokens", R"({"role": "agent", "node": "n2"})");
+      cli::Request(admin, "POST", "/apis/tessera.io/v1/tokens", R"({"role": "agent", "node": "n2"})");
   cli::Endpoint n2 = admin;
   n2.token = nlohmann::json::parse(n2_token->body)["token"];
   EXPECT_EQ(cli::Request(n2, "POST", logs + "?pod=worker-0", "forged\n")->status, 403);
   auto read = cli::Request(team, "GET", logs);
   ASSERT_EQ(read->status, 200);
   EXPECT_EQ(read->body, "epoch 1\n");
-  EXPECT_EQ(cli::Request(team, "GET", "/api/v1/namespaces/team-a/jobs/nope/logs")->status, 404);
+  EXPECT_EQ(cli::Request(team, "GET", "/apis/tessera.io/v1/namespaces/team-a/jobs/nope/logs")->status, 404);
 
   // Following: what is there, then what the agent ships while the stream is open.
   std::string got;

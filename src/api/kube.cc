@@ -1,0 +1,299 @@
+#include "api/kube.h"
+
+#include <cstdio>
+
+#include "api/object.h"
+#include "api/time.h"
+
+namespace tessera::api {
+
+using nlohmann::json;
+
+namespace {
+
+const json kNull;
+
+const json& Member(const json& obj, const char* key) {
+  if (!obj.is_object()) return kNull;
+  auto it = obj.find(key);
+  return it == obj.end() ? kNull : *it;
+}
+
+std::string Str(const json& obj, const char* key) {
+  const json& v = Member(obj, key);
+  return v.is_string() ? v.get<std::string>() : std::string();
+}
+
+// Every resource a kind is served as, with the verbs Tessera answers.
+json Resource(std::string_view plural, std::string_view kind, bool namespaced,
+              std::vector<std::string> verbs, std::vector<std::string> short_names = {}) {
+  json r = {{"name", plural},
+            {"singularName", ""},
+            {"namespaced", namespaced},
+            {"kind", kind},
+            {"verbs", std::move(verbs)}};
+  if (!short_names.empty()) r["shortNames"] = std::move(short_names);
+  return r;
+}
+
+const std::vector<std::string>& ReadWriteVerbs() {
+  static const std::vector<std::string> v = {"create", "delete", "get", "list", "update", "watch"};
+  return v;
+}
+
+}  // namespace
+
+json VersionInfo() {
+  // The Kubernetes API level whose object shapes and discovery Tessera serves.
+  return {{"major", "1"},    {"minor", "32"},      {"gitVersion", "v1.32.0-tessera"},
+          {"gitCommit", ""}, {"gitTreeState", ""}, {"buildDate", ""},
+          {"goVersion", ""}, {"compiler", "g++"},  {"platform", "linux/amd64"}};
+}
+
+json CoreApiVersions() {
+  return {
+      {"kind", "APIVersions"}, {"versions", {"v1"}}, {"serverAddressByClientCIDRs", json::array()}};
+}
+
+json CoreResourceList() {
+  return {{"kind", "APIResourceList"},
+          {"groupVersion", "v1"},
+          {"resources", json::array({Resource("nodes", "Node", false, {"get", "list"}, {"no"})})}};
+}
+
+json TesseraGroup() {
+  const std::string gv = std::string(kGroup) + "/v1";
+  const json version = {{"groupVersion", gv}, {"version", "v1"}};
+  return {{"kind", "APIGroup"},
+          {"apiVersion", "v1"},
+          {"name", kGroup},
+          {"versions", json::array({version})},
+          {"preferredVersion", version}};
+}
+
+json ApiGroupList() {
+  json group = TesseraGroup();
+  group.erase("kind");
+  group.erase("apiVersion");
+  return {{"kind", "APIGroupList"}, {"apiVersion", "v1"}, {"groups", json::array({group})}};
+}
+
+json TesseraResourceList() {
+  json resources = json::array();
+  for (const KindInfo& k : Kinds()) {
+    std::vector<std::string> shorts;
+    if (!k.short_name.empty()) shorts.emplace_back(k.short_name);
+    resources.push_back(Resource(k.plural, k.kind, k.namespaced, ReadWriteVerbs(), shorts));
+  }
+  return {{"kind", "APIResourceList"},
+          {"apiVersion", "v1"},
+          {"groupVersion", std::string(kGroup) + "/v1"},
+          {"resources", std::move(resources)}};
+}
+
+std::string HumanDuration(int64_t ms) {
+  const int64_t seconds = ms / 1000;
+  if (seconds < -1) return "<invalid>";
+  if (seconds < 0) return "0s";
+  if (seconds < 60 * 2) return std::to_string(seconds) + "s";
+  const int64_t minutes = seconds / 60;
+  if (minutes < 10) {
+    const int64_t s = seconds % 60;
+    return std::to_string(minutes) + "m" + (s == 0 ? "" : std::to_string(s) + "s");
+  }
+  if (minutes < 60 * 3) return std::to_string(minutes) + "m";
+  const int64_t hours = minutes / 60;
+  if (hours < 8) {
+    const int64_t m = minutes % 60;
+    return std::to_string(hours) + "h" + (m == 0 ? "" : std::to_string(m) + "m");
+  }
+  if (hours < 48) return std::to_string(hours) + "h";
+  if (hours < 24 * 8) {
+    const int64_t h = hours % 24;
+    return std::to_string(hours / 24) + "d" + (h == 0 ? "" : std::to_string(h) + "h");
+  }
+  if (hours < 24 * 365 * 2) return std::to_string(hours / 24) + "d";
+  if (hours < 24 * 365 * 8) {
+    const int64_t d = (hours / 24) % 365;
+    return std::to_string(hours / 24 / 365) + "y" + (d == 0 ? "" : std::to_string(d) + "d");
+  }
+  return std::to_string(hours / 24 / 365) + "y";
+}
+
+json KubeNode(const json& node, int64_t now_ms, int64_t grace_ms) {
+  const json& meta = Member(node, "metadata");
+  const json& spec = Member(node, "spec");
+  const json& status = Member(node, "status");
+  const std::string name = Str(meta, "name");
+  json labels = Member(meta, "labels").is_object() ? Member(meta, "labels") : json::object();
+  labels.emplace("kubernetes.io/hostname", name);
+  labels.emplace("kubernetes.io/os", "linux");
+  labels.emplace("beta.kubernetes.io/os", "linux");
+  json out_meta = {{"name", name}};
+  for (const char* k : {"resourceVersion", "creationTimestamp"}) {
+    if (Member(meta, k).is_string()) out_meta[k] = Member(meta, k);
+  }
+  json annotations =
+      Member(meta, "annotations").is_object() ? Member(meta, "annotations") : json::object();
+
+  json kspec = json::object();
+  if (Member(spec, "unschedulable") == true) kspec["unschedulable"] = true;
+  if (Member(spec, "taints").is_array() && !Member(spec, "taints").empty()) {
+    kspec["taints"] = Member(spec, "taints");
+  }
+
+  json capacity = json::object();
+  json allocatable = json::object();
+  const json& alloc = Member(status, "allocatable");
+  for (const char* r : {"cpu", "memory"}) {
+    const json& v = Member(alloc, r);
+    if (v.is_string() || v.is_number()) {
+      capacity[r] = v.is_string() ? v.get<std::string>() : v.dump();
+      allocatable[r] = capacity[r];
+    }
+  }
+  int64_t gpus = 0, healthy = 0;
+  std::string model;
+  const json& cards = Member(status, "gpus");
+  if (cards.is_array()) {
+    for (const json& g : cards) {
+      ++gpus;
+      if (Str(g, "health") != "Unhealthy") ++healthy;
+      if (model.empty()) model = Str(g, "model");
+    }
+    annotations["tessera.io/gpus"] = cards.dump();
+  }
+  if (const std::string driver = Str(status, "driverVersion"); !driver.empty()) {
+    annotations["tessera.io/driver-version"] = driver;
+  }
+  capacity["nvidia.com/gpu"] = std::to_string(gpus);
+  allocatable["nvidia.com/gpu"] = std::to_string(healthy);
+  capacity["pods"] = "110";
+  allocatable["pods"] = "110";
+  if (!model.empty()) labels.emplace("nvidia.com/gpu.product", model);
+  if (!annotations.empty()) out_meta["annotations"] = std::move(annotations);
+  out_meta["labels"] = std::move(labels);
+
+  const std::string beat = Str(status, "heartbeat");
+  const int64_t at = beat.empty() ? -1 : ParseTime(beat);
+  json ready = {{"type", "Ready"}};
+  if (at < 0) {
+    ready["status"] = "Unknown";
+    ready["reason"] = "NodeStatusNeverUpdated";
+    ready["message"] = "the node's agent has not reported yet";
+  } else if (grace_ms > 0 && now_ms - at > grace_ms) {
+    ready["status"] = "Unknown";
+    ready["reason"] = "NodeStatusUnknown";
+    ready["message"] = "no heartbeat from the node's agent since " + beat;
+  } else {
+    ready["status"] = "True";
+    ready["reason"] = "AgentReady";
+    ready["message"] = "the node's agent is posting heartbeats";
+  }
+  if (at >= 0) {
+    ready["lastHeartbeatTime"] = beat;
+    ready["lastTransitionTime"] = beat;
+  }
+  json info = {{"machineID", ""},
+               {"systemUUID", ""},
+               {"bootID", ""},
+               {"kernelVersion", ""},
+               {"osImage", ""},
+               {"containerRuntimeVersion", ""},
+               {"kubeletVersion", "tessera-agent"},
+               {"kubeProxyVersion", ""},
+               {"operatingSystem", "linux"},
+               {"architecture", "amd64"}};
+  json kstatus = {{"capacity", std::move(capacity)},
+                  {"allocatable", std::move(allocatable)},
+                  {"conditions", json::array({std::move(ready)})},
+                  {"nodeInfo", std::move(info)}};
+  return {{"apiVersion", "v1"},
+          {"kind", "Node"},
+          {"metadata", std::move(out_meta)},
+          {"spec", std::move(kspec)},
+          {"status", std::move(kstatus)}};
+}
+
+bool WantsTable(std::string_view accept) {
+  return accept.find("as=Table") != std::string_view::npos;
+}
+
+namespace {
+
+json Column(const char* name, const char* type, const char* description, int priority,
+            const char* format = "") {
+  return {{"name", name},
+          {"type", type},
+          {"format", format},
+          {"description", description},
+          {"priority", priority}};
+}
+
+json PartialMetadata(const json& obj) {
+  return {{"kind", "PartialObjectMetadata"},
+          {"apiVersion", "meta.k8s.io/v1"},
+          {"metadata", Member(obj, "metadata")}};
+}
+
+std::string Age(const json& obj, int64_t now_ms) {
+  const int64_t created = ParseTime(Str(Member(obj, "metadata"), "creationTimestamp"));
+  return created < 0 ? "<unknown>" : HumanDuration(now_ms - created);
+}
+
+}  // namespace
+
+json NodeTable(const std::vector<json>& nodes, const std::string& version, int64_t now_ms) {
+  json columns = json::array({
+      Column("Name", "string", "The node's name.", 0, "name"),
+      Column("Status", "string",
+             "Ready, NotReady or Unknown, and SchedulingDisabled when cordoned.", 0),
+      Column("Roles", "string", "The node's roles (node-role.kubernetes.io/ labels).", 0),
+      Column("Age", "string", "Time since the node registered.", 0),
+      Column("Version", "string", "The node agent.", 0),
+      Column("GPUs", "string", "Healthy GPUs / all GPUs.", 0),
+      Column("GPU-Model", "string", "The model of the node's first GPU.", 1),
+      Column("Internal-IP", "string", "The node's internal address.", 1),
+      Column("OS-Image", "string", "The node's OS image.", 1),
+      Column("Driver", "string", "The NVIDIA driver version.", 1),
+  });
+  json rows = json::array();
+  for (const json& n : nodes) {
+    const json& status = Member(n, "status");
+    std::string state = "Unknown";
+    for (const json& c : Member(status, "conditions")) {
+      if (Str(c, "type") != "Ready") continue;
+      const std::string s = Str(c, "status");
+      state = s == "True" ? "Ready" : s == "False" ? "NotReady" : "Unknown";
+    }
+    if (Member(Member(n, "spec"), "unschedulable") == true) state += ",SchedulingDisabled";
+    std::string roles;
+    for (const auto& [k, v] : Member(Member(n, "metadata"), "labels").items()) {
+      constexpr std::string_view kRole = "node-role.kubernetes.io/";
+      if (k.starts_with(kRole) && k.size() > kRole.size()) {
+        roles += (roles.empty() ? "" : ",") + k.substr(kRole.size());
+      }
+    }
+    const json& cap = Member(status, "capacity");
+    const json& alloc = Member(status, "allocatable");
+    const std::string gpus = Str(alloc, "nvidia.com/gpu") + "/" + Str(cap, "nvidia.com/gpu");
+    std::string model = Str(Member(Member(n, "metadata"), "labels"), "nvidia.com/gpu.product");
+    const json& info = Member(status, "nodeInfo");
+    const std::string driver =
+        Str(Member(Member(n, "metadata"), "annotations"), "tessera.io/driver-version");
+    rows.push_back(
+        {{"cells",
+          {Str(Member(n, "metadata"), "name"), state, roles.empty() ? "<none>" : roles,
+           Age(n, now_ms), Str(info, "kubeletVersion"), gpus, model.empty() ? "<none>" : model,
+           "<none>", Str(info, "osImage").empty() ? "<unknown>" : Str(info, "osImage"),
+           driver.empty() ? "<none>" : driver}},
+         {"object", PartialMetadata(n)}});
+  }
+  return {{"kind", "Table"},
+          {"apiVersion", "meta.k8s.io/v1"},
+          {"metadata", {{"resourceVersion", version}}},
+          {"columnDefinitions", std::move(columns)},
+          {"rows", std::move(rows)}};
+}
+
+}  // namespace tessera::api

@@ -1,0 +1,56 @@
+// What Kubernetes clients (kubectl, client-go, the Python client) read first and most: the
+// discovery documents that say which groups, versions and resources the server serves, core/v1
+// views of Tessera's objects, and meta.k8s.io/v1 Tables for `kubectl get`.
+//
+// Tessera's own kinds live in the group tessera.io, version v1 (/apis/tessera.io/v1/...). The
+// core group (/api/v1) serves Kubernetes' own kinds as views of the same stored objects.
+#ifndef TESSERA_API_KUBE_H_
+#define TESSERA_API_KUBE_H_
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tessera::api {
+
+inline constexpr std::string_view kGroup = "tessera.io";
+inline constexpr std::string_view kGroupPath = "/apis/tessera.io/v1";
+
+// GET /version: the server's version in Kubernetes' version.Info shape.
+nlohmann::json VersionInfo();
+// GET /api: APIVersions (the core group's one version).
+nlohmann::json CoreApiVersions();
+// GET /api/v1: APIResourceList of the core resources served.
+nlohmann::json CoreResourceList();
+// GET /apis: APIGroupList (every group but the core one).
+nlohmann::json ApiGroupList();
+// GET /apis/tessera.io: APIGroup.
+nlohmann::json TesseraGroup();
+// GET /apis/tessera.io/v1: APIResourceList of Tessera's kinds.
+nlohmann::json TesseraResourceList();
+
+// Kubernetes' HumanDuration (k8s.io/apimachinery/pkg/util/duration), as kubectl shows ages:
+// "45s", "5m30s", "3h", "2d4h", "1y20d".
+std::string HumanDuration(int64_t ms);
+
+// The core/v1 Node a Tessera Node (stored form, with metadata.resourceVersion) stands for:
+// labels (with kubernetes.io/hostname, os and arch), spec.unschedulable and taints, capacity
+// and allocatable with nvidia.com/gpu (allocatable counts healthy cards only), the Ready
+// condition from the heartbeat (Unknown once older than `grace_ms`), nodeInfo, and the GPUs
+// under the annotation tessera.io/gpus.
+nlohmann::json KubeNode(const nlohmann::json& node, int64_t now_ms, int64_t grace_ms);
+
+// Whether an Accept header asks for a meta.k8s.io/v1 Table (as kubectl get does).
+bool WantsTable(std::string_view accept);
+
+// A meta.k8s.io/v1 Table of core/v1 Nodes with kubectl's columns (NAME, STATUS, ROLES, AGE,
+// VERSION) and GPUS (healthy/all); wide adds GPU-MODEL, INTERNAL-IP, OS-IMAGE and DRIVER. Each
+// row carries the node's metadata as PartialObjectMetadata.
+nlohmann::json NodeTable(const std::vector<nlohmann::json>& nodes, const std::string& version,
+                         int64_t now_ms);
+
+}  // namespace tessera::api
+
+#endif  // TESSERA_API_KUBE_H_

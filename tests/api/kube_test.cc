@@ -1,0 +1,123 @@
+#include "api/kube.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "api/time.h"
+
+namespace tessera::api {
+namespace {
+
+using nlohmann::json;
+
+// Kubernetes' own cases: k8s.io/apimachinery/pkg/util/duration/duration_test.go,
+// TestHumanDuration.
+TEST(Kube, HumanDurationAsKubernetesWritesIt) {
+  constexpr int64_t kS = 1000, kM = 60 * kS, kH = 60 * kM;
+  const std::pair<int64_t, const char*> cases[] = {
+      {1 * kS, "1s"},
+      {70 * kS, "70s"},
+      {190 * kS, "3m10s"},
+      {70 * kM, "70m"},
+      {47 * kH, "47h"},
+      {49 * kH, "2d1h"},
+      {(8 * 24 + 2) * kH, "8d"},
+      {(367 * 24) * kH, "367d"},
+      {(365 * 2 * 24 + 25) * kH, "2y1d"},
+      {(365 * 8 * 24 + 2) * kH, "8y"},
+  };
+  for (const auto& [ms, want] : cases) EXPECT_EQ(HumanDuration(ms), want) << ms;
+  EXPECT_EQ(HumanDuration(-5 * kS), "<invalid>");
+  EXPECT_EQ(HumanDuration(-500), "0s");
+}
+
+json TesseraNode(const std::string& heartbeat, bool unschedulable) {
+  json gpus = json::array();
+  for (int i = 0; i < 4; ++i) {
+    gpus.push_back({{"index", i},
+                    {"uuid", "GPU-" + std::to_string(i)},
+                    {"model", "A100-80GB"},
+                    {"memoryMiB", 81920},
+                    {"health", i == 3 ? "Unhealthy" : "Healthy"}});
+  }
+  return {{"apiVersion", "tessera.io/v1"},
+          {"kind", "Node"},
+          {"metadata",
+           {{"name", "gpu-a"},
+            {"resourceVersion", "7"},
+            {"creationTimestamp", "2026-11-23T10:00:00.000Z"},
+            {"labels", {{"node-role.kubernetes.io/worker", ""}}}}},
+          {"spec",
+           {{"unschedulable", unschedulable},
+            {"taints", {{{"key", "gpu"}, {"value", "a100"}, {"effect", "NoSchedule"}}}}}},
+          {"status",
+           {{"allocatable", {{"cpu", "64"}, {"memory", "512Gi"}}},
+            {"gpus", gpus},
+            {"driverVersion", "550.54.15"},
+            {"heartbeat", heartbeat}}}};
+}
+
+TEST(Kube, NodeViewCarriesGpusReadinessAndCordon) {
+  const int64_t now = ParseTime("2026-11-23T12:00:00.000Z");
+  const json n = KubeNode(TesseraNode("2026-11-23T11:59:55.000Z", false), now, 40'000);
+  EXPECT_EQ(n["apiVersion"], "v1");
+  EXPECT_EQ(n["kind"], "Node");
+  EXPECT_EQ(n["metadata"]["resourceVersion"], "7");
+  EXPECT_EQ(n["metadata"]["labels"]["kubernetes.io/hostname"], "gpu-a");
+  EXPECT_EQ(n["status"]["capacity"]["nvidia.com/gpu"], "4");
+  EXPECT_EQ(n["status"]["allocatable"]["nvidia.com/gpu"], "3");  // one card unhealthy
+  EXPECT_EQ(n["status"]["allocatable"]["cpu"], "64");
+  EXPECT_EQ(n["spec"]["taints"][0]["key"], "gpu");
+  EXPECT_FALSE(n["spec"].contains("unschedulable"));
+  EXPECT_EQ(n["status"]["conditions"][0]["type"], "Ready");
+  EXPECT_EQ(n["status"]["conditions"][0]["status"], "True");
+  EXPECT_EQ(n["metadata"]["annotations"]["tessera.io/driver-version"], "550.54.15");
+
+  // A stale heartbeat: Unknown, as the node lifecycle controller says; cordoned.
+  const json stale = KubeNode(TesseraNode("2026-11-23T11:58:00.000Z", true), now, 40'000);
+  EXPECT_EQ(stale["status"]["conditions"][0]["status"], "Unknown");
+  EXPECT_EQ(stale["status"]["conditions"][0]["reason"], "NodeStatusUnknown");
+  EXPECT_EQ(stale["spec"]["unschedulable"], true);
+
+  const json table = NodeTable({n, stale}, "9", now);
+  EXPECT_EQ(table["kind"], "Table");
+  EXPECT_EQ(table["apiVersion"], "meta.k8s.io/v1");
+  ASSERT_EQ(table["rows"].size(), 2u);
+  const json& cells = table["rows"][0]["cells"];
+  EXPECT_EQ(cells[0], "gpu-a");
+  EXPECT_EQ(cells[1], "Ready");
+  EXPECT_EQ(cells[2], "worker");
+  EXPECT_EQ(cells[3], "120m");  // created two hours before now
+  EXPECT_EQ(cells[5], "3/4");
+  EXPECT_EQ(table["rows"][1]["cells"][1], "Unknown,SchedulingDisabled");
+  EXPECT_EQ(table["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+  EXPECT_EQ(table["columnDefinitions"].size(), cells.size());
+}
+
+TEST(Kube, DiscoveryNamesEveryServedResource) {
+  const json core = CoreResourceList();
+  EXPECT_EQ(core["groupVersion"], "v1");
+  EXPECT_EQ(core["resources"][0]["name"], "nodes");
+  EXPECT_EQ(core["resources"][0]["namespaced"], false);
+  const json groups = ApiGroupList();
+  EXPECT_EQ(groups["groups"][0]["name"], "tessera.io");
+  EXPECT_EQ(groups["groups"][0]["preferredVersion"]["groupVersion"], "tessera.io/v1");
+  const json tessera = TesseraResourceList();
+  bool jobs = false;
+  for (const json& r : tessera["resources"]) {
+    if (r["name"] == "jobs") {
+      jobs = true;
+      EXPECT_EQ(r["kind"], "Job");
+      EXPECT_EQ(r["namespaced"], true);
+      EXPECT_NE(std::find(r["verbs"].begin(), r["verbs"].end(), "watch"), r["verbs"].end());
+    }
+  }
+  EXPECT_TRUE(jobs);
+  EXPECT_TRUE(WantsTable("application/json;as=Table;v=v1;g=meta.k8s.io,application/json"));
+  EXPECT_FALSE(WantsTable("application/json"));
+}
+
+}  // namespace
+}  // namespace tessera::api
