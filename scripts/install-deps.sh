@@ -8,7 +8,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev
   libboost-dev libsqlite3-dev libyaml-cpp-dev libyaml-dev libssl-dev prometheus-cpp-dev
-  prometheus
+  prometheus openssl
 )
 
 missing=()
@@ -17,6 +17,13 @@ for p in "${PACKAGES[@]}"; do
     missing+=("$p")
   fi
 done
+
+# kubectl: Debian's kubernetes-client, unless a kubectl is already installed (its package would
+# conflict over /usr/bin/kubectl); the kubectl test runs the one on PATH.
+if ! command -v kubectl >/dev/null 2>&1 &&
+  ! dpkg-query -W -f='${Status}' kubernetes-client 2>/dev/null | grep -q "install ok installed"; then
+  missing+=(kubernetes-client)
+fi
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0

@@ -32,12 +32,44 @@ CLI::App* AddDevCommand(CLI::App& app, DevOptions& o) {
   cmd->add_option("--fake-gpus", o.fake_gpus,
                   "Simulated GPUs, e.g. 8xH100-80GB (default: NVML's, else 8xH100-80GB)");
   cmd->add_option("--policy", o.policy, "Placement policy")->capture_default_str();
-  cmd->add_flag("!--no-config", o.write_config, "Do not write ~/.tessera/config");
+  cmd->add_flag("!--no-config", o.write_config,
+                "Do not write ~/.tessera/config and ~/.tessera/kubeconfig");
+  cmd->add_flag("--plain-http", o.plain_http,
+                "Serve plain HTTP instead of HTTPS with the server's own CA (kubectl then sends "
+                "no token)");
   cmd->add_option("--nvml-library", o.nvml_library, "Path of libnvidia-ml")->capture_default_str();
   AddAccountingFlags(cmd, o.accounting);
   AddQueueingFlags(cmd, o.queueing);
   return cmd;
 }
+
+namespace {
+
+// Writes `text` to `path` readable by its owner only; false on failure.
+bool WritePrivate(const std::string& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0) return false;
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  return ok;
+}
+
+// A kubeconfig for the dev cluster: its URL, the CA to trust and the admin token.
+std::string Kubeconfig(const std::string& url, const std::string& ca, const std::string& token) {
+  const json cfg = {
+      {"apiVersion", "v1"},
+      {"kind", "Config"},
+      {"clusters",
+       {{{"name", "tessera-dev"}, {"cluster", {{"server", url}, {"certificate-authority", ca}}}}}},
+      {"users", {{{"name", "tessera-admin"}, {"user", {{"token", token}}}}}},
+      {"contexts",
+       {{{"name", "tessera-dev"},
+         {"context", {{"cluster", "tessera-dev"}, {"user", "tessera-admin"}}}}}},
+      {"current-context", "tessera-dev"}};
+  return cfg.dump(2) + "\n";  // JSON is YAML
+}
+
+}  // namespace
 
 int RunDev(const DevOptions& o, std::ostream& out, std::ostream& err) {
   sigset_t stop = BlockStopSignals();
@@ -57,6 +89,15 @@ int RunDev(const DevOptions& o, std::ostream& out, std::ostream& err) {
     err << "error: " << st.message() << "\n";
     return 2;
   }
+  std::string ca;
+  if (!o.plain_http) {
+    auto made = UseOwnCertificate(o.data_dir + "/server", http.host, {}, &http);
+    if (!made.ok()) {
+      err << "error: " << made.status().message() << "\n";
+      return 1;
+    }
+    ca = std::filesystem::absolute(*made).string();
+  }
   ControlPlane cp;
   if (int code =
           StartControlPlane(o.data_dir + "/server", http, loop_options, o.accounting, &cp, err);
@@ -66,7 +107,8 @@ int RunDev(const DevOptions& o, std::ostream& out, std::ostream& err) {
   std::string admin;
   std::getline(std::ifstream(o.data_dir + "/server/admin.token"), admin);
   server::ApiServer* handler = cp.api.get();
-  const std::string addr = http.host + ":" + std::to_string(cp.http->port());
+  const std::string addr =
+      (ca.empty() ? "" : "https://") + http.host + ":" + std::to_string(cp.http->port());
 
   // The agent: this machine's GPUs, or simulated ones.
   AgentOptions ao;
@@ -101,6 +143,8 @@ int RunDev(const DevOptions& o, std::ostream& out, std::ostream& err) {
   ep.host = http.host;
   ep.port = std::to_string(cp.http->port());
   ep.token = json::parse(token.body)["token"];
+  ep.tls = !ca.empty();
+  ep.ca_file = ca;
   std::mutex mu;
   std::condition_variable cv;
   bool stopping = false;
@@ -119,15 +163,21 @@ int RunDev(const DevOptions& o, std::ostream& out, std::ostream& err) {
     const std::string dir = std::string(home ? home : ".") + "/.tessera";
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
-    const std::string path = dir + "/config";
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    const std::string text = "server: " + addr + "\ntoken: " + admin + "\n";
-    if (fd < 0 || ::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
-      err << "warning: cannot write " << path << "\n";
+    std::string config = "server: " + addr + "\ntoken: " + admin + "\n";
+    if (!ca.empty()) config += "ca: " + ca + "\n";
+    if (WritePrivate(dir + "/config", config)) {
+      out << "wrote " << dir << "/config (server and admin token for the tessera commands)\n";
     } else {
-      out << "wrote " << path << " (server and admin token for the tessera commands)\n";
+      err << "warning: cannot write " << dir << "/config\n";
     }
-    if (fd >= 0) ::close(fd);
+    if (!ca.empty()) {
+      if (WritePrivate(dir + "/kubeconfig", Kubeconfig(addr, ca, admin))) {
+        out << "wrote " << dir << "/kubeconfig (for kubectl: KUBECONFIG=" << dir
+            << "/kubeconfig kubectl get nodes)\n";
+      } else {
+        err << "warning: cannot write " << dir << "/kubeconfig\n";
+      }
+    }
   }
   out << "listening on " << addr << "\n"
       << "state in " << o.data_dir << "; try:\n"

@@ -19,6 +19,7 @@ struct DevOptions {
   std::string fake_gpus;  // empty: NVML, falling back to 8xH100-80GB
   std::string policy = "fragpack";
   bool write_config = true;
+  bool plain_http = false;  // serve HTTP instead of HTTPS with the own CA
   std::string nvml_library = "libnvidia-ml.so.1";
   AccountingFlags accounting;
   QueueingFlags queueing;

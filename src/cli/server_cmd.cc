@@ -1,6 +1,7 @@
 #include "cli/server_cmd.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <boost/asio/ip/address.hpp>
 
@@ -8,6 +9,7 @@
 #include "server/api_server.h"
 #include "server/http_server.h"
 #include "server/scheduling_loop.h"
+#include "server/serving_cert.h"
 
 namespace tessera::cli {
 
@@ -19,7 +21,12 @@ CLI::App* AddServerCommand(CLI::App& app, ServerOptions& opts) {
       ->capture_default_str();
   cmd->add_option("--tls-cert", opts.tls_cert, "PEM certificate chain: serve HTTPS");
   cmd->add_option("--tls-key", opts.tls_key, "PEM private key of the certificate");
-  cmd->add_flag("--insecure", opts.insecure, "Allow plain HTTP on a non-loopback address");
+  cmd->add_option("--tls-san", opts.tls_sans,
+                  "More host names or addresses the server's own serving certificate names");
+  cmd->add_flag("--plain-http", opts.plain_http,
+                "Serve plain HTTP instead of HTTPS (loopback only, unless --insecure)");
+  cmd->add_flag("--insecure", opts.insecure,
+                "With --plain-http: allow plain HTTP on a non-loopback address");
   cmd->add_option("--max-body-bytes", opts.max_body_bytes, "Largest request body accepted")
       ->capture_default_str();
   cmd->add_option("--policy", opts.policy, "Placement policy of the scheduling loop")
@@ -130,12 +137,25 @@ int RunServer(const ServerOptions& opts, std::ostream& out, std::ostream& err) {
     err << "error: --listen: invalid address \"" << http.host << "\"\n";
     return 2;
   }
-  const bool tls = !opts.tls_cert.empty() || !opts.tls_key.empty();
+  const bool own_cert = opts.tls_cert.empty() && opts.tls_key.empty() && !opts.plain_http;
+  const bool tls = !opts.plain_http;
+  if (opts.plain_http && (!opts.tls_cert.empty() || !opts.tls_key.empty())) {
+    err << "error: --plain-http: not with --tls-cert/--tls-key\n";
+    return 2;
+  }
   if (!addr.is_loopback() && !tls && !opts.insecure) {
     err << "error: --listen " << opts.listen
-        << ": listening beyond loopback needs TLS (--tls-cert and --tls-key), or --insecure to "
-           "accept plain HTTP\n";
+        << ": plain HTTP beyond loopback needs --insecure (HTTPS is the default)\n";
     return 2;
+  }
+  std::string ca;
+  if (own_cert) {
+    auto made = UseOwnCertificate(opts.data_dir, http.host, opts.tls_sans, &http);
+    if (!made.ok()) {
+      err << "error: " << made.status().message() << "\n";
+      return 1;
+    }
+    ca = std::move(made).value();
   }
   // Block the stop signals before any thread starts, then wait for one of them.
   sigset_t stop = BlockStopSignals();
@@ -151,6 +171,7 @@ int RunServer(const ServerOptions& opts, std::ostream& out, std::ostream& err) {
       code != 0) {
     return code;
   }
+  if (!ca.empty()) out << "CA: " << ca << std::endl;
   out << "listening on " << (tls ? "https://" : "") << http.host << ":" << cp.http->port()
       << std::endl;
   out << "admin token: " << opts.data_dir << "/admin.token" << std::endl;
@@ -159,6 +180,23 @@ int RunServer(const ServerOptions& opts, std::ostream& out, std::ostream& err) {
   cp.Stop();
   out << "stopped" << std::endl;
   return 0;
+}
+
+Result<std::string> UseOwnCertificate(const std::string& data_dir, const std::string& host,
+                                      const std::vector<std::string>& extra,
+                                      server::HttpServerOptions* http) {
+  std::vector<std::string> hosts = {"127.0.0.1", "::1", "localhost"};
+  if (host != "0.0.0.0" && host != "::" && host != "127.0.0.1" && host != "::1") {
+    hosts.push_back(host);
+  }
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) == 0 && name[0] != '\0') hosts.emplace_back(name);
+  hosts.insert(hosts.end(), extra.begin(), extra.end());
+  auto cert = server::EnsureServingCert(data_dir + "/tls", hosts);
+  if (!cert.ok()) return cert.status();
+  http->tls_cert_file = cert->cert_file;
+  http->tls_key_file = cert->key_file;
+  return cert->ca_file;
 }
 
 sigset_t BlockStopSignals() {

@@ -43,8 +43,10 @@ struct ServerOptions {
   std::string data_dir = "tessera-data";
   std::string listen = "127.0.0.1:8443";  // host:port; port 0 picks a free one
   bool insecure = false;                  // allow plain HTTP on a non-loopback address
+  bool plain_http = false;                // serve HTTP instead of HTTPS with the own CA
   std::string tls_cert;                   // PEM certificate chain; with tls_key: HTTPS only
   std::string tls_key;
+  std::vector<std::string> tls_sans;  // more names the generated serving certificate covers
   size_t max_body_bytes = 4 << 20;
   std::string policy = "fragpack";  // placement policy of the scheduling loop
   int node_grace_seconds = 40;      // missed heartbeats before a node is NotReady
@@ -53,6 +55,13 @@ struct ServerOptions {
 };
 
 CLI::App* AddServerCommand(CLI::App& app, ServerOptions& opts);
+
+// Serves HTTPS with the server's own CA (made or reused under <data_dir>/tls): a serving
+// certificate for loopback, this host's name, `host` (unless a wildcard) and `extra`. Returns
+// the CA's path, for clients to trust.
+Result<std::string> UseOwnCertificate(const std::string& data_dir, const std::string& host,
+                                      const std::vector<std::string>& extra,
+                                      server::HttpServerOptions* http);
 
 // Blocks SIGINT and SIGTERM in this thread (and the threads it starts later) and returns them,
 // for sigwait / sigtimedwait.

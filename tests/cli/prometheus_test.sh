@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A real Prometheus (Debian's package) scrapes `tessera dev` on fake GPUs with the shipped
 # deploy/prometheus config and rules. One GPU is driven to 90 °C through the fake NVML library;
-# Prometheus's own /apis/tessera.io/v1/alerts shows the seeds' GPUHighTemperature pending, then firing once
+# Prometheus's own /api/v1/alerts shows the seeds' GPUHighTemperature pending, then firing once
 # its `for: 5m` has passed (so this test takes a little over five minutes), for that GPU only.
 set -euo pipefail
 TESSERA=$1
@@ -43,6 +43,7 @@ for _ in $(seq 200); do grep -q "listening on" "$WORK/dev.out" && break; sleep 0
 ADDR=$(sed -n 's/^listening on //p' "$WORK/dev.out")
 [ -n "$ADDR" ] || fail "dev did not start: $(cat "$WORK/dev.out")"
 TESSERA_ADDR=$ADDR TESSERA_TOKEN=$(cat "$WORK/dev/server/admin.token") \
+  TESSERA_CA=$WORK/dev/server/tls/ca.crt \
   "$TESSERA" token create --metrics >"$WORK/metrics.token"
 
 # A free loopback port for Prometheus: one nothing answers on.
@@ -55,7 +56,8 @@ done
 mkdir -p "$WORK/prom"
 cp "$DEPLOY"/prometheus/*.yml "$WORK/prom/"
 sed -i -e 's/: 15s/: 1s/' -e "s|/etc/tessera/metrics.token|$WORK/metrics.token|" \
-  -e "s|127.0.0.1:8443|$ADDR|" "$WORK/prom/prometheus.yml"
+  -e "s|127.0.0.1:8443|${ADDR#https://}|" -e "s|/etc/tessera/ca.crt|$WORK/dev/server/tls/ca.crt|" \
+  "$WORK/prom/prometheus.yml"
 promtool check config "$WORK/prom/prometheus.yml" >/dev/null || fail "promtool rejects the config"
 prometheus --config.file="$WORK/prom/prometheus.yml" --storage.tsdb.path="$WORK/prom/data" \
   --web.listen-address="127.0.0.1:$PORT" >"$WORK/prom.out" 2>&1 &
@@ -80,21 +82,21 @@ wait_for() {
 
 wait_for 60 /-/ready "Ready"
 # Scraped with the token, DCGM names and labels, holder labels kept as scraped.
-wait_for 60 '/apis/tessera.io/v1/query?query=DCGM_FI_DEV_GPU_TEMP' '"UUID":"GPU-hot"'
-wait_for 30 '/apis/tessera.io/v1/query?query=DCGM_FI_DEV_GPU_TEMP' '"modelName":"H100-80GB"'
-wait_for 30 '/apis/tessera.io/v1/query?query=tessera_cluster_gpus' '"state":"total"'
-out=$(get '/apis/tessera.io/v1/rules')
+wait_for 60 '/api/v1/query?query=DCGM_FI_DEV_GPU_TEMP' '"UUID":"GPU-hot"'
+wait_for 30 '/api/v1/query?query=DCGM_FI_DEV_GPU_TEMP' '"modelName":"H100-80GB"'
+wait_for 30 '/api/v1/query?query=tessera_cluster_gpus' '"state":"total"'
+out=$(get '/api/v1/rules')
 grep -q '"name":"GPUHighTemperature"' <<<"$out" || fail "seed rules not loaded: $out"
 grep -q '"health":"err"' <<<"$out" && fail "a rule fails to evaluate: $out"
 
 gpus 90
-wait_for 30 '/apis/tessera.io/v1/query?query=DCGM_FI_DEV_GPU_TEMP%3E85' '"UUID":"GPU-hot"'
-wait_for 30 /apis/tessera.io/v1/alerts '"alertname":"GPUHighTemperature"'
-out=$(get /apis/tessera.io/v1/alerts)
+wait_for 30 '/api/v1/query?query=DCGM_FI_DEV_GPU_TEMP%3E85' '"UUID":"GPU-hot"'
+wait_for 30 /api/v1/alerts '"alertname":"GPUHighTemperature"'
+out=$(get /api/v1/alerts)
 grep -q '"state":"pending"' <<<"$out" || fail "not pending first: $out"
 echo "GPUHighTemperature pending; waiting out its for: 5m"
-wait_for 400 /apis/tessera.io/v1/alerts '"state":"firing"'
-out=$(get /apis/tessera.io/v1/alerts)
+wait_for 400 /api/v1/alerts '"state":"firing"'
+out=$(get /api/v1/alerts)
 grep -q '"alertname":"GPUHighTemperature".*"UUID":"GPU-hot"\|"UUID":"GPU-hot".*"alertname":"GPUHighTemperature"' <<<"$out" ||
   fail "the alert is not about GPU-hot: $out"
 grep -q '"UUID":"GPU-cool"' <<<"$out" && fail "the cool GPU alerts too: $out"

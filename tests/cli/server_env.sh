@@ -27,6 +27,9 @@ start_server() {
   grep -q "listening on" "$WORK/server.out" || fail "server did not start: $(cat "$WORK/server.out")"
   export TESSERA_ADDR=$(sed -n 's/^listening on //p' "$WORK/server.out")
   export TESSERA_TOKEN=$(cat "$WORK/data/admin.token")
+  # HTTPS with the server's own CA unless SERVER_ARGS says --plain-http.
+  TESSERA_CA=$(sed -n 's/^CA: //p' "$WORK/server.out")
+  if [ -n "$TESSERA_CA" ]; then export TESSERA_CA; else unset TESSERA_CA; fi
 }
 
 # Runs a command expecting exit code $1; its stdout+stderr are left in $OUT.

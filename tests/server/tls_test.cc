@@ -13,6 +13,7 @@
 #include "cli/client.h"
 #include "server/api_server.h"
 #include "server/http_server.h"
+#include "server/serving_cert.h"
 
 namespace tessera::server {
 namespace {
@@ -128,12 +129,13 @@ TEST_F(TlsTest, JobLogsAreShippedByAgentsAndFollowedOverHttps) {
           .dump(),
       "application/json");
   ASSERT_TRUE(bound.ok() && bound->status == 200) << bound->body;
-  auto agent_token =
-      cli::Request(admin, "POST", "/apis/tessera.io/v1/tokens", R"({"role": "agent", "node": "n1"})");
+  auto agent_token = cli::Request(admin, "POST", "/apis/tessera.io/v1/tokens",
+                                  R"({"role": "agent", "node": "n1"})");
   ASSERT_TRUE(agent_token.ok() && agent_token->status == 201);
   cli::Endpoint agent = admin;
   agent.token = nlohmann::json::parse(agent_token->body)["token"];
-  auto team_token = cli::Request(admin, "POST", "/apis/tessera.io/v1/tokens", R"({"namespace": "team-a"})");
+  auto team_token =
+      cli::Request(admin, "POST", "/apis/tessera.io/v1/tokens", R"({"namespace": "team-a"})");
   cli::Endpoint team = admin;
   team.token = nlohmann::json::parse(team_token->body)["token"];
   const std::string logs = "/apis/tessera.io/v1/namespaces/team-a/jobs/train/logs";
@@ -143,15 +145,17 @@ TEST_F(TlsTest, JobLogsAreShippedByAgentsAndFollowedOverHttps) {
   EXPECT_EQ(cli::Request(agent, "POST", logs, "no pod\n")->status, 400);
   // Not a pod bound to its node: refused.
   EXPECT_EQ(cli::Request(agent, "POST", logs + "?pod=worker-7", "forged\n")->status, 403);
-  auto n2_token =
-      cli::Request(admin, "POST", "/apis/tessera.io/v1/tokens", R"({"role": "agent", "node": "n2"})");
+  auto n2_token = cli::Request(admin, "POST", "/apis/tessera.io/v1/tokens",
+                               R"({"role": "agent", "node": "n2"})");
   cli::Endpoint n2 = admin;
   n2.token = nlohmann::json::parse(n2_token->body)["token"];
   EXPECT_EQ(cli::Request(n2, "POST", logs + "?pod=worker-0", "forged\n")->status, 403);
   auto read = cli::Request(team, "GET", logs);
   ASSERT_EQ(read->status, 200);
   EXPECT_EQ(read->body, "epoch 1\n");
-  EXPECT_EQ(cli::Request(team, "GET", "/apis/tessera.io/v1/namespaces/team-a/jobs/nope/logs")->status, 404);
+  EXPECT_EQ(
+      cli::Request(team, "GET", "/apis/tessera.io/v1/namespaces/team-a/jobs/nope/logs")->status,
+      404);
 
   // Following: what is there, then what the agent ships while the stream is open.
   std::string got;
@@ -181,6 +185,54 @@ TEST(TlsConfig, BothFilesAreNeededAndMustLoad) {
   auto r = HttpServer::Start(o, [](const HttpRequest&) { return HttpResponse(); });
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("TLS certificate"), std::string::npos);
+}
+
+std::string FileText(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The server's own CA: made once, trusted by clients, kept across restarts; the serving
+// certificate is made again (by the same CA) when it must name another host.
+TEST(ServingCert, MadeOnceTrustedByClientsAndRemadeForNewHosts) {
+  char tmpl[] = "/tmp/tessera-ca-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = std::string(tmpl) + "/tls";
+  auto first = EnsureServingCert(dir, {"127.0.0.1", "localhost"});
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  EXPECT_EQ(std::filesystem::status(first->key_file).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  EXPECT_EQ(std::filesystem::status(dir + "/ca.key").permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  const std::string ca = FileText(first->ca_file), cert = FileText(first->cert_file);
+
+  // A client that trusts ca.crt reaches the server at 127.0.0.1.
+  auto api = ApiServer::Open(std::string(tmpl) + "/data");
+  ASSERT_TRUE(api.ok());
+  HttpServerOptions o;
+  o.tls_cert_file = first->cert_file;
+  o.tls_key_file = first->key_file;
+  auto srv = HttpServer::Start(o, [&](const HttpRequest& r) { return (*api)->Handle(r); });
+  ASSERT_TRUE(srv.ok()) << srv.status().message();
+  cli::Endpoint ep;
+  ep.port = std::to_string((*srv)->port());
+  ep.tls = true;
+  ep.ca_file = first->ca_file;
+  auto r = cli::Request(ep, "GET", "/version");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->status, 200);
+  (*srv)->Stop();
+
+  // Same hosts: both reused. Another host: the CA stays, the serving certificate is new.
+  auto again = EnsureServingCert(dir, {"127.0.0.1"});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(FileText(again->ca_file), ca);
+  EXPECT_EQ(FileText(again->cert_file), cert);
+  auto more = EnsureServingCert(dir, {"127.0.0.1", "gpu-head.example"});
+  ASSERT_TRUE(more.ok());
+  EXPECT_EQ(FileText(more->ca_file), ca);
+  EXPECT_NE(FileText(more->cert_file), cert);
+  std::filesystem::remove_all(tmpl);
 }
 
 }  // namespace
