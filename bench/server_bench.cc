@@ -7,7 +7,8 @@
 //   BM_WatchFanout/<watchers>: <watchers> watch streams open on the jobs of one namespace; one
 //     iteration creates 100 jobs and waits until every watcher has received all 100 events.
 //     Counter events_per_second = watchers x 100 / time.
-//   BM_HealthzDuringApply/<docs>: one POST /apis/tessera.io/v1/apply of <docs> Job documents (YAML, all or
+//   BM_HealthzDuringApply/<docs>: one POST /apis/tessera.io/v1/apply of <docs> Job documents (YAML,
+//   all or
 //     nothing) while another connection polls /healthz every 5 ms; counters healthz_p50_ms and
 //     healthz_max_ms are the probe's latencies while the apply ran, apply_ms the apply's.
 #include <benchmark/benchmark.h>
@@ -78,7 +79,8 @@ class Poster {
     stream_.connect({asio::ip::make_address("127.0.0.1"), port});
   }
   bool Create(const std::string& name) {
-    http::request<http::string_body> req(http::verb::post, "/apis/tessera.io/v1/namespaces/bench/jobs", 11);
+    http::request<http::string_body> req(http::verb::post,
+                                         "/apis/tessera.io/v1/namespaces/bench/jobs", 11);
     req.set(http::field::host, "127.0.0.1");
     req.set(http::field::authorization, "Bearer " + token_);
     req.body() = JobBody(name);

@@ -149,8 +149,9 @@ Status Worker::ShipLogs(PodState& p) {
   std::string data(static_cast<size_t>(n), '\0');
   in.read(data.data(), n);
   const Assignment& a = p.assignment;
-  auto r = api_.Call("POST", "/apis/tessera.io/v1/namespaces/" + a.ns + "/jobs/" + a.job + "/logs?pod=" + a.pod,
-                     data, "text/plain");
+  auto r = api_.Call(
+      "POST", "/apis/tessera.io/v1/namespaces/" + a.ns + "/jobs/" + a.job + "/logs?pod=" + a.pod,
+      data, "text/plain");
   if (!r.ok()) return r.status();
   if (r->status == 200 || r->status == 404) {
     p.log_offset += n;

@@ -75,10 +75,11 @@ const api::KindInfo* KindOrComplain(const std::string& word, std::ostream& err) 
   return kind;
 }
 
-// "/apis/tessera.io/v1/namespaces/<ns>/<plural>", or "/apis/tessera.io/v1/<plural>" for cluster-scoped kinds and when
-// `ns` is empty (all namespaces).
+// "/apis/tessera.io/v1/namespaces/<ns>/<plural>", or "/apis/tessera.io/v1/<plural>" for
+// cluster-scoped kinds and when `ns` is empty (all namespaces).
 std::string CollectionPath(const api::KindInfo& kind, const std::string& ns) {
-  return "/apis/tessera.io/v1/" + (kind.namespaced && !ns.empty() ? "namespaces/" + ns + "/" : std::string()) +
+  return "/apis/tessera.io/v1/" +
+         (kind.namespaced && !ns.empty() ? "namespaces/" + ns + "/" : std::string()) +
          std::string(kind.plural);
 }
 
@@ -261,8 +262,8 @@ int Apply(const ResourceOptions& o, std::istream& in, std::ostream& out, std::os
   int code = 0;
   for (const auto& [name, text] : sources) {
     int send_code = 0;
-    auto r = Send(o, "POST", "/apis/tessera.io/v1/apply?namespace=" + o.ns, text, "application/yaml", err,
-                  &send_code);
+    auto r = Send(o, "POST", "/apis/tessera.io/v1/apply?namespace=" + o.ns, text,
+                  "application/yaml", err, &send_code);
     if (!r) return send_code;
     if (r->status != 200) {
       err << name << ": ";
@@ -496,7 +497,8 @@ int TokenCreate(const ResourceOptions& o, std::ostream& out, std::ostream& err) 
     body = {{"role", "metrics"}};
   }
   int code = 0;
-  auto r = Send(o, "POST", "/apis/tessera.io/v1/tokens", body.dump(), "application/json", err, &code);
+  auto r =
+      Send(o, "POST", "/apis/tessera.io/v1/tokens", body.dump(), "application/json", err, &code);
   if (!r) return code;
   if (r->status != 201) return Refused(*r, err);
   out << json::parse(r->body).value("token", "") << "\n";
@@ -790,9 +792,10 @@ int Logs(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
 // Events of a namespace (or all), oldest first.
 int Events(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
   int code = 0;
-  auto events =
-      List(o, o.all_namespaces ? "/apis/tessera.io/v1/events" : "/apis/tessera.io/v1/namespaces/" + o.ns + "/events", err,
-           &code);
+  auto events = List(o,
+                     o.all_namespaces ? "/apis/tessera.io/v1/events"
+                                      : "/apis/tessera.io/v1/namespaces/" + o.ns + "/events",
+                     err, &code);
   if (!events) return code;
   std::sort(events->begin(), events->end(), [](const json& a, const json& b) {
     return a["spec"].value("time", "") < b["spec"].value("time", "");

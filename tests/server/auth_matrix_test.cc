@@ -148,8 +148,8 @@ TEST_F(AuthMatrixTest, EveryPrincipalVerbKindAndNamespace) {
       const std::string ns = where == Where::kOwn     ? "team-a"
                              : where == Where::kOther ? "team-b"
                                                       : "";
-      const std::string base =
-          "/apis/tessera.io/v1/" + (ns.empty() ? "" : "namespaces/" + ns + "/") + std::string(k.plural);
+      const std::string base = "/apis/tessera.io/v1/" +
+                               (ns.empty() ? "" : "namespaces/" + ns + "/") + std::string(k.plural);
       for (Who who : {Who::kAdmin, Who::kTeamA, Who::kAgentN1, Who::kJoin, Who::kMetrics}) {
         for (Op op : {Op::kList, Op::kGet, Op::kWatch, Op::kCreate, Op::kReplace, Op::kDelete}) {
           Reset(kind, ns);
@@ -290,34 +290,43 @@ TEST_F(AuthMatrixTest, EndpointsOutsideTheObjectPaths) {
 TEST_F(AuthMatrixTest, ObjectLevelRules) {
   // A namespace token: LocalQueues only onto Queues open to it.
   json lq = Sample("LocalQueue", "team-a", "mine");
-  EXPECT_EQ(Call(Who::kTeamA, "POST", "/apis/tessera.io/v1/namespaces/team-a/localqueues", lq.dump()).status,
-            201);
+  EXPECT_EQ(
+      Call(Who::kTeamA, "POST", "/apis/tessera.io/v1/namespaces/team-a/localqueues", lq.dump())
+          .status,
+      201);
   lq["metadata"]["name"] = "theirs";
   lq["spec"]["clusterQueue"] = "q-closed";
-  HttpResponse r = Call(Who::kTeamA, "POST", "/apis/tessera.io/v1/namespaces/team-a/localqueues", lq.dump());
+  HttpResponse r =
+      Call(Who::kTeamA, "POST", "/apis/tessera.io/v1/namespaces/team-a/localqueues", lq.dump());
   EXPECT_EQ(r.status, 403);
   EXPECT_NE(r.body.find("allowedNamespaces"), std::string::npos) << r.body;
   EXPECT_EQ(Call(Who::kTeamA, "POST", "/apis/tessera.io/v1/apply", lq.dump()).status, 403);
   // A namespace token cannot lift its own quota.
-  ASSERT_EQ(
-      Call(Who::kAdmin, "POST", "/apis/tessera.io/v1/apply", Sample("NamespaceQuota", "team-a", "q").dump())
-          .status,
-      200);
-  EXPECT_EQ(Call(Who::kTeamA, "DELETE", "/apis/tessera.io/v1/namespaces/team-a/namespacequotas/q").status, 403);
+  ASSERT_EQ(Call(Who::kAdmin, "POST", "/apis/tessera.io/v1/apply",
+                 Sample("NamespaceQuota", "team-a", "q").dump())
+                .status,
+            200);
   EXPECT_EQ(
-      Call(Who::kTeamA, "POST", "/apis/tessera.io/v1/apply", Sample("NamespaceQuota", "team-a", "q").dump())
-          .status,
+      Call(Who::kTeamA, "DELETE", "/apis/tessera.io/v1/namespaces/team-a/namespacequotas/q").status,
       403);
+  EXPECT_EQ(Call(Who::kTeamA, "POST", "/apis/tessera.io/v1/apply",
+                 Sample("NamespaceQuota", "team-a", "q").dump())
+                .status,
+            403);
 
   // The agent of n1: its own Node only.
   json node = Sample("Node", "", "n1");
   EXPECT_EQ(Call(Who::kAgentN1, "POST", "/apis/tessera.io/v1/nodes", node.dump()).status, 201);
   EXPECT_EQ(Call(Who::kAgentN1, "GET", "/apis/tessera.io/v1/nodes/n1").status, 200);
   EXPECT_EQ(Call(Who::kAgentN1, "PUT", "/apis/tessera.io/v1/nodes/n1", node.dump()).status, 200);
-  EXPECT_EQ(Call(Who::kAgentN1, "POST", "/apis/tessera.io/v1/nodes", Sample("Node", "", "n2").dump()).status,
-            403);
-  EXPECT_EQ(Call(Who::kAgentN1, "POST", "/apis/tessera.io/v1/apply", Sample("Node", "", "n2").dump()).status,
-            403);
+  EXPECT_EQ(
+      Call(Who::kAgentN1, "POST", "/apis/tessera.io/v1/nodes", Sample("Node", "", "n2").dump())
+          .status,
+      403);
+  EXPECT_EQ(
+      Call(Who::kAgentN1, "POST", "/apis/tessera.io/v1/apply", Sample("Node", "", "n2").dump())
+          .status,
+      403);
   // Events about its node, in tessera-system; no others.
   EXPECT_EQ(Call(Who::kAgentN1, "POST", "/apis/tessera.io/v1/apply",
                  Sample("Event", "tessera-system", "gpu-1").dump())
@@ -325,7 +334,8 @@ TEST_F(AuthMatrixTest, ObjectLevelRules) {
             200);
   json other_event = Sample("Event", "tessera-system", "gpu-2");
   other_event["spec"]["involvedObject"]["name"] = "n2";
-  EXPECT_EQ(Call(Who::kAgentN1, "POST", "/apis/tessera.io/v1/apply", other_event.dump()).status, 403);
+  EXPECT_EQ(Call(Who::kAgentN1, "POST", "/apis/tessera.io/v1/apply", other_event.dump()).status,
+            403);
 
   // Jobs bound to n1: readable, their pods' state writable, nothing else.
   json job = Sample("Job", "team-a", "bound");
@@ -374,12 +384,19 @@ TEST_F(AuthMatrixTest, ObjectLevelRules) {
   r = Call(Who::kJoin, "POST", "/apis/tessera.io/v1/tokens", R"({"role": "agent", "node": "n3"})");
   ASSERT_EQ(r.status, 201) << r.body;
   const std::string n3 = json::parse(r.body)["token"];
-  EXPECT_EQ(CallWith(n3, "GET", "/apis/tessera.io/v1/nodes/n3").status, 404);  // allowed, not there yet
-  EXPECT_EQ(Call(Who::kJoin, "POST", "/apis/tessera.io/v1/tokens", R"({"role": "agent", "node": "n3"})").status,
-            409);
-  EXPECT_EQ(Call(Who::kJoin, "POST", "/apis/tessera.io/v1/tokens", R"({"role": "agent", "node": "n1"})").status,
-            409);
-  EXPECT_EQ(Call(Who::kJoin, "POST", "/apis/tessera.io/v1/tokens", R"({"namespace": "team-a"})").status, 403);
+  EXPECT_EQ(CallWith(n3, "GET", "/apis/tessera.io/v1/nodes/n3").status,
+            404);  // allowed, not there yet
+  EXPECT_EQ(
+      Call(Who::kJoin, "POST", "/apis/tessera.io/v1/tokens", R"({"role": "agent", "node": "n3"})")
+          .status,
+      409);
+  EXPECT_EQ(
+      Call(Who::kJoin, "POST", "/apis/tessera.io/v1/tokens", R"({"role": "agent", "node": "n1"})")
+          .status,
+      409);
+  EXPECT_EQ(
+      Call(Who::kJoin, "POST", "/apis/tessera.io/v1/tokens", R"({"namespace": "team-a"})").status,
+      403);
 
   // Revocation acts on the next request.
   const std::string id = n3.substr(0, n3.find('.'));

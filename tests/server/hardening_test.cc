@@ -73,8 +73,8 @@ TEST_F(HardeningTest, BodiesThatUsedToAbortTheServerGetA400NamingTheField) {
        "kind: duplicate key"},
   };
   for (const Case& c : cases) {
-    for (const std::string path :
-         {std::string("/apis/tessera.io/v1/apply"), std::string("/apis/tessera.io/v1/namespaces/team-a/jobs")}) {
+    for (const std::string path : {std::string("/apis/tessera.io/v1/apply"),
+                                   std::string("/apis/tessera.io/v1/namespaces/team-a/jobs")}) {
       if (c.content_type != "application/json" && path != "/apis/tessera.io/v1/apply") continue;
       HttpResponse out = Call("POST", path, c.body, c.content_type);
       EXPECT_EQ(out.status, 400) << path << " " << out.body;
@@ -179,7 +179,8 @@ spec:
   for (int restart = 0; restart < 2; ++restart) {
     Cycle();
     Cycle();
-    const json good = json::parse(Call("GET", "/apis/tessera.io/v1/namespaces/team-a/jobs/good", "").body);
+    const json good =
+        json::parse(Call("GET", "/apis/tessera.io/v1/namespaces/team-a/jobs/good", "").body);
     EXPECT_EQ(good["status"]["phase"], "Admitted") << good.dump();
     const std::string metrics = Metrics();
     for (size_t i = 0; i < statuses.size(); ++i) {
@@ -191,7 +192,8 @@ spec:
     Open();  // a restart reads the same store
   }
   // One Warning event per object and version, naming the field.
-  const json events = json::parse(Call("GET", "/apis/tessera.io/v1/namespaces/team-a/events", "").body);
+  const json events =
+      json::parse(Call("GET", "/apis/tessera.io/v1/namespaces/team-a/events", "").body);
   int undecodable = 0;
   for (const json& e : events["items"]) {
     if (e["spec"]["reason"] != "Undecodable") continue;
@@ -263,7 +265,8 @@ namespace tessera::server {
 namespace {
 
 TEST_F(HardeningTest, AnAgentsHeartbeatIsTimedByTheServerAndItsFenceDelaysRebinding) {
-  const HttpResponse minted = Call("POST", "/apis/tessera.io/v1/tokens", R"({"role": "agent", "node": "n1"})");
+  const HttpResponse minted =
+      Call("POST", "/apis/tessera.io/v1/tokens", R"({"role": "agent", "node": "n1"})");
   ASSERT_EQ(minted.status, 201) << minted.body;
   const std::string agent = json::parse(minted.body).value("token", "");
   // The agent's clock is a year behind: the server's clock times the beat all the same.
@@ -276,7 +279,9 @@ TEST_F(HardeningTest, AnAgentsHeartbeatIsTimedByTheServerAndItsFenceDelaysRebind
         {"gpus", {{{"index", 0}, {"uuid", "GPU-0"}, {"model", "H100-80GB"}, {"memoryMiB", 81920}}}},
         {"heartbeat", "2025-11-23T00:00:00Z"},
         {"fenceSeconds", 60}}}};
-  ASSERT_EQ(Call("POST", "/apis/tessera.io/v1/nodes", node.dump(), "application/json", agent).status, 201);
+  ASSERT_EQ(
+      Call("POST", "/apis/tessera.io/v1/nodes", node.dump(), "application/json", agent).status,
+      201);
   const int64_t beat = now_;
   EXPECT_EQ(Get("/apis/tessera.io/v1/nodes/n1")["status"]["heartbeat"], FormatTime(beat));
   // A job lands on the node.
@@ -301,8 +306,10 @@ spec:
   EXPECT_EQ(Job("train")["status"]["phase"], "Pending");
   // fenceSeconds is typed like any status field.
   node["status"]["fenceSeconds"] = "soon";
-  node["metadata"]["resourceVersion"] = Get("/apis/tessera.io/v1/nodes/n1")["metadata"]["resourceVersion"];
-  const HttpResponse bad = Call("PUT", "/apis/tessera.io/v1/nodes/n1", node.dump(), "application/json", agent);
+  node["metadata"]["resourceVersion"] =
+      Get("/apis/tessera.io/v1/nodes/n1")["metadata"]["resourceVersion"];
+  const HttpResponse bad =
+      Call("PUT", "/apis/tessera.io/v1/nodes/n1", node.dump(), "application/json", agent);
   EXPECT_EQ(bad.status, 400);
   EXPECT_NE(Refusal(bad).find("status.fenceSeconds"), std::string::npos) << bad.body;
 }

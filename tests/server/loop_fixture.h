@@ -58,8 +58,8 @@ class LoopTest : public ::testing::Test {
   HttpResponse Put(const nlohmann::json& obj, int want = 200) {
     HttpRequest r;
     r.method = "PUT";
-    r.path = "/apis/tessera.io/v1/namespaces/" + obj["metadata"]["namespace"].get<std::string>() + "/jobs/" +
-             obj["metadata"]["name"].get<std::string>();
+    r.path = "/apis/tessera.io/v1/namespaces/" + obj["metadata"]["namespace"].get<std::string>() +
+             "/jobs/" + obj["metadata"]["name"].get<std::string>();
     r.authorization = "Bearer " + admin_;
     r.content_type = "application/json";
     r.body = obj.dump();
