@@ -1,13 +1,13 @@
 // Reading parsed stored objects without copying and without exceptions: a missing member or
 // one of another type reads as empty.
-#ifndef TESSERA_SERVER_JSON_READ_H_
-#define TESSERA_SERVER_JSON_READ_H_
+#ifndef TESSERA_API_JSON_READ_H_
+#define TESSERA_API_JSON_READ_H_
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 
-namespace tessera::server {
+namespace tessera::api {
 
 // The member `key` of `o`, or null when `o` is not an object or lacks it.
 inline const nlohmann::json& Member(const nlohmann::json& o, const char* key) {
@@ -35,6 +35,6 @@ inline double Num(const nlohmann::json& o, const char* key) {
   return v.is_number() ? v.get<double>() : 0;
 }
 
-}  // namespace tessera::server
+}  // namespace tessera::api
 
-#endif  // TESSERA_SERVER_JSON_READ_H_
+#endif  // TESSERA_API_JSON_READ_H_

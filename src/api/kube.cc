@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "api/json_read.h"
 #include "api/object.h"
 #include "api/time.h"
 
@@ -10,19 +11,6 @@ namespace tessera::api {
 using nlohmann::json;
 
 namespace {
-
-const json kNull;
-
-const json& Member(const json& obj, const char* key) {
-  if (!obj.is_object()) return kNull;
-  auto it = obj.find(key);
-  return it == obj.end() ? kNull : *it;
-}
-
-std::string Str(const json& obj, const char* key) {
-  const json& v = Member(obj, key);
-  return v.is_string() ? v.get<std::string>() : std::string();
-}
 
 // Every resource a kind is served as, with the verbs Tessera answers.
 json Resource(std::string_view plural, std::string_view kind, bool namespaced,

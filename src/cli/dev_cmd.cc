@@ -1,8 +1,6 @@
 #include "cli/dev_cmd.h"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <unistd.h>
 
 #include <condition_variable>
 #include <cstdlib>
@@ -15,6 +13,7 @@
 #include "cli/agent_cmd.h"
 #include "cli/server_cmd.h"
 #include "server/api_server.h"
+#include "server/files.h"
 #include "server/http_server.h"
 #include "server/scheduling_loop.h"
 
@@ -44,15 +43,6 @@ CLI::App* AddDevCommand(CLI::App& app, DevOptions& o) {
 }
 
 namespace {
-
-// Writes `text` to `path` readable by its owner only; false on failure.
-bool WritePrivate(const std::string& path, const std::string& text) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  if (fd < 0) return false;
-  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  ::close(fd);
-  return ok;
-}
 
 // A kubeconfig for the dev cluster: its URL, the CA to trust and the admin token.
 std::string Kubeconfig(const std::string& url, const std::string& ca, const std::string& token) {
@@ -165,13 +155,13 @@ int RunDev(const DevOptions& o, std::ostream& out, std::ostream& err) {
     std::filesystem::create_directories(dir, ec);
     std::string config = "server: " + addr + "\ntoken: " + admin + "\n";
     if (!ca.empty()) config += "ca: " + ca + "\n";
-    if (WritePrivate(dir + "/config", config)) {
+    if (server::WriteFileDurably(dir + "/config", config, 0600).ok()) {
       out << "wrote " << dir << "/config (server and admin token for the tessera commands)\n";
     } else {
       err << "warning: cannot write " << dir << "/config\n";
     }
     if (!ca.empty()) {
-      if (WritePrivate(dir + "/kubeconfig", Kubeconfig(addr, ca, admin))) {
+      if (server::WriteFileDurably(dir + "/kubeconfig", Kubeconfig(addr, ca, admin), 0600).ok()) {
         out << "wrote " << dir << "/kubeconfig (for kubectl: KUBECONFIG=" << dir
             << "/kubeconfig kubectl get nodes)\n";
       } else {

@@ -3,9 +3,14 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "server/json_read.h"
+#include "api/json_read.h"
 
 namespace tessera::server {
+
+using api::ListOf;
+using api::Member;
+using api::Num;
+using api::Str;
 
 using nlohmann::json;
 

@@ -1,11 +1,6 @@
 #include "server/api_server.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -20,6 +15,7 @@
 #include <vector>
 
 #include "api/fields.h"
+#include "api/json_read.h"
 #include "api/kinds.h"
 #include "api/kube.h"
 #include "api/manifest.h"
@@ -27,9 +23,13 @@
 #include "api/quantity.h"
 #include "api/status_schema.h"
 #include "server/accountant.h"
-#include "server/json_read.h"
+#include "server/files.h"
 
 namespace tessera::server {
+
+using api::ListOf;
+using api::Member;
+using api::Str;
 
 using nlohmann::json;
 
@@ -120,6 +120,11 @@ std::optional<int64_t> RequestedVersion(const json& obj) {
   return std::stoll(rv->get<std::string>());
 }
 
+// A path of Tessera's group: /apis/tessera.io/v1 followed by `rest`.
+std::string GroupPath(std::string_view rest) {
+  return std::string(api::kGroupPath) + std::string(rest);
+}
+
 // A parsed API path: /apis/tessera.io/v1[/namespaces/{ns}]/{plural}[/{name}].
 struct Route {
   const api::KindInfo* kind = nullptr;
@@ -151,16 +156,25 @@ Result<Route> ParseRoute(std::string_view path) {
                     std::string(api::kApiVersion));
   }
   if (r.ns && !r.kind->namespaced) {
-    return NotFound(std::string(r.kind->kind) + " is cluster-scoped; use /apis/tessera.io/v1/" +
+    return NotFound(std::string(r.kind->kind) + " is cluster-scoped; use " + GroupPath("/") +
                     std::string(r.kind->plural));
   }
   if (i + 1 < parts.size()) r.name = std::string(parts[i + 1]);
   if (i + 2 < parts.size()) return NotFound("no such path");
   if (r.name && r.kind->namespaced && !r.ns) {
-    return NotFound("a namespaced " + std::string(r.kind->kind) +
-                    " is addressed under /apis/tessera.io/v1/namespaces/{namespace}/");
+    return NotFound("a namespaced " + std::string(r.kind->kind) + " is addressed under " +
+                    GroupPath("/namespaces/{namespace}/"));
   }
   return r;
+}
+
+// The request's labelSelector, if it has one.
+Result<std::optional<api::LabelSelector>> SelectorOf(const HttpRequest& req) {
+  auto it = req.query.find("labelSelector");
+  if (it == req.query.end()) return std::optional<api::LabelSelector>();
+  auto sel = api::LabelSelector::Parse(it->second);
+  if (!sel.ok()) return sel.status();
+  return std::optional<api::LabelSelector>(std::move(sel).value());
 }
 
 enum class Verb : uint8_t { kRead, kWatch, kWrite, kDelete };
@@ -545,7 +559,7 @@ std::string NamespaceView(std::string_view text, const std::string& ns) {
 HttpResponse ApiServer::Tokens(const HttpRequest& req, const Principal& who) {
   using Role = Principal::Role;
   const bool admin = who.role == Role::kAdmin;
-  if (req.method == "GET" && req.path == "/apis/tessera.io/v1/tokens") {
+  if (req.method == "GET" && req.path == GroupPath("/tokens")) {
     if (!admin) return Error(PermissionDenied("only the admin token lists tokens"));
     auto list = tokens_.List();
     if (!list.ok()) return Error(list.status());
@@ -559,19 +573,20 @@ HttpResponse ApiServer::Tokens(const HttpRequest& req, const Principal& who) {
     }
     return Json(200, {{"kind", "TokenList"}, {"apiVersion", api::kApiVersion}, {"items", items}});
   }
-  if (req.method == "DELETE" && req.path.starts_with("/apis/tessera.io/v1/tokens/")) {
+  if (req.method == "DELETE" && req.path.starts_with(GroupPath("/tokens/"))) {
     if (!admin) return Error(PermissionDenied("only the admin token revokes tokens"));
-    const std::string id = req.path.substr(std::string_view("/apis/tessera.io/v1/tokens/").size());
+    const std::string id = req.path.substr(GroupPath("/tokens/").size());
     if (Status s = tokens_.Revoke(id); !s.ok()) return Error(s);
     feed_.CatchUp();
     return Json(
         200, {{"kind", "Status"}, {"status", "Success"}, {"message", "token " + id + " revoked"}});
   }
-  if (req.method != "POST" || req.path != "/apis/tessera.io/v1/tokens") {
+  if (req.method != "POST" || req.path != GroupPath("/tokens")) {
     return Reply(405, "application/json",
                  StatusJson(405, "MethodNotAllowed",
                             "tokens are created with POST, listed with GET and revoked with "
-                            "DELETE /apis/tessera.io/v1/tokens/{id}"));
+                            "DELETE " +
+                                GroupPath("/tokens/{id}")));
   }
   if (!admin && who.role != Role::kJoin) {
     return Error(PermissionDenied("only the admin token creates tokens"));
@@ -815,14 +830,7 @@ Result<std::unique_ptr<ApiServer>> ApiServer::Open(const std::string& data_dir) 
   auto admin = server->tokens_.EnsureAdmin();
   if (!admin.ok()) return admin.status();
   if (admin->has_value()) {
-    const std::string path = data_dir + "/admin.token";
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (fd < 0) return FailedPrecondition("cannot write " + path + ": " + std::strerror(errno));
-    const std::string line = **admin + "\n";
-    const bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
-                    ::fsync(fd) == 0;
-    ::close(fd);
-    if (!ok) return FailedPrecondition("cannot write " + path);
+    TESSERA_RETURN_IF_ERROR(WriteFileDurably(data_dir + "/admin.token", **admin + "\n", 0600));
   }
   return server;
 }
@@ -1026,18 +1034,14 @@ HttpResponse ApiServer::Core(const HttpRequest& req, const Principal& who) {
     }
     return Json(200, node);
   }
-  std::optional<api::LabelSelector> selector;
-  if (auto it = req.query.find("labelSelector"); it != req.query.end()) {
-    auto sel = api::LabelSelector::Parse(it->second);
-    if (!sel.ok()) return Error(sel.status());
-    selector = std::move(sel).value();
-  }
+  auto selector = SelectorOf(req);
+  if (!selector.ok()) return Error(selector.status());
   auto stored = store_->List("Node", std::nullopt);
   if (!stored.ok()) return Error(stored.status());
   std::vector<json> nodes;
   for (const store::StoredObject& o : *stored) {
     json node = api::KubeNode(Served(o), now, node_grace_ms_);
-    if (selector && !selector->Matches(node["metadata"]["labels"])) continue;
+    if (*selector && !(*selector)->Matches(node["metadata"]["labels"])) continue;
     nodes.push_back(std::move(node));
   }
   const std::string version = std::to_string(store_->Revision());
@@ -1082,18 +1086,17 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
     if (who->role == Role::kNamespace) text = NamespaceView(text, who->ns);
     return Reply(200, "text/plain; version=0.0.4", std::move(text));
   }
-  if (req.path == "/apis/tessera.io/v1/usage" && req.method == "GET") {
+  if (req.path == GroupPath("/usage") && req.method == "GET") {
     if (who->role != Principal::Role::kAdmin && who->role != Principal::Role::kNamespace) {
       return Error(PermissionDenied("usage is read with the admin or a namespace token"));
     }
     return Usage(req, *who);
   }
-  if (req.path == "/apis/tessera.io/v1/tokens" ||
-      req.path.starts_with("/apis/tessera.io/v1/tokens/")) {
+  if (req.path == GroupPath("/tokens") || req.path.starts_with(GroupPath("/tokens/"))) {
     return Tokens(req, *who);
   }
 
-  if (req.path == "/apis/tessera.io/v1/apply" && req.method == "POST") {
+  if (req.path == GroupPath("/apply") && req.method == "POST") {
     auto request = ApplyItems(req);
     if (!request.ok()) return Error(request.status());
     const std::vector<json>* items = &request->items;
@@ -1195,20 +1198,16 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
   const bool agent_jobs = who->role == Principal::Role::kAgent && kind == "Job";
 
   if (req.method == "GET" && !route->name) {
-    std::optional<api::LabelSelector> selector;
-    if (auto it = req.query.find("labelSelector"); it != req.query.end()) {
-      auto sel = api::LabelSelector::Parse(it->second);
-      if (!sel.ok()) return Error(sel.status());
-      selector = std::move(sel).value();
-    }
-    if (watching) return Watch(req, kind, route->ns, std::move(selector));
+    auto selector = SelectorOf(req);
+    if (!selector.ok()) return Error(selector.status());
+    if (watching) return Watch(req, kind, route->ns, std::move(selector).value());
     auto list =
         store_->List(kind, route->ns ? std::optional<std::string_view>(*route->ns) : std::nullopt);
     if (!list.ok()) return Error(list.status());
     json items = json::array();
     for (const store::StoredObject& o : *list) {
       json obj = Served(o);
-      if (selector && !selector->Matches(obj["metadata"].value("labels", json()))) continue;
+      if (*selector && !(*selector)->Matches(obj["metadata"].value("labels", json()))) continue;
       if (agent_jobs && !BoundTo(obj, who->node)) continue;
       items.push_back(std::move(obj));
     }

@@ -8,9 +8,11 @@
 #include <optional>
 #include <vector>
 
-#include "server/json_read.h"
+#include "api/json_read.h"
 
 namespace tessera::server {
+
+using api::Str;
 
 namespace {
 

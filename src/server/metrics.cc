@@ -9,10 +9,15 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "api/json_read.h"
 #include "server/api_server.h"
-#include "server/json_read.h"
 
 namespace tessera::server {
+
+using api::ListOf;
+using api::Member;
+using api::Num;
+using api::Str;
 
 using nlohmann::json;
 

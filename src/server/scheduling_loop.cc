@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "api/json_read.h"
 #include "api/json_text.h"
 #include "api/kinds.h"
 #include "api/quantity.h"
@@ -15,9 +16,13 @@
 #include "core/mig.h"
 #include "core/workload.h"
 #include "server/accountant.h"
-#include "server/json_read.h"
 
 namespace tessera::server {
+
+using api::ListOf;
+using api::Member;
+using api::Num;
+using api::Str;
 
 using nlohmann::json;
 

@@ -1,13 +1,11 @@
 #include "server/serving_cert.h"
 
-#include <fcntl.h>
 #include <openssl/bio.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
-#include <unistd.h>
 
 #include <boost/asio/ip/address.hpp>
 #include <cstdio>
@@ -15,6 +13,8 @@
 #include <fstream>
 #include <memory>
 #include <sstream>
+
+#include "server/files.h"
 
 namespace tessera::server {
 namespace {
@@ -37,17 +37,6 @@ std::string ReadAll(const std::string& path) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-Status WriteFile(const std::string& path, const std::string& text, mode_t mode) {
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, mode);
-  if (fd < 0) return Internal("cannot write " + tmp);
-  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
-                  ::fsync(fd) == 0;
-  ::close(fd);
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) return Internal("cannot write " + path);
-  return Status::Ok();
 }
 
 std::string Pem(X509* cert) {
@@ -78,6 +67,12 @@ Key LoadKey(const std::string& path) {
   if (text.empty()) return nullptr;
   Bio bio(BIO_new_mem_buf(text.data(), static_cast<int>(text.size())));
   return Key(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
+}
+
+bool IsIpAddress(const std::string& host) {
+  boost::system::error_code ec;
+  boost::asio::ip::make_address(host, ec);
+  return !ec;
 }
 
 bool AddExtension(X509* cert, X509* issuer, int nid, const char* value) {
@@ -121,9 +116,7 @@ Result<Cert> MakeCert(EVP_PKEY* key, const std::string& cn, int64_t days, X509* 
   } else {
     std::string san;
     for (const std::string& h : hosts) {
-      boost::system::error_code ec;
-      boost::asio::ip::make_address(h, ec);
-      san += (san.empty() ? "" : ",") + std::string(ec ? "DNS:" : "IP:") + h;
+      san += (san.empty() ? "" : ",") + std::string(IsIpAddress(h) ? "IP:" : "DNS:") + h;
     }
     ok = ok && AddExtension(cert.get(), signer, NID_basic_constraints, "critical,CA:FALSE") &&
          AddExtension(cert.get(), signer, NID_key_usage, "critical,digitalSignature") &&
@@ -143,10 +136,8 @@ bool Covers(X509* cert, const std::vector<std::string>& hosts) {
   time_t tomorrow = time(nullptr) + 86400;
   if (X509_cmp_time(X509_get0_notAfter(cert), &tomorrow) <= 0) return false;
   for (const std::string& h : hosts) {
-    boost::system::error_code ec;
-    boost::asio::ip::make_address(h, ec);
-    const int r = ec ? X509_check_host(cert, h.c_str(), h.size(), 0, nullptr)
-                     : X509_check_ip_asc(cert, h.c_str(), 0);
+    const int r = IsIpAddress(h) ? X509_check_ip_asc(cert, h.c_str(), 0)
+                                 : X509_check_host(cert, h.c_str(), h.size(), 0, nullptr);
     if (r != 1) return false;
   }
   return true;
@@ -168,8 +159,8 @@ Result<ServingCert> EnsureServingCert(const std::string& dir,
     auto made = MakeCert(ca_key.get(), "tessera-ca", kCaDays, nullptr, ca_key.get(), true, {});
     if (!made.ok()) return made.status();
     ca = std::move(made).value();
-    TESSERA_RETURN_IF_ERROR(WriteFile(ca_key_file, Pem(ca_key.get()), 0600));
-    TESSERA_RETURN_IF_ERROR(WriteFile(out.ca_file, Pem(ca.get()), 0644));
+    TESSERA_RETURN_IF_ERROR(WriteFileDurably(ca_key_file, Pem(ca_key.get()), 0600));
+    TESSERA_RETURN_IF_ERROR(WriteFileDurably(out.ca_file, Pem(ca.get()), 0644));
   }
   Cert serving = LoadCert(out.cert_file);
   Key key = LoadKey(out.key_file);
@@ -182,8 +173,8 @@ Result<ServingCert> EnsureServingCert(const std::string& dir,
   auto made =
       MakeCert(key.get(), "tessera-server", kServingDays, ca.get(), ca_key.get(), false, hosts);
   if (!made.ok()) return made.status();
-  TESSERA_RETURN_IF_ERROR(WriteFile(out.key_file, Pem(key.get()), 0600));
-  TESSERA_RETURN_IF_ERROR(WriteFile(out.cert_file, Pem(made->get()), 0644));
+  TESSERA_RETURN_IF_ERROR(WriteFileDurably(out.key_file, Pem(key.get()), 0600));
+  TESSERA_RETURN_IF_ERROR(WriteFileDurably(out.cert_file, Pem(made->get()), 0644));
   return out;
 }
 
