@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "api/json_read.h"
+#include "api/kube_kinds.h"
 #include "api/object.h"
 #include "api/time.h"
 
@@ -12,9 +13,15 @@ using nlohmann::json;
 
 namespace {
 
-// Every resource a kind is served as, with the verbs Tessera answers.
-json Resource(std::string_view plural, std::string_view kind, bool namespaced,
-              std::vector<std::string> verbs, std::vector<std::string> short_names = {}) {
+const std::vector<std::string>& ReadWriteVerbs() {
+  static const std::vector<std::string> v = {"create", "delete", "get", "list", "update", "watch"};
+  return v;
+}
+
+}  // namespace
+
+json ApiResource(std::string_view plural, std::string_view kind, bool namespaced,
+                 std::vector<std::string> verbs, std::vector<std::string> short_names) {
   json r = {{"name", plural},
             {"singularName", ""},
             {"namespaced", namespaced},
@@ -23,13 +30,6 @@ json Resource(std::string_view plural, std::string_view kind, bool namespaced,
   if (!short_names.empty()) r["shortNames"] = std::move(short_names);
   return r;
 }
-
-const std::vector<std::string>& ReadWriteVerbs() {
-  static const std::vector<std::string> v = {"create", "delete", "get", "list", "update", "watch"};
-  return v;
-}
-
-}  // namespace
 
 json VersionInfo() {
   // The Kubernetes API level whose object shapes and discovery Tessera serves.
@@ -44,9 +44,9 @@ json CoreApiVersions() {
 }
 
 json CoreResourceList() {
-  return {{"kind", "APIResourceList"},
-          {"groupVersion", "v1"},
-          {"resources", json::array({Resource("nodes", "Node", false, {"get", "list"}, {"no"})})}};
+  json list = KubeResourceList("", "v1");
+  list["resources"].push_back(ApiResource("nodes", "Node", false, {"get", "list"}, {"no"}));
+  return list;
 }
 
 json TesseraGroup() {
@@ -60,10 +60,12 @@ json TesseraGroup() {
 }
 
 json ApiGroupList() {
+  json groups = KubeGroups();
   json group = TesseraGroup();
   group.erase("kind");
   group.erase("apiVersion");
-  return {{"kind", "APIGroupList"}, {"apiVersion", "v1"}, {"groups", json::array({group})}};
+  groups.push_back(std::move(group));
+  return {{"kind", "APIGroupList"}, {"apiVersion", "v1"}, {"groups", std::move(groups)}};
 }
 
 json TesseraResourceList() {
@@ -71,7 +73,7 @@ json TesseraResourceList() {
   for (const KindInfo& k : Kinds()) {
     std::vector<std::string> shorts;
     if (!k.short_name.empty()) shorts.emplace_back(k.short_name);
-    resources.push_back(Resource(k.plural, k.kind, k.namespaced, ReadWriteVerbs(), shorts));
+    resources.push_back(ApiResource(k.plural, k.kind, k.namespaced, ReadWriteVerbs(), shorts));
   }
   return {{"kind", "APIResourceList"},
           {"apiVersion", "v1"},
@@ -207,10 +209,8 @@ bool WantsTable(std::string_view accept) {
   return accept.find("as=Table") != std::string_view::npos;
 }
 
-namespace {
-
-json Column(const char* name, const char* type, const char* description, int priority,
-            const char* format = "") {
+json TableColumn(const char* name, const char* type, const char* description, int priority,
+                 const char* format) {
   return {{"name", name},
           {"type", type},
           {"format", format},
@@ -218,32 +218,40 @@ json Column(const char* name, const char* type, const char* description, int pri
           {"priority", priority}};
 }
 
-json PartialMetadata(const json& obj) {
-  return {{"kind", "PartialObjectMetadata"},
-          {"apiVersion", "meta.k8s.io/v1"},
-          {"metadata", Member(obj, "metadata")}};
+json TableRow(json cells, const json& obj) {
+  return {{"cells", std::move(cells)},
+          {"object",
+           {{"kind", "PartialObjectMetadata"},
+            {"apiVersion", "meta.k8s.io/v1"},
+            {"metadata", Member(obj, "metadata")}}}};
 }
 
-std::string Age(const json& obj, int64_t now_ms) {
+json TableOf(json columns, json rows, const std::string& version) {
+  return {{"kind", "Table"},
+          {"apiVersion", "meta.k8s.io/v1"},
+          {"metadata", {{"resourceVersion", version}}},
+          {"columnDefinitions", std::move(columns)},
+          {"rows", std::move(rows)}};
+}
+
+std::string AgeOf(const json& obj, int64_t now_ms) {
   const int64_t created = ParseTime(Str(Member(obj, "metadata"), "creationTimestamp"));
   return created < 0 ? "<unknown>" : HumanDuration(now_ms - created);
 }
 
-}  // namespace
-
 json NodeTable(const std::vector<json>& nodes, const std::string& version, int64_t now_ms) {
   json columns = json::array({
-      Column("Name", "string", "The node's name.", 0, "name"),
-      Column("Status", "string",
-             "Ready, NotReady or Unknown, and SchedulingDisabled when cordoned.", 0),
-      Column("Roles", "string", "The node's roles (node-role.kubernetes.io/ labels).", 0),
-      Column("Age", "string", "Time since the node registered.", 0),
-      Column("Version", "string", "The node agent.", 0),
-      Column("GPUs", "string", "Healthy GPUs / all GPUs.", 0),
-      Column("GPU-Model", "string", "The model of the node's first GPU.", 1),
-      Column("Internal-IP", "string", "The node's internal address.", 1),
-      Column("OS-Image", "string", "The node's OS image.", 1),
-      Column("Driver", "string", "The NVIDIA driver version.", 1),
+      TableColumn("Name", "string", "The node's name.", 0, "name"),
+      TableColumn("Status", "string",
+                  "Ready, NotReady or Unknown, and SchedulingDisabled when cordoned.", 0),
+      TableColumn("Roles", "string", "The node's roles (node-role.kubernetes.io/ labels).", 0),
+      TableColumn("Age", "string", "Time since the node registered.", 0),
+      TableColumn("Version", "string", "The node agent.", 0),
+      TableColumn("GPUs", "string", "Healthy GPUs / all GPUs.", 0),
+      TableColumn("GPU-Model", "string", "The model of the node's first GPU.", 1),
+      TableColumn("Internal-IP", "string", "The node's internal address.", 1),
+      TableColumn("OS-Image", "string", "The node's OS image.", 1),
+      TableColumn("Driver", "string", "The NVIDIA driver version.", 1),
   });
   json rows = json::array();
   for (const json& n : nodes) {
@@ -269,19 +277,14 @@ json NodeTable(const std::vector<json>& nodes, const std::string& version, int64
     const json& info = Member(status, "nodeInfo");
     const std::string driver =
         Str(Member(Member(n, "metadata"), "annotations"), "tessera.io/driver-version");
-    rows.push_back(
-        {{"cells",
-          {Str(Member(n, "metadata"), "name"), state, roles.empty() ? "<none>" : roles,
-           Age(n, now_ms), Str(info, "kubeletVersion"), gpus, model.empty() ? "<none>" : model,
-           "<none>", Str(info, "osImage").empty() ? "<unknown>" : Str(info, "osImage"),
-           driver.empty() ? "<none>" : driver}},
-         {"object", PartialMetadata(n)}});
+    rows.push_back(TableRow(
+        {Str(Member(n, "metadata"), "name"), state, roles.empty() ? "<none>" : roles,
+         AgeOf(n, now_ms), Str(info, "kubeletVersion"), gpus, model.empty() ? "<none>" : model,
+         "<none>", Str(info, "osImage").empty() ? "<unknown>" : Str(info, "osImage"),
+         driver.empty() ? "<none>" : driver},
+        n));
   }
-  return {{"kind", "Table"},
-          {"apiVersion", "meta.k8s.io/v1"},
-          {"metadata", {{"resourceVersion", version}}},
-          {"columnDefinitions", std::move(columns)},
-          {"rows", std::move(rows)}};
+  return TableOf(std::move(columns), std::move(rows), version);
 }
 
 }  // namespace tessera::api

@@ -18,6 +18,11 @@ namespace tessera::api {
 inline constexpr std::string_view kGroup = "tessera.io";
 inline constexpr std::string_view kGroupPath = "/apis/tessera.io/v1";
 
+// One entry of an APIResourceList: a resource, its kind, scope, verbs and short names.
+nlohmann::json ApiResource(std::string_view plural, std::string_view kind, bool namespaced,
+                           std::vector<std::string> verbs,
+                           std::vector<std::string> short_names = {});
+
 // GET /version: the server's version in Kubernetes' version.Info shape.
 nlohmann::json VersionInfo();
 // GET /api: APIVersions (the core group's one version).
@@ -44,6 +49,15 @@ nlohmann::json KubeNode(const nlohmann::json& node, int64_t now_ms, int64_t grac
 
 // Whether an Accept header asks for a meta.k8s.io/v1 Table (as kubectl get does).
 bool WantsTable(std::string_view accept);
+
+// Building meta.k8s.io/v1 Tables: a column definition (priority 1: shown with -o wide only), a
+// row of cells describing `obj` (its metadata rides along as PartialObjectMetadata), the table,
+// and an object's age as kubectl shows it.
+nlohmann::json TableColumn(const char* name, const char* type, const char* description,
+                           int priority, const char* format = "");
+nlohmann::json TableRow(nlohmann::json cells, const nlohmann::json& obj);
+nlohmann::json TableOf(nlohmann::json columns, nlohmann::json rows, const std::string& version);
+std::string AgeOf(const nlohmann::json& obj, int64_t now_ms);
 
 // A meta.k8s.io/v1 Table of core/v1 Nodes with kubectl's columns (NAME, STATUS, ROLES, AGE,
 // VERSION) and GPUS (healthy/all); wide adds GPU-MODEL, INTERNAL-IP, OS-IMAGE and DRIVER. Each

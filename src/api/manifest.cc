@@ -14,6 +14,7 @@
 #include "api/fields.h"
 #include "api/json_text.h"
 #include "api/kinds.h"
+#include "api/kube_kinds.h"
 #include "api/object.h"
 #include "api/quantity.h"
 #include "api/resources.h"
@@ -1448,6 +1449,11 @@ constexpr FieldUse kObjectFields[] = {
     {"status", "not acted on: status is written by Tessera"},
 };
 
+namespace {
+// A Kubernetes, Kueue or Volcano document's objects (metadata checked, namespace defaulted).
+Result<std::vector<json>> TranslateKube(const Doc& d, const json& doc, Warnings* warnings);
+}  // namespace
+
 Result<std::vector<json>> TranslateDocument(const json& doc, std::string_view default_namespace,
                                             std::vector<std::string>* warnings) {
   std::vector<std::string> ignored;
@@ -1488,6 +1494,24 @@ Result<std::vector<json>> TranslateDocument(const json& doc, std::string_view de
   TESSERA_RETURN_IF_ERROR(KnownFields(d.meta, "metadata", kMetaFields, warnings));
   if (d.name.empty()) return FieldError("metadata.name", "must be set");
   if (d.ns.empty()) d.ns = std::string(default_namespace);
+  Result<std::vector<json>> objs = TranslateKube(d, doc, warnings);
+  if (!objs.ok()) return objs;
+  // The document's own objects keep it; the cohort and flavor every Volcano Queue shares do not.
+  if (KubeKindOf(d.api, d.kind) != nullptr) {
+    const std::string source = SourceDocument(doc, d.ns).dump();
+    const bool shared_first = d.api.starts_with("scheduling.volcano.sh/") && d.kind == "Queue";
+    for (size_t i = shared_first ? objs->size() - 1 : 0; i < objs->size(); ++i) {
+      json& meta = (*objs)[i]["metadata"];
+      if (!meta["annotations"].is_object()) meta["annotations"] = json::object();
+      meta["annotations"][std::string(kSourceAnnotation)] = source;
+    }
+  }
+  return objs;
+}
+
+namespace {
+
+Result<std::vector<json>> TranslateKube(const Doc& d, const json& doc, Warnings* warnings) {
   const std::string group = d.api.substr(0, d.api.find('/'));
   if (d.api == "v1" && d.kind == "Pod") {
     TESSERA_RETURN_IF_ERROR(KnownFields(doc, "", kObjectFields, warnings));
@@ -1531,6 +1555,8 @@ Result<std::vector<json>> TranslateDocument(const json& doc, std::string_view de
   }
   return InvalidArgument(Rejection(d.api, d.kind));
 }
+
+}  // namespace
 
 Result<std::vector<json>> TranslateManifest(std::string_view text, std::string_view source,
                                             std::string_view default_namespace,

@@ -277,4 +277,60 @@ bool LabelSelector::Matches(const json& labels) const {
   return true;
 }
 
+Result<FieldSelector> FieldSelector::Parse(std::string_view text,
+                                           const std::vector<std::string_view>& supported) {
+  FieldSelector sel;
+  while (!text.empty()) {
+    const size_t comma = text.find(',');
+    const std::string_view term = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    Term t;
+    size_t at = term.find("!=");
+    size_t skip = 2;
+    if (at != std::string_view::npos) {
+      t.equal = false;
+    } else if ((at = term.find("==")) == std::string_view::npos) {
+      at = term.find('=');
+      skip = 1;
+    }
+    if (at == std::string_view::npos || at == 0) {
+      return InvalidArgument("fieldSelector: \"" + SafeText(term, 300) +
+                             "\" is not <field>=<value> or <field>!=<value>");
+    }
+    const std::string_view field = term.substr(0, at);
+    if (std::find(supported.begin(), supported.end(), field) == supported.end()) {
+      std::string known;
+      for (std::string_view f : supported) known += (known.empty() ? "" : ", ") + std::string(f);
+      return InvalidArgument("fieldSelector: field label not supported: " + SafeText(field, 300) +
+                             " (supported: " + known + ")");
+    }
+    for (std::string_view rest = field; !rest.empty();) {
+      const size_t dot = rest.find('.');
+      t.path.emplace_back(rest.substr(0, dot));
+      rest.remove_prefix(dot == std::string_view::npos ? rest.size() : dot + 1);
+    }
+    t.value = std::string(term.substr(at + skip));
+    sel.terms_.push_back(std::move(t));
+  }
+  return sel;
+}
+
+bool FieldSelector::Matches(const json& obj) const {
+  for (const Term& t : terms_) {
+    const json* v = &obj;
+    for (const std::string& key : t.path) {
+      if (!v->is_object() || !v->contains(key)) {
+        v = nullptr;
+        break;
+      }
+      v = &(*v)[key];
+    }
+    std::string text;
+    if (v != nullptr && v->is_string()) text = v->get<std::string>();
+    if (v != nullptr && (v->is_number() || v->is_boolean())) text = v->dump();
+    if ((text == t.value) != t.equal) return false;
+  }
+  return true;
+}
+
 }  // namespace tessera::api

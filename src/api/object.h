@@ -63,6 +63,25 @@ class LabelSelector {
   std::vector<Term> terms_;
 };
 
+// Field selectors as Kubernetes takes them: "<field>=<value>", "<field>==<value>" and
+// "<field>!=<value>" joined by ','; a field is a dotted path into the object
+// ("metadata.name", "spec.nodeName") compared as text ("" when absent).
+class FieldSelector {
+ public:
+  // Fields outside `supported` are an error, as Kubernetes' "field label not supported".
+  static Result<FieldSelector> Parse(std::string_view text,
+                                     const std::vector<std::string_view>& supported);
+  bool Matches(const nlohmann::json& obj) const;
+
+ private:
+  struct Term {
+    std::vector<std::string> path;
+    bool equal = true;
+    std::string value;
+  };
+  std::vector<Term> terms_;
+};
+
 }  // namespace tessera::api
 
 #endif  // TESSERA_API_OBJECT_H_

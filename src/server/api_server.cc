@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -18,11 +19,15 @@
 #include "api/json_read.h"
 #include "api/kinds.h"
 #include "api/kube.h"
+#include "api/kube_kinds.h"
 #include "api/manifest.h"
 #include "api/object.h"
+#include "api/openapi.h"
+#include "api/patch.h"
 #include "api/quantity.h"
 #include "api/status_schema.h"
 #include "server/accountant.h"
+#include "server/api_common.h"
 #include "server/files.h"
 
 namespace tessera::server {
@@ -34,91 +39,6 @@ using api::Str;
 using nlohmann::json;
 
 namespace {
-
-int HttpCode(StatusCode c) {
-  switch (c) {
-    case StatusCode::kOk:
-      return 200;
-    case StatusCode::kInvalidArgument:
-      return 400;
-    case StatusCode::kUnauthenticated:
-      return 401;
-    case StatusCode::kPermissionDenied:
-      return 403;
-    case StatusCode::kNotFound:
-      return 404;
-    case StatusCode::kAlreadyExists:
-    case StatusCode::kConflict:
-      return 409;
-    case StatusCode::kFailedPrecondition:
-      return 412;
-    case StatusCode::kResourceExhausted:
-      return 429;
-    case StatusCode::kInternal:
-      return 500;
-  }
-  return 500;
-}
-
-std::string_view Reason(StatusCode c) {
-  switch (c) {
-    case StatusCode::kInvalidArgument:
-      return "Invalid";
-    case StatusCode::kUnauthenticated:
-      return "Unauthorized";
-    case StatusCode::kPermissionDenied:
-      return "Forbidden";
-    case StatusCode::kNotFound:
-      return "NotFound";
-    case StatusCode::kAlreadyExists:
-      return "AlreadyExists";
-    case StatusCode::kConflict:
-      return "Conflict";
-    case StatusCode::kFailedPrecondition:
-      return "PreconditionFailed";
-    case StatusCode::kResourceExhausted:
-      return "TooManyRequests";
-    default:
-      return "InternalError";
-  }
-}
-
-HttpResponse Reply(int code, std::string content_type, std::string body) {
-  HttpResponse r;
-  r.status = code;
-  r.content_type = std::move(content_type);
-  r.body = std::move(body);
-  return r;
-}
-
-HttpResponse Error(const Status& s) {
-  const int code = HttpCode(s.code());
-  return Reply(code, "application/json", StatusJson(code, Reason(s.code()), s.message()));
-}
-
-HttpResponse Json(int code, const json& body) {
-  return Reply(code, "application/json", body.dump());
-}
-
-// The stored form of an object: without its resourceVersion (the store's version is the truth).
-std::string StoredBody(json obj) {
-  obj["metadata"].erase("resourceVersion");
-  return obj.dump();
-}
-
-// The served form: the stored body with the version as metadata.resourceVersion.
-json Served(const store::StoredObject& o) {
-  json obj = json::parse(o.body);
-  obj["metadata"]["resourceVersion"] = std::to_string(o.version);
-  return obj;
-}
-
-std::optional<int64_t> RequestedVersion(const json& obj) {
-  const json& meta = obj.at("metadata");
-  const auto rv = meta.find("resourceVersion");
-  if (rv == meta.end()) return std::nullopt;
-  return std::stoll(rv->get<std::string>());
-}
 
 // A path of Tessera's group: /apis/tessera.io/v1 followed by `rest`.
 std::string GroupPath(std::string_view rest) {
@@ -133,13 +53,7 @@ struct Route {
 };
 
 Result<Route> ParseRoute(std::string_view path) {
-  std::vector<std::string_view> parts;
-  while (!path.empty()) {
-    const size_t slash = path.find('/');
-    if (slash != 0) parts.push_back(path.substr(0, slash));
-    if (slash == std::string_view::npos) break;
-    path.remove_prefix(slash + 1);
-  }
+  const std::vector<std::string_view> parts = PathSegments(path);
   if (parts.size() < 4 || parts[0] != "apis" || parts[1] != api::kGroup || parts[2] != "v1") {
     return NotFound("no such path");
   }
@@ -166,57 +80,6 @@ Result<Route> ParseRoute(std::string_view path) {
                     GroupPath("/namespaces/{namespace}/"));
   }
   return r;
-}
-
-// The request's labelSelector, if it has one.
-Result<std::optional<api::LabelSelector>> SelectorOf(const HttpRequest& req) {
-  auto it = req.query.find("labelSelector");
-  if (it == req.query.end()) return std::optional<api::LabelSelector>();
-  auto sel = api::LabelSelector::Parse(it->second);
-  if (!sel.ok()) return sel.status();
-  return std::optional<api::LabelSelector>(std::move(sel).value());
-}
-
-enum class Verb : uint8_t { kRead, kWatch, kWrite, kDelete };
-
-// May `p` use `verb` on objects of `kind` in namespace `ns` (nullopt: all namespaces, or a
-// cluster-scoped kind) named `name` (nullopt: a list or a create)? Object-level rules follow in
-// AuthorizeWrite and the read filters.
-Status Authorize(const Principal& p, const api::KindInfo& kind,
-                 const std::optional<std::string>& ns, const std::optional<std::string>& name,
-                 Verb verb) {
-  using Role = Principal::Role;
-  const std::string_view k = kind.kind;
-  switch (p.role) {
-    case Role::kAdmin:
-      return Status::Ok();
-    case Role::kNamespace: {
-      if (!kind.namespaced || !ns || *ns != p.ns) {
-        return PermissionDenied("this token is limited to namespace " + p.ns);
-      }
-      if (k == "Job" || k == "PodGroup" || k == "LocalQueue") return Status::Ok();
-      if ((k == "Event" || k == "NamespaceQuota") &&
-          (verb == Verb::kRead || verb == Verb::kWatch)) {
-        return Status::Ok();
-      }
-      return PermissionDenied("a namespace token may read but not change " + std::string(k) +
-                              "s; they are the admin's");
-    }
-    case Role::kAgent:
-      if (k == "Node" && verb != Verb::kDelete && verb != Verb::kWatch &&
-          (verb == Verb::kWrite || name == p.node)) {
-        return Status::Ok();  // a create's or apply's name is checked per object
-      }
-      if (k == "Job" && (verb == Verb::kRead || verb == Verb::kWrite)) return Status::Ok();
-      if (k == "Event" && verb == Verb::kWrite) return Status::Ok();
-      return PermissionDenied("an agent token acts for node " + p.node +
-                              " only: its Node, the Jobs bound to it and their pods' status");
-    case Role::kJoin:
-      return PermissionDenied("a join token only exchanges itself for a node's agent token");
-    case Role::kMetrics:
-      return PermissionDenied("a metrics token only reads /metrics");
-  }
-  return PermissionDenied("unknown role");
 }
 
 // The stored object at `key`, parsed; null when there is none.
@@ -281,12 +144,8 @@ Status CheckAgentStatus(const Principal& p, const json& stored, const json& want
 // Parses and checks one object from a request body; the path's namespace and name, when given,
 // must agree with the object's.
 Result<json> ParseObject(const json& obj, const Route* route) {
-  if (Status s = api::ValidateEnvelope(obj); !s.ok()) return s;
-  if (Status s = api::ValidateSpec(obj); !s.ok()) return s;
+  if (Status s = CheckObject(obj); !s.ok()) return s;
   const api::ObjectId id = api::IdOf(obj);
-  if (const auto st = obj.find("status"); st != obj.end()) {
-    if (Status s = api::ValidateStatus(id.kind->kind, *st); !s.ok()) return s;
-  }
   if (route != nullptr) {
     if (id.kind != route->kind) {
       return InvalidArgument("kind: " + std::string(id.kind->kind) + " does not match the path (" +
@@ -302,10 +161,6 @@ Result<json> ParseObject(const json& obj, const Route* route) {
     }
   }
   return obj;
-}
-
-store::ObjectKey KeyOf(const api::ObjectId& id) {
-  return {std::string(id.kind->kind), id.ns, id.name};
 }
 
 const char* EventType(store::ChangeType t) {
@@ -516,17 +371,6 @@ Result<ApplyRequest> ApplyItems(const HttpRequest& req) {
     api::AppendDocument(std::move(objs).value(), notes, &out.items, &out.warnings);
   }
   return out;
-}
-
-// A warning as the value of an HTTP Warning header (RFC 7234, as Kubernetes sends them):
-// 299 - "<text>", the text printable ASCII with quotes and backslashes escaped.
-std::string WarningHeader(std::string_view text) {
-  std::string out = "299 - \"";
-  for (char c : text.substr(0, 1024)) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += (c >= 0x20 && c < 0x7f) ? c : '?';
-  }
-  return out + "\"";
 }
 
 // The lines of a /metrics text a namespace may see: family headers, and samples that carry
@@ -740,6 +584,26 @@ ApiServer::~ApiServer() = default;
 
 namespace {
 
+// A random RFC 4122 version 4 UUID, as Kubernetes gives every object.
+std::string NewUid() {
+  static std::mutex mu;
+  static std::mt19937_64 rng{std::random_device{}()};
+  uint64_t a = 0, b = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    a = rng();
+    b = rng();
+  }
+  a = (a & 0xffffffffffff0fffULL) | 0x4000ULL;              // version 4
+  b = (b & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;  // variant 10
+  char out[37];
+  std::snprintf(out, sizeof out, "%08x-%04x-%04x-%04x-%012llx", static_cast<unsigned>(a >> 32),
+                static_cast<unsigned>((a >> 16) & 0xffff), static_cast<unsigned>(a & 0xffff),
+                static_cast<unsigned>(b >> 48),
+                static_cast<unsigned long long>(b & 0xffffffffffffULL));
+  return out;
+}
+
 // Kubernetes refuses changes to a running Job's pod template; Tessera does the same while a Job
 // has pods placed: its tasks, queue, priority class, pod group and minMember stay as they are,
 // and no scheduling gate is added.
@@ -797,18 +661,50 @@ Status ApiServer::KeepSystemFields(const Principal& who, json* obj, store::Write
       if (old.contains("status")) (*obj)["status"] = old["status"];
     }
     const json& old_meta = old["metadata"];
-    meta.erase("creationTimestamp");
-    if (old_meta.contains("creationTimestamp")) {
-      meta["creationTimestamp"] = old_meta["creationTimestamp"];
+    for (const char* k : {"creationTimestamp", "uid"}) {
+      meta.erase(k);
+      if (old_meta.contains(k)) meta[k] = old_meta[k];
     }
     // What was read must still be the object's when the write lands.
     if (!w->expected_version) w->expected_version = (*existing)->version;
   } else {
     if (!may_set_status) obj->erase("status");
     meta["creationTimestamp"] = FormatTime(clock_());
+    meta["uid"] = NewUid();
   }
   w->body = StoredBody(*obj);
   return Status::Ok();
+}
+
+std::vector<std::string> ApiServer::NotActedOn(const std::vector<api::ObjectId>& ids,
+                                               const std::vector<std::vector<std::string>>& notes,
+                                               std::vector<store::Write>* writes) {
+  const int64_t now = clock_();
+  std::vector<std::string> warnings;
+  for (size_t i = 0; i < ids.size() && i < notes.size(); ++i) {
+    if (notes[i].empty()) continue;
+    std::string message;
+    for (const std::string& n : notes[i]) {
+      message += (message.empty() ? "" : "; ") + n;
+      warnings.push_back(std::string(ids[i].kind->kind) + " " +
+                         (ids[i].ns.empty() ? "" : ids[i].ns + "/") + ids[i].name + ": " + n);
+    }
+    const std::string ns = ids[i].ns.empty() ? "tessera-system" : ids[i].ns;
+    const std::string name =
+        ids[i].name.substr(0, 200) + "." + std::to_string(now) + "-" + std::to_string(++event_seq_);
+    json e = {
+        {"apiVersion", api::kApiVersion},
+        {"kind", "Event"},
+        {"metadata", {{"name", name}, {"namespace", ns}, {"creationTimestamp", FormatTime(now)}}},
+        {"spec",
+         {{"type", "Warning"},
+          {"reason", "NotActedOn"},
+          {"message", api::SafeText(message, 4000)},
+          {"time", FormatTime(now)},
+          {"involvedObject", {{"kind", std::string(ids[i].kind->kind)}, {"name", ids[i].name}}}}}};
+    writes->push_back({store::Write::Op::kCreate, {"Event", ns, name}, e.dump(), std::nullopt});
+  }
+  return warnings;
 }
 
 Result<std::vector<int64_t>> ApiServer::Commit(std::span<const store::Write> writes) {
@@ -1036,12 +932,15 @@ HttpResponse ApiServer::Core(const HttpRequest& req, const Principal& who) {
   }
   auto selector = SelectorOf(req);
   if (!selector.ok()) return Error(selector.status());
+  auto fields = FieldSelectorOf(req);
+  if (!fields.ok()) return Error(fields.status());
   auto stored = store_->List("Node", std::nullopt);
   if (!stored.ok()) return Error(stored.status());
   std::vector<json> nodes;
   for (const store::StoredObject& o : *stored) {
     json node = api::KubeNode(Served(o), now, node_grace_ms_);
     if (*selector && !(*selector)->Matches(node["metadata"]["labels"])) continue;
+    if (*fields && !(*fields)->Matches(node)) continue;
     nodes.push_back(std::move(node));
   }
   const std::string version = std::to_string(store_->Revision());
@@ -1051,6 +950,23 @@ HttpResponse ApiServer::Core(const HttpRequest& req, const Principal& who) {
                     {"metadata", {{"resourceVersion", version}}},
                     {"items", std::move(nodes)}});
 }
+
+namespace {
+
+// The discovery document of /apis/{group} or /apis/{group}/{version} of a served Kubernetes
+// group; null for any other path.
+json Discovery(std::string_view path) {
+  if (!path.starts_with("/apis/")) return json();
+  path.remove_prefix(6);
+  const size_t slash = path.find('/');
+  if (slash == 0) return json();
+  if (slash == std::string_view::npos) return api::KubeGroup(path);
+  const std::string_view version = path.substr(slash + 1);
+  if (version.find('/') != std::string_view::npos) return json();
+  return api::KubeResourceList(path.substr(0, slash), version);
+}
+
+}  // namespace
 
 HttpResponse ApiServer::Handle(const HttpRequest& req) {
   if (req.path == "/healthz") return Reply(200, "text/plain", "ok");
@@ -1068,12 +984,26 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
     if (req.path == "/apis") return Json(200, api::ApiGroupList());
     if (req.path == "/apis/" + std::string(api::kGroup)) return Json(200, api::TesseraGroup());
     if (req.path == api::kGroupPath) return Json(200, api::TesseraResourceList());
+    if (json d = Discovery(req.path); !d.is_null()) return Json(200, d);
+    if (req.path == "/openapi/v2") {
+      if (api::WantsProtobuf(req.accept)) {
+        return Reply(200, "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+                     api::OpenApiV2Protobuf());
+      }
+      return Json(200, api::OpenApiV2());
+    }
+    if (req.path == "/openapi/v3") return Json(200, api::OpenApiV3Index());
+    if (req.path.starts_with("/openapi/v3/")) {
+      json doc = api::OpenApiV3(std::string_view(req.path).substr(12));
+      if (!doc.is_null()) return Json(200, doc);
+    }
   }
-  if (req.path == "/api/v1" || req.path.starts_with("/api/v1/")) return Core(req, *who);
   // Reads run side by side; writes one at a time, in the order they take the lock (as when
   // every request ran on one thread), while reads go on.
   std::unique_lock<std::mutex> writing(write_mu_, std::defer_lock);
   if (req.method != "GET" && req.method != "HEAD") writing.lock();
+  if (std::optional<HttpResponse> r = Kube(req, *who)) return std::move(*r);
+  if (req.path == "/api/v1" || req.path.starts_with("/api/v1/")) return Core(req, *who);
 
   if (req.path == "/metrics" && req.method == "GET") {
     using Role = Principal::Role;
@@ -1131,33 +1061,7 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
     }
     // What was accepted but is not acted on: a Warning event on each object, in the same
     // transaction, and the warnings in the reply.
-    const int64_t now = clock_();
-    json warnings = json::array();
-    for (size_t i = 0; i < ids.size(); ++i) {
-      const std::vector<std::string>& notes = request->warnings[i];
-      if (notes.empty()) continue;
-      std::string message;
-      for (const std::string& n : notes) {
-        message += (message.empty() ? "" : "; ") + n;
-        warnings.push_back(std::string(ids[i].kind->kind) + " " +
-                           (ids[i].ns.empty() ? "" : ids[i].ns + "/") + ids[i].name + ": " + n);
-      }
-      const std::string ns = ids[i].ns.empty() ? "tessera-system" : ids[i].ns;
-      const std::string name = ids[i].name.substr(0, 200) + "." + std::to_string(now) + "-" +
-                               std::to_string(++event_seq_);
-      json e = {
-          {"apiVersion", api::kApiVersion},
-          {"kind", "Event"},
-          {"metadata", {{"name", name}, {"namespace", ns}, {"creationTimestamp", FormatTime(now)}}},
-          {"spec",
-           {{"type", "Warning"},
-            {"reason", "NotActedOn"},
-            {"message", api::SafeText(message, 4000)},
-            {"time", FormatTime(now)},
-            {"involvedObject",
-             {{"kind", std::string(ids[i].kind->kind)}, {"name", ids[i].name}}}}}};
-      writes.push_back({store::Write::Op::kCreate, {"Event", ns, name}, e.dump(), std::nullopt});
-    }
+    const std::vector<std::string> notes = NotActedOn(ids, request->warnings, &writes);
     auto versions = Commit(writes);
     if (!versions.ok()) return Error(versions.status());
     json out = json::array();
@@ -1167,10 +1071,9 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
       out.push_back(std::move(o));
     }
     json reply = {{"kind", "List"}, {"apiVersion", api::kApiVersion}, {"items", out}};
-    if (!warnings.empty()) reply["warnings"] = warnings;
+    if (!notes.empty()) reply["warnings"] = notes;
     HttpResponse r = Json(200, reply);
-    for (const json& w : warnings)
-      r.headers.emplace_back("Warning", WarningHeader(w.get<std::string>()));
+    for (const std::string& w : notes) r.headers.emplace_back("Warning", WarningHeader(w));
     return r;
   }
 
@@ -1200,6 +1103,11 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
   if (req.method == "GET" && !route->name) {
     auto selector = SelectorOf(req);
     if (!selector.ok()) return Error(selector.status());
+    auto fields = FieldSelectorOf(req);
+    if (!fields.ok()) return Error(fields.status());
+    if (watching && *fields) {
+      return Error(InvalidArgument("fieldSelector: not served on watches yet; use labelSelector"));
+    }
     if (watching) return Watch(req, kind, route->ns, std::move(selector).value());
     auto list =
         store_->List(kind, route->ns ? std::optional<std::string_view>(*route->ns) : std::nullopt);
@@ -1208,6 +1116,7 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
     for (const store::StoredObject& o : *list) {
       json obj = Served(o);
       if (*selector && !(*selector)->Matches(obj["metadata"].value("labels", json()))) continue;
+      if (*fields && !(*fields)->Matches(obj)) continue;
       if (agent_jobs && !BoundTo(obj, who->node)) continue;
       items.push_back(std::move(obj));
     }
@@ -1235,9 +1144,24 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
                       {"status", "Success"},
                       {"message", store::Describe(key) + " deleted"}});
   }
-  if ((req.method == "POST" && !route->name) || (req.method == "PUT" && route->name)) {
+  if ((req.method == "POST" && !route->name) ||
+      ((req.method == "PUT" || req.method == "PATCH") && route->name)) {
     auto body = api::ParseJson(req.body);
     if (!body.ok()) return Error(body.status());
+    if (req.method == "PATCH") {
+      // The stored object with the patch applied, written as a replace of what was read.
+      auto type = api::PatchTypeOf(req.content_type);
+      if (!type.ok()) {
+        return Reply(415, "application/json",
+                     StatusJson(415, "UnsupportedMediaType", type.status().message()));
+      }
+      auto got = store_->Get(key);
+      if (!got.ok()) return Error(got.status());
+      if (!got->has_value()) return Error(NotFound(store::Describe(key) + " not found"));
+      auto patched = api::ApplyPatch(Served(**got), *body, *type);
+      if (!patched.ok()) return Error(patched.status());
+      body = std::move(patched);
+    }
     auto obj = ParseObject(*body, &*route);
     if (!obj.ok()) return Error(obj.status());
     const api::ObjectId id = api::IdOf(*obj);

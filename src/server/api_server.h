@@ -1,36 +1,39 @@
 // The REST API of the control plane over the durable store. Tessera's kinds are the group
-// tessera.io, version v1; the core group serves Kubernetes' kinds as views of them:
+// tessera.io, version v1; the core group and Kubernetes', Kueue's and Volcano's groups serve
+// their kinds as views of them (G = /apis/tessera.io/v1):
 //
 //   GET    /healthz, /readyz, /version               (no token)
-//   GET    /api, /api/v1, /apis, /apis/tessera.io, /apis/tessera.io/v1
+//   GET    /api, /api/v1, /apis, /apis/{group}[/{version}]
 //                                                    discovery documents (any valid token)
+//   GET    /openapi/v2, /openapi/v3[/{gv}]           OpenAPI (api/openapi.h)
 //   GET    /api/v1/nodes[/{name}]                    core/v1 Nodes (a meta.k8s.io/v1 Table when
 //                                                    the Accept header asks as=Table)
-//   GET    /apis/tessera.io/v1/{plural}                          list (all namespaces for
-//   namespaced kinds) GET    /apis/tessera.io/v1/namespaces/{ns}/{plural}          list in a
-//   namespace GET    .../{plural}/{name}                       get POST   .../{plural} create (409
-//   when it exists) PUT    .../{plural}/{name}                       replace;
-//   metadata.resourceVersion, when set,
-//                                                    must be current (409 when stale)
+//   *      /api/v1/..., /apis/{group}/{version}/...  Pods, batch/v1 Jobs, Kueue and Volcano
+//                                                    kinds ... (kube_api.cc, api/kube_kinds.h)
+//   GET    G/{plural}                                list (all namespaces for namespaced kinds)
+//   GET    G/namespaces/{ns}/{plural}                list in a namespace
+//   GET    .../{plural}/{name}                       get
+//   POST   .../{plural}                              create (409 when it exists)
+//   PUT    .../{plural}/{name}                       replace; metadata.resourceVersion, when
+//                                                    set, must be current (409 when stale)
+//   PATCH  .../{plural}/{name}                       merge, JSON or strategic merge patch
 //   DELETE .../{plural}/{name}                       delete
-//   POST   /apis/tessera.io/v1/apply                             server-side apply of one object or
+//   POST   G/apply                                   server-side apply of one object or
 //                                                    {"items": [...]}: create or replace each,
 //                                                    all or nothing; unchanged objects keep
 //                                                    their resourceVersion
-//   POST   /apis/tessera.io/v1/tokens  {"namespace": NS}         (admin) a namespace-scoped token
-//   POST   /apis/tessera.io/v1/tokens  {"role": "agent", "node": N}
-//                                                    (admin) an agent token bound to node N;
+//   POST   G/tokens  {"namespace": NS}               (admin) a namespace-scoped token
+//   POST   G/tokens  {"role": "agent", "node": N}    (admin) an agent token bound to node N;
 //                                                    (a join token) the same, once per node
-//   POST   /apis/tessera.io/v1/tokens  {"role": "agent"}         (admin) a join token for node
-//   agents POST   /apis/tessera.io/v1/tokens  {"role": "metrics"}       (admin) a token that reads
-//   /metrics only GET    /apis/tessera.io/v1/tokens                            (admin) every token,
-//   without secrets DELETE /apis/tessera.io/v1/tokens/{id}                       (admin) revokes it
-//   at once GET
-//   /apis/tessera.io/v1/namespaces/{ns}/jobs/{name}/logs[?pod=P][&tailLines=N][&follow=1]
+//   POST   G/tokens  {"role": "agent"}               (admin) a join token for node agents
+//   POST   G/tokens  {"role": "metrics"}             (admin) a token that reads /metrics only
+//   GET    G/tokens                                  (admin) every token, without secrets
+//   DELETE G/tokens/{id}                             (admin) revokes it at once
+//   GET    G/namespaces/{ns}/jobs/{name}/logs[?pod=P][&tailLines=N][&follow=1]
 //                                                    the job's output as text (all its pods,
 //                                                    lines prefixed [pod], unless one is named);
 //                                                    follow streams new lines
-//   POST   /apis/tessera.io/v1/namespaces/{ns}/jobs/{name}/logs?pod=P   (agents) appends output
+//   POST   G/namespaces/{ns}/jobs/{name}/logs?pod=P  (agents) appends output
 //   GET    <list path>?watch=1[&resourceVersion=N][&timeoutSeconds=S]
 //                                                    a stream of newline-separated events
 //                                                    {"type": ADDED|MODIFIED|DELETED, "object"}
@@ -38,7 +41,7 @@
 //                                                    current objects come first as ADDED; a
 //                                                    compacted N answers 410
 //
-//   GET    /apis/tessera.io/v1/usage?by=namespace|queue|job[&since=T][&until=T]
+//   GET    G/usage?by=namespace|queue|job[&since=T][&until=T]
 //                                                    GPU-hours, idle GPU-hours and cost from
 //                                                    the accounting ledger; T is RFC 3339 or a
 //                                                    duration before now ("24h"); since defaults
@@ -49,7 +52,8 @@
 //                                                    metrics token; a namespace token gets the
 //                                                    series labelled with its namespace)
 //
-// Lists and watches take `labelSelector`. Every request needs "Authorization: Bearer <token>":
+// Lists and watches take `labelSelector`; lists `fieldSelector` (metadata.name,
+// metadata.namespace). Every request needs "Authorization: Bearer <token>":
 // unknown, revoked or missing -> 401; anything outside the token's role -> 403 (the matrix is in
 // docs/SECURITY.md). Errors are Kubernetes Status objects naming the field at fault; nothing is
 // written on error.
@@ -115,6 +119,15 @@ class ApiServer {
   HttpResponse Logs(const HttpRequest& req, const std::string& ns, const std::string& job);
 
   HttpResponse Usage(const HttpRequest& req, const Principal& who);
+  // The Kubernetes, Kueue and Volcano kinds at their own groups (api/kube_kinds.h): get, list,
+  // create, update, patch and delete of the objects their manifests translate into. nullopt
+  // when the path names none of them.
+  std::optional<HttpResponse> Kube(const HttpRequest& req, const Principal& who);
+  // Warning events (reason NotActedOn) for the objects `ids` whose `notes` are not empty,
+  // appended to `writes`; returns the notes as "<Kind> [<ns>/]<name>: <note>".
+  std::vector<std::string> NotActedOn(const std::vector<api::ObjectId>& ids,
+                                      const std::vector<std::vector<std::string>>& notes,
+                                      std::vector<store::Write>* writes);
   // The core group (/api/v1): Kubernetes' own kinds as views of Tessera's objects.
   HttpResponse Core(const HttpRequest& req, const Principal& who);
   // /apis/tessera.io/v1/tokens: create (POST), list (GET), revoke (DELETE

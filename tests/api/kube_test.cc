@@ -99,11 +99,22 @@ TEST(Kube, NodeViewCarriesGpusReadinessAndCordon) {
 TEST(Kube, DiscoveryNamesEveryServedResource) {
   const json core = CoreResourceList();
   EXPECT_EQ(core["groupVersion"], "v1");
-  EXPECT_EQ(core["resources"][0]["name"], "nodes");
-  EXPECT_EQ(core["resources"][0]["namespaced"], false);
+  std::vector<std::string> core_names;
+  for (const json& r : core["resources"]) core_names.push_back(r["name"]);
+  EXPECT_EQ(core_names,
+            (std::vector<std::string>{"pods", "configmaps", "resourcequotas", "nodes"}));
+  EXPECT_EQ(core["resources"].back()["namespaced"], false);
+  EXPECT_EQ(core["resources"][0]["shortNames"], json::array({"po"}));
+  // Kubernetes' groups first (kubectl resolves "jobs" to batch/v1 as with kube-apiserver), then
+  // Kueue's and Volcano's, Tessera's last.
   const json groups = ApiGroupList();
-  EXPECT_EQ(groups["groups"][0]["name"], "tessera.io");
-  EXPECT_EQ(groups["groups"][0]["preferredVersion"]["groupVersion"], "tessera.io/v1");
+  std::vector<std::string> names;
+  for (const json& g : groups["groups"]) names.push_back(g["name"]);
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"batch", "scheduling.k8s.io", "kueue.x-k8s.io",
+                                      "scheduling.volcano.sh", "batch.volcano.sh", "tessera.io"}));
+  EXPECT_EQ(groups["groups"].back()["preferredVersion"]["groupVersion"], "tessera.io/v1");
+  EXPECT_EQ(groups["groups"][2]["versions"].size(), 2u);  // Kueue: v1beta1 and v1alpha1
   const json tessera = TesseraResourceList();
   bool jobs = false;
   for (const json& r : tessera["resources"]) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # kubectl (the one on PATH: Debian's kubernetes-client where the set-up installed it) against
 # `tessera dev` through the kubeconfig dev writes: HTTPS with dev's own CA, the admin token,
-# discovery, Tessera's kinds in their group, and core/v1 Nodes with their GPUs.
+# discovery, Tessera's kinds in their group, core/v1 Nodes with their GPUs, and the seeds'
+# manifests applied, listed, changed and deleted as Kubernetes objects.
 set -euo pipefail
 TESSERA=$1
 WORK=$(mktemp -d /tmp/tessera-kubectl-XXXXXX)
@@ -58,13 +59,89 @@ grep -q "No resources found" <<<"$out" || fail "selector matched: $out"
 out=$(kubectl get nodes.tessera.io dev -o jsonpath='{.status.gpus[0].model}' 2>&1) ||
   fail "tessera node: $out"
 [ "$out" = "A100-80GB" ] || fail "tessera node GPU model: $out"
-out=$(kubectl get jobs -A 2>&1) || fail "get jobs: $out"
+out=$(kubectl get jobs.tessera.io -A 2>&1) || fail "get jobs: $out"
 grep -q "No resources found" <<<"$out" || fail "jobs: $out"
 
+# The seeds' manifests through kubectl apply: created, unchanged when re-applied, configured
+# when changed; kubectl's own validation leaves the fields to the server (OpenAPI).
+SEEDS=$2
+for f in "$SEEDS"/*.yaml; do
+  case $(basename "$f") in
+    10-*) continue ;;  # Prometheus rules: loaded into Prometheus, not applied
+    09-*) continue ;;  # a Helm values block, not a Kubernetes object (tessera apply takes it)
+  esac
+  out=$(kubectl apply -f "$f" 2>&1) || fail "apply $f: $out"
+  grep -q " created" <<<"$out" || fail "apply $f created nothing: $out"
+  grep -q "error" <<<"$out" && fail "apply $f: $out"
+  out=$(kubectl apply -f "$f" 2>&1) || fail "re-apply $f: $out"
+  grep -q " configured\| created" <<<"$out" && fail "re-apply $f changed something: $out"
+  grep -q " unchanged" <<<"$out" || fail "re-apply $f: $out"
+done
+sed 's/nominalQuota: 64/nominalQuota: 48/' "$SEEDS/06-kueue-queue-and-job.yaml" >"$WORK/06.yaml"
+out=$(kubectl apply -f "$WORK/06.yaml" 2>&1) || fail "apply changed 06: $out"
+grep -q "clusterqueue.kueue.x-k8s.io/gpu-cluster-queue configured" <<<"$out" || fail "06: $out"
+grep -q "job.batch/llm-training unchanged" <<<"$out" || fail "06 job: $out"
+out=$(kubectl get queues.tessera.io gpu-cluster-queue \
+  -o jsonpath='{.spec.resourceGroups[0].flavors[0].resources[0].nominalQuota}' 2>&1)
+[ "$out" = 48 ] || fail "the changed quota did not reach the Queue: $out"
+# What a manifest says and Tessera does not act on comes back as kubectl's warnings.
+cat >"$WORK/deadline.yaml" <<'YAML'
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: deadline
+spec:
+  activeDeadlineSeconds: 60
+  template:
+    spec:
+      containers:
+      - name: c
+        image: busybox
+        command: ["true"]
+YAML
+out=$(kubectl apply -f "$WORK/deadline.yaml" 2>&1) || fail "apply deadline: $out"
+grep -q "Warning: .*spec.activeDeadlineSeconds: not acted on" <<<"$out" || fail "no warning: $out"
+# A typo is refused by the server, naming the field.
+sed 's/image:/imag:/' "$WORK/deadline.yaml" | sed 's/name: deadline/name: typo/' >"$WORK/typo.yaml"
+out=$(kubectl apply -f "$WORK/typo.yaml" 2>&1) && fail "typo accepted: $out"
+grep -q "imag: unknown field" <<<"$out" || fail "typo: $out"
+
+out=$(kubectl get pods 2>&1) || fail "get pods: $out"
+grep -qE '^NAME +READY +STATUS +RESTARTS +AGE' <<<"$out" || fail "pod columns: $out"
+grep -qE '^gpu-training +' <<<"$out" || fail "seed pod missing: $out"
+out=$(kubectl get jobs.batch llm-training -o json 2>&1) || fail "get batch job: $out"
+python3 - "$out" <<'PY' || fail "batch job JSON: $out"
+import json, sys
+j = json.loads(sys.argv[1])
+assert j["apiVersion"] == "batch/v1" and j["kind"] == "Job", j
+assert j["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == 8
+assert "kubectl.kubernetes.io/last-applied-configuration" in j["metadata"]["annotations"]
+assert len(j["metadata"]["uid"]) == 36
+PY
+out=$(kubectl get vcjob,podgroups.scheduling.volcano.sh,cq,pc -A 2>&1) || fail "get kinds: $out"
+for want in job.batch.volcano.sh/pytorch-distributed podgroup.scheduling.volcano.sh/distributed-training \
+    clusterqueue.kueue.x-k8s.io/gpu-cluster-queue priorityclass.scheduling.k8s.io/online-inference; do
+  grep -q "$want" <<<"$(kubectl get vcjob,podgroups.scheduling.volcano.sh,cq,pc -A -o name)" ||
+    fail "$want not listed: $out"
+done
+out=$(kubectl get -f "$SEEDS/05-volcano-gang.yaml" -o name 2>&1) || fail "get -f: $out"
+[ "$(wc -l <<<"$out")" = 2 ] || fail "get -f 05: $out"
+out=$(kubectl label pod gpu-training team=vision 2>&1) || fail "label: $out"
+out=$(kubectl get pods -l team=vision -o name 2>&1) || fail "get -l: $out"
+[ "$out" = "pod/gpu-training" ] || fail "label selector on pods: $out"
+
+# Delete through kubectl removes the Tessera objects too.
+out=$(kubectl delete -f "$SEEDS/01-pod-gpu-training.yaml" 2>&1) || fail "delete: $out"
+grep -q 'pod "gpu-training" deleted' <<<"$out" || fail "delete said: $out"
+out=$(kubectl get jobs.tessera.io gpu-training 2>&1) && fail "tessera job left: $out"
+out=$(kubectl delete -f "$SEEDS/06-kueue-queue-and-job.yaml" 2>&1) || fail "delete 06: $out"
+out=$(kubectl get cq 2>&1) || fail "get cq: $out"
+grep -q "No resources found" <<<"$out" || fail "cq left: $out"
+
 # What is not served says so, and a bad token is refused.
-out=$(kubectl get pods 2>&1) && fail "pods listed: $out"
+out=$(kubectl get deployments 2>&1) && fail "deployments listed: $out"
 grep -qi "the server doesn't have a resource type\|could not find the requested resource" <<<"$out" ||
-  fail "pods: $out"
+  fail "deployments: $out"
 out=$(kubectl --token nope get nodes 2>&1) && fail "bad token accepted: $out"
 grep -qi "unauthorized\|must be logged in" <<<"$out" || fail "bad token: $out"
 echo "PASS"

@@ -87,6 +87,16 @@ class ApiServerTest : public ::testing::Test {
     return Call(http::verb::post, t, tok, b.dump());
   }
 
+  // GET `path` as the admin asking for a meta.k8s.io/v1 Table, as kubectl get does.
+  json Table(const std::string& path) {
+    HttpRequest req;
+    req.method = "GET";
+    req.path = path;
+    req.authorization = "Bearer " + admin_;
+    req.accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
+    return json::parse(api_->Handle(req).body);
+  }
+
   std::string dir_, admin_;
   std::unique_ptr<ApiServer> api_;
   std::unique_ptr<HttpServer> http_;
@@ -345,7 +355,12 @@ TEST_F(ApiServerTest, BadInputGets4xxNamingTheFieldAndWritesNothing) {
   EXPECT_EQ(api_->store().Revision(), before);
   EXPECT_EQ(Get("/apis/tessera.io/v1/nothings", admin_).status, 404);
   EXPECT_EQ(Get("/apis/tessera.io/v1/namespaces/Team_A/jobs", admin_).status, 400);
-  EXPECT_EQ(Call(http::verb::patch, kJobs + "/j", admin_, "{}").status, 405);
+  EXPECT_EQ(Call(http::verb::patch, kJobs + "/j", admin_, "{}").status, 415);
+  EXPECT_EQ(
+      Call(http::verb::patch, kJobs + "/j", admin_, "{}", "application/merge-patch+json").status,
+      404);
+  EXPECT_EQ(Call(http::verb::patch, kJobs, admin_, "{}", "application/merge-patch+json").status,
+            405);
 }
 
 TEST_F(ApiServerTest, OversizedBodiesAreRefused) {
@@ -475,9 +490,12 @@ TEST_F(ApiServerTest, DiscoveryAndTheCoreNodeView) {
   EXPECT_EQ(version.body["major"], "1");
   EXPECT_EQ(Get("/api", "").status, 401);
   EXPECT_EQ(Get("/api", admin_).body["versions"][0], "v1");
-  EXPECT_EQ(Get("/apis", admin_).body["groups"][0]["name"], "tessera.io");
+  // Kubernetes' groups first, as kube-apiserver lists its own before the others.
+  const json groups = Get("/apis", admin_).body["groups"];
+  EXPECT_EQ(groups[0]["name"], "batch");
+  EXPECT_EQ(groups.back()["name"], "tessera.io");
   EXPECT_EQ(Get("/apis/tessera.io/v1", admin_).body["groupVersion"], "tessera.io/v1");
-  EXPECT_EQ(Get("/api/v1", admin_).body["resources"][0]["name"], "nodes");
+  EXPECT_EQ(Get("/api/v1", admin_).body["resources"].back()["name"], "nodes");
 
   const json node = {
       {"apiVersion", "tessera.io/v1"},
@@ -506,18 +524,194 @@ TEST_F(ApiServerTest, DiscoveryAndTheCoreNodeView) {
                 .size(),
             0u);
   // A table when kubectl asks for one.
-  HttpRequest table;
-  table.method = "GET";
-  table.path = "/api/v1/nodes";
-  table.authorization = "Bearer " + admin_;
-  table.accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
-  const json t = json::parse(api_->Handle(table).body);
+  const json t = Table("/api/v1/nodes");
   EXPECT_EQ(t["kind"], "Table");
   EXPECT_EQ(t["rows"][0]["cells"][0], "gpu-a");
   // The view is read-only, and the core group has no Tessera kinds.
   EXPECT_EQ(Call(http::verb::delete_, "/api/v1/nodes/gpu-a", admin_).status, 405);
   EXPECT_EQ(Get("/api/v1/namespaces/team-a/jobs", admin_).status, 404);
   EXPECT_EQ(Get("/apis/tessera.io/v1/nodes/gpu-a", admin_).body["apiVersion"], "tessera.io/v1");
+}
+
+json KubePod(const std::string& name, int gpus) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", {{"name", name}}},
+          {"spec",
+           {{"containers",
+             {{{"name", "trainer"},
+               {"image", "pytorch:24"},
+               {"resources", {{"limits", {{"nvidia.com/gpu", gpus}}}}}}}}}}};
+}
+
+TEST_F(ApiServerTest, KubernetesKindsAtTheirOwnGroups) {
+  // Create: the Pod becomes a Tessera Job that remembers it; the reply is the Pod.
+  Reply created = Post("/api/v1/namespaces/default/pods", admin_, KubePod("train", 2));
+  ASSERT_EQ(created.status, 201) << created.raw;
+  EXPECT_EQ(created.body["kind"], "Pod");
+  EXPECT_EQ(created.body["apiVersion"], "v1");
+  EXPECT_EQ(created.body["metadata"]["namespace"], "default");
+  EXPECT_EQ(created.body["metadata"]["uid"].get<std::string>().size(), 36u);
+  EXPECT_EQ(created.body["status"]["phase"], "Pending");
+  const json job = Get("/apis/tessera.io/v1/namespaces/default/jobs/train", admin_).body;
+  EXPECT_EQ(job["spec"]["tasks"][0]["resources"]["limits"]["nvidia.com/gpu"], 2);
+  EXPECT_TRUE(job["metadata"]["annotations"].contains("tessera.io/source"));
+  EXPECT_EQ(job["metadata"]["uid"], created.body["metadata"]["uid"]);
+  EXPECT_EQ(Post("/api/v1/namespaces/default/pods", admin_, KubePod("train", 2)).status, 409);
+  Reply got = Get("/api/v1/namespaces/default/pods/train", admin_);
+  ASSERT_EQ(got.status, 200);
+  EXPECT_EQ(got.body["spec"]["containers"][0]["image"], "pytorch:24");
+  EXPECT_EQ(Get("/api/v1/pods", admin_).body["items"].size(), 1u);
+  EXPECT_EQ(Get("/api/v1/namespaces/other/pods", admin_).body["items"].size(), 0u);
+  EXPECT_EQ(Get("/api/v1/namespaces/default/pods/nope", admin_).status, 404);
+  // Field selectors (kubectl delete waits with metadata.name); unknown fields are refused.
+  EXPECT_EQ(Get("/api/v1/pods?fieldSelector=metadata.name%3Dtrain", admin_).body["items"].size(),
+            1u);
+  EXPECT_EQ(Get("/api/v1/pods?fieldSelector=metadata.name%3Dother", admin_).body["items"].size(),
+            0u);
+  EXPECT_EQ(
+      Get("/api/v1/pods?fieldSelector=status.phase%21%3DRunning", admin_).body["items"].size(), 1u);
+  EXPECT_EQ(Get("/api/v1/pods?fieldSelector=spec.foo%3Dx", admin_).status, 400);
+  EXPECT_EQ(Get("/apis/tessera.io/v1/jobs?fieldSelector=metadata.name%3Dtrain", admin_)
+                .body["items"]
+                .size(),
+            1u);
+
+  // Strategic merge (kubectl's patch of built-in kinds): containers merge on their names.
+  const char* smp = R"({"metadata":{"labels":{"team":"a"}},
+      "spec":{"containers":[{"name":"trainer","env":[{"name":"X","value":"1"}]}]}})";
+  Reply patched = Call(http::verb::patch, "/api/v1/namespaces/default/pods/train", admin_, smp,
+                       "application/strategic-merge-patch+json");
+  ASSERT_EQ(patched.status, 200) << patched.raw;
+  EXPECT_EQ(patched.body["spec"]["containers"].size(), 1u);
+  EXPECT_EQ(patched.body["spec"]["containers"][0]["image"], "pytorch:24");
+  EXPECT_EQ(patched.body["metadata"]["labels"]["team"], "a");
+  const json job2 = Get("/apis/tessera.io/v1/namespaces/default/jobs/train", admin_).body;
+  EXPECT_EQ(job2["spec"]["tasks"][0]["env"]["X"], "1");
+  EXPECT_EQ(job2["metadata"]["uid"], job["metadata"]["uid"]);
+  EXPECT_EQ(Call(http::verb::patch, "/api/v1/namespaces/default/pods/train", admin_, "{}",
+                 "application/apply-patch+yaml")
+                .status,
+            415);
+  // A stale resourceVersion on replace is a conflict.
+  json stale = got.body;
+  stale["metadata"]["resourceVersion"] = "1";
+  EXPECT_EQ(
+      Call(http::verb::put, "/api/v1/namespaces/default/pods/train", admin_, stale.dump()).status,
+      409);
+
+  // Unknown fields are refused naming them, and nothing is written.
+  json bad = KubePod("typo", 1);
+  bad["spec"]["containers"][0]["imagee"] = "x";
+  Reply refused = Post("/api/v1/namespaces/default/pods", admin_, bad);
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_NE(refused.raw.find("spec.containers[0].imagee"), std::string::npos) << refused.raw;
+  EXPECT_EQ(Get("/apis/tessera.io/v1/namespaces/default/jobs/typo", admin_).status, 404);
+  EXPECT_EQ(Post("/apis/batch/v1/namespaces/default/jobs", admin_, KubePod("p", 1)).status, 400);
+
+  // A Kueue ClusterQueue, merge-patched as kubectl patches custom kinds.
+  const json cq = {
+      {"apiVersion", "kueue.x-k8s.io/v1beta1"},
+      {"kind", "ClusterQueue"},
+      {"metadata", {{"name", "gpus"}}},
+      {"spec",
+       {{"resourceGroups",
+         {{{"coveredResources", {"nvidia.com/gpu"}},
+           {"flavors",
+            {{{"name", "h100"},
+              {"resources", {{{"name", "nvidia.com/gpu"}, {"nominalQuota", 64}}}}}}}}}}}}};
+  ASSERT_EQ(Post("/apis/kueue.x-k8s.io/v1beta1/clusterqueues", admin_, cq).status, 201);
+  json cq2 = cq;
+  cq2["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = 32;
+  Reply merged = Call(http::verb::patch, "/apis/kueue.x-k8s.io/v1beta1/clusterqueues/gpus", admin_,
+                      json{{"spec", cq2["spec"]}}.dump(), "application/merge-patch+json");
+  ASSERT_EQ(merged.status, 200) << merged.raw;
+  EXPECT_EQ(Get("/apis/tessera.io/v1/queues/gpus", admin_)
+                .body["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"],
+            32);
+
+  // A device-plugin ConfigMap makes one GpuSharingConfig per key; a key removed removes its.
+  json cm = {{"apiVersion", "v1"},
+             {"kind", "ConfigMap"},
+             {"metadata", {{"name", "plugin"}, {"namespace", "kube-system"}}},
+             {"data",
+              {{"any", "version: v1\n"},
+               {"a100",
+                "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: "
+                "nvidia.com/gpu\n      replicas: 4\n"}}}};
+  ASSERT_EQ(Post("/api/v1/namespaces/kube-system/configmaps", admin_, cm).status, 201);
+  EXPECT_EQ(Get("/apis/tessera.io/v1/gpusharingconfigs", admin_).body["items"].size(), 2u);
+  EXPECT_EQ(Get("/api/v1/namespaces/kube-system/configmaps", admin_).body["items"].size(), 1u);
+  cm["data"].erase("a100");
+  ASSERT_EQ(
+      Call(http::verb::put, "/api/v1/namespaces/kube-system/configmaps/plugin", admin_, cm.dump())
+          .status,
+      200);
+  EXPECT_EQ(Get("/apis/tessera.io/v1/gpusharingconfigs", admin_).body["items"].size(), 1u);
+
+  // A namespace token works in its namespace only.
+  const json tok = Post("/apis/tessera.io/v1/tokens", admin_, {{"namespace", "team-a"}}).body;
+  const std::string team = tok["token"];
+  EXPECT_EQ(Post("/api/v1/namespaces/team-a/pods", team, KubePod("mine", 1)).status, 201);
+  EXPECT_EQ(Post("/api/v1/namespaces/default/pods", team, KubePod("theirs", 1)).status, 403);
+  EXPECT_EQ(Get("/api/v1/pods", team).status, 403);
+  EXPECT_EQ(Get("/api/v1/namespaces/kube-system/configmaps", team).status, 403);
+  // Agents see only the Jobs bound to their node, through Tessera's paths: none here.
+  const std::string agent =
+      Post("/apis/tessera.io/v1/tokens", admin_, {{"role", "agent"}, {"node", "n1"}}).body["token"];
+  EXPECT_EQ(Get("/api/v1/pods", agent).status, 403);
+  EXPECT_EQ(Post("/api/v1/namespaces/team-a/pods", agent, KubePod("a", 1)).status, 403);
+
+  // Tables, delete, dry runs.
+  const json t = Table("/api/v1/namespaces/default/pods");
+  EXPECT_EQ(t["kind"], "Table");
+  EXPECT_EQ(t["rows"][0]["cells"][0], "train");
+  EXPECT_EQ(t["rows"][0]["cells"][2], "Pending");
+  EXPECT_EQ(Post("/api/v1/namespaces/default/pods?dryRun=All", admin_, KubePod("dry", 1)).status,
+            201);
+  EXPECT_EQ(Get("/api/v1/namespaces/default/pods/dry", admin_).status, 404);
+  EXPECT_EQ(Call(http::verb::delete_, "/api/v1/namespaces/default/pods/train", admin_).status, 200);
+  EXPECT_EQ(Get("/apis/tessera.io/v1/namespaces/default/jobs/train", admin_).status, 404);
+  EXPECT_EQ(Call(http::verb::delete_, "/api/v1/namespaces/default/pods/train", admin_).status, 404);
+}
+
+TEST_F(ApiServerTest, DiscoveryAndOpenApiOfEveryServedGroup) {
+  EXPECT_EQ(Get("/apis/batch", admin_).body["preferredVersion"]["groupVersion"], "batch/v1");
+  const json batch = Get("/apis/batch/v1", admin_).body;
+  EXPECT_EQ(batch["resources"][0]["name"], "jobs");
+  EXPECT_EQ(Get("/apis/kueue.x-k8s.io/v1alpha1", admin_).body["resources"][0]["kind"], "Cohort");
+  EXPECT_EQ(Get("/apis/nope.io/v1", admin_).status, 404);
+  // OpenAPI v3: every group version, and PATCH declares fieldValidation so kubectl leaves
+  // validation to the server.
+  const json index = Get("/openapi/v3", admin_).body;
+  ASSERT_TRUE(index["paths"].contains("apis/batch/v1"));
+  ASSERT_TRUE(index["paths"].contains("apis/tessera.io/v1"));
+  const std::string url = index["paths"]["apis/batch/v1"]["serverRelativeURL"];
+  const json doc = Get(url, admin_).body;
+  const json& patch = doc["paths"]["/apis/batch/v1/namespaces/{namespace}/jobs/{name}"]["patch"];
+  EXPECT_EQ(patch["x-kubernetes-group-version-kind"]["kind"], "Job");
+  EXPECT_EQ(patch["parameters"][0]["name"], "fieldValidation");
+  EXPECT_FALSE(patch["requestBody"]["content"].contains("application/strategic-merge-patch+json"));
+  // OpenAPI v2 as JSON, and as the protocol buffer kubectl asks for.
+  EXPECT_EQ(Get("/openapi/v2", admin_).body["swagger"], "2.0");
+  HttpRequest pb;
+  pb.method = "GET";
+  pb.path = "/openapi/v2";
+  pb.authorization = "Bearer " + admin_;
+  pb.accept = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+  const HttpResponse r = api_->Handle(pb);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body.substr(0, 5), std::string("\x0a\x03"
+                                             "2.0",
+                                             5));
+  // Tessera's kinds take PATCH too (kubectl apply re-applies with a merge patch).
+  ASSERT_EQ(
+      Post("/apis/tessera.io/v1/namespaces/team-a/jobs", admin_, JobObj("team-a", "j")).status,
+      201);
+  Reply p = Call(http::verb::patch, "/apis/tessera.io/v1/namespaces/team-a/jobs/j", admin_,
+                 R"({"metadata":{"labels":{"x":"y"}}})", "application/merge-patch+json");
+  ASSERT_EQ(p.status, 200) << p.raw;
+  EXPECT_EQ(p.body["metadata"]["labels"]["x"], "y");
 }
 
 }  // namespace

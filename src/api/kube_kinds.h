@@ -1,0 +1,79 @@
+// The Kubernetes, Kueue and Volcano kinds served at their own API groups, as views of the
+// Tessera objects their manifests translate into (api/manifest.h):
+//
+//   v1                              pods, configmaps, resourcequotas   (nodes: api/kube.h)
+//   batch/v1                        jobs
+//   scheduling.k8s.io/v1            priorityclasses
+//   kueue.x-k8s.io/v1beta1          clusterqueues, localqueues, resourceflavors
+//   kueue.x-k8s.io/v1alpha1         cohorts
+//   scheduling.volcano.sh/v1beta1   podgroups, queues
+//   batch.volcano.sh/v1alpha1       jobs
+//
+// One store, several views: a translated object keeps the document it was made from in the
+// annotation tessera.io/source (without status and the fields the server sets), and the view of
+// that document is the source with the stored object's metadata (uid, resourceVersion,
+// creationTimestamp) and a status in the kind's own shape drawn from the Tessera object's.
+// Objects written as tessera.io/v1 kinds have no source and appear in the tessera.io group only.
+#ifndef TESSERA_API_KUBE_KINDS_H_
+#define TESSERA_API_KUBE_KINDS_H_
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tessera::api {
+
+inline constexpr std::string_view kSourceAnnotation = "tessera.io/source";
+
+struct KubeKind {
+  std::string_view group;  // "" for the core group
+  std::string_view version;
+  std::string_view kind;
+  std::string_view plural;
+  bool namespaced = true;
+  std::string_view short_names;  // comma-separated, as kubectl's discovery lists them
+  std::string_view stored;       // the Tessera kind its manifests translate into
+
+  // "v1" for the core group, else "<group>/<version>".
+  std::string GroupVersion() const;
+};
+
+// Every served Kubernetes kind, grouped by group and version in discovery order.
+const std::vector<KubeKind>& KubeKinds();
+const KubeKind* FindKubeKind(std::string_view group, std::string_view version,
+                             std::string_view plural);
+// The served kind a document's apiVersion and kind name (any version of the group).
+const KubeKind* KubeKindOf(std::string_view api_version, std::string_view kind);
+
+// What a translated object records of the document it came from: the document without status
+// and server-set metadata, with `ns` as its namespace when the kind is namespaced.
+nlohmann::json SourceDocument(const nlohmann::json& doc, std::string_view ns);
+
+// The source document recorded on a stored Tessera object, or null.
+nlohmann::json SourceOf(const nlohmann::json& stored);
+
+// Whether `stored` was made from an object of `kind` (any version) named `ns`/`name`; an empty
+// `name` matches every name and an empty `ns` every namespace.
+bool MadeFrom(const nlohmann::json& stored, const KubeKind& kind, std::string_view ns,
+              std::string_view name);
+
+// The object of `kind` that the stored Tessera object (served form, with resourceVersion)
+// stands for; null when it has no source of that kind.
+nlohmann::json KubeObject(const KubeKind& kind, const nlohmann::json& stored);
+
+// APIGroup documents for /apis (every group with served kinds, Tessera's last) and one group.
+nlohmann::json KubeGroups();
+nlohmann::json KubeGroup(std::string_view group);  // null for a group not served
+// APIResourceList of one group version's kinds; null for one not served.
+nlohmann::json KubeResourceList(std::string_view group, std::string_view version);
+
+// A meta.k8s.io/v1 Table of objects of `kind` with the columns kubectl shows for it (Pods:
+// READY, STATUS, RESTARTS, AGE, NODE and GPUS; Jobs: STATUS, COMPLETIONS, AGE ...).
+nlohmann::json KubeTable(const KubeKind& kind, const std::vector<nlohmann::json>& objects,
+                         const std::string& version, int64_t now_ms);
+
+}  // namespace tessera::api
+
+#endif  // TESSERA_API_KUBE_KINDS_H_

@@ -1,0 +1,198 @@
+#include "api/openapi.h"
+
+#include <functional>
+#include <vector>
+
+#include "api/kube.h"
+#include "api/kube_kinds.h"
+#include "api/object.h"
+
+namespace tessera::api {
+
+using nlohmann::json;
+
+namespace {
+
+struct Served {
+  std::string group, version, kind, plural;
+  bool namespaced = true;
+  bool writable = true;
+};
+
+std::vector<Served> AllServed() {
+  std::vector<Served> out;
+  for (const KubeKind& k : KubeKinds()) {
+    out.push_back({std::string(k.group), std::string(k.version), std::string(k.kind),
+                   std::string(k.plural), k.namespaced, true});
+  }
+  out.push_back({"", "v1", "Node", "nodes", false, false});
+  for (const KindInfo& k : Kinds()) {
+    out.push_back({std::string(kGroup), "v1", std::string(k.kind), std::string(k.plural),
+                   k.namespaced, true});
+  }
+  return out;
+}
+
+std::string GvPath(const std::string& group, const std::string& version) {
+  return group.empty() ? "api/" + version : "apis/" + group + "/" + version;
+}
+
+json Gvk(const Served& s) { return {{"group", s.group}, {"version", s.version}, {"kind", s.kind}}; }
+
+json QueryParam(const char* name, const char* description) {
+  return {{"name", name},
+          {"in", "query"},
+          {"description", description},
+          {"schema", {{"type", "string"}}},
+          {"uniqueItems", true}};
+}
+
+json Operation(const Served& s, const char* action, const char* id, bool v3) {
+  json op = {{"operationId", std::string(id) + s.kind},
+             {"x-kubernetes-action", action},
+             {"x-kubernetes-group-version-kind", Gvk(s)},
+             {"responses", {{"200", {{"description", "OK"}}}}}};
+  const std::string ref = v3 ? "#/components/schemas/" : "#/definitions/";
+  const json body = {{"$ref", ref + s.group + "." + s.version + "." + s.kind}};
+  const std::string action_name = action;
+  if (action_name == "patch" || action_name == "post" || action_name == "put") {
+    json params = json::array(
+        {QueryParam("fieldValidation",
+                    "Strict (the only behaviour): unknown and duplicate fields are refused"),
+         QueryParam("dryRun", "All: check and answer without writing"),
+         QueryParam("fieldManager", "Accepted; fields are not tracked per manager")});
+    if (!v3) {
+      for (json& p : params) {
+        p["type"] = "string";
+        p.erase("schema");
+      }
+    }
+    op["parameters"] = std::move(params);
+    if (v3) {
+      json content = json::object();
+      if (action_name == "patch") {
+        for (const char* t : {"application/merge-patch+json", "application/json-patch+json"}) {
+          content[t] = {{"schema", {{"type", "object"}}}};
+        }
+      } else {
+        content["application/json"] = {{"schema", body}};
+      }
+      op["requestBody"] = {{"content", std::move(content)}};
+    } else if (action_name == "patch") {
+      op["consumes"] = {"application/merge-patch+json", "application/json-patch+json",
+                        "application/strategic-merge-patch+json"};
+    }
+  }
+  return op;
+}
+
+// The paths of `s`: its collection and its objects.
+void AddPaths(const Served& s, bool v3, json* paths) {
+  const std::string base = "/" + GvPath(s.group, s.version);
+  const std::string coll = base + (s.namespaced ? "/namespaces/{namespace}/" : "/") + s.plural;
+  json c = {{"get", Operation(s, "list", "list", v3)}};
+  json item = {{"get", Operation(s, "get", "read", v3)}};
+  if (s.writable) {
+    c["post"] = Operation(s, "post", "create", v3);
+    item["put"] = Operation(s, "put", "replace", v3);
+    item["patch"] = Operation(s, "patch", "patch", v3);
+    item["delete"] = Operation(s, "delete", "delete", v3);
+  }
+  (*paths)[coll] = std::move(c);
+  (*paths)[coll + "/{name}"] = std::move(item);
+  if (s.namespaced)
+    (*paths)[base + "/" + s.plural] = {{"get", Operation(s, "list", "listAll", v3)}};
+}
+
+json Schema(const Served& s) {
+  return {{"type", "object"},
+          {"description", s.kind + " (" + (s.group.empty() ? "core" : s.group) + "/" + s.version +
+                              "); every field is checked by the server"},
+          {"properties",
+           {{"apiVersion", {{"type", "string"}}},
+            {"kind", {{"type", "string"}}},
+            {"metadata", {{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}}},
+            {"spec", {{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}}},
+            {"status", {{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}}}}},
+          {"x-kubernetes-preserve-unknown-fields", true},
+          {"x-kubernetes-group-version-kind", json::array({Gvk(s)})}};
+}
+
+json Info() { return {{"title", "Tessera"}, {"version", "v1.32.0-tessera"}}; }
+
+}  // namespace
+
+json OpenApiV3Index() {
+  json paths = json::object();
+  for (const Served& s : AllServed()) {
+    const std::string gv = GvPath(s.group, s.version);
+    if (paths.contains(gv)) continue;
+    const size_t hash = std::hash<std::string>{}(OpenApiV3(gv).dump());
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016zx", hash);
+    paths[gv] = {{"serverRelativeURL", "/openapi/v3/" + gv + "?hash=" + hex}};
+  }
+  return {{"paths", std::move(paths)}};
+}
+
+json OpenApiV3(std::string_view gv_path) {
+  json paths = json::object(), schemas = json::object();
+  for (const Served& s : AllServed()) {
+    if (GvPath(s.group, s.version) != gv_path) continue;
+    AddPaths(s, true, &paths);
+    schemas[s.group + "." + s.version + "." + s.kind] = Schema(s);
+  }
+  if (paths.empty()) return json();
+  return {{"openapi", "3.0.0"},
+          {"info", Info()},
+          {"paths", std::move(paths)},
+          {"components", {{"schemas", std::move(schemas)}}}};
+}
+
+json OpenApiV2() {
+  json paths = json::object(), definitions = json::object();
+  for (const Served& s : AllServed()) {
+    AddPaths(s, false, &paths);
+    definitions[s.group + "." + s.version + "." + s.kind] = Schema(s);
+  }
+  return {{"swagger", "2.0"},
+          {"info", Info()},
+          {"paths", std::move(paths)},
+          {"definitions", std::move(definitions)}};
+}
+
+namespace {
+
+void Varint(uint64_t v, std::string* out) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+// A length-delimited field (wire type 2).
+void Field(int number, std::string_view bytes, std::string* out) {
+  Varint(static_cast<uint64_t>(number) << 3 | 2, out);
+  Varint(bytes.size(), out);
+  out->append(bytes);
+}
+
+}  // namespace
+
+std::string OpenApiV2Protobuf() {
+  // openapi_v2.Document: swagger = 1, info = 2; Info: title = 1, version = 2.
+  std::string info;
+  Field(1, "Tessera", &info);
+  Field(2, "v1.32.0-tessera", &info);
+  std::string doc;
+  Field(1, "2.0", &doc);
+  Field(2, info, &doc);
+  return doc;
+}
+
+bool WantsProtobuf(std::string_view accept) {
+  return accept.find("application/com.github.proto-openapi.spec.v2") != std::string_view::npos;
+}
+
+}  // namespace tessera::api

@@ -1,0 +1,186 @@
+#include "server/api_common.h"
+
+#include "api/kinds.h"
+#include "api/status_schema.h"
+
+namespace tessera::server {
+
+using nlohmann::json;
+
+namespace {
+
+int HttpCode(StatusCode c) {
+  switch (c) {
+    case StatusCode::kOk:
+      return 200;
+    case StatusCode::kInvalidArgument:
+      return 400;
+    case StatusCode::kUnauthenticated:
+      return 401;
+    case StatusCode::kPermissionDenied:
+      return 403;
+    case StatusCode::kNotFound:
+      return 404;
+    case StatusCode::kAlreadyExists:
+    case StatusCode::kConflict:
+      return 409;
+    case StatusCode::kFailedPrecondition:
+      return 412;
+    case StatusCode::kResourceExhausted:
+      return 429;
+    case StatusCode::kInternal:
+      return 500;
+  }
+  return 500;
+}
+
+std::string_view Reason(StatusCode c) {
+  switch (c) {
+    case StatusCode::kInvalidArgument:
+      return "BadRequest";  // 400, as Kubernetes names it (its 422 is "Invalid")
+    case StatusCode::kUnauthenticated:
+      return "Unauthorized";
+    case StatusCode::kPermissionDenied:
+      return "Forbidden";
+    case StatusCode::kNotFound:
+      return "NotFound";
+    case StatusCode::kAlreadyExists:
+      return "AlreadyExists";
+    case StatusCode::kConflict:
+      return "Conflict";
+    case StatusCode::kFailedPrecondition:
+      return "PreconditionFailed";
+    case StatusCode::kResourceExhausted:
+      return "TooManyRequests";
+    default:
+      return "InternalError";
+  }
+}
+
+}  // namespace
+
+HttpResponse Reply(int code, std::string content_type, std::string body) {
+  HttpResponse r;
+  r.status = code;
+  r.content_type = std::move(content_type);
+  r.body = std::move(body);
+  return r;
+}
+
+HttpResponse Error(const Status& s) {
+  const int code = HttpCode(s.code());
+  return Reply(code, "application/json", StatusJson(code, Reason(s.code()), s.message()));
+}
+
+HttpResponse Json(int code, const json& body) {
+  return Reply(code, "application/json", body.dump());
+}
+
+std::string StoredBody(json obj) {
+  obj["metadata"].erase("resourceVersion");
+  return obj.dump();
+}
+
+json Served(const store::StoredObject& o) {
+  json obj = json::parse(o.body);
+  obj["metadata"]["resourceVersion"] = std::to_string(o.version);
+  return obj;
+}
+
+std::optional<int64_t> RequestedVersion(const json& obj) {
+  const json& meta = obj.at("metadata");
+  const auto rv = meta.find("resourceVersion");
+  if (rv == meta.end()) return std::nullopt;
+  return std::stoll(rv->get<std::string>());
+}
+
+std::vector<std::string_view> PathSegments(std::string_view path) {
+  std::vector<std::string_view> parts;
+  while (!path.empty()) {
+    const size_t slash = path.find('/');
+    if (slash != 0) parts.push_back(path.substr(0, slash));
+    if (slash == std::string_view::npos) break;
+    path.remove_prefix(slash + 1);
+  }
+  return parts;
+}
+
+Result<std::optional<api::LabelSelector>> SelectorOf(const HttpRequest& req) {
+  auto it = req.query.find("labelSelector");
+  if (it == req.query.end()) return std::optional<api::LabelSelector>();
+  auto sel = api::LabelSelector::Parse(it->second);
+  if (!sel.ok()) return sel.status();
+  return std::optional<api::LabelSelector>(std::move(sel).value());
+}
+
+Result<std::optional<api::FieldSelector>> FieldSelectorOf(const HttpRequest& req,
+                                                          std::vector<std::string_view> extra) {
+  auto it = req.query.find("fieldSelector");
+  if (it == req.query.end() || it->second.empty()) return std::optional<api::FieldSelector>();
+  extra.insert(extra.begin(), {"metadata.name", "metadata.namespace"});
+  auto sel = api::FieldSelector::Parse(it->second, extra);
+  if (!sel.ok()) return sel.status();
+  return std::optional<api::FieldSelector>(std::move(sel).value());
+}
+
+Status Authorize(const Principal& p, const api::KindInfo& kind,
+                 const std::optional<std::string>& ns, const std::optional<std::string>& name,
+                 Verb verb) {
+  using Role = Principal::Role;
+  const std::string_view k = kind.kind;
+  switch (p.role) {
+    case Role::kAdmin:
+      return Status::Ok();
+    case Role::kNamespace: {
+      if (!kind.namespaced || !ns || *ns != p.ns) {
+        return PermissionDenied("this token is limited to namespace " + p.ns);
+      }
+      if (k == "Job" || k == "PodGroup" || k == "LocalQueue") return Status::Ok();
+      if ((k == "Event" || k == "NamespaceQuota") &&
+          (verb == Verb::kRead || verb == Verb::kWatch)) {
+        return Status::Ok();
+      }
+      return PermissionDenied("a namespace token may read but not change " + std::string(k) +
+                              "s; they are the admin's");
+    }
+    case Role::kAgent:
+      if (k == "Node" && verb != Verb::kDelete && verb != Verb::kWatch &&
+          (verb == Verb::kWrite || name == p.node)) {
+        return Status::Ok();  // a create's or apply's name is checked per object
+      }
+      if (k == "Job" && (verb == Verb::kRead || verb == Verb::kWrite)) return Status::Ok();
+      if (k == "Event" && verb == Verb::kWrite) return Status::Ok();
+      return PermissionDenied("an agent token acts for node " + p.node +
+                              " only: its Node, the Jobs bound to it and their pods' status");
+    case Role::kJoin:
+      return PermissionDenied("a join token only exchanges itself for a node's agent token");
+    case Role::kMetrics:
+      return PermissionDenied("a metrics token only reads /metrics");
+  }
+  return PermissionDenied("unknown role");
+}
+
+store::ObjectKey KeyOf(const api::ObjectId& id) {
+  return {std::string(id.kind->kind), id.ns, id.name};
+}
+
+std::string WarningHeader(std::string_view text) {
+  std::string out = "299 - \"";
+  for (char c : text.substr(0, 1024)) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += (c >= 0x20 && c < 0x7f) ? c : '?';
+  }
+  return out + "\"";
+}
+
+Status CheckObject(const json& obj) {
+  if (Status s = api::ValidateEnvelope(obj); !s.ok()) return s;
+  if (Status s = api::ValidateSpec(obj); !s.ok()) return s;
+  const api::ObjectId id = api::IdOf(obj);
+  if (const auto st = obj.find("status"); st != obj.end()) {
+    if (Status s = api::ValidateStatus(id.kind->kind, *st); !s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+}  // namespace tessera::server

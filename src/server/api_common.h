@@ -1,0 +1,64 @@
+// What the API server's request handlers share: replies in Kubernetes' shape, the stored and
+// served forms of objects, the role-based authorization of a verb on a kind, and the checks of
+// an object written through any path.
+#ifndef TESSERA_SERVER_API_COMMON_H_
+#define TESSERA_SERVER_API_COMMON_H_
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "api/object.h"
+#include "core/status.h"
+#include "server/auth.h"
+#include "server/http_server.h"
+#include "store/store.h"
+
+namespace tessera::server {
+
+HttpResponse Reply(int code, std::string content_type, std::string body);
+// A Kubernetes Status object with the HTTP code and reason of `s`.
+HttpResponse Error(const Status& s);
+HttpResponse Json(int code, const nlohmann::json& body);
+
+// The stored form of an object: without its resourceVersion (the store's version is the truth).
+std::string StoredBody(nlohmann::json obj);
+// The served form: the stored body with the version as metadata.resourceVersion.
+nlohmann::json Served(const store::StoredObject& o);
+// metadata.resourceVersion of an object whose envelope is valid, if set.
+std::optional<int64_t> RequestedVersion(const nlohmann::json& obj);
+store::ObjectKey KeyOf(const api::ObjectId& id);
+
+// A path's non-empty segments: "/apis/a//b/" -> {"apis", "a", "b"}.
+std::vector<std::string_view> PathSegments(std::string_view path);
+
+// The request's labelSelector, if it has one.
+Result<std::optional<api::LabelSelector>> SelectorOf(const HttpRequest& req);
+
+// The request's fieldSelector, if it has one; `extra` fields beyond metadata.name and
+// metadata.namespace may be selected on.
+Result<std::optional<api::FieldSelector>> FieldSelectorOf(const HttpRequest& req,
+                                                          std::vector<std::string_view> extra = {});
+
+enum class Verb : uint8_t { kRead, kWatch, kWrite, kDelete };
+
+// May `p` use `verb` on objects of `kind` in namespace `ns` (nullopt: all namespaces, or a
+// cluster-scoped kind) named `name` (nullopt: a list or a create)? Object-level rules follow in
+// ApiServer::AuthorizeWrite and the read filters.
+Status Authorize(const Principal& p, const api::KindInfo& kind,
+                 const std::optional<std::string>& ns, const std::optional<std::string>& name,
+                 Verb verb);
+
+// An object as any write takes it: a valid envelope, spec and (when present) status.
+Status CheckObject(const nlohmann::json& obj);
+
+// A warning as the value of an HTTP Warning header (RFC 7234, as Kubernetes sends them):
+// 299 - "<text>", the text printable ASCII with quotes and backslashes escaped.
+std::string WarningHeader(std::string_view text);
+
+}  // namespace tessera::server
+
+#endif  // TESSERA_SERVER_API_COMMON_H_

@@ -1,0 +1,357 @@
+// The Kubernetes, Kueue and Volcano kinds at their own API groups: each request is translated
+// to and from the Tessera objects the kind's manifests make (api/manifest.h, api/kube_kinds.h),
+// and written through the same checks as every other write.
+#include <algorithm>
+#include <set>
+
+#include "api/json_read.h"
+#include "api/json_text.h"
+#include "api/kube.h"
+#include "api/kube_kinds.h"
+#include "api/manifest.h"
+#include "api/patch.h"
+#include "server/api_common.h"
+#include "server/api_server.h"
+
+namespace tessera::server {
+
+using api::Member;
+using api::Str;
+using nlohmann::json;
+
+namespace {
+
+// A parsed path of a served Kubernetes kind: /api/v1/... or /apis/{group}/{version}/..., then
+// [namespaces/{ns}/]{plural}[/{name}].
+struct KubeRoute {
+  const api::KubeKind* kind = nullptr;
+  std::optional<std::string> ns;
+  std::optional<std::string> name;
+};
+
+// nullopt when the path names no served Kubernetes kind; an error for a malformed one.
+std::optional<Result<KubeRoute>> ParseKubeRoute(std::string_view path) {
+  const std::vector<std::string_view> parts = PathSegments(path);
+  size_t i = 0;
+  std::string_view group, version;
+  if (parts.size() >= 3 && parts[0] == "api" && parts[1] == "v1") {
+    version = "v1";
+    i = 2;
+  } else if (parts.size() >= 4 && parts[0] == "apis" && parts[1] != api::kGroup) {
+    group = parts[1];
+    version = parts[2];
+    i = 3;
+  } else {
+    return std::nullopt;
+  }
+  KubeRoute r;
+  if (parts[i] == "namespaces" && parts.size() >= i + 3) {
+    if (Status s = api::ValidateName(parts[i + 1], true, "namespace"); !s.ok()) {
+      return Result<KubeRoute>(s);
+    }
+    r.ns = std::string(parts[i + 1]);
+    i += 2;
+  }
+  r.kind = api::FindKubeKind(group, version, parts[i]);
+  if (r.kind == nullptr) return std::nullopt;
+  if (i + 1 < parts.size()) r.name = std::string(parts[i + 1]);
+  const std::string plural(r.kind->plural);
+  if (i + 2 < parts.size()) {
+    return Result<KubeRoute>(
+        NotFound(plural + " has no subresource \"" + std::string(parts[i + 2]) + "\" here"));
+  }
+  if (r.ns && !r.kind->namespaced) {
+    return Result<KubeRoute>(NotFound(plural + " are cluster-scoped: no namespace in the path"));
+  }
+  if (r.name && r.kind->namespaced && !r.ns) {
+    return Result<KubeRoute>(NotFound("a namespaced " + std::string(r.kind->kind) +
+                                      " is addressed under /namespaces/{namespace}/"));
+  }
+  return Result<KubeRoute>(std::move(r));
+}
+
+// `plural "name"`, as Kubernetes' messages name an object.
+std::string Named(const api::KubeKind& kind, const std::string& name) {
+  std::string out(kind.plural);
+  if (!kind.group.empty()) out += "." + std::string(kind.group);
+  return out + " \"" + name + "\"";
+}
+
+bool DryRun(const HttpRequest& req) {
+  auto it = req.query.find("dryRun");
+  return it != req.query.end() && it->second == "All";
+}
+
+// The stored objects made from `kind` ns/name (every name when `name` is empty), in the store's
+// order; each with its version.
+struct Made {
+  json obj;  // served form
+  store::ObjectKey key;
+  int64_t version = 0;
+};
+
+}  // namespace
+
+std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Principal& who) {
+  std::optional<Result<KubeRoute>> parsed = ParseKubeRoute(req.path);
+  if (!parsed) return std::nullopt;
+  if (!parsed->ok()) return Error(parsed->status());
+  // Agents, join and metrics tokens act through Tessera's own paths only, where their
+  // object-level rules (a node's bound Jobs) apply.
+  if (who.role != Principal::Role::kAdmin && who.role != Principal::Role::kNamespace) {
+    return Error(PermissionDenied(
+        "the Kubernetes kinds' paths are for the admin and namespace tokens; agent, join and "
+        "metrics tokens use " +
+        std::string(api::kGroupPath)));
+  }
+  const KubeRoute route = std::move(parsed->value());
+  const api::KubeKind& kind = *route.kind;
+  const api::KindInfo& stored_kind = *api::FindKind(kind.stored);
+  const std::optional<std::string> stored_ns = stored_kind.namespaced ? route.ns : std::nullopt;
+
+  auto made_from = [&](const std::string& ns,
+                       const std::string& name) -> Result<std::vector<Made>> {
+    auto list =
+        store_->List(std::string(kind.stored),
+                     stored_ns ? std::optional<std::string_view>(*stored_ns) : std::nullopt);
+    if (!list.ok()) return list.status();
+    std::vector<Made> out;
+    for (const store::StoredObject& o : *list) {
+      json obj = Served(o);
+      if (!api::MadeFrom(obj, kind, ns, name)) continue;
+      out.push_back({std::move(obj), o.key, o.version});
+    }
+    return out;
+  };
+  // One view per source object (a ConfigMap makes several GpuSharingConfigs).
+  auto views = [&](const std::vector<Made>& made) {
+    std::vector<json> out;
+    std::set<std::pair<std::string, std::string>> seen;
+    for (const Made& m : made) {
+      json v = api::KubeObject(kind, m.obj);
+      const json& meta = v["metadata"];
+      if (!seen.insert({Str(meta, "namespace"), Str(meta, "name")}).second) continue;
+      out.push_back(std::move(v));
+    }
+    return out;
+  };
+
+  if (req.method == "GET") {
+    const bool one = route.name.has_value();
+    if (Status s = Authorize(who, stored_kind, stored_ns, std::nullopt, Verb::kRead); !s.ok()) {
+      return Error(s);
+    }
+    if (!one && req.query.contains("watch")) {
+      return Error(InvalidArgument("watch is not served on " + std::string(kind.plural) + "." +
+                                   std::string(kind.group) + " yet; watch the tessera.io kinds"));
+    }
+    auto selector = SelectorOf(req);
+    if (!selector.ok()) return Error(selector.status());
+    auto fields = FieldSelectorOf(
+        req, kind.kind == "Pod" ? std::vector<std::string_view>{"spec.nodeName", "status.phase"}
+                                : std::vector<std::string_view>{});
+    if (!fields.ok()) return Error(fields.status());
+    auto made = made_from(route.ns.value_or(""), route.name.value_or(""));
+    if (!made.ok()) return Error(made.status());
+    std::vector<json> items;
+    for (json& v : views(*made)) {
+      if (*selector && !(*selector)->Matches(Member(v["metadata"], "labels"))) continue;
+      if (*fields && !(*fields)->Matches(v)) continue;
+      items.push_back(std::move(v));
+    }
+    if (one && items.empty()) return Error(NotFound(Named(kind, *route.name) + " not found"));
+    const std::string version =
+        one ? Str(items[0]["metadata"], "resourceVersion") : std::to_string(store_->Revision());
+    if (api::WantsTable(req.accept)) {
+      return Json(200, api::KubeTable(kind, items, version, clock_()));
+    }
+    if (one) return Json(200, items[0]);
+    return Json(200, {{"kind", std::string(kind.kind) + "List"},
+                      {"apiVersion", kind.GroupVersion()},
+                      {"metadata", {{"resourceVersion", version}}},
+                      {"items", std::move(items)}});
+  }
+
+  if (req.method == "DELETE") {
+    if (!route.name) {
+      return Error(InvalidArgument("deleting a collection is not served: name the object"));
+    }
+    auto made = made_from(route.ns.value_or(""), *route.name);
+    if (!made.ok()) return Error(made.status());
+    if (made->empty()) return Error(NotFound(Named(kind, *route.name) + " not found"));
+    std::vector<store::Write> writes;
+    for (const Made& m : *made) {
+      if (Status s = Authorize(who, stored_kind, stored_ns, m.key.name, Verb::kDelete); !s.ok()) {
+        return Error(s);
+      }
+      writes.push_back({store::Write::Op::kDelete, m.key, "", m.version});
+    }
+    const json view = views(*made)[0];
+    if (!DryRun(req)) {
+      auto r = Commit(writes);
+      if (!r.ok()) return Error(r.status());
+    }
+    return Json(200, {{"kind", "Status"},
+                      {"apiVersion", "v1"},
+                      {"status", "Success"},
+                      {"details",
+                       {{"name", *route.name},
+                        {"group", kind.group},
+                        {"kind", kind.plural},
+                        {"uid", Str(view["metadata"], "uid")}}}});
+  }
+
+  const bool create = req.method == "POST";
+  if (!(create && !route.name) && !(req.method == "PUT" && route.name) &&
+      !(req.method == "PATCH" && route.name)) {
+    return Reply(405, "application/json",
+                 StatusJson(405, "MethodNotAllowed",
+                            "method " + req.method + " is not allowed on " + req.path));
+  }
+  const std::string ns = route.ns.value_or("");
+  // The document to write: the body (create, replace) or the patched current view.
+  std::vector<Made> before;
+  json doc;
+  if (create) {
+    auto body = api::ParseJson(req.body);
+    if (!body.ok()) return Error(body.status());
+    doc = std::move(body).value();
+  } else {
+    auto made = made_from(ns, *route.name);
+    if (!made.ok()) return Error(made.status());
+    before = std::move(made).value();
+    if (req.method == "PATCH") {
+      if (before.empty()) return Error(NotFound(Named(kind, *route.name) + " not found"));
+      auto type = api::PatchTypeOf(req.content_type);
+      if (!type.ok()) {
+        return Reply(415, "application/json",
+                     StatusJson(415, "UnsupportedMediaType", type.status().message()));
+      }
+      auto patch = api::ParseJson(req.body);
+      if (!patch.ok()) return Error(patch.status());
+      auto patched = api::ApplyPatch(views(before)[0], *patch, *type);
+      if (!patched.ok()) return Error(patched.status());
+      doc = std::move(patched).value();
+    } else {
+      auto body = api::ParseJson(req.body);
+      if (!body.ok()) return Error(body.status());
+      doc = std::move(body).value();
+      if (before.empty()) return Error(NotFound(Named(kind, *route.name) + " not found"));
+    }
+  }
+  if (!doc.is_object()) return Error(InvalidArgument("body: must be an object"));
+  // What the server set and a client sends back from what it read (kubectl edit, replace, or
+  // the view a patch applies to) is the server's, not the client's say.
+  if (!create) {
+    doc.erase("status");
+    if (doc["metadata"].is_object()) {
+      for (const char* k :
+           {"uid", "creationTimestamp", "generation", "managedFields", "selfLink"}) {
+        doc["metadata"].erase(k);
+      }
+    }
+  }
+  if (Str(doc, "apiVersion") != kind.GroupVersion() || Str(doc, "kind") != kind.kind) {
+    return Error(InvalidArgument("apiVersion and kind: " + Str(doc, "apiVersion") + " " +
+                                 Str(doc, "kind") + " does not match the path (" +
+                                 kind.GroupVersion() + " " + std::string(kind.kind) + ")"));
+  }
+  const json& meta = Member(doc, "metadata");
+  const std::string doc_ns = Str(meta, "namespace");
+  if (kind.namespaced && !doc_ns.empty() && doc_ns != ns) {
+    return Error(InvalidArgument("metadata.namespace: \"" + doc_ns +
+                                 "\" does not match the path's namespace \"" + ns + "\""));
+  }
+  if (route.name && Str(meta, "name") != *route.name) {
+    return Error(InvalidArgument("metadata.name: \"" + Str(meta, "name") +
+                                 "\" does not match the path's name \"" + *route.name + "\""));
+  }
+  // kubectl replace and edit send the version they read: it must still be current.
+  std::optional<int64_t> expected;
+  if (!create && Member(meta, "resourceVersion").is_string()) {
+    const std::string rv = Str(meta, "resourceVersion");
+    if (rv.empty() || rv.size() > 18 || !std::all_of(rv.begin(), rv.end(), ::isdigit)) {
+      return Error(InvalidArgument("metadata.resourceVersion: must be a decimal number"));
+    }
+    expected = std::stoll(rv);
+    if (!before.empty() && *expected != before[0].version) {
+      return Error(Conflict("Operation cannot be fulfilled on " + Named(kind, *route.name) +
+                            ": the object has been modified; please apply your changes to the "
+                            "latest version and try again"));
+    }
+  }
+  if (!create && doc["metadata"].is_object()) doc["metadata"].erase("resourceVersion");
+  std::vector<std::string> notes;
+  auto objs = api::TranslateDocument(doc, ns.empty() ? "default" : ns, &notes);
+  if (!objs.ok()) return Error(objs.status());
+  if (create && !objs->empty()) {
+    auto existing = made_from(ns, Str(meta, "name"));
+    if (!existing.ok()) return Error(existing.status());
+    if (!existing->empty()) {
+      return Error(AlreadyExists(Named(kind, Str(meta, "name")) + " already exists"));
+    }
+  }
+  std::vector<std::vector<std::string>> per_object;
+  std::vector<json> items;
+  api::AppendDocument(std::move(objs).value(), notes, &items, &per_object);
+  std::vector<store::Write> writes;
+  std::vector<api::ObjectId> ids;
+  size_t primary = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    json& obj = items[i];
+    if (Status s = CheckObject(obj); !s.ok()) return Error(s);
+    const api::ObjectId id = api::IdOf(obj);
+    if (Status s = Authorize(who, *id.kind,
+                             id.ns.empty() ? std::nullopt : std::optional<std::string>(id.ns),
+                             std::nullopt, Verb::kWrite);
+        !s.ok()) {
+      return Error(s);
+    }
+    if (Status s = AuthorizeWrite(who, &obj); !s.ok()) return Error(s);
+    const bool own = api::MadeFrom(obj, kind, ns, Str(meta, "name"));
+    if (own) primary = i;
+    // Objects the document makes for itself are created (409 if something else holds the
+    // name); the ones Volcano queues share are kept up to date.
+    store::Write w{create && own ? store::Write::Op::kCreate : store::Write::Op::kPut, KeyOf(id),
+                   "", std::nullopt};
+    if (Status s = KeepSystemFields(who, &obj, &w); !s.ok()) return Error(s);
+    if (!create && own) {
+      const auto held =
+          std::find_if(before.begin(), before.end(), [&](const Made& m) { return m.key == w.key; });
+      if (held == before.end()) {
+        // Not made from this object: the name is someone else's.
+        auto other = store_->Get(w.key);
+        if (!other.ok()) return Error(other.status());
+        if (other->has_value()) {
+          return Error(
+              AlreadyExists(store::Describe(w.key) + " exists and was not made from this object"));
+        }
+        w.op = store::Write::Op::kCreate;
+        w.expected_version.reset();
+      }
+    }
+    writes.push_back(std::move(w));
+    ids.push_back(id);
+  }
+  if (items.empty()) return Error(InvalidArgument("the object translates into nothing"));
+  // What this object made before and makes no more (a ConfigMap key removed).
+  for (const Made& m : before) {
+    const bool kept = std::any_of(writes.begin(), writes.end(),
+                                  [&](const store::Write& w) { return w.key == m.key; });
+    if (!kept) writes.push_back({store::Write::Op::kDelete, m.key, "", m.version});
+  }
+  const std::vector<std::string> warned = NotActedOn(ids, per_object, &writes);
+  json stored = json::parse(writes[primary].body);
+  if (DryRun(req)) {
+    stored["metadata"]["resourceVersion"] = std::to_string(store_->Revision());
+  } else {
+    auto versions = Commit(writes);
+    if (!versions.ok()) return Error(versions.status());
+    stored["metadata"]["resourceVersion"] = std::to_string((*versions)[primary]);
+  }
+  HttpResponse r = Json(create ? 201 : 200, api::KubeObject(kind, stored));
+  for (const std::string& w : warned) r.headers.emplace_back("Warning", WarningHeader(w));
+  return r;
+}
+
+}  // namespace tessera::server
