@@ -8,7 +8,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev
   libboost-dev libsqlite3-dev libyaml-cpp-dev libyaml-dev libssl-dev prometheus-cpp-dev
-  prometheus openssl
+  prometheus openssl python3-kubernetes
 )
 
 missing=()

@@ -1,9 +1,12 @@
 #include "api/kube_kinds.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "api/json_read.h"
 #include "api/kube.h"
+#include "api/object.h"
+#include "api/time.h"
 
 namespace tessera::api {
 
@@ -30,6 +33,7 @@ const std::vector<KubeKind>& KubeKinds() {
        "PodGroup"},
       {"scheduling.volcano.sh", "v1beta1", "Queue", "queues", false, "q,queue-v1beta1", "Queue"},
       {"batch.volcano.sh", "v1alpha1", "Job", "jobs", true, "vcjob,vj", "Job"},
+      {"", "v1", "Event", "events", true, "ev", "Event", false},
   };
   return kinds;
 }
@@ -100,6 +104,8 @@ bool MadeFrom(const json& stored, const KubeKind& kind, std::string_view ns,
 
 namespace {
 
+constexpr std::string_view kPodAnnotation = "tessera.io/pod";
+
 // The counts of a Tessera Job's pods by state.
 struct PodCounts {
   int running = 0, succeeded = 0, failed = 0, placed = 0, restarts = 0;
@@ -129,31 +135,37 @@ json Condition(const char* type, bool is_true, const std::string& reason,
   return c;
 }
 
-// A core/v1 Pod's status (and spec.nodeName) from the Tessera Job made from it.
-void PodView(const json& job, json* pod) {
+// A core/v1 Pod's status (and spec.nodeName) from its Tessera Job and the Job's status entry
+// for the pod (null while it is not placed).
+void PodView(const json& job, const json& entry, json* pod) {
   const json& st = Member(job, "status");
   const std::string phase = Str(st, "phase");
-  const json& first = ListOf(Member(st, "pods")).empty() ? json() : Member(st, "pods")[0];
-  const json& state = Member(first, "state");
+  const json& state = Member(entry, "state");
   const std::string pod_phase = Str(state, "phase");
   std::string out_phase = "Pending";
-  if (phase == "Succeeded" || pod_phase == "Succeeded") out_phase = "Succeeded";
-  if (phase == "Failed" || pod_phase == "Failed") out_phase = "Failed";
+  if (pod_phase == "Succeeded" || (phase == "Succeeded" && entry.is_object())) {
+    out_phase = "Succeeded";
+  }
+  if (pod_phase == "Failed" || phase == "Failed") out_phase = "Failed";
   if (out_phase == "Pending" && pod_phase == "Running") out_phase = "Running";
   json status = {{"phase", out_phase}, {"qosClass", "BestEffort"}};
-  const bool placed = first.is_object() && !Str(first, "node").empty();
-  if (placed) (*pod)["spec"]["nodeName"] = Str(first, "node");
+  const bool placed = entry.is_object() && !Str(entry, "node").empty();
+  if (placed) (*pod)["spec"]["nodeName"] = Str(entry, "node");
   const std::string admitted = Str(st, "admittedAt");
-  if (!admitted.empty()) status["startTime"] = admitted;
+  if (placed && !admitted.empty()) status["startTime"] = admitted;
+  std::string waiting = Str(st, "message");
+  for (const json& w : ListOf(Member(st, "waitingPods"))) {
+    if (Str(w, "name") == TesseraPodName(*pod)) waiting = Str(w, "reason");
+  }
   json conditions = json::array();
   conditions.push_back(Condition("PodScheduled", placed, placed ? "" : "Unschedulable",
-                                 placed ? "" : Str(st, "message"), admitted));
+                                 placed ? "" : waiting, placed ? admitted : ""));
   conditions.push_back(Condition("Ready", out_phase == "Running", "", "", ""));
   status["conditions"] = std::move(conditions);
   json containers = json::array();
   for (const json& c : ListOf(Member(Member(*pod, "spec"), "containers"))) {
     json cs = {{"name", Member(c, "name")},
-               {"image", Member(c, "image")},
+               {"image", Str(c, "image")},
                {"imageID", ""},
                {"ready", out_phase == "Running"},
                {"restartCount", static_cast<int>(Num(state, "restarts"))}};
@@ -174,6 +186,15 @@ void PodView(const json& job, json* pod) {
   (*pod)["status"] = std::move(status);
 }
 
+// The Job's status entry for the pod named `name` ("<task>-<index>"), or null.
+const json& PodEntry(const json& job, const std::string& name) {
+  static const json kNone;
+  for (const json& p : ListOf(Member(Member(job, "status"), "pods"))) {
+    if (Str(p, "name") == name) return p;
+  }
+  return kNone;
+}
+
 // A batch/v1 Job's status from the Tessera Job.
 json BatchJobStatus(const json& job, const json& source) {
   const json& st = Member(job, "status");
@@ -188,7 +209,8 @@ json BatchJobStatus(const json& job, const json& source) {
   const std::string finished = Str(st, "finishedAt");
   if (phase == "Pending" && Member(Member(source, "spec"), "suspend") == true) {
     conditions.push_back(
-        Condition("Suspended", true, "JobSuspended", "Job suspended", Str(st, "message")));
+        Condition("Suspended", true, "JobSuspended",
+                  Str(st, "message").empty() ? "Job suspended" : Str(st, "message"), ""));
   }
   if (phase == "Succeeded") {
     status["completionTime"] = finished;
@@ -245,7 +267,13 @@ json KubeObject(const KubeKind& kind, const json& stored) {
     if (Member(meta, k).is_string()) out["metadata"][k] = Member(meta, k);
   }
   if (kind.kind == "Pod") {
-    PodView(stored, &out);
+    const json& pods = ListOf(Member(Member(stored, "status"), "pods"));
+    const json entry = pods.empty() ? json() : pods[0];
+    const json& tasks = ListOf(Member(Member(stored, "spec"), "tasks"));
+    std::string tpod = (tasks.empty() ? "main" : Str(tasks[0], "name")) + "-0";
+    if (entry.is_object()) tpod = Str(entry, "name");
+    out["metadata"]["annotations"][std::string(kPodAnnotation)] = tpod;
+    PodView(stored, entry, &out);
   } else if (kind.group == "batch" && kind.kind == "Job") {
     out["status"] = BatchJobStatus(stored, out);
   } else if (kind.group == "batch.volcano.sh") {
@@ -256,6 +284,113 @@ json KubeObject(const KubeKind& kind, const json& stored) {
     out["status"] = {{"hard", Member(Member(out, "spec"), "hard")}};
   }
   return out;
+}
+
+namespace {
+
+// A UUID-shaped name derived from `base` and `suffix` (FNV-1a), stable across reads.
+std::string DerivedUid(const std::string& base, const std::string& suffix) {
+  auto fnv = [](std::string_view text, uint64_t h) {
+    for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
+    return h;
+  };
+  const std::string key = base + "/" + suffix;
+  const uint64_t a = fnv(key, 14695981039346656037ULL);
+  return UuidText(a, fnv(key, a));
+}
+
+}  // namespace
+
+std::string TesseraPodName(const json& pod) {
+  return Str(Member(Member(pod, "metadata"), "annotations"), std::string(kPodAnnotation).c_str());
+}
+
+ObjectRef RefOf(const json& stored) {
+  const json src = SourceOf(stored);
+  const json& meta = Member(stored, "metadata");
+  if (src.is_object()) return {Str(src, "apiVersion"), Str(src, "kind"), Str(meta, "uid")};
+  return {Str(stored, "apiVersion"), Str(stored, "kind"), Str(meta, "uid")};
+}
+
+std::vector<json> JobPods(const json& job) {
+  static const KubeKind& pod_kind = *FindKubeKind("", "v1", "pods");
+  if (MadeFrom(job, pod_kind, "", "")) return {KubeObject(pod_kind, job)};
+  const json& meta = Member(job, "metadata");
+  const std::string name = Str(meta, "name");
+  const ObjectRef owner = RefOf(job);
+  json labels = Member(meta, "labels").is_object() ? Member(meta, "labels") : json::object();
+  labels["job-name"] = name;
+  labels["batch.kubernetes.io/job-name"] = name;
+  std::vector<json> out;
+  for (const json& task : ListOf(Member(Member(job, "spec"), "tasks"))) {
+    const std::string task_name = Str(task, "name");
+    const int64_t replicas =
+        Member(task, "replicas").is_number_integer() ? Member(task, "replicas").get<int64_t>() : 1;
+    json container = {{"name", task_name}, {"image", Member(task, "image")}};
+    for (const char* k : {"command", "args", "resources"}) {
+      if (task.contains(k)) container[k] = task[k];
+    }
+    for (int64_t i = 0; i < replicas && i < 10'000; ++i) {
+      const std::string tpod = task_name + "-" + std::to_string(i);
+      json pod_labels = labels;
+      pod_labels["volcano.sh/task-spec"] = task_name;
+      json pod = {{"apiVersion", "v1"},
+                  {"kind", "Pod"},
+                  {"metadata",
+                   {{"name", name + "-" + tpod},
+                    {"namespace", Str(meta, "namespace")},
+                    {"uid", DerivedUid(owner.uid, tpod)},
+                    {"creationTimestamp", Member(meta, "creationTimestamp")},
+                    {"resourceVersion", Member(meta, "resourceVersion")},
+                    {"labels", std::move(pod_labels)},
+                    {"annotations", {{std::string(kPodAnnotation), tpod}}},
+                    {"ownerReferences", json::array({{{"apiVersion", owner.api_version},
+                                                      {"kind", owner.kind},
+                                                      {"name", name},
+                                                      {"uid", owner.uid},
+                                                      {"controller", true}}})}}},
+                  {"spec",
+                   {{"containers", json::array({container})},
+                    {"restartPolicy", Member(task, "restartPolicy").is_string()
+                                          ? Member(task, "restartPolicy")
+                                          : json("Never")}}}};
+      PodView(job, PodEntry(job, tpod), &pod);
+      out.push_back(std::move(pod));
+    }
+  }
+  return out;
+}
+
+json KubeEvent(const json& event, const ObjectRef* involved) {
+  const json& meta = Member(event, "metadata");
+  const json& spec = Member(event, "spec");
+  const json& obj = Member(spec, "involvedObject");
+  const std::string time =
+      Str(spec, "time").empty() ? Str(meta, "creationTimestamp") : Str(spec, "time");
+  json ref = {{"kind", involved ? involved->kind : Str(obj, "kind")},
+              {"name", Member(obj, "name")},
+              {"namespace", Member(meta, "namespace")}};
+  if (involved != nullptr) {
+    ref["apiVersion"] = involved->api_version;
+    if (!involved->uid.empty()) ref["uid"] = involved->uid;
+  }
+  return {{"apiVersion", "v1"},
+          {"kind", "Event"},
+          {"metadata",
+           {{"name", Member(meta, "name")},
+            {"namespace", Member(meta, "namespace")},
+            {"uid", Member(meta, "uid")},
+            {"resourceVersion", Member(meta, "resourceVersion")},
+            {"creationTimestamp", Member(meta, "creationTimestamp")}}},
+          {"involvedObject", std::move(ref)},
+          {"reason", Member(spec, "reason")},
+          {"message", Member(spec, "message")},
+          {"type", Member(spec, "type")},
+          {"source", {{"component", "tessera-scheduler"}}},
+          {"reportingComponent", "tessera-scheduler"},
+          {"firstTimestamp", time},
+          {"lastTimestamp", time},
+          {"count", 1}};
 }
 
 namespace {
@@ -306,9 +441,12 @@ json KubeResourceList(std::string_view group, std::string_view version) {
   json resources = json::array();
   for (const KubeKind& k : KubeKinds()) {
     if (k.group != group || k.version != version) continue;
-    resources.push_back(ApiResource(k.plural, k.kind, k.namespaced,
-                                    {"create", "delete", "get", "list", "patch", "update"},
-                                    Split(k.short_names)));
+    resources.push_back(
+        ApiResource(k.plural, k.kind, k.namespaced,
+                    k.writable ? std::vector<std::string>{"create", "delete", "get", "list",
+                                                          "patch", "update", "watch"}
+                               : std::vector<std::string>{"get", "list", "watch"},
+                    Split(k.short_names)));
   }
   if (resources.empty()) return json();
   const std::string gv =
@@ -325,6 +463,27 @@ json KubeTable(const KubeKind& kind, const std::vector<json>& objects, const std
   const bool pod = kind.kind == "Pod";
   const bool batch_job = kind.group == "batch" && kind.kind == "Job";
   const bool volcano_job = kind.group == "batch.volcano.sh";
+  if (kind.kind == "Event") {
+    json ecols = json::array({
+        TableColumn("Last Seen", "string", "When the event last happened.", 0),
+        TableColumn("Type", "string", "Normal or Warning.", 0),
+        TableColumn("Reason", "string", "Why, in one word.", 0),
+        TableColumn("Object", "string", "The object it is about.", 0),
+        TableColumn("Message", "string", "What happened.", 0),
+    });
+    json erows = json::array();
+    for (const json& e : objects) {
+      const int64_t at = ParseTime(Str(e, "lastTimestamp"));
+      const json& obj = Member(e, "involvedObject");
+      std::string kind_name = Str(obj, "kind");
+      std::transform(kind_name.begin(), kind_name.end(), kind_name.begin(), ::tolower);
+      erows.push_back(
+          TableRow({at < 0 ? "<unknown>" : HumanDuration(now_ms - at), Str(e, "type"),
+                    Str(e, "reason"), kind_name + "/" + Str(obj, "name"), Str(e, "message")},
+                   e));
+    }
+    return TableOf(std::move(ecols), std::move(erows), version);
+  }
   if (pod) {
     columns.push_back(TableColumn("Ready", "string", "Ready containers / containers.", 0));
     columns.push_back(TableColumn("Status", "string", "The pod's phase.", 0));

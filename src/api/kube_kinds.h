@@ -35,6 +35,7 @@ struct KubeKind {
   bool namespaced = true;
   std::string_view short_names;  // comma-separated, as kubectl's discovery lists them
   std::string_view stored;       // the Tessera kind its manifests translate into
+  bool writable = true;          // false: a read-only view (Events)
 
   // "v1" for the core group, else "<group>/<version>".
   std::string GroupVersion() const;
@@ -62,6 +63,24 @@ bool MadeFrom(const nlohmann::json& stored, const KubeKind& kind, std::string_vi
 // The object of `kind` that the stored Tessera object (served form, with resourceVersion)
 // stands for; null when it has no source of that kind.
 nlohmann::json KubeObject(const KubeKind& kind, const nlohmann::json& stored);
+
+// The core/v1 Pods of a Tessera Job (served form): the Pod it was made from, or one Pod per
+// task replica named <job>-<task>-<index> (placed or not), with the job's labels, job-name
+// and an owner reference to the object the job was made from.
+std::vector<nlohmann::json> JobPods(const nlohmann::json& job);
+// The Tessera pod ("<task>-<index>") a core/v1 Pod of JobPods stands for.
+std::string TesseraPodName(const nlohmann::json& pod);
+
+// Where a Tessera object an Event names lives in the Kubernetes API: the apiVersion, kind and
+// uid of what it was made from (its own tessera.io/v1 kind when it has no source).
+struct ObjectRef {
+  std::string api_version, kind, uid;
+};
+ObjectRef RefOf(const nlohmann::json& stored);
+
+// A core/v1 Event of a Tessera Event (served form); `involved` is what its involvedObject
+// names in the Kubernetes API, when known.
+nlohmann::json KubeEvent(const nlohmann::json& event, const ObjectRef* involved);
 
 // APIGroup documents for /apis (every group with served kinds, Tessera's last) and one group.
 nlohmann::json KubeGroups();

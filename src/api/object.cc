@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <string_view>
 #include <vector>
 
@@ -275,6 +276,17 @@ bool LabelSelector::Matches(const json& labels) const {
     }
   }
   return true;
+}
+
+std::string UuidText(uint64_t high, uint64_t low) {
+  high = (high & 0xffffffffffff0fffULL) | 0x4000ULL;            // version 4
+  low = (low & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;  // variant 10
+  char out[37];
+  std::snprintf(out, sizeof out, "%08x-%04x-%04x-%04x-%012llx", static_cast<unsigned>(high >> 32),
+                static_cast<unsigned>((high >> 16) & 0xffff), static_cast<unsigned>(high & 0xffff),
+                static_cast<unsigned>(low >> 48),
+                static_cast<unsigned long long>(low & 0xffffffffffffULL));
+  return out;
 }
 
 Result<FieldSelector> FieldSelector::Parse(std::string_view text,

@@ -63,6 +63,10 @@ class LabelSelector {
   std::vector<Term> terms_;
 };
 
+// 128 bits as an RFC 4122 version 4 UUID ("xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx"), the form of
+// metadata.uid.
+std::string UuidText(uint64_t high, uint64_t low);
+
 // Field selectors as Kubernetes takes them: "<field>=<value>", "<field>==<value>" and
 // "<field>!=<value>" joined by ','; a field is a dotted path into the object
 // ("metadata.name", "spec.nodeName") compared as text ("" when absent).

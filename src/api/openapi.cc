@@ -23,7 +23,7 @@ std::vector<Served> AllServed() {
   std::vector<Served> out;
   for (const KubeKind& k : KubeKinds()) {
     out.push_back({std::string(k.group), std::string(k.version), std::string(k.kind),
-                   std::string(k.plural), k.namespaced, true});
+                   std::string(k.plural), k.namespaced, k.writable});
   }
   out.push_back({"", "v1", "Node", "nodes", false, false});
   for (const KindInfo& k : Kinds()) {

@@ -123,6 +123,13 @@ Result<std::optional<api::FieldSelector>> FieldSelectorOf(const HttpRequest& req
   return std::optional<api::FieldSelector>(std::move(sel).value());
 }
 
+bool Watching(const HttpRequest& req) {
+  auto it = req.query.find("watch");
+  if (it == req.query.end()) return false;
+  const std::string& v = it->second;
+  return v == "1" || v == "t" || v == "T" || v == "true" || v == "True" || v == "TRUE";
+}
+
 Status Authorize(const Principal& p, const api::KindInfo& kind,
                  const std::optional<std::string>& ns, const std::optional<std::string>& name,
                  Verb verb) {

@@ -5,6 +5,7 @@
 #define TESSERA_SERVER_API_COMMON_H_
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -42,6 +43,14 @@ Result<std::optional<api::LabelSelector>> SelectorOf(const HttpRequest& req);
 // metadata.namespace may be selected on.
 Result<std::optional<api::FieldSelector>> FieldSelectorOf(const HttpRequest& req,
                                                           std::vector<std::string_view> extra = {});
+
+// Whether the request asks to watch: watch=1/t/T/true/True/TRUE, as Go's ParseBool reads it.
+bool Watching(const HttpRequest& req);
+
+// Writes the watch event lines ({"type", "object"}\n) that one change of a stored object
+// makes in a view; none when the view has nothing to say about it.
+using WatchRender =
+    std::function<void(const char* type, const store::StoredObject& o, std::string* out)>;
 
 enum class Verb : uint8_t { kRead, kWatch, kWrite, kDelete };
 

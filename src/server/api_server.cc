@@ -209,12 +209,13 @@ namespace {
 class WatchStream : public ResponseStream, public std::enable_shared_from_this<WatchStream> {
  public:
   WatchStream(ChangeFeed& feed, EventCache& events, std::string kind, std::optional<std::string> ns,
-              std::optional<api::LabelSelector> selector)
+              std::optional<api::LabelSelector> selector, WatchRender render)
       : feed_(feed),
         events_(events),
         kind_(std::move(kind)),
         ns_(std::move(ns)),
-        selector_(std::move(selector)) {}
+        selector_(std::move(selector)),
+        render_(std::move(render)) {}
 
   // Starts after `revision`, first sending `initial` objects as ADDED.
   void Start(int64_t revision, const std::vector<store::StoredObject>& initial) {
@@ -237,6 +238,10 @@ class WatchStream : public ResponseStream, public std::enable_shared_from_this<W
         for (const store::Change& c : *changes) {
           last_ = c.revision;
           if (!Wanted(c.object.key)) continue;
+          if (render_) {
+            render_(EventType(c.type), c.object, &out);
+            continue;
+          }
           std::shared_ptr<const EventCache::Event> e = events_.Get(c);
           if (selector_ && !selector_->Matches(e->labels)) continue;
           out += e->line;
@@ -271,6 +276,7 @@ class WatchStream : public ResponseStream, public std::enable_shared_from_this<W
   }
 
   void Add(std::string& out, const char* type, const store::StoredObject& o) const {
+    if (render_) return render_(type, o, &out);
     json obj = Served(o);
     if (selector_ && !selector_->Matches(obj["metadata"].value("labels", json()))) return;
     out += json{{"type", type}, {"object", std::move(obj)}}.dump();
@@ -282,6 +288,7 @@ class WatchStream : public ResponseStream, public std::enable_shared_from_this<W
   const std::string kind_;
   const std::optional<std::string> ns_;
   const std::optional<api::LabelSelector> selector_;
+  const WatchRender render_;
   int64_t last_ = 0;
   std::string pending_;
   bool ended_ = false;
@@ -594,14 +601,7 @@ std::string NewUid() {
     a = rng();
     b = rng();
   }
-  a = (a & 0xffffffffffff0fffULL) | 0x4000ULL;              // version 4
-  b = (b & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;  // variant 10
-  char out[37];
-  std::snprintf(out, sizeof out, "%08x-%04x-%04x-%04x-%012llx", static_cast<unsigned>(a >> 32),
-                static_cast<unsigned>((a >> 16) & 0xffff), static_cast<unsigned>(a & 0xffff),
-                static_cast<unsigned>(b >> 48),
-                static_cast<unsigned long long>(b & 0xffffffffffffULL));
-  return out;
+  return api::UuidText(a, b);
 }
 
 // Kubernetes refuses changes to a running Job's pod template; Tessera does the same while a Job
@@ -790,7 +790,7 @@ HttpResponse ApiServer::Usage(const HttpRequest& req, const Principal& who) {
 
 HttpResponse ApiServer::Watch(const HttpRequest& req, const std::string& kind,
                               const std::optional<std::string>& ns,
-                              std::optional<api::LabelSelector> selector) {
+                              std::optional<api::LabelSelector> selector, WatchRender render) {
   auto digits = [](const std::string& v, size_t max) {
     return !v.empty() && v.size() <= max &&
            std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -809,7 +809,8 @@ HttpResponse ApiServer::Watch(const HttpRequest& req, const std::string& kind,
     }
     timeout = std::max(1, std::stoi(it->second));
   }
-  auto stream = std::make_shared<WatchStream>(feed_, *events_, kind, ns, std::move(selector));
+  auto stream = std::make_shared<WatchStream>(feed_, *events_, kind, ns, std::move(selector),
+                                              std::move(render));
   if (from == 0) {
     // Start from the current state: its objects first, then what changes after it.
     const int64_t at = store_->Revision();
@@ -1088,8 +1089,7 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
   }
   auto route = ParseRoute(req.path);
   if (!route.ok()) return Error(route.status());
-  const bool watching = req.method == "GET" && !route->name && req.query.contains("watch") &&
-                        (req.query.at("watch") == "1" || req.query.at("watch") == "true");
+  const bool watching = req.method == "GET" && !route->name && Watching(req);
   const Verb verb = req.method == "GET"      ? (watching ? Verb::kWatch : Verb::kRead)
                     : req.method == "DELETE" ? Verb::kDelete
                                              : Verb::kWrite;

@@ -72,6 +72,7 @@
 
 #include "api/object.h"
 #include "api/time.h"
+#include "server/api_common.h"
 #include "server/auth.h"
 #include "server/change_feed.h"
 #include "server/http_server.h"
@@ -123,6 +124,10 @@ class ApiServer {
   // create, update, patch and delete of the objects their manifests translate into. nullopt
   // when the path names none of them.
   std::optional<HttpResponse> Kube(const HttpRequest& req, const Principal& who);
+  // core/v1 Events of the Tessera Events in `ns` (every namespace without one), named `name`
+  // when it is not empty, each naming its object as the Kubernetes API serves it.
+  Result<std::vector<nlohmann::json>> EventViews(const std::optional<std::string>& ns,
+                                                 const std::string& name);
   // Warning events (reason NotActedOn) for the objects `ids` whose `notes` are not empty,
   // appended to `writes`; returns the notes as "<Kind> [<ns>/]<name>: <note>".
   std::vector<std::string> NotActedOn(const std::vector<api::ObjectId>& ids,
@@ -140,9 +145,12 @@ class ApiServer {
   // the named pod is bound to).
   Status AuthorizeLogs(const HttpRequest& req, const Principal& who, const std::string& ns,
                        const std::string& job);
+  // Streams the changes of stored objects of `kind` (in `ns`) as watch events; `render`, when
+  // set, writes the lines for one change itself (the Kubernetes views), instead of the stored
+  // object filtered by `selector`.
   HttpResponse Watch(const HttpRequest& req, const std::string& kind,
                      const std::optional<std::string>& ns,
-                     std::optional<api::LabelSelector> selector);
+                     std::optional<api::LabelSelector> selector, WatchRender render = {});
   // An object's status and creation time are the system's: a write keeps the stored status
   // unless an admin or agent sends one, and keeps the creation time (set on creation). Fills
   // `w->body` and pins `w->expected_version` to the version read. Refuses a change to what is

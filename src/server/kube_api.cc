@@ -2,6 +2,7 @@
 // to and from the Tessera objects the kind's manifests make (api/manifest.h, api/kube_kinds.h),
 // and written through the same checks as every other write.
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "api/json_read.h"
@@ -27,6 +28,7 @@ struct KubeRoute {
   const api::KubeKind* kind = nullptr;
   std::optional<std::string> ns;
   std::optional<std::string> name;
+  bool log = false;  // pods/{name}/log
 };
 
 // nullopt when the path names no served Kubernetes kind; an error for a malformed one.
@@ -57,8 +59,11 @@ std::optional<Result<KubeRoute>> ParseKubeRoute(std::string_view path) {
   if (i + 1 < parts.size()) r.name = std::string(parts[i + 1]);
   const std::string plural(r.kind->plural);
   if (i + 2 < parts.size()) {
-    return Result<KubeRoute>(
-        NotFound(plural + " has no subresource \"" + std::string(parts[i + 2]) + "\" here"));
+    r.log = r.kind->kind == "Pod" && parts[i + 2] == "log" && i + 3 == parts.size();
+    if (!r.log) {
+      return Result<KubeRoute>(
+          NotFound(plural + " has no subresource \"" + std::string(parts[i + 2]) + "\" here"));
+    }
   }
   if (r.ns && !r.kind->namespaced) {
     return Result<KubeRoute>(NotFound(plural + " are cluster-scoped: no namespace in the path"));
@@ -136,25 +141,109 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
     return out;
   };
 
+  // Every Pod of the Jobs in the route's namespace (all namespaces without one), or the one
+  // named `name`.
+  auto all_pods = [&](const std::string& name) -> Result<std::vector<json>> {
+    auto jobs =
+        store_->List("Job", route.ns ? std::optional<std::string_view>(*route.ns) : std::nullopt);
+    if (!jobs.ok()) return jobs.status();
+    std::vector<json> out;
+    for (const store::StoredObject& o : *jobs) {
+      for (json& pod : api::JobPods(Served(o))) {
+        if (!name.empty() && Str(pod["metadata"], "name") != name) continue;
+        out.push_back(std::move(pod));
+      }
+    }
+    return out;
+  };
+
+  if (route.log) {
+    if (req.method != "GET") {
+      return Reply(405, "application/json",
+                   StatusJson(405, "MethodNotAllowed", "a pod's log is read with GET"));
+    }
+    auto pods = all_pods(*route.name);
+    if (!pods.ok()) return Error(pods.status());
+    if (pods->empty()) return Error(NotFound(Named(kind, *route.name) + " not found"));
+    const json& pod = (*pods)[0];
+    const json& container = Member(Member(pod, "spec"), "containers")[0];
+    if (auto c = req.query.find("container");
+        c != req.query.end() && !c->second.empty() && c->second != Str(container, "name")) {
+      return Error(InvalidArgument("container: pod " + *route.name + " has one container, \"" +
+                                   Str(container, "name") + "\""));
+    }
+    if (auto p = req.query.find("previous"); p != req.query.end() && p->second == "true") {
+      return Error(InvalidArgument(
+          "previous: a restarted container's output is kept in the same log; read it without "
+          "previous"));
+    }
+    const json& owners = Member(Member(pod, "metadata"), "ownerReferences");
+    const std::string job =
+        owners.is_array() && !owners.empty() ? Str(owners[0], "name") : *route.name;
+    HttpRequest inner = req;
+    inner.query["pod"] = api::TesseraPodName(pod);
+    if (Status s = AuthorizeLogs(inner, who, *route.ns, job); !s.ok()) return Error(s);
+    return Logs(inner, *route.ns, job);
+  }
+
   if (req.method == "GET") {
     const bool one = route.name.has_value();
     if (Status s = Authorize(who, stored_kind, stored_ns, std::nullopt, Verb::kRead); !s.ok()) {
       return Error(s);
     }
-    if (!one && req.query.contains("watch")) {
-      return Error(InvalidArgument("watch is not served on " + std::string(kind.plural) + "." +
-                                   std::string(kind.group) + " yet; watch the tessera.io kinds"));
-    }
     auto selector = SelectorOf(req);
     if (!selector.ok()) return Error(selector.status());
-    auto fields = FieldSelectorOf(
-        req, kind.kind == "Pod" ? std::vector<std::string_view>{"spec.nodeName", "status.phase"}
-                                : std::vector<std::string_view>{});
+    std::vector<std::string_view> extra;
+    if (kind.kind == "Pod") extra = {"spec.nodeName", "status.phase"};
+    if (kind.kind == "Event") {
+      extra = {"involvedObject.kind",
+               "involvedObject.name",
+               "involvedObject.namespace",
+               "involvedObject.uid",
+               "involvedObject.apiVersion",
+               "reason",
+               "type"};
+    }
+    auto fields = FieldSelectorOf(req, extra);
     if (!fields.ok()) return Error(fields.status());
-    auto made = made_from(route.ns.value_or(""), route.name.value_or(""));
-    if (!made.ok()) return Error(made.status());
+    if (!one && Watching(req)) {
+      // Each change of a stored object, as the changes of the views it makes.
+      // kubectl get -w asks for Tables here too: each event's object is then a Table of one row.
+      WatchRender render = [this, k = &kind, ns = route.ns, sel = *selector, fs = *fields,
+                            table = api::WantsTable(req.accept)](
+                               const char* type, const store::StoredObject& o, std::string* out) {
+        const json obj = Served(o);
+        std::vector<json> views;
+        if (k->kind == "Pod") {
+          views = api::JobPods(obj);
+        } else if (k->kind == "Event") {
+          views.push_back(api::KubeEvent(obj, nullptr));
+        } else if (api::MadeFrom(obj, *k, ns.value_or(""), "")) {
+          views.push_back(api::KubeObject(*k, obj));
+        }
+        for (json& v : views) {
+          if (sel && !sel->Matches(Member(v["metadata"], "labels"))) continue;
+          if (fs && !fs->Matches(v)) continue;
+          if (table) v = api::KubeTable(*k, {v}, std::to_string(o.version), clock_());
+          *out += json{{"type", type}, {"object", std::move(v)}}.dump();
+          *out += '\n';
+        }
+      };
+      return Watch(req, std::string(kind.stored), stored_ns, std::nullopt, std::move(render));
+    }
+    Result<std::vector<json>> found = std::vector<json>();
+    if (kind.kind == "Pod") {
+      found = all_pods(route.name.value_or(""));
+    } else if (kind.kind == "Event") {
+      found = EventViews(route.ns, route.name.value_or(""));
+    } else {
+      auto made = made_from(route.ns.value_or(""), route.name.value_or(""));
+      if (!made.ok()) return Error(made.status());
+      found = views(*made);
+    }
+    if (!found.ok()) return Error(found.status());
     std::vector<json> items;
-    for (json& v : views(*made)) {
+    for (json& v : *found) {
       if (*selector && !(*selector)->Matches(Member(v["metadata"], "labels"))) continue;
       if (*fields && !(*fields)->Matches(v)) continue;
       items.push_back(std::move(v));
@@ -170,6 +259,28 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
                       {"apiVersion", kind.GroupVersion()},
                       {"metadata", {{"resourceVersion", version}}},
                       {"items", std::move(items)}});
+  }
+
+  if (!kind.writable) {
+    return Reply(405, "application/json",
+                 StatusJson(405, "MethodNotAllowed",
+                            std::string(kind.plural) + " are read-only views of " +
+                                std::string(kind.stored) + "s, which Tessera writes"));
+  }
+  // A Pod of a Job made from another kind is changed through that object.
+  if (kind.kind == "Pod" && route.name && req.method != "POST") {
+    auto made = made_from(*route.ns, *route.name);
+    if (!made.ok()) return Error(made.status());
+    auto pods = all_pods(*route.name);
+    if (!pods.ok()) return Error(pods.status());
+    if (made->empty() && !pods->empty()) {
+      const json& owner = Member(Member((*pods)[0], "metadata"), "ownerReferences")[0];
+      return Reply(405, "application/json",
+                   StatusJson(405, "MethodNotAllowed",
+                              "pod " + *route.name + " is one of the pods of " +
+                                  Str(owner, "kind") + " " + Str(owner, "name") + " (" +
+                                  Str(owner, "apiVersion") + "): change or delete that instead"));
+    }
   }
 
   if (req.method == "DELETE") {
@@ -251,6 +362,9 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
       }
     }
   }
+  // As kube-apiserver: a body without apiVersion and kind is of the path's kind.
+  if (!doc.contains("apiVersion")) doc["apiVersion"] = kind.GroupVersion();
+  if (!doc.contains("kind")) doc["kind"] = kind.kind;
   if (Str(doc, "apiVersion") != kind.GroupVersion() || Str(doc, "kind") != kind.kind) {
     return Error(InvalidArgument("apiVersion and kind: " + Str(doc, "apiVersion") + " " +
                                  Str(doc, "kind") + " does not match the path (" +
@@ -352,6 +466,35 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
   HttpResponse r = Json(create ? 201 : 200, api::KubeObject(kind, stored));
   for (const std::string& w : warned) r.headers.emplace_back("Warning", WarningHeader(w));
   return r;
+}
+
+Result<std::vector<json>> ApiServer::EventViews(const std::optional<std::string>& ns,
+                                                const std::string& name) {
+  auto events = store_->List("Event", ns ? std::optional<std::string_view>(*ns) : std::nullopt);
+  if (!events.ok()) return events.status();
+  // What each event is about, looked up once per object.
+  std::map<store::ObjectKey, std::optional<api::ObjectRef>> refs;
+  std::vector<json> out;
+  for (const store::StoredObject& o : *events) {
+    if (!name.empty() && o.key.name != name) continue;
+    const json e = Served(o);
+    const json& obj = Member(Member(e, "spec"), "involvedObject");
+    const api::KindInfo* info = api::FindKind(Str(obj, "kind"));
+    std::optional<api::ObjectRef>* ref = nullptr;
+    if (info != nullptr) {
+      const store::ObjectKey key{std::string(info->kind), info->namespaced ? o.key.ns : "",
+                                 Str(obj, "name")};
+      auto [it, fresh] = refs.try_emplace(key);
+      if (fresh) {
+        auto got = store_->Get(key);
+        if (!got.ok()) return got.status();
+        if (got->has_value()) it->second = api::RefOf(Served(**got));
+      }
+      ref = &it->second;
+    }
+    out.push_back(api::KubeEvent(e, ref != nullptr && *ref ? &**ref : nullptr));
+  }
+  return out;
 }
 
 }  // namespace tessera::server

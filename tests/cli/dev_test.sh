@@ -3,23 +3,10 @@
 # it writes, with no flags; a job runs on a simulated GPU and its output comes back.
 set -euo pipefail
 TESSERA=$1
-WORK=$(mktemp -d /tmp/tessera-dev-XXXXXX)
-DEV_PID=
-cleanup() {
-  if [ -n "$DEV_PID" ]; then kill "$DEV_PID" 2>/dev/null || true; wait "$DEV_PID" 2>/dev/null || true; fi
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-export HOME=$WORK/home
-unset TESSERA_ADDR TESSERA_TOKEN
-mkdir -p "$HOME"
-cd "$WORK"
+TEST_NAME=dev
+source "$(dirname "$0")/dev_env.sh"
 "$TESSERA" dev --listen 127.0.0.1:0 --nvml-free 2>/dev/null && fail "unknown flag accepted"
-"$TESSERA" dev --listen 127.0.0.1:0 >"$WORK/dev.out" 2>&1 &
-DEV_PID=$!
-for _ in $(seq 100); do grep -q "listening on" "$WORK/dev.out" && break; sleep 0.05; done
-grep -q "listening on" "$WORK/dev.out" || fail "dev did not start: $(cat "$WORK/dev.out")"
+start_dev "$TESSERA"
 [ -f "$HOME/.tessera/config" ] || fail "no config written"
 [ "$(stat -c %a "$HOME/.tessera/config")" = 600 ] || fail "config is not private"
 [ -d "$WORK/.tessera/server" ] || fail "state not in ./.tessera"

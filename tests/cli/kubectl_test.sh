@@ -5,22 +5,10 @@
 # manifests applied, listed, changed and deleted as Kubernetes objects.
 set -euo pipefail
 TESSERA=$1
-WORK=$(mktemp -d /tmp/tessera-kubectl-XXXXXX)
-DEV_PID=
-cleanup() {
-  if [ -n "$DEV_PID" ]; then kill "$DEV_PID" 2>/dev/null || true; wait "$DEV_PID" 2>/dev/null || true; fi
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+TEST_NAME=kubectl
+source "$(dirname "$0")/dev_env.sh"
 command -v kubectl >/dev/null || fail "kubectl is not installed (scripts/install-deps.sh installs it)"
-export HOME=$WORK/home
-unset TESSERA_ADDR TESSERA_TOKEN TESSERA_CA
-mkdir -p "$HOME"
-cd "$WORK"
-"$TESSERA" dev --listen 127.0.0.1:0 --fake-gpus 4xA100-80GB >"$WORK/dev.out" 2>&1 &
-DEV_PID=$!
-for _ in $(seq 200); do grep -q "listening on" "$WORK/dev.out" && break; sleep 0.05; done
+start_dev "$TESSERA" --fake-gpus 4xA100-80GB
 grep -q "listening on https://" "$WORK/dev.out" || fail "dev did not serve HTTPS: $(cat "$WORK/dev.out")"
 export KUBECONFIG=$HOME/.tessera/kubeconfig
 [ "$(stat -c %a "$KUBECONFIG")" = 600 ] || fail "kubeconfig is not private"
@@ -129,6 +117,42 @@ out=$(kubectl get -f "$SEEDS/05-volcano-gang.yaml" -o name 2>&1) || fail "get -f
 out=$(kubectl label pod gpu-training team=vision 2>&1) || fail "label: $out"
 out=$(kubectl get pods -l team=vision -o name 2>&1) || fail "get -l: $out"
 [ "$out" = "pod/gpu-training" ] || fail "label selector on pods: $out"
+
+# Every Job's pods, describe with the scheduler's events, logs, and a watch.
+out=$(kubectl get pods -A 2>&1) || fail "get pods -A: $out"
+grep -qE '^default +pytorch-distributed-worker-3 +0/1 +Pending' <<<"$out" || fail "gang pods: $out"
+out=$(kubectl describe pod gpu-training 2>&1) || fail "describe: $out"
+grep -q "Node-Selectors: *accelerator=nvidia-tesla-v100" <<<"$out" || fail "describe spec: $out"
+grep -qE "Pending +[0-9]+s +tessera-scheduler .*node selector mismatch" <<<"$out" ||
+  fail "describe shows no scheduler event: $out"
+cat >"$WORK/hello.yaml" <<'YAML'
+apiVersion: v1
+kind: Pod
+metadata:
+  name: hello
+spec:
+  restartPolicy: Never
+  containers:
+  - name: main
+    command: ["sh", "-c", "echo hello from kubectl; echo second line"]
+    resources:
+      limits:
+        nvidia.com/gpu: 1
+YAML
+timeout 20 kubectl get pods -w -l app!=none >"$WORK/watch.out" 2>&1 &
+WATCH_PID=$!
+kubectl apply -f "$WORK/hello.yaml" >/dev/null 2>&1 || fail "apply hello"
+for _ in $(seq 200); do
+  [ "$(kubectl get pod hello -o jsonpath='{.status.phase}' 2>/dev/null)" = Succeeded ] && break
+  sleep 0.05
+done
+out=$(kubectl logs hello 2>&1) || fail "logs: $out"
+[ "$out" = "$(printf 'hello from kubectl\nsecond line')" ] || fail "logs said: $out"
+out=$(kubectl logs hello --tail=1 -c main 2>&1) || fail "logs --tail: $out"
+[ "$out" = "second line" ] || fail "logs --tail said: $out"
+for _ in $(seq 100); do grep -qE '^hello +0/1 +Completed' "$WORK/watch.out" && break; sleep 0.05; done
+kill "$WATCH_PID" 2>/dev/null || true
+grep -qE '^hello +0/1 +Completed' "$WORK/watch.out" || fail "watch: $(cat "$WORK/watch.out")"
 
 # Delete through kubectl removes the Tessera objects too.
 out=$(kubectl delete -f "$SEEDS/01-pod-gpu-training.yaml" 2>&1) || fail "delete: $out"

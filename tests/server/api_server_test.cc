@@ -714,5 +714,111 @@ TEST_F(ApiServerTest, DiscoveryAndOpenApiOfEveryServedGroup) {
   EXPECT_EQ(p.body["metadata"]["labels"]["x"], "y");
 }
 
+TEST_F(ApiServerTest, PodsOfEveryJobTheirLogsAndEventsAsKubernetesServesThem) {
+  // A Tessera Job of two replicas shows as two Pods, owned by the Job.
+  json job = JobObj("team-a", "j");
+  job["spec"]["tasks"][0]["replicas"] = 2;
+  ASSERT_EQ(Post(kJobs, admin_, job).status, 201);
+  Reply pods = Get("/api/v1/namespaces/team-a/pods", admin_);
+  ASSERT_EQ(pods.status, 200) << pods.raw;
+  ASSERT_EQ(pods.body["items"].size(), 2u);
+  const json& pod = pods.body["items"][1];
+  EXPECT_EQ(pod["metadata"]["name"], "j-main-1");
+  EXPECT_EQ(pod["metadata"]["ownerReferences"][0]["kind"], "Job");
+  EXPECT_EQ(pod["metadata"]["ownerReferences"][0]["apiVersion"], "tessera.io/v1");
+  EXPECT_EQ(pod["metadata"]["labels"]["job-name"], "j");
+  EXPECT_EQ(pod["status"]["phase"], "Pending");
+  EXPECT_EQ(pod["metadata"]["uid"].get<std::string>().size(), 36u);
+  EXPECT_EQ(Get("/api/v1/namespaces/team-a/pods/j-main-1", admin_).body["metadata"]["uid"],
+            pod["metadata"]["uid"]);
+  // Such a pod is changed through its Job.
+  Reply refused = Call(http::verb::delete_, "/api/v1/namespaces/team-a/pods/j-main-0", admin_);
+  EXPECT_EQ(refused.status, 405);
+  EXPECT_NE(refused.raw.find("change or delete that instead"), std::string::npos) << refused.raw;
+
+  // Its output, as kubectl logs reads it.
+  ASSERT_EQ(
+      Call(http::verb::post, kJobs + "/j/logs?pod=main-1", admin_, "epoch 1\nepoch 2\n").status,
+      200);
+  Reply log = Get("/api/v1/namespaces/team-a/pods/j-main-1/log?tailLines=1", admin_);
+  ASSERT_EQ(log.status, 200) << log.raw;
+  EXPECT_EQ(log.raw, "epoch 2\n");
+  EXPECT_EQ(Get("/api/v1/namespaces/team-a/pods/j-main-1/log?container=main", admin_).raw,
+            "epoch 1\nepoch 2\n");
+  EXPECT_EQ(Get("/api/v1/namespaces/team-a/pods/j-main-1/log?container=other", admin_).status, 400);
+  EXPECT_EQ(Get("/api/v1/namespaces/team-a/pods/nope/log", admin_).status, 404);
+
+  // Events name the object as the Kubernetes API serves it, so kubectl describe finds them.
+  json batch = {
+      {"apiVersion", "batch/v1"},
+      {"kind", "Job"},
+      {"metadata", {{"name", "b"}}},
+      {"spec",
+       {{"activeDeadlineSeconds", 60},
+        {"template", {{"spec", {{"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}}}}}};
+  Reply made = Post("/apis/batch/v1/namespaces/default/jobs", admin_, batch);
+  ASSERT_EQ(made.status, 201) << made.raw;
+  const std::string uid = made.body["metadata"]["uid"];
+  Reply events =
+      Get("/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Db,"
+          "involvedObject.namespace%3Ddefault,involvedObject.kind%3DJob,involvedObject.uid%3D" +
+              uid,
+          admin_);
+  ASSERT_EQ(events.status, 200) << events.raw;
+  ASSERT_EQ(events.body["items"].size(), 1u) << events.raw;
+  const json& e = events.body["items"][0];
+  EXPECT_EQ(e["reason"], "NotActedOn");
+  EXPECT_EQ(e["type"], "Warning");
+  EXPECT_EQ(e["involvedObject"]["apiVersion"], "batch/v1");
+  EXPECT_NE(e["message"].get<std::string>().find("activeDeadlineSeconds"), std::string::npos);
+  EXPECT_EQ(
+      Get("/api/v1/events?fieldSelector=involvedObject.kind%3DPod", admin_).body["items"].size(),
+      0u);
+  EXPECT_EQ(Table("/api/v1/events")["columnDefinitions"][3]["name"], "Object");
+  EXPECT_EQ(Post("/api/v1/namespaces/default/events", admin_, e).status, 405);
+}
+
+TEST_F(ApiServerTest, WatchesOfTheKubernetesViews) {
+  ASSERT_EQ(Post(kJobs, admin_, JobObj("team-a", "first")).status, 201);
+  // Go's boolean spellings (the Python client sends "True").
+  WatchClient pods(http_->port(), "/api/v1/namespaces/team-a/pods?watch=True", admin_);
+  ASSERT_EQ(pods.Status(), 200);
+  auto ev = pods.Events(1);
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0]["type"], "ADDED");
+  EXPECT_EQ(ev[0]["object"]["kind"], "Pod");
+  EXPECT_EQ(ev[0]["object"]["metadata"]["name"], "first-main-0");
+  ASSERT_EQ(Post("/api/v1/namespaces/team-a/pods", admin_, KubePod("second", 1)).status, 201);
+  ev = pods.Events(2);
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_EQ(ev[1]["type"], "ADDED");
+  EXPECT_EQ(ev[1]["object"]["metadata"]["name"], "second");
+  ASSERT_EQ(Call(http::verb::delete_, "/api/v1/namespaces/team-a/pods/second", admin_).status, 200);
+  ev = pods.Events(3);
+  ASSERT_EQ(ev.size(), 3u);
+  EXPECT_EQ(ev[2]["type"], "DELETED");
+
+  // A Kueue kind's watch sees its own objects only, from a resourceVersion on.
+  const std::string rv = std::to_string(api_->store().Revision());
+  WatchClient cqs(http_->port(),
+                  "/apis/kueue.x-k8s.io/v1beta1/clusterqueues?watch=true&resourceVersion=" + rv,
+                  admin_);
+  ASSERT_EQ(cqs.Status(), 200);
+  const json queue = {{"apiVersion", "tessera.io/v1"},
+                      {"kind", "Queue"},
+                      {"metadata", {{"name", "native"}}},
+                      {"spec", json::object()}};
+  ASSERT_EQ(Post("/apis/tessera.io/v1/queues", admin_, queue).status, 201);
+  const json cq = {{"apiVersion", "kueue.x-k8s.io/v1beta1"},
+                   {"kind", "ClusterQueue"},
+                   {"metadata", {{"name", "viewed"}}},
+                   {"spec", json::object()}};
+  ASSERT_EQ(Post("/apis/kueue.x-k8s.io/v1beta1/clusterqueues", admin_, cq).status, 201);
+  ev = cqs.Events(1);
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0]["object"]["metadata"]["name"], "viewed");
+  EXPECT_EQ(ev[0]["object"]["apiVersion"], "kueue.x-k8s.io/v1beta1");
+}
+
 }  // namespace
 }  // namespace tessera::server

@@ -1,0 +1,25 @@
+# Sourced by the tests that run `tessera dev`: a work directory and a private HOME (removed on
+# exit, with dev stopped), fail(), and start_dev, which starts dev on a free loopback port with
+# the given flags and waits until it listens.
+WORK=$(mktemp -d "/tmp/tessera-${TEST_NAME:-dev}-XXXXXX")
+DEV_PID=
+cleanup() {
+  if [ -n "$DEV_PID" ]; then kill "$DEV_PID" 2>/dev/null || true; wait "$DEV_PID" 2>/dev/null || true; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+export HOME=$WORK/home
+unset TESSERA_ADDR TESSERA_TOKEN TESSERA_CA
+mkdir -p "$HOME"
+cd "$WORK"
+
+# start_dev TESSERA [FLAGS...]: dev's output goes to $WORK/dev.out.
+start_dev() {
+  local tessera=$1
+  shift
+  "$tessera" dev --listen 127.0.0.1:0 "$@" >"$WORK/dev.out" 2>&1 &
+  DEV_PID=$!
+  for _ in $(seq 200); do grep -q "listening on" "$WORK/dev.out" && break; sleep 0.05; done
+  grep -q "listening on" "$WORK/dev.out" || fail "dev did not start: $(cat "$WORK/dev.out")"
+}
