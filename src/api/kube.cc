@@ -1,5 +1,6 @@
 #include "api/kube.h"
 
+#include <cctype>
 #include <cstdio>
 
 #include "api/json_read.h"
@@ -79,6 +80,62 @@ json TesseraResourceList() {
           {"apiVersion", "v1"},
           {"groupVersion", std::string(kGroup) + "/v1"},
           {"resources", std::move(resources)}};
+}
+
+bool WantsAggregatedDiscovery(std::string_view accept) {
+  return accept.find("g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList") !=
+         std::string_view::npos;
+}
+
+namespace {
+
+// One group's entry in an APIGroupDiscoveryList, from its legacy APIResourceLists.
+json DiscoveryGroup(const std::string& group, const std::vector<json>& lists) {
+  json versions = json::array();
+  for (const json& list : lists) {
+    const std::string gv = Str(list, "groupVersion");
+    const std::string version = gv.substr(gv.find('/') + 1);
+    json resources = json::array();
+    for (const json& r : ListOf(Member(list, "resources"))) {
+      std::string singular = Str(r, "kind");
+      for (char& c : singular) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      json entry = {
+          {"resource", Member(r, "name")},
+          {"responseKind", {{"group", group}, {"version", version}, {"kind", Member(r, "kind")}}},
+          {"scope", Member(r, "namespaced") == true ? "Namespaced" : "Cluster"},
+          {"singularResource", singular},
+          {"verbs", Member(r, "verbs")}};
+      if (Member(r, "shortNames").is_array()) entry["shortNames"] = Member(r, "shortNames");
+      resources.push_back(std::move(entry));
+    }
+    versions.push_back(
+        {{"version", version}, {"resources", std::move(resources)}, {"freshness", "Current"}});
+  }
+  return {{"metadata", {{"name", group}}}, {"versions", std::move(versions)}};
+}
+
+}  // namespace
+
+json AggregatedDiscovery(bool core) {
+  json items = json::array();
+  if (core) {
+    items.push_back(DiscoveryGroup("", {CoreResourceList()}));
+  } else {
+    const json list = ApiGroupList();
+    for (const json& g : ListOf(Member(list, "groups"))) {
+      const std::string name = Str(g, "name");
+      std::vector<json> lists;
+      for (const json& v : ListOf(Member(g, "versions"))) {
+        lists.push_back(name == kGroup ? TesseraResourceList()
+                                       : KubeResourceList(name, Str(v, "version")));
+      }
+      items.push_back(DiscoveryGroup(name, lists));
+    }
+  }
+  return {{"kind", "APIGroupDiscoveryList"},
+          {"apiVersion", "apidiscovery.k8s.io/v2"},
+          {"metadata", json::object()},
+          {"items", std::move(items)}};
 }
 
 std::string HumanDuration(int64_t ms) {

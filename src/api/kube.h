@@ -36,6 +36,14 @@ nlohmann::json TesseraGroup();
 // GET /apis/tessera.io/v1: APIResourceList of Tessera's kinds.
 nlohmann::json TesseraResourceList();
 
+// The aggregated discovery documents (apidiscovery.k8s.io/v2 APIGroupDiscoveryList) kubectl
+// 1.30+ asks for first: of the core group for /api, of every other group for /apis. Served
+// with kAggregatedDiscoveryType when the Accept header names it (WantsAggregatedDiscovery).
+inline constexpr std::string_view kAggregatedDiscoveryType =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+bool WantsAggregatedDiscovery(std::string_view accept);
+nlohmann::json AggregatedDiscovery(bool core);
+
 // Kubernetes' HumanDuration (k8s.io/apimachinery/pkg/util/duration), as kubectl shows ages:
 // "45s", "5m30s", "3h", "2d4h", "1y20d".
 std::string HumanDuration(int64_t ms);

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 
 #include "api/json_read.h"
 #include "api/kube.h"
 #include "api/object.h"
+#include "api/quantity.h"
 #include "api/time.h"
 
 namespace tessera::api {
@@ -34,6 +36,8 @@ const std::vector<KubeKind>& KubeKinds() {
       {"scheduling.volcano.sh", "v1beta1", "Queue", "queues", false, "q,queue-v1beta1", "Queue"},
       {"batch.volcano.sh", "v1alpha1", "Job", "jobs", true, "vcjob,vj", "Job"},
       {"", "v1", "Event", "events", true, "ev", "Event", false},
+      {"kueue.x-k8s.io", "v1beta1", "Workload", "workloads", true, "wl", "Job", false},
+      {"", "v1", "Namespace", "namespaces", false, "ns", "", false},
   };
   return kinds;
 }
@@ -275,6 +279,11 @@ json KubeObject(const KubeKind& kind, const json& stored) {
     out["metadata"]["annotations"][std::string(kPodAnnotation)] = tpod;
     PodView(stored, entry, &out);
   } else if (kind.group == "batch" && kind.kind == "Job") {
+    // Kueue's admission un-suspends the Job, as it does the stored one.
+    const json& suspend = Member(Member(stored, "spec"), "suspend");
+    if (Member(Member(out, "spec"), "suspend") == true && suspend == false) {
+      out["spec"]["suspend"] = false;
+    }
     out["status"] = BatchJobStatus(stored, out);
   } else if (kind.group == "batch.volcano.sh") {
     out["status"] = VolcanoJobStatus(stored, out);
@@ -395,6 +404,185 @@ json KubeEvent(const json& event, const ObjectRef* involved) {
 
 namespace {
 
+// The total of each resource a Job's tasks ask for (limits, else requests, times replicas), in
+// nano-units.
+std::map<std::string, __int128> JobResources(const json& job) {
+  std::map<std::string, __int128> out;
+  for (const json& task : ListOf(Member(Member(job, "spec"), "tasks"))) {
+    const json& replicas = Member(task, "replicas");
+    const int64_t n = replicas.is_number_integer() ? replicas.get<int64_t>() : 1;
+    const json& res = Member(task, "resources");
+    for (const char* part : {"requests", "limits"}) {
+      const json& amounts = Member(res, part);
+      if (!amounts.is_object()) continue;
+      for (const auto& [name, v] : amounts.items()) {
+        const std::string text = v.is_string() ? v.get<std::string>() : v.dump();
+        Result<Quantity> q = ParseQuantity(text, name);
+        if (!q.ok()) continue;
+        out[name] = q->nano * n;  // limits, read last, win over requests
+      }
+    }
+  }
+  return out;
+}
+
+std::string QuantityText(__int128 nano) {
+  if (nano % 1'000'000'000 == 0) return std::to_string(static_cast<int64_t>(nano / 1'000'000'000));
+  return std::to_string(static_cast<int64_t>((nano + 999'999) / 1'000'000)) + "m";
+}
+
+// The flavors a Job was admitted with, per resource (status.flavors).
+const json& AdmittedFlavors(const json& job) { return Member(Member(job, "status"), "flavors"); }
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), ::tolower);
+  return s;
+}
+
+}  // namespace
+
+json KueueWorkload(const json& job) {
+  const json& meta = Member(job, "metadata");
+  const json& spec = Member(job, "spec");
+  const std::string queue = Str(spec, "queue");
+  if (queue.empty()) return json();
+  const ObjectRef owner = RefOf(job);
+  const std::string name = Str(meta, "name");
+  const std::string prefix = owner.api_version == "tessera.io/v1"               ? "tessera-job"
+                             : owner.api_version == "batch.volcano.sh/v1alpha1" ? "vcjob"
+                                                                                : Lower(owner.kind);
+  json pod_sets = json::array();
+  for (const json& task : ListOf(Member(spec, "tasks"))) {
+    json container = {{"name", Member(task, "name")}, {"image", Str(task, "image")}};
+    if (task.contains("resources")) container["resources"] = task["resources"];
+    pod_sets.push_back(
+        {{"name", Member(task, "name")},
+         {"count", Member(task, "replicas").is_number() ? Member(task, "replicas") : json(1)},
+         {"template", {{"spec", {{"containers", json::array({container})}}}}}});
+  }
+  json wspec = {{"queueName", queue}, {"podSets", std::move(pod_sets)}, {"active", true}};
+  if (!Str(spec, "priorityClassName").empty()) {
+    wspec["priorityClassName"] = Str(spec, "priorityClassName");
+  }
+  const json& st = Member(job, "status");
+  if (Member(st, "priority").is_number()) wspec["priority"] = Member(st, "priority");
+  const std::string phase = Str(st, "phase");
+  json status = json::object();
+  json conditions = json::array();
+  const bool admitted = phase == "Admitted" || phase == "Succeeded" || phase == "Failed";
+  const std::string at = Str(st, "admittedAt");
+  if (admitted && !Str(st, "queue").empty()) {
+    json flavors = AdmittedFlavors(job).is_object() ? AdmittedFlavors(job) : json::object();
+    json usage = json::object();
+    for (const auto& [r, nano] : JobResources(job)) usage[r] = QuantityText(nano);
+    json assignments = json::array();
+    for (const json& set : wspec["podSets"]) {
+      assignments.push_back({{"name", set["name"]},
+                             {"flavors", flavors},
+                             {"resourceUsage", usage},
+                             {"count", set["count"]}});
+    }
+    status["admission"] = {{"clusterQueue", Str(st, "queue")},
+                           {"podSetAssignments", std::move(assignments)}};
+    conditions.push_back(Condition("QuotaReserved", true, "QuotaReserved",
+                                   "Quota reserved in ClusterQueue " + Str(st, "queue"), at));
+    conditions.push_back(Condition("Admitted", true, "Admitted", "The workload is admitted", at));
+  } else {
+    conditions.push_back(Condition("QuotaReserved", false, "Pending", Str(st, "message"), ""));
+  }
+  if (phase == "Succeeded" || phase == "Failed") {
+    conditions.push_back(
+        Condition("Finished", true, phase,
+                  phase == "Succeeded" ? "Job finished successfully" : Str(st, "message"),
+                  Str(st, "finishedAt")));
+  }
+  status["conditions"] = std::move(conditions);
+  json labels = json::object();
+  labels["kueue.x-k8s.io/job-uid"] = owner.uid;
+  return {{"apiVersion", "kueue.x-k8s.io/v1beta1"},
+          {"kind", "Workload"},
+          {"metadata",
+           {{"name", prefix + "-" + name},
+            {"namespace", Member(meta, "namespace")},
+            {"uid", DerivedUid(owner.uid, "workload")},
+            {"resourceVersion", Member(meta, "resourceVersion")},
+            {"creationTimestamp", Member(meta, "creationTimestamp")},
+            {"labels", std::move(labels)},
+            {"ownerReferences", json::array({{{"apiVersion", owner.api_version},
+                                              {"kind", owner.kind},
+                                              {"name", name},
+                                              {"uid", owner.uid},
+                                              {"controller", true}}})}}},
+          {"spec", std::move(wspec)},
+          {"status", std::move(status)}};
+}
+
+void AddQueueStatus(const std::vector<json>& jobs, const std::vector<json>& local_queues,
+                    json* view) {
+  const bool cluster = Str(*view, "kind") == "ClusterQueue";
+  const json& vmeta = Member(*view, "metadata");
+  const std::string name = Str(vmeta, "name"), ns = Str(vmeta, "namespace");
+  // The ClusterQueue a job's spec.queue names: a LocalQueue of its namespace, else the queue.
+  auto cluster_queue_of = [&](const json& job) {
+    const std::string q = Str(Member(job, "spec"), "queue");
+    const std::string job_ns = Str(Member(job, "metadata"), "namespace");
+    for (const json& lq : local_queues) {
+      const json& m = Member(lq, "metadata");
+      if (Str(m, "name") == q && Str(m, "namespace") == job_ns) {
+        const json& spec = Member(lq, "spec");
+        return Str(spec, "clusterQueue").empty() ? Str(spec, "queue") : Str(spec, "clusterQueue");
+      }
+    }
+    return q;
+  };
+  int pending = 0, admitted = 0;
+  std::map<std::string, std::map<std::string, __int128>> usage;  // flavor -> resource -> nano
+  for (const json& job : jobs) {
+    const json& st = Member(job, "status");
+    const std::string phase = Str(st, "phase");
+    const bool ours =
+        cluster ? (phase == "Admitted" ? Str(st, "queue") == name : cluster_queue_of(job) == name)
+                : Str(Member(job, "metadata"), "namespace") == ns &&
+                      Str(Member(job, "spec"), "queue") == name;
+    if (!ours) continue;
+    if (phase == "Pending" || phase.empty()) ++pending;
+    if (phase != "Admitted") continue;
+    ++admitted;
+    const json& flavors = AdmittedFlavors(job);
+    for (const auto& [r, nano] : JobResources(job)) {
+      const std::string flavor = Str(flavors, r.c_str());
+      if (!flavor.empty()) usage[flavor][r] += nano;
+    }
+  }
+  json flavors = json::array();
+  for (const auto& [flavor, resources] : usage) {
+    json rs = json::array();
+    for (const auto& [r, nano] : resources) {
+      rs.push_back({{"name", r}, {"total", QuantityText(nano)}});
+    }
+    flavors.push_back({{"name", flavor}, {"resources", std::move(rs)}});
+  }
+  json& status = (*view)["status"];
+  if (!status.is_object()) status = json::object();
+  status["pendingWorkloads"] = pending;
+  status["reservingWorkloads"] = admitted;
+  status["admittedWorkloads"] = admitted;
+  status[cluster ? "flavorsUsage" : "flavorUsage"] = std::move(flavors);
+}
+
+json KubeNamespace(const std::string& name) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Namespace"},
+          {"metadata",
+           {{"name", name},
+            {"uid", DerivedUid("namespace", name)},
+            {"labels", {{"kubernetes.io/metadata.name", name}}}}},
+          {"spec", {{"finalizers", json::array({"kubernetes"})}}},
+          {"status", {{"phase", "Active"}}}};
+}
+
+namespace {
+
 json GroupEntry(std::string_view group) {
   json versions = json::array();
   for (const KubeKind& k : KubeKinds()) {
@@ -445,7 +633,8 @@ json KubeResourceList(std::string_view group, std::string_view version) {
         ApiResource(k.plural, k.kind, k.namespaced,
                     k.writable ? std::vector<std::string>{"create", "delete", "get", "list",
                                                           "patch", "update", "watch"}
-                               : std::vector<std::string>{"get", "list", "watch"},
+                    : k.kind == "Namespace" ? std::vector<std::string>{"get", "list"}
+                                            : std::vector<std::string>{"get", "list", "watch"},
                     Split(k.short_names)));
   }
   if (resources.empty()) return json();
@@ -496,6 +685,8 @@ json KubeTable(const KubeKind& kind, const std::vector<json>& objects, const std
     columns.push_back(TableColumn("MinAvailable", "integer", "The gang's minimum.", 0));
     columns.push_back(TableColumn("Running", "integer", "Running pods.", 0));
   }
+  const bool ns_kind = kind.kind == "Namespace";
+  if (ns_kind) columns.push_back(TableColumn("Status", "string", "The namespace's phase.", 0));
   columns.push_back(TableColumn("Age", "string", "Time since the object was created.", 0));
   if (pod) {
     columns.push_back(TableColumn("Node", "string", "The node the pod runs on.", 1));
@@ -534,6 +725,7 @@ json KubeTable(const KubeKind& kind, const std::vector<json>& objects, const std
       cells.push_back(static_cast<int>(Num(st, "minAvailable")));
       cells.push_back(static_cast<int>(Num(st, "running")));
     }
+    if (ns_kind) cells.push_back(Str(st, "phase"));
     cells.push_back(AgeOf(o, now_ms));
     if (pod) {
       const std::string node = Str(Member(o, "spec"), "nodeName");

@@ -34,7 +34,7 @@ struct KubeKind {
   std::string_view plural;
   bool namespaced = true;
   std::string_view short_names;  // comma-separated, as kubectl's discovery lists them
-  std::string_view stored;       // the Tessera kind its manifests translate into
+  std::string_view stored;       // the Tessera kind its manifests translate into ("": none)
   bool writable = true;          // false: a read-only view (Events)
 
   // "v1" for the core group, else "<group>/<version>".
@@ -81,6 +81,23 @@ ObjectRef RefOf(const nlohmann::json& stored);
 // A core/v1 Event of a Tessera Event (served form); `involved` is what its involvedObject
 // names in the Kubernetes API, when known.
 nlohmann::json KubeEvent(const nlohmann::json& event, const ObjectRef* involved);
+
+// Kueue's view of the work that goes through queues. A Workload per Job that names a queue
+// (spec.queue), named <kind>-<job> as Kueue names them ("job-llm-training", "pod-x",
+// "tessera-job-y"): spec.queueName and podSets, status.admission (clusterQueue, flavors per
+// resource) and the QuotaReserved, Admitted and Finished conditions. Null for a Job without a
+// queue.
+nlohmann::json KueueWorkload(const nlohmann::json& job);
+
+// The status Kueue keeps on a ClusterQueue or LocalQueue view (`view`, kind read from it):
+// pendingWorkloads, reservingWorkloads, admittedWorkloads and flavorsUsage (for LocalQueues
+// flavorUsage), from the Jobs (served form) and the LocalQueues (stored Tessera objects, to tell
+// which ClusterQueue a pending job's queue points at).
+void AddQueueStatus(const std::vector<nlohmann::json>& jobs,
+                    const std::vector<nlohmann::json>& local_queues, nlohmann::json* view);
+
+// A core/v1 Namespace. Namespaces are implicit in Tessera: every valid name is one, Active.
+nlohmann::json KubeNamespace(const std::string& name);
 
 // APIGroup documents for /apis (every group with served kinds, Tessera's last) and one group.
 nlohmann::json KubeGroups();

@@ -1,5 +1,7 @@
 #include "server/api_common.h"
 
+#include <algorithm>
+
 #include "api/kinds.h"
 #include "api/status_schema.h"
 
@@ -128,6 +130,69 @@ bool Watching(const HttpRequest& req) {
   if (it == req.query.end()) return false;
   const std::string& v = it->second;
   return v == "1" || v == "t" || v == "T" || v == "true" || v == "True" || v == "TRUE";
+}
+
+namespace {
+
+std::pair<std::string, std::string> NsName(const json& obj) {
+  const json& meta = obj.contains("metadata") ? obj["metadata"] : json();
+  return {meta.is_object() ? meta.value("namespace", "") : "",
+          meta.is_object() ? meta.value("name", "") : ""};
+}
+
+std::string Hex(std::string_view text) {
+  static const char* kDigits = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : text) {
+    out += kDigits[c >> 4];
+    out += kDigits[c & 15];
+  }
+  return out;
+}
+
+std::optional<std::string> Unhex(std::string_view text) {
+  if (text.size() % 2 != 0 || text.size() > 2048) return std::nullopt;
+  std::string out;
+  for (size_t i = 0; i < text.size(); i += 2) {
+    int v = 0;
+    for (char c : text.substr(i, 2)) {
+      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+      if (d < 0) return std::nullopt;
+      v = v * 16 + d;
+    }
+    out += static_cast<char>(v);
+  }
+  return out;
+}
+
+}  // namespace
+
+Status Paginate(const HttpRequest& req, std::vector<json>* items, json* list_meta) {
+  int64_t limit = 0;
+  if (auto it = req.query.find("limit"); it != req.query.end() && !it->second.empty()) {
+    const std::string& v = it->second;
+    if (v.size() > 9 || !std::all_of(v.begin(), v.end(), ::isdigit)) {
+      return InvalidArgument("limit: must be a whole number");
+    }
+    limit = std::stoll(v);
+  }
+  std::sort(items->begin(), items->end(),
+            [](const json& a, const json& b) { return NsName(a) < NsName(b); });
+  if (auto it = req.query.find("continue"); it != req.query.end() && !it->second.empty()) {
+    const std::optional<std::string> key = Unhex(it->second);
+    const size_t sep = key ? key->find('\0') : std::string::npos;
+    if (sep == std::string::npos) return InvalidArgument("continue: not a token this server gave");
+    const std::pair<std::string, std::string> after{key->substr(0, sep), key->substr(sep + 1)};
+    items->erase(items->begin(), std::find_if(items->begin(), items->end(),
+                                              [&](const json& o) { return NsName(o) > after; }));
+  }
+  if (limit <= 0 || static_cast<int64_t>(items->size()) <= limit) return Status::Ok();
+  const int64_t remaining = static_cast<int64_t>(items->size()) - limit;
+  items->resize(limit);
+  const auto [ns, name] = NsName(items->back());
+  (*list_meta)["continue"] = Hex(ns + std::string(1, '\0') + name);
+  (*list_meta)["remainingItemCount"] = remaining;
+  return Status::Ok();
 }
 
 Status Authorize(const Principal& p, const api::KindInfo& kind,

@@ -52,6 +52,12 @@ bool Watching(const HttpRequest& req);
 using WatchRender =
     std::function<void(const char* type, const store::StoredObject& o, std::string* out)>;
 
+// Cuts a list's items to the page the request's `limit` and `continue` ask for, in order of
+// (namespace, name); when more remain, sets `continue` (an opaque token naming the last item
+// given) and `remainingItemCount` in `list_meta`. A malformed limit or token is an error.
+Status Paginate(const HttpRequest& req, std::vector<nlohmann::json>* items,
+                nlohmann::json* list_meta);
+
 enum class Verb : uint8_t { kRead, kWatch, kWrite, kDelete };
 
 // May `p` use `verb` on objects of `kind` in namespace `ns` (nullopt: all namespaces, or a

@@ -980,6 +980,10 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
   if (!who.ok()) return Error(who.status());
   if (req.method == "GET") {
     // Discovery, for every valid token (Kubernetes' system:discovery).
+    if ((req.path == "/api" || req.path == "/apis") && api::WantsAggregatedDiscovery(req.accept)) {
+      return Reply(200, std::string(api::kAggregatedDiscoveryType),
+                   api::AggregatedDiscovery(req.path == "/api").dump());
+    }
     if (req.path == "/api") return Json(200, api::CoreApiVersions());
     if (req.path == "/api/v1") return Json(200, api::CoreResourceList());
     if (req.path == "/apis") return Json(200, api::ApiGroupList());
@@ -1120,10 +1124,14 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
       if (agent_jobs && !BoundTo(obj, who->node)) continue;
       items.push_back(std::move(obj));
     }
+    std::vector<json> page(std::make_move_iterator(items.begin()),
+                           std::make_move_iterator(items.end()));
+    json meta = {{"resourceVersion", std::to_string(store_->Revision())}};
+    if (Status s = Paginate(req, &page, &meta); !s.ok()) return Error(s);
     return Json(200, {{"kind", kind + "List"},
                       {"apiVersion", api::kApiVersion},
-                      {"metadata", {{"resourceVersion", std::to_string(store_->Revision())}}},
-                      {"items", items}});
+                      {"metadata", std::move(meta)},
+                      {"items", std::move(page)}});
   }
   const store::ObjectKey key{kind, route->ns.value_or(""), route->name.value_or("")};
   if (req.method == "GET") {

@@ -128,6 +128,15 @@ class ApiServer {
   // when it is not empty, each naming its object as the Kubernetes API serves it.
   Result<std::vector<nlohmann::json>> EventViews(const std::optional<std::string>& ns,
                                                  const std::string& name);
+  // Kueue Workloads of the Jobs in `ns` (every namespace without one) that name a queue.
+  Result<std::vector<nlohmann::json>> Workloads(const std::optional<std::string>& ns,
+                                                const std::string& name);
+  // core/v1 Namespaces (read-only): those in use and default for the admin, its own for a
+  // namespace token.
+  HttpResponse Namespaces(const HttpRequest& req, const Principal& who,
+                          const std::optional<std::string>& name);
+  // Kueue's counts and flavor usage on ClusterQueue and LocalQueue views, from every Job.
+  Status AddKueueStatus(std::vector<nlohmann::json>* views);
   // Warning events (reason NotActedOn) for the objects `ids` whose `notes` are not empty,
   // appended to `writes`; returns the notes as "<Kind> [<ns>/]<name>: <note>".
   std::vector<std::string> NotActedOn(const std::vector<api::ObjectId>& ids,

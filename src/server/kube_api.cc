@@ -111,6 +111,7 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
   }
   const KubeRoute route = std::move(parsed->value());
   const api::KubeKind& kind = *route.kind;
+  if (kind.kind == "Namespace") return Namespaces(req, who, route.name);
   const api::KindInfo& stored_kind = *api::FindKind(kind.stored);
   const std::optional<std::string> stored_ns = stored_kind.namespaced ? route.ns : std::nullopt;
 
@@ -157,6 +158,15 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
     return out;
   };
 
+  // Who may touch the kind at all comes first, so nothing about other namespaces leaks.
+  if (Status s = Authorize(who, stored_kind, stored_ns, std::nullopt,
+                           req.method == "GET"      ? Verb::kRead
+                           : req.method == "DELETE" ? Verb::kDelete
+                                                    : Verb::kWrite);
+      !s.ok()) {
+    return Error(s);
+  }
+
   if (route.log) {
     if (req.method != "GET") {
       return Reply(405, "application/json",
@@ -188,9 +198,6 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
 
   if (req.method == "GET") {
     const bool one = route.name.has_value();
-    if (Status s = Authorize(who, stored_kind, stored_ns, std::nullopt, Verb::kRead); !s.ok()) {
-      return Error(s);
-    }
     auto selector = SelectorOf(req);
     if (!selector.ok()) return Error(selector.status());
     std::vector<std::string_view> extra;
@@ -216,6 +223,8 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
         std::vector<json> views;
         if (k->kind == "Pod") {
           views = api::JobPods(obj);
+        } else if (k->kind == "Workload") {
+          if (json w = api::KueueWorkload(obj); !w.is_null()) views.push_back(std::move(w));
         } else if (k->kind == "Event") {
           views.push_back(api::KubeEvent(obj, nullptr));
         } else if (api::MadeFrom(obj, *k, ns.value_or(""), "")) {
@@ -234,12 +243,18 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
     Result<std::vector<json>> found = std::vector<json>();
     if (kind.kind == "Pod") {
       found = all_pods(route.name.value_or(""));
+    } else if (kind.kind == "Workload") {
+      found = Workloads(route.ns, route.name.value_or(""));
     } else if (kind.kind == "Event") {
       found = EventViews(route.ns, route.name.value_or(""));
     } else {
       auto made = made_from(route.ns.value_or(""), route.name.value_or(""));
       if (!made.ok()) return Error(made.status());
       found = views(*made);
+      if (kind.group == "kueue.x-k8s.io" &&
+          (kind.kind == "ClusterQueue" || kind.kind == "LocalQueue")) {
+        if (Status s = AddKueueStatus(&*found); !s.ok()) return Error(s);
+      }
     }
     if (!found.ok()) return Error(found.status());
     std::vector<json> items;
@@ -251,13 +266,19 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
     if (one && items.empty()) return Error(NotFound(Named(kind, *route.name) + " not found"));
     const std::string version =
         one ? Str(items[0]["metadata"], "resourceVersion") : std::to_string(store_->Revision());
+    json meta = {{"resourceVersion", version}};
+    if (!one) {
+      if (Status s = Paginate(req, &items, &meta); !s.ok()) return Error(s);
+    }
     if (api::WantsTable(req.accept)) {
-      return Json(200, api::KubeTable(kind, items, version, clock_()));
+      json table = api::KubeTable(kind, items, version, clock_());
+      table["metadata"] = meta;
+      return Json(200, table);
     }
     if (one) return Json(200, items[0]);
     return Json(200, {{"kind", std::string(kind.kind) + "List"},
                       {"apiVersion", kind.GroupVersion()},
-                      {"metadata", {{"resourceVersion", version}}},
+                      {"metadata", std::move(meta)},
                       {"items", std::move(items)}});
   }
 
@@ -495,6 +516,81 @@ Result<std::vector<json>> ApiServer::EventViews(const std::optional<std::string>
     out.push_back(api::KubeEvent(e, ref != nullptr && *ref ? &**ref : nullptr));
   }
   return out;
+}
+
+Result<std::vector<json>> ApiServer::Workloads(const std::optional<std::string>& ns,
+                                               const std::string& name) {
+  auto jobs = store_->List("Job", ns ? std::optional<std::string_view>(*ns) : std::nullopt);
+  if (!jobs.ok()) return jobs.status();
+  std::vector<json> out;
+  for (const store::StoredObject& o : *jobs) {
+    json w = api::KueueWorkload(Served(o));
+    if (w.is_null() || (!name.empty() && Str(w["metadata"], "name") != name)) continue;
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+Status ApiServer::AddKueueStatus(std::vector<json>* views) {
+  if (views->empty()) return Status::Ok();
+  auto jobs = store_->List("Job", std::nullopt);
+  if (!jobs.ok()) return jobs.status();
+  auto local_queues = store_->List("LocalQueue", std::nullopt);
+  if (!local_queues.ok()) return local_queues.status();
+  std::vector<json> job_objs, lq_objs;
+  for (const store::StoredObject& o : *jobs) job_objs.push_back(json::parse(o.body));
+  for (const store::StoredObject& o : *local_queues) lq_objs.push_back(json::parse(o.body));
+  for (json& v : *views) api::AddQueueStatus(job_objs, lq_objs, &v);
+  return Status::Ok();
+}
+
+HttpResponse ApiServer::Namespaces(const HttpRequest& req, const Principal& who,
+                                   const std::optional<std::string>& name) {
+  if (req.method != "GET") {
+    return Reply(405, "application/json",
+                 StatusJson(405, "MethodNotAllowed",
+                            "namespaces are implicit in Tessera: any valid name may be used, and "
+                            "a namespace goes with the last object in it"));
+  }
+  if (Watching(req)) return Error(InvalidArgument("watch is not served on namespaces"));
+  const bool admin = who.role == Principal::Role::kAdmin;
+  if (name) {
+    if (Status s = api::ValidateName(*name, true, "metadata.name"); !s.ok()) return Error(s);
+    if (!admin && *name != who.ns) {
+      return Error(PermissionDenied("this token is limited to namespace " + who.ns));
+    }
+    return Json(200, api::KubeNamespace(*name));
+  }
+  // Those in use, and default.
+  std::set<std::string> names = {admin ? "default" : who.ns};
+  if (admin) {
+    for (const api::KindInfo& k : api::Kinds()) {
+      if (!k.namespaced) continue;
+      auto list = store_->List(std::string(k.kind), std::nullopt);
+      if (!list.ok()) return Error(list.status());
+      for (const store::StoredObject& o : *list) names.insert(o.key.ns);
+    }
+  }
+  auto selector = SelectorOf(req);
+  if (!selector.ok()) return Error(selector.status());
+  auto fields = FieldSelectorOf(req);
+  if (!fields.ok()) return Error(fields.status());
+  std::vector<json> items;
+  for (const std::string& n : names) {
+    json ns = api::KubeNamespace(n);
+    if (*selector && !(*selector)->Matches(ns["metadata"]["labels"])) continue;
+    if (*fields && !(*fields)->Matches(ns)) continue;
+    items.push_back(std::move(ns));
+  }
+  const std::string version = std::to_string(store_->Revision());
+  if (api::WantsTable(req.accept)) {
+    return Json(
+        200, api::KubeTable(*api::FindKubeKind("", "v1", "namespaces"), items, version, clock_()));
+  }
+  return Json(200, {{"kind", "NamespaceList"},
+                    {"apiVersion", "v1"},
+                    {"metadata", {{"resourceVersion", version}}},
+                    {"items", std::move(items)}});
 }
 
 }  // namespace tessera::server

@@ -101,8 +101,8 @@ TEST(Kube, DiscoveryNamesEveryServedResource) {
   EXPECT_EQ(core["groupVersion"], "v1");
   std::vector<std::string> core_names;
   for (const json& r : core["resources"]) core_names.push_back(r["name"]);
-  EXPECT_EQ(core_names,
-            (std::vector<std::string>{"pods", "configmaps", "resourcequotas", "events", "nodes"}));
+  EXPECT_EQ(core_names, (std::vector<std::string>{"pods", "configmaps", "resourcequotas", "events",
+                                                  "namespaces", "nodes"}));
   EXPECT_EQ(core["resources"].back()["namespaced"], false);
   EXPECT_EQ(core["resources"][0]["shortNames"], json::array({"po"}));
   // Kubernetes' groups first (kubectl resolves "jobs" to batch/v1 as with kube-apiserver), then

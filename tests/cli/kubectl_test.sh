@@ -118,6 +118,17 @@ out=$(kubectl label pod gpu-training team=vision 2>&1) || fail "label: $out"
 out=$(kubectl get pods -l team=vision -o name 2>&1) || fail "get -l: $out"
 [ "$out" = "pod/gpu-training" ] || fail "label selector on pods: $out"
 
+# Kueue's Workloads and namespaces, as Kueue and Kubernetes list them.
+out=$(kubectl get workloads -o name 2>&1) || fail "get workloads: $out"
+grep -qx "workload.kueue.x-k8s.io/job-llm-training" <<<"$out" || fail "workloads: $out"
+out=$(kubectl get workload job-llm-training -o jsonpath='{.spec.queueName}' 2>&1) || fail "$out"
+[ "$out" = gpu-queue ] || fail "workload queue: $out"
+out=$(kubectl get cq gpu-cluster-queue -o jsonpath='{.status.admittedWorkloads}' 2>&1) ||
+  fail "cq status: $out"
+[ "$out" = 0 ] || fail "cq admitted: $out"
+out=$(kubectl get namespaces 2>&1) || fail "get namespaces: $out"
+grep -qE '^default +Active' <<<"$out" || fail "namespaces: $out"
+
 # Every Job's pods, describe with the scheduler's events, logs, and a watch.
 out=$(kubectl get pods -A 2>&1) || fail "get pods -A: $out"
 grep -qE '^default +pytorch-distributed-worker-3 +0/1 +Pending' <<<"$out" || fail "gang pods: $out"

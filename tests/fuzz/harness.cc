@@ -165,6 +165,17 @@ Status Target::Run(std::string_view input) {
       {"POST", "/apis/tessera.io/v1/nodes", "application/json", false},
       {"POST", "/apis/tessera.io/v1/queues", "application/json", false},
       {"POST", "/apis/tessera.io/v1/tokens", "application/json", false},
+      {"PATCH", "/apis/tessera.io/v1/namespaces/team-a/jobs/j", "application/merge-patch+json",
+       false},
+      // The Kubernetes kinds' paths (the seeds' objects, when applied, are there to patch).
+      {"POST", "/api/v1/namespaces/team-a/pods", "application/json", true},
+      {"POST", "/apis/batch/v1/namespaces/team-a/jobs", "application/json", true},
+      {"PATCH", "/api/v1/namespaces/default/pods/gpu-training",
+       "application/strategic-merge-patch+json", false},
+      {"PATCH", "/apis/kueue.x-k8s.io/v1beta1/clusterqueues/gpu-cluster-queue",
+       "application/merge-patch+json", false},
+      {"PUT", "/api/v1/namespaces/kube-system/configmaps/time-slicing-config", "application/json",
+       false},
   };
   // JSON bodies go to the JSON endpoints, the rest to apply as YAML; which one of those, the
   // input's size decides.
@@ -198,7 +209,8 @@ Status Target::Run(std::string_view input) {
   if (input.size() < 512 && api::ValidUtf8(input)) {
     server::HttpRequest get;
     get.method = "GET";
-    get.path = "/apis/tessera.io/v1/" + std::string(input);
+    static const char* kPrefixes[] = {"/apis/tessera.io/v1/", "/api/v1/", "/apis/", "/openapi/v3/"};
+    get.path = kPrefixes[input.size() % 4] + std::string(input);
     get.authorization = "Bearer " + tenant_;
     const server::HttpResponse got = api_->Handle(get);
     if (got.status >= 500) return Internal("GET " + api::SafeText(get.path, 200) + ": 5xx");

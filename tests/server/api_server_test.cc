@@ -692,6 +692,28 @@ TEST_F(ApiServerTest, DiscoveryAndOpenApiOfEveryServedGroup) {
   EXPECT_EQ(patch["x-kubernetes-group-version-kind"]["kind"], "Job");
   EXPECT_EQ(patch["parameters"][0]["name"], "fieldValidation");
   EXPECT_FALSE(patch["requestBody"]["content"].contains("application/strategic-merge-patch+json"));
+  // Aggregated discovery, which kubectl 1.30+ asks for first.
+  HttpRequest agg;
+  agg.method = "GET";
+  agg.path = "/apis";
+  agg.authorization = "Bearer " + admin_;
+  agg.accept =
+      "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
+  HttpResponse ad = api_->Handle(agg);
+  EXPECT_EQ(ad.content_type,
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList");
+  const json groups = json::parse(ad.body);
+  EXPECT_EQ(groups["kind"], "APIGroupDiscoveryList");
+  EXPECT_EQ(groups["items"][0]["metadata"]["name"], "batch");
+  const json& jobs = groups["items"][0]["versions"][0]["resources"][0];
+  EXPECT_EQ(jobs["resource"], "jobs");
+  EXPECT_EQ(jobs["scope"], "Namespaced");
+  EXPECT_EQ(jobs["responseKind"]["group"], "batch");
+  EXPECT_EQ(groups["items"].back()["metadata"]["name"], "tessera.io");
+  agg.path = "/api";
+  const json core = json::parse(api_->Handle(agg).body);
+  EXPECT_EQ(core["items"][0]["metadata"]["name"], "");
+  EXPECT_EQ(core["items"][0]["versions"][0]["resources"][0]["resource"], "pods");
   // OpenAPI v2 as JSON, and as the protocol buffer kubectl asks for.
   EXPECT_EQ(Get("/openapi/v2", admin_).body["swagger"], "2.0");
   HttpRequest pb;
@@ -731,6 +753,25 @@ TEST_F(ApiServerTest, PodsOfEveryJobTheirLogsAndEventsAsKubernetesServesThem) {
   EXPECT_EQ(pod["metadata"]["uid"].get<std::string>().size(), 36u);
   EXPECT_EQ(Get("/api/v1/namespaces/team-a/pods/j-main-1", admin_).body["metadata"]["uid"],
             pod["metadata"]["uid"]);
+  // Pages, as kubectl and the client libraries ask for them.
+  Reply page = Get("/api/v1/namespaces/team-a/pods?limit=1", admin_);
+  ASSERT_EQ(page.body["items"].size(), 1u);
+  EXPECT_EQ(page.body["items"][0]["metadata"]["name"], "j-main-0");
+  EXPECT_EQ(page.body["metadata"]["remainingItemCount"], 1);
+  const std::string token = page.body["metadata"]["continue"];
+  page = Get("/api/v1/namespaces/team-a/pods?limit=1&continue=" + token, admin_);
+  ASSERT_EQ(page.body["items"].size(), 1u);
+  EXPECT_EQ(page.body["items"][0]["metadata"]["name"], "j-main-1");
+  EXPECT_FALSE(page.body["metadata"].contains("continue"));
+  EXPECT_EQ(Get("/api/v1/namespaces/team-a/pods?limit=1&continue=zz", admin_).status, 400);
+  ASSERT_EQ(Post(kJobs, admin_, JobObj("team-a", "k")).status, 201);
+  page = Get(kJobs + "?limit=1", admin_);
+  ASSERT_EQ(page.body["items"].size(), 1u);
+  page = Get(kJobs + "?limit=5&continue=" + page.body["metadata"]["continue"].get<std::string>(),
+             admin_);
+  ASSERT_EQ(page.body["items"].size(), 1u);
+  EXPECT_EQ(page.body["items"][0]["metadata"]["name"], "k");
+
   // Such a pod is changed through its Job.
   Reply refused = Call(http::verb::delete_, "/api/v1/namespaces/team-a/pods/j-main-0", admin_);
   EXPECT_EQ(refused.status, 405);
@@ -818,6 +859,89 @@ TEST_F(ApiServerTest, WatchesOfTheKubernetesViews) {
   ASSERT_EQ(ev.size(), 1u);
   EXPECT_EQ(ev[0]["object"]["metadata"]["name"], "viewed");
   EXPECT_EQ(ev[0]["object"]["apiVersion"], "kueue.x-k8s.io/v1beta1");
+}
+
+TEST_F(ApiServerTest, NamespacesAreImplicitAndListedWhereUsed) {
+  ASSERT_EQ(Post(kJobs, admin_, JobObj("team-a", "j")).status, 201);
+  const json list = Get("/api/v1/namespaces", admin_).body;
+  ASSERT_EQ(list["items"].size(), 2u) << list.dump();
+  EXPECT_EQ(list["items"][0]["metadata"]["name"], "default");
+  EXPECT_EQ(list["items"][1]["metadata"]["name"], "team-a");
+  EXPECT_EQ(list["items"][1]["status"]["phase"], "Active");
+  EXPECT_EQ(Get("/api/v1/namespaces/anything", admin_).body["kind"], "Namespace");
+  EXPECT_EQ(Get("/api/v1/namespaces/Bad_Name", admin_).status, 400);
+  EXPECT_EQ(
+      Call(http::verb::post, "/api/v1/namespaces", admin_, R"({"metadata":{"name":"x"}})").status,
+      405);
+  const std::string team =
+      Post("/apis/tessera.io/v1/tokens", admin_, {{"namespace", "team-b"}}).body["token"];
+  const json mine = Get("/api/v1/namespaces", team).body;
+  ASSERT_EQ(mine["items"].size(), 1u);
+  EXPECT_EQ(mine["items"][0]["metadata"]["name"], "team-b");
+  EXPECT_EQ(Get("/api/v1/namespaces/team-a", team).status, 403);
+  EXPECT_EQ(Table("/api/v1/namespaces")["rows"][1]["cells"][1], "Active");
+}
+
+// Kueue's own objects, as kubectl get workloads,clusterqueues,localqueues shows them.
+TEST_F(ApiServerTest, KueueWorkloadsAndQueueStatus) {
+  const json cq = json::parse(R"({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue",
+      "metadata": {"name": "gpus"}, "spec": {"resourceGroups": [{"coveredResources":
+      ["nvidia.com/gpu"], "flavors": [{"name": "h100", "resources": [{"name": "nvidia.com/gpu",
+      "nominalQuota": 8}]}]}]}})");
+  ASSERT_EQ(Post("/apis/kueue.x-k8s.io/v1beta1/clusterqueues", admin_, cq).status, 201);
+  const json lq = json::parse(R"({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
+      "metadata": {"name": "team-q"}, "spec": {"clusterQueue": "gpus"}})");
+  ASSERT_EQ(Post("/apis/kueue.x-k8s.io/v1beta1/namespaces/team-a/localqueues", admin_, lq).status,
+            201);
+  for (const char* name : {"a", "b"}) {
+    json job = json::parse(R"({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"labels":
+        {"kueue.x-k8s.io/queue-name": "team-q"}}, "spec": {"suspend": true, "template": {"spec":
+        {"containers": [{"name": "c", "image": "x", "resources": {"limits":
+        {"nvidia.com/gpu": 2}}}]}}}})");
+    job["metadata"]["name"] = name;
+    ASSERT_EQ(Post("/apis/batch/v1/namespaces/team-a/jobs", admin_, job).status, 201);
+  }
+  // The scheduler admits a: its status, as the loop writes it.
+  const std::string path = "/apis/tessera.io/v1/namespaces/team-a/jobs/a";
+  json a = Get(path, admin_).body;
+  a["spec"]["suspend"] = false;
+  a["status"] = {{"phase", "Admitted"},
+                 {"queue", "gpus"},
+                 {"flavors", {{"nvidia.com/gpu", "h100"}}},
+                 {"admittedAt", "2026-11-24T10:00:00.000Z"},
+                 {"pods", {{{"name", "c-0"}, {"node", "n1"}}}}};
+  ASSERT_EQ(Call(http::verb::put, path, admin_, a.dump()).status, 200);
+
+  const json got = Get("/apis/kueue.x-k8s.io/v1beta1/clusterqueues/gpus", admin_).body;
+  EXPECT_EQ(got["status"]["pendingWorkloads"], 1) << got.dump();
+  EXPECT_EQ(got["status"]["admittedWorkloads"], 1);
+  EXPECT_EQ(got["status"]["flavorsUsage"],
+            json::parse(R"([{"name": "h100", "resources": [{"name": "nvidia.com/gpu",
+                "total": "2"}]}])"));
+  const json local =
+      Get("/apis/kueue.x-k8s.io/v1beta1/namespaces/team-a/localqueues/team-q", admin_).body;
+  EXPECT_EQ(local["status"]["pendingWorkloads"], 1);
+  EXPECT_EQ(local["status"]["admittedWorkloads"], 1);
+
+  const json workloads =
+      Get("/apis/kueue.x-k8s.io/v1beta1/namespaces/team-a/workloads", admin_).body;
+  ASSERT_EQ(workloads["items"].size(), 2u) << workloads.dump();
+  const json& wa = workloads["items"][0];
+  EXPECT_EQ(wa["metadata"]["name"], "job-a");
+  EXPECT_EQ(wa["metadata"]["ownerReferences"][0]["apiVersion"], "batch/v1");
+  EXPECT_EQ(wa["spec"]["queueName"], "team-q");
+  EXPECT_EQ(wa["status"]["admission"]["clusterQueue"], "gpus");
+  EXPECT_EQ(wa["status"]["admission"]["podSetAssignments"][0]["flavors"]["nvidia.com/gpu"], "h100");
+  EXPECT_EQ(workloads["items"][1]["status"]["conditions"][0]["status"], "False");
+  EXPECT_EQ(Get("/apis/kueue.x-k8s.io/v1beta1/namespaces/team-a/workloads/job-b", admin_).status,
+            200);
+  // Admission un-suspends the batch Job, as Kueue does.
+  EXPECT_EQ(Get("/apis/batch/v1/namespaces/team-a/jobs/a", admin_).body["spec"]["suspend"], false);
+  EXPECT_EQ(Get("/apis/batch/v1/namespaces/team-a/jobs/b", admin_).body["spec"]["suspend"], true);
+  EXPECT_EQ(Call(http::verb::delete_,
+                 "/apis/kueue.x-k8s.io/v1beta1/namespaces/team-a/workloads/job-b", admin_)
+                .status,
+            405);
 }
 
 }  // namespace
