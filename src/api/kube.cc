@@ -1,5 +1,6 @@
 #include "api/kube.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 
@@ -260,6 +261,72 @@ json KubeNode(const json& node, int64_t now_ms, int64_t grace_ms) {
           {"metadata", std::move(out_meta)},
           {"spec", std::move(kspec)},
           {"status", std::move(kstatus)}};
+}
+
+Result<json> NodeWithKubeChanges(const json& stored, const json& view, const json& changed) {
+  if (!changed.is_object()) return InvalidArgument("body: must be a Node");
+  // What may change, taken out of both sides; the rest must be as served.
+  auto rest = [](json n) {
+    if (n["metadata"].is_object()) {
+      for (const char* k : {"labels", "annotations", "resourceVersion", "uid", "managedFields",
+                            "creationTimestamp", "generation"}) {
+        n["metadata"].erase(k);
+      }
+    }
+    if (n["spec"].is_object()) {
+      n["spec"].erase("unschedulable");
+      n["spec"].erase("taints");
+      if (n["spec"].empty()) n.erase("spec");
+    }
+    n.erase("status");
+    return n;
+  };
+  const json before = rest(view), after = rest(changed);
+  if (before != after) {
+    // The first difference as a field path: "/spec" with {"podCIDR": ...} is spec.podCIDR.
+    const json diff = json::diff(before, after);
+    std::string where = diff.empty() ? "" : Str(diff[0], "path");
+    const json& value = diff.empty() ? json() : Member(diff[0], "value");
+    if (value.is_object() && !value.empty()) where += "/" + value.begin().key();
+    std::replace(where.begin(), where.end(), '/', '.');
+    return InvalidArgument(
+        (where.empty() ? std::string("node") : where.substr(1)) +
+        ": a node's labels, annotations, spec.unschedulable and spec.taints may be changed here; "
+        "the rest is reported by its agent");
+  }
+  json out = stored;
+  out["metadata"].erase("resourceVersion");
+  // Labels and annotations: the client's, less those the view adds and the client kept.
+  auto own = [&](const char* field) {
+    const json& was = Member(Member(stored, "metadata"), field);
+    const json& shown = Member(Member(view, "metadata"), field);
+    json now = Member(Member(changed, "metadata"), field);
+    if (!now.is_object()) now = json::object();
+    for (const auto& [k, v] : shown.items()) {
+      const bool added = !was.is_object() || !was.contains(k);
+      if (added && now.contains(k) && now[k] == v) now.erase(k);
+    }
+    if (now.empty()) {
+      out["metadata"].erase(field);
+    } else {
+      out["metadata"][field] = std::move(now);
+    }
+  };
+  own("labels");
+  own("annotations");
+  if (!out["spec"].is_object()) out["spec"] = json::object();
+  const json& spec = Member(changed, "spec");
+  if (Member(spec, "unschedulable") == true) {
+    out["spec"]["unschedulable"] = true;
+  } else {
+    out["spec"].erase("unschedulable");
+  }
+  if (Member(spec, "taints").is_array() && !Member(spec, "taints").empty()) {
+    out["spec"]["taints"] = Member(spec, "taints");
+  } else {
+    out["spec"].erase("taints");
+  }
+  return out;
 }
 
 bool WantsTable(std::string_view accept) {

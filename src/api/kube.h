@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/status.h"
+
 namespace tessera::api {
 
 inline constexpr std::string_view kGroup = "tessera.io";
@@ -54,6 +56,15 @@ std::string HumanDuration(int64_t ms);
 // condition from the heartbeat (Unknown once older than `grace_ms`), nodeInfo, and the GPUs
 // under the annotation tessera.io/gpus.
 nlohmann::json KubeNode(const nlohmann::json& node, int64_t now_ms, int64_t grace_ms);
+
+// The Tessera Node `stored` with what a client changed in its core/v1 view: `view` as served
+// (KubeNode) and `changed` as the client made it (a patched or replaced view). Labels,
+// annotations, spec.unschedulable and spec.taints carry over (kubectl cordon, label, annotate,
+// taint); labels and annotations the view adds are dropped unless changed; any other change is
+// an error naming it.
+Result<nlohmann::json> NodeWithKubeChanges(const nlohmann::json& stored,
+                                           const nlohmann::json& view,
+                                           const nlohmann::json& changed);
 
 // Whether an Accept header asks for a meta.k8s.io/v1 Table (as kubectl get does).
 bool WantsTable(std::string_view accept);

@@ -190,6 +190,8 @@ std::string_view StrategicMergeKey(std::string_view field) {
       {"hostAliases", "ip"},
       {"ownerReferences", "uid"},
       {"conditions", "type"},
+      {"taints", "key"},
+      {"addresses", "type"},
       {"topologySpreadConstraints", "topologyKey"},
   };
   for (const auto& [name, key] : kKeys) {

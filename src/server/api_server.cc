@@ -909,15 +909,18 @@ HttpResponse ApiServer::Core(const HttpRequest& req, const Principal& who) {
     return Error(NotFound("the server could not find the requested resource (" + req.path +
                           "); the core group serves nodes"));
   }
-  if (req.method != "GET") {
-    return Reply(405, "application/json",
-                 StatusJson(405, "MethodNotAllowed",
-                            "core/v1 nodes are read-only views of tessera.io/v1 Nodes; method " +
-                                req.method + " is not allowed"));
-  }
   const api::KindInfo& kind = *api::FindKind("Node");
   const std::optional<std::string> name =
       one ? std::optional<std::string>(std::string(rest.substr(7))) : std::nullopt;
+  if (one && (req.method == "PATCH" || req.method == "PUT")) return NodeChange(req, who, *name);
+  if (req.method != "GET") {
+    return Reply(405, "application/json",
+                 StatusJson(405, "MethodNotAllowed",
+                            "core/v1 nodes are views of tessera.io/v1 Nodes: get, list, watch, "
+                            "and PATCH or PUT of labels, annotations, unschedulable and taints "
+                            "(kubectl cordon, label, taint); method " +
+                                req.method + " is not allowed here"));
+  }
   if (Status s = Authorize(who, kind, std::nullopt, name, Verb::kRead); !s.ok()) return Error(s);
   const int64_t now = clock_();
   if (one) {
@@ -935,6 +938,19 @@ HttpResponse ApiServer::Core(const HttpRequest& req, const Principal& who) {
   if (!selector.ok()) return Error(selector.status());
   auto fields = FieldSelectorOf(req);
   if (!fields.ok()) return Error(fields.status());
+  if (Watching(req)) {
+    WatchRender render = [this, sel = *selector, fs = *fields, table = api::WantsTable(req.accept)](
+                             const char* type, const store::StoredObject& o, std::string* out) {
+      const int64_t at = clock_();
+      json node = api::KubeNode(Served(o), at, node_grace_ms_);
+      if (sel && !sel->Matches(node["metadata"]["labels"])) return;
+      if (fs && !fs->Matches(node)) return;
+      if (table) node = api::NodeTable({node}, std::to_string(o.version), at);
+      *out += json{{"type", type}, {"object", std::move(node)}}.dump();
+      *out += '\n';
+    };
+    return Watch(req, "Node", std::nullopt, std::nullopt, std::move(render));
+  }
   auto stored = store_->List("Node", std::nullopt);
   if (!stored.ok()) return Error(stored.status());
   std::vector<json> nodes;
@@ -950,6 +966,48 @@ HttpResponse ApiServer::Core(const HttpRequest& req, const Principal& who) {
                     {"apiVersion", "v1"},
                     {"metadata", {{"resourceVersion", version}}},
                     {"items", std::move(nodes)}});
+}
+
+HttpResponse ApiServer::NodeChange(const HttpRequest& req, const Principal& who,
+                                   const std::string& name) {
+  if (who.role != Principal::Role::kAdmin) {
+    return Error(PermissionDenied("a node's labels, cordon and taints are the admin's"));
+  }
+  const store::ObjectKey key{"Node", "", name};
+  auto got = store_->Get(key);
+  if (!got.ok()) return Error(got.status());
+  if (!got->has_value()) return Error(NotFound("nodes \"" + name + "\" not found"));
+  const json stored = Served(**got);
+  const json view = api::KubeNode(stored, clock_(), node_grace_ms_);
+  auto body = api::ParseJson(req.body);
+  if (!body.ok()) return Error(body.status());
+  json changed;
+  if (req.method == "PATCH") {
+    auto type = api::PatchTypeOf(req.content_type);
+    if (!type.ok()) {
+      return Reply(415, "application/json",
+                   StatusJson(415, "UnsupportedMediaType", type.status().message()));
+    }
+    auto patched = api::ApplyPatch(view, *body, *type);
+    if (!patched.ok()) return Error(patched.status());
+    changed = std::move(patched).value();
+  } else {
+    changed = std::move(body).value();
+    const std::string rv = Str(Member(changed, "metadata"), "resourceVersion");
+    if (!rv.empty() && rv != std::to_string((*got)->version)) {
+      return Error(Conflict("Operation cannot be fulfilled on nodes \"" + name +
+                            "\": the object has been modified; please apply your changes to "
+                            "the latest version and try again"));
+    }
+  }
+  auto next = api::NodeWithKubeChanges(stored, view, changed);
+  if (!next.ok()) return Error(next.status());
+  if (Status s = CheckObject(*next); !s.ok()) return Error(s);
+  store::Write w{store::Write::Op::kPut, key, "", (*got)->version};
+  if (Status s = KeepSystemFields(who, &*next, &w); !s.ok()) return Error(s);
+  auto r = Commit(std::span<const store::Write>(&w, 1));
+  if (!r.ok()) return Error(r.status());
+  return Json(200, api::KubeNode(Served({key, (*r)[0], w.body}), clock_(), node_grace_ms_));
 }
 
 namespace {

@@ -135,6 +135,9 @@ class ApiServer {
   // namespace token.
   HttpResponse Namespaces(const HttpRequest& req, const Principal& who,
                           const std::optional<std::string>& name);
+  // PATCH or PUT of a core/v1 Node view: labels, annotations, cordon and taints reach the
+  // Tessera Node (admin only).
+  HttpResponse NodeChange(const HttpRequest& req, const Principal& who, const std::string& name);
   // Kueue's counts and flavor usage on ClusterQueue and LocalQueue views, from every Job.
   Status AddKueueStatus(std::vector<nlohmann::json>* views);
   // Warning events (reason NotActedOn) for the objects `ids` whose `notes` are not empty,

@@ -43,6 +43,25 @@ out=$(kubectl get nodes -l tessera.io/simulated=true -o name 2>&1) || fail "sele
 out=$(kubectl get nodes -l tessera.io/simulated=false 2>&1) || fail "selector: $out"
 grep -q "No resources found" <<<"$out" || fail "selector matched: $out"
 
+# Operating nodes as with Kubernetes: cordon, label, taint (and undo), as the Node records them.
+out=$(kubectl cordon dev 2>&1) || fail "cordon: $out"
+grep -q "node/dev cordoned" <<<"$out" || fail "cordon said: $out"
+out=$(kubectl get nodes 2>&1) || fail "get nodes: $out"
+grep -qE '^dev +Ready,SchedulingDisabled' <<<"$out" || fail "not cordoned: $out"
+out=$(kubectl get nodes.tessera.io dev -o jsonpath='{.spec.unschedulable}' 2>&1)
+[ "$out" = true ] || fail "the Tessera node is not unschedulable: $out"
+kubectl uncordon dev >/dev/null 2>&1 || fail "uncordon"
+out=$(kubectl label node dev team=vision 2>&1) || fail "label node: $out"
+out=$(kubectl get nodes -l team=vision -o name 2>&1)
+[ "$out" = node/dev ] || fail "node label: $out"
+out=$(kubectl taint node dev gpu=a100:NoSchedule 2>&1) || fail "taint: $out"
+grep -q "node/dev tainted" <<<"$out" || fail "taint said: $out"
+out=$(kubectl get nodes.tessera.io dev -o jsonpath='{.spec.taints[0].key}' 2>&1)
+[ "$out" = gpu ] || fail "taint not on the Tessera node: $out"
+kubectl taint node dev gpu- >/dev/null 2>&1 || fail "untaint"
+out=$(kubectl get node dev -o jsonpath='{.spec.taints}' 2>&1)
+[ -z "$out" ] || fail "taint left: $out"
+
 # Tessera's own kinds, in their group.
 out=$(kubectl get nodes.tessera.io dev -o jsonpath='{.status.gpus[0].model}' 2>&1) ||
   fail "tessera node: $out"

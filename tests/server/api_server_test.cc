@@ -527,7 +527,57 @@ TEST_F(ApiServerTest, DiscoveryAndTheCoreNodeView) {
   const json t = Table("/api/v1/nodes");
   EXPECT_EQ(t["kind"], "Table");
   EXPECT_EQ(t["rows"][0]["cells"][0], "gpu-a");
-  // The view is read-only, and the core group has no Tessera kinds.
+  // kubectl cordon, label and taint: strategic merge patches of the view reach the Node.
+  const std::string smp = "application/strategic-merge-patch+json";
+  Reply cordoned = Call(http::verb::patch, "/api/v1/nodes/gpu-a", admin_,
+                        R"({"spec":{"unschedulable":true}})", smp);
+  ASSERT_EQ(cordoned.status, 200) << cordoned.raw;
+  EXPECT_EQ(cordoned.body["spec"]["unschedulable"], true);
+  ASSERT_EQ(Call(http::verb::patch, "/api/v1/nodes/gpu-a", admin_,
+                 R"({"metadata":{"labels":{"team":"vision"}}})", smp)
+                .status,
+            200);
+  ASSERT_EQ(Call(http::verb::patch, "/api/v1/nodes/gpu-a", admin_,
+                 R"({"spec":{"taints":[{"key":"a","effect":"NoSchedule"}]}})", smp)
+                .status,
+            200);
+  ASSERT_EQ(Call(http::verb::patch, "/api/v1/nodes/gpu-a", admin_,
+                 R"({"spec":{"$setElementOrder/taints":[{"key":"a"},{"key":"b"}],
+                     "taints":[{"key":"b","effect":"NoExecute"}]}})",
+                 smp)
+                .status,
+            200);
+  const json tnode = Get("/apis/tessera.io/v1/nodes/gpu-a", admin_).body;
+  EXPECT_EQ(tnode["spec"]["unschedulable"], true);
+  EXPECT_EQ(tnode["metadata"]["labels"], json({{"team", "vision"}})) << tnode.dump();
+  ASSERT_EQ(tnode["spec"]["taints"].size(), 2u);
+  EXPECT_EQ(tnode["spec"]["taints"][1]["key"], "b");
+  EXPECT_EQ(tnode["status"]["gpus"][0]["uuid"], "GPU-0");  // the agent's report stays
+  Reply status = Call(http::verb::patch, "/api/v1/nodes/gpu-a", admin_,
+                      R"({"status":{"capacity":{"nvidia.com/gpu":"9"}}})", smp);
+  EXPECT_EQ(status.status, 200);  // status is the agent's: not a change of the view's spec
+  EXPECT_EQ(Get("/api/v1/nodes/gpu-a", admin_).body["status"]["capacity"]["nvidia.com/gpu"], "1");
+  Reply other = Call(http::verb::patch, "/api/v1/nodes/gpu-a", admin_,
+                     R"({"spec":{"podCIDR":"10.0.0.0/24"}})", smp);
+  EXPECT_EQ(other.status, 400);
+  EXPECT_NE(other.raw.find("spec.podCIDR: a node's labels"), std::string::npos) << other.raw;
+  const std::string team =
+      Post("/apis/tessera.io/v1/tokens", admin_, {{"namespace", "team-a"}}).body["token"];
+  EXPECT_EQ(Call(http::verb::patch, "/api/v1/nodes/gpu-a", team, "{}", smp).status, 403);
+  ASSERT_EQ(Call(http::verb::patch, "/api/v1/nodes/gpu-a", admin_,
+                 R"({"spec":{"unschedulable":null}})", smp)
+                .status,
+            200);
+  EXPECT_FALSE(
+      Get("/apis/tessera.io/v1/nodes/gpu-a", admin_).body["spec"].contains("unschedulable"));
+  // A node watch, as kubectl get nodes -w.
+  WatchClient watch(http_->port(), "/api/v1/nodes?watch=true", admin_);
+  ASSERT_EQ(watch.Status(), 200);
+  auto ev = watch.Events(1);
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0]["object"]["kind"], "Node");
+
+  // Nodes are not made or deleted through the view, and the core group has no Tessera kinds.
   EXPECT_EQ(Call(http::verb::delete_, "/api/v1/nodes/gpu-a", admin_).status, 405);
   EXPECT_EQ(Get("/api/v1/namespaces/team-a/jobs", admin_).status, 404);
   EXPECT_EQ(Get("/apis/tessera.io/v1/nodes/gpu-a", admin_).body["apiVersion"], "tessera.io/v1");
