@@ -363,6 +363,53 @@ std::string AgeOf(const json& obj, int64_t now_ms) {
   return created < 0 ? "<unknown>" : HumanDuration(now_ms - created);
 }
 
+json TesseraTable(std::string_view kind, const std::vector<json>& objects,
+                  const std::string& version, int64_t now_ms) {
+  const bool job = kind == "Job";
+  json columns = json::array({TableColumn("Name", "string", "The object's name.", 0, "name")});
+  if (job) {
+    columns.push_back(TableColumn("Phase", "string", "Pending, Admitted, Succeeded, Failed.", 0));
+    columns.push_back(TableColumn("Queue", "string", "The queue it was admitted by, or asks.", 0));
+    columns.push_back(TableColumn("GPUs", "integer", "Whole GPUs asked for, all replicas.", 0));
+    columns.push_back(TableColumn("Nodes", "string", "Where its pods run.", 0));
+  }
+  columns.push_back(TableColumn("Age", "string", "Time since the object was created.", 0));
+  json rows = json::array();
+  for (const json& o : objects) {
+    json cells = json::array({Str(Member(o, "metadata"), "name")});
+    if (job) {
+      const json& spec = Member(o, "spec");
+      const json& st = Member(o, "status");
+      int64_t gpus = 0;
+      for (const json& t : ListOf(Member(spec, "tasks"))) {
+        const json& g = Member(Member(Member(t, "resources"), "limits"), "nvidia.com/gpu");
+        const int64_t each = g.is_number_integer() ? g.get<int64_t>()
+                             : g.is_string()       ? std::atoll(g.get<std::string>().c_str())
+                                                   : 0;
+        const json& r = Member(t, "replicas");
+        gpus += each * (r.is_number_integer() ? r.get<int64_t>() : 1);
+      }
+      std::vector<std::string> nodes;
+      for (const json& p : ListOf(Member(st, "pods"))) {
+        const std::string n = Str(p, "node");
+        if (!n.empty() && std::find(nodes.begin(), nodes.end(), n) == nodes.end()) {
+          nodes.push_back(n);
+        }
+      }
+      std::string where;
+      for (const std::string& n : nodes) where += (where.empty() ? "" : ",") + n;
+      const std::string queue = Str(st, "queue").empty() ? Str(spec, "queue") : Str(st, "queue");
+      cells.push_back(Str(st, "phase").empty() ? "Pending" : Str(st, "phase"));
+      cells.push_back(queue.empty() ? "<none>" : queue);
+      cells.push_back(gpus);
+      cells.push_back(where.empty() ? "<none>" : where);
+    }
+    cells.push_back(AgeOf(o, now_ms));
+    rows.push_back(TableRow(std::move(cells), o));
+  }
+  return TableOf(std::move(columns), std::move(rows), version);
+}
+
 json NodeTable(const std::vector<json>& nodes, const std::string& version, int64_t now_ms) {
   json columns = json::array({
       TableColumn("Name", "string", "The node's name.", 0, "name"),

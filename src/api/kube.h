@@ -62,8 +62,7 @@ nlohmann::json KubeNode(const nlohmann::json& node, int64_t now_ms, int64_t grac
 // annotations, spec.unschedulable and spec.taints carry over (kubectl cordon, label, annotate,
 // taint); labels and annotations the view adds are dropped unless changed; any other change is
 // an error naming it.
-Result<nlohmann::json> NodeWithKubeChanges(const nlohmann::json& stored,
-                                           const nlohmann::json& view,
+Result<nlohmann::json> NodeWithKubeChanges(const nlohmann::json& stored, const nlohmann::json& view,
                                            const nlohmann::json& changed);
 
 // Whether an Accept header asks for a meta.k8s.io/v1 Table (as kubectl get does).
@@ -77,6 +76,11 @@ nlohmann::json TableColumn(const char* name, const char* type, const char* descr
 nlohmann::json TableRow(nlohmann::json cells, const nlohmann::json& obj);
 nlohmann::json TableOf(nlohmann::json columns, nlohmann::json rows, const std::string& version);
 std::string AgeOf(const nlohmann::json& obj, int64_t now_ms);
+
+// A meta.k8s.io/v1 Table of tessera.io/v1 objects of `kind`: NAME and AGE, and for Jobs PHASE,
+// QUEUE, GPUS (whole GPUs asked for, all replicas) and NODES (where its pods run).
+nlohmann::json TesseraTable(std::string_view kind, const std::vector<nlohmann::json>& objects,
+                            const std::string& version, int64_t now_ms);
 
 // A meta.k8s.io/v1 Table of core/v1 Nodes with kubectl's columns (NAME, STATUS, ROLES, AGE,
 // VERSION) and GPUS (healthy/all); wide adds GPU-MODEL, INTERNAL-IP, OS-IMAGE and DRIVER. Each

@@ -581,6 +581,38 @@ json KubeNamespace(const std::string& name) {
           {"status", {{"phase", "Active"}}}};
 }
 
+void AddPodGroupStatus(const std::vector<json>& jobs, json* view) {
+  const json& meta = Member(*view, "metadata");
+  const std::string name = Str(meta, "name"), ns = Str(meta, "namespace");
+  PodCounts total;
+  int members = 0, admitted = 0, succeeded = 0;
+  for (const json& job : jobs) {
+    if (Str(Member(job, "metadata"), "namespace") != ns ||
+        Str(Member(job, "spec"), "podGroup") != name) {
+      continue;
+    }
+    ++members;
+    const json& st = Member(job, "status");
+    const std::string phase = Str(st, "phase");
+    if (phase == "Admitted" || phase == "Succeeded" || phase == "Failed") ++admitted;
+    if (phase == "Succeeded") ++succeeded;
+    const PodCounts c = CountPods(st);
+    total.running += c.running;
+    total.succeeded += c.succeeded;
+    total.failed += c.failed;
+  }
+  const json& min = Member(Member(*view, "spec"), "minMember");
+  const int min_member = min.is_number_integer() ? min.get<int>() : 1;
+  std::string phase = "Pending";
+  if (admitted > 0) phase = "Inqueue";
+  if (total.running >= min_member && total.running > 0) phase = "Running";
+  if (members > 0 && succeeded == members) phase = "Completed";
+  (*view)["status"] = {{"phase", phase},
+                       {"running", total.running},
+                       {"succeeded", total.succeeded},
+                       {"failed", total.failed}};
+}
+
 namespace {
 
 json GroupEntry(std::string_view group) {

@@ -99,6 +99,11 @@ void AddQueueStatus(const std::vector<nlohmann::json>& jobs,
 // A core/v1 Namespace. Namespaces are implicit in Tessera: every valid name is one, Active.
 nlohmann::json KubeNamespace(const std::string& name);
 
+// Volcano's status on a PodGroup view: phase (Pending; Inqueue once a member Job is admitted;
+// Running once minMember pods run; Completed when every member Job succeeded), and the running,
+// succeeded and failed pod counts of the Jobs (served form) that join it (spec.podGroup).
+void AddPodGroupStatus(const std::vector<nlohmann::json>& jobs, nlohmann::json* view);
+
 // APIGroup documents for /apis (every group with served kinds, Tessera's last) and one group.
 nlohmann::json KubeGroups();
 nlohmann::json KubeGroup(std::string_view group);  // null for a group not served

@@ -1186,6 +1186,11 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
                            std::make_move_iterator(items.end()));
     json meta = {{"resourceVersion", std::to_string(store_->Revision())}};
     if (Status s = Paginate(req, &page, &meta); !s.ok()) return Error(s);
+    if (api::WantsTable(req.accept)) {
+      json table = api::TesseraTable(kind, page, meta["resourceVersion"], clock_());
+      table["metadata"] = std::move(meta);
+      return Json(200, table);
+    }
     return Json(200, {{"kind", kind + "List"},
                       {"apiVersion", api::kApiVersion},
                       {"metadata", std::move(meta)},
@@ -1199,6 +1204,9 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
     json obj = Served(**got);
     if (agent_jobs && !BoundTo(obj, who->node)) {
       return Error(NotFound(store::Describe(key) + " not found"));
+    }
+    if (api::WantsTable(req.accept)) {
+      return Json(200, api::TesseraTable(kind, {obj}, std::to_string((*got)->version), clock_()));
     }
     return Json(200, obj);
   }

@@ -255,6 +255,14 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
           (kind.kind == "ClusterQueue" || kind.kind == "LocalQueue")) {
         if (Status s = AddKueueStatus(&*found); !s.ok()) return Error(s);
       }
+      if (kind.kind == "PodGroup" && !found->empty()) {
+        auto jobs = store_->List(
+            "Job", route.ns ? std::optional<std::string_view>(*route.ns) : std::nullopt);
+        if (!jobs.ok()) return Error(jobs.status());
+        std::vector<json> job_objs;
+        for (const store::StoredObject& o : *jobs) job_objs.push_back(json::parse(o.body));
+        for (json& v : *found) api::AddPodGroupStatus(job_objs, &v);
+      }
     }
     if (!found.ok()) return Error(found.status());
     std::vector<json> items;
@@ -307,6 +315,18 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
   if (req.method == "DELETE") {
     if (!route.name) {
       return Error(InvalidArgument("deleting a collection is not served: name the object"));
+    }
+    // Pods belong to their Job here: there is nothing to orphan them to.
+    std::string policy;
+    if (auto it = req.query.find("propagationPolicy"); it != req.query.end()) policy = it->second;
+    if (auto options = api::ParseJson(req.body); options.ok() && options->is_object()) {
+      if (Str(*options, "propagationPolicy") != "") policy = Str(*options, "propagationPolicy");
+      if (Member(*options, "orphanDependents") == true) policy = "Orphan";
+    }
+    if (policy == "Orphan") {
+      return Error(InvalidArgument(
+          "propagationPolicy: Orphan is not possible: a job's pods go with it (use Background "
+          "or Foreground)"));
     }
     auto made = made_from(route.ns.value_or(""), *route.name);
     if (!made.ok()) return Error(made.status());

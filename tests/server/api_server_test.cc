@@ -822,6 +822,34 @@ TEST_F(ApiServerTest, PodsOfEveryJobTheirLogsAndEventsAsKubernetesServesThem) {
   ASSERT_EQ(page.body["items"].size(), 1u);
   EXPECT_EQ(page.body["items"][0]["metadata"]["name"], "k");
 
+  // Tessera's Jobs as kubectl get jobs.tessera.io shows them.
+  const json jobs_table = Table(kJobs);
+  EXPECT_EQ(jobs_table["columnDefinitions"][1]["name"], "Phase");
+  EXPECT_EQ(jobs_table["rows"][0]["cells"][1], "Pending");
+  EXPECT_EQ(jobs_table["rows"][0]["cells"][3], 2);  // 2 replicas x 1 GPU
+  EXPECT_EQ(Table(kJobs + "/j")["rows"].size(), 1u);
+
+  // A Volcano PodGroup's status counts the Jobs that join it.
+  const json pg = json::parse(R"({"apiVersion": "scheduling.volcano.sh/v1beta1",
+      "kind": "PodGroup", "metadata": {"name": "gang"}, "spec": {"minMember": 2}})");
+  ASSERT_EQ(
+      Post("/apis/scheduling.volcano.sh/v1beta1/namespaces/team-a/podgroups", admin_, pg).status,
+      201);
+  json member = JobObj("team-a", "member");
+  member["spec"]["podGroup"] = "gang";
+  ASSERT_EQ(Post(kJobs, admin_, member).status, 201);
+  const json group =
+      Get("/apis/scheduling.volcano.sh/v1beta1/namespaces/team-a/podgroups/gang", admin_).body;
+  EXPECT_EQ(group["status"]["phase"], "Pending") << group.dump();
+  EXPECT_EQ(group["status"]["running"], 0);
+  EXPECT_EQ(Call(http::verb::delete_,
+                 "/apis/scheduling.volcano.sh/v1beta1/namespaces/team-a/podgroups/"
+                 "gang?propagationPolicy=Orphan",
+                 admin_)
+                .status,
+            400);
+  ASSERT_EQ(Call(http::verb::delete_, kJobs + "/member", admin_).status, 200);
+
   // Such a pod is changed through its Job.
   Reply refused = Call(http::verb::delete_, "/api/v1/namespaces/team-a/pods/j-main-0", admin_);
   EXPECT_EQ(refused.status, 405);
