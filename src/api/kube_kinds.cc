@@ -38,6 +38,7 @@ const std::vector<KubeKind>& KubeKinds() {
       {"", "v1", "Event", "events", true, "ev", "Event", false},
       {"kueue.x-k8s.io", "v1beta1", "Workload", "workloads", true, "wl", "Job", false},
       {"", "v1", "Namespace", "namespaces", false, "ns", "", false},
+      {"events.k8s.io", "v1", "Event", "events", true, "ev", "Event", false},
   };
   return kinds;
 }
@@ -613,6 +614,32 @@ void AddPodGroupStatus(const std::vector<json>& jobs, json* view) {
                        {"failed", total.failed}};
 }
 
+json EventsV1(const json& e) {
+  // MicroTime: RFC 3339 with exactly six fractional digits, as Go's clients parse it.
+  std::string at = Str(e, "lastTimestamp");
+  if (const size_t dot = at.find('.'); dot != std::string::npos && at.ends_with("Z")) {
+    std::string frac = at.substr(dot + 1, at.size() - dot - 2);
+    frac.resize(6, '0');
+    at = at.substr(0, dot + 1) + frac + "Z";
+  }
+  json meta = Member(e, "metadata");
+  return {{"apiVersion", "events.k8s.io/v1"},
+          {"kind", "Event"},
+          {"metadata", std::move(meta)},
+          {"eventTime", at},
+          {"reportingController", "tessera.io/scheduler"},
+          {"reportingInstance", "tessera-scheduler"},
+          {"action", Member(e, "reason")},
+          {"reason", Member(e, "reason")},
+          {"regarding", Member(e, "involvedObject")},
+          {"note", Member(e, "message")},
+          {"type", Member(e, "type")},
+          {"deprecatedSource", Member(e, "source")},
+          {"deprecatedFirstTimestamp", Member(e, "firstTimestamp")},
+          {"deprecatedLastTimestamp", Member(e, "lastTimestamp")},
+          {"deprecatedCount", Member(e, "count")}};
+}
+
 namespace {
 
 json GroupEntry(std::string_view group) {
@@ -694,14 +721,15 @@ json KubeTable(const KubeKind& kind, const std::vector<json>& objects, const std
     });
     json erows = json::array();
     for (const json& e : objects) {
-      const int64_t at = ParseTime(Str(e, "lastTimestamp"));
-      const json& obj = Member(e, "involvedObject");
+      const bool v1 = Member(e, "regarding").is_object();
+      const int64_t at = ParseTime(Str(e, v1 ? "deprecatedLastTimestamp" : "lastTimestamp"));
+      const json& obj = Member(e, v1 ? "regarding" : "involvedObject");
       std::string kind_name = Str(obj, "kind");
       std::transform(kind_name.begin(), kind_name.end(), kind_name.begin(), ::tolower);
-      erows.push_back(
-          TableRow({at < 0 ? "<unknown>" : HumanDuration(now_ms - at), Str(e, "type"),
-                    Str(e, "reason"), kind_name + "/" + Str(obj, "name"), Str(e, "message")},
-                   e));
+      erows.push_back(TableRow(
+          {at < 0 ? "<unknown>" : HumanDuration(now_ms - at), Str(e, "type"), Str(e, "reason"),
+           kind_name + "/" + Str(obj, "name"), Str(e, v1 ? "note" : "message")},
+          e));
     }
     return TableOf(std::move(ecols), std::move(erows), version);
   }

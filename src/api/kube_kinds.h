@@ -104,6 +104,10 @@ nlohmann::json KubeNamespace(const std::string& name);
 // succeeded and failed pod counts of the Jobs (served form) that join it (spec.podGroup).
 void AddPodGroupStatus(const std::vector<nlohmann::json>& jobs, nlohmann::json* view);
 
+// The events.k8s.io/v1 shape of a core/v1 Event view: regarding, note, eventTime (microseconds),
+// reportingController and the deprecated* copies of the core fields.
+nlohmann::json EventsV1(const nlohmann::json& core_event);
+
 // APIGroup documents for /apis (every group with served kinds, Tessera's last) and one group.
 nlohmann::json KubeGroups();
 nlohmann::json KubeGroup(std::string_view group);  // null for a group not served

@@ -202,7 +202,15 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
     if (!selector.ok()) return Error(selector.status());
     std::vector<std::string_view> extra;
     if (kind.kind == "Pod") extra = {"spec.nodeName", "status.phase"};
-    if (kind.kind == "Event") {
+    if (kind.kind == "Event" && kind.group == "events.k8s.io") {
+      extra = {"regarding.kind",
+               "regarding.name",
+               "regarding.namespace",
+               "regarding.uid",
+               "regarding.apiVersion",
+               "reason",
+               "type"};
+    } else if (kind.kind == "Event") {
       extra = {"involvedObject.kind",
                "involvedObject.name",
                "involvedObject.namespace",
@@ -227,6 +235,7 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
           if (json w = api::KueueWorkload(obj); !w.is_null()) views.push_back(std::move(w));
         } else if (k->kind == "Event") {
           views.push_back(api::KubeEvent(obj, nullptr));
+          if (k->group == "events.k8s.io") views.back() = api::EventsV1(views.back());
         } else if (api::MadeFrom(obj, *k, ns.value_or(""), "")) {
           views.push_back(api::KubeObject(*k, obj));
         }
@@ -247,6 +256,9 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
       found = Workloads(route.ns, route.name.value_or(""));
     } else if (kind.kind == "Event") {
       found = EventViews(route.ns, route.name.value_or(""));
+      if (found.ok() && kind.group == "events.k8s.io") {
+        for (json& e : *found) e = api::EventsV1(e);
+      }
     } else {
       auto made = made_from(route.ns.value_or(""), route.name.value_or(""));
       if (!made.ok()) return Error(made.status());

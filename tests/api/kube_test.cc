@@ -110,9 +110,9 @@ TEST(Kube, DiscoveryNamesEveryServedResource) {
   const json groups = ApiGroupList();
   std::vector<std::string> names;
   for (const json& g : groups["groups"]) names.push_back(g["name"]);
-  EXPECT_EQ(names,
-            (std::vector<std::string>{"batch", "scheduling.k8s.io", "kueue.x-k8s.io",
-                                      "scheduling.volcano.sh", "batch.volcano.sh", "tessera.io"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"batch", "scheduling.k8s.io", "kueue.x-k8s.io",
+                                             "scheduling.volcano.sh", "batch.volcano.sh",
+                                             "events.k8s.io", "tessera.io"}));
   EXPECT_EQ(groups["groups"].back()["preferredVersion"]["groupVersion"], "tessera.io/v1");
   EXPECT_EQ(groups["groups"][2]["versions"].size(), 2u);  // Kueue: v1beta1 and v1alpha1
   const json tessera = TesseraResourceList();

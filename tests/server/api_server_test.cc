@@ -894,6 +894,16 @@ TEST_F(ApiServerTest, PodsOfEveryJobTheirLogsAndEventsAsKubernetesServesThem) {
       Get("/api/v1/events?fieldSelector=involvedObject.kind%3DPod", admin_).body["items"].size(),
       0u);
   EXPECT_EQ(Table("/api/v1/events")["columnDefinitions"][3]["name"], "Object");
+  // The same events as events.k8s.io/v1 serves them.
+  const json v1 = Get("/apis/events.k8s.io/v1/namespaces/default/events?fieldSelector="
+                      "regarding.name%3Db",
+                      admin_)
+                      .body;
+  ASSERT_EQ(v1["items"].size(), 1u) << v1.dump();
+  EXPECT_EQ(v1["items"][0]["apiVersion"], "events.k8s.io/v1");
+  EXPECT_EQ(v1["items"][0]["regarding"]["uid"], uid);
+  EXPECT_EQ(v1["items"][0]["note"], e["message"]);
+  EXPECT_EQ(v1["items"][0]["eventTime"].get<std::string>().size(), 27u);  // microseconds
   EXPECT_EQ(Post("/api/v1/namespaces/default/events", admin_, e).status, 405);
 }
 
