@@ -1,9 +1,10 @@
 // The queue layer's admission cycle at fleet scale.
 //
-//   BM_AdmissionCycle/<nodes>/<pending>/<churn>: one AdmissionCycle::Run per iteration. The
-//   cluster is <nodes> 8-GPU nodes in four pools (bench_fleet.h), one flavor per pool. 100 queues
-//   in 10 cohorts each hold 1/100 of every pool as nominal GPU quota (borrowing allowed, fair
-//   sharing, within-queue and reclaim preemption of lower priority). A setup cycle fills the
+//   BM_AdmissionCycle/<nodes>/<pending>/<churn>/<fair>: one AdmissionCycle::Run per iteration.
+//   The cluster is <nodes> 8-GPU nodes in four pools (bench_fleet.h), one flavor per pool. 100
+//   queues in 10 cohorts each hold 1/100 of every pool as nominal GPU quota (borrowing allowed,
+//   within-queue and reclaim preemption of lower priority; <fair> 1: Kueue's fair sharing, 0:
+//   its classic preemption, the default). A setup cycle fills the
 //   cluster from a deep backlog; two more cycles over <pending> workloads (spread over the
 //   queues; request shapes of bench_fleet.h, one in ten a 4-pod gang, one in twenty of high
 //   priority) admit what fits, preempt for the high-priority ones and admit those, the backlog
@@ -95,7 +96,9 @@ void BM_AdmissionCycle(benchmark::State& st) {
   const int pending_count = static_cast<int>(st.range(1));
   const int churn_permille = static_cast<int>(st.range(2));
   ClusterState state = MakeCluster(nodes);
-  AdmissionCycle cycle = AdmissionCycle::Create(MakeQueues(nodes)).value();
+  CycleOptions options;
+  options.fair_sharing = st.range(3) != 0;
+  AdmissionCycle cycle = AdmissionCycle::Create(MakeQueues(nodes), options).value();
   SchedulerConfig sc;
   sc.policy = "bestfit";
   auto placer = Scheduler::Create(sc).value();
@@ -173,10 +176,12 @@ void BM_AdmissionCycle(benchmark::State& st) {
 }
 
 BENCHMARK(BM_AdmissionCycle)
-    ->Args({1000, 10000, 1})
-    ->Args({10000, 100000, 0})
-    ->Args({10000, 100000, 1})
-    ->Args({10000, 100000, 20})
+    ->Args({1000, 10000, 1, 1})
+    ->Args({10000, 100000, 0, 1})
+    ->Args({10000, 100000, 1, 1})
+    ->Args({10000, 100000, 20, 1})
+    ->Args({1000, 10000, 1, 0})
+    ->Args({10000, 100000, 1, 0})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
 

@@ -244,9 +244,11 @@ class CycleRun {
   // fewest victims, the latest start among its highest-priority victims, the lowest id. The
   // chosen victims stay removed; on failure none does.
   bool KubeNodeVictims(Search& s, const std::vector<Cand>& cands);
-  // Kueue's fairPreemptions: victims from the queue of highest share while the strategies
-  // allow it.
-  bool FairMinimal(Search& s, const std::vector<Cand>& cands, std::optional<int32_t> threshold);
+  // Kueue's fairPreemptions over its cohort tree: victims from the queues FairTargets names
+  // while the strategies allow it, comparing the shares of the preemptor's and the victim's
+  // ancestors below their lowest common ancestor. borrowWithinCohort does not apply (as in
+  // Kueue since fair sharing became hierarchical).
+  bool FairMinimal(Search& s, const std::vector<Cand>& cands);
   void TryReserve(size_t idx, const Attempt& attempt, std::string* reason);
   // Whether workload `idx` may use the nodes of reservation `r`: its own, one it ends before,
   // or one of a lower-priority owner.
@@ -263,6 +265,14 @@ class CycleRun {
   // Places the members of running workloads that were admitted without them (beyond
   // min_member), one by one, in the room and quota left after this cycle's admissions.
   void GrowRunning();
+  // Kueue's fair-sharing tournament (fair_sharing_iterator.go): the queue whose head goes
+  // next. In each cohort tree the children of every cohort compete with the head each puts
+  // forward (a queue its own, a cohort its winner): lowest share of the child once that head is
+  // admitted, then higher priority, then older, then name. Winners of different trees and
+  // queues outside cohorts, which share no quota, go by their share at the top, priority, age
+  // and name. -1 when no head is left.
+  int FairNextQueue(const std::vector<std::vector<size_t>>& lists,
+                    const std::vector<size_t>& cursor);
   // Kueue's capacity reservation for a blocked StrictFIFO head whose queue cannot reclaim what it
   // lends (reclaimWithinCohort Never): the part of its request within the queue's unused
   // nominal quota is held for the rest of the cycle, so that borrowers in the cohort do not take
@@ -298,6 +308,18 @@ class CycleRun {
   int64_t now_;
 
   CycleResult out_;
+  // FairNextQueue's shares per queue: (cohort, share below it with the head admitted), from
+  // the queue's parent up; valid while the tree's generation and the head are unchanged.
+  struct HeadShares {
+    size_t head = SIZE_MAX;
+    std::vector<std::pair<int, int64_t>> at;
+  };
+  std::vector<HeadShares> head_shares_;
+  uint64_t head_shares_generation_ = UINT64_MAX;
+  // FairNextQueue's tournament winner per root cohort (-1: none, -2: to be run again) and the
+  // queue it last returned, whose head has moved on since.
+  std::vector<int> root_winner_;
+  int last_fair_queue_ = -1;
   std::vector<Holder> holders_;
   // Holders per queue and flavor (a holder is listed under each flavor it is charged to).
   std::vector<std::vector<std::vector<size_t>>> by_queue_flavor_;
@@ -314,17 +336,20 @@ class CycleRun {
   std::unordered_map<std::string_view, int> ns_index_;
   std::vector<const NamespaceQuota*> ns_quota_;
   std::vector<QuotaVector> ns_used_;
-  // Placement failures in this cycle, per shape and flavor choice: the shortest estimated
-  // runtime that failed (kNoEnd: unknown) and why. The state only loses room and reservations
-  // only close nodes, and a longer runtime opens a subset of the reserved nodes a shorter one
-  // opens, so any runtime at least that long fails too.
+  // Placement failures in this cycle, per shape and flavor choice: the estimated runtimes
+  // (kNoEnd: unknown) and priorities that failed, and why. The state only loses room and
+  // reservations only close nodes; a longer runtime or a lower priority opens a subset of the
+  // reserved nodes a shorter one or a higher one opens, so a workload fails too when some
+  // failure had a runtime at most its own and a priority at least its own. Kept per key as the
+  // failures no other one covers. A failure while no reservation is in force covers every
+  // runtime and priority.
   struct Failure {
     int64_t runtime = kNoEnd;
-    int32_t priority = 0;  // a higher priority opens more reserved nodes
+    int32_t priority = 0;
     std::string reason;
     std::string workload;  // whose placement failed
   };
-  std::unordered_map<std::string, Failure> failed_shapes_;
+  std::unordered_map<std::string, std::vector<Failure>> failed_shapes_;
   static std::string FailureKey(int shape, const Combo& combo);
   // The recorded failure that covers this workload under `key`, or null.
   const Failure* KnownFailure(size_t idx, const std::string& key) const;
@@ -820,20 +845,28 @@ const CycleRun::Failure* CycleRun::KnownFailure(size_t idx, const std::string& k
   // nothing about it.
   if (OwnsReservation(idx)) return nullptr;
   auto it = failed_shapes_.find(key);
-  return it != failed_shapes_.end() && RuntimeOrNoEnd(pending_[idx]) >= it->second.runtime &&
-                 info_[idx].priority <= it->second.priority
-             ? &it->second
-             : nullptr;
+  if (it == failed_shapes_.end()) return nullptr;
+  const int64_t runtime = RuntimeOrNoEnd(pending_[idx]);
+  for (const Failure& f : it->second) {
+    if (runtime >= f.runtime && info_[idx].priority <= f.priority) return &f;
+  }
+  return nullptr;
 }
 
 void CycleRun::RecordFailure(size_t idx, const std::string& key, const std::string& reason) {
   if (OwnsReservation(idx)) return;
-  const int64_t runtime = RuntimeOrNoEnd(pending_[idx]);
-  const int32_t priority = info_[idx].priority;
-  Failure& f = failed_shapes_[key];
-  if (f.reason.empty() || (runtime <= f.runtime && priority >= f.priority)) {
-    f = {runtime, priority, reason, pending_[idx].name};
+  Failure f{RuntimeOrNoEnd(pending_[idx]), info_[idx].priority, reason, pending_[idx].name};
+  if (reservations_.empty()) {
+    f.runtime = std::numeric_limits<int64_t>::min();
+    f.priority = std::numeric_limits<int32_t>::max();
   }
+  std::vector<Failure>& known = failed_shapes_[key];
+  for (const Failure& k : known) {
+    if (f.runtime >= k.runtime && f.priority <= k.priority) return;  // already covered
+  }
+  std::erase_if(
+      known, [&](const Failure& k) { return k.runtime >= f.runtime && k.priority <= f.priority; });
+  known.push_back(std::move(f));
 }
 
 Attempt CycleRun::TryAdmit(size_t idx) {
@@ -1200,114 +1233,162 @@ bool CycleRun::KubeNodeVictims(Search& s, const std::vector<Cand>& cands) {
   return true;
 }
 
-bool CycleRun::FairMinimal(Search& s, const std::vector<Cand>& cands,
-                           std::optional<int32_t> threshold) {
+namespace {
+
+// Kueue's TargetClusterQueueOrdering: the queues to take victims from, found by walking down
+// the preemptor's cohort tree from its root, at each cohort into the child of highest share
+// (a cohort over a queue when equal) among those that may still yield candidates. A queue
+// without candidates left, a queue other than the preemptor's that does not borrow and a
+// cohort off the preemptor's path that does not borrow are pruned; so is a cohort whose
+// children all are. Shares are those of the tree as it is when Next is called.
+class FairTargets {
+ public:
+  FairTargets(const QuotaTree& tree, int preemptor) : tree_(tree), preemptor_(preemptor) {
+    on_path_.assign(tree.num_nodes(), 0);
+    pruned_.assign(tree.num_nodes(), 0);
+    left_.resize(tree.num_queues());
+    for (int n = tree.ParentOf(preemptor); n >= 0; n = tree.ParentOf(n)) {
+      on_path_[n] = 1;
+      root_ = n;
+    }
+  }
+  std::vector<size_t>& left(int queue) { return left_[queue]; }
+  // The next queue to take a victim from; -1 when none is left.
+  int Next() {
+    if (root_ < 0) return left_[preemptor_].empty() ? -1 : preemptor_;
+    while (!pruned_[root_]) {
+      if (const int q = NextIn(root_); q >= 0) return q;
+    }
+    return -1;
+  }
+  void Drop(int queue) { pruned_[queue] = 1; }
+  // The shares Kueue's fair-sharing strategies compare: those of the preemptor's and the
+  // target's ancestors just below their lowest common ancestor (the queues themselves when
+  // they share a parent).
+  int64_t PreemptorShare(int target) const {
+    return tree_.NodeShareMilli(BelowLca(preemptor_, Lca(target)));
+  }
+  int64_t TargetShare(int target) const {
+    return tree_.NodeShareMilli(BelowLca(target, Lca(target)));
+  }
+
+ private:
+  int Lca(int target) const {
+    int n = tree_.ParentOf(target);
+    while (n >= 0 && !on_path_[n]) n = tree_.ParentOf(n);
+    return n;
+  }
+  int BelowLca(int node, int lca) const {
+    while (tree_.ParentOf(node) != lca) node = tree_.ParentOf(node);
+    return node;
+  }
+  // Ties among queues go to the lower name, as among cohorts.
+  int NextIn(int cohort) {
+    int best_queue = -1, best_cohort = -1;
+    int64_t queue_share = -1, cohort_share = -1;
+    for (int child : tree_.ChildrenOf(cohort)) {
+      if (pruned_[child]) continue;
+      const int64_t share = tree_.NodeShareMilli(child);
+      if (tree_.IsQueueNode(child)) {
+        if ((share == 0 && child != preemptor_) || left_[child].empty()) {
+          pruned_[child] = 1;
+        } else if (share > queue_share ||
+                   (share == queue_share && tree_.NodeName(child) < tree_.NodeName(best_queue))) {
+          queue_share = share;
+          best_queue = child;
+        }
+      } else if (share == 0 && !on_path_[child]) {
+        pruned_[child] = 1;
+      } else if (share > cohort_share ||
+                 (share == cohort_share && tree_.NodeName(child) < tree_.NodeName(best_cohort))) {
+        cohort_share = share;
+        best_cohort = child;
+      }
+    }
+    if (best_queue < 0 && best_cohort < 0) {
+      pruned_[cohort] = 1;
+      return -1;
+    }
+    if (best_cohort >= 0 && cohort_share >= queue_share) return NextIn(best_cohort);
+    return best_queue;
+  }
+
+  const QuotaTree& tree_;
+  const int preemptor_;
+  int root_ = -1;
+  std::vector<uint8_t> on_path_, pruned_;
+  std::vector<std::vector<size_t>> left_;  // per queue: its candidates left, in order
+};
+
+}  // namespace
+
+bool CycleRun::FairMinimal(Search& s, const std::vector<Cand>& cands) {
   const int q = info_[s.idx].queue;
   s.allow_borrowing = true;
-  struct CandQueue {
-    int queue;
-    std::vector<Cand> left;  // in candidate order
-    int64_t share;
-  };
-  // Kueue's cqHeapFromCandidates: per queue its candidates (only the first with `first_only`),
-  // at the queue's current share.
-  auto build = [&](const std::vector<Cand>& from, bool first_only) {
-    std::vector<CandQueue> out;
-    for (const Cand& c : from) {
-      const int vq = holders_[c.holder].queue;
-      auto it =
-          std::find_if(out.begin(), out.end(), [&](const CandQueue& x) { return x.queue == vq; });
-      if (it == out.end()) {
-        out.push_back({vq, {c}, tree_.ShareMilli(vq)});
-      } else if (!first_only) {
-        it->left.push_back(c);
-      }
-    }
-    return out;
-  };
-  // The queue with the highest share; ties by queue name.
-  auto pop = [&](std::vector<CandQueue>& heap) {
-    auto best = heap.begin();
-    for (auto it = heap.begin(); it != heap.end(); ++it) {
-      if (it->share > best->share ||
-          (it->share == best->share &&
-           tree_.queue(it->queue).name < tree_.queue(best->queue).name)) {
-        best = it;
-      }
-    }
-    CandQueue out = std::move(*best);
-    heap.erase(best);
-    return out;
-  };
-  auto preemptor_share = [&] {
-    const QuotaCharge c = ChargeFor(s.idx, *s.combo, s.need);
-    return tree_.ShareMilli(q, &c);
-  };
+  const std::vector<FairStrategy>& strategies = c_.options_.fair_strategies;
+  if (strategies.empty()) return false;
   auto allows = [&](FairStrategy st, int64_t preemptor_new, int64_t victim_old,
                     int64_t victim_new) {
     return st == FairStrategy::kLessThanOrEqualToFinalShare ? preemptor_new <= victim_new
                                                             : preemptor_new < victim_old;
   };
-  const std::vector<FairStrategy>& strategies = c_.options_.fair_strategies;
-  if (strategies.empty()) return false;
-  std::vector<CandQueue> heap = build(cands, false);
-  int64_t nominated_share = preemptor_share();
+  // Shares are compared with the preemptor's usage added (Kueue's SimulateUsageAddition);
+  // whether it fits is checked without.
+  QuotaCharge added = ChargeFor(s.idx, *s.combo, s.need);
+  tree_.AddUsage(q, added, +1);
+  auto take = [&](Cand c, PreemptionCause cause) {
+    c.cause = cause;
+    tree_.AddUsage(q, added, -1);
+    const bool fits = RemoveAndCheck(s, c);
+    added = ChargeFor(s.idx, *s.combo, s.need);
+    tree_.AddUsage(q, added, +1);
+    return fits;
+  };
+  auto targets = [&](const std::vector<Cand>& from) {
+    FairTargets t(tree_, q);
+    for (size_t i = 0; i < from.size(); ++i) t.left(holders_[from[i].holder].queue).push_back(i);
+    return t;
+  };
+  // Kueue's runFirstFsStrategy: a victim of the preemptor's own queue is taken as it comes;
+  // one of another queue when the first strategy allows it, the others kept for the second.
   std::vector<Cand> retry;
   bool fits = false;
-  while (!heap.empty() && !fits) {
-    CandQueue cq = pop(heap);
-    if (cq.queue == q) {
-      Cand c = cq.left.front();
-      c.cause = PreemptionCause::kInClusterQueue;
-      if (RemoveAndCheck(s, c)) {
-        fits = true;
-        break;
-      }
-      nominated_share = preemptor_share();
-      cq.left.erase(cq.left.begin());
-      if (!cq.left.empty()) {
-        cq.share = tree_.ShareMilli(q);
-        heap.push_back(std::move(cq));
-      }
+  FairTargets first = targets(cands);
+  for (int t = first.Next(); t >= 0 && !fits; t = first.Next()) {
+    std::vector<size_t>& left = first.left(t);
+    if (t == q) {
+      const Cand c = cands[left.front()];
+      left.erase(left.begin());
+      fits = take(c, PreemptionCause::kInClusterQueue);
       continue;
     }
-    for (size_t i = 0; i < cq.left.size(); ++i) {
-      Cand c = cq.left[i];
+    const int64_t preemptor_new = first.PreemptorShare(t);
+    const int64_t victim_old = first.TargetShare(t);
+    while (!left.empty()) {
+      const Cand c = cands[left.front()];
+      left.erase(left.begin());
       Holder& h = holders_[c.holder];
-      const bool below = threshold && h.priority < *threshold;
       ChargeHolder(h, -1);
-      const int64_t victim_new = tree_.ShareMilli(cq.queue);
+      const int64_t victim_new = first.TargetShare(t);
       ChargeHolder(h, +1);
-      const bool by_strategy = allows(strategies[0], nominated_share, cq.share, victim_new);
-      if (!below && !by_strategy) {
-        retry.push_back(c);
-        continue;
+      if (allows(strategies[0], preemptor_new, victim_old, victim_new)) {
+        fits = take(c, PreemptionCause::kInCohortFairSharing);
+        break;  // the shares changed: the next target is chosen again
       }
-      c.cause = by_strategy ? PreemptionCause::kInCohortFairSharing
-                            : PreemptionCause::kInCohortReclaimWhileBorrowing;
-      if (RemoveAndCheck(s, c)) {
-        fits = true;
-        break;
-      }
-      cq.left.erase(cq.left.begin(), cq.left.begin() + static_cast<std::ptrdiff_t>(i) + 1);
-      if (!cq.left.empty() && BorrowingInNeeded(cq.queue, s)) {
-        cq.share = victim_new;
-        heap.push_back(std::move(cq));
-      }
-      // The shares changed: the next queue is chosen again.
-      break;
+      retry.push_back(c);
     }
   }
+  // Kueue's runSecondFsStrategy: at most one victim per queue, its first candidate left.
   if (!fits && strategies.size() > 1) {
-    heap = build(retry, true);
-    while (!heap.empty() && !fits) {
-      CandQueue cq = pop(heap);
-      if (!allows(strategies[1], nominated_share, cq.share, 0)) continue;
-      Cand c = cq.left.front();
-      c.cause = PreemptionCause::kInCohortFairSharing;
-      fits = RemoveAndCheck(s, c);
+    FairTargets second = targets(retry);
+    for (int t = second.Next(); t >= 0 && !fits; t = second.Next()) {
+      if (allows(strategies[1], second.PreemptorShare(t), second.TargetShare(t), 0)) {
+        fits = take(retry[second.left(t).front()], PreemptionCause::kInCohortFairSharing);
+      }
+      second.Drop(t);
     }
   }
+  tree_.AddUsage(q, added, -1);
   if (!fits) {
     Abandon(s);
     return false;
@@ -1479,7 +1560,7 @@ bool CycleRun::PreemptIn(size_t idx, size_t ci, const Attempt& attempt, std::str
       }
     }
     if (c_.options_.fair_sharing) {
-      fits = FairMinimal(s, cands, threshold);
+      fits = FairMinimal(s, cands);
     } else if (threshold) {
       // Borrowing while preempting: with the queue at or above its nominal quota, only work
       // of the own queue or below the threshold.
@@ -1661,6 +1742,79 @@ void CycleRun::DropReservation(size_t owner) {
   }
 }
 
+int CycleRun::FairNextQueue(const std::vector<std::vector<size_t>>& lists,
+                            const std::vector<size_t>& cursor) {
+  const int nq = tree_.num_queues();
+  if (head_shares_generation_ != tree_.generation()) {
+    head_shares_.assign(nq, {});
+    root_winner_.assign(tree_.num_nodes(), -2);
+  } else if (last_fair_queue_ >= 0 && tree_.RootOf(last_fair_queue_) >= 0) {
+    root_winner_[tree_.RootOf(last_fair_queue_)] = -2;
+  }
+  for (int q = 0; q < nq; ++q) {
+    if (cursor[q] >= lists[q].size() || tree_.ParentOf(q) < 0) continue;
+    const size_t i = lists[q][cursor[q]];
+    HeadShares& hs = head_shares_[q];
+    if (hs.head == i) continue;
+    hs.head = i;
+    hs.at.clear();
+    const QuotaCharge charge = ChargeFor(i, Combos(i).front(), info_[i].lower);
+    hs.at.emplace_back(tree_.ParentOf(q), tree_.ShareMilli(q, &charge));
+    const int parent = tree_.ParentOf(q);
+    if (tree_.ParentOf(parent) < 0) continue;  // a queue's own share needs no simulation
+    tree_.AddUsage(q, charge, +1);
+    for (int n = parent; tree_.ParentOf(n) >= 0; n = tree_.ParentOf(n)) {
+      hs.at.emplace_back(tree_.ParentOf(n), tree_.NodeShareMilli(n));
+    }
+    tree_.AddUsage(q, charge, -1);
+  }
+  head_shares_generation_ = tree_.generation();
+  auto share_at = [&](int q, int cohort) -> int64_t {
+    if (q >= static_cast<int>(head_shares_.size())) return 0;
+    for (const auto& [c, v] : head_shares_[q].at) {
+      if (c == cohort) return v;
+    }
+    return 0;
+  };
+  auto key = [&](int q, int cohort) {
+    const size_t i = lists[q][cursor[q]];
+    return std::make_tuple(share_at(q, cohort), -info_[i].priority, pending_[i].created_ms,
+                           std::string_view(pending_[i].name));
+  };
+  auto winner = [&](auto& self, int cohort) -> int {
+    int best = -1;
+    for (int child : tree_.ChildrenOf(cohort)) {
+      const int cand = !tree_.IsQueueNode(child)             ? self(self, child)
+                       : cursor[child] < lists[child].size() ? child
+                                                             : -1;
+      if (cand >= 0 && (best < 0 || key(cand, cohort) < key(best, cohort))) best = cand;
+    }
+    return best;
+  };
+  int best = -1;
+  int best_top = -1;
+  std::vector<uint8_t> root_done(tree_.num_nodes(), 0);
+  for (int q = 0; q < nq; ++q) {
+    if (cursor[q] >= lists[q].size()) continue;
+    const int root = tree_.RootOf(q);
+    int cand = q;
+    if (root >= 0) {
+      if (root_done[root]) continue;
+      root_done[root] = 1;
+      if (root_winner_[root] == -2) root_winner_[root] = winner(winner, root);
+      cand = root_winner_[root];
+    }
+    if (cand < 0) continue;
+    const int top = root < 0 ? -1 : root;
+    if (best < 0 || key(cand, top) < key(best, best_top)) {
+      best = cand;
+      best_top = top;
+    }
+  }
+  last_fair_queue_ = best;
+  return best;
+}
+
 CycleResult CycleRun::Run(std::span<const Reservation> held) {
   ChargeRunning();
   ResolvePending();
@@ -1706,26 +1860,31 @@ CycleResult CycleRun::Run(std::span<const Reservation> held) {
     });
   }
   std::vector<size_t> cursor(lists.size(), 0);
-  // Queue heads: lowest share after admission (fair sharing) or no borrowing first, then
-  // priority, age and name.
+  // Queue heads (fair sharing: FairNextQueue): no borrowing first, then priority, age and name.
   using Key = std::tuple<int64_t, int32_t, int64_t, std::string_view, int>;
   auto key_of = [&](int q) {
     const size_t i = lists[q][cursor[q]];
     // The head's first flavor choice stands for its charge when ordering.
     const QuotaCharge charge = ChargeFor(i, Combos(i).front(), info_[i].lower);
-    const int64_t order = c_.options_.fair_sharing ? tree_.ShareMilli(q, &charge)
-                                                   : (tree_.WouldBorrow(q, charge) ? 1 : 0);
-    return Key(order, -info_[i].priority, pending_[i].created_ms, pending_[i].name, q);
+    return Key(tree_.WouldBorrow(q, charge) ? 1 : 0, -info_[i].priority, pending_[i].created_ms,
+               pending_[i].name, q);
   };
+  const bool fair = c_.options_.fair_sharing;
   std::priority_queue<Key, std::vector<Key>, std::greater<>> heads;
-  for (int q = 0; q < tree_.num_queues(); ++q) {
+  for (int q = 0; q < tree_.num_queues() && !fair; ++q) {
     if (!lists[q].empty()) heads.push(key_of(q));
   }
   std::vector<uint8_t> reserved_queue(lists.size(), 0);
   int reservations_made = 0;
-  while (!heads.empty()) {
-    const int q = std::get<4>(heads.top());
-    heads.pop();
+  while (true) {
+    int q = -1;
+    if (fair) {
+      q = FairNextQueue(lists, cursor);
+    } else if (!heads.empty()) {
+      q = std::get<4>(heads.top());
+      heads.pop();
+    }
+    if (q < 0) break;
     const size_t idx = lists[q][cursor[q]];
     Attempt a = TryAdmit(idx);
     if (a.block != Block::kNone) {
@@ -1748,7 +1907,9 @@ CycleResult CycleRun::Run(std::span<const Reservation> held) {
         cursor[q] = lists[q].size();
       }
     }
-    if (cursor[q] < lists[q].size() && ++cursor[q] < lists[q].size()) heads.push(key_of(q));
+    if (cursor[q] < lists[q].size() && ++cursor[q] < lists[q].size() && !fair) {
+      heads.push(key_of(q));
+    }
   }
   GrowRunning();
   out_.reservations = reservations_;

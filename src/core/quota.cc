@@ -91,6 +91,10 @@ Result<QuotaTree> QuotaTree::Build(const QueueConfig& config) {
   for (size_t i = nq; i < t.nodes_.size(); ++i) {
     for (int p = t.nodes_[i].parent; p >= 0; p = t.nodes_[p].parent) ++depth[i];
   }
+  t.children_.resize(t.nodes_.size());
+  for (size_t i = 0; i < t.nodes_.size(); ++i) {
+    if (t.nodes_[i].parent >= 0) t.children_[t.nodes_[i].parent].push_back(static_cast<int>(i));
+  }
   // Children before parents: queues, then cohorts deepest first.
   std::vector<int> order(t.nodes_.size() - nq);
   for (size_t i = 0; i < order.size(); ++i) order[i] = nq + static_cast<int>(i);
@@ -156,6 +160,7 @@ void QuotaTree::AddAt(int node, int fr, int64_t delta) {
 }
 
 void QuotaTree::AddUsage(int q, const QuotaCharge& c, int sign) {
+  ++generation_;
   for (int r = 0; r < kNumQuotaResources; ++r) {
     if (c.flavor[r] == kNoFlavor || c.amount[r] == 0) continue;
     AddAt(q, Fr(c.flavor[r], static_cast<QuotaResource>(r)), sign * c.amount[r]);
@@ -232,8 +237,12 @@ std::string QuotaTree::Explain(int q, const QuotaCharge& c) const {
   return "";
 }
 
-int64_t QuotaTree::ShareMilli(int q, const QuotaCharge* extra) const {
-  const Node& n = nodes_[q];
+int64_t QuotaTree::ShareMilli(int q, const QuotaCharge* extra) const { return Share(q, extra); }
+
+int64_t QuotaTree::NodeShareMilli(int node) const { return Share(node, nullptr); }
+
+int64_t QuotaTree::Share(int node, const QuotaCharge* extra) const {
+  const Node& n = nodes_[node];
   if (n.parent < 0) return 0;
   const Node& p = nodes_[n.parent];
   int64_t share = 0;

@@ -55,6 +55,8 @@ class QuotaTree {
 
   // Adds (sign +1) or removes (-1) a charge to a queue's usage and its ancestors'.
   void AddUsage(int q, const QuotaCharge& c, int sign);
+  // Counts AddUsage calls: what callers derive from usage holds while it is unchanged.
+  uint64_t generation() const { return generation_; }
   // True when every charged amount fits in what the queue may still take.
   bool Fits(int q, const QuotaCharge& c) const;
   // True when admitting `c` puts some charged flavor/resource of the queue above nominal.
@@ -73,6 +75,20 @@ class QuotaTree {
   // Weighted dominant-resource share in thousandths, with `extra` added to the queue's usage.
   int64_t ShareMilli(int q, const QuotaCharge* extra = nullptr) const;
 
+  // The cohort tree as nodes: node q is queue q, cohorts follow. A root (or a queue without a
+  // cohort) has parent -1; children are listed queues first, then cohorts, by index.
+  int num_nodes() const { return static_cast<int>(nodes_.size()); }
+  bool IsQueueNode(int node) const { return node < num_queues(); }
+  int ParentOf(int node) const { return nodes_[node].parent; }
+  const std::vector<int>& ChildrenOf(int node) const { return children_[node]; }
+  const std::string& NodeName(int node) const {
+    return IsQueueNode(node) ? queues_[node].name : cohort_names_[node - num_queues()];
+  }
+  // Kueue's DominantResourceShare of any node, queue or cohort, at its current usage: per
+  // resource, what it uses above its subtree quota relative to its parent's subtree quota,
+  // the largest of them over its weight; 0 for a root or a node that does not borrow.
+  int64_t NodeShareMilli(int node) const;
+
   // What the queue may still take of a flavor/resource.
   int64_t Available(int q, int flavor, QuotaResource r) const;
 
@@ -89,6 +105,7 @@ class QuotaTree {
     return flavor * kNumQuotaResources + static_cast<int>(r);
   }
   int64_t Guaranteed(const Node& n, int fr) const;
+  int64_t Share(int node, const QuotaCharge* extra) const;
   int64_t AvailableAt(int node, int fr) const;
   void AddAt(int node, int fr, int64_t delta);
 
@@ -97,6 +114,8 @@ class QuotaTree {
   std::vector<std::string> cohort_names_;
   // Queues first (node q is queue q), then cohorts.
   std::vector<Node> nodes_;
+  std::vector<std::vector<int>> children_;
+  uint64_t generation_ = 0;
   std::unordered_map<std::string, int> queue_index_, flavor_index_;
 };
 

@@ -657,6 +657,35 @@ TEST(Admission, DeterministicAndCachesEqualShapes) {
   EXPECT_EQ(r1.placement_attempts, 1);
   EXPECT_EQ(r1.placement_cache_hits, 199);
   EXPECT_EQ(r1.pending_reasons, r2.pending_reasons);
+  // With no reservation in force, priority and runtime open no nodes: a failure of a
+  // high-priority long job covers the shorter low-priority jobs behind it too.
+  sim.pending.clear();
+  for (int i = 0; i < 100; ++i) {
+    sim.pending.push_back(Job("a", "h" + std::to_string(i), 8, 1, i, "high", 100'000));
+    sim.pending.push_back(Job("a", "l" + std::to_string(i), 8, 1, i, "low", 100 + i));
+  }
+  CycleResult r3 = cycle.Run(*sim.placer, sim.state, sim.pending, sim.running, 0);
+  EXPECT_EQ(r3.placement_attempts, 1);
+  EXPECT_EQ(r3.placement_cache_hits, 199);
+}
+
+TEST(Admission, PlacementFailuresCoverLongerAndLowerWorkWhileReservationsHold) {
+  // The full node is reserved for a's head. A failure covers work of a runtime at least its
+  // own and a priority at most its own: the failure of b's high-priority 50 s job covers none
+  // of the shorter low-priority jobs behind it, the first of those covers the others.
+  AdmissionCycle cycle = MustCycle(Config({Queue("a", "", 1000), Queue("b", "", 1000)}));
+  Sim sim(1, 8);
+  sim.Run(cycle, Job("b", "running", 8, 1, 0, "", 10'000));
+  sim.pending = {Job("a", "head", 8, 1, 1, "high", 60'000)};
+  CycleResult held = sim.Cycle(cycle);
+  ASSERT_EQ(held.reservations.size(), 1u);
+  sim.pending.push_back(Job("b", "high", 8, 1, 2, "high", 50'000));
+  for (int i = 0; i < 20; ++i) {
+    sim.pending.push_back(Job("b", "low" + std::to_string(i), 8, 1, 10 + i, "low", 40'000));
+  }
+  CycleResult r = sim.Cycle(cycle);
+  EXPECT_TRUE(r.admissions.empty());
+  EXPECT_EQ(r.placement_cache_hits, 19);
 }
 
 }  // namespace

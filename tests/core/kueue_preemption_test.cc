@@ -133,6 +133,7 @@ struct Case {
   W incoming;
   std::set<std::string> want;  // "name:Reason"
   std::vector<CohortSpec> cohorts = {};
+  std::vector<W> also_pending = {};  // pending besides `incoming`
 };
 
 Workload MakeWorkload(const W& w) {
@@ -165,7 +166,7 @@ CycleResult RunCase(const Case& c, bool fair, std::vector<FairStrategy> strategi
   cfg.cohorts = c.cohorts;
   AddImplicitCohorts(&cfg);
   for (const QueueSpec& q : cfg.queues) cfg.local_queues.push_back({q.name, "main", q.name});
-  for (int p = -5; p <= 5; ++p) {
+  for (int p : {-5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 100, 1000}) {
     cfg.priority_classes.push_back(
         {"p" + std::to_string(p), p, PreemptionPolicyKind::kPreemptLowerPriority, false});
   }
@@ -196,7 +197,8 @@ CycleResult RunCase(const Case& c, bool fair, std::vector<FairStrategy> strategi
     running.push_back(std::move(a));
   }
   std::unique_ptr<Scheduler> placer = MustScheduler("bestfit");
-  const std::vector<Workload> pending = {MakeWorkload(c.incoming)};
+  std::vector<Workload> pending = {MakeWorkload(c.incoming)};
+  for (const W& w : c.also_pending) pending.push_back(MakeWorkload(w));
   return cycle->Run(*placer, state, pending, running, /*now_ms=*/1000);
 }
 
@@ -516,6 +518,195 @@ TEST(KueuePreemption, FairSharingCasesFromKueue) {
   for (const Case& c : cases) {
     EXPECT_EQ(Preempted(c, /*fair=*/true), c.want) << "Kueue case: " << c.kueue_case;
   }
+}
+
+QueueSpec Weighted(QueueSpec q, int64_t weight_milli) {
+  q.fair_weight_milli = weight_milli;
+  return q;
+}
+
+// A cohort with `cpus` of flavor "default" of its own (none when 0).
+CohortSpec Cohort(std::string name, std::string parent, int64_t cpus = 0,
+                  int64_t weight_milli = 1000) {
+  CohortSpec c{std::move(name), std::move(parent), {}, weight_milli};
+  if (cpus > 0) {
+    c.resource_groups = {
+        {{QuotaResource::kCpu}, {{"default", {Quota(QuotaResource::kCpu, {cpus * kCpu})}}}}};
+  }
+  return c;
+}
+
+// More of Kueue's TestFairPreemptions: its other flat cases and those of hierarchical cohorts,
+// where the shares compared are those of the preemptor's and the target's ancestors just below
+// their lowest common ancestor (pkg/scheduler/preemption/fairsharing).
+TEST(KueuePreemption, HierarchicalFairSharingCasesFromKueue) {
+  const std::vector<QueueSpec> qs = FairQueues();
+  auto unit = [](std::string n, std::string q, int32_t prio = 0) {
+    return W{std::move(n), std::move(q), prio, kCpu, 0, 0, 0};
+  };
+  auto cpu = [](std::string n, std::string q, double cpus, int32_t prio = 0) {
+    return W{std::move(n), std::move(q), prio, static_cast<int64_t>(cpus * kCpu), 0, 0, 0};
+  };
+  auto reclaimer = [](std::string n, std::string cohort, int64_t cpus) {
+    return With(CQ(std::move(n), std::move(cohort), {cpus * kCpu}), kLower, kRAny);
+  };
+  auto units = [&](std::string prefix, std::string q, int count, bool ranked = false) {
+    std::vector<W> out;
+    for (int i = 1; i <= count; ++i) {
+      out.push_back(unit(prefix + std::to_string(i), q, ranked ? i : 0));
+    }
+    return out;
+  };
+  auto concat = [](std::vector<std::vector<W>> parts) {
+    std::vector<W> out;
+    for (auto& p : parts) out.insert(out.end(), p.begin(), p.end());
+    return out;
+  };
+  const std::vector<QueueSpec> weighted_a = {Weighted(reclaimer("a", "all", 3), 2000),
+                                             reclaimer("b", "all", 3), reclaimer("c", "all", 3)};
+  const std::vector<QueueSpec> zero_b = {
+      reclaimer("a", "all", 3), Weighted(reclaimer("b", "all", 3), 0), reclaimer("c", "all", 3)};
+  // ROOT(5) over LEFT(5, weight 2) with a (1, weight 2) and b (1), c (1), and RIGHT(5) with
+  // d (1) and e (1, weight 0.99).
+  const std::vector<QueueSpec> tree = {
+      Weighted(With(CQ("a", "LEFT", {kCpu}), kNever, kRAny), 2000),
+      CQ("b", "LEFT", {kCpu}),
+      CQ("c", "ROOT", {kCpu}),
+      CQ("d", "RIGHT", {kCpu}),
+      Weighted(CQ("e", "RIGHT", {kCpu}), 990),
+  };
+  const std::vector<CohortSpec> tree_cohorts = {
+      Cohort("ROOT", "", 5), Cohort("LEFT", "ROOT", 5, 2000), Cohort("RIGHT", "ROOT", 5)};
+  const std::vector<Case> cases = {
+      {"can preempt a combination of same CQ and highest user",
+       qs,
+       concat({{unit("a_low", "a", -1), unit("a2", "a"), unit("a3", "a")}, units("b", "b", 6)}),
+       cpu("a_incoming", "a", 2),
+       {"a_low:InClusterQueue", "b1:InCohortFairSharing"}},
+      {"preempt from target and others even if over nominal",
+       qs,
+       {cpu("a1_low", "a", 2, -1), cpu("a2_low", "a", 1, -1), cpu("b1", "b", 3), cpu("b2", "b", 3)},
+       cpu("a_incoming", "a", 4),
+       {"a1_low:InClusterQueue", "b1:InCohortFairSharing"}},
+      {"workloads under priority threshold not capriciously preempted",
+       qs,
+       concat({units("a", "a", 3),
+               units("b", "b", 3),
+               {unit("preemptible1", "preemptible", -3), unit("preemptible2", "preemptible", -3),
+                unit("preemptible3", "preemptible", -3)}}),
+       cpu("a_incoming", "a", 2),
+       {}},
+      {"CQ with higher weight can preempt more",
+       weighted_a,
+       concat({units("a", "a", 3), units("b", "b", 6)}),
+       cpu("a_incoming", "a", 2),
+       {"b1:InCohortFairSharing", "b2:InCohortFairSharing"}},
+      {"can preempt anything borrowing from CQ with 0 weight",
+       zero_b,
+       concat({units("a", "a", 3), units("b", "b", 6)}),
+       cpu("a_incoming", "a", 3),
+       {"b1:InCohortFairSharing", "b2:InCohortFairSharing", "b3:InCohortFairSharing"}},
+      {"can't preempt nominal from CQ with 0 weight",
+       {zero_b[0], zero_b[1]},
+       concat({units("a", "a", 3), units("b", "b", 3)}),
+       unit("a_incoming", "a"),
+       {}},
+      {"can't preempt nominal from Cohort with 0 weight",
+       {With(CQ("left-cq", "root", {0}), kNever, kRAny),
+        Weighted(With(CQ("right-cq", "right-cohort", {0}), kNever, kRAny), 0)},
+       {unit("right-1", "right-cq")},
+       unit("left-1", "left-cq"),
+       {},
+       {Cohort("right-cohort", "root", 1, 0)}},
+      {"can preempt within cluster queue when no cohort",
+       {With(CQ("a", "", {kCpu}), kLower, kRNever)},
+       {unit("a1", "a")},
+       unit("a_incoming", "a", 1000),
+       {"a1:InClusterQueue"}},
+      {"hierarchical preemption",
+       tree,
+       concat({units("b", "b", 5, true), units("c", "c", 5, true), units("d", "d", 5, true),
+               units("e", "e", 5, true)}),
+       cpu("unit", "a", 5),
+       {"b1:InCohortFairSharing", "b2:InCohortFairSharing", "c1:InCohortFairSharing",
+        "c2:InCohortFairSharing", "e1:InCohortFairSharing"},
+       tree_cohorts},
+      {"borrowing cq in non-borrowing cohort is protected",
+       {Weighted(With(CQ("a", "ROOT", {5 * kCpu}), kLower, kRAny), 10000),
+        Weighted(CQ("b", "RIGHT", {0}), 100)},
+       {unit("a1", "a", -1), unit("a2", "a", -1), unit("a3", "a", -1), unit("b1", "b", -1)},
+       cpu("unit", "a", 5),
+       {"a1:InClusterQueue", "a2:InClusterQueue", "a3:InClusterQueue"},
+       {Cohort("ROOT", ""), Cohort("RIGHT", "ROOT", 1, 100)}},
+      {"forced to preempt within clusterqueue because borrowing workload too important",
+       {Weighted(With(CQ("a", "ROOT", {5 * kCpu}), kLower, kRLower), 10000),
+        Weighted(CQ("b", "RIGHT", {0}), 100)},
+       {unit("a1", "a", -1), unit("a2", "a", -1), unit("a3", "a", -1), cpu("b1", "b", 4, 100)},
+       cpu("unit", "a", 4),
+       {"a1:InClusterQueue", "a2:InClusterQueue", "a3:InClusterQueue"},
+       {Cohort("ROOT", ""), Cohort("RIGHT", "ROOT", 3, 100)}},
+      {"deep preemption",
+       {With(CQ("a", "AAA", {0}), kNever, kRAny), CQ("b", "BBB", {0})},
+       {unit("b1", "b")},
+       unit("a1", "a"),
+       {"b1:InCohortFairSharing"},
+       {Cohort("ROOT", ""), Cohort("A", "ROOT", 0, 1010), Cohort("AA", "A"), Cohort("AAA", "AA"),
+        Cohort("B", "ROOT", 0, 990), Cohort("BB", "B"), Cohort("BBB", "BB"), Cohort("C", "ROOT"),
+        Cohort("CC", "C"), Cohort("CCC", "CC"), Cohort("CCCC", "CCC", 1)}},
+      {"cq with zero weight can reclaim nominal quota",
+       {Weighted(With(CQ("a", "ROOT", {kCpu}), kNever, kRAny), 0), CQ("b", "ROOT", {0})},
+       {unit("b1", "b")},
+       unit("a1", "a"),
+       {"b1:InCohortFairSharing"}},
+      {"cohort with zero weight can reclaim nominal quota",
+       {Weighted(With(CQ("a", "A", {0}), kNever, kRAny), 0), CQ("b", "ROOT", {0})},
+       {unit("b1", "b")},
+       unit("a1", "a"),
+       {"b1:InCohortFairSharing"},
+       {Cohort("A", "ROOT", 1, 0)}},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(Preempted(c, /*fair=*/true), c.want) << "Kueue case: " << c.kueue_case;
+  }
+  // With one strategy configured (Kueue's preemptionStrategies).
+  const std::vector<W> big_low = {cpu("a1", "a", 3), cpu("b_low", "b", 5, 0),
+                                  cpu("b_high", "b", 1, 1)};
+  EXPECT_EQ(
+      Preempted(
+          {"preempt lower priority first, even if big", qs, big_low, cpu("a_incoming", "a", 1), {}},
+          /*fair=*/true, {FairStrategy::kLessThanInitialShare}),
+      std::set<std::string>{"b_low:InCohortFairSharing"});
+  EXPECT_EQ(Preempted({"preempt workload that doesn't transfer the imbalance, even if high "
+                       "priority",
+                       qs,
+                       big_low,
+                       cpu("a_incoming", "a", 1),
+                       {}},
+                      /*fair=*/true, {FairStrategy::kLessThanOrEqualToFinalShare}),
+            std::set<std::string>{"b_high:InCohortFairSharing"});
+}
+
+// Kueue's fair-sharing tournament (pkg/scheduler/fair_sharing_iterator.go) orders admission by
+// the shares of the competing heads' ancestors below their lowest common ancestor. Cohort LEFT
+// (a1, a2) already borrows from ROOT; RIGHT (b) does not. One CPU is left: a2's head, older
+// and within its queue's own quota, loses to b's, because at ROOT LEFT would then hold the
+// larger share. Comparing the queues' own shares (both 0) would admit a2's older head.
+TEST(KueueFairSharing, AdmissionOrderComparesSharesBelowTheCommonAncestor) {
+  Case c{"tournament",
+         {CQ("a1", "LEFT", {4 * kCpu}), CQ("a2", "LEFT", {2 * kCpu}), CQ("b", "RIGHT", {2 * kCpu})},
+         {W{"a1-running", "a1", 0, 7 * kCpu, 0, 0, 0}},
+         W{"a2-head", "a2", 0, kCpu, 0, 0, /*created_ms=*/10},
+         {},
+         {Cohort("ROOT", ""), Cohort("LEFT", "ROOT"), Cohort("RIGHT", "ROOT")},
+         {W{"b-head", "b", 0, kCpu, 0, 0, /*created_ms=*/20}}};
+  CycleResult r = RunCase(c, /*fair=*/true);
+  ASSERT_EQ(r.admissions.size(), 1u);
+  EXPECT_EQ(r.admissions[0].admitted.workload.name, "b-head");
+  EXPECT_NE(r.pending_reasons[0], "");
+  // Without fair sharing, the classic order (no borrowing first, then age) admits a2's head.
+  r = RunCase(c, /*fair=*/false);
+  ASSERT_EQ(r.admissions.size(), 1u);
+  EXPECT_EQ(r.admissions[0].admitted.workload.name, "a2-head");
 }
 
 // A queue with one resource group covering CPU: the given flavors, in order.
