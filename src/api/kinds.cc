@@ -394,8 +394,15 @@ Result<JobSpec> DecodeJob(const json& obj) {
       if (other.name == run.name)
         return FieldError(t.At("name"), "duplicate task \"" + run.name + "\"");
     }
-    int64_t replicas = 1, retries = 0;
+    int64_t replicas = 1, retries = 0, task_min = 0;
     TESSERA_RETURN_IF_ERROR(t.Int("replicas", &replicas, 1, 10'000));
+    TESSERA_RETURN_IF_ERROR(t.Int("minMember", &task_min, 0, 10'000));
+    if (task_min > replicas) {
+      return FieldError(t.At("minMember"), "is " + std::to_string(task_min) +
+                                               ", more than the task's " +
+                                               std::to_string(replicas) + " replicas");
+    }
+    set.min_count = static_cast<int32_t>(task_min);
     TESSERA_RETURN_IF_ERROR(t.String("image", &run.image));
     TESSERA_RETURN_IF_ERROR(t.StringList("command", &run.command));
     TESSERA_RETURN_IF_ERROR(t.StringList("args", &run.args));

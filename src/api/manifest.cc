@@ -1019,7 +1019,7 @@ constexpr FieldUse kVolcanoTaskFields[] = {
     {"template", ""},
     {"maxRetry", ""},
     {"policies", ""},
-    {"minAvailable", "not acted on: the job's minAvailable is its gang"},
+    {"minAvailable", ""},
     {"topologyPolicy",
      "not acted on: Tessera keeps a pod's GPUs in one NVLink domain or NUMA node "
      "when it can"},
@@ -1053,6 +1053,35 @@ Result<std::vector<json>> VolcanoJob(const Doc& d, const json& doc, Warnings* wa
   const json& tasks = Member(spec, "tasks");
   if (!tasks.is_array() || tasks.empty())
     return FieldError("spec.tasks", "must list at least one task");
+  // Volcano's webhook gives a task without minAvailable its replicas, and a job without one the
+  // sum of its tasks'; the scheduler holds each task to its own minimum only while the job's
+  // minAvailable is at least that sum (JobInfo.CheckTaskValid).
+  std::vector<int64_t> task_min(tasks.size(), 0);
+  int64_t task_min_total = 0;
+  bool any_task_min = false;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const std::string p = Index("spec.tasks", i);
+    const json& replicas = Member(tasks[i], "replicas");
+    const json& min = Member(tasks[i], "minAvailable");
+    task_min[i] = replicas.is_number_integer() ? replicas.get<int64_t>() : 1;
+    if (!min.empty()) {
+      if (!min.is_number_integer() || min.get<int64_t>() < 0 || min.get<int64_t>() > task_min[i]) {
+        return FieldError(p + ".minAvailable",
+                          "must be an integer from 0 to the task's replicas (" +
+                              std::to_string(task_min[i]) + ")");
+      }
+      task_min[i] = min.get<int64_t>();
+      any_task_min = true;
+    }
+    task_min_total += task_min[i];
+  }
+  const json& job_min = Member(spec, "minAvailable");
+  if (!job_min.empty() && !job_min.is_number_integer()) {
+    return FieldError("spec.minAvailable", "must be an integer");
+  }
+  const int64_t job_min_value = job_min.empty() ? 0 : job_min.get<int64_t>();
+  if (job_min_value == 0 && any_task_min) job["minMember"] = task_min_total;
+  const bool per_task = any_task_min && (job_min_value == 0 || job_min_value >= task_min_total);
   json out = json::array();
   for (size_t i = 0; i < tasks.size(); ++i) {
     const std::string p = Index("spec.tasks", i);
@@ -1071,6 +1100,7 @@ Result<std::vector<json>> VolcanoJob(const Doc& d, const json& doc, Warnings* wa
     const json& retry =
         tasks[i].contains("maxRetry") ? tasks[i]["maxRetry"] : Member(spec, "maxRetry");
     if (retry.is_number()) task["maxRetries"] = retry;
+    if (per_task && task_min[i] > 0) task["minMember"] = task_min[i];
     out.push_back(task);
   }
   job["tasks"] = out;

@@ -776,7 +776,8 @@ void CycleRun::CloseReservations(const std::vector<size_t>& opened) {
 GangOutcome CycleRun::PlaceGang(size_t idx, const std::vector<PodSpec>& pods, bool keep) {
   const std::vector<size_t> opened = OpenReservations(idx);
   ++out_.placement_attempts;
-  GangOutcome g = placer_.ScheduleGang(state_, pods, pending_[idx].min_member);
+  GangOutcome g =
+      placer_.ScheduleGang(state_, pods, pending_[idx].min_member, RequiredMembers(pending_[idx]));
   CloseReservations(opened);
   if (g.ok && !keep) Unplace(pods, g);
   return g;
@@ -815,7 +816,8 @@ bool CycleRun::FitsWhenAllEnd(size_t idx, const std::string& key,
     }
   }
   ++out_.placement_attempts;
-  GangOutcome g = placer_.ScheduleGang(*all_ended_, pods, pending_[idx].min_member);
+  GangOutcome g = placer_.ScheduleGang(*all_ended_, pods, pending_[idx].min_member,
+                                       RequiredMembers(pending_[idx]));
   if (g.ok) {
     for (size_t i = 0; i < pods.size(); ++i) {
       if (g.placements[i]) (void)placer_.Unreserve(*all_ended_, pods[i], *g.placements[i]);

@@ -400,17 +400,21 @@ Status Scheduler::Unreserve(ClusterState& state, const PodSpec& pod, const Place
 }
 
 GangOutcome Scheduler::ScheduleGang(ClusterState& state, std::span<const PodSpec> members,
-                                    int min_member) {
+                                    int min_member, std::span<const uint8_t> required) {
   GangOutcome out;
   out.placements.resize(members.size());
   const int need = min_member <= 0 ? static_cast<int>(members.size())
                                    : std::min<int>(min_member, static_cast<int>(members.size()));
-  // Largest GPU demand first: big members are the hard ones to fit.
+  auto is_required = [&](size_t i) { return i < required.size() && required[i] != 0; };
+  // Required members first, then largest GPU demand first: big members are the hard ones to
+  // fit.
   std::vector<size_t> order(members.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (is_required(a) != is_required(b)) return is_required(a);
     return NominalGpuMilli(members[a]) > NominalGpuMilli(members[b]);
   });
+  std::string required_failure;
   GangContext gang;
   int placed = 0;
   std::string first_failure;
@@ -428,6 +432,7 @@ GangOutcome Scheduler::ScheduleGang(ClusterState& state, std::span<const PodSpec
         std::string name = members[i].name.empty() ? "#" + std::to_string(i) : members[i].name;
         first_failure = "gang member " + name + " (" + std::to_string(k + 1) + "/" +
                         std::to_string(members.size()) + "): " + o.reason;
+        if (is_required(i)) required_failure = first_failure;
       }
       continue;
     }
@@ -435,7 +440,7 @@ GangOutcome Scheduler::ScheduleGang(ClusterState& state, std::span<const PodSpec
     out.placements[i] = std::move(o.placement);
     ++placed;
   }
-  if (placed >= need) {
+  if (placed >= need && required_failure.empty()) {
     out.ok = true;
     for (size_t i = 0; i < members.size(); ++i) {
       if (out.placements[i]) {
@@ -453,8 +458,11 @@ GangOutcome Scheduler::ScheduleGang(ClusterState& state, std::span<const PodSpec
       out.placements[i].reset();
     }
   }
-  out.reason = "gang needs " + std::to_string(need) + " of " + std::to_string(members.size()) +
-               " members placed, could place " + std::to_string(placed) + "; " + first_failure;
+  out.reason = required_failure.empty()
+                   ? "gang needs " + std::to_string(need) + " of " +
+                         std::to_string(members.size()) + " members placed, could place " +
+                         std::to_string(placed) + "; " + first_failure
+                   : "gang needs the minimum of each of its tasks placed; " + required_failure;
   return out;
 }
 

@@ -100,10 +100,11 @@ class Scheduler {
   PlaceOutcome Schedule(ClusterState& state, const PodSpec& pod);
 
   // Places the members of a gang: succeeds when at least `min_member` of them (all when
-  // min_member <= 0) are placed, and then holds their placements in `state`; otherwise nothing
-  // stays reserved and the reason names the member that could not be placed.
+  // min_member <= 0) are placed, among them every member `required` marks (per member; empty:
+  // none), and then holds their placements in `state`; otherwise nothing stays reserved and
+  // the reason names the member that could not be placed. Required members are placed first.
   GangOutcome ScheduleGang(ClusterState& state, std::span<const PodSpec> members,
-                           int min_member = 0);
+                           int min_member = 0, std::span<const uint8_t> required = {});
 
   // Returns a placement (e.g. of a finished pod) to the state and tells the reserve plugins.
   Status Unreserve(ClusterState& state, const PodSpec& pod, const Placement& p);

@@ -1,5 +1,6 @@
 #include "core/workload.h"
 
+#include <algorithm>
 #include <string>
 
 namespace tessera::core {
@@ -14,6 +15,18 @@ std::vector<PodSpec> ExpandPods(const Workload& w) {
     }
   }
   return pods;
+}
+
+std::vector<uint8_t> RequiredMembers(const Workload& w) {
+  std::vector<uint8_t> out;
+  if (std::none_of(w.pod_sets.begin(), w.pod_sets.end(),
+                   [](const PodSet& set) { return set.min_count > 0; })) {
+    return out;
+  }
+  for (const PodSet& set : w.pod_sets) {
+    for (int32_t i = 0; i < set.count; ++i) out.push_back(i < set.min_count ? 1 : 0);
+  }
+  return out;
 }
 
 int32_t PodCount(const Workload& w) {
@@ -82,6 +95,7 @@ std::string ShapeKey(const Workload& w) {
   for (const PodSet& set : w.pod_sets) {
     const PodSpec& p = set.pod;
     Append(k, set.count);
+    Append(k, set.min_count);
     Append(k, p.requests.cpu_milli);
     Append(k, p.requests.memory_mib);
     Append(k, static_cast<int64_t>(p.gpu.kind));

@@ -20,6 +20,9 @@ struct PodSet {
   std::string name;
   PodSpec pod;
   int32_t count = 1;
+  // How many of this set's pods the gang needs placed (Volcano's task minAvailable), besides
+  // the workload's min_member in all; 0: no minimum of its own.
+  int32_t min_count = 0;
 };
 
 struct Workload {
@@ -49,6 +52,9 @@ struct AdmittedWorkload {
 
 // Pods of a workload in pod-set order, named "<workload>/<pod set>-<i>".
 std::vector<PodSpec> ExpandPods(const Workload& w);
+// Per pod in ExpandPods order, 1 for the pods a gang needs placed by their set's min_count
+// (the first min_count of each set); empty when no set has a minimum.
+std::vector<uint8_t> RequiredMembers(const Workload& w);
 int32_t PodCount(const Workload& w);
 
 // The least a workload can charge per quota resource before its devices are known: CPU and

@@ -545,5 +545,52 @@ spec:
       << warnings[1];
 }
 
+// Task minAvailable as Volcano reads it: a task without one needs all its replicas, a job
+// without minAvailable needs the sum of its tasks', and each task is held to its own minimum
+// only while the job's minAvailable is at least that sum. The cases are the table of Volcano's
+// docs/design/min-avaiable-member-resource.md (master and work, 2 replicas each).
+TEST(Manifest, VolcanoTaskMinAvailableAsVolcanoReadsIt) {
+  struct Row {
+    int job_min;     // 0: unset
+    int master_min;  // -1: unset
+    int work_min;
+    int want_min_member;
+    int want_master;  // per-task minimum; 0: none
+    int want_work;
+  };
+  const Row rows[] = {
+      {0, -1, 1, 3, 2, 1}, {0, 1, 1, 2, 1, 1}, {3, -1, 1, 3, 2, 1}, {3, 1, -1, 3, 1, 2},
+      {3, 1, 1, 3, 1, 1},  {2, 1, 1, 2, 1, 1}, {2, -1, 1, 2, 0, 0}, {2, 1, -1, 2, 0, 0},
+  };
+  for (const Row& r : rows) {
+    auto task = [](const char* name, int min) {
+      std::string t = std::string("  - name: ") + name + "\n    replicas: 2\n";
+      if (min >= 0) t += "    minAvailable: " + std::to_string(min) + "\n";
+      return t + "    template: {spec: {containers: [{name: c, command: [\"true\"]}]}}\n";
+    };
+    std::string yaml =
+        "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: j}\nspec:\n";
+    if (r.job_min > 0) yaml += "  minAvailable: " + std::to_string(r.job_min) + "\n";
+    yaml += "  tasks:\n" + task("master", r.master_min) + task("work", r.work_min);
+    const std::string label = "job " + std::to_string(r.job_min) + ", master " +
+                              std::to_string(r.master_min) + ", work " + std::to_string(r.work_min);
+    auto objs = TranslateManifest(yaml, "j.yaml", "default");
+    ASSERT_TRUE(objs.ok()) << label << ": " << objs.status().message();
+    const core::Workload w = JobOf((*objs)[0]);
+    ASSERT_EQ(w.pod_sets.size(), 2u) << label;
+    EXPECT_EQ(w.min_member, r.want_min_member) << label;
+    EXPECT_EQ(w.pod_sets[0].min_count, r.want_master) << label;
+    EXPECT_EQ(w.pod_sets[1].min_count, r.want_work) << label;
+  }
+  // Out of range: the field and the bound are named.
+  auto bad = TranslateManifest(
+      "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: j}\nspec:\n  tasks:\n"
+      "  - {name: w, replicas: 2, minAvailable: 3, template: {spec: {containers: [{name: c}]}}}\n",
+      "j.yaml", "default");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("spec.tasks[0].minAvailable"), std::string::npos)
+      << bad.status().message();
+}
+
 }  // namespace
 }  // namespace tessera::api

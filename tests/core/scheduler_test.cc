@@ -557,6 +557,31 @@ TEST(Gang, MinMemberAllowsAPartialGang) {
   EXPECT_EQ(s.allocated_gpu_milli(), 8000);
 }
 
+TEST(Gang, RequiredMembersArePlacedFirstAndMustBePlaced) {
+  // A parameter server (1 GPU, required: its task's minimum) and two 4-GPU workers, two of
+  // three members needed, on one 8-GPU node. Largest first alone would place the two workers
+  // and leave the server out; the server goes first and one worker joins it.
+  ClusterState s;
+  MustAdd(s, MakeNode("n", 8));
+  auto sched = MustScheduler();
+  std::vector<PodSpec> members = {MakePod("ps", {{"nvidia.com/gpu", "1"}}),
+                                  MakePod("w0", {{"nvidia.com/gpu", "4"}}),
+                                  MakePod("w1", {{"nvidia.com/gpu", "4"}})};
+  const std::vector<uint8_t> required = {1, 0, 0};
+  GangOutcome g = sched->ScheduleGang(s, members, 2, required);
+  ASSERT_TRUE(g.ok) << g.reason;
+  EXPECT_TRUE(g.placements[0].has_value());
+  EXPECT_EQ(s.allocated_gpu_milli(), 5000);
+  // A required member that cannot be placed fails the gang, whatever else fits; nothing stays.
+  ClusterState t;
+  MustAdd(t, MakeNode("n", 8));
+  members[0] = MakePod("ps", {{"nvidia.com/gpu", "16"}});
+  g = sched->ScheduleGang(t, members, 2, required);
+  EXPECT_FALSE(g.ok);
+  EXPECT_NE(g.reason.find("minimum of each of its tasks"), std::string::npos) << g.reason;
+  EXPECT_EQ(t.allocated_gpu_milli(), 0);
+}
+
 TEST(Gang, PacksMembersOntoFewNodes) {
   ClusterState s;
   for (int i = 0; i < 4; ++i) MustAdd(s, MakeNode("n" + std::to_string(i), 8));
