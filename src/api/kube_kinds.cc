@@ -690,8 +690,8 @@ json KubeResourceList(std::string_view group, std::string_view version) {
     if (k.group != group || k.version != version) continue;
     resources.push_back(
         ApiResource(k.plural, k.kind, k.namespaced,
-                    k.writable ? std::vector<std::string>{"create", "delete", "get", "list",
-                                                          "patch", "update", "watch"}
+                    k.writable ? std::vector<std::string>{"create", "delete", "deletecollection",
+                                                          "get", "list", "patch", "update", "watch"}
                     : k.kind == "Namespace" ? std::vector<std::string>{"get", "list"}
                                             : std::vector<std::string>{"get", "list", "watch"},
                     Split(k.short_names)));

@@ -94,6 +94,7 @@ void AddPaths(const Served& s, bool v3, json* paths) {
   json item = {{"get", Operation(s, "get", "read", v3)}};
   if (s.writable) {
     c["post"] = Operation(s, "post", "create", v3);
+    c["delete"] = Operation(s, "deletecollection", "deleteCollection", v3);
     item["put"] = Operation(s, "put", "replace", v3);
     item["patch"] = Operation(s, "patch", "patch", v3);
     item["delete"] = Operation(s, "delete", "delete", v3);

@@ -325,9 +325,6 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
   }
 
   if (req.method == "DELETE") {
-    if (!route.name) {
-      return Error(InvalidArgument("deleting a collection is not served: name the object"));
-    }
     // Pods belong to their Job here: there is nothing to orphan them to.
     std::string policy;
     if (auto it = req.query.find("propagationPolicy"); it != req.query.end()) policy = it->second;
@@ -339,6 +336,42 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
       return Error(InvalidArgument(
           "propagationPolicy: Orphan is not possible: a job's pods go with it (use Background "
           "or Foreground)"));
+    }
+    if (!route.name) {
+      // deletecollection: every object the selectors match (metadata.name/namespace for
+      // fields), in one write; the answer lists them.
+      auto selector = SelectorOf(req);
+      if (!selector.ok()) return Error(selector.status());
+      auto fields = FieldSelectorOf(req, {});
+      if (!fields.ok()) return Error(fields.status());
+      auto made = made_from(route.ns.value_or(""), "");
+      if (!made.ok()) return Error(made.status());
+      std::vector<store::Write> writes;
+      std::vector<json> deleted;
+      std::map<std::pair<std::string, std::string>, bool> matched;
+      for (const Made& m : *made) {
+        json v = api::KubeObject(kind, m.obj);
+        const json& meta = v["metadata"];
+        auto [it, fresh] = matched.try_emplace({Str(meta, "namespace"), Str(meta, "name")}, false);
+        if (fresh) {
+          it->second = (!*selector || (*selector)->Matches(Member(meta, "labels"))) &&
+                       (!*fields || (*fields)->Matches(v));
+          if (it->second) deleted.push_back(std::move(v));
+        }
+        if (!it->second) continue;
+        if (Status s = Authorize(who, stored_kind, stored_ns, m.key.name, Verb::kDelete); !s.ok()) {
+          return Error(s);
+        }
+        writes.push_back({store::Write::Op::kDelete, m.key, "", m.version});
+      }
+      if (!writes.empty() && !DryRun(req)) {
+        auto r = Commit(writes);
+        if (!r.ok()) return Error(r.status());
+      }
+      return Json(200, {{"kind", std::string(kind.kind) + "List"},
+                        {"apiVersion", kind.GroupVersion()},
+                        {"metadata", {{"resourceVersion", std::to_string(store_->Revision())}}},
+                        {"items", std::move(deleted)}});
     }
     auto made = made_from(route.ns.value_or(""), *route.name);
     if (!made.ok()) return Error(made.status());

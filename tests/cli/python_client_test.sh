@@ -80,9 +80,10 @@ try:
 except client.exceptions.ApiException as e:
     assert e.status == 400 and "cohortt" in e.body, e.body
 
-# Deletes.
+# Deletes: one by name, a collection by label.
 core.delete_namespaced_pod("hello", "default")
-batch.delete_namespaced_job("train", "default")
+batch.delete_collection_namespaced_job("default", label_selector="app!=none")
+assert batch.list_namespaced_job("default").items == []
 custom.delete_cluster_custom_object("kueue.x-k8s.io", "v1beta1", "clusterqueues", "py-queue")
 assert core.list_namespaced_pod("default").items == []
 print("ok")

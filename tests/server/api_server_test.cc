@@ -723,6 +723,33 @@ TEST_F(ApiServerTest, KubernetesKindsAtTheirOwnGroups) {
   EXPECT_EQ(Call(http::verb::delete_, "/api/v1/namespaces/default/pods/train", admin_).status, 200);
   EXPECT_EQ(Get("/apis/tessera.io/v1/namespaces/default/jobs/train", admin_).status, 404);
   EXPECT_EQ(Call(http::verb::delete_, "/api/v1/namespaces/default/pods/train", admin_).status, 404);
+
+  // deletecollection (the client libraries' delete_collection_*): what the selectors match, in
+  // one write; a namespace token only in its namespace.
+  for (const char* n : {"c1", "c2", "c3"}) {
+    json pod = KubePod(n, 1);
+    pod["metadata"]["labels"] = {{"batch", std::string(n) == "c3" ? "b" : "a"}};
+    ASSERT_EQ(Post("/api/v1/namespaces/default/pods", admin_, pod).status, 201);
+  }
+  EXPECT_EQ(
+      Call(http::verb::delete_, "/api/v1/namespaces/default/pods?labelSelector=batch%3Da", team)
+          .status,
+      403);
+  Reply dry = Call(http::verb::delete_,
+                   "/api/v1/namespaces/default/pods?labelSelector=batch%3Da&dryRun=All", admin_);
+  EXPECT_EQ(dry.body["items"].size(), 2u) << dry.raw;
+  EXPECT_EQ(Get("/api/v1/namespaces/default/pods/c1", admin_).status, 200);
+  Reply gone =
+      Call(http::verb::delete_, "/api/v1/namespaces/default/pods?labelSelector=batch%3Da", admin_);
+  ASSERT_EQ(gone.status, 200) << gone.raw;
+  EXPECT_EQ(gone.body["kind"], "PodList");
+  ASSERT_EQ(gone.body["items"].size(), 2u);
+  EXPECT_EQ(gone.body["items"][0]["metadata"]["name"], "c1");
+  EXPECT_EQ(Get("/apis/tessera.io/v1/namespaces/default/jobs/c2", admin_).status, 404);
+  EXPECT_EQ(Get("/api/v1/namespaces/default/pods/c3", admin_).status, 200);
+  EXPECT_EQ(Call(http::verb::delete_, "/api/v1/namespaces/team-a/pods", team).body["items"].size(),
+            1u);
+  EXPECT_EQ(Get("/api/v1/namespaces/team-a/pods/mine", admin_).status, 404);
 }
 
 TEST_F(ApiServerTest, DiscoveryAndOpenApiOfEveryServedGroup) {
