@@ -88,7 +88,7 @@ std::vector<Job> BuildJobs(std::span<const TracePod> pods, double speedup,
     cpu += node.allocatable.cpu_milli;
     memory += node.allocatable.memory_mib;
   }
-  cfg->flavors.push_back({"default", {}, {}, {}});
+  cfg->flavors.push_back({"default", {}, {}, {}, {}});
   core::ResourceGroup group;
   group.covered = {core::QuotaResource::kGpu, core::QuotaResource::kCpu,
                    core::QuotaResource::kMemory};

@@ -32,9 +32,10 @@ TEST(ParseJsonTest, NumbersOutsideTheDoubleRangeNameTheirField) {
 }
 
 TEST(ParseJsonTest, InvalidUtf8IsRefusedAndTheMessageStaysUtf8) {
-  for (const std::string bad : {std::string("{\"a\": \"x\xff\"}"), std::string("{\"\xc0\xaf\": 1}"),
-                                std::string("{\"a\": \"\xed\xa0\x80\"}"),  // a surrogate
-                                std::string("\xfe")}) {
+  for (const std::string& bad :
+       {std::string("{\"a\": \"x\xff\"}"), std::string("{\"\xc0\xaf\": 1}"),
+        std::string("{\"a\": \"\xed\xa0\x80\"}"),  // a surrogate
+        std::string("\xfe")}) {
     auto r = ParseJson(bad);
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_TRUE(ValidUtf8(r.status().message())) << r.status().message();

@@ -43,7 +43,7 @@ QueueSpec Queue(std::string name, std::string cohort, int64_t nominal_gpus,
 // Queues named q, each with a local queue "main" in namespace q.
 QueueConfig Config(std::vector<QueueSpec> queues, std::vector<std::string> cohorts = {}) {
   QueueConfig cfg;
-  cfg.flavors = {{"default", {}, {}, {}}};
+  cfg.flavors = {{"default", {}, {}, {}, {}}};
   for (const std::string& c : cohorts) cfg.cohorts.push_back({c, "", {}, 1000});
   for (const QueueSpec& q : queues) cfg.local_queues.push_back({q.name, "main", q.name});
   cfg.queues = std::move(queues);
@@ -557,7 +557,8 @@ TEST(Admission, ReservationOnAFlavorTheJobCanRunOn) {
   // (exclusive cards), so the reservation is on shared-0, which frees when fill-s ends:
   // start t=100. Reserving under the first flavor whose quota fits would find nothing.
   QueueConfig cfg = Config({});
-  cfg.flavors = {{"whole", {{"pool", "whole"}}, {}, {}}, {"shared", {{"pool", "shared"}}, {}, {}}};
+  cfg.flavors = {{"whole", {{"pool", "whole"}}, {}, {}, {}},
+                 {"shared", {{"pool", "shared"}}, {}, {}, {}}};
   QueueSpec q;
   q.name = "a";
   q.resource_groups = {GpuGroup({{"whole", 16}, {"shared", 16}})};
@@ -599,7 +600,8 @@ TEST(Admission, FlavorsInOrderAndPendingReasons) {
   // Two flavors: h100 nodes (label pool=h100) and a100 nodes (pool=a100). Queue quota: h100 4,
   // a100 8. A 6-GPU job does not fit h100's quota and takes a100, landing on an a100 node.
   QueueConfig cfg = Config({});
-  cfg.flavors = {{"h100", {{"pool", "h100"}}, {}, {}}, {"a100", {{"pool", "a100"}}, {}, {}}};
+  cfg.flavors = {{"h100", {{"pool", "h100"}}, {}, {}, {}},
+                 {"a100", {{"pool", "a100"}}, {}, {}, {}}};
   QueueSpec q;
   q.name = "a";
   q.resource_groups = {GpuGroup({{"h100", 4}, {"a100", 8}})};

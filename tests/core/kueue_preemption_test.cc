@@ -161,7 +161,7 @@ CycleResult RunCase(const Case& c, bool fair, std::vector<FairStrategy> strategi
       for (const FlavorQuotas& f : g.flavors) flavors.insert(f.flavor);
     }
   }
-  for (const std::string& f : flavors) cfg.flavors.push_back({f, {}, {}, {}});
+  for (const std::string& f : flavors) cfg.flavors.push_back({f, {}, {}, {}, {}});
   cfg.queues = c.queues;
   cfg.cohorts = c.cohorts;
   AddImplicitCohorts(&cfg);

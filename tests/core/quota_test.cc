@@ -39,7 +39,7 @@ TEST(QuotaTree, BorrowingAndLendingLimits) {
   // Cohort "c": A has nominal 8 with lending limit 2 (6 stay guaranteed to A); B has nominal 4,
   // lends all of it, and may borrow at most 2. The pool is 2 (from A) + 4 (from B) = 6.
   QueueConfig cfg;
-  cfg.flavors = {{"h100", {}, {}, {}}};
+  cfg.flavors = {{"h100", {}, {}, {}, {}}};
   cfg.cohorts = {{"c", "", {}, 1000}};
   cfg.queues = {Queue("a", "c", GpuGroup("h100", 8 * kGpu, std::nullopt, 2 * kGpu)),
                 Queue("b", "c", GpuGroup("h100", 4 * kGpu, 2 * kGpu))};
@@ -88,7 +88,7 @@ TEST(QuotaTree, HierarchicalCohortsLendThroughTheTree) {
   // 4 + 2 = 6 and queue z directly under root (nominal 0) may take 6 at most... but only 2 of
   // mid's quota: z's availability is root's pool, 6.
   QueueConfig cfg;
-  cfg.flavors = {{"f", {}, {}, {}}};
+  cfg.flavors = {{"f", {}, {}, {}, {}}};
   CohortSpec root{"root", "", {GpuGroup("f", 4 * kGpu)}, 1000};
   CohortSpec mid{"mid", "root", {GpuGroup("f", 0, std::nullopt, 2 * kGpu)}, 1000};
   cfg.cohorts = {root, mid};
@@ -114,7 +114,7 @@ TEST(QuotaTree, DominantResourceShareIsWeighted) {
   // Pool 8 GPUs (a: 4, b: 4). a uses 6: 2 above its quota = 2/8 of the pool = 250 milli.
   // With weight 2, a's share halves to 125.
   QueueConfig cfg;
-  cfg.flavors = {{"f", {}, {}, {}}};
+  cfg.flavors = {{"f", {}, {}, {}, {}}};
   cfg.cohorts = {{"c", "", {}, 1000}};
   cfg.queues = {Queue("a", "c", GpuGroup("f", 4 * kGpu)), Queue("b", "c", GpuGroup("f", 4 * kGpu))};
   cfg.queues[1].fair_weight_milli = 2000;
@@ -143,7 +143,7 @@ TEST(QueueConfigValidation, ErrorsNameTheField) {
   };
   auto base = [] {
     QueueConfig cfg;
-    cfg.flavors = {{"f", {}, {}, {}}};
+    cfg.flavors = {{"f", {}, {}, {}, {}}};
     cfg.cohorts = {{"c", "", {}, 1000}};
     cfg.queues = {Queue("a", "c", GpuGroup("f", 4 * kGpu))};
     cfg.local_queues = {{"team-a", "main", "a"}};

@@ -191,7 +191,9 @@ TEST_F(AuthMatrixTest, EveryPrincipalVerbKindAndNamespace) {
             if (op == Op::kCreate) {
               EXPECT_EQ(Call(Who::kAdmin, "GET", base + "/" + name).status, 404) << cell;
             }
-            if (op == Op::kDelete) EXPECT_EQ(Call(Who::kAdmin, "GET", base + "/pre").status, 200);
+            if (op == Op::kDelete) {
+              EXPECT_EQ(Call(Who::kAdmin, "GET", base + "/pre").status, 200);
+            }
           }
           // An agent's list of Jobs holds only the Jobs bound to its node: none of these.
           if (who == Who::kAgentN1 && op == Op::kList && r.status == 200) {

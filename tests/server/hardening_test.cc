@@ -73,8 +73,8 @@ TEST_F(HardeningTest, BodiesThatUsedToAbortTheServerGetA400NamingTheField) {
        "kind: duplicate key"},
   };
   for (const Case& c : cases) {
-    for (const std::string path : {std::string("/apis/tessera.io/v1/apply"),
-                                   std::string("/apis/tessera.io/v1/namespaces/team-a/jobs")}) {
+    for (const std::string& path : {std::string("/apis/tessera.io/v1/apply"),
+                                    std::string("/apis/tessera.io/v1/namespaces/team-a/jobs")}) {
       if (c.content_type != "application/json" && path != "/apis/tessera.io/v1/apply") continue;
       HttpResponse out = Call("POST", path, c.body, c.content_type);
       EXPECT_EQ(out.status, 400) << path << " " << out.body;
