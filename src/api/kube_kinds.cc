@@ -724,8 +724,7 @@ json KubeTable(const KubeKind& kind, const std::vector<json>& objects, const std
       const bool v1 = Member(e, "regarding").is_object();
       const int64_t at = ParseTime(Str(e, v1 ? "deprecatedLastTimestamp" : "lastTimestamp"));
       const json& obj = Member(e, v1 ? "regarding" : "involvedObject");
-      std::string kind_name = Str(obj, "kind");
-      std::transform(kind_name.begin(), kind_name.end(), kind_name.begin(), ::tolower);
+      const std::string kind_name = Lower(Str(obj, "kind"));
       erows.push_back(TableRow(
           {at < 0 ? "<unknown>" : HumanDuration(now_ms - at), Str(e, "type"), Str(e, "reason"),
            kind_name + "/" + Str(obj, "name"), Str(e, v1 ? "note" : "message")},

@@ -1288,23 +1288,25 @@ class FairTargets {
   int NextIn(int cohort) {
     int best_queue = -1, best_cohort = -1;
     int64_t queue_share = -1, cohort_share = -1;
+    auto consider = [&](int child, int64_t share, int* best, int64_t* best_share) {
+      if (share > *best_share ||
+          (share == *best_share && tree_.NodeName(child) < tree_.NodeName(*best))) {
+        *best_share = share;
+        *best = child;
+      }
+    };
     for (int child : tree_.ChildrenOf(cohort)) {
       if (pruned_[child]) continue;
       const int64_t share = tree_.NodeShareMilli(child);
-      if (tree_.IsQueueNode(child)) {
-        if ((share == 0 && child != preemptor_) || left_[child].empty()) {
-          pruned_[child] = 1;
-        } else if (share > queue_share ||
-                   (share == queue_share && tree_.NodeName(child) < tree_.NodeName(best_queue))) {
-          queue_share = share;
-          best_queue = child;
-        }
-      } else if (share == 0 && !on_path_[child]) {
+      const bool queue = tree_.IsQueueNode(child);
+      const bool prune = queue ? (share == 0 && child != preemptor_) || left_[child].empty()
+                               : share == 0 && !on_path_[child];
+      if (prune) {
         pruned_[child] = 1;
-      } else if (share > cohort_share ||
-                 (share == cohort_share && tree_.NodeName(child) < tree_.NodeName(best_cohort))) {
-        cohort_share = share;
-        best_cohort = child;
+      } else if (queue) {
+        consider(child, share, &best_queue, &queue_share);
+      } else {
+        consider(child, share, &best_cohort, &cohort_share);
       }
     }
     if (best_queue < 0 && best_cohort < 0) {
@@ -1754,15 +1756,15 @@ int CycleRun::FairNextQueue(const std::vector<std::vector<size_t>>& lists,
     root_winner_[tree_.RootOf(last_fair_queue_)] = -2;
   }
   for (int q = 0; q < nq; ++q) {
-    if (cursor[q] >= lists[q].size() || tree_.ParentOf(q) < 0) continue;
+    const int parent = tree_.ParentOf(q);
+    if (cursor[q] >= lists[q].size() || parent < 0) continue;
     const size_t i = lists[q][cursor[q]];
     HeadShares& hs = head_shares_[q];
     if (hs.head == i) continue;
     hs.head = i;
     hs.at.clear();
     const QuotaCharge charge = ChargeFor(i, Combos(i).front(), info_[i].lower);
-    hs.at.emplace_back(tree_.ParentOf(q), tree_.ShareMilli(q, &charge));
-    const int parent = tree_.ParentOf(q);
+    hs.at.emplace_back(parent, tree_.ShareMilli(q, &charge));
     if (tree_.ParentOf(parent) < 0) continue;  // a queue's own share needs no simulation
     tree_.AddUsage(q, charge, +1);
     for (int n = parent; tree_.ParentOf(n) >= 0; n = tree_.ParentOf(n)) {
@@ -1772,7 +1774,6 @@ int CycleRun::FairNextQueue(const std::vector<std::vector<size_t>>& lists,
   }
   head_shares_generation_ = tree_.generation();
   auto share_at = [&](int q, int cohort) -> int64_t {
-    if (q >= static_cast<int>(head_shares_.size())) return 0;
     for (const auto& [c, v] : head_shares_[q].at) {
       if (c == cohort) return v;
     }
@@ -1794,7 +1795,7 @@ int CycleRun::FairNextQueue(const std::vector<std::vector<size_t>>& lists,
     return best;
   };
   int best = -1;
-  int best_top = -1;
+  int best_root = -1;
   std::vector<uint8_t> root_done(tree_.num_nodes(), 0);
   for (int q = 0; q < nq; ++q) {
     if (cursor[q] >= lists[q].size()) continue;
@@ -1807,10 +1808,9 @@ int CycleRun::FairNextQueue(const std::vector<std::vector<size_t>>& lists,
       cand = root_winner_[root];
     }
     if (cand < 0) continue;
-    const int top = root < 0 ? -1 : root;
-    if (best < 0 || key(cand, top) < key(best, best_top)) {
+    if (best < 0 || key(cand, root) < key(best, best_root)) {
       best = cand;
-      best_top = top;
+      best_root = root;
     }
   }
   last_fair_queue_ = best;

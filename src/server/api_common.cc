@@ -125,6 +125,17 @@ Result<std::optional<api::FieldSelector>> FieldSelectorOf(const HttpRequest& req
   return std::optional<api::FieldSelector>(std::move(sel).value());
 }
 
+bool Selected(const std::optional<api::LabelSelector>& labels,
+              const std::optional<api::FieldSelector>& fields, const json& obj) {
+  if (labels) {
+    static const json kNone;
+    const auto meta = obj.find("metadata");
+    const bool has = meta != obj.end() && meta->is_object() && meta->contains("labels");
+    if (!labels->Matches(has ? meta->at("labels") : kNone)) return false;
+  }
+  return !fields || fields->Matches(obj);
+}
+
 bool Watching(const HttpRequest& req) {
   auto it = req.query.find("watch");
   if (it == req.query.end()) return false;

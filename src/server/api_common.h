@@ -44,6 +44,11 @@ Result<std::optional<api::LabelSelector>> SelectorOf(const HttpRequest& req);
 Result<std::optional<api::FieldSelector>> FieldSelectorOf(const HttpRequest& req,
                                                           std::vector<std::string_view> extra = {});
 
+// Whether `obj` passes a request's label selector (on metadata.labels) and field selector; an
+// absent selector passes everything.
+bool Selected(const std::optional<api::LabelSelector>& labels,
+              const std::optional<api::FieldSelector>& fields, const nlohmann::json& obj);
+
 // Whether the request asks to watch: watch=1/t/T/true/True/TRUE, as Go's ParseBool reads it.
 bool Watching(const HttpRequest& req);
 

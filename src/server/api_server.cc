@@ -943,8 +943,7 @@ HttpResponse ApiServer::Core(const HttpRequest& req, const Principal& who) {
                              const char* type, const store::StoredObject& o, std::string* out) {
       const int64_t at = clock_();
       json node = api::KubeNode(Served(o), at, node_grace_ms_);
-      if (sel && !sel->Matches(node["metadata"]["labels"])) return;
-      if (fs && !fs->Matches(node)) return;
+      if (!Selected(sel, fs, node)) return;
       if (table) node = api::NodeTable({node}, std::to_string(o.version), at);
       *out += json{{"type", type}, {"object", std::move(node)}}.dump();
       *out += '\n';
@@ -956,8 +955,7 @@ HttpResponse ApiServer::Core(const HttpRequest& req, const Principal& who) {
   std::vector<json> nodes;
   for (const store::StoredObject& o : *stored) {
     json node = api::KubeNode(Served(o), now, node_grace_ms_);
-    if (*selector && !(*selector)->Matches(node["metadata"]["labels"])) continue;
-    if (*fields && !(*fields)->Matches(node)) continue;
+    if (!Selected(*selector, *fields, node)) continue;
     nodes.push_back(std::move(node));
   }
   const std::string version = std::to_string(store_->Revision());
@@ -1177,8 +1175,7 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
     json items = json::array();
     for (const store::StoredObject& o : *list) {
       json obj = Served(o);
-      if (*selector && !(*selector)->Matches(obj["metadata"].value("labels", json()))) continue;
-      if (*fields && !(*fields)->Matches(obj)) continue;
+      if (!Selected(*selector, *fields, obj)) continue;
       if (agent_jobs && !BoundTo(obj, who->node)) continue;
       items.push_back(std::move(obj));
     }

@@ -240,8 +240,7 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
           views.push_back(api::KubeObject(*k, obj));
         }
         for (json& v : views) {
-          if (sel && !sel->Matches(Member(v["metadata"], "labels"))) continue;
-          if (fs && !fs->Matches(v)) continue;
+          if (!Selected(sel, fs, v)) continue;
           if (table) v = api::KubeTable(*k, {v}, std::to_string(o.version), clock_());
           *out += json{{"type", type}, {"object", std::move(v)}}.dump();
           *out += '\n';
@@ -279,8 +278,7 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
     if (!found.ok()) return Error(found.status());
     std::vector<json> items;
     for (json& v : *found) {
-      if (*selector && !(*selector)->Matches(Member(v["metadata"], "labels"))) continue;
-      if (*fields && !(*fields)->Matches(v)) continue;
+      if (!Selected(*selector, *fields, v)) continue;
       items.push_back(std::move(v));
     }
     if (one && items.empty()) return Error(NotFound(Named(kind, *route.name) + " not found"));
@@ -354,8 +352,7 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
         const json& meta = v["metadata"];
         auto [it, fresh] = matched.try_emplace({Str(meta, "namespace"), Str(meta, "name")}, false);
         if (fresh) {
-          it->second = (!*selector || (*selector)->Matches(Member(meta, "labels"))) &&
-                       (!*fields || (*fields)->Matches(v));
+          it->second = Selected(*selector, *fields, v);
           if (it->second) deleted.push_back(std::move(v));
         }
         if (!it->second) continue;
@@ -643,8 +640,7 @@ HttpResponse ApiServer::Namespaces(const HttpRequest& req, const Principal& who,
   std::vector<json> items;
   for (const std::string& n : names) {
     json ns = api::KubeNamespace(n);
-    if (*selector && !(*selector)->Matches(ns["metadata"]["labels"])) continue;
-    if (*fields && !(*fields)->Matches(ns)) continue;
+    if (!Selected(*selector, *fields, ns)) continue;
     items.push_back(std::move(ns));
   }
   const std::string version = std::to_string(store_->Revision());
