@@ -136,12 +136,14 @@ bool Selected(const std::optional<api::LabelSelector>& labels,
   return !fields || fields->Matches(obj);
 }
 
-bool Watching(const HttpRequest& req) {
-  auto it = req.query.find("watch");
+bool QueryFlag(const HttpRequest& req, const std::string& name) {
+  auto it = req.query.find(name);
   if (it == req.query.end()) return false;
   const std::string& v = it->second;
   return v == "1" || v == "t" || v == "T" || v == "true" || v == "True" || v == "TRUE";
 }
+
+bool Watching(const HttpRequest& req) { return QueryFlag(req, "watch"); }
 
 namespace {
 

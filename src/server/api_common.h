@@ -49,7 +49,10 @@ Result<std::optional<api::FieldSelector>> FieldSelectorOf(const HttpRequest& req
 bool Selected(const std::optional<api::LabelSelector>& labels,
               const std::optional<api::FieldSelector>& fields, const nlohmann::json& obj);
 
-// Whether the request asks to watch: watch=1/t/T/true/True/TRUE, as Go's ParseBool reads it.
+// Whether the query parameter `name` is true: 1/t/T/true/True/TRUE, as Go's ParseBool reads it.
+bool QueryFlag(const HttpRequest& req, const std::string& name);
+
+// Whether the request asks to watch (QueryFlag "watch").
 bool Watching(const HttpRequest& req);
 
 // Writes the watch event lines ({"type", "object"}\n) that one change of a stored object

@@ -205,22 +205,46 @@ class EventCache {
 
 namespace {
 
+// Kubernetes' BOOKMARK events of one watch: an object of the watched type that carries only
+// the revision the watcher has seen everything up to.
+struct Bookmarks {
+  json head;  // {"apiVersion", "kind"} of the watched type
+  int64_t interval_ms = 60'000;
+  std::function<int64_t()> clock;
+
+  std::string Line(int64_t revision, bool initial_events_end) const {
+    json obj = head;
+    obj["metadata"] = {{"resourceVersion", std::to_string(revision)}};
+    if (initial_events_end) {
+      obj["metadata"]["annotations"] = {{"k8s.io/initial-events-end", "true"}};
+    }
+    return json{{"type", "BOOKMARK"}, {"object", std::move(obj)}}.dump() + "\n";
+  }
+};
+
 // One watch: events of one kind (and namespace, and selector) after a revision.
 class WatchStream : public ResponseStream, public std::enable_shared_from_this<WatchStream> {
  public:
   WatchStream(ChangeFeed& feed, EventCache& events, std::string kind, std::optional<std::string> ns,
-              std::optional<api::LabelSelector> selector, WatchRender render)
+              std::optional<api::LabelSelector> selector, WatchRender render,
+              std::optional<Bookmarks> bookmarks)
       : feed_(feed),
         events_(events),
         kind_(std::move(kind)),
         ns_(std::move(ns)),
         selector_(std::move(selector)),
-        render_(std::move(render)) {}
+        render_(std::move(render)),
+        bookmarks_(std::move(bookmarks)) {}
 
-  // Starts after `revision`, first sending `initial` objects as ADDED.
-  void Start(int64_t revision, const std::vector<store::StoredObject>& initial) {
+  // Starts after `revision`, first sending `initial` objects as ADDED, then, when
+  // `initial_events_end`, the bookmark that says they are all sent.
+  void Start(int64_t revision, const std::vector<store::StoredObject>& initial,
+             bool initial_events_end) {
     last_ = revision;
+    told_ = revision;
+    if (bookmarks_) told_at_ = bookmarks_->clock();
     for (const store::StoredObject& o : initial) Add(pending_, "ADDED", o);
+    if (initial_events_end && bookmarks_) pending_ += bookmarks_->Line(revision, true);
   }
 
   void Next(std::function<void(std::optional<std::string>)> emit) override {
@@ -238,15 +262,29 @@ class WatchStream : public ResponseStream, public std::enable_shared_from_this<W
         for (const store::Change& c : *changes) {
           last_ = c.revision;
           if (!Wanted(c.object.key)) continue;
+          const size_t had = out.size();
           if (render_) {
             render_(EventType(c.type), c.object, &out);
-            continue;
+          } else if (std::shared_ptr<const EventCache::Event> e = events_.Get(c);
+                     !selector_ || selector_->Matches(e->labels)) {
+            out += e->line;
           }
-          std::shared_ptr<const EventCache::Event> e = events_.Get(c);
-          if (selector_ && !selector_->Matches(e->labels)) continue;
-          out += e->line;
+          if (out.size() > had) told_ = c.revision;
         }
         if (changes->size() < 512) break;
+      }
+      if (bookmarks_) {
+        // Changes this watch does not show moved the revision on: say so now and then, so a
+        // watcher that reconnects starts from there rather than from an older, maybe
+        // compacted, revision.
+        const int64_t now = bookmarks_->clock();
+        if (!out.empty()) {
+          told_at_ = now;
+        } else if (last_ > told_ && now - told_at_ >= bookmarks_->interval_ms) {
+          out = bookmarks_->Line(last_, false);
+          told_ = last_;
+          told_at_ = now;
+        }
       }
       if (!out.empty()) return emit(std::move(out));
       // Nothing new for this watch: wait for the next commit. The feed never calls back from
@@ -289,7 +327,10 @@ class WatchStream : public ResponseStream, public std::enable_shared_from_this<W
   const std::optional<std::string> ns_;
   const std::optional<api::LabelSelector> selector_;
   const WatchRender render_;
+  const std::optional<Bookmarks> bookmarks_;
   int64_t last_ = 0;
+  int64_t told_ = 0;     // the watcher has seen every change it shows up to here
+  int64_t told_at_ = 0;  // when it was last sent something (bookmarks_->clock)
   std::string pending_;
   bool ended_ = false;
   std::mutex mu_;
@@ -790,7 +831,8 @@ HttpResponse ApiServer::Usage(const HttpRequest& req, const Principal& who) {
 
 HttpResponse ApiServer::Watch(const HttpRequest& req, const std::string& kind,
                               const std::optional<std::string>& ns,
-                              std::optional<api::LabelSelector> selector, WatchRender render) {
+                              std::optional<api::LabelSelector> selector, WatchRender render,
+                              json watched) {
   auto digits = [](const std::string& v, size_t max) {
     return !v.empty() && v.size() <= max &&
            std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -809,14 +851,48 @@ HttpResponse ApiServer::Watch(const HttpRequest& req, const std::string& kind,
     }
     timeout = std::max(1, std::stoi(it->second));
   }
+  // Bookmarks when asked for and the watched type is known (not for tables of rows).
+  std::optional<Bookmarks> bookmarks;
+  if (QueryFlag(req, "allowWatchBookmarks") && !watched.is_null()) {
+    bookmarks = Bookmarks{std::move(watched), bookmark_interval_ms_, clock_};
+  }
+  // The watch-list protocol: the current state as ADDED events, ended by a bookmark.
+  const auto send_initial = req.query.find("sendInitialEvents");
+  const bool initial_events =
+      send_initial != req.query.end() && QueryFlag(req, "sendInitialEvents");
+  if (send_initial != req.query.end()) {
+    if (!QueryFlag(req, "allowWatchBookmarks")) {
+      return Error(
+          InvalidArgument("allowWatchBookmarks: sendInitialEvents requires "
+                          "allowWatchBookmarks=true"));
+    }
+    auto match = req.query.find("resourceVersionMatch");
+    if (match == req.query.end() || match->second != "NotOlderThan") {
+      return Error(
+          InvalidArgument("resourceVersionMatch: sendInitialEvents requires setting "
+                          "resourceVersionMatch to NotOlderThan"));
+    }
+  } else if (req.query.contains("resourceVersionMatch")) {
+    return Error(
+        InvalidArgument("resourceVersionMatch: is forbidden for watch unless "
+                        "sendInitialEvents is provided"));
+  }
   auto stream = std::make_shared<WatchStream>(feed_, *events_, kind, ns, std::move(selector),
-                                              std::move(render));
-  if (from == 0) {
-    // Start from the current state: its objects first, then what changes after it.
+                                              std::move(render), std::move(bookmarks));
+  if (initial_events || (from == 0 && send_initial == req.query.end())) {
+    // Start from the current state (not older than `from`): its objects first, then what
+    // changes after it.
+    if (from > store_->Revision()) {
+      return Error(InvalidArgument("resourceVersion " + std::to_string(from) +
+                                   " is in the future (latest is " +
+                                   std::to_string(store_->Revision()) + ")"));
+    }
     const int64_t at = store_->Revision();
     auto list = store_->List(kind, ns ? std::optional<std::string_view>(*ns) : std::nullopt);
     if (!list.ok()) return Error(list.status());
-    stream->Start(at, *list);
+    stream->Start(at, *list, initial_events);
+  } else if (from == 0) {
+    stream->Start(store_->Revision(), {}, false);
   } else {
     if (from > store_->Revision()) {
       return Error(InvalidArgument("resourceVersion " + std::to_string(from) +
@@ -826,7 +902,7 @@ HttpResponse ApiServer::Watch(const HttpRequest& req, const std::string& kind,
     if (auto probe = feed_.After(from, 1); !probe.ok()) {
       return Reply(410, "application/json", StatusJson(410, "Expired", probe.status().message()));
     }
-    stream->Start(from, {});
+    stream->Start(from, {}, false);
   }
   HttpResponse out;
   out.stream = stream;
@@ -948,7 +1024,9 @@ HttpResponse ApiServer::Core(const HttpRequest& req, const Principal& who) {
       *out += json{{"type", type}, {"object", std::move(node)}}.dump();
       *out += '\n';
     };
-    return Watch(req, "Node", std::nullopt, std::nullopt, std::move(render));
+    return Watch(
+        req, "Node", std::nullopt, std::nullopt, std::move(render),
+        api::WantsTable(req.accept) ? json() : json{{"apiVersion", "v1"}, {"kind", "Node"}});
   }
   auto stored = store_->List("Node", std::nullopt);
   if (!stored.ok()) return Error(stored.status());
@@ -1168,7 +1246,10 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
     if (watching && *fields) {
       return Error(InvalidArgument("fieldSelector: not served on watches yet; use labelSelector"));
     }
-    if (watching) return Watch(req, kind, route->ns, std::move(selector).value());
+    if (watching) {
+      return Watch(req, kind, route->ns, std::move(selector).value(), {},
+                   {{"apiVersion", api::kApiVersion}, {"kind", kind}});
+    }
     auto list =
         store_->List(kind, route->ns ? std::optional<std::string_view>(*route->ns) : std::nullopt);
     if (!list.ok()) return Error(list.status());

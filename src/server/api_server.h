@@ -110,6 +110,10 @@ class ApiServer {
   // How long a node's heartbeat stays fresh: its core/v1 Ready condition is Unknown after.
   void set_node_grace_ms(int64_t ms) { node_grace_ms_ = ms; }
 
+  // The least time between two BOOKMARK events of a watch that allows them (Kubernetes: about
+  // a minute). A bookmark goes out when a commit the watch does not show arrives after it.
+  void set_bookmark_interval_ms(int64_t ms) { bookmark_interval_ms_ = ms; }
+
   // The wall clock in milliseconds since the epoch (replaceable in tests).
   void set_clock(std::function<int64_t()> clock) { clock_ = std::move(clock); }
 
@@ -159,10 +163,12 @@ class ApiServer {
                        const std::string& job);
   // Streams the changes of stored objects of `kind` (in `ns`) as watch events; `render`, when
   // set, writes the lines for one change itself (the Kubernetes views), instead of the stored
-  // object filtered by `selector`.
+  // object filtered by `selector`. `watched` ({"apiVersion", "kind"} of what the watcher sees)
+  // heads the BOOKMARK events sent when the request allows them; null sends none.
   HttpResponse Watch(const HttpRequest& req, const std::string& kind,
                      const std::optional<std::string>& ns,
-                     std::optional<api::LabelSelector> selector, WatchRender render = {});
+                     std::optional<api::LabelSelector> selector, WatchRender render,
+                     nlohmann::json watched);
   // An object's status and creation time are the system's: a write keeps the stored status
   // unless an admin or agent sends one, and keeps the creation time (set on creation). Fills
   // `w->body` and pins `w->expected_version` to the version read. Refuses a change to what is
@@ -181,6 +187,7 @@ class ApiServer {
   std::mutex write_mu_;
   uint64_t event_seq_ = 0;  // names events made by apply; guarded by write_mu_
   int64_t node_grace_ms_ = 40'000;
+  int64_t bookmark_interval_ms_ = 60'000;
 };
 
 using api::FormatTime;

@@ -246,7 +246,10 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
           *out += '\n';
         }
       };
-      return Watch(req, std::string(kind.stored), stored_ns, std::nullopt, std::move(render));
+      return Watch(req, std::string(kind.stored), stored_ns, std::nullopt, std::move(render),
+                   api::WantsTable(req.accept)
+                       ? json()
+                       : json{{"apiVersion", kind.GroupVersion()}, {"kind", kind.kind}});
     }
     Result<std::vector<json>> found = std::vector<json>();
     if (kind.kind == "Pod") {

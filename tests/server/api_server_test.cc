@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <array>
+#include <atomic>
 #include <boost/asio.hpp>
 #include <boost/beast.hpp>
 #include <chrono>
@@ -462,6 +463,89 @@ TEST_F(ApiServerTest, WatchResumesFromAResourceVersionAndFilters) {
   EXPECT_EQ(Get("/apis/tessera.io/v1/jobs?watch=1&resourceVersion=999999", admin_).status, 400);
   Reply t = Post("/apis/tessera.io/v1/tokens", admin_, {{"namespace", "team-a"}});
   EXPECT_EQ(Get("/apis/tessera.io/v1/namespaces/team-b/jobs?watch=1", t.body["token"]).status, 403);
+}
+
+TEST_F(ApiServerTest, WatchSendsBookmarksWhenAllowed) {
+  std::atomic<int64_t> now{1'000'000};
+  api_->set_clock([&now] { return now.load(); });
+  api_->set_bookmark_interval_ms(60'000);
+  Reply a = Post(kJobs, admin_, JobObj("team-a", "a"));
+  ASSERT_EQ(a.status, 201);
+  const std::string rv = a.body["metadata"]["resourceVersion"];
+  const std::string from = "&resourceVersion=" + rv;
+  WatchClient marked(http_->port(), kJobs + "?watch=1&allowWatchBookmarks=true" + from, admin_);
+  WatchClient plain(http_->port(), kJobs + "?watch=1" + from, admin_);
+  ASSERT_EQ(marked.Status(), 200);
+  ASSERT_EQ(plain.Status(), 200);
+  const std::string other = "/apis/tessera.io/v1/namespaces/team-b/jobs";
+  // A change this watch does not show, before the interval has passed: nothing.
+  ASSERT_EQ(Post(other, admin_, JobObj("team-b", "b1")).status, 201);
+  EXPECT_TRUE(marked.Events(1, 300).empty());
+  // After it: a bookmark at that change's revision, an object of the watched kind that
+  // carries the revision only.
+  now += 60'000;
+  Reply b2 = Post(other, admin_, JobObj("team-b", "b2"));
+  ASSERT_EQ(b2.status, 201);
+  auto ev = marked.Events(1);
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0]["type"], "BOOKMARK");
+  EXPECT_EQ(ev[0]["object"],
+            json({{"apiVersion", "tessera.io/v1"},
+                  {"kind", "Job"},
+                  {"metadata", {{"resourceVersion", b2.body["metadata"]["resourceVersion"]}}}}));
+  // Events of the watch itself come as before; a watch that did not allow bookmarks gets none.
+  ASSERT_EQ(Post(kJobs, admin_, JobObj("team-a", "c")).status, 201);
+  ev = marked.Events(2);
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_EQ(ev[1]["type"], "ADDED");
+  ev = plain.Events(1);
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0]["type"], "ADDED");
+  EXPECT_EQ(ev[0]["object"]["metadata"]["name"], "c");
+}
+
+TEST_F(ApiServerTest, WatchListSendsTheStateThenABookmarkThatEndsIt) {
+  ASSERT_EQ(Post(kJobs, admin_, JobObj("team-a", "a")).status, 201);
+  // Kubernetes' watch-list: sendInitialEvents needs bookmarks and resourceVersionMatch.
+  const std::string list = "?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan";
+  EXPECT_EQ(Get(kJobs + list, admin_).status, 400);
+  EXPECT_EQ(Get(kJobs + "?watch=1&sendInitialEvents=true&allowWatchBookmarks=1", admin_).status,
+            400);
+  EXPECT_EQ(Get(kJobs + "?watch=1&resourceVersionMatch=NotOlderThan", admin_).status, 400);
+  WatchClient w(http_->port(), kJobs + list + "&allowWatchBookmarks=true", admin_);
+  auto ev = w.Events(2);
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_EQ(ev[0]["type"], "ADDED");
+  EXPECT_EQ(ev[0]["object"]["metadata"]["name"], "a");
+  EXPECT_EQ(ev[1]["type"], "BOOKMARK");
+  EXPECT_EQ(ev[1]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
+  // The same on a Kubernetes view, whose bookmarks are of its own kind.
+  ASSERT_EQ(Post("/apis/kueue.x-k8s.io/v1beta1/clusterqueues", admin_,
+                 json{{"apiVersion", "kueue.x-k8s.io/v1beta1"},
+                      {"kind", "ClusterQueue"},
+                      {"metadata", {{"name", "cq"}}},
+                      {"spec", json::object()}})
+                .status,
+            201);
+  WatchClient cq(http_->port(),
+                 "/apis/kueue.x-k8s.io/v1beta1/clusterqueues" + list + "&allowWatchBookmarks=true",
+                 admin_);
+  ev = cq.Events(2);
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_EQ(ev[0]["object"]["metadata"]["name"], "cq");
+  EXPECT_EQ(ev[1]["type"], "BOOKMARK");
+  EXPECT_EQ(ev[1]["object"]["apiVersion"], "kueue.x-k8s.io/v1beta1");
+  EXPECT_EQ(ev[1]["object"]["kind"], "ClusterQueue");
+  // sendInitialEvents=false: changes only, from now.
+  WatchClient changes(http_->port(),
+                      kJobs +
+                          "?watch=1&sendInitialEvents=false&allowWatchBookmarks=true&"
+                          "resourceVersionMatch=NotOlderThan",
+                      admin_);
+  ASSERT_EQ(Post(kJobs, admin_, JobObj("team-a", "b")).status, 201);
+  ev = changes.Events(1);
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0]["object"]["metadata"]["name"], "b");
 }
 
 TEST_F(ApiServerTest, WatchEndsAfterItsTimeout) {
