@@ -96,6 +96,13 @@ json SourceOf(const json& stored) {
   return doc.is_object() ? doc : json();
 }
 
+std::vector<ManagedEntry> ManagedOf(const json& stored) {
+  const json& a = Member(Member(stored, "metadata"), "annotations");
+  const json list = json::parse(Str(a, std::string(kManagedAnnotation).c_str()), nullptr, false);
+  auto managed = ParseManagedFields(list);
+  return managed.ok() ? std::move(managed).value() : std::vector<ManagedEntry>();
+}
+
 bool MadeFrom(const json& stored, const KubeKind& kind, std::string_view ns,
               std::string_view name) {
   const json src = SourceOf(stored);
@@ -270,6 +277,9 @@ json KubeObject(const KubeKind& kind, const json& stored) {
   const json& meta = Member(stored, "metadata");
   for (const char* k : {"uid", "resourceVersion", "creationTimestamp"}) {
     if (Member(meta, k).is_string()) out["metadata"][k] = Member(meta, k);
+  }
+  if (std::vector<ManagedEntry> managed = ManagedOf(stored); !managed.empty()) {
+    out["metadata"]["managedFields"] = ManagedFieldsJson(managed);
   }
   if (kind.kind == "Pod") {
     const json& pods = ListOf(Member(Member(stored, "status"), "pods"));

@@ -23,9 +23,13 @@
 #include <string_view>
 #include <vector>
 
+#include "api/apply.h"
+
 namespace tessera::api {
 
 inline constexpr std::string_view kSourceAnnotation = "tessera.io/source";
+// The field managers of the document (metadata.managedFields of its view), as JSON.
+inline constexpr std::string_view kManagedAnnotation = "tessera.io/managed-fields";
 
 struct KubeKind {
   std::string_view group;  // "" for the core group
@@ -54,6 +58,10 @@ nlohmann::json SourceDocument(const nlohmann::json& doc, std::string_view ns);
 
 // The source document recorded on a stored Tessera object, or null.
 nlohmann::json SourceOf(const nlohmann::json& stored);
+
+// The field managers recorded on a stored Tessera object; none when there are none or they
+// cannot be read.
+std::vector<ManagedEntry> ManagedOf(const nlohmann::json& stored);
 
 // Whether `stored` was made from an object of `kind` (any version) named `ns`/`name`; an empty
 // `name` matches every name and an empty `ns` every namespace.

@@ -55,12 +55,19 @@ json Operation(const Served& s, const char* action, const char* id, bool v3) {
   const std::string ref = v3 ? "#/components/schemas/" : "#/definitions/";
   const json body = {{"$ref", ref + s.group + "." + s.version + "." + s.kind}};
   const std::string action_name = action;
+  // Server-side apply is served on the Kubernetes, Kueue and Volcano kinds' views.
+  const bool applies = s.group != kGroup && s.kind != "Node";
   if (action_name == "patch" || action_name == "post" || action_name == "put") {
     json params = json::array(
         {QueryParam("fieldValidation",
                     "Strict (the only behaviour): unknown and duplicate fields are refused"),
          QueryParam("dryRun", "All: check and answer without writing"),
-         QueryParam("fieldManager", "Accepted; fields are not tracked per manager")});
+         QueryParam("fieldManager",
+                    "The writer's name in managedFields; required for apply patch")});
+    if (action_name == "patch" && applies) {
+      params.push_back(QueryParam(
+          "force", "Apply patch only: take the fields other managers own instead of a conflict"));
+    }
     if (!v3) {
       for (json& p : params) {
         p["type"] = "string";
@@ -71,7 +78,9 @@ json Operation(const Served& s, const char* action, const char* id, bool v3) {
     if (v3) {
       json content = json::object();
       if (action_name == "patch") {
-        for (const char* t : {"application/merge-patch+json", "application/json-patch+json"}) {
+        for (const char* t : {"application/merge-patch+json", "application/json-patch+json",
+                              "application/apply-patch+yaml"}) {
+          if (std::string_view(t).starts_with("application/apply") && !applies) continue;
           content[t] = {{"schema", {{"type", "object"}}}};
         }
       } else {
@@ -81,6 +90,7 @@ json Operation(const Served& s, const char* action, const char* id, bool v3) {
     } else if (action_name == "patch") {
       op["consumes"] = {"application/merge-patch+json", "application/json-patch+json",
                         "application/strategic-merge-patch+json"};
+      if (applies) op["consumes"].push_back("application/apply-patch+yaml");
     }
   }
   return op;

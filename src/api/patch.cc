@@ -200,14 +200,17 @@ std::string_view StrategicMergeKey(std::string_view field) {
   return "";
 }
 
-Result<PatchType> PatchTypeOf(std::string_view content_type) {
+Result<PatchType> PatchTypeOf(std::string_view content_type, bool apply_served) {
   const std::string_view type = content_type.substr(0, content_type.find(';'));
+  if (type == "application/apply-patch+yaml" && apply_served) return PatchType::kApply;
   if (type == "application/merge-patch+json") return PatchType::kMerge;
   if (type == "application/json-patch+json") return PatchType::kJson;
   if (type == "application/strategic-merge-patch+json") return PatchType::kStrategicMerge;
   std::string what = "Content-Type \"" + std::string(type) + "\" is not a patch type Tessera takes";
   if (type == "application/apply-patch+yaml") {
-    what += " (server-side apply is not served: use kubectl apply without --server-side)";
+    what +=
+        " here (server-side apply is served on the Kubernetes, Kueue and Volcano kinds' paths; "
+        "use kubectl apply without --server-side)";
   }
   return InvalidArgument(what +
                          "; use application/merge-patch+json, application/json-patch+json or "
@@ -239,8 +242,10 @@ Result<json> ApplyPatch(const json& target, const json& patch, PatchType type) {
       if (!*m) return InvalidArgument("patch: $patch: delete of the whole object");
       return std::move(**m);
     }
+    case PatchType::kApply:
+      break;
   }
-  return InvalidArgument("patch: unknown type");
+  return InvalidArgument("patch: not a patch ApplyPatch takes");
 }
 
 }  // namespace tessera::api

@@ -20,14 +20,16 @@
 
 namespace tessera::api {
 
-enum class PatchType : uint8_t { kMerge, kJson, kStrategicMerge };
+// kApply is server-side apply (application/apply-patch+yaml), merged by api/apply.h's Apply.
+enum class PatchType : uint8_t { kMerge, kJson, kStrategicMerge, kApply };
 
-// The patch type a Content-Type names; an error (naming the types taken) for any other,
-// server-side apply's application/apply-patch+yaml included.
-Result<PatchType> PatchTypeOf(std::string_view content_type);
+// The patch type a Content-Type names; an error (naming the types taken) for any other, and
+// for server-side apply unless `apply_served`.
+Result<PatchType> PatchTypeOf(std::string_view content_type, bool apply_served = false);
 
-// `target` with `patch` applied. Errors (a JSON patch whose test fails or whose path does not
-// exist, a directive Tessera does not know, a patch of the wrong shape) name the place.
+// `target` with `patch` applied (kApply is an error: see Apply). Errors (a JSON patch whose test
+// fails or whose path does not exist, a directive Tessera does not know, a patch of the wrong
+// shape) name the place.
 Result<nlohmann::json> ApplyPatch(const nlohmann::json& target, const nlohmann::json& patch,
                                   PatchType type);
 

@@ -169,6 +169,8 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     r.content_type =
         std::string(req[http::field::content_type].data(), req[http::field::content_type].size());
     r.accept = std::string(req[http::field::accept].data(), req[http::field::accept].size());
+    r.user_agent =
+        std::string(req[http::field::user_agent].data(), req[http::field::user_agent].size());
     r.body = std::move(req.body());
     // On this connection's strand, on one of the server's threads: a long handler holds that
     // thread only.

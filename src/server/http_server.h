@@ -27,6 +27,7 @@ struct HttpRequest {
   std::string authorization;  // the Authorization header, verbatim
   std::string content_type;
   std::string accept;  // the Accept header, verbatim
+  std::string user_agent;
   std::string body;
 };
 

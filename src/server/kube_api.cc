@@ -398,17 +398,43 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
                         {"uid", Str(view["metadata"], "uid")}}}});
   }
 
-  const bool create = req.method == "POST";
-  if (!(create && !route.name) && !(req.method == "PUT" && route.name) &&
+  if (!(req.method == "POST" && !route.name) && !(req.method == "PUT" && route.name) &&
       !(req.method == "PATCH" && route.name)) {
     return Reply(405, "application/json",
                  StatusJson(405, "MethodNotAllowed",
                             "method " + req.method + " is not allowed on " + req.path));
   }
+  std::optional<api::PatchType> patch_type;
+  if (req.method == "PATCH") {
+    auto type = api::PatchTypeOf(req.content_type, /*apply_served=*/true);
+    if (!type.ok()) {
+      return Reply(415, "application/json",
+                   StatusJson(415, "UnsupportedMediaType", type.status().message()));
+    }
+    patch_type = *type;
+  }
+  // Server-side apply: the manager's whole intent, merged with what others own.
+  const bool apply = patch_type == api::PatchType::kApply;
+  const auto named_manager = req.query.find("fieldManager");
+  const std::string manager = named_manager != req.query.end()
+                                  ? named_manager->second
+                                  : api::DefaultManager(req.user_agent);
+  if (named_manager != req.query.end()) {
+    if (Status s = api::ValidateManager(manager); !s.ok()) return Error(s);
+  } else if (apply) {
+    return Error(InvalidArgument("fieldManager: is required for apply patch"));
+  }
+  if (req.query.contains("force") && !apply) {
+    return Error(InvalidArgument("force: may not be specified for non-apply patch"));
+  }
+  const bool force = QueryFlag(req, "force");
   const std::string ns = route.ns.value_or("");
-  // The document to write: the body (create, replace) or the patched current view.
+  // The document to write: the body (create, replace), the patched current view, or the
+  // applied configuration merged into the current document.
   std::vector<Made> before;
   json doc;
+  std::optional<std::vector<api::ManagedEntry>> applied;
+  bool create = req.method == "POST";
   if (create) {
     auto body = api::ParseJson(req.body);
     if (!body.ok()) return Error(body.status());
@@ -417,16 +443,44 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
     auto made = made_from(ns, *route.name);
     if (!made.ok()) return Error(made.status());
     before = std::move(made).value();
-    if (req.method == "PATCH") {
-      if (before.empty()) return Error(NotFound(Named(kind, *route.name) + " not found"));
-      auto type = api::PatchTypeOf(req.content_type);
-      if (!type.ok()) {
-        return Reply(415, "application/json",
-                     StatusJson(415, "UnsupportedMediaType", type.status().message()));
+    if (apply) {
+      auto config = api::ParseApplyConfiguration(req.body);
+      if (!config.ok()) return Error(config.status());
+      if (!config->contains("apiVersion")) (*config)["apiVersion"] = kind.GroupVersion();
+      if (!config->contains("kind")) (*config)["kind"] = kind.kind;
+      create = before.empty();
+      // As kube-apiserver: a uid is a precondition, which an object not there fails.
+      if (create && !Str(Member(*config, "metadata"), "uid").empty()) {
+        return Error(Conflict(Named(kind, *route.name) + " does not exist: metadata.uid " +
+                              Str(Member(*config, "metadata"), "uid") + " does not match"));
       }
+      const json live = create ? json() : api::SourceOf(before[0].obj);
+      api::Applied a = api::Apply(
+          live, *config, create ? std::vector<api::ManagedEntry>() : api::ManagedOf(before[0].obj),
+          manager, kind.GroupVersion(), FormatTime(clock_()), force);
+      if (!a.conflicts.empty()) {
+        json status = json::parse(StatusJson(409, "Conflict", api::ConflictMessage(a.conflicts)));
+        json causes = json::array();
+        for (const api::FieldConflict& c : a.conflicts) {
+          causes.push_back(
+              {{"type", "FieldManagerConflict"},
+               {"message", "conflict with \"" + c.manager + "\"" +
+                               (c.api_version.empty() ? "" : " using " + c.api_version)},
+               {"field", c.field}});
+        }
+        status["details"] = {{"name", *route.name},
+                             {"group", kind.group},
+                             {"kind", kind.plural},
+                             {"causes", std::move(causes)}};
+        return Reply(409, "application/json", status.dump());
+      }
+      doc = std::move(a.object);
+      applied = std::move(a.managed);
+    } else if (patch_type) {
+      if (before.empty()) return Error(NotFound(Named(kind, *route.name) + " not found"));
       auto patch = api::ParseJson(req.body);
       if (!patch.ok()) return Error(patch.status());
-      auto patched = api::ApplyPatch(views(before)[0], *patch, *type);
+      auto patched = api::ApplyPatch(views(before)[0], *patch, *patch_type);
       if (!patched.ok()) return Error(patched.status());
       doc = std::move(patched).value();
     } else {
@@ -439,7 +493,7 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
   if (!doc.is_object()) return Error(InvalidArgument("body: must be an object"));
   // What the server set and a client sends back from what it read (kubectl edit, replace, or
   // the view a patch applies to) is the server's, not the client's say.
-  if (!create) {
+  if (!create || apply) {
     doc.erase("status");
     if (doc["metadata"].is_object()) {
       for (const char* k :
@@ -509,7 +563,19 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
     }
     if (Status s = AuthorizeWrite(who, &obj); !s.ok()) return Error(s);
     const bool own = api::MadeFrom(obj, kind, ns, Str(meta, "name"));
-    if (own) primary = i;
+    if (own) {
+      primary = i;
+      // Who owns which field of the document: the apply's owners, or those of the update.
+      if (!applied) {
+        applied = api::RecordUpdate(
+            before.empty() ? json() : api::SourceOf(before[0].obj), api::SourceOf(obj),
+            before.empty() ? std::vector<api::ManagedEntry>() : api::ManagedOf(before[0].obj),
+            manager, kind.GroupVersion(), FormatTime(clock_()));
+      }
+      json& annotations = obj["metadata"]["annotations"];
+      if (!annotations.is_object()) annotations = json::object();
+      annotations[std::string(api::kManagedAnnotation)] = api::ManagedFieldsJson(*applied).dump();
+    }
     // Objects the document makes for itself are created (409 if something else holds the
     // name); the ones Volcano queues share are kept up to date.
     store::Write w{create && own ? store::Write::Op::kCreate : store::Write::Op::kPut, KeyOf(id),
@@ -540,9 +606,26 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
                                   [&](const store::Write& w) { return w.key == m.key; });
     if (!kept) writes.push_back({store::Write::Op::kDelete, m.key, "", m.version});
   }
-  const std::vector<std::string> warned = NotActedOn(ids, per_object, &writes);
+  // A write that changes nothing is not written, as kube-apiserver leaves an object whose
+  // bytes are unchanged (same resourceVersion, no events).
+  const bool unchanged =
+      !create && std::all_of(writes.begin(), writes.end(), [&](const store::Write& w) {
+        const auto held = std::find_if(before.begin(), before.end(),
+                                       [&](const Made& m) { return m.key == w.key; });
+        if (w.op != store::Write::Op::kPut || held == before.end()) return false;
+        json was = held->obj;
+        was["metadata"].erase("resourceVersion");
+        return json::parse(w.body) == was;
+      });
+  std::vector<store::Write> events;
+  const std::vector<std::string> warned =
+      NotActedOn(ids, per_object, unchanged ? &events : &writes);
   json stored = json::parse(writes[primary].body);
-  if (DryRun(req)) {
+  if (unchanged) {
+    stored = std::find_if(before.begin(), before.end(), [&](const Made& m) {
+               return m.key == writes[primary].key;
+             })->obj;
+  } else if (DryRun(req)) {
     stored["metadata"]["resourceVersion"] = std::to_string(store_->Revision());
   } else {
     auto versions = Commit(writes);

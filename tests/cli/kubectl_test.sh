@@ -83,6 +83,9 @@ for f in "$SEEDS"/*.yaml; do
   out=$(kubectl apply -f "$f" 2>&1) || fail "re-apply $f: $out"
   grep -q " configured\| created" <<<"$out" && fail "re-apply $f changed something: $out"
   grep -q " unchanged" <<<"$out" || fail "re-apply $f: $out"
+  # Server-side apply of the same takes a share of the fields kubectl's client-side apply set.
+  out=$(kubectl apply --server-side -f "$f" 2>&1) || fail "server-side apply $f: $out"
+  grep -q " serverside-applied" <<<"$out" || fail "server-side apply $f: $out"
 done
 sed 's/nominalQuota: 64/nominalQuota: 48/' "$SEEDS/06-kueue-queue-and-job.yaml" >"$WORK/06.yaml"
 out=$(kubectl apply -f "$WORK/06.yaml" 2>&1) || fail "apply changed 06: $out"
@@ -112,6 +115,48 @@ grep -q "Warning: .*spec.activeDeadlineSeconds: not acted on" <<<"$out" || fail 
 sed 's/image:/imag:/' "$WORK/deadline.yaml" | sed 's/name: deadline/name: typo/' >"$WORK/typo.yaml"
 out=$(kubectl apply -f "$WORK/typo.yaml" 2>&1) && fail "typo accepted: $out"
 grep -q "imag: unknown field" <<<"$out" || fail "typo: $out"
+
+# Server-side apply: created, unchanged when re-applied (the same resourceVersion), a field
+# another manager changed refused until forced, a field left out removed.
+cat >"$WORK/ssa.yaml" <<'YAML'
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: ssa
+  labels: {team: ssa}
+spec:
+  suspend: true
+  parallelism: 2
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: c
+        command: ["true"]
+YAML
+ssa_rv() { kubectl get job ssa -o jsonpath='{.metadata.resourceVersion}'; }
+out=$(kubectl apply --server-side -f "$WORK/ssa.yaml" 2>&1) || fail "ssa: $out"
+grep -q "job.batch/ssa serverside-applied" <<<"$out" || fail "ssa: $out"
+rv=$(ssa_rv)
+kubectl apply --server-side -f "$WORK/ssa.yaml" >/dev/null 2>&1 || fail "ssa again"
+[ "$(ssa_rv)" = "$rv" ] || fail "an unchanged server-side apply wrote: $rv, $(ssa_rv)"
+out=$(kubectl get --raw /apis/batch/v1/namespaces/default/jobs/ssa 2>&1) || fail "raw ssa: $out"
+python3 - "$out" <<'PY' || fail "ssa managedFields: $out"
+import json, sys
+m = json.loads(sys.argv[1])["metadata"]["managedFields"]
+assert [(e["manager"], e["operation"]) for e in m] == [("kubectl", "Apply")], m
+assert "f:parallelism" in m[0]["fieldsV1"]["f:spec"], m
+PY
+kubectl patch job ssa --type=merge -p '{"spec":{"parallelism":3}}' >/dev/null 2>&1 || fail "patch"
+out=$(kubectl apply --server-side -f "$WORK/ssa.yaml" 2>&1) && fail "no conflict: $out"
+grep -q "conflict with .*\.spec\.parallelism" <<<"$out" || fail "conflict: $out"
+out=$(kubectl apply --server-side --force-conflicts -f "$WORK/ssa.yaml" 2>&1) || fail "force: $out"
+[ "$(kubectl get job ssa -o jsonpath='{.spec.parallelism}')" = 2 ] || fail "force kept 3"
+sed -i '/labels:/d' "$WORK/ssa.yaml"
+kubectl apply --server-side -f "$WORK/ssa.yaml" >/dev/null 2>&1 || fail "ssa without labels"
+out=$(kubectl get job ssa -o jsonpath='{.metadata.labels}')
+[ -z "$out" ] || fail "a label left out stayed: $out"
+kubectl delete job ssa >/dev/null 2>&1 || fail "delete ssa"
 
 out=$(kubectl get pods 2>&1) || fail "get pods: $out"
 grep -qE '^NAME +READY +STATUS +RESTARTS +AGE' <<<"$out" || fail "pod columns: $out"

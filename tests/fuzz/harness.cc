@@ -176,6 +176,10 @@ Status Target::Run(std::string_view input) {
        "application/merge-patch+json", false},
       {"PUT", "/api/v1/namespaces/kube-system/configmaps/time-slicing-config", "application/json",
        false},
+      // Server-side apply, onto an applied seed and creating.
+      {"PATCH", "/apis/batch/v1/namespaces/default/jobs/llm-training",
+       "application/apply-patch+yaml", false},
+      {"PATCH", "/api/v1/namespaces/team-a/pods/p", "application/apply-patch+yaml", true},
   };
   // JSON bodies go to the JSON endpoints, the rest to apply as YAML; which one of those, the
   // input's size decides.
@@ -189,6 +193,7 @@ Status Target::Run(std::string_view input) {
   req.method = shape.method;
   req.path = shape.path;
   req.content_type = shape.content_type;
+  if (req.content_type == "application/apply-patch+yaml") req.query["fieldManager"] = "fuzz";
   req.authorization = "Bearer " + (shape.tenant ? tenant_ : admin_);
   req.body = std::string(input);
   const int64_t before = api_->store().Revision();

@@ -548,6 +548,121 @@ TEST_F(ApiServerTest, WatchListSendsTheStateThenABookmarkThatEndsIt) {
   EXPECT_EQ(ev[0]["object"]["metadata"]["name"], "b");
 }
 
+// Server-side apply on the Kubernetes views; each step names the case of Kubernetes'
+// test/integration/apiserver/apply/apply_test.go it mirrors.
+TEST_F(ApiServerTest, ServerSideApplyAsKubernetesIntegrationTestsHaveIt) {
+  const std::string apply = "application/apply-patch+yaml";
+  const std::string pods = "/api/v1/namespaces/default/pods/";
+  auto Apply = [&](const std::string& path, const std::string& body, const std::string& query) {
+    return Call(http::verb::patch, path + query, admin_, body, apply);
+  };
+  const std::string pod = R"({"apiVersion": "v1", "kind": "Pod",
+      "metadata": {"name": "test-pod"},
+      "spec": {"containers": [{"name": "test-container", "command": ["true"],
+                               "resources": {"limits": {"nvidia.com/gpu": 1}}}]}})";
+  // TestApplyRequiresFieldManager.
+  Reply r = Apply(pods + "test-pod", pod, "");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.raw.find("fieldManager"), std::string::npos);
+  // TestApplyAlsoCreates: apply creates; another manager re-applying the same has no conflict.
+  r = Apply(pods + "test-pod", pod, "?fieldManager=apply_test");
+  ASSERT_EQ(r.status, 201) << r.raw;
+  EXPECT_EQ(Get(pods + "test-pod", admin_).status, 200);
+  r = Apply(pods + "test-pod", pod, "?fieldManager=apply_test_2");
+  ASSERT_EQ(r.status, 200) << r.raw;
+  ASSERT_EQ(r.body["metadata"]["managedFields"].size(), 2u);
+  // TestCreateOnApplyFailsWithUID.
+  r = Apply(pods + "test-pod-uid",
+            R"({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "test-pod-uid",
+                "uid": "88e00824-7f0e-11e8-94a1-c8d3ffb15800"},
+                "spec": {"containers": [{"name": "c", "command": ["true"]}]}})",
+            "?fieldManager=apply_test");
+  EXPECT_EQ(r.status, 409) << r.raw;
+
+  // TestApplyUpdateApplyConflictForced, on a batch/v1 Job.
+  const std::string jobs = "/apis/batch/v1/namespaces/default/jobs/";
+  const std::string job = R"(apiVersion: batch/v1
+kind: Job
+metadata:
+  name: deployment
+  labels: {app: nginx}
+spec:
+  parallelism: 3
+  suspend: true
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: nginx
+        command: ["sleep", "1"]
+)";
+  r = Apply(jobs + "deployment", job, "?fieldManager=apply_test");
+  ASSERT_EQ(r.status, 201) << r.raw;
+  // TestNoOpUpdateSameResourceVersion: the same apply again writes nothing.
+  const std::string rv = r.body["metadata"]["resourceVersion"];
+  r = Apply(jobs + "deployment", job, "?fieldManager=apply_test");
+  ASSERT_EQ(r.status, 200) << r.raw;
+  EXPECT_EQ(r.body["metadata"]["resourceVersion"], rv);
+  r = Call(http::verb::patch, jobs + "deployment", admin_, R"({"spec":{"parallelism":5}})",
+           "application/merge-patch+json");
+  ASSERT_EQ(r.status, 200) << r.raw;
+  r = Apply(jobs + "deployment", job, "?fieldManager=apply_test");
+  ASSERT_EQ(r.status, 409) << r.raw;
+  EXPECT_EQ(r.body["reason"], "Conflict");
+  ASSERT_GE(r.body["details"]["causes"].size(), 1u);
+  EXPECT_EQ(r.body["details"]["causes"][0]["field"], ".spec.parallelism");
+  EXPECT_EQ(r.body["details"]["causes"][0]["type"], "FieldManagerConflict");
+  r = Apply(jobs + "deployment", job, "?fieldManager=apply_test&force=true");
+  ASSERT_EQ(r.status, 200) << r.raw;
+  EXPECT_EQ(r.body["spec"]["parallelism"], 3);
+  // force belongs to apply.
+  EXPECT_EQ(Call(http::verb::patch, jobs + "deployment?force=true", admin_, "{}",
+                 "application/merge-patch+json")
+                .status,
+            400);
+  // TestApplyRemoveContainerPort: a field left out of the next apply goes.
+  std::string fewer = job;
+  fewer.replace(fewer.find("  labels: {app: nginx}\n"), 23, "");
+  r = Apply(jobs + "deployment", fewer, "?fieldManager=apply_test");
+  ASSERT_EQ(r.status, 200) << r.raw;
+  EXPECT_FALSE(r.body["metadata"].contains("labels")) << r.body["metadata"];
+  // TestApplyFailsWithVersionMismatch.
+  std::string other = job;
+  other.replace(other.find("batch/v1"), 8, "batch/v2");
+  EXPECT_EQ(Apply(jobs + "deployment", other, "?fieldManager=apply_test").status, 400);
+
+  // TestApplyManagedFields: the updater owns what it changed, the applier the rest.
+  const std::string cq = "/apis/kueue.x-k8s.io/v1beta1/clusterqueues/cq";
+  const std::string queue = R"({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue",
+      "metadata": {"name": "cq", "labels": {"test-label": "test"}},
+      "spec": {"cohort": "a"}})";
+  ASSERT_EQ(Apply(cq, queue, "?fieldManager=apply_test").status, 201);
+  ASSERT_EQ(Call(http::verb::patch, cq + "?fieldManager=updater", admin_,
+                 R"({"spec":{"cohort":"b"}})", "application/merge-patch+json")
+                .status,
+            200);
+  r = Get(cq, admin_);
+  const json& managed = r.body["metadata"]["managedFields"];
+  ASSERT_EQ(managed.size(), 2u) << managed;
+  EXPECT_EQ(managed[0]["manager"], "apply_test");
+  EXPECT_EQ(managed[0]["operation"], "Apply");
+  EXPECT_EQ(managed[0]["apiVersion"], "kueue.x-k8s.io/v1beta1");
+  EXPECT_EQ(managed[0]["fieldsV1"],
+            json({{"f:metadata", {{"f:labels", {{"f:test-label", json::object()}}}}}}));
+  EXPECT_EQ(managed[1]["manager"], "updater");
+  EXPECT_EQ(managed[1]["operation"], "Update");
+  EXPECT_EQ(managed[1]["fieldsV1"], json({{"f:spec", {{"f:cohort", json::object()}}}}));
+
+  // TestApplyRemovesEmptyManagedFields: an object applied with no fields has no managers.
+  const std::string rf = "/apis/kueue.x-k8s.io/v1beta1/resourceflavors/empty";
+  const std::string flavor =
+      R"({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor",
+          "metadata": {"name": "empty"}})";
+  ASSERT_EQ(Apply(rf, flavor, "?fieldManager=apply_test").status, 201);
+  ASSERT_EQ(Apply(rf, flavor, "?fieldManager=apply_test").status, 200);
+  EXPECT_FALSE(Get(rf, admin_).body["metadata"].contains("managedFields"));
+}
+
 TEST_F(ApiServerTest, WatchEndsAfterItsTimeout) {
   WatchClient w(http_->port(), kJobs + "?watch=1&timeoutSeconds=1", admin_);
   ASSERT_EQ(w.Status(), 200);
@@ -723,8 +838,13 @@ TEST_F(ApiServerTest, KubernetesKindsAtTheirOwnGroups) {
   const json job2 = Get("/apis/tessera.io/v1/namespaces/default/jobs/train", admin_).body;
   EXPECT_EQ(job2["spec"]["tasks"][0]["env"]["X"], "1");
   EXPECT_EQ(job2["metadata"]["uid"], job["metadata"]["uid"]);
+  // Server-side apply needs a field manager here, and is not served on Tessera's kinds.
   EXPECT_EQ(Call(http::verb::patch, "/api/v1/namespaces/default/pods/train", admin_, "{}",
                  "application/apply-patch+yaml")
+                .status,
+            400);
+  EXPECT_EQ(Call(http::verb::patch, "/apis/tessera.io/v1/namespaces/default/jobs/train", admin_,
+                 "{}", "application/apply-patch+yaml")
                 .status,
             415);
   // A stale resourceVersion on replace is a conflict.
