@@ -793,6 +793,10 @@ Status ValidateSpec(const json& obj) {
   if (kind == "NamespaceQuota") return DecodeNamespaceQuota(obj).status();
   if (kind == "GpuSharingConfig") return DecodeGpuSharingConfig(obj).status();
   if (kind == "Node") return DecodeNode(obj).status();
+  if (kind == "Namespace") {
+    TESSERA_RETURN_IF_ERROR(ValidateName(MetaString(obj, "name"), true, "metadata.name"));
+    return Fields(Spec(obj), "spec").Finish();
+  }
   if (kind == "Event") {
     Fields spec(Spec(obj), "spec");
     std::string text;

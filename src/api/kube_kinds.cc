@@ -37,7 +37,7 @@ const std::vector<KubeKind>& KubeKinds() {
       {"batch.volcano.sh", "v1alpha1", "Job", "jobs", true, "vcjob,vj", "Job"},
       {"", "v1", "Event", "events", true, "ev", "Event", false},
       {"kueue.x-k8s.io", "v1beta1", "Workload", "workloads", true, "wl", "Job", false},
-      {"", "v1", "Namespace", "namespaces", false, "ns", "", false},
+      {"", "v1", "Namespace", "namespaces", false, "ns", "Namespace"},
       {"events.k8s.io", "v1", "Event", "events", true, "ev", "Event", false},
   };
   return kinds;
@@ -302,6 +302,12 @@ json KubeObject(const KubeKind& kind, const json& stored) {
     if (json st = ClusterQueueStatus(stored); !st.is_null()) out["status"] = std::move(st);
   } else if (kind.kind == "ResourceQuota") {
     out["status"] = {{"hard", Member(Member(out, "spec"), "hard")}};
+  } else if (kind.kind == "Namespace") {
+    // As kube-apiserver: the name label on every namespace, and the finalizer.
+    out["metadata"]["labels"]["kubernetes.io/metadata.name"] = Str(out["metadata"], "name");
+    if (!Member(out, "spec").is_object()) out["spec"] = json::object();
+    if (!out["spec"].contains("finalizers")) out["spec"]["finalizers"] = {"kubernetes"};
+    out["status"] = {{"phase", "Active"}};
   }
   return out;
 }

@@ -1221,7 +1221,7 @@ Result<json> AllowedNamespaces(const json& sel) {
   const std::string path = "spec.namespaceSelector";
   const std::string why =
       "only {} (every namespace) or the kubernetes.io/metadata.name label (matchLabels, or "
-      "matchExpressions with In) are supported: Tessera has no Namespace objects to label";
+      "matchExpressions with In) are supported: queues do not read other namespace labels yet";
   if (!sel.is_object()) return FieldError(path, "must be a label selector");
   if (sel.empty()) return json::array({"*"});
   TESSERA_RETURN_IF_ERROR(OnlyFields(sel, path, {"matchLabels", "matchExpressions"}, why));
@@ -1437,7 +1437,7 @@ std::string Rejection(const std::string& api, const std::string& kind) {
     return "a " + kind + " is not supported: submit a Job (tessera.io/v1, batch/v1 or Volcano)";
   }
   return "unknown kind " + kind + " of apiVersion " + api +
-         " (Tessera understands Pod, batch/v1 Job, Volcano Job and PodGroup, Kueue "
+         " (Tessera understands Pod, batch/v1 Job, Volcano Job and PodGroup, Namespace, Kueue "
          "ClusterQueue/LocalQueue/ResourceFlavor/Cohort, ResourceQuota, PriorityClass, "
          "device-plugin ConfigMaps and tessera.io/v1 kinds)";
 }
@@ -1577,6 +1577,21 @@ Result<std::vector<json>> TranslateKube(const Doc& d, const json& doc, Warnings*
     }
     return std::vector<json>{Object("PriorityClass", d.name, "", Member(d.meta, "labels"),
                                     Member(d.meta, "annotations"), spec)};
+  }
+  if (d.api == "v1" && d.kind == "Namespace") {
+    // Its labels and annotations are kept; its objects are deleted with it.
+    TESSERA_RETURN_IF_ERROR(KnownFields(doc, "", kObjectFields, warnings));
+    const json& spec = Member(doc, "spec");
+    TESSERA_RETURN_IF_ERROR(OnlyFields(spec, "spec", {"finalizers"}, kNotRun));
+    const json& finalizers = Member(spec, "finalizers");
+    if (!AsksNothing(finalizers) && finalizers != json::array({"kubernetes"})) {
+      warnings->push_back(
+          "spec.finalizers: not acted on: a namespace's objects are deleted with "
+          "it at once");
+    }
+    TESSERA_RETURN_IF_ERROR(ValidateName(d.name, true, "metadata.name"));
+    return std::vector<json>{Object("Namespace", d.name, "", Member(d.meta, "labels"),
+                                    Member(d.meta, "annotations"), json::object())};
   }
   if (d.api == "v1" && d.kind == "ConfigMap") {
     // The NVIDIA device plugin's config map: each key a config; "any" (the chart's usual

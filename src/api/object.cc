@@ -23,6 +23,7 @@ const std::vector<KindInfo>& Kinds() {
       {"Cohort", "cohorts", false, ""},
       {"ResourceFlavor", "resourceflavors", false, "rf"},
       {"PriorityClass", "priorityclasses", false, ""},
+      {"Namespace", "namespaces", false, ""},
       {"Node", "nodes", false, ""},
       {"GpuSharingConfig", "gpusharingconfigs", false, "gsc"},
   };

@@ -135,10 +135,16 @@ class ApiServer {
   // Kueue Workloads of the Jobs in `ns` (every namespace without one) that name a queue.
   Result<std::vector<nlohmann::json>> Workloads(const std::optional<std::string>& ns,
                                                 const std::string& name);
-  // core/v1 Namespaces (read-only): those in use and default for the admin, its own for a
-  // namespace token.
+  // core/v1 Namespaces, read and deleted: those written, those in use and default for the
+  // admin, its own for a namespace token. Deleting one deletes every object in it, in one
+  // write (the admin's; default, kube-system and kube-public stay). Written through Kube.
   HttpResponse Namespaces(const HttpRequest& req, const Principal& who,
                           const std::optional<std::string>& name);
+  // Every namespaced object in `ns` (every namespace when empty).
+  Result<std::vector<store::StoredObject>> NamespaceContents(const std::string& ns);
+  // The core/v1 view of a namespace never written that is there (default, or holding
+  // objects); null when it is not.
+  Result<nlohmann::json> ImplicitNamespace(const std::string& name);
   // PATCH or PUT of a core/v1 Node view: labels, annotations, cordon and taints reach the
   // Tessera Node (admin only).
   HttpResponse NodeChange(const HttpRequest& req, const Principal& who, const std::string& name);

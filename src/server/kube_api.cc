@@ -111,7 +111,11 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
   }
   const KubeRoute route = std::move(parsed->value());
   const api::KubeKind& kind = *route.kind;
-  if (kind.kind == "Namespace") return Namespaces(req, who, route.name);
+  // Namespaces are read (with those in use) and deleted (with what is in them) on their own;
+  // written as the other kinds.
+  if (kind.kind == "Namespace" && (req.method == "GET" || req.method == "DELETE")) {
+    return Namespaces(req, who, route.name);
+  }
   const api::KindInfo& stored_kind = *api::FindKind(kind.stored);
   const std::optional<std::string> stored_ns = stored_kind.namespaced ? route.ns : std::nullopt;
 
@@ -398,6 +402,12 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
                         {"uid", Str(view["metadata"], "uid")}}}});
   }
 
+  if (req.content_type.starts_with("application/vnd.kubernetes.protobuf")) {
+    return Reply(415, "application/json",
+                 StatusJson(415, "UnsupportedMediaType",
+                            "the body's media type \"" + req.content_type +
+                                "\" is not supported: send application/json"));
+  }
   if (!(req.method == "POST" && !route.name) && !(req.method == "PUT" && route.name) &&
       !(req.method == "PATCH" && route.name)) {
     return Reply(405, "application/json",
@@ -476,24 +486,34 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
       }
       doc = std::move(a.object);
       applied = std::move(a.managed);
-    } else if (patch_type) {
-      if (before.empty()) return Error(NotFound(Named(kind, *route.name) + " not found"));
-      auto patch = api::ParseJson(req.body);
-      if (!patch.ok()) return Error(patch.status());
-      auto patched = api::ApplyPatch(views(before)[0], *patch, *patch_type);
-      if (!patched.ok()) return Error(patched.status());
-      doc = std::move(patched).value();
     } else {
+      // What is there: the object, or a namespace in use that was never written (which this
+      // write then creates).
+      json current;
+      if (!before.empty()) {
+        current = views(before)[0];
+      } else if (kind.kind == "Namespace") {
+        auto implicit = ImplicitNamespace(*route.name);
+        if (!implicit.ok()) return Error(implicit.status());
+        current = std::move(implicit).value();
+        create = !current.is_null();
+      }
+      if (current.is_null()) return Error(NotFound(Named(kind, *route.name) + " not found"));
       auto body = api::ParseJson(req.body);
       if (!body.ok()) return Error(body.status());
-      doc = std::move(body).value();
-      if (before.empty()) return Error(NotFound(Named(kind, *route.name) + " not found"));
+      if (patch_type) {
+        auto patched = api::ApplyPatch(current, *body, *patch_type);
+        if (!patched.ok()) return Error(patched.status());
+        doc = std::move(patched).value();
+      } else {
+        doc = std::move(body).value();
+      }
     }
   }
   if (!doc.is_object()) return Error(InvalidArgument("body: must be an object"));
   // What the server set and a client sends back from what it read (kubectl edit, replace, or
   // the view a patch applies to) is the server's, not the client's say.
-  if (!create || apply) {
+  if (req.method != "POST") {
     doc.erase("status");
     if (doc["metadata"].is_object()) {
       for (const char* k :
@@ -692,32 +712,88 @@ Status ApiServer::AddKueueStatus(std::vector<json>* views) {
   return Status::Ok();
 }
 
+Result<std::vector<store::StoredObject>> ApiServer::NamespaceContents(const std::string& ns) {
+  std::vector<store::StoredObject> out;
+  for (const api::KindInfo& k : api::Kinds()) {
+    if (!k.namespaced) continue;
+    auto list = store_->List(std::string(k.kind),
+                             ns.empty() ? std::nullopt : std::optional<std::string_view>(ns));
+    if (!list.ok()) return list.status();
+    for (store::StoredObject& o : *list) out.push_back(std::move(o));
+  }
+  return out;
+}
+
+Result<json> ApiServer::ImplicitNamespace(const std::string& name) {
+  if (name == "default") return api::KubeNamespace(name);
+  auto inside = NamespaceContents(name);
+  if (!inside.ok()) return inside.status();
+  return inside->empty() ? json() : api::KubeNamespace(name);
+}
+
 HttpResponse ApiServer::Namespaces(const HttpRequest& req, const Principal& who,
                                    const std::optional<std::string>& name) {
-  if (req.method != "GET") {
+  if (req.method != "GET" && !(req.method == "DELETE" && name)) {
     return Reply(405, "application/json",
                  StatusJson(405, "MethodNotAllowed",
-                            "namespaces are implicit in Tessera: any valid name may be used, and "
-                            "a namespace goes with the last object in it"));
+                            "method " + req.method + " is not allowed on " + req.path));
   }
   if (Watching(req)) return Error(InvalidArgument("watch is not served on namespaces"));
+  const api::KubeKind& kind = *api::FindKubeKind("", "v1", "namespaces");
   const bool admin = who.role == Principal::Role::kAdmin;
+  // Those written as objects, by name.
+  auto stored = store_->List("Namespace", std::nullopt);
+  if (!stored.ok()) return Error(stored.status());
+  std::map<std::string, const store::StoredObject*> held;
+  for (const store::StoredObject& o : *stored) held[o.key.name] = &o;
+  auto contents = [&](const std::string& ns) { return NamespaceContents(ns); };
+  auto view = [&](const std::string& n) {
+    auto it = held.find(n);
+    return it == held.end() ? api::KubeNamespace(n) : api::KubeObject(kind, Served(*it->second));
+  };
   if (name) {
     if (Status s = api::ValidateName(*name, true, "metadata.name"); !s.ok()) return Error(s);
     if (!admin && *name != who.ns) {
       return Error(PermissionDenied("this token is limited to namespace " + who.ns));
     }
-    return Json(200, api::KubeNamespace(*name));
+    auto inside = contents(*name);
+    if (!inside.ok()) return Error(inside.status());
+    // A namespace is there when it was written, holds objects, or is default (or the token's).
+    if (!held.contains(*name) && inside->empty() && *name != "default" && *name != who.ns) {
+      return Error(NotFound("namespaces \"" + *name + "\" not found"));
+    }
+    if (req.method == "GET") return Json(200, view(*name));
+    if (!admin) {
+      return Error(PermissionDenied("a namespace token may not delete its namespace"));
+    }
+    if (*name == "default" || *name == "kube-system" || *name == "kube-public") {
+      return Error(PermissionDenied("namespaces \"" + *name +
+                                    "\" is forbidden: this namespace may not be deleted"));
+    }
+    // The namespace and everything in it, in one write.
+    std::vector<store::Write> writes;
+    for (const store::StoredObject& o : *inside) {
+      writes.push_back({store::Write::Op::kDelete, o.key, "", o.version});
+    }
+    if (auto it = held.find(*name); it != held.end()) {
+      writes.push_back({store::Write::Op::kDelete, it->second->key, "", it->second->version});
+    }
+    json gone = view(*name);
+    if (!DryRun(req)) {
+      auto r = Commit(writes);
+      if (!r.ok()) return Error(r.status());
+    }
+    gone["metadata"]["deletionTimestamp"] = FormatTime(clock_());
+    gone["status"]["phase"] = "Terminating";
+    return Json(200, gone);
   }
-  // Those in use, and default.
+  // Those written, those in use, and default.
   std::set<std::string> names = {admin ? "default" : who.ns};
   if (admin) {
-    for (const api::KindInfo& k : api::Kinds()) {
-      if (!k.namespaced) continue;
-      auto list = store_->List(std::string(k.kind), std::nullopt);
-      if (!list.ok()) return Error(list.status());
-      for (const store::StoredObject& o : *list) names.insert(o.key.ns);
-    }
+    auto all = contents("");
+    if (!all.ok()) return Error(all.status());
+    for (const store::StoredObject& o : *all) names.insert(o.key.ns);
+    for (const auto& [n, o] : held) names.insert(n);
   }
   auto selector = SelectorOf(req);
   if (!selector.ok()) return Error(selector.status());
@@ -725,14 +801,13 @@ HttpResponse ApiServer::Namespaces(const HttpRequest& req, const Principal& who,
   if (!fields.ok()) return Error(fields.status());
   std::vector<json> items;
   for (const std::string& n : names) {
-    json ns = api::KubeNamespace(n);
+    json ns = view(n);
     if (!Selected(*selector, *fields, ns)) continue;
     items.push_back(std::move(ns));
   }
   const std::string version = std::to_string(store_->Revision());
   if (api::WantsTable(req.accept)) {
-    return Json(
-        200, api::KubeTable(*api::FindKubeKind("", "v1", "namespaces"), items, version, clock_()));
+    return Json(200, api::KubeTable(kind, items, version, clock_()));
   }
   return Json(200, {{"kind", "NamespaceList"},
                     {"apiVersion", "v1"},

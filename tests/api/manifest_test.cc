@@ -129,6 +129,41 @@ TEST(Manifest, KueueClusterQueueAndQueuedJob) {
   EXPECT_EQ(job->workload.pod_sets[0].pod.gpu.count, 8);
 }
 
+TEST(Manifest, NamespaceKeepsItsLabelsAndWarnsOfOtherFinalizers) {
+  std::vector<std::vector<std::string>> warnings;
+  auto objs = TranslateManifest(R"(
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: team-a
+  labels: {tier: gold}
+  namespace: ignored
+spec: {finalizers: [kubernetes]}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-b}
+spec: {finalizers: [example.com/keep]}
+)",
+                                "inline", "default", &warnings);
+  ASSERT_TRUE(objs.ok()) << objs.status().message();
+  ASSERT_EQ(objs->size(), 2u);
+  const json& ns = (*objs)[0];
+  EXPECT_EQ(ns["kind"], "Namespace");
+  EXPECT_EQ(ns["metadata"]["labels"]["tier"], "gold");
+  EXPECT_FALSE(ns["metadata"].contains("namespace"));
+  EXPECT_TRUE(ValidateSpec(ns).ok()) << ValidateSpec(ns).message();
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_TRUE(warnings[0].empty());
+  ASSERT_EQ(warnings[1].size(), 1u);
+  EXPECT_NE(warnings[1][0].find("spec.finalizers: not acted on"), std::string::npos);
+  // A namespace's name is a DNS label.
+  auto bad = TranslateManifest("apiVersion: v1\nkind: Namespace\nmetadata: {name: a.b}\n", "inline",
+                               "default");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("metadata.name"), std::string::npos);
+}
+
 TEST(Manifest, KueueV1beta2CohortNameAndParentName) {
   auto objs = TranslateManifest(R"(
 apiVersion: kueue.x-k8s.io/v1beta2

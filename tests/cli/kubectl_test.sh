@@ -158,6 +158,28 @@ out=$(kubectl get job ssa -o jsonpath='{.metadata.labels}')
 [ -z "$out" ] || fail "a label left out stayed: $out"
 kubectl delete job ssa >/dev/null 2>&1 || fail "delete ssa"
 
+# Namespaces: written with labels, holding a Pod, deleted with it (kubectl waits until it is
+# gone); default stays.
+cat >"$WORK/ns.yaml" <<'YAML'
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: team-z
+  labels: {tier: gold}
+YAML
+out=$(kubectl apply -f "$WORK/ns.yaml" 2>&1) || fail "apply namespace: $out"
+grep -q "namespace/team-z created" <<<"$out" || fail "namespace: $out"
+kubectl label namespace team-z owner=ml >/dev/null 2>&1 || fail "label namespace"
+out=$(kubectl get namespace -l tier=gold -o jsonpath='{.items[0].metadata.labels.owner}' 2>&1)
+[ "$out" = ml ] || fail "namespace labels: $out"
+kubectl run z -n team-z --image=busybox --restart=Never --command -- true >/dev/null 2>&1 || fail "run in team-z"
+out=$(timeout 60 kubectl delete namespace team-z 2>&1) || fail "delete namespace: $out"
+out=$(kubectl get pods -n team-z 2>&1)
+grep -q "No resources found" <<<"$out" || fail "pods outlived their namespace: $out"
+out=$(kubectl get namespace team-z 2>&1) && fail "namespace outlived its deletion: $out"
+out=$(kubectl delete namespace default 2>&1) && fail "default deleted: $out"
+grep -q "may not be deleted" <<<"$out" || fail "delete default: $out"
+
 out=$(kubectl get pods 2>&1) || fail "get pods: $out"
 grep -qE '^NAME +READY +STATUS +RESTARTS +AGE' <<<"$out" || fail "pod columns: $out"
 grep -qE '^gpu-training +' <<<"$out" || fail "seed pod missing: $out"

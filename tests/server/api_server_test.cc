@@ -1180,25 +1180,59 @@ TEST_F(ApiServerTest, WatchesOfTheKubernetesViews) {
   EXPECT_EQ(ev[0]["object"]["apiVersion"], "kueue.x-k8s.io/v1beta1");
 }
 
-TEST_F(ApiServerTest, NamespacesAreImplicitAndListedWhereUsed) {
+TEST_F(ApiServerTest, NamespacesAreImplicitWrittenAndDeletedWithWhatIsInThem) {
   ASSERT_EQ(Post(kJobs, admin_, JobObj("team-a", "j")).status, 201);
-  const json list = Get("/api/v1/namespaces", admin_).body;
+  json list = Get("/api/v1/namespaces", admin_).body;
   ASSERT_EQ(list["items"].size(), 2u) << list.dump();
   EXPECT_EQ(list["items"][0]["metadata"]["name"], "default");
   EXPECT_EQ(list["items"][1]["metadata"]["name"], "team-a");
   EXPECT_EQ(list["items"][1]["status"]["phase"], "Active");
-  EXPECT_EQ(Get("/api/v1/namespaces/anything", admin_).body["kind"], "Namespace");
+  // A namespace that holds nothing and was never written is not there, as in Kubernetes.
+  EXPECT_EQ(Get("/api/v1/namespaces/anything", admin_).status, 404);
   EXPECT_EQ(Get("/api/v1/namespaces/Bad_Name", admin_).status, 400);
+  // Written (kubectl create namespace), with labels, it is listed with them.
+  Reply made = Call(http::verb::post, "/api/v1/namespaces", admin_,
+                    R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"team-z",
+                        "labels":{"tier":"gold"}},"spec":{},"status":{}})");
+  ASSERT_EQ(made.status, 201) << made.raw;
+  EXPECT_EQ(made.body["metadata"]["labels"]["kubernetes.io/metadata.name"], "team-z");
   EXPECT_EQ(
-      Call(http::verb::post, "/api/v1/namespaces", admin_, R"({"metadata":{"name":"x"}})").status,
-      405);
+      Call(http::verb::post, "/api/v1/namespaces", admin_, R"({"metadata":{"name":"team-z"}})")
+          .status,
+      409);
+  EXPECT_EQ(
+      Call(http::verb::post, "/api/v1/namespaces", admin_, R"({"metadata":{"name":"a.b"}})").status,
+      400);
+  EXPECT_EQ(Get("/api/v1/namespaces?labelSelector=tier%3Dgold", admin_).body["items"].size(), 1u);
+  // A namespace in use but never written takes labels (kubectl label namespace).
+  Reply labelled =
+      Call(http::verb::patch, "/api/v1/namespaces/team-a", admin_,
+           R"({"metadata":{"labels":{"tier":"silver"}}})", "application/merge-patch+json");
+  ASSERT_EQ(labelled.status, 201) << labelled.raw;
+  EXPECT_EQ(Get("/api/v1/namespaces/team-a", admin_).body["metadata"]["labels"]["tier"], "silver");
+  // A namespace token sees its own only, and writes none.
   const std::string team =
       Post("/apis/tessera.io/v1/tokens", admin_, {{"namespace", "team-b"}}).body["token"];
   const json mine = Get("/api/v1/namespaces", team).body;
   ASSERT_EQ(mine["items"].size(), 1u);
   EXPECT_EQ(mine["items"][0]["metadata"]["name"], "team-b");
   EXPECT_EQ(Get("/api/v1/namespaces/team-a", team).status, 403);
+  EXPECT_EQ(
+      Call(http::verb::post, "/api/v1/namespaces", team, R"({"metadata":{"name":"x"}})").status,
+      403);
+  EXPECT_EQ(Call(http::verb::delete_, "/api/v1/namespaces/team-b", team).status, 403);
   EXPECT_EQ(Table("/api/v1/namespaces")["rows"][1]["cells"][1], "Active");
+  // Deleting a namespace deletes what is in it, in one write; default stays.
+  Reply gone = Call(http::verb::delete_, "/api/v1/namespaces/team-a", admin_);
+  ASSERT_EQ(gone.status, 200) << gone.raw;
+  EXPECT_EQ(gone.body["status"]["phase"], "Terminating");
+  EXPECT_EQ(Get(kJobs + "/j", admin_).status, 404);
+  EXPECT_EQ(Get("/api/v1/namespaces/team-a", admin_).status, 404);
+  EXPECT_EQ(Call(http::verb::delete_, "/api/v1/namespaces/team-a", admin_).status, 404);
+  EXPECT_EQ(Call(http::verb::delete_, "/api/v1/namespaces/default", admin_).status, 403);
+  list = Get("/api/v1/namespaces", admin_).body;
+  ASSERT_EQ(list["items"].size(), 2u) << list.dump();
+  EXPECT_EQ(list["items"][1]["metadata"]["name"], "team-z");
 }
 
 // Kueue's own objects, as kubectl get workloads,clusterqueues,localqueues shows them.

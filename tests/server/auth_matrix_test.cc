@@ -203,8 +203,8 @@ TEST_F(AuthMatrixTest, EveryPrincipalVerbKindAndNamespace) {
       }
     }
   }
-  // 11 kinds: 5 namespaced in 2 namespaces, 6 cluster-scoped; 5 principals; 6 verbs.
-  EXPECT_EQ(cells, (5 * 2 + 6) * 5 * 6);
+  // 12 kinds: 5 namespaced in 2 namespaces, 7 cluster-scoped; 5 principals; 6 verbs.
+  EXPECT_EQ(cells, (5 * 2 + 7) * 5 * 6);
 }
 
 TEST_F(AuthMatrixTest, EndpointsOutsideTheObjectPaths) {
