@@ -24,6 +24,7 @@
 #include "api/object.h"
 #include "api/openapi.h"
 #include "api/patch.h"
+#include "api/protobuf.h"
 #include "api/quantity.h"
 #include "api/status_schema.h"
 #include "server/accountant.h"
@@ -1112,6 +1113,18 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
   if (req.path == "/version" && req.method == "GET") return Json(200, api::VersionInfo());
   Result<Principal> who = tokens_.Authenticate(req.authorization);
   if (!who.ok()) return Error(who.status());
+  // kubectl's typed clients send built-in kinds as protobuf: read as the JSON they encode.
+  if (req.content_type.starts_with(api::kProtobufContentType)) {
+    auto obj = api::KubeProtobufToJson(req.body);
+    if (!obj.ok()) {
+      return Reply(415, "application/json",
+                   StatusJson(415, "UnsupportedMediaType", obj.status().message()));
+    }
+    HttpRequest decoded = req;
+    decoded.content_type = "application/json";
+    decoded.body = obj->dump();
+    return Handle(decoded);
+  }
   if (req.method == "GET") {
     // Discovery, for every valid token (Kubernetes' system:discovery).
     if ((req.path == "/api" || req.path == "/apis") && api::WantsAggregatedDiscovery(req.accept)) {

@@ -402,12 +402,6 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
                         {"uid", Str(view["metadata"], "uid")}}}});
   }
 
-  if (req.content_type.starts_with("application/vnd.kubernetes.protobuf")) {
-    return Reply(415, "application/json",
-                 StatusJson(415, "UnsupportedMediaType",
-                            "the body's media type \"" + req.content_type +
-                                "\" is not supported: send application/json"));
-  }
   if (!(req.method == "POST" && !route.name) && !(req.method == "PUT" && route.name) &&
       !(req.method == "PATCH" && route.name)) {
     return Reply(405, "application/json",

@@ -180,6 +180,23 @@ out=$(kubectl get namespace team-z 2>&1) && fail "namespace outlived its deletio
 out=$(kubectl delete namespace default 2>&1) && fail "default deleted: $out"
 grep -q "may not be deleted" <<<"$out" || fail "delete default: $out"
 
+# kubectl create's typed objects (kubectl 1.30+ sends them as protobuf, 1.20 as JSON).
+kubectl create namespace team-y >/dev/null 2>&1 || fail "create namespace: $(kubectl create namespace team-y 2>&1)"
+out=$(kubectl create priorityclass urgent --value=1000000 --preemption-policy=Never \
+  --description="on call" 2>&1) || fail "create priorityclass: $out"
+[ "$(kubectl get priorityclasses.tessera.io urgent -o jsonpath='{.spec.value}')" = 1000000 ] ||
+  fail "priority class value"
+out=$(kubectl create quota gpus -n team-y --hard=requests.nvidia.com/gpu=4 2>&1) ||
+  fail "create quota: $out"
+out=$(kubectl get namespacequotas.tessera.io gpus -n team-y -o jsonpath='{.spec.hard}' 2>&1)
+grep -q '"requests.nvidia.com/gpu":"4"' <<<"$out" || fail "quota: $out"
+out=$(kubectl create job hello -n team-y --image=busybox -- sh -c 'echo hi' 2>&1) ||
+  fail "create job: $out"
+out=$(kubectl get job hello -n team-y -o jsonpath='{.spec.template.spec.containers[0].command[2]}')
+[ "$out" = "echo hi" ] || fail "job command: $out"
+kubectl delete namespace team-y >/dev/null 2>&1 || fail "delete team-y"
+kubectl delete priorityclass urgent >/dev/null 2>&1 || fail "delete priorityclass"
+
 out=$(kubectl get pods 2>&1) || fail "get pods: $out"
 grep -qE '^NAME +READY +STATUS +RESTARTS +AGE' <<<"$out" || fail "pod columns: $out"
 grep -qE '^gpu-training +' <<<"$out" || fail "seed pod missing: $out"

@@ -8,6 +8,7 @@
 
 #include "api/json_text.h"
 #include "api/manifest.h"
+#include "api/protobuf.h"
 #include "api/status_schema.h"
 #include "server/api_server.h"
 #include "server/scheduling_loop.h"
@@ -148,6 +149,8 @@ Status Target::Run(std::string_view input) {
     (void)api::ValidateStatus("Queue", *v);
   }
   (void)api::TranslateManifest(input, "fuzz.yaml", "default");
+  (void)api::KubeProtobufToJson(input);
+  (void)api::KubeProtobufToJson(std::string("k8s\0", 4) + std::string(input));
 
   // The API, as a request chosen by the input's first byte.
   struct Shape {
