@@ -642,6 +642,57 @@ Result<core::NamespaceQuota> DecodeNamespaceQuota(const json& obj) {
   return nq;
 }
 
+namespace {
+
+bool LabelsMatch(const core::Labels& labels, const core::Labels& selector) {
+  for (const auto& [k, v] : selector) {
+    auto it = labels.find(k);
+    if (it == labels.end() || it->second != v) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void ApplySharing(const std::vector<GpuSharingConfigSpec>& configs, core::NodeSpec* node,
+                  std::map<std::string, std::vector<std::string>>* invalid) {
+  bool selected = false;
+  for (const auto& c : configs)
+    selected = selected || (!c.is_default && LabelsMatch(node->labels, c.node_selector) &&
+                            !c.node_selector.empty());
+  for (core::GpuDevice& gpu : node->gpus) {
+    for (const auto& c : configs) {
+      const bool applies =
+          c.is_default ? !selected
+                       : (c.node_selector.empty() || LabelsMatch(node->labels, c.node_selector));
+      if (!applies) continue;
+      const bool listed =
+          c.gpus.empty() ||
+          std::find(c.gpus.begin(), c.gpus.end(), std::to_string(gpu.index)) != c.gpus.end() ||
+          std::find(c.gpus.begin(), c.gpus.end(), gpu.uuid) != c.gpus.end();
+      if (!listed) continue;
+      gpu.sharing = c.sharing;
+      if (c.sharing.mode == core::SharingMode::kMig) {
+        const core::MigGeometry* geo = core::FindMigGeometry(gpu.model);
+        auto layout = geo ? core::PlaceMigLayout(*geo, c.mig_layout)
+                          : Result<std::vector<core::MigInstance>>(
+                                InvalidArgument(gpu.model + " is not MIG-capable"));
+        if (!layout.ok()) {
+          if (invalid != nullptr) {
+            (*invalid)[c.name].push_back(
+                "node " + node->name + " GPU " + std::to_string(gpu.index) + " (" + gpu.model +
+                "): " + layout.status().message() + "; the GPU stays exclusive");
+          }
+          gpu.sharing = {};
+          break;
+        }
+        gpu.sharing.mig = std::move(layout).value();
+      }
+      break;
+    }
+  }
+}
+
 Result<GpuSharingConfigSpec> DecodeGpuSharingConfig(const json& obj) {
   GpuSharingConfigSpec c;
   c.name = MetaString(obj, "name");

@@ -101,6 +101,12 @@ Result<core::ResourceFlavor> DecodeResourceFlavor(const nlohmann::json& obj);
 Result<core::PriorityClassSpec> DecodePriorityClass(const nlohmann::json& obj);
 Result<core::NamespaceQuota> DecodeNamespaceQuota(const nlohmann::json& obj);
 Result<GpuSharingConfigSpec> DecodeGpuSharingConfig(const nlohmann::json& obj);
+// Gives each GPU of `node` the sharing of the first of `configs` (in name order) that selects
+// the node and lists the GPU (or lists none); a node no config selects takes the default
+// configs. A layout a card cannot take leaves that card exclusive and is recorded in `invalid`
+// (when given) under the config's name.
+void ApplySharing(const std::vector<GpuSharingConfigSpec>& configs, core::NodeSpec* node,
+                  std::map<std::string, std::vector<std::string>>* invalid);
 // A name as the suffix of the environment variable a task is given for it
 // (TESSERA_VOLUME_<NAME>, TESSERA_PORT_<NAME>): upper case, '-' and '.' as '_'.
 std::string EnvVarSuffix(std::string_view name);

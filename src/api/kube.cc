@@ -8,6 +8,7 @@
 #include "api/kube_kinds.h"
 #include "api/object.h"
 #include "api/time.h"
+#include "core/mig.h"
 
 namespace tessera::api {
 
@@ -168,7 +169,44 @@ std::string HumanDuration(int64_t ms) {
   return std::to_string(hours / 24 / 365) + "y";
 }
 
-json KubeNode(const json& node, int64_t now_ms, int64_t grace_ms) {
+std::map<std::string, int64_t> GpuResources(const core::NodeSpec& node, bool healthy_only) {
+  std::map<std::string, int64_t> out = {{"nvidia.com/gpu", 0}};
+  const auto add = [&](const std::string& name, int64_t n, bool counts) {
+    out[name] += counts ? n : 0;
+  };
+  for (const core::GpuDevice& g : node.gpus) {
+    const bool counts = !healthy_only || g.health == core::GpuHealth::kHealthy;
+    switch (g.sharing.mode) {
+      case core::SharingMode::kExclusive:
+        add("nvidia.com/gpu", 1, counts);
+        break;
+      case core::SharingMode::kTimeSlice:
+        add(g.sharing.rename ? "nvidia.com/gpu.shared" : "nvidia.com/gpu", g.sharing.replicas,
+            counts);
+        break;
+      case core::SharingMode::kMig: {
+        const core::MigGeometry* geo = core::FindMigGeometry(g.model);
+        for (const core::MigInstance& m : g.sharing.mig) {
+          if (geo == nullptr || m.profile >= geo->profiles.size()) continue;
+          add("nvidia.com/mig-" + std::string(geo->profiles[m.profile].name), 1, counts);
+        }
+        break;
+      }
+      case core::SharingMode::kShared:
+        add("tessera.io/gpu-milli", 1000, counts);
+        add("aliyun.com/gpu-mem", g.memory_mib / 1024, counts);
+        add("aliyun.com/gpu-count", 1, counts);
+        add("aliyun.com/gpu-core", 100, counts);
+        add("nvidia.com/gpumem", g.memory_mib, counts);
+        add("nvidia.com/gpucores", 100, counts);
+        break;
+    }
+  }
+  return out;
+}
+
+json KubeNode(const json& node, int64_t now_ms, int64_t grace_ms,
+              const std::vector<GpuSharingConfigSpec>& sharing) {
   const json& meta = Member(node, "metadata");
   const json& spec = Member(node, "spec");
   const json& status = Member(node, "status");
@@ -214,8 +252,16 @@ json KubeNode(const json& node, int64_t now_ms, int64_t grace_ms) {
   if (const std::string driver = Str(status, "driverVersion"); !driver.empty()) {
     annotations["tessera.io/driver-version"] = driver;
   }
-  capacity["nvidia.com/gpu"] = std::to_string(gpus);
-  allocatable["nvidia.com/gpu"] = std::to_string(healthy);
+  // The cards' resources as their sharing offers them (every card exclusive when the node
+  // cannot be read as a Tessera node).
+  if (auto spec = DecodeNode(node); spec.ok()) {
+    ApplySharing(sharing, &*spec, nullptr);
+    for (const auto& [r, n] : GpuResources(*spec, false)) capacity[r] = std::to_string(n);
+    for (const auto& [r, n] : GpuResources(*spec, true)) allocatable[r] = std::to_string(n);
+  } else {
+    capacity["nvidia.com/gpu"] = std::to_string(gpus);
+    allocatable["nvidia.com/gpu"] = std::to_string(healthy);
+  }
   capacity["pods"] = "110";
   allocatable["pods"] = "110";
   if (!model.empty()) labels.emplace("nvidia.com/gpu.product", model);

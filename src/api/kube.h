@@ -8,11 +8,14 @@
 #define TESSERA_API_KUBE_H_
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "api/kinds.h"
+#include "core/node.h"
 #include "core/status.h"
 
 namespace tessera::api {
@@ -52,10 +55,21 @@ std::string HumanDuration(int64_t ms);
 
 // The core/v1 Node a Tessera Node (stored form, with metadata.resourceVersion) stands for:
 // labels (with kubernetes.io/hostname, os and arch), spec.unschedulable and taints, capacity
-// and allocatable with nvidia.com/gpu (allocatable counts healthy cards only), the Ready
-// condition from the heartbeat (Unknown once older than `grace_ms`), nodeInfo, and the GPUs
-// under the annotation tessera.io/gpus.
-nlohmann::json KubeNode(const nlohmann::json& node, int64_t now_ms, int64_t grace_ms);
+// and allocatable (healthy cards only) with the GPU resources the device plugins would
+// advertise for the cards as `sharing` configures them (GpuResources), the Ready condition
+// from the heartbeat (Unknown once older than `grace_ms`), nodeInfo, and the GPUs under the
+// annotation tessera.io/gpus.
+nlohmann::json KubeNode(const nlohmann::json& node, int64_t now_ms, int64_t grace_ms,
+                        const std::vector<GpuSharingConfigSpec>& sharing);
+
+// The extended resources `node`'s cards (with their sharing applied) offer, as the NVIDIA,
+// Alibaba cGPU and HAMi device plugins name them: nvidia.com/gpu for exclusive cards and
+// time-slice replicas, nvidia.com/gpu.shared for renamed replicas, nvidia.com/mig-<profile>
+// per MIG instance, and for cards shared by fraction tessera.io/gpu-milli (1000 a card),
+// aliyun.com/gpu-mem (GiB), aliyun.com/gpu-count, aliyun.com/gpu-core and nvidia.com/gpucores
+// (100 a card), nvidia.com/gpumem (MiB). nvidia.com/gpu is always there; the others when a
+// card offers them. Only healthy cards count when `healthy_only`.
+std::map<std::string, int64_t> GpuResources(const core::NodeSpec& node, bool healthy_only);
 
 // The Tessera Node `stored` with what a client changed in its core/v1 view: `view` as served
 // (KubeNode) and `changed` as the client made it (a patched or replaced view). Labels,

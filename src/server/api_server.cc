@@ -1005,7 +1005,7 @@ HttpResponse ApiServer::Core(const HttpRequest& req, const Principal& who) {
     auto got = store_->Get(key);
     if (!got.ok()) return Error(got.status());
     if (!got->has_value()) return Error(NotFound("nodes \"" + *name + "\" not found"));
-    json node = api::KubeNode(Served(**got), now, node_grace_ms_);
+    json node = api::KubeNode(Served(**got), now, node_grace_ms_, SharingConfigs());
     if (api::WantsTable(req.accept)) {
       return Json(200, api::NodeTable({node}, std::to_string((*got)->version), now));
     }
@@ -1019,7 +1019,7 @@ HttpResponse ApiServer::Core(const HttpRequest& req, const Principal& who) {
     WatchRender render = [this, sel = *selector, fs = *fields, table = api::WantsTable(req.accept)](
                              const char* type, const store::StoredObject& o, std::string* out) {
       const int64_t at = clock_();
-      json node = api::KubeNode(Served(o), at, node_grace_ms_);
+      json node = api::KubeNode(Served(o), at, node_grace_ms_, SharingConfigs());
       if (!Selected(sel, fs, node)) return;
       if (table) node = api::NodeTable({node}, std::to_string(o.version), at);
       *out += json{{"type", type}, {"object", std::move(node)}}.dump();
@@ -1032,8 +1032,9 @@ HttpResponse ApiServer::Core(const HttpRequest& req, const Principal& who) {
   auto stored = store_->List("Node", std::nullopt);
   if (!stored.ok()) return Error(stored.status());
   std::vector<json> nodes;
+  const std::vector<api::GpuSharingConfigSpec> sharing = SharingConfigs();
   for (const store::StoredObject& o : *stored) {
-    json node = api::KubeNode(Served(o), now, node_grace_ms_);
+    json node = api::KubeNode(Served(o), now, node_grace_ms_, sharing);
     if (!Selected(*selector, *fields, node)) continue;
     nodes.push_back(std::move(node));
   }
@@ -1043,6 +1044,18 @@ HttpResponse ApiServer::Core(const HttpRequest& req, const Principal& who) {
                     {"apiVersion", "v1"},
                     {"metadata", {{"resourceVersion", version}}},
                     {"items", std::move(nodes)}});
+}
+
+std::vector<api::GpuSharingConfigSpec> ApiServer::SharingConfigs() {
+  std::vector<api::GpuSharingConfigSpec> out;
+  auto stored = store_->List("GpuSharingConfig", std::nullopt);
+  if (!stored.ok()) return out;
+  for (const store::StoredObject& o : *stored) {
+    if (auto c = api::DecodeGpuSharingConfig(json::parse(o.body)); c.ok()) {
+      out.push_back(std::move(c).value());
+    }
+  }
+  return out;
 }
 
 HttpResponse ApiServer::NodeChange(const HttpRequest& req, const Principal& who,
@@ -1055,7 +1068,7 @@ HttpResponse ApiServer::NodeChange(const HttpRequest& req, const Principal& who,
   if (!got.ok()) return Error(got.status());
   if (!got->has_value()) return Error(NotFound("nodes \"" + name + "\" not found"));
   const json stored = Served(**got);
-  const json view = api::KubeNode(stored, clock_(), node_grace_ms_);
+  const json view = api::KubeNode(stored, clock_(), node_grace_ms_, SharingConfigs());
   auto body = api::ParseJson(req.body);
   if (!body.ok()) return Error(body.status());
   json changed;
@@ -1084,7 +1097,8 @@ HttpResponse ApiServer::NodeChange(const HttpRequest& req, const Principal& who,
   if (Status s = KeepSystemFields(who, &*next, &w); !s.ok()) return Error(s);
   auto r = Commit(std::span<const store::Write>(&w, 1));
   if (!r.ok()) return Error(r.status());
-  return Json(200, api::KubeNode(Served({key, (*r)[0], w.body}), clock_(), node_grace_ms_));
+  return Json(200, api::KubeNode(Served({key, (*r)[0], w.body}), clock_(), node_grace_ms_,
+                                 SharingConfigs()));
 }
 
 namespace {

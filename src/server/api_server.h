@@ -70,6 +70,7 @@
 #include <string_view>
 #include <vector>
 
+#include "api/kinds.h"
 #include "api/object.h"
 #include "api/time.h"
 #include "server/api_common.h"
@@ -145,6 +146,8 @@ class ApiServer {
   // The core/v1 view of a namespace never written that is there (default, or holding
   // objects); null when it is not.
   Result<nlohmann::json> ImplicitNamespace(const std::string& name);
+  // The GPU sharing configs (those that decode), in name order, as the scheduler applies them.
+  std::vector<api::GpuSharingConfigSpec> SharingConfigs();
   // PATCH or PUT of a core/v1 Node view: labels, annotations, cordon and taints reach the
   // Tessera Node (admin only).
   HttpResponse NodeChange(const HttpRequest& req, const Principal& who, const std::string& name);

@@ -49,56 +49,6 @@ bool Annotated(const json& obj, const char* key) {
 }
 std::string NamespaceOf(const json& obj) { return Str(Member(obj, "metadata"), "namespace"); }
 
-bool Matches(const core::Labels& labels, const core::Labels& selector) {
-  for (const auto& [k, v] : selector) {
-    auto it = labels.find(k);
-    if (it == labels.end() || it->second != v) return false;
-  }
-  return true;
-}
-
-// Gives each GPU of `node` the sharing of the first config (by name) that selects the node and
-// lists the GPU (or lists none); a node no config selects takes the default configs.
-// A layout a card cannot take leaves that card exclusive and is recorded in `invalid` under the
-// config's name.
-void ApplySharing(const std::vector<api::GpuSharingConfigSpec>& configs, core::NodeSpec* node,
-                  std::map<std::string, std::vector<std::string>>* invalid) {
-  bool selected = false;
-  for (const auto& c : configs)
-    selected = selected || (!c.is_default && Matches(node->labels, c.node_selector) &&
-                            !c.node_selector.empty());
-  for (core::GpuDevice& gpu : node->gpus) {
-    for (const auto& c : configs) {
-      const bool applies =
-          c.is_default ? !selected
-                       : (c.node_selector.empty() || Matches(node->labels, c.node_selector));
-      if (!applies) continue;
-      const bool listed =
-          c.gpus.empty() ||
-          std::find(c.gpus.begin(), c.gpus.end(), std::to_string(gpu.index)) != c.gpus.end() ||
-          std::find(c.gpus.begin(), c.gpus.end(), gpu.uuid) != c.gpus.end();
-      if (!listed) continue;
-      gpu.sharing = c.sharing;
-      if (c.sharing.mode == core::SharingMode::kMig) {
-        const core::MigGeometry* geo = core::FindMigGeometry(gpu.model);
-        auto layout = geo ? core::PlaceMigLayout(*geo, c.mig_layout)
-                          : Result<std::vector<core::MigInstance>>(
-                                InvalidArgument(gpu.model + " is not MIG-capable"));
-        if (!layout.ok()) {
-          (*invalid)[c.name].push_back("node " + node->name + " GPU " + std::to_string(gpu.index) +
-                                       " (" + gpu.model + "): " + layout.status().message() +
-                                       "; the GPU stays "
-                                       "exclusive");
-          gpu.sharing = {};
-          break;
-        }
-        gpu.sharing.mig = std::move(layout).value();
-      }
-      break;
-    }
-  }
-}
-
 json DevicesJson(const core::ClusterState& s, const core::Placement& p) {
   const core::NodeRecord& node = s.node(p.node);
   json devices = json::array();
@@ -398,7 +348,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
         continue;
       }
     }
-    ApplySharing(sharing, &*node, &invalid_sharing);
+    api::ApplySharing(sharing, &*node, &invalid_sharing);
     if (auto id = state.AddNode(std::move(node).value()); !id.ok()) {
       problems.push_back(id.status().message());
     }

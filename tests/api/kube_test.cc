@@ -59,9 +59,44 @@ json TesseraNode(const std::string& heartbeat, bool unschedulable) {
             {"heartbeat", heartbeat}}}};
 }
 
+TEST(Kube, NodeViewOffersTheResourcesOfEachCardsSharing) {
+  // GPU 0 in seven MIG instances, GPU 1 time-sliced four ways (renamed), GPU 2 shared by
+  // fraction, GPU 3 whole but unhealthy.
+  const auto config = [](const char* name, const char* gpu, core::SharingMode mode) {
+    GpuSharingConfigSpec c;
+    c.name = name;
+    c.gpus = {gpu};
+    c.sharing.mode = mode;
+    return c;
+  };
+  GpuSharingConfigSpec mig = config("a-mig", "0", core::SharingMode::kMig);
+  mig.mig_layout = {{"1g.10gb", 7}};
+  GpuSharingConfigSpec slices = config("b-slices", "1", core::SharingMode::kTimeSlice);
+  slices.sharing.replicas = 4;
+  slices.sharing.rename = true;
+  const GpuSharingConfigSpec shared = config("c-shared", "GPU-2", core::SharingMode::kShared);
+  const int64_t now = ParseTime("2026-11-23T12:00:00.000Z");
+  const json n =
+      KubeNode(TesseraNode("2026-11-23T11:59:55.000Z", false), now, 40'000, {mig, slices, shared});
+  EXPECT_EQ(n["status"]["capacity"], json::parse(R"({"cpu": "64", "memory": "512Gi",
+      "pods": "110", "nvidia.com/gpu": "1", "nvidia.com/mig-1g.10gb": "7",
+      "nvidia.com/gpu.shared": "4", "tessera.io/gpu-milli": "1000", "aliyun.com/gpu-mem": "80",
+      "aliyun.com/gpu-count": "1", "aliyun.com/gpu-core": "100", "nvidia.com/gpumem": "81920",
+      "nvidia.com/gpucores": "100"})"));
+  // The unhealthy whole card is not allocatable.
+  EXPECT_EQ(n["status"]["allocatable"]["nvidia.com/gpu"], "0");
+  EXPECT_EQ(n["status"]["allocatable"]["nvidia.com/mig-1g.10gb"], "7");
+  // A layout the card cannot take leaves it whole, as the scheduler does.
+  GpuSharingConfigSpec wrong = mig;
+  wrong.mig_layout = {{"7g.80gb", 2}};
+  const json w = KubeNode(TesseraNode("2026-11-23T11:59:55.000Z", false), now, 40'000, {wrong});
+  EXPECT_EQ(w["status"]["capacity"]["nvidia.com/gpu"], "4");
+  EXPECT_FALSE(w["status"]["capacity"].contains("nvidia.com/mig-7g.80gb"));
+}
+
 TEST(Kube, NodeViewCarriesGpusReadinessAndCordon) {
   const int64_t now = ParseTime("2026-11-23T12:00:00.000Z");
-  const json n = KubeNode(TesseraNode("2026-11-23T11:59:55.000Z", false), now, 40'000);
+  const json n = KubeNode(TesseraNode("2026-11-23T11:59:55.000Z", false), now, 40'000, {});
   EXPECT_EQ(n["apiVersion"], "v1");
   EXPECT_EQ(n["kind"], "Node");
   EXPECT_EQ(n["metadata"]["resourceVersion"], "7");
@@ -76,7 +111,7 @@ TEST(Kube, NodeViewCarriesGpusReadinessAndCordon) {
   EXPECT_EQ(n["metadata"]["annotations"]["tessera.io/driver-version"], "550.54.15");
 
   // A stale heartbeat: Unknown, as the node lifecycle controller says; cordoned.
-  const json stale = KubeNode(TesseraNode("2026-11-23T11:58:00.000Z", true), now, 40'000);
+  const json stale = KubeNode(TesseraNode("2026-11-23T11:58:00.000Z", true), now, 40'000, {});
   EXPECT_EQ(stale["status"]["conditions"][0]["status"], "Unknown");
   EXPECT_EQ(stale["status"]["conditions"][0]["reason"], "NodeStatusUnknown");
   EXPECT_EQ(stale["spec"]["unschedulable"], true);

@@ -87,6 +87,10 @@ for f in "$SEEDS"/*.yaml; do
   out=$(kubectl apply --server-side -f "$f" 2>&1) || fail "server-side apply $f: $out"
   grep -q " serverside-applied" <<<"$out" || fail "server-side apply $f: $out"
 done
+# The device plugin's time-slicing config (seed 02, 4 replicas a card) shows in the Node's
+# capacity as its plugin would advertise it: 4 cards, 16 nvidia.com/gpu.
+out=$(kubectl get node dev -o jsonpath='{.status.capacity.nvidia\.com/gpu}' 2>&1)
+[ "$out" = 16 ] || fail "time-sliced capacity: $out"
 sed 's/nominalQuota: 64/nominalQuota: 48/' "$SEEDS/06-kueue-queue-and-job.yaml" >"$WORK/06.yaml"
 out=$(kubectl apply -f "$WORK/06.yaml" 2>&1) || fail "apply changed 06: $out"
 grep -q "clusterqueue.kueue.x-k8s.io/gpu-cluster-queue configured" <<<"$out" || fail "06: $out"
