@@ -6,9 +6,12 @@
 #include <netinet/in.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <set>
 
+#include "agent/container_runtime.h"
 #include "api/kinds.h"
 
 namespace tessera::agent {
@@ -222,12 +225,24 @@ Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std
   for (auto& [k, v] : env) v = ExpandRefs(v, unexpanded, k);
   for (std::string& c : command) c = ExpandRefs(c, env, "");
   if (!image.empty()) {
-    if (container_runtime.empty()) {
-      return FailedPrecondition("the task has image " + image +
-                                " but this node has no container runtime configured "
-                                "(tessera agent --container-runtime docker|podman)");
+    if (container_runtime.empty()) return FailedPrecondition(NoRuntimeMessage(image));
+    // Named after the pod ("/" is not allowed in names), so that it can be found and stopped.
+    std::string name = "tessera-" + a.key;
+    for (char& c : name) {
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-') {
+        c = '_';
+      }
     }
-    spec.argv = {container_runtime, "run", "--rm"};
+    spec.argv = {container_runtime, "run", "--rm", "--name", name};
+    // The pod's CPU and memory, as the runtime's own limits.
+    if (a.cpu_milli > 0) {
+      char cpus[48];
+      std::snprintf(cpus, sizeof cpus, "--cpus=%lld.%03lld",
+                    static_cast<long long>(a.cpu_milli / 1000),
+                    static_cast<long long>(a.cpu_milli % 1000));
+      spec.argv.push_back(cpus);
+    }
+    if (a.memory_mib > 0) spec.argv.push_back("--memory=" + std::to_string(a.memory_mib) + "m");
     if (const std::string pull = Str(a.task, "imagePullPolicy"); !pull.empty()) {
       spec.argv.push_back(pull == "Always"  ? "--pull=always"
                           : pull == "Never" ? "--pull=never"

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "agent/container_runtime.h"
 #include "agent/fake_gpus.h"
 #include "agent/fence.h"
 #include "agent/health.h"
@@ -152,7 +153,8 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentOptions& o) {
   cmd->add_option("--work-dir", o.work_dir,
                   "Working directories and logs of the tasks (default ./.tessera/agent-NAME)");
   cmd->add_option("--container-runtime", o.container_runtime,
-                  "Command that runs tasks with an image (docker, podman); none: such tasks fail");
+                  "Command that runs tasks with an image (default: podman, docker or nerdctl, "
+                  "the first on PATH; none: such tasks fail)");
   cmd->add_option("--cgroup-root", o.cgroup_root,
                   "cgroup v2 mount for per-pod CPU and memory limits (empty: none)")
       ->capture_default_str();
@@ -368,7 +370,14 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
   agent::WorkerOptions wo;
   wo.node = id.name;
   wo.root = o.work_dir.empty() ? ".tessera/agent-" + id.name : o.work_dir;
-  wo.container_runtime = o.container_runtime;
+  const char* search = std::getenv("PATH");
+  wo.container_runtime = agent::FindContainerRuntime(o.container_runtime, search ? search : "");
+  if (wo.container_runtime.empty()) {
+    out << "no container runtime (looked for " << agent::RuntimesLookedFor()
+        << " on PATH): tasks with an image fail; name one with --container-runtime" << std::endl;
+  } else {
+    out << "container runtime: " << wo.container_runtime << std::endl;
+  }
   wo.stop_grace_ms = int64_t{o.stop_grace_seconds} * 1000;
   wo.cgroup_root = o.cgroup_root;
   if (o.fence_seconds <= o.heartbeat_seconds) {

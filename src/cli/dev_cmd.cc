@@ -37,6 +37,9 @@ CLI::App* AddDevCommand(CLI::App& app, DevOptions& o) {
                 "Serve plain HTTP instead of HTTPS with the server's own CA (kubectl then sends "
                 "no token)");
   cmd->add_option("--nvml-library", o.nvml_library, "Path of libnvidia-ml")->capture_default_str();
+  cmd->add_option("--container-runtime", o.container_runtime,
+                  "Command that runs tasks with an image (default: podman, docker or nerdctl, "
+                  "the first on PATH; none: such tasks fail)");
   AddAccountingFlags(cmd, o.accounting);
   AddQueueingFlags(cmd, o.queueing);
   return cmd;
@@ -108,6 +111,7 @@ int RunDev(const DevOptions& o, std::ostream& out, std::ostream& err) {
   ao.labels = "tessera.io/dev=true";
   ao.fake_gpus = o.fake_gpus;
   ao.nvml_library = o.nvml_library;
+  ao.container_runtime = o.container_runtime;
   AgentSetup setup;
   std::ostringstream agent_err;
   if (ao.fake_gpus.empty() && PrepareAgent(ao, &setup, agent_err) != 0) {

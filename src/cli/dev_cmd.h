@@ -21,6 +21,7 @@ struct DevOptions {
   bool write_config = true;
   bool plain_http = false;  // serve HTTP instead of HTTPS with the own CA
   std::string nvml_library = "libnvidia-ml.so.1";
+  std::string container_runtime;  // empty: the first of podman, docker, nerdctl on PATH
   AccountingFlags accounting;
   QueueingFlags queueing;
 };

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "agent/assignments.h"
+#include "agent/container_runtime.h"
 #include "agent/fake_gpus.h"
 #include "agent/node_object.h"
 
@@ -214,18 +215,53 @@ TEST(SpecFor, CommandsImagesAndWhatCannotRun) {
   a.task["image"] = "pytorch:2";
   auto no_runtime = SpecFor(a, gpus, "n1", "/r", "");
   ASSERT_FALSE(no_runtime.ok());
-  EXPECT_NE(no_runtime.status().message().find("no container runtime configured"),
-            std::string::npos);
+  // The message says what was looked for and how to name a runtime.
+  EXPECT_NE(no_runtime.status().message().find("none of podman, docker, nerdctl"),
+            std::string::npos)
+      << no_runtime.status().message();
+  EXPECT_NE(no_runtime.status().message().find("--container-runtime"), std::string::npos);
+  a.cpu_milli = 2500;
+  a.memory_mib = 4096;
   auto docker = SpecFor(a, gpus, "n1", "/r", "docker");
   ASSERT_TRUE(docker.ok());
   const std::vector<std::string>& argv = docker->argv;
   EXPECT_EQ(argv[0], "docker");
   EXPECT_NE(std::find(argv.begin(), argv.end(), "nvidia.com/gpu=GPU-7"), argv.end());
+  // Named after the pod, with the pod's CPU and memory as the runtime's limits.
+  EXPECT_EQ(
+      std::vector<std::string>(argv.begin(), argv.begin() + 5),
+      (std::vector<std::string>{"docker", "run", "--rm", "--name", "tessera-team-a_train_main-0"}));
+  EXPECT_NE(std::find(argv.begin(), argv.end(), "--cpus=2.500"), argv.end());
+  EXPECT_NE(std::find(argv.begin(), argv.end(), "--memory=4096m"), argv.end());
   EXPECT_EQ(argv[argv.size() - 3], "pytorch:2");
   a.task.erase("image");
   a.task.erase("command");
   a.task.erase("args");
   EXPECT_FALSE(SpecFor(a, gpus, "n1", "/r", "").ok());
+}
+
+TEST(ContainerRuntime, NamedFoundOnPathOrNone) {
+  char tmpl[] = "/tmp/tessera-runtime-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl, a = dir + "/a", b = dir + "/b";
+  std::filesystem::create_directories(a);
+  std::filesystem::create_directories(b);
+  auto touch = [](const std::string& path, bool exec) {
+    std::ofstream(path) << "#!/bin/sh\n";
+    std::filesystem::permissions(
+        path, exec ? std::filesystem::perms::owner_all : std::filesystem::perms::owner_read);
+  };
+  // Nothing on the path: none; a runtime named is taken as it is; "none" is none.
+  EXPECT_EQ(FindContainerRuntime("", a + ":" + b), "");
+  EXPECT_EQ(FindContainerRuntime("/opt/x/podman", a), "/opt/x/podman");
+  EXPECT_EQ(FindContainerRuntime("none", a), "");
+  // podman before docker, whatever the directories' order; a file that cannot run is passed.
+  touch(a + "/docker", true);
+  touch(b + "/podman", false);
+  EXPECT_EQ(FindContainerRuntime("", a + ":" + b), a + "/docker");
+  touch(b + "/podman", true);
+  EXPECT_EQ(FindContainerRuntime("", a + "::" + b), b + "/podman");
+  std::filesystem::remove_all(dir);
 }
 
 // What a translated Kubernetes pod spec asks of the agent: downward-API fields known only on

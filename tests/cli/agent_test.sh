@@ -167,6 +167,6 @@ fi
 job imaged "image: busybox" 'echo from-runtime' >"$WORK/imaged.yaml"
 expect_exit 0 "$TESSERA" apply -f "$WORK/imaged.yaml"
 wait_phase imaged Succeeded
-grep -q -- "run --rm --device nvidia.com/gpu=GPU-" "$WORK/runtime.calls" || fail "runtime called as: $(cat "$WORK/runtime.calls")"
+grep -q -- "run --rm --name tessera-default_imaged_main-0 --device nvidia.com/gpu=GPU-" "$WORK/runtime.calls" || fail "runtime called as: $(cat "$WORK/runtime.calls")"
 grep -q -- "-e CUDA_VISIBLE_DEVICES=GPU-" "$WORK/runtime.calls" || fail "runtime env: $(cat "$WORK/runtime.calls")"
 echo "agent_test: ok"
