@@ -9,6 +9,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <set>
 
 #include "agent/container_runtime.h"
@@ -66,6 +67,16 @@ std::vector<Assignment> AssignedTo(const json& jobs, const std::string& node) {
       a.cpu_milli = Int(pods[i], "cpuMilli");
       a.memory_mib = Int(pods[i], "memoryMiB");
       a.state = pods[i].value("state", json());
+      a.rendezvous = status.value("rendezvous", json());
+      if (a.rendezvous.is_object()) {
+        for (size_t j = 0; j < task_of.size(); ++j) {
+          const json& p = j < pods.size() ? pods[j] : json();
+          a.members.emplace_back(
+              Str(*task_of[j], "name"),
+              p.is_object() ? Str(p, "address").empty() ? Str(p, "node") : Str(p, "address") : "");
+          if (j < i && task_of[j] == task_of[i]) ++a.task_index;
+        }
+      }
       out.push_back(std::move(a));
     }
   }
@@ -148,8 +159,8 @@ std::string ExpandRefs(std::string_view in, const std::map<std::string, std::str
   return out;
 }
 
-// The node's first non-loopback IPv4 address (a pod's hostIP and podIP: tasks use the node's
-// network); 127.0.0.1 when it has none.
+}  // namespace
+
 std::string NodeAddress() {
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) return "127.0.0.1";
@@ -168,7 +179,46 @@ std::string NodeAddress() {
   return out;
 }
 
-}  // namespace
+std::map<std::string, std::string> RendezvousEnv(const Assignment& a, const std::string& hostfile,
+                                                 std::string* content) {
+  std::map<std::string, std::string> env;
+  const json& r = a.rendezvous;
+  const std::string addr = Str(r, "masterAddr"), port = std::to_string(Int(r, "masterPort"));
+  const std::string world = std::to_string(Int(r, "worldSize", 1));
+  const std::string rank = std::to_string(a.pod_index);
+  env["MASTER_ADDR"] = env["PET_MASTER_ADDR"] = addr;
+  env["MASTER_PORT"] = env["PET_MASTER_PORT"] = port;
+  env["WORLD_SIZE"] = env["PET_NNODES"] = world;
+  env["RANK"] = env["PET_NODE_RANK"] = rank;
+  env["VC_TASK_INDEX"] = std::to_string(a.task_index);
+  // Hosts by task, in pod order; the hostfile's slots count the pods on each node.
+  std::map<std::string, std::vector<std::string>> hosts;
+  std::vector<std::pair<std::string, int>> slots;
+  for (const auto& [task, address] : a.members) {
+    std::vector<std::string>& h = hosts[task];
+    if (address.empty()) continue;
+    h.push_back(address);
+    auto it =
+        std::find_if(slots.begin(), slots.end(), [&](const auto& s) { return s.first == address; });
+    if (it == slots.end()) {
+      slots.emplace_back(address, 1);
+    } else {
+      ++it->second;
+    }
+  }
+  for (const auto& [task, h] : hosts) {
+    std::string list;
+    for (const std::string& x : h) list += (list.empty() ? "" : ",") + x;
+    const std::string suffix = api::EnvVarSuffix(task);
+    env["VC_" + suffix + "_HOSTS"] = list;
+    env["VC_" + suffix + "_NUM"] = std::to_string(std::count_if(
+        a.members.begin(), a.members.end(), [&](const auto& m) { return m.first == task; }));
+  }
+  content->clear();
+  for (const auto& [address, n] : slots) *content += address + " slots=" + std::to_string(n) + "\n";
+  env["TESSERA_HOSTFILE"] = hostfile;
+  return env;
+}
 
 Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std::string& node,
                             const std::string& root, const std::string& container_runtime) {
@@ -190,6 +240,11 @@ Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std
     }
   }
   for (const auto& [k, v] : DeviceEnv(a.devices, gpus)) env[k] = v;
+  if (a.rendezvous.is_object()) {
+    // Absolute: the task runs in its working directory (or a container).
+    const std::string hostfile = std::filesystem::absolute(spec.workdir + "/hostfile").string();
+    for (const auto& [k, v] : RendezvousEnv(a, hostfile, &spec.files[hostfile])) env[k] = v;
+  }
   env["TESSERA_NODE"] = node;
   env["TESSERA_JOB"] = a.ns + "/" + a.job;
   env["TESSERA_POD"] = a.pod;
@@ -251,6 +306,10 @@ Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std
     for (const std::string& m : mounts) {
       spec.argv.push_back("-v");
       spec.argv.push_back(m);
+    }
+    for (const auto& [path, content] : spec.files) {
+      spec.argv.push_back("-v");
+      spec.argv.push_back(path + ":" + path + ":ro");
     }
     if (const std::string dir = Str(a.task, "workingDir"); !dir.empty()) {
       spec.argv.push_back("-w");

@@ -25,6 +25,11 @@ struct Assignment {
   int64_t cpu_milli = 0;  // from the binding
   int64_t memory_mib = 0;
   nlohmann::json state;  // status.pods[i].state as the server has it (null: none yet)
+  // A job of several pods: where they meet (status.rendezvous; null for one pod), and every
+  // pod's task name and node address ("" while unplaced), by pod index.
+  nlohmann::json rendezvous;
+  std::vector<std::pair<std::string, std::string>> members;
+  size_t task_index = 0;  // this pod's index among its task's pods
 };
 
 // Where pod `key`'s output is kept under the agent's root.
@@ -43,6 +48,19 @@ std::vector<Assignment> AssignedTo(const nlohmann::json& jobs, const std::string
 // MIG instances take the UUID of a discovered MIG device of that GPU and size when there is
 // one, else "MIG-<GPU UUID>/<instance>".
 std::map<std::string, std::string> DeviceEnv(const nlohmann::json& devices, const NodeGpus& gpus);
+
+// The node's first non-loopback IPv4 address (a pod's hostIP and podIP: tasks use the node's
+// network); 127.0.0.1 when it has none.
+std::string NodeAddress();
+
+// The environment a member of a distributed job (a.rendezvous set) is given, as Kubeflow's
+// training operator and Volcano's svc plugin give it: MASTER_ADDR, MASTER_PORT, WORLD_SIZE,
+// RANK (the pod's index), torchrun's PET_MASTER_ADDR, PET_MASTER_PORT, PET_NNODES,
+// PET_NODE_RANK, Volcano's VC_TASK_INDEX and VC_<TASK>_HOSTS / VC_<TASK>_NUM (hosts are the
+// pods' node addresses), and TESSERA_HOSTFILE naming `hostfile`, whose content (one
+// "<address> slots=<pods there>" line per node, in pod order) is returned in `*content`.
+std::map<std::string, std::string> RendezvousEnv(const Assignment& a, const std::string& hostfile,
+                                                 std::string* content);
 
 // How to run `a`: its command and args (through `container_runtime` when the task has an
 // image: "<runtime> run --rm --device nvidia.com/gpu=<uuid>... -e K=V... <image> <command>"),

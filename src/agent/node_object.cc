@@ -49,17 +49,19 @@ json NodeObject(const NodeIdentity& id, const NodeGpus& gpus, const std::string&
   }
   json spec = json::object();
   if (!id.taints.empty()) spec["taints"] = id.taints;
-  return {{"apiVersion", "tessera.io/v1"},
-          {"kind", "Node"},
-          {"metadata", {{"name", id.name}, {"labels", labels}}},
-          {"spec", spec},
-          {"status",
-           {{"allocatable",
-             {{"cpu", std::to_string(id.cpu_milli) + "m"},
-              {"memory", std::to_string(id.memory_mib) + "Mi"}}},
-            {"gpus", list},
-            {"driverVersion", gpus.driver_version},
-            {"heartbeat", heartbeat_time}}}};
+  json out = {{"apiVersion", "tessera.io/v1"},
+              {"kind", "Node"},
+              {"metadata", {{"name", id.name}, {"labels", labels}}},
+              {"spec", spec},
+              {"status",
+               {{"allocatable",
+                 {{"cpu", std::to_string(id.cpu_milli) + "m"},
+                  {"memory", std::to_string(id.memory_mib) + "Mi"}}},
+                {"gpus", list},
+                {"driverVersion", gpus.driver_version},
+                {"heartbeat", heartbeat_time}}}};
+  if (!id.address.empty()) out["status"]["address"] = id.address;
+  return out;
 }
 
 Result<std::map<std::string, std::string>> ParseLabels(const std::string& spec) {

@@ -19,6 +19,7 @@ struct NodeIdentity {
   nlohmann::json taints = nlohmann::json::array();  // [{key, value, effect}]
   int64_t cpu_milli = 0;                            // allocatable
   int64_t memory_mib = 0;
+  std::string address;  // where other nodes reach this one (status.address); empty: none said
 };
 
 // Labels: nvidia.com/gpu.present, gpu.product (of GPU 0), gpu.count, gpu.memory (MiB of GPU

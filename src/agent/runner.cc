@@ -179,6 +179,12 @@ Status Runner::Start(const ProcessSpec& spec) {
       return Internal("directory " + dir + ": " + std::strerror(errno));
     }
   }
+  for (const auto& [path, content] : spec.files) {
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+    std::ofstream out(path, std::ios::trunc);
+    out << content;
+    if (!out.flush()) return Internal("file " + path + ": cannot be written");
+  }
   if (!spec.cwd.empty() && !std::filesystem::is_directory(spec.cwd, ec)) {
     return FailedPrecondition("workingDir " + spec.cwd + " is not a directory on this node");
   }

@@ -34,6 +34,8 @@ struct ProcessSpec {
   std::string cwd;  // the task's working directory (workingDir); must exist
   // Directories created (and given to uid/gid) before the task starts: its emptyDir volumes.
   std::vector<std::string> dirs;
+  // Files written (path -> content, readable by the task) before it starts: its hostfile.
+  std::map<std::string, std::string> files;
 };
 
 // A process group the state directory records: its leader's pid and start time (clock ticks

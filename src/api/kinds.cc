@@ -825,6 +825,7 @@ Result<core::NodeSpec> DecodeNode(const json& obj) {
   std::string text;
   TESSERA_RETURN_IF_ERROR(status.String("heartbeat", &text));
   TESSERA_RETURN_IF_ERROR(status.String("driverVersion", &text));
+  TESSERA_RETURN_IF_ERROR(status.String("address", &text));
   int64_t fence = 0;
   TESSERA_RETURN_IF_ERROR(status.Int("fenceSeconds", &fence, 0, 86400));
   TESSERA_RETURN_IF_ERROR(status.Finish());

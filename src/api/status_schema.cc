@@ -67,6 +67,7 @@ Status Pod(const json& pod, const std::string& path) {
   std::string s;
   TESSERA_RETURN_IF_ERROR(f.String("name", &s, true));
   TESSERA_RETURN_IF_ERROR(f.String("node", &s, true));
+  TESSERA_RETURN_IF_ERROR(f.String("address", &s));
   TESSERA_RETURN_IF_ERROR(f.Int("cpuMilli", &n, 0, kMaxInt64));
   TESSERA_RETURN_IF_ERROR(f.Int("memoryMiB", &n, 0, kMaxInt64));
   TESSERA_RETURN_IF_ERROR(List(f, "devices", 64, Device));
@@ -80,6 +81,18 @@ Status WaitingPod(const json& pod, const std::string& path) {
   std::string s;
   TESSERA_RETURN_IF_ERROR(f.String("name", &s, true));
   TESSERA_RETURN_IF_ERROR(f.String("reason", &s));
+  return f.Finish();
+}
+
+// Where a distributed job's members meet.
+Status Rendezvous(const json& r, const std::string& path) {
+  Fields f(r, path, false);
+  std::string s;
+  int64_t n = 0;
+  TESSERA_RETURN_IF_ERROR(f.String("masterNode", &s, true));
+  TESSERA_RETURN_IF_ERROR(f.String("masterAddr", &s, true));
+  TESSERA_RETURN_IF_ERROR(f.Int("masterPort", &n, 1, 65535, true));
+  TESSERA_RETURN_IF_ERROR(f.Int("worldSize", &n, 1, kMaxInt32, true));
   return f.Finish();
 }
 
@@ -122,6 +135,9 @@ Status JobStatus(const json& status) {
   TESSERA_RETURN_IF_ERROR(List(f, "pods", 100'000, Pod));
   TESSERA_RETURN_IF_ERROR(List(f, "waitingPods", 100'000, WaitingPod));
   if (const json* idle = f.Get("idle")) TESSERA_RETURN_IF_ERROR(Idle(*idle, f.At("idle")));
+  if (const json* r = f.Get("rendezvous")) {
+    TESSERA_RETURN_IF_ERROR(Rendezvous(*r, f.At("rendezvous")));
+  }
   TESSERA_RETURN_IF_ERROR(List(f, "conditions", 16, Condition));
   return f.Finish();
 }

@@ -136,6 +136,9 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentOptions& o) {
                   "<work-dir>/node.token, written on first join)");
   cmd->add_option("--ca-file", o.ca_file, "PEM CA bundle for an https:// server");
   cmd->add_option("--name", o.name, "Node name (default: the host name)");
+  cmd->add_option("--advertise-address", o.advertise_address,
+                  "Address other nodes reach this one at, given to distributed jobs as "
+                  "MASTER_ADDR and host lists (default: the first non-loopback IPv4 address)");
   cmd->add_option("--fake-gpus", o.fake_gpus,
                   "Synthetic GPUs instead of NVML, e.g. 8xH100-80GB,2xT4");
   cmd->add_option("--nvml-library", o.nvml_library, "Path of libnvidia-ml")->capture_default_str();
@@ -203,6 +206,7 @@ int PrepareAgent(const AgentOptions& o, AgentSetup* setup, std::ostream& err) {
   }
   id.labels = *labels;
   id.taints = *taints;
+  id.address = o.advertise_address.empty() ? agent::NodeAddress() : o.advertise_address;
   if (!o.config_file.empty()) {
     // labels: {k: v}; taints: [{key, value, effect}]; flags add to the file's.
     std::ifstream in(o.config_file);

@@ -35,7 +35,8 @@ struct AgentOptions {
   std::string config_file;  // labels and taints from YAML
   int64_t reserved_cpu_milli = 1000;
   int64_t reserved_memory_mib = 2048;
-  int heartbeat_seconds = 5;  // also how often telemetry is published
+  int heartbeat_seconds = 5;      // also how often telemetry is published
+  std::string advertise_address;  // empty: this host's first non-loopback IPv4 address
   bool discover = false;
   std::string work_dir;           // default: ./.tessera/agent-<name>
   std::string container_runtime;  // docker | podman | a compatible command; empty: none

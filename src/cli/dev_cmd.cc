@@ -112,6 +112,7 @@ int RunDev(const DevOptions& o, std::ostream& out, std::ostream& err) {
   ao.fake_gpus = o.fake_gpus;
   ao.nvml_library = o.nvml_library;
   ao.container_runtime = o.container_runtime;
+  ao.advertise_address = "127.0.0.1";  // one machine
   AgentSetup setup;
   std::ostringstream agent_err;
   if (ao.fake_gpus.empty() && PrepareAgent(ao, &setup, agent_err) != 0) {

@@ -75,13 +75,23 @@ json DevicesJson(const core::ClusterState& s, const core::Placement& p) {
 std::string PodName(const core::PodSpec& pod) { return pod.name.substr(pod.name.rfind('/') + 1); }
 
 // A placed pod as a Job's status.pods entry: where it runs, what it holds, its devices.
-json PodJson(const core::ClusterState& s, const std::string& name, const core::Placement& p) {
-  return {{"name", name},
-          {"node", s.node(p.node).name},
-          {"cpuMilli", p.resources.cpu_milli},
-          {"memoryMiB", p.resources.memory_mib},
-          {"devices", DevicesJson(s, p)}};
+// A placed pod as the Job's status records it; `address` is where its node is reached.
+json PodJson(const core::ClusterState& s, const std::string& name, const core::Placement& p,
+             const std::map<std::string, std::string>& addresses) {
+  json pod = {{"name", name},
+              {"node", s.node(p.node).name},
+              {"cpuMilli", p.resources.cpu_milli},
+              {"memoryMiB", p.resources.memory_mib},
+              {"devices", DevicesJson(s, p)}};
+  if (auto it = addresses.find(s.node(p.node).name); it != addresses.end()) {
+    pod["address"] = it->second;
+  }
+  return pod;
 }
+
+// The ports rendezvous of distributed jobs take on each node: [kFirstRendezvousPort, +1000).
+constexpr int64_t kFirstRendezvousPort = 29500;
+constexpr int64_t kRendezvousPorts = 1000;
 
 Result<core::Placement> PlacementFromJson(const core::ClusterState& s, const json& pod) {
   auto node = s.FindNode(pod.value("node", ""));
@@ -328,7 +338,11 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   // takes no work, and what was bound to it is scheduled again (gangs whole).
   std::map<std::string, std::string> not_ready;  // node -> why
   const std::vector<Stored> nodes = ListKind(store, "Node", &problems);
+  std::map<std::string, std::string> addresses;  // node -> the address its agent advertises
   for (const Stored& s : nodes) {
+    if (const std::string a = Str(Member(s.obj(), "status"), "address"); !a.empty()) {
+      addresses[NameOf(s.obj())] = a;
+    }
     auto node = api::DecodeNode(s.obj());
     if (!node.ok()) {
       skip(s, "Node", node.status());
@@ -613,6 +627,14 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   core::CycleResult result = cycle->Run(*placer_, state, pending, running, now_ms, held_);
   held_ = result.reservations;
 
+  // Rendezvous ports held on each node by the distributed jobs running there.
+  std::map<std::string, std::set<int64_t>> ports_in_use;
+  for (const Stored* r : running_obj) {
+    const json& rv = Member(Member(r->obj(), "status"), "rendezvous");
+    if (Member(rv, "masterPort").is_number_integer()) {
+      ports_in_use[Str(rv, "masterNode")].insert(rv["masterPort"].get<int64_t>());
+    }
+  }
   std::vector<uint8_t> admitted(pending.size(), 0);
   for (const core::Admission& a : result.admissions) {
     admitted[a.pending_index] = 1;
@@ -627,7 +649,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
         continue;
       }
       const std::string pod_name = PodName(expanded[i]);
-      pods.push_back(PodJson(state, pod_name, *p));
+      pods.push_back(PodJson(state, pod_name, *p, addresses));
       if (i < 8) where += (where.empty() ? "" : "; ") + pod_name + " to " + Where(state, *p);
     }
     if (a.admitted.placements.size() > 8) {
@@ -638,6 +660,25 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
       if (a.admitted.flavors[r].empty()) continue;
       flavors[std::string(core::QuotaResourceName(static_cast<core::QuotaResource>(r)))] =
           a.admitted.flavors[r];
+    }
+    // A job of several pods meets at its first placed pod: that node's address and a port
+    // reserved there, as the training operator and Volcano give MASTER_ADDR and MASTER_PORT.
+    json rendezvous;
+    if (a.admitted.placements.size() > 1) {
+      for (const json& pod : pods) {
+        if (!pod.is_object()) continue;
+        const std::string master = Str(pod, "node");
+        std::set<int64_t>& used = ports_in_use[master];
+        int64_t port = kFirstRendezvousPort;
+        while (used.contains(port) && port < kFirstRendezvousPort + kRendezvousPorts) ++port;
+        if (port >= kFirstRendezvousPort + kRendezvousPorts) break;
+        used.insert(port);
+        rendezvous = {{"masterNode", master},
+                      {"masterAddr", Str(pod, "address").empty() ? master : Str(pod, "address")},
+                      {"masterPort", port},
+                      {"worldSize", a.admitted.placements.size()}};
+        break;
+      }
     }
     json obj = s.obj();
     // Kueue's admission of a suspended Job: it starts now.
@@ -655,6 +696,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
          {Condition("QuotaReserved", true, "QuotaReserved",
                     "Quota reserved in queue " + a.admitted.queue, now_ms),
           Condition("Admitted", true, "Admitted", "The workload is admitted", now_ms)}}};
+    if (!rendezvous.is_null()) obj["status"]["rendezvous"] = std::move(rendezvous);
     put(obj, s.version);
     api_.metrics().ObserveAdmission(
         a.admitted.queue,
@@ -699,7 +741,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     std::string where;
     for (const core::Growth* g : change.first) {
       const std::string name = PodName(pods[g->pod_index]);
-      status["pods"][g->pod_index] = PodJson(state, name, g->placement);
+      status["pods"][g->pod_index] = PodJson(state, name, g->placement, addresses);
       where += (where.empty() ? "" : "; ") + name + " to " + Where(state, g->placement);
     }
     json waiting;

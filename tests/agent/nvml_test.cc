@@ -264,6 +264,57 @@ TEST(ContainerRuntime, NamedFoundOnPathOrNone) {
   std::filesystem::remove_all(dir);
 }
 
+// A member of a distributed job: where it meets the others, as the training operator and
+// Volcano say it.
+TEST(SpecFor, DistributedJobsMeetAtTheirFirstPod) {
+  const nlohmann::json jobs = nlohmann::json::parse(R"([{
+    "metadata": {"name": "ddp", "namespace": "ml"},
+    "spec": {"tasks": [{"name": "master", "command": ["python"]},
+                       {"name": "worker", "replicas": 3, "command": ["python"]}]},
+    "status": {"phase": "Admitted",
+      "rendezvous": {"masterNode": "n1", "masterAddr": "10.0.0.1", "masterPort": 29501,
+                     "worldSize": 4},
+      "pods": [{"name": "master-0", "node": "n1", "address": "10.0.0.1"},
+               {"name": "worker-0", "node": "n1", "address": "10.0.0.1"},
+               {"name": "worker-1", "node": "n2", "address": "10.0.0.2"},
+               null]}}])");
+  const std::vector<Assignment> on_n2 = AssignedTo(jobs, "n2");
+  ASSERT_EQ(on_n2.size(), 1u);
+  NodeGpus gpus;
+  auto spec = SpecFor(on_n2[0], gpus, "n2", "/r", "");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  const std::map<std::string, std::string>& env = spec->env;
+  EXPECT_EQ(env.at("MASTER_ADDR"), "10.0.0.1");
+  EXPECT_EQ(env.at("MASTER_PORT"), "29501");
+  EXPECT_EQ(env.at("WORLD_SIZE"), "4");
+  EXPECT_EQ(env.at("RANK"), "2");
+  EXPECT_EQ(env.at("PET_NODE_RANK"), "2");
+  EXPECT_EQ(env.at("PET_NNODES"), "4");
+  EXPECT_EQ(env.at("VC_TASK_INDEX"), "1");
+  EXPECT_EQ(env.at("VC_MASTER_HOSTS"), "10.0.0.1");
+  EXPECT_EQ(env.at("VC_MASTER_NUM"), "1");
+  EXPECT_EQ(env.at("VC_WORKER_HOSTS"), "10.0.0.1,10.0.0.2");  // worker-2 not placed yet
+  EXPECT_EQ(env.at("VC_WORKER_NUM"), "3");
+  const std::string hostfile = "/r/work/ml/ddp/worker-1/hostfile";
+  EXPECT_EQ(env.at("TESSERA_HOSTFILE"), hostfile);
+  EXPECT_EQ(spec->files.at(hostfile), "10.0.0.1 slots=2\n10.0.0.2 slots=1\n");
+  // In a container the hostfile is mounted where the variable says.
+  nlohmann::json imaged = jobs;
+  imaged[0]["spec"]["tasks"][1]["image"] = "pytorch:2";
+  auto container = SpecFor(AssignedTo(imaged, "n2")[0], gpus, "n2", "/r", "podman");
+  ASSERT_TRUE(container.ok());
+  EXPECT_NE(
+      std::find(container->argv.begin(), container->argv.end(), hostfile + ":" + hostfile + ":ro"),
+      container->argv.end());
+  // A job of one pod has none of it.
+  nlohmann::json single = jobs;
+  single[0]["status"].erase("rendezvous");
+  auto alone = SpecFor(AssignedTo(single, "n2")[0], gpus, "n2", "/r", "");
+  ASSERT_TRUE(alone.ok());
+  EXPECT_FALSE(alone->env.contains("MASTER_ADDR"));
+  EXPECT_TRUE(alone->files.empty());
+}
+
 // What a translated Kubernetes pod spec asks of the agent: downward-API fields known only on
 // the node, volumes, the working directory and the image pull policy.
 TEST(SpecFor, DownwardApiVolumesWorkingDirAndPullPolicy) {

@@ -40,4 +40,33 @@ for _ in $(seq 100); do
 done
 uuid=$("$TESSERA" get job hello -o json | grep -o '"uuid": "GPU-[^"]*"' | head -1 | cut -d'"' -f4)
 [ "$log" = "hello from $uuid" ] || fail "logs: '$log', bound to $uuid"
+
+# A job of two pods: each knows where to meet the other (MASTER_ADDR is dev's node, the port
+# the first reserved there), its rank, and the hosts.
+cat <<'YAML' >ddp.yaml
+apiVersion: tessera.io/v1
+kind: Job
+metadata: {name: ddp}
+spec:
+  tasks:
+  - name: worker
+    replicas: 2
+    command: ["sh", "-c", "echo rank=$RANK/$WORLD_SIZE at $MASTER_ADDR:$MASTER_PORT hosts=$VC_WORKER_HOSTS; cat $TESSERA_HOSTFILE"]
+    resources: {limits: {nvidia.com/gpu: 1}}
+YAML
+"$TESSERA" apply -f ddp.yaml >/dev/null
+for _ in $(seq 200); do
+  "$TESSERA" get job ddp -o json | grep -q '"phase": "Succeeded"' && break
+  sleep 0.05
+done
+"$TESSERA" get job ddp -o json | grep -q "\"phase\": \"Succeeded\"" || fail "ddp did not succeed: $("$TESSERA" logs ddp)"
+for _ in $(seq 100); do
+  log=$("$TESSERA" logs ddp)
+  [ "$(grep -c slots <<<"$log")" = 2 ] && break
+  sleep 0.05
+done
+grep -q "\[worker-0\] rank=0/2 at 127.0.0.1:29500 hosts=127.0.0.1,127.0.0.1" <<<"$log" ||
+  fail "rank 0: $log"
+grep -q "\[worker-1\] rank=1/2 at 127.0.0.1:29500" <<<"$log" || fail "rank 1: $log"
+grep -q "\[worker-1\] 127.0.0.1 slots=2" <<<"$log" || fail "hostfile: $log"
 echo "dev_test: ok"

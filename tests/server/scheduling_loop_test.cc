@@ -126,6 +126,50 @@ spec:
   EXPECT_EQ(Cycle().writes, 0);
 }
 
+// A job of several pods meets at its first placed pod: that node's address and a port no other
+// distributed job there holds; a job of one pod has no rendezvous.
+TEST_F(LoopTest, DistributedJobsGetARendezvousPortOfTheirOwn) {
+  Apply(R"(
+apiVersion: tessera.io/v1
+kind: Node
+metadata: {name: n1}
+status:
+  address: 10.0.0.1
+  allocatable: {cpu: "64", memory: 512Gi}
+  gpus:
+  - {index: 0, uuid: GPU-0, model: A100-80GB, memoryMiB: 81920}
+  - {index: 1, uuid: GPU-1, model: A100-80GB, memoryMiB: 81920}
+  - {index: 2, uuid: GPU-2, model: A100-80GB, memoryMiB: 81920}
+  - {index: 3, uuid: GPU-3, model: A100-80GB, memoryMiB: 81920}
+  - {index: 4, uuid: GPU-4, model: A100-80GB, memoryMiB: 81920}
+)");
+  const auto job = [](const std::string& name, int replicas) {
+    return "apiVersion: tessera.io/v1\nkind: Job\nmetadata: {name: " + name +
+           "}\nspec:\n  tasks:\n  - {name: worker, replicas: " + std::to_string(replicas) +
+           ", command: [\"true\"], resources: {limits: {nvidia.com/gpu: 1}}}\n";
+  };
+  Apply(job("first", 2));
+  Apply(job("second", 2));
+  Apply(job("single", 1));
+  Cycle();
+  const json first = Job("first")["status"];
+  ASSERT_EQ(first["phase"], "Admitted") << first.dump();
+  EXPECT_EQ(first["rendezvous"], json::parse(R"({"masterNode": "n1", "masterAddr": "10.0.0.1",
+      "masterPort": 29500, "worldSize": 2})"));
+  EXPECT_EQ(first["pods"][1]["address"], "10.0.0.1");
+  EXPECT_EQ(Job("second")["status"]["rendezvous"]["masterPort"], 29501);
+  EXPECT_FALSE(Job("single")["status"].contains("rendezvous"));
+  // A port is free again once its job is gone.
+  HttpRequest del;
+  del.method = "DELETE";
+  del.path = "/apis/tessera.io/v1/namespaces/default/jobs/first";
+  del.authorization = "Bearer " + admin_;
+  ASSERT_EQ(api_->Handle(del).status, 200);
+  Apply(job("third", 2));
+  Cycle();
+  EXPECT_EQ(Job("third")["status"]["rendezvous"]["masterPort"], 29500);
+}
+
 TEST_F(LoopTest, QuotasQueuesAndPreemption) {
   Apply(kCluster);
   Apply(R"(
