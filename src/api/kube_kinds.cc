@@ -1,6 +1,7 @@
 #include "api/kube_kinds.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <map>
 
@@ -35,6 +36,7 @@ const std::vector<KubeKind>& KubeKinds() {
        "PodGroup"},
       {"scheduling.volcano.sh", "v1beta1", "Queue", "queues", false, "q,queue-v1beta1", "Queue"},
       {"batch.volcano.sh", "v1alpha1", "Job", "jobs", true, "vcjob,vj", "Job"},
+      {"kubeflow.org", "v1", "PyTorchJob", "pytorchjobs", true, "", "Job"},
       {"", "v1", "Event", "events", true, "ev", "Event", false},
       {"kueue.x-k8s.io", "v1beta1", "Workload", "workloads", true, "wl", "Job", false},
       {"", "v1", "Namespace", "namespaces", false, "ns", "Namespace"},
@@ -258,6 +260,45 @@ json VolcanoJobStatus(const json& job, const json& source) {
   return status;
 }
 
+// A Kubeflow job's status as the training operator writes it: the Created, Running,
+// Suspended, Succeeded and Failed conditions, and each replica type's pod counts.
+json KubeflowJobStatus(const json& job, const json& source) {
+  const json& st = Member(job, "status");
+  const std::string phase = Str(st, "phase"), message = Str(st, "message");
+  const PodCounts c = CountPods(st);
+  const std::string kind = Str(source, "kind");
+  json conditions = {Condition("Created", true, kind + "Created", kind + " is created.", "")};
+  if (phase != "Admitted" && Member(Member(job, "spec"), "suspend") == true) {
+    conditions.push_back(Condition("Suspended", true, kind + "Suspended", message, ""));
+  }
+  if (phase == "Admitted" && c.running > 0) {
+    conditions.push_back(Condition("Running", true, kind + "Running", "", ""));
+  }
+  if (phase == "Succeeded") {
+    conditions.push_back(Condition("Succeeded", true, kind + "Succeeded", message, ""));
+  }
+  if (phase == "Failed") {
+    conditions.push_back(Condition("Failed", true, kind + "Failed", message, ""));
+  }
+  // Pods are named <task>-<index>; the task is the replica type in lower case.
+  json replicas = json::object();
+  for (const json& p : ListOf(Member(st, "pods"))) {
+    if (!p.is_object()) continue;
+    std::string type = Str(p, "name").substr(0, Str(p, "name").rfind('-'));
+    if (!type.empty()) type[0] = static_cast<char>(std::toupper(type[0]));
+    json& r = replicas[type];
+    if (r.is_null()) r = {{"active", 0}, {"succeeded", 0}, {"failed", 0}};
+    const std::string pod_phase = Str(Member(p, "state"), "phase");
+    if (pod_phase == "Running") r["active"] = r["active"].get<int>() + 1;
+    if (pod_phase == "Succeeded") r["succeeded"] = r["succeeded"].get<int>() + 1;
+    if (pod_phase == "Failed") r["failed"] = r["failed"].get<int>() + 1;
+  }
+  json status = {{"conditions", std::move(conditions)}, {"replicaStatuses", std::move(replicas)}};
+  if (!Str(st, "admittedAt").empty()) status["startTime"] = Str(st, "admittedAt");
+  if (!Str(st, "finishedAt").empty()) status["completionTime"] = Str(st, "finishedAt");
+  return status;
+}
+
 // A Kueue ClusterQueue's Active condition from the Tessera Queue's status.
 json ClusterQueueStatus(const json& queue) {
   const json& st = Member(queue, "status");
@@ -298,6 +339,8 @@ json KubeObject(const KubeKind& kind, const json& stored) {
     out["status"] = BatchJobStatus(stored, out);
   } else if (kind.group == "batch.volcano.sh") {
     out["status"] = VolcanoJobStatus(stored, out);
+  } else if (kind.group == "kubeflow.org") {
+    out["status"] = KubeflowJobStatus(stored, out);
   } else if (kind.kind == "ClusterQueue") {
     if (json st = ClusterQueueStatus(stored); !st.is_null()) out["status"] = std::move(st);
   } else if (kind.kind == "ResourceQuota") {

@@ -1107,6 +1107,153 @@ Result<std::vector<json>> VolcanoJob(const Doc& d, const json& doc, Warnings* wa
   return std::vector<json>{Object("Job", d.name, d.ns, Member(d.meta, "labels"), annotations, job)};
 }
 
+// Kubeflow's PyTorchJob (kubeflow.org/v1): a Master and Workers, one gang (the training
+// operator's schedulingPolicy.minAvailable, else the elastic minimum, else every replica).
+constexpr FieldUse kPyTorchJobFields[] = {
+    {"pytorchReplicaSpecs", ""},
+    {"runPolicy", ""},
+    {"elasticPolicy", ""},
+    {"nprocPerNode", ""},
+};
+constexpr FieldUse kRunPolicyFields[] = {
+    {"schedulingPolicy", ""},
+    {"suspend", ""},
+    {"backoffLimit", ""},
+    {"cleanPodPolicy", "not acted on: a finished job's pods stop; the Job is kept until deleted"},
+    {"activeDeadlineSeconds", "not acted on: Tessera sets no deadline on a running job"},
+    {"ttlSecondsAfterFinished", "not acted on: finished Jobs are kept until deleted"},
+    {"managedBy", "not acted on: Tessera runs the job itself"},
+};
+constexpr FieldUse kSchedulingPolicyFields[] = {
+    {"queue", ""},
+    {"priorityClass", ""},
+    {"minAvailable", ""},
+    {"minResources", "not acted on: the gang's members' own requests are what is placed"},
+    {"scheduleTimeoutSeconds", "not acted on: a gang waits until it fits"},
+};
+constexpr std::string_view kStaticRendezvous =
+    "not acted on: members meet at MASTER_ADDR:MASTER_PORT, which Tessera gives them";
+constexpr FieldUse kElasticPolicyFields[] = {
+    {"minReplicas", ""},
+    {"maxReplicas", ""},
+    {"nProcPerNode", ""},
+    {"rdzvBackend", kStaticRendezvous},
+    {"rdzvPort", kStaticRendezvous},
+    {"rdzvHost", kStaticRendezvous},
+    {"rdzvId", kStaticRendezvous},
+    {"rdzvConf", kStaticRendezvous},
+    {"standalone", kStaticRendezvous},
+    {"maxRestarts", "not acted on: a failed pod restarts by its restartPolicy and backoffLimit"},
+    {"metrics", "not acted on: Tessera does not scale jobs by metrics"},
+};
+constexpr FieldUse kReplicaSpecFields[] = {
+    {"replicas", ""},
+    {"template", ""},
+    {"restartPolicy", ""},
+};
+
+Result<std::vector<json>> PyTorchJob(const Doc& d, const json& doc, Warnings* warnings) {
+  const json& spec = Member(doc, "spec");
+  TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", kPyTorchJobFields, warnings));
+  const json& run = Member(spec, "runPolicy");
+  TESSERA_RETURN_IF_ERROR(KnownFields(run, "spec.runPolicy", kRunPolicyFields, warnings));
+  json job = json::object(), annotations = Member(d.meta, "annotations");
+  QueueFromLabel(d.meta, &job);
+  const json& sched = Member(run, "schedulingPolicy");
+  TESSERA_RETURN_IF_ERROR(
+      KnownFields(sched, "spec.runPolicy.schedulingPolicy", kSchedulingPolicyFields, warnings));
+  VolcanoQueue(sched, &job, &annotations);
+  if (Member(sched, "priorityClass").is_string()) job["priorityClassName"] = sched["priorityClass"];
+  if (Member(run, "suspend") == true) job["suspend"] = true;
+  const json& specs = Member(spec, "pytorchReplicaSpecs");
+  if (!specs.is_object() || specs.empty()) {
+    return FieldError("spec.pytorchReplicaSpecs", "must name a Master and/or Workers");
+  }
+  for (const auto& [type, _] : specs.items()) {
+    if (type != "Master" && type != "Worker") {
+      return FieldError("spec.pytorchReplicaSpecs." + type, "must be Master or Worker");
+    }
+  }
+  const json& elastic = Member(spec, "elasticPolicy");
+  TESSERA_RETURN_IF_ERROR(
+      KnownFields(elastic, "spec.elasticPolicy", kElasticPolicyFields, warnings));
+  json tasks = json::array();
+  int64_t total = 0, masters = 0;
+  for (const char* type : {"Master", "Worker"}) {
+    const json& rs = Member(specs, type);
+    if (rs.empty()) continue;
+    const std::string p = std::string("spec.pytorchReplicaSpecs.") + type;
+    TESSERA_RETURN_IF_ERROR(KnownFields(rs, p, kReplicaSpecFields, warnings));
+    const json& replicas = Member(rs, "replicas");
+    if (!replicas.empty() && (!replicas.is_number_integer() || replicas.get<int64_t>() < 1)) {
+      return FieldError(p + ".replicas", "must be a positive integer");
+    }
+    const int64_t n = replicas.empty() ? 1 : replicas.get<int64_t>();
+    if (std::string(type) == "Master" && n != 1) {
+      return FieldError(p + ".replicas", "must be 1: a PyTorchJob has one master");
+    }
+    json task = {{"name", std::string(type) == "Master" ? "master" : "worker"}, {"replicas", n}};
+    const json& tmpl = Member(rs, "template");
+    TESSERA_RETURN_IF_ERROR(KnownFields(tmpl, p + ".template", kTemplateFields, warnings));
+    const PodContext ctx{d.ns, &Member(tmpl, "metadata"), false, "", warnings};
+    TESSERA_RETURN_IF_ERROR(
+        PodSpecToTask(Member(tmpl, "spec"), p + ".template.spec", ctx, &task, &job));
+    // The replica's restartPolicy is the operator's for its pods; ExitCode restarts on the
+    // retryable codes, which Tessera does not tell apart.
+    if (const json& rp = Member(rs, "restartPolicy"); !rp.empty()) {
+      if (rp == "ExitCode") {
+        warnings->push_back(p +
+                            ".restartPolicy: ExitCode: not acted on: a failed pod restarts as "
+                            "with OnFailure, whatever its exit code");
+        task["restartPolicy"] = "OnFailure";
+      } else if (rp == "Always" || rp == "OnFailure" || rp == "Never") {
+        task["restartPolicy"] = rp;
+      } else {
+        return FieldError(p + ".restartPolicy", "must be Always, OnFailure, Never or ExitCode");
+      }
+    }
+    if (Member(run, "backoffLimit").is_number_integer()) task["maxRetries"] = run["backoffLimit"];
+    // torchrun's processes per pod, as the operator gives them.
+    const json& nproc =
+        spec.contains("nprocPerNode") ? spec["nprocPerNode"] : Member(elastic, "nProcPerNode");
+    if (nproc.is_string() || nproc.is_number_integer()) {
+      if (!task["env"].is_object()) task["env"] = json::object();
+      task["env"]["PET_NPROC_PER_NODE"] =
+          nproc.is_string() ? nproc.get<std::string>() : std::to_string(nproc.get<int64_t>());
+    }
+    total += n;
+    if (std::string(type) == "Master") masters = n;
+    tasks.push_back(std::move(task));
+  }
+  job["tasks"] = tasks;
+  // The gang: the scheduling policy's minimum, else the elastic minimum (the master and
+  // minReplicas workers), else every replica.
+  int64_t min_member = total;
+  if (const json& m = Member(elastic, "minReplicas"); m.is_number_integer()) {
+    const json& max = Member(elastic, "maxReplicas");
+    if (m.get<int64_t>() < 1 ||
+        (max.is_number_integer() && max.get<int64_t>() < m.get<int64_t>())) {
+      return FieldError("spec.elasticPolicy.minReplicas",
+                        "must be at least 1 and at most maxReplicas");
+    }
+    if (max.is_number_integer() && total - masters > max.get<int64_t>()) {
+      return FieldError("spec.pytorchReplicaSpecs.Worker.replicas",
+                        "must not exceed spec.elasticPolicy.maxReplicas (" + max.dump() + ")");
+    }
+    min_member = std::min(total, masters + m.get<int64_t>());
+  }
+  if (const json& m = Member(sched, "minAvailable"); !m.empty()) {
+    if (!m.is_number_integer() || m.get<int64_t>() < 1 || m.get<int64_t>() > total) {
+      return FieldError(
+          "spec.runPolicy.schedulingPolicy.minAvailable",
+          "must be an integer from 1 to the job's replicas (" + std::to_string(total) + ")");
+    }
+    min_member = m.get<int64_t>();
+  }
+  job["minMember"] = min_member;
+  return std::vector<json>{Object("Job", d.name, d.ns, Member(d.meta, "labels"), annotations, job)};
+}
+
 Result<std::vector<json>> VolcanoPodGroup(const Doc& d, const json& doc, Warnings* warnings) {
   const json& spec = Member(doc, "spec");
   static const FieldUse kPodGroup[] = {
@@ -1437,7 +1584,8 @@ std::string Rejection(const std::string& api, const std::string& kind) {
     return "a " + kind + " is not supported: submit a Job (tessera.io/v1, batch/v1 or Volcano)";
   }
   return "unknown kind " + kind + " of apiVersion " + api +
-         " (Tessera understands Pod, batch/v1 Job, Volcano Job and PodGroup, Namespace, Kueue "
+         " (Tessera understands Pod, batch/v1 Job, Volcano Job and PodGroup, Kubeflow PyTorchJob, "
+         "Namespace, Kueue "
          "ClusterQueue/LocalQueue/ResourceFlavor/Cohort, ResourceQuota, PriorityClass, "
          "device-plugin ConfigMaps and tessera.io/v1 kinds)";
 }
@@ -1559,6 +1707,10 @@ Result<std::vector<json>> TranslateKube(const Doc& d, const json& doc, Warnings*
     return VolcanoQueueKind(d, doc, warnings);
   }
   if (group == "kueue.x-k8s.io") return Kueue(d, doc, warnings);
+  if (d.api == "kubeflow.org/v1" && d.kind == "PyTorchJob") {
+    TESSERA_RETURN_IF_ERROR(KnownFields(doc, "", kObjectFields, warnings));
+    return PyTorchJob(d, doc, warnings);
+  }
   if (d.api == "v1" && d.kind == "ResourceQuota") {
     const json& spec = Member(doc, "spec");
     TESSERA_RETURN_IF_ERROR(

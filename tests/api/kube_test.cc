@@ -141,13 +141,13 @@ TEST(Kube, DiscoveryNamesEveryServedResource) {
   EXPECT_EQ(core["resources"].back()["namespaced"], false);
   EXPECT_EQ(core["resources"][0]["shortNames"], json::array({"po"}));
   // Kubernetes' groups first (kubectl resolves "jobs" to batch/v1 as with kube-apiserver), then
-  // Kueue's and Volcano's, Tessera's last.
+  // Kueue's, Volcano's and Kubeflow's, Tessera's last.
   const json groups = ApiGroupList();
   std::vector<std::string> names;
   for (const json& g : groups["groups"]) names.push_back(g["name"]);
   EXPECT_EQ(names, (std::vector<std::string>{"batch", "scheduling.k8s.io", "kueue.x-k8s.io",
                                              "scheduling.volcano.sh", "batch.volcano.sh",
-                                             "events.k8s.io", "tessera.io"}));
+                                             "kubeflow.org", "events.k8s.io", "tessera.io"}));
   EXPECT_EQ(groups["groups"].back()["preferredVersion"]["groupVersion"], "tessera.io/v1");
   EXPECT_EQ(groups["groups"][2]["versions"].size(), 2u);  // Kueue: v1beta1 and v1alpha1
   const json tessera = TesseraResourceList();

@@ -164,6 +164,105 @@ spec: {finalizers: [example.com/keep]}
   EXPECT_NE(bad.status().message().find("metadata.name"), std::string::npos);
 }
 
+// Kubeflow's own example (training-operator examples/pytorch/simple.yaml), and an elastic job.
+TEST(Manifest, KubeflowPyTorchJobIsOneGangOfMasterAndWorkers) {
+  std::vector<std::vector<std::string>> warnings;
+  auto objs = TranslateManifest(R"(
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: pytorch-simple
+  namespace: kubeflow
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers:
+            - name: pytorch
+              image: docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727
+              imagePullPolicy: Always
+              command: ["python3", "/opt/pytorch-mnist/mnist.py", "--epochs=1"]
+    Worker:
+      replicas: 1
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers:
+            - name: pytorch
+              image: docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727
+              imagePullPolicy: Always
+              command: ["python3", "/opt/pytorch-mnist/mnist.py", "--epochs=1"]
+)",
+                                "inline", "default", &warnings);
+  ASSERT_TRUE(objs.ok()) << objs.status().message();
+  ASSERT_EQ(objs->size(), 1u);
+  const json& job = (*objs)[0];
+  EXPECT_EQ(job["metadata"]["namespace"], "kubeflow");
+  EXPECT_EQ(job["spec"]["minMember"], 2);
+  ASSERT_EQ(job["spec"]["tasks"].size(), 2u);
+  EXPECT_EQ(job["spec"]["tasks"][0]["name"], "master");  // rank 0, MASTER_ADDR
+  EXPECT_EQ(job["spec"]["tasks"][1]["name"], "worker");
+  EXPECT_EQ(job["spec"]["tasks"][1]["restartPolicy"], "OnFailure");
+  EXPECT_EQ(job["spec"]["tasks"][1]["image"],
+            "docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727");
+  auto decoded = DecodeJob(job);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().message();
+
+  // Elastic: the gang is the master and minReplicas workers; rendezvous settings are the
+  // operator's, warned; torchrun's processes per pod come through.
+  warnings.clear();
+  auto elastic = TranslateManifest(R"(
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: elastic, labels: {kueue.x-k8s.io/queue-name: team-q}}
+spec:
+  nprocPerNode: "2"
+  elasticPolicy: {rdzvBackend: c10d, minReplicas: 1, maxReplicas: 3}
+  runPolicy: {backoffLimit: 3, schedulingPolicy: {priorityClass: high}}
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: 3
+      template:
+        spec:
+          containers: [{name: pytorch, command: [torchrun, train.py],
+                        resources: {limits: {nvidia.com/gpu: 2}}}]
+)",
+                                   "inline", "default", &warnings);
+  ASSERT_TRUE(elastic.ok()) << elastic.status().message();
+  const json& e = (*elastic)[0]["spec"];
+  EXPECT_EQ(e["minMember"], 1);
+  EXPECT_EQ(e["queue"], "team-q");
+  EXPECT_EQ(e["priorityClassName"], "high");
+  EXPECT_EQ(e["tasks"][0]["maxRetries"], 3);
+  EXPECT_EQ(e["tasks"][0]["env"]["PET_NPROC_PER_NODE"], "2");
+  ASSERT_EQ(warnings.size(), 1u);
+  ASSERT_EQ(warnings[0].size(), 1u);
+  EXPECT_NE(warnings[0][0].find("spec.elasticPolicy.rdzvBackend: not acted on"), std::string::npos);
+  // What it cannot be is refused naming the field.
+  const std::string bad[][2] = {
+      {"pytorchReplicaSpecs: {Chief: {replicas: 1}}", "spec.pytorchReplicaSpecs.Chief"},
+      {"pytorchReplicaSpecs: {Master: {replicas: 2}}", "spec.pytorchReplicaSpecs.Master.replicas"},
+      {"elasticPolicy: {minReplicas: 1, maxReplicas: 1}\n  pytorchReplicaSpecs: {Worker: "
+       "{replicas: 2, template: {spec: {containers: [{name: c, command: [x]}]}}}}",
+       "spec.pytorchReplicaSpecs.Worker.replicas"},
+      {"runPolicy: {schedulingPolicy: {minAvailable: 5}}\n  pytorchReplicaSpecs: {Worker: "
+       "{replicas: 2, template: {spec: {containers: [{name: c, command: [x]}]}}}}",
+       "spec.runPolicy.schedulingPolicy.minAvailable"},
+  };
+  for (const auto& [body, field] : bad) {
+    auto r = TranslateManifest(
+        "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: x}\nspec:\n  " + body +
+            "\n",
+        "inline", "default");
+    ASSERT_FALSE(r.ok()) << body;
+    EXPECT_NE(r.status().message().find(field), std::string::npos)
+        << field << ": " << r.status().message();
+  }
+}
+
 TEST(Manifest, KueueV1beta2CohortNameAndParentName) {
   auto objs = TranslateManifest(R"(
 apiVersion: kueue.x-k8s.io/v1beta2

@@ -69,4 +69,31 @@ grep -q "\[worker-0\] rank=0/2 at 127.0.0.1:29500 hosts=127.0.0.1,127.0.0.1" <<<
   fail "rank 0: $log"
 grep -q "\[worker-1\] rank=1/2 at 127.0.0.1:29500" <<<"$log" || fail "rank 1: $log"
 grep -q "\[worker-1\] 127.0.0.1 slots=2" <<<"$log" || fail "hostfile: $log"
+
+# Kubeflow's PyTorchJob: the master is rank 0 and MASTER_ADDR; the worker rank 1.
+cat <<'YAML' >pytorch.yaml
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: pt}
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      template:
+        spec:
+          containers: [{name: pytorch, command: ["sh", "-c", "echo rank=$RANK/$WORLD_SIZE"]}]
+    Worker:
+      replicas: 1
+      template:
+        spec:
+          containers: [{name: pytorch, command: ["sh", "-c", "echo rank=$RANK/$WORLD_SIZE"]}]
+YAML
+"$TESSERA" apply -f pytorch.yaml >/dev/null
+for _ in $(seq 200); do
+  log=$("$TESSERA" logs pt 2>/dev/null || true)
+  [ "$(grep -c rank= <<<"$log")" = 2 ] && break
+  sleep 0.05
+done
+grep -q "\[master-0\] rank=0/2" <<<"$log" || fail "master: $log"
+grep -q "\[worker-0\] rank=1/2" <<<"$log" || fail "worker: $log"
 echo "dev_test: ok"

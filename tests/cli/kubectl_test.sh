@@ -201,6 +201,25 @@ out=$(kubectl get job hello -n team-y -o jsonpath='{.spec.template.spec.containe
 kubectl delete namespace team-y >/dev/null 2>&1 || fail "delete team-y"
 kubectl delete priorityclass urgent >/dev/null 2>&1 || fail "delete priorityclass"
 
+# Kubeflow's PyTorchJob through kubectl: created, its status in the training operator's shape.
+cat >"$WORK/pytorch.yaml" <<'YAML'
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: pt}
+spec:
+  runPolicy: {suspend: true}
+  pytorchReplicaSpecs:
+    Master:
+      template:
+        spec:
+          containers: [{name: pytorch, image: busybox, command: ["true"]}]
+YAML
+out=$(kubectl apply -f "$WORK/pytorch.yaml" 2>&1) || fail "apply pytorchjob: $out"
+grep -q "pytorchjob.kubeflow.org/pt created" <<<"$out" || fail "pytorchjob: $out"
+out=$(kubectl get pytorchjob pt -o jsonpath='{.status.conditions[*].type}' 2>&1)
+[ "$out" = "Created Suspended" ] || fail "pytorchjob conditions: $out"
+kubectl delete pytorchjob pt >/dev/null 2>&1 || fail "delete pytorchjob"
+
 out=$(kubectl get pods 2>&1) || fail "get pods: $out"
 grep -qE '^NAME +READY +STATUS +RESTARTS +AGE' <<<"$out" || fail "pod columns: $out"
 grep -qE '^gpu-training +' <<<"$out" || fail "seed pod missing: $out"
