@@ -27,14 +27,7 @@ printf 'labels: {rack: r7}\ntaints: [{key: maintenance, effect: PreferNoSchedule
 mkdir -p "$WORK/cgroup" && echo "cpu memory" >"$WORK/cgroup/cgroup.controllers"
 
 # A stand-in container runtime that records how it was called, then runs the command.
-cat <<'SH' >"$WORK/runtime.sh"
-#!/usr/bin/env bash
-echo "$@" >>"$(dirname "$0")/runtime.calls"
-while [ $# -gt 0 ] && [ "$1" != "busybox" ]; do shift; done
-shift
-exec "$@"
-SH
-chmod +x "$WORK/runtime.sh"
+cp "$(dirname "$0")/recording_runtime.sh" "$WORK/runtime.sh"
 
 "$TESSERA" agent --fake-gpus 2xH100-80GB,1xT4 --name fake-1 --join-token-file "$WORK/join.token" \
   --labels team=research --taints dedicated=ml:NoSchedule --heartbeat-seconds 1 \
@@ -167,6 +160,6 @@ fi
 job imaged "image: busybox" 'echo from-runtime' >"$WORK/imaged.yaml"
 expect_exit 0 "$TESSERA" apply -f "$WORK/imaged.yaml"
 wait_phase imaged Succeeded
-grep -q -- "run --rm --name tessera-default_imaged_main-0 --device nvidia.com/gpu=GPU-" "$WORK/runtime.calls" || fail "runtime called as: $(cat "$WORK/runtime.calls")"
-grep -q -- "-e CUDA_VISIBLE_DEVICES=GPU-" "$WORK/runtime.calls" || fail "runtime env: $(cat "$WORK/runtime.calls")"
+grep -q -- "run --rm --name tessera-default_imaged_main-0 --device nvidia.com/gpu=GPU-" "$WORK/runtime.sh.calls" || fail "runtime called as: $(cat "$WORK/runtime.sh.calls")"
+grep -q -- "-e CUDA_VISIBLE_DEVICES=GPU-" "$WORK/runtime.sh.calls" || fail "runtime env: $(cat "$WORK/runtime.sh.calls")"
 echo "agent_test: ok"

@@ -23,3 +23,12 @@ start_dev() {
   for _ in $(seq 200); do grep -q "listening on" "$WORK/dev.out" && break; sleep 0.05; done
   grep -q "listening on" "$WORK/dev.out" || fail "dev did not start: $(cat "$WORK/dev.out")"
 }
+
+# wait_phase TESSERA JOB PHASE: until the job is in PHASE (10 s), else fail with the job.
+wait_phase() {
+  for _ in $(seq 200); do
+    "$1" get job "$2" -o json | grep -q "\"phase\": \"$3\"" && return 0
+    sleep 0.05
+  done
+  fail "$2 is not $3: $("$1" get job "$2" -o json)"
+}

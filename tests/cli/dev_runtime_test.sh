@@ -6,16 +6,10 @@
 set -euo pipefail
 TESSERA=$1
 TEST_NAME=devruntime
-source "$(dirname "$0")/dev_env.sh"
+HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/dev_env.sh"
 mkdir -p "$WORK/bin"
-cat <<'SH' >"$WORK/bin/podman"
-#!/usr/bin/env bash
-echo "$@" >>"$(dirname "$0")/podman.calls"
-while [ $# -gt 0 ] && [ "$1" != "busybox" ]; do shift; done
-shift
-exec "$@"
-SH
-chmod +x "$WORK/bin/podman"
+cp "$HERE/recording_runtime.sh" "$WORK/bin/podman"
 
 job() {  # job NAME: a pod with an image on one GPU, half a CPU and 512 MiB
   cat <<YAML >"$WORK/$1.yaml"
@@ -32,19 +26,12 @@ spec:
 YAML
   "$TESSERA" apply -f "$WORK/$1.yaml" >/dev/null
 }
-wait_phase() {  # wait_phase NAME PHASE
-  for _ in $(seq 200); do
-    "$TESSERA" get job "$1" -o json | grep -q "\"phase\": \"$2\"" && return 0
-    sleep 0.05
-  done
-  fail "$1 is not $2: $("$TESSERA" get job "$1" -o json)"
-}
 
 PATH="$WORK/bin:$PATH" start_dev "$TESSERA" --fake-gpus 1xA100-80GB
 grep -q "container runtime: $WORK/bin/podman" "$WORK/dev.out" ||
   fail "runtime not found on PATH: $(cat "$WORK/dev.out")"
 job boxed
-wait_phase boxed Succeeded
+wait_phase "$TESSERA" boxed Succeeded
 calls=$(cat "$WORK/bin/podman.calls")
 uuid=$("$TESSERA" get job boxed -o json | grep -o '"uuid": "GPU-[^"]*"' | head -1 | cut -d'"' -f4)
 grep -q "^run --rm --name tessera-default_boxed_main-0 " <<<"$calls" || fail "name: $calls"
@@ -65,7 +52,7 @@ start_dev "$TESSERA" --fake-gpus 1xA100-80GB --container-runtime none
 grep -q "no container runtime (looked for podman, docker, nerdctl on PATH)" "$WORK/dev.out" ||
   fail "no notice: $(cat "$WORK/dev.out")"
 job bare
-wait_phase bare Failed
+wait_phase "$TESSERA" bare Failed
 out=$("$TESSERA" get job bare -o json)
 grep -q "none of podman, docker, nerdctl is on the agent's PATH" <<<"$out" || fail "reason: $out"
 grep -q "container-runtime" <<<"$out" || fail "how to name one: $out"

@@ -28,11 +28,7 @@ spec:
     resources: {limits: {nvidia.com/gpu: 1}}
 YAML
 "$TESSERA" apply -f job.yaml >/dev/null
-for _ in $(seq 200); do
-  "$TESSERA" get job hello -o json | grep -q '"phase": "Succeeded"' && break
-  sleep 0.05
-done
-"$TESSERA" get job hello -o json | grep -q '"phase": "Succeeded"' || fail "job did not succeed"
+wait_phase "$TESSERA" hello Succeeded
 for _ in $(seq 100); do
   log=$("$TESSERA" logs hello)
   [ -n "$log" ] && break
@@ -55,11 +51,7 @@ spec:
     resources: {limits: {nvidia.com/gpu: 1}}
 YAML
 "$TESSERA" apply -f ddp.yaml >/dev/null
-for _ in $(seq 200); do
-  "$TESSERA" get job ddp -o json | grep -q '"phase": "Succeeded"' && break
-  sleep 0.05
-done
-"$TESSERA" get job ddp -o json | grep -q "\"phase\": \"Succeeded\"" || fail "ddp did not succeed: $("$TESSERA" logs ddp)"
+wait_phase "$TESSERA" ddp Succeeded
 for _ in $(seq 100); do
   log=$("$TESSERA" logs ddp)
   [ "$(grep -c slots <<<"$log")" = 2 ] && break
