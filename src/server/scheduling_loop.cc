@@ -671,7 +671,14 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
         std::set<int64_t>& used = ports_in_use[master];
         int64_t port = kFirstRendezvousPort;
         while (used.contains(port) && port < kFirstRendezvousPort + kRendezvousPorts) ++port;
-        if (port >= kFirstRendezvousPort + kRendezvousPorts) break;
+        if (port >= kFirstRendezvousPort + kRendezvousPorts) {
+          event(s.obj(), "Warning", "NoRendezvousPort",
+                "every rendezvous port of node " + master + " (" +
+                    std::to_string(kFirstRendezvousPort) + "-" +
+                    std::to_string(kFirstRendezvousPort + kRendezvousPorts - 1) +
+                    ") is held: the pods get no MASTER_ADDR or MASTER_PORT");
+          break;
+        }
         used.insert(port);
         rendezvous = {{"masterNode", master},
                       {"masterAddr", Str(pod, "address").empty() ? master : Str(pod, "address")},
