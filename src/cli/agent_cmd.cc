@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "agent/cdi.h"
 #include "agent/container_runtime.h"
 #include "agent/fake_gpus.h"
 #include "agent/fence.h"
@@ -381,6 +382,16 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
         << " on PATH): tasks with an image fail; name one with --container-runtime" << std::endl;
   } else {
     out << "container runtime: " << wo.container_runtime << std::endl;
+    // The runtime gives containers GPUs by CDI name: make sure the names resolve.
+    if (gpus->source == "nvml") {
+      auto cdi = agent::EnsureCdiSpec(*gpus, "", search ? search : "");
+      if (cdi.ok()) {
+        out << *cdi << std::endl;
+      } else {
+        out << "warning: no CDI spec for the GPUs (" << cdi.status().message()
+            << "): containers cannot be given GPUs" << std::endl;
+      }
+    }
   }
   wo.stop_grace_ms = int64_t{o.stop_grace_seconds} * 1000;
   wo.cgroup_root = o.cgroup_root;

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "agent/assignments.h"
+#include "agent/cdi.h"
 #include "agent/container_runtime.h"
 #include "agent/fake_gpus.h"
 #include "agent/node_object.h"
@@ -313,6 +314,110 @@ TEST(SpecFor, DistributedJobsMeetAtTheirFirstPod) {
   ASSERT_TRUE(alone.ok());
   EXPECT_FALSE(alone->env.contains("MASTER_ADDR"));
   EXPECT_TRUE(alone->files.empty());
+}
+
+// A host as the driver shows it, under a temporary root: two GPUs (one with a MIG device),
+// their minors, MIG capabilities, control nodes and libraries.
+class CdiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/tessera-cdi-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    Write("/proc/driver/nvidia/gpus/0000:65:00.0/information", "Model: H100\nDevice Minor: 0\n");
+    Write("/proc/driver/nvidia/gpus/0000:b3:00.0/information", "Model: A100\nDevice Minor: 3\n");
+    Write("/proc/driver/nvidia-caps/mig-minors",
+          "config 1\nmonitor 2\ngpu3/gi1/access 21\ngpu3/gi1/ci0/access 22\n");
+    for (const char* f :
+         {"/dev/nvidiactl", "/dev/nvidia-uvm", "/usr/bin/nvidia-smi",
+          "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+          "/usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15",
+          "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1", "/usr/lib/x86_64-linux-gnu/libc.so.6"}) {
+      Write(f, "");
+    }
+    GpuInfo a;
+    a.index = 0;
+    a.uuid = "GPU-a";
+    a.pci_bus_id = "00000000:65:00.0";
+    GpuInfo b;
+    b.index = 1;
+    b.uuid = "GPU-b";
+    b.pci_bus_id = "00000000:B3:00.0";
+    b.mig_devices.push_back({"MIG-b1", 10240, 1, 0});
+    gpus_.source = "nvml";
+    gpus_.gpus = {a, b};
+  }
+  void TearDown() override { std::filesystem::remove_all(root_); }
+  void Write(const std::string& path, const std::string& text) {
+    std::filesystem::create_directories(std::filesystem::path(root_ + path).parent_path());
+    std::ofstream(root_ + path) << text;
+  }
+
+  std::string root_;
+  NodeGpus gpus_;
+};
+
+TEST_F(CdiTest, TheSpecNamesEachCardItsNodeAndTheDriversFiles) {
+  auto spec = CdiSpec(gpus_, root_);
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_EQ((*spec)["cdiVersion"], "0.5.0");
+  EXPECT_EQ((*spec)["kind"], "nvidia.com/gpu");
+  const nlohmann::json& devices = (*spec)["devices"];
+  ASSERT_EQ(devices.size(), 5u);  // by UUID and by index, and the MIG device
+  EXPECT_EQ(devices[0]["name"], "GPU-a");
+  EXPECT_EQ(devices[0]["containerEdits"]["deviceNodes"][0]["path"], "/dev/nvidia0");
+  EXPECT_EQ(devices[3]["name"], "1");
+  EXPECT_EQ(devices[3]["containerEdits"]["deviceNodes"][0]["path"], "/dev/nvidia3");
+  EXPECT_EQ(devices[4]["name"], "MIG-b1");
+  EXPECT_EQ(devices[4]["containerEdits"]["deviceNodes"],
+            nlohmann::json::parse(R"([{"path": "/dev/nvidia3"},
+                {"path": "/dev/nvidia-caps/nvidia-cap21"},
+                {"path": "/dev/nvidia-caps/nvidia-cap22"}])"));
+  const nlohmann::json& common = (*spec)["containerEdits"];
+  EXPECT_EQ(common["deviceNodes"],
+            nlohmann::json::parse(R"([{"path": "/dev/nvidiactl"}, {"path": "/dev/nvidia-uvm"}])"));
+  std::vector<std::string> mounted;
+  for (const nlohmann::json& m : common["mounts"]) {
+    EXPECT_EQ(m["hostPath"], m["containerPath"]);
+    mounted.push_back(m["hostPath"]);
+  }
+  EXPECT_EQ(mounted, (std::vector<std::string>{"/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+                                               "/usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15",
+                                               "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1",
+                                               "/usr/bin/nvidia-smi"}));
+  // A card the driver does not show cannot be described.
+  gpus_.gpus[0].pci_bus_id = "00000000:01:00.0";
+  auto missing = CdiSpec(gpus_, root_);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("GPU-a"), std::string::npos);
+  // ... and then nothing is written, not even the directory.
+  EXPECT_FALSE(EnsureCdiSpec(gpus_, root_, "").ok());
+  EXPECT_FALSE(std::filesystem::exists(root_ + "/var/run/cdi"));
+}
+
+TEST_F(CdiTest, AnExistingSpecIsKeptElseNvidiaCtkOrTesserasOwnIsWritten) {
+  // No spec, no nvidia-ctk: Tessera writes its own.
+  auto done = EnsureCdiSpec(gpus_, root_, root_ + "/nowhere");
+  ASSERT_TRUE(done.ok()) << done.status().message();
+  EXPECT_NE(done->find("written"), std::string::npos);
+  std::ifstream written(root_ + "/var/run/cdi/tessera-nvidia.json");
+  const nlohmann::json spec = nlohmann::json::parse(written, nullptr, false);
+  EXPECT_EQ(spec["kind"], "nvidia.com/gpu");
+  // Now there is one: kept.
+  done = EnsureCdiSpec(gpus_, root_, "");
+  ASSERT_TRUE(done.ok());
+  EXPECT_NE(done->find("found: /var/run/cdi/tessera-nvidia.json"), std::string::npos) << *done;
+  // With nvidia-ctk on PATH and no spec, it generates one.
+  std::filesystem::remove_all(root_ + "/var/run/cdi");
+  Write("/bin/nvidia-ctk", "#!/bin/sh\necho \"$@\" > \"${3#--output=}\"\n");
+  std::filesystem::permissions(root_ + "/bin/nvidia-ctk", std::filesystem::perms::owner_all);
+  done = EnsureCdiSpec(gpus_, root_, root_ + "/bin");
+  ASSERT_TRUE(done.ok()) << done.status().message();
+  EXPECT_NE(done->find("generated by"), std::string::npos);
+  std::ifstream generated(root_ + "/var/run/cdi/nvidia.yaml");
+  std::string args;
+  std::getline(generated, args);
+  EXPECT_EQ(args, "cdi generate --output=" + root_ + "/var/run/cdi/nvidia.yaml");
 }
 
 // What a translated Kubernetes pod spec asks of the agent: downward-API fields known only on
