@@ -288,6 +288,7 @@ Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std
         c = '_';
       }
     }
+    spec.container = name;
     spec.argv = {container_runtime, "run", "--rm", "--name", name};
     // The pod's CPU and memory, as the runtime's own limits.
     if (a.cpu_milli > 0) {

@@ -68,6 +68,66 @@ void WriteAll(int fd, const char* data, size_t n) {
   }
 }
 
+}  // namespace
+
+PreparedTask::PreparedTask(const ProcessSpec& spec) : uid_(spec.uid), gid_(spec.gid) {
+  std::map<std::string, std::string> env = {
+      {"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+      {"HOME", spec.workdir.empty() ? "/" : spec.workdir}};
+  for (const auto& [k, v] : spec.env) env[k] = v;
+  for (const auto& [k, v] : env) env_strings_.push_back(k + "=" + v);
+  for (std::string& s : env_strings_) envp_.push_back(s.data());
+  envp_.push_back(nullptr);
+  args_ = spec.argv;
+  for (std::string& s : args_) argv_.push_back(s.data());
+  argv_.push_back(nullptr);
+  cwd_ = spec.cwd.empty() ? spec.workdir : spec.cwd;
+}
+
+void PreparedTask::Become() const {
+  if (gid_ >= 0) {
+    const gid_t g = static_cast<gid_t>(gid_);
+    if (setgroups(1, &g) != 0 || setgid(g) != 0) {
+      const char msg[] = "tessera: cannot take the task's group (runAsGroup)\n";
+      WriteAll(STDERR_FILENO, msg, sizeof msg - 1);
+      _exit(126);
+    }
+  }
+  // A user without a group keeps the agent's gid but none of its supplementary groups.
+  if (gid_ < 0 && uid_ >= 0 && setgroups(0, nullptr) != 0) {
+    const char msg[] = "tessera: cannot drop the agent's groups (runAsUser)\n";
+    WriteAll(STDERR_FILENO, msg, sizeof msg - 1);
+    _exit(126);
+  }
+  if (uid_ >= 0 && setuid(static_cast<uid_t>(uid_)) != 0) {
+    const char msg[] = "tessera: cannot take the task's user (runAsUser)\n";
+    WriteAll(STDERR_FILENO, msg, sizeof msg - 1);
+    _exit(126);
+  }
+  if (!cwd_.empty() && chdir(cwd_.c_str()) != 0) {
+    const char msg[] = "tessera: cannot enter the task's working directory\n";
+    WriteAll(STDERR_FILENO, msg, sizeof msg - 1);
+    _exit(126);
+  }
+  execvpe(argv_[0], const_cast<char* const*>(argv_.data()), const_cast<char* const*>(envp_.data()));
+  const char msg[] = "tessera: cannot execute the task's command\n";
+  WriteAll(STDERR_FILENO, msg, sizeof msg - 1);
+  _exit(127);
+}
+
+bool JoinCgroup(const char* procs) {
+  char line[32];
+  int n = FormatInt(getpid(), line);
+  line[n++] = '\n';
+  const int fd = open(procs, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) return false;
+  const bool ok = write(fd, line, n) == n;
+  close(fd);
+  return ok;
+}
+
+namespace {
+
 // How a task ended, from its exit record ("exit N" or "signal N"); false when there is none.
 bool ReadExitRecord(const std::string& path, Exit* e) {
   std::ifstream in(path);
@@ -195,25 +255,9 @@ Status Runner::Start(const ProcessSpec& spec) {
   const std::string exit_record = StateFile(spec.key, ".exit");
   if (!exit_record.empty()) std::filesystem::remove(exit_record, ec);
   // Everything the child needs is built before fork: after it, only async-signal-safe calls.
-  // A clean environment: nothing of the agent's (its credentials least of all), only a PATH and
-  // HOME, then what the spec gives.
-  std::map<std::string, std::string> env = {
-      {"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
-      {"HOME", spec.workdir.empty() ? "/" : spec.workdir}};
-  for (const auto& [k, v] : spec.env) env[k] = v;
-  std::vector<std::string> env_strings;
-  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp, argv;
-  for (std::string& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args = spec.argv;
-  for (std::string& s : args) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  const std::string& cwd = spec.cwd.empty() ? spec.workdir : spec.cwd;
-  const char* workdir = cwd.empty() ? nullptr : cwd.c_str();
+  const PreparedTask task_exec(spec);
   const char* cgroup = spec.cgroup_procs.empty() ? nullptr : spec.cgroup_procs.c_str();
   const char* record = exit_record.empty() ? nullptr : exit_record.c_str();
-  const int64_t uid = spec.uid, gid = spec.gid;
 
   // The monitor and the task close their ends of `ready` once the monitor leads the group and
   // the task takes stop signals: Start returns only then, so that a Stop right after it reaches
@@ -234,14 +278,8 @@ Status Runner::Start(const ProcessSpec& spec) {
     // The monitor: leader of the task's own process group (signals reach all it starts).
     setsid();
     char line[32];
-    if (cgroup != nullptr) {
-      // Join the pod's cgroup before anything runs; the task inherits it.
-      int n = FormatInt(getpid(), line);
-      line[n++] = '\n';
-      const int fd = open(cgroup, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (fd < 0 || write(fd, line, n) != n) _exit(125);
-      close(fd);
-    }
+    // Join the pod's cgroup before anything runs; the task inherits it.
+    if (cgroup != nullptr && !JoinCgroup(cgroup)) _exit(125);
     dup2(log, STDOUT_FILENO);
     dup2(log, STDERR_FILENO);
     const int null = open("/dev/null", O_RDONLY);
@@ -262,34 +300,7 @@ Status Runner::Start(const ProcessSpec& spec) {
       for (int sig : kStopSignals) sigaction(sig, &dfl, nullptr);
       sigaction(SIGPIPE, &dfl, nullptr);
       close(ready[1]);  // the task now takes stop signals
-      if (gid >= 0) {
-        const gid_t g = static_cast<gid_t>(gid);
-        if (setgroups(1, &g) != 0 || setgid(g) != 0) {
-          const char msg[] = "tessera: cannot take the task's group (runAsGroup)\n";
-          WriteAll(STDERR_FILENO, msg, sizeof msg - 1);
-          _exit(126);
-        }
-      }
-      // A user without a group keeps the agent's gid but none of its supplementary groups.
-      if (gid < 0 && uid >= 0 && setgroups(0, nullptr) != 0) {
-        const char msg[] = "tessera: cannot drop the agent's groups (runAsUser)\n";
-        WriteAll(STDERR_FILENO, msg, sizeof msg - 1);
-        _exit(126);
-      }
-      if (uid >= 0 && setuid(static_cast<uid_t>(uid)) != 0) {
-        const char msg[] = "tessera: cannot take the task's user (runAsUser)\n";
-        WriteAll(STDERR_FILENO, msg, sizeof msg - 1);
-        _exit(126);
-      }
-      if (workdir && chdir(workdir) != 0) {
-        const char msg[] = "tessera: cannot enter the task's working directory\n";
-        WriteAll(STDERR_FILENO, msg, sizeof msg - 1);
-        _exit(126);
-      }
-      execvpe(argv[0], argv.data(), envp.data());
-      const char msg[] = "tessera: cannot execute the task's command\n";
-      WriteAll(STDERR_FILENO, msg, sizeof msg - 1);
-      _exit(127);
+      task_exec.Become();
     }
     close(ready[1]);
     if (task < 0) _exit(125);

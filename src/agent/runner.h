@@ -36,7 +36,30 @@ struct ProcessSpec {
   std::vector<std::string> dirs;
   // Files written (path -> content, readable by the task) before it starts: its hostfile.
   std::map<std::string, std::string> files;
+  // The container's name when the task runs in one (argv[0] is then the runtime); the Runner
+  // does not use it.
+  std::string container;
 };
+
+// What a forked child needs to become a task, built before fork from a ProcessSpec: the whole
+// environment (PATH and HOME unless the spec gives them; nothing of the agent's), argv, the
+// working directory, user and group. Become is async-signal-safe, for use between fork and exec.
+class PreparedTask {
+ public:
+  explicit PreparedTask(const ProcessSpec& spec);
+  // Takes the group and user, enters the working directory and executes argv; on failure
+  // writes why to stderr and exits 126 (user, group, directory) or 127 (the command).
+  [[noreturn]] void Become() const;
+
+ private:
+  std::vector<std::string> env_strings_, args_;
+  std::vector<char*> envp_, argv_;
+  std::string cwd_;
+  int64_t uid_ = -1, gid_ = -1;
+};
+
+// Joins the cgroup whose cgroup.procs is `procs` (async-signal-safe); false on failure.
+bool JoinCgroup(const char* procs);
 
 // A process group the state directory records: its leader's pid and start time (clock ticks
 // since boot), which together name one process whatever pids are reused later.

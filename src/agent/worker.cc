@@ -45,6 +45,13 @@ void Worker::AdoptPod(PodState& p) {
     p.state = {{"phase", "Running"}, {"restarts", p.restarts}};
   }
   if (!options_.cgroup_root.empty()) p.cgroup_dir = CgroupDir(options_.cgroup_root, key);
+  // As it was started, for commands run in it.
+  auto spec =
+      SpecFor(p.assignment, gpus_, options_.node, options_.root, options_.container_runtime);
+  if (spec.ok()) {
+    if (!p.cgroup_dir.empty()) spec->cgroup_procs = p.cgroup_dir + "/cgroup.procs";
+    exec_targets_.Set(key, *std::move(spec));
+  }
 }
 
 void Worker::StartPod(PodState& p, int64_t now_ms) {
@@ -64,6 +71,7 @@ void Worker::StartPod(PodState& p, int64_t now_ms) {
       }
     }
     if (Status s = runner_.Start(*spec); s.ok()) {
+      exec_targets_.Set(p.assignment.key, *spec);
       p.state = {{"phase", "Running"}, {"restarts", p.restarts}};
       if (!p.limits.empty()) p.state["limits"] = p.limits;
       return;
@@ -212,6 +220,8 @@ Status Worker::Tick(int64_t now_ms) {
       p.state["exitCode"] = e.exit_code;
     }
   }
+  const std::vector<std::string> running = runner_.Keys();
+  exec_targets_.Retain(std::set<std::string>(running.begin(), running.end()));
   for (auto it = pods_.begin(); it != pods_.end();) {
     PodState& p = it->second;
     if (Status s = ShipLogs(p); !s.ok() && result.ok()) result = s;

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "agent/assignments.h"
+#include "agent/exec_targets.h"
 #include "agent/gpu_info.h"
 #include "agent/runner.h"
 #include "core/status.h"
@@ -52,6 +53,8 @@ class Worker {
   Status Tick(int64_t now_ms);
 
   const Runner& runner() const { return runner_; }
+  // The pods running here as they were started, for commands run in them (exec.h).
+  const ExecTargets& exec_targets() const { return exec_targets_; }
 
  private:
   struct PodState {
@@ -79,6 +82,7 @@ class Worker {
   WorkerOptions options_;
   Runner runner_;
   std::map<std::string, PodState> pods_;
+  ExecTargets exec_targets_;
   bool fenced_ = false;
 };
 

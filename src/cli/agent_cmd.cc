@@ -18,6 +18,7 @@
 
 #include "agent/cdi.h"
 #include "agent/container_runtime.h"
+#include "agent/exec.h"
 #include "agent/fake_gpus.h"
 #include "agent/fence.h"
 #include "agent/health.h"
@@ -414,6 +415,11 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
   setup.node["status"]["fenceSeconds"] = o.fence_seconds + o.stop_grace_seconds + 2;
   int64_t renewed = agent::ReadLease(state_dir);  // a predecessor's, for what it adopted
   agent::Worker worker(api, *gpus, wo);
+  // Commands run in this node's pods (tessera exec), on threads of their own.
+  agent::ExecOptions exec_options;
+  exec_options.node = id.name;
+  agent::ExecAgent exec(std::make_shared<HttpApi>(*ep), worker.exec_targets(), exec_options);
+  exec.Start();
   bool registered = false;
   const std::string path = "/apis/tessera.io/v1/nodes/" + id.name;
   int64_t next_beat = 0;

@@ -789,6 +789,60 @@ int Logs(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
   return 0;
 }
 
+// A command run inside a running pod of a job, its output streamed; exits as the command did
+// (128 + N when killed by signal N), as `kubectl exec` does.
+int Exec(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
+  json body = {{"command", o.command}};
+  if (!o.pod.empty()) body["pod"] = o.pod;
+  int code = 0;
+  auto r = Send(o, "POST", "/apis/tessera.io/v1/namespaces/" + o.ns + "/jobs/" + o.name + "/exec",
+                body.dump(), "application/json", err, &code);
+  if (!r) return code;
+  if (r->status != 201) return Refused(*r, err);
+  const json session = json::parse(r->body);
+  auto ep = ResolveEndpoint(o.server, o.token, o.ca_file);
+  if (!ep.ok()) {
+    err << "error: " << ep.status().message() << "\n";
+    return kUsage;
+  }
+  std::string pending, error_body;
+  std::optional<int> exit_code;
+  auto status = RequestStream(
+      *ep, "/apis/tessera.io/v1/execs/" + session.value("id", ""),
+      [&](std::string_view data) {
+        pending.append(data);
+        size_t start = 0;
+        for (size_t nl; (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1) {
+          const json frame = json::parse(pending.substr(start, nl - start), nullptr, false);
+          if (!frame.is_object()) continue;
+          if (frame.contains("stdout")) {
+            out << frame["stdout"].get<std::string>() << std::flush;
+          } else if (frame.contains("stderr")) {
+            err << frame["stderr"].get<std::string>() << std::flush;
+          } else if (frame.contains("exitCode")) {
+            exit_code = frame["exitCode"].get<int>();
+          } else if (frame.contains("signal")) {
+            exit_code = 128 + frame["signal"].get<int>();
+          } else if (frame.contains("error")) {
+            err << "error: " << frame["error"].get<std::string>() << "\n";
+            exit_code = kRefused;
+          }
+        }
+        pending.erase(0, start);
+      },
+      &error_body);
+  if (!status.ok()) {
+    err << "error: " << status.status().message() << "\n";
+    return kUnreachable;
+  }
+  if (*status != 200) return Refused({*status, error_body}, err);
+  if (!exit_code) {
+    err << "error: the session ended before the command did (the server stopped?)\n";
+    return kUnreachable;
+  }
+  return *exit_code;
+}
+
 // Events of a namespace (or all), oldest first.
 int Events(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
   int code = 0;
@@ -886,6 +940,14 @@ void AddResourceCommands(CLI::App& app, ResourceOptions& o) {
   o.logs->add_flag("-f,--follow", o.follow, "Keep streaming new output");
   AddConnectionFlags(o.logs, o);
 
+  o.exec = app.add_subcommand("exec", "Run a command inside a running pod of a job");
+  o.exec->add_option("job", o.name, "Job name")->required();
+  o.exec->add_option("command", o.command, "The command and its arguments, after --")->required();
+  o.exec->add_option("-n,--namespace", o.ns, "Namespace")->capture_default_str();
+  o.exec->add_option("-p,--pod", o.pod, "The pod (default: the job's first running pod)");
+  o.exec->footer("Example: tessera exec train -p worker-1 -- nvidia-smi");
+  AddConnectionFlags(o.exec, o);
+
   o.usage = app.add_subcommand("usage", "GPU-hours, idle GPU-hours and cost from the ledger");
   o.usage->add_option("--by", o.usage_by, "namespace, queue or job")->capture_default_str();
   o.usage->add_option("--since", o.since, "A duration before now (24h, 7d) or an RFC 3339 time")
@@ -917,6 +979,7 @@ int RunResourceCommand(const ResourceOptions& o, std::istream& in, std::ostream&
     if (o.top && o.top->parsed()) return Top(o, out, err);
     if (o.events && o.events->parsed()) return Events(o, out, err);
     if (o.logs && o.logs->parsed()) return Logs(o, out, err);
+    if (o.exec && o.exec->parsed()) return Exec(o, out, err);
     if (o.usage && o.usage->parsed()) return Usage(o, out, err);
   } catch (const json::exception& e) {
     // Only a server that is not Tessera's, or a broken one, answers what cannot be read.

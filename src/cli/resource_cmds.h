@@ -1,5 +1,6 @@
 // kubectl-style commands against the control plane's REST API: apply, get, describe, delete,
-// cordon, uncordon, drain, top (what is allocated, per node, GPU or queue), events, logs, usage
+// cordon, uncordon, drain, top (what is allocated, per node, GPU or queue), events, logs, exec,
+// usage
 // (GPU-hours and cost) and token create. Server and token come from --server/--token,
 // TESSERA_ADDR/TESSERA_TOKEN or
 // ~/.tessera/config. Exit codes: 0 done, 1 refused by the server, 2 bad usage or input,
@@ -50,6 +51,8 @@ struct ResourceOptions {
   int64_t tail = -1;
   bool follow = false;
   bool idle = false;  // get jobs --idle
+  CLI::App* exec = nullptr;
+  std::vector<std::string> command;  // exec JOB [-p POD] -- COMMAND...
   CLI::App* usage = nullptr;
   std::string usage_by = "namespace";
   std::string since = "24h";

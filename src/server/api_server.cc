@@ -1164,6 +1164,8 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
       if (!doc.is_null()) return Json(200, doc);
     }
   }
+  // Exec sessions are not stored: they take no write turn.
+  if (auto r = Exec(req, *who)) return std::move(r).value();
   // Reads run side by side; writes one at a time, in the order they take the lock (as when
   // every request ran on one thread), while reads go on.
   std::unique_lock<std::mutex> writing(write_mu_, std::defer_lock);

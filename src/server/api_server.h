@@ -76,6 +76,7 @@
 #include "server/api_common.h"
 #include "server/auth.h"
 #include "server/change_feed.h"
+#include "server/exec_hub.h"
 #include "server/http_server.h"
 #include "server/log_store.h"
 #include "server/metrics.h"
@@ -101,6 +102,8 @@ class ApiServer {
   ChangeFeed& feed() { return feed_; }
   SchedulerMetrics& metrics() { return metrics_; }
   Accountant& accounting() { return *accounting_; }
+  // The open `tessera exec` sessions (exec_hub.h); the scheduling loop expires them.
+  ExecHub& exec() { return exec_; }
   // Parsed stored objects, for readers inside the server.
   ObjectCache& objects() { return objects_; }
 
@@ -125,6 +128,12 @@ class ApiServer {
   HttpResponse Logs(const HttpRequest& req, const std::string& ns, const std::string& job);
 
   HttpResponse Usage(const HttpRequest& req, const Principal& who);
+  // `tessera exec` (exec_api.cc): POST /apis/tessera.io/v1/namespaces/{ns}/jobs/{job}/exec
+  // opens a session on a running pod (admin, the namespace's token); GET
+  // /apis/tessera.io/v1/execs/{id} streams its output to the token that opened it; GET
+  // /apis/tessera.io/v1/nodes/{node}/execs (long poll), POST .../execs/{id}/output and
+  // .../execs/{id}/end are the node's agent's. nullopt when the path is none of these.
+  std::optional<HttpResponse> Exec(const HttpRequest& req, const Principal& who);
   // The Kubernetes, Kueue and Volcano kinds at their own groups (api/kube_kinds.h): get, list,
   // create, update, patch and delete of the objects their manifests translate into. nullopt
   // when the path names none of them.
@@ -189,6 +198,7 @@ class ApiServer {
   ChangeFeed feed_;
   std::unique_ptr<EventCache> events_;
   LogStore logs_;
+  ExecHub exec_;
   SchedulerMetrics metrics_;
   std::unique_ptr<Accountant> accounting_;
   ObjectCache objects_;

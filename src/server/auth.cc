@@ -29,17 +29,6 @@ std::string Hex(const unsigned char* data, size_t n) {
   return out;
 }
 
-Result<std::string> RandomHex(size_t bytes) {
-  std::vector<unsigned char> buf(bytes);
-  size_t got = 0;
-  while (got < bytes) {
-    const ssize_t n = getrandom(buf.data() + got, bytes - got, 0);
-    if (n <= 0) return Internal("no randomness for a token");
-    got += static_cast<size_t>(n);
-  }
-  return Hex(buf.data(), bytes);
-}
-
 Result<std::string> Store(store::Store& store, const std::string& id, Principal::Role role,
                           const std::string& ns, const std::string& node,
                           const std::string& created) {
@@ -79,6 +68,17 @@ std::string_view RoleName(Principal::Role r) {
       return "metrics";
   }
   return "namespace";
+}
+
+Result<std::string> RandomHex(size_t bytes) {
+  std::vector<unsigned char> buf(bytes);
+  size_t got = 0;
+  while (got < bytes) {
+    const ssize_t n = getrandom(buf.data() + got, bytes - got, 0);
+    if (n <= 0) return Internal("no randomness");
+    got += static_cast<size_t>(n);
+  }
+  return Hex(buf.data(), bytes);
 }
 
 std::string Sha256Hex(std::string_view data) {

@@ -64,6 +64,8 @@ class TokenAuthority {
 
 // Lowercase hex SHA-256 of `data`.
 std::string Sha256Hex(std::string_view data);
+// `bytes` random bytes from the kernel, as hex.
+Result<std::string> RandomHex(size_t bytes);
 
 }  // namespace tessera::server
 

@@ -216,6 +216,7 @@ SchedulingLoop::~SchedulingLoop() { Stop(); }
 Result<CycleSummary> SchedulingLoop::RunOnce(int64_t now_ms) {
   const auto started = std::chrono::steady_clock::now();
   Result<CycleSummary> sum = Internal("cycle not run");
+  api_.exec().Expire(now_ms);
   try {
     sum = Cycle(now_ms);
   } catch (const std::exception& e) {

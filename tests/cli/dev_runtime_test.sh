@@ -43,6 +43,27 @@ for _ in $(seq 100); do
   sleep 0.05
 done
 [ "$log" = "from $uuid" ] || fail "logs: '$log'"
+# tessera exec in a running container: through the runtime's exec, in the pod's container.
+cat <<YAML >"$WORK/long.yaml"
+apiVersion: v1
+kind: Pod
+metadata: {name: long}
+spec:
+  containers:
+  - {name: main, image: busybox, command: ["sleep", "300"]}
+YAML
+"$TESSERA" apply -f "$WORK/long.yaml" >/dev/null
+for _ in $(seq 200); do
+  "$TESSERA" get job long -o json | grep -q '"phase": "Running"' && break
+  sleep 0.05
+done
+code=0
+out=$("$TESSERA" exec long -- sh -c 'echo inside; exit 5') || code=$?
+[ "$code" = 5 ] || fail "exec exit code: $code"
+[ "$out" = inside ] || fail "exec output: '$out'"
+grep -q "^exec tessera-default_long_main-0 sh -c echo inside; exit 5$" "$WORK/bin/podman.calls" ||
+  fail "exec call: $(cat "$WORK/bin/podman.calls")"
+"$TESSERA" delete job long >/dev/null
 kill "$DEV_PID"
 wait "$DEV_PID" 2>/dev/null || true
 DEV_PID=

@@ -37,6 +37,35 @@ done
 uuid=$("$TESSERA" get job hello -o json | grep -o '"uuid": "GPU-[^"]*"' | head -1 | cut -d'"' -f4)
 [ "$log" = "hello from $uuid" ] || fail "logs: '$log', bound to $uuid"
 
+# tessera exec: a command in a running pod's environment, its output and exit code back.
+cat <<'YAML' >sleeper.yaml
+apiVersion: tessera.io/v1
+kind: Job
+metadata: {name: sleeper}
+spec:
+  tasks:
+  - name: main
+    command: ["sleep", "300"]
+    env: {FOO: bar}
+YAML
+"$TESSERA" apply -f sleeper.yaml >/dev/null
+for _ in $(seq 200); do
+  "$TESSERA" get job sleeper -o json | grep -q '"phase": "Running"' && break
+  sleep 0.05
+done
+code=0
+out=$("$TESSERA" exec sleeper -- sh -c 'echo $FOO $TESSERA_POD; echo oops >&2; exit 4' 2>exec.err) ||
+  code=$?
+[ "$code" = 4 ] || fail "exec exit code: $code"
+[ "$out" = "bar main-0" ] || fail "exec output: '$out'"
+[ "$(cat exec.err)" = oops ] || fail "exec stderr: $(cat exec.err)"
+"$TESSERA" exec sleeper -p main-3 -- true 2>exec.err && fail "exec into a pod that is not there"
+grep -q "main-3 is not a pod of Job default/sleeper (its pods: main-0)" exec.err ||
+  fail "exec error: $(cat exec.err)"
+"$TESSERA" exec hello -- true 2>exec.err && fail "exec into a finished job"
+grep -q "has no running pod" exec.err || fail "exec error: $(cat exec.err)"
+"$TESSERA" delete job sleeper >/dev/null
+
 # A job of two pods: each knows where to meet the other (MASTER_ADDR is dev's node, the port
 # the first reserved there), its rank, and the hosts.
 cat <<'YAML' >ddp.yaml

@@ -542,6 +542,7 @@ TEST_F(ApiServerTest, WatchListSendsTheStateThenABookmarkThatEndsIt) {
                           "?watch=1&sendInitialEvents=false&allowWatchBookmarks=true&"
                           "resourceVersionMatch=NotOlderThan",
                       admin_);
+  ASSERT_EQ(changes.Status(), 200);  // the watch is in place: what follows is a change
   ASSERT_EQ(Post(kJobs, admin_, JobObj("team-a", "b")).status, 201);
   ev = changes.Events(1);
   ASSERT_EQ(ev.size(), 1u);
@@ -1295,6 +1296,94 @@ TEST_F(ApiServerTest, KueueWorkloadsAndQueueStatus) {
                  "/apis/kueue.x-k8s.io/v1beta1/namespaces/team-a/workloads/job-b", admin_)
                 .status,
             405);
+}
+
+}  // namespace
+}  // namespace tessera::server
+
+namespace tessera::server {
+namespace {
+
+// tessera exec through the API: the namespace's token opens a session on a running pod, the
+// agent of its node claims it by long poll and sends the output and the end, which the client
+// reads as a stream of frames.
+TEST_F(ApiServerTest, ExecSessionsGoFromTheirClientToThePodsAgentAndBack) {
+  const std::string kJob = "/apis/tessera.io/v1/namespaces/team-a/jobs/j";
+  json job = JobObj("team-a", "j");
+  job["spec"]["tasks"][0]["replicas"] = 2;
+  ASSERT_EQ(Post("/apis/tessera.io/v1/namespaces/team-a/jobs", admin_, job).status, 201);
+  job = Get(kJob, admin_).body;
+  job["status"] = {{"phase", "Admitted"},
+                   {"pods",
+                    {{{"name", "main-0"}, {"node", "n1"}, {"state", {{"phase", "Running"}}}},
+                     {{"name", "main-1"}, {"node", "n2"}}}}};
+  Reply put = Call(http::verb::put, kJob, admin_, job.dump());
+  ASSERT_EQ(put.status, 200) << put.raw;
+  const std::string team =
+      Post("/apis/tessera.io/v1/tokens", admin_, {{"namespace", "team-a"}}).body["token"];
+  const std::string other =
+      Post("/apis/tessera.io/v1/tokens", admin_, {{"namespace", "team-b"}}).body["token"];
+  const std::string n1 =
+      Post("/apis/tessera.io/v1/tokens", admin_, {{"role", "agent"}, {"node", "n1"}}).body["token"];
+  const std::string n2 =
+      Post("/apis/tessera.io/v1/tokens", admin_, {{"role", "agent"}, {"node", "n2"}}).body["token"];
+
+  // Who may open one, and on what.
+  const json cmd = {{"command", {"sh", "-c", "echo hi"}}};
+  EXPECT_EQ(Post(kJob + "/exec", other, cmd).status, 403);
+  EXPECT_EQ(Post(kJob + "/exec", n1, cmd).status, 403);
+  EXPECT_EQ(Post(kJob + "/exec", team, {{"command", json::array()}}).status, 400);
+  EXPECT_EQ(Post(kJob + "/exec", team, {{"command", {"ls"}}, {"stdin", true}}).status, 400);
+  Reply not_running = Post(kJob + "/exec", team, {{"command", {"ls"}}, {"pod", "main-1"}});
+  EXPECT_EQ(not_running.status, 412) << not_running.raw;
+  EXPECT_NE(not_running.raw.find("main-1 is not running yet"), std::string::npos);
+  Reply unknown = Post(kJob + "/exec", team, {{"command", {"ls"}}, {"pod", "main-7"}});
+  EXPECT_EQ(unknown.status, 404);
+  EXPECT_NE(unknown.raw.find("its pods: main-0, main-1"), std::string::npos) << unknown.raw;
+  EXPECT_EQ(Post("/apis/tessera.io/v1/namespaces/team-a/jobs/nope/exec", team, cmd).status, 404);
+
+  // Without a pod named: the first running one.
+  Reply opened = Post(kJob + "/exec", team, cmd);
+  ASSERT_EQ(opened.status, 201) << opened.raw;
+  EXPECT_EQ(opened.body["pod"], "main-0");
+  EXPECT_EQ(opened.body["node"], "n1");
+  const std::string id = opened.body["id"];
+  EXPECT_EQ(id.size(), 32u);
+  const std::string session = "/apis/tessera.io/v1/execs/" + id;
+
+  // Only n1's agent claims it, once; another node's cannot write to it.
+  EXPECT_EQ(Get("/apis/tessera.io/v1/nodes/n1/execs", n2).status, 403);
+  EXPECT_EQ(Get("/apis/tessera.io/v1/nodes/n1/execs", admin_).status, 403);
+  Reply claimed = Get("/apis/tessera.io/v1/nodes/n1/execs?timeoutSeconds=1", n1);
+  ASSERT_EQ(claimed.status, 200);
+  ASSERT_EQ(claimed.body["items"].size(), 1u) << claimed.raw;
+  EXPECT_EQ(claimed.body["items"][0]["id"], id);
+  EXPECT_EQ(claimed.body["items"][0]["command"], cmd["command"]);
+  // Nothing more: the poll ends empty after its timeout.
+  Reply empty = Get("/apis/tessera.io/v1/nodes/n1/execs?timeoutSeconds=1", n1);
+  EXPECT_EQ(empty.status, 200);
+  EXPECT_EQ(empty.raw, "");
+  EXPECT_EQ(Call(http::verb::post, session + "/output?stream=stdout", n2, "x").status, 404);
+  EXPECT_EQ(Call(http::verb::post, session + "/output?stream=stdout", team, "x").status, 403);
+  ASSERT_EQ(Call(http::verb::post, session + "/output?stream=stdout", n1, "hi\n").status, 200);
+  EXPECT_EQ(Call(http::verb::post, session + "/end", n1, R"({"exitCode": 300})").status, 400);
+  ASSERT_EQ(Call(http::verb::post, session + "/end", n1, R"({"exitCode": 0})").status, 200);
+
+  // Only the token that opened it reads it, to its end.
+  EXPECT_EQ(Get(session, other).status, 404);
+  EXPECT_EQ(Get(session, admin_).status, 404);
+  Reply out = Get(session, team);
+  ASSERT_EQ(out.status, 200);
+  EXPECT_EQ(out.raw, "{\"stdout\":\"hi\\n\"}\n{\"exitCode\":0}\n");
+  EXPECT_EQ(api_->exec().open_sessions(), 0u);
+
+  // A client that leaves: the agent's next output is answered 410 Gone.
+  opened = Post(kJob + "/exec", team, cmd);
+  ASSERT_EQ(opened.status, 201);
+  const std::string left = "/apis/tessera.io/v1/execs/" + opened.body["id"].get<std::string>();
+  ASSERT_EQ(Get("/apis/tessera.io/v1/nodes/n1/execs", n1).body["items"].size(), 1u);
+  api_->exec().Abandon(opened.body["id"]);
+  EXPECT_EQ(Call(http::verb::post, left + "/output?stream=stdout", n1, "x").status, 410);
 }
 
 }  // namespace

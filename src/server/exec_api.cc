@@ -1,0 +1,272 @@
+// `tessera exec` through the API (server/exec_hub.h): the client opens a session on a running
+// pod and reads its output; the agent of the pod's node claims it by long poll and sends the
+// output and the end.
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <mutex>
+
+#include "api/json_read.h"
+#include "api/kube.h"
+#include "api/object.h"
+#include "server/api_common.h"
+#include "server/api_server.h"
+#include "server/auth.h"
+
+namespace tessera::server {
+
+using api::ListOf;
+using api::Member;
+using api::Str;
+using nlohmann::json;
+
+namespace {
+
+constexpr std::string_view kExecs = "/apis/tessera.io/v1/execs/";
+constexpr size_t kMaxArgs = 4096;
+constexpr int kExecStreamSeconds = 7 * 24 * 3600;  // a session lasts as long as its command
+constexpr int kMaxClaimWaitSeconds = 300;
+
+// Who may read a session: the token that opened it.
+std::string OwnerOf(const Principal& who) {
+  return std::string(RoleName(who.role)) + "/" + who.ns + "/" + who.token_id;
+}
+
+// A session's output to its client, frame by frame, then the end.
+class ExecStream : public ResponseStream, public std::enable_shared_from_this<ExecStream> {
+ public:
+  ExecStream(ExecHub& hub, std::string id) : hub_(hub), id_(std::move(id)) {}
+
+  void Next(std::function<void(std::optional<std::string>)> emit) override {
+    if (done_) return emit(std::nullopt);
+    std::weak_ptr<ExecStream> weak = shared_from_this();
+    bool done = false;
+    std::optional<std::string> frames = hub_.Read(id_, &done, [weak, emit] {
+      if (auto self = weak.lock()) self->Next(emit);
+    });
+    if (!frames) return;  // woken when there is more
+    done_ = done;
+    emit(std::move(frames));
+  }
+  void Cancel() override {
+    if (!done_) hub_.Abandon(id_);
+  }
+
+ private:
+  ExecHub& hub_;
+  const std::string id_;
+  std::atomic<bool> done_ = false;
+};
+
+// The agent's long poll: the sessions opened for its node, as soon as there are any.
+class ClaimStream : public ResponseStream, public std::enable_shared_from_this<ClaimStream> {
+ public:
+  ClaimStream(ExecHub& hub, std::string node, std::function<int64_t()> clock)
+      : hub_(hub), node_(std::move(node)), clock_(std::move(clock)) {}
+
+  void Next(std::function<void(std::optional<std::string>)> emit) override {
+    if (done_) return emit(std::nullopt);
+    std::weak_ptr<ClaimStream> weak = shared_from_this();
+    for (;;) {
+      json items = hub_.Claim(node_, clock_());
+      if (!items.empty()) {
+        done_ = true;
+        return emit(json{{"kind", "ExecSessionList"}, {"items", std::move(items)}}.dump());
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      if (cancelled_) return;
+      auto waiter = hub_.WaitForWork(node_, [weak, emit] {
+        if (auto self = weak.lock()) self->Next(emit);
+      });
+      if (waiter) {
+        waiter_ = *waiter;
+        return;
+      }
+    }
+  }
+  void Cancel() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancelled_ = true;
+    if (waiter_ != 0) hub_.StopWaiting(waiter_);
+  }
+
+ private:
+  ExecHub& hub_;
+  const std::string node_;
+  const std::function<int64_t()> clock_;
+  std::atomic<bool> done_ = false;
+  std::mutex mu_;
+  bool cancelled_ = false;
+  uint64_t waiter_ = 0;
+};
+
+// The hub's "the session has ended" is Kubernetes' 410 Gone for the agent.
+HttpResponse HubError(const Status& s) {
+  if (s.code() == StatusCode::kFailedPrecondition) {
+    return Reply(410, "application/json", StatusJson(410, "Gone", s.message()));
+  }
+  return Error(s);
+}
+
+// How a command ended, as the agent reports it: exactly one of these.
+Status CheckEnd(const json& end) {
+  if (!end.is_object() || end.size() != 1) {
+    return InvalidArgument("body: must be one of {\"exitCode\"}, {\"signal\"}, {\"error\"}");
+  }
+  if (end.contains("exitCode")) {
+    const json& c = end["exitCode"];
+    if (!c.is_number_integer() || c.get<int64_t>() < 0 || c.get<int64_t>() > 255) {
+      return InvalidArgument("exitCode: must be an integer from 0 to 255");
+    }
+  } else if (end.contains("signal")) {
+    const json& c = end["signal"];
+    if (!c.is_number_integer() || c.get<int64_t>() < 1 || c.get<int64_t>() > 64) {
+      return InvalidArgument("signal: must be a signal number from 1 to 64");
+    }
+  } else if (!end.contains("error") || !end["error"].is_string() ||
+             end["error"].get<std::string>().size() > 4096) {
+    return InvalidArgument("body: must be one of {\"exitCode\"}, {\"signal\"}, {\"error\"}");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::optional<HttpResponse> ApiServer::Exec(const HttpRequest& req, const Principal& who) {
+  using Role = Principal::Role;
+  const std::vector<std::string_view> parts = PathSegments(req.path);
+  // POST /apis/tessera.io/v1/namespaces/{ns}/jobs/{job}/exec
+  if (parts.size() == 8 && parts[0] == "apis" && parts[1] == api::kGroup && parts[2] == "v1" &&
+      parts[3] == "namespaces" && parts[5] == "jobs" && parts[7] == "exec") {
+    const std::string ns(parts[4]), job(parts[6]);
+    if (req.method != "POST") {
+      return Reply(405, "application/json",
+                   StatusJson(405, "MethodNotAllowed", "a command is run with POST"));
+    }
+    if (who.role != Role::kAdmin && !(who.role == Role::kNamespace && who.ns == ns)) {
+      return Error(PermissionDenied(who.role == Role::kNamespace
+                                        ? "this token is limited to namespace " + who.ns
+                                        : "commands are run with the admin or the namespace's "
+                                          "token"));
+    }
+    const json body = json::parse(req.body, nullptr, false);
+    if (!body.is_object()) return Error(InvalidArgument("body: must be a JSON object"));
+    for (const auto& [k, v] : body.items()) {
+      if (k != "pod" && k != "command") {
+        return Error(InvalidArgument(k + ": unknown field (an exec takes pod and command)"));
+      }
+    }
+    const json& command = Member(body, "command");
+    if (!command.is_array() || command.empty() || command.size() > kMaxArgs) {
+      return Error(InvalidArgument("command: must list the program and its arguments (1 to " +
+                                   std::to_string(kMaxArgs) + ")"));
+    }
+    std::vector<std::string> argv;
+    for (const json& a : command) {
+      if (!a.is_string()) return Error(InvalidArgument("command: must be strings"));
+      argv.push_back(a.get<std::string>());
+    }
+    if (argv[0].empty()) return Error(InvalidArgument("command[0]: must name a program"));
+    const json& pod_field = Member(body, "pod");
+    if (!pod_field.is_null() && !pod_field.is_string()) {
+      return Error(InvalidArgument("pod: must be a pod name"));
+    }
+    const std::string want = pod_field.is_string() ? pod_field.get<std::string>() : "";
+    auto stored = store_->Get({"Job", ns, job});
+    if (!stored.ok()) return Error(stored.status());
+    if (!stored->has_value()) return Error(NotFound("Job " + ns + "/" + job + " not found"));
+    const json obj = json::parse((*stored)->body, nullptr, false);
+    std::string pod, node, names;
+    for (const json& p : ListOf(Member(Member(obj, "status"), "pods"))) {
+      if (!p.is_object()) continue;
+      const std::string name = Str(p, "name"), phase = Str(Member(p, "state"), "phase");
+      names += (names.empty() ? "" : ", ") + name;
+      if (!want.empty() && name != want) continue;
+      if (phase != "Running") {
+        if (want.empty()) continue;
+        return Error(FailedPrecondition("pod " + name + " is not running" +
+                                        (phase.empty() ? " yet" : " (" + phase + ")")));
+      }
+      pod = name;
+      node = Str(p, "node");
+      break;
+    }
+    if (pod.empty()) {
+      return Error(want.empty()
+                       ? FailedPrecondition("Job " + ns + "/" + job + " has no running pod")
+                       : NotFound("pod " + want + " is not a pod of Job " + ns + "/" + job +
+                                  (names.empty() ? "" : " (its pods: " + names + ")")));
+    }
+    auto id = RandomHex(16);
+    if (!id.ok()) return Error(id.status());
+    ExecRequest request{ns, job, pod, node, argv, OwnerOf(who)};
+    if (Status s = exec_.Open(*id, std::move(request), clock_()); !s.ok()) return Error(s);
+    return Json(201, {{"apiVersion", api::kApiVersion},
+                      {"kind", "ExecSession"},
+                      {"id", *id},
+                      {"namespace", ns},
+                      {"job", job},
+                      {"pod", pod},
+                      {"node", node}});
+  }
+  // GET /apis/tessera.io/v1/nodes/{node}/execs: the agent's long poll.
+  if (parts.size() == 6 && parts[0] == "apis" && parts[1] == api::kGroup && parts[2] == "v1" &&
+      parts[3] == "nodes" && parts[5] == "execs") {
+    const std::string node(parts[4]);
+    if (req.method != "GET") {
+      return Reply(405, "application/json",
+                   StatusJson(405, "MethodNotAllowed", "sessions are claimed with GET"));
+    }
+    if (who.role != Role::kAgent || who.node != node) {
+      return Error(PermissionDenied("only the agent of node " + node + " claims its sessions"));
+    }
+    int seconds = 30;
+    if (auto it = req.query.find("timeoutSeconds"); it != req.query.end()) {
+      seconds = std::clamp(std::atoi(it->second.c_str()), 1, kMaxClaimWaitSeconds);
+    }
+    HttpResponse out;
+    out.stream = std::make_shared<ClaimStream>(exec_, node, clock_);
+    out.stream_seconds = seconds;
+    return out;
+  }
+  if (!req.path.starts_with(kExecs)) return std::nullopt;
+  const std::string_view rest = std::string_view(req.path).substr(kExecs.size());
+  const size_t slash = rest.find('/');
+  const std::string id(rest.substr(0, slash));
+  const std::string_view what = slash == std::string_view::npos ? "" : rest.substr(slash + 1);
+  if (id.empty()) return Error(NotFound("name the exec session"));
+  // GET /apis/tessera.io/v1/execs/{id}: its opener reads it.
+  if (what.empty()) {
+    if (req.method != "GET") {
+      return Reply(405, "application/json",
+                   StatusJson(405, "MethodNotAllowed", "a session's output is read with GET"));
+    }
+    if (Status s = exec_.CheckOwner(id, OwnerOf(who)); !s.ok()) return Error(s);
+    HttpResponse out;
+    out.content_type = "application/x-ndjson";
+    out.stream = std::make_shared<ExecStream>(exec_, id);
+    out.stream_seconds = kExecStreamSeconds;
+    return out;
+  }
+  // POST .../execs/{id}/output?stream=stdout|stderr and .../execs/{id}/end: the agent's.
+  if (what != "output" && what != "end") return Error(NotFound("no such exec resource"));
+  if (req.method != "POST") {
+    return Reply(405, "application/json",
+                 StatusJson(405, "MethodNotAllowed", "the agent sends with POST"));
+  }
+  if (who.role != Role::kAgent) return Error(PermissionDenied("only node agents send output"));
+  if (what == "output") {
+    auto it = req.query.find("stream");
+    const std::string stream = it == req.query.end() ? "stdout" : it->second;
+    if (Status s = exec_.Append(id, who.node, stream, req.body, clock_()); !s.ok()) {
+      return HubError(s);
+    }
+    return Json(200, {{"kind", "Status"}, {"status", "Success"}});
+  }
+  const json end = json::parse(req.body, nullptr, false);
+  if (Status s = CheckEnd(end); !s.ok()) return Error(s);
+  if (Status s = exec_.Finish(id, who.node, end, clock_()); !s.ok()) return HubError(s);
+  return Json(200, {{"kind", "Status"}, {"status", "Success"}});
+}
+
+}  // namespace tessera::server

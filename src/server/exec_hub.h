@@ -1,0 +1,101 @@
+// Commands run inside running pods (`tessera exec`): the server's side of a session between a
+// client and the agent of the pod's node, who never talk directly. The client opens a session
+// and reads its output; the node's agent claims it (long poll), runs the command in the pod,
+// and sends its output and how it ended. Sessions live in memory only: a server restart ends
+// them, as kube-apiserver's restart ends `kubectl exec`. Thread-safe.
+//
+// A session ends for the agent (Append and Finish fail, and the agent stops the
+// command) when its client stops reading or the server stops; a client whose session was
+// never claimed, or whose agent went silent, is told so and its session dropped (Expire).
+#ifndef TESSERA_SERVER_EXEC_HUB_H_
+#define TESSERA_SERVER_EXEC_HUB_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+
+namespace tessera::server {
+
+struct ExecRequest {
+  std::string ns, job, pod, node;
+  std::vector<std::string> command;
+  std::string owner;  // who may read it: the principal that opened it (role/namespace)
+};
+
+class ExecHub {
+ public:
+  struct Limits {
+    size_t max_sessions = 256;            // open at once, over all nodes
+    size_t max_buffered = 4 << 20;        // output not yet read, per session
+    int64_t claim_timeout_ms = 30'000;    // opened and not claimed by the node's agent
+    int64_t silence_timeout_ms = 30'000;  // claimed, and nothing heard from the agent
+  };
+  ExecHub() : ExecHub(Limits()) {}
+  explicit ExecHub(Limits limits) : limits_(limits) {}
+
+  // A new session under `id` (unguessable: the caller draws it); ResourceExhausted when too
+  // many are open.
+  Status Open(const std::string& id, ExecRequest request, int64_t now_ms);
+
+  // The sessions opened for `node` and not yet claimed, now claimed by the caller: each
+  // {"id", "namespace", "job", "pod", "command"}. Each is handed out once.
+  nlohmann::json Claim(const std::string& node, int64_t now_ms);
+  // Registers `wake`, called once (no lock held) when a session is opened for `node`; nullopt
+  // (nothing registered) when one is waiting already.
+  std::optional<uint64_t> WaitForWork(const std::string& node, std::function<void()> wake);
+  void StopWaiting(uint64_t waiter);
+
+  // The agent of `node` adds output of `stream` ("stdout"/"stderr", may be empty: a sign of
+  // life) or ends the session with `end` ({"exitCode"}|{"signal"}|{"error"}). NotFound for
+  // an unknown session or another node's; FailedPrecondition (the caller stops the command) when
+  // the client is gone; ResourceExhausted while the client has not read what was sent.
+  Status Append(const std::string& id, const std::string& node, const std::string& stream,
+                const std::string& data, int64_t now_ms);
+  Status Finish(const std::string& id, const std::string& node, const nlohmann::json& end,
+                int64_t now_ms);
+
+  // The client's side: whether `owner` may read session `id`.
+  Status CheckOwner(const std::string& id, const std::string& owner) const;
+  // The frames not yet read (one JSON text per line: {"stdout"|"stderr": text} then the end);
+  // `*done` once the end was read, after which the session is gone. nullopt when there is
+  // nothing new; then `wake` (if given) is called once when there is.
+  std::optional<std::string> Read(const std::string& id, bool* done, std::function<void()> wake);
+  // The client left: the session ends (the agent is told at its next call).
+  void Abandon(const std::string& id);
+
+  // Ends the sessions whose agent never claimed them or went silent, telling their clients.
+  void Expire(int64_t now_ms);
+
+  size_t open_sessions() const;
+
+ private:
+  struct Session {
+    ExecRequest request;
+    bool claimed = false;
+    int64_t heard_ms = 0;  // opened, claimed, or last heard from the agent
+    std::string frames;    // not yet read
+    bool ended = false;    // the end frame is in `frames`
+    std::function<void()> reader;
+  };
+  // Appends a frame and takes the reader to wake (mu_ held).
+  std::function<void()> Push(Session& s, const nlohmann::json& frame);
+
+  const Limits limits_;
+  mutable std::mutex mu_;
+  std::map<std::string, Session> sessions_;
+  uint64_t next_waiter_ = 1;
+  std::map<uint64_t, std::pair<std::string, std::function<void()>>> waiters_;  // node, wake
+};
+
+}  // namespace tessera::server
+
+#endif  // TESSERA_SERVER_EXEC_HUB_H_
