@@ -1,14 +1,18 @@
 #include "agent/assignments.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <set>
 
@@ -68,6 +72,7 @@ std::vector<Assignment> AssignedTo(const json& jobs, const std::string& node) {
       a.memory_mib = Int(pods[i], "memoryMiB");
       a.state = pods[i].value("state", json());
       a.rendezvous = status.value("rendezvous", json());
+      a.mpi = job.value("spec", json::object()).value("mpi", json());
       if (a.rendezvous.is_object()) {
         for (size_t j = 0; j < task_of.size(); ++j) {
           const json& p = j < pods.size() ? pods[j] : json();
@@ -75,6 +80,7 @@ std::vector<Assignment> AssignedTo(const json& jobs, const std::string& node) {
               Str(*task_of[j], "name"),
               p.is_object() ? Str(p, "address").empty() ? Str(p, "node") : Str(p, "address") : "");
           if (j < i && task_of[j] == task_of[i]) ++a.task_index;
+          a.member_pods.push_back(p.is_object() ? Str(p, "name") : "");
         }
       }
       out.push_back(std::move(a));
@@ -348,6 +354,78 @@ Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std
   }
   spec.env = std::move(env);
   return spec;
+}
+
+bool Assignment::mpi_launcher() const {
+  return mpi.is_object() && !Str(mpi, "launcher").empty() &&
+         Str(task, "name") == Str(mpi, "launcher");
+}
+
+namespace {
+
+// `s` quoted for sh.
+std::string ShellQuote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+}  // namespace
+
+Status SetUpMpiLauncher(const Assignment& a, const LauncherAccess& access, ProcessSpec* spec) {
+  namespace fs = std::filesystem;
+  const std::string dir = fs::absolute(spec->workdir + "/mpi").string();
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return Internal("directory " + dir + ": " + ec.message());
+  fs::permissions(dir, fs::perms::owner_all, ec);
+  const std::string token = dir + "/token";
+  {
+    const int fd = open(token.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return Internal("file " + token + ": " + std::strerror(errno));
+    const bool ok = write(fd, access.token.data(), access.token.size()) ==
+                    static_cast<ssize_t>(access.token.size());
+    close(fd);
+    if (!ok) return Internal("file " + token + ": cannot be written");
+  }
+  if (spec->uid >= 0 || spec->gid >= 0) {
+    for (const std::string& path : {dir, token}) {
+      if (chown(path.c_str(), static_cast<uid_t>(spec->uid), static_cast<gid_t>(spec->gid)) != 0) {
+        return Internal("file " + path + ": " + std::strerror(errno));
+      }
+    }
+  }
+  const int64_t slots = Int(a.mpi, "slotsPerWorker", 1);
+  std::string hosts;
+  for (size_t i = 0; i < a.member_pods.size() && i < a.members.size(); ++i) {
+    if (i == a.pod_index || a.member_pods[i].empty()) continue;
+    hosts += a.member_pods[i] + " slots=" + std::to_string(slots) + "\n";
+  }
+  const std::string hostfile = dir + "/hostfile", rsh = dir + "/rsh";
+  spec->files[hostfile] = hosts;
+  std::string script =
+      "#!/bin/sh\n"
+      "# mpirun's rsh agent: runs the command in the pod named as the host, via tessera exec.\n"
+      "pod=$1\nshift\n"
+      "TESSERA_TOKEN=$(cat " +
+      ShellQuote(token) + ") exec " + ShellQuote(access.tessera) + " exec --server " +
+      ShellQuote(access.server) +
+      (access.ca_file.empty() ? "" : " --ca-file " + ShellQuote(access.ca_file)) + " -n " +
+      ShellQuote(a.ns) + " " + ShellQuote(a.job) + " -p \"$pod\" --wait 120 -- sh -c \"$*\"\n";
+  spec->files[rsh] = script;
+  spec->executables.insert(rsh);
+  for (const char* k :
+       {"OMPI_MCA_plm_rsh_agent", "I_MPI_HYDRA_BOOTSTRAP_EXEC", "HYDRA_LAUNCHER_EXEC"}) {
+    spec->env[k] = rsh;
+  }
+  for (const char* k :
+       {"OMPI_MCA_orte_default_hostfile", "I_MPI_HYDRA_HOST_FILE", "HYDRA_HOST_FILE"}) {
+    spec->env[k] = hostfile;
+  }
+  spec->env["OMPI_MCA_plm_rsh_no_tree_spawn"] = "1";
+  spec->env["I_MPI_HYDRA_BOOTSTRAP"] = "rsh";
+  spec->env["HYDRA_LAUNCHER"] = "rsh";
+  return Status::Ok();
 }
 
 }  // namespace tessera::agent

@@ -29,7 +29,11 @@ struct Assignment {
   // pod's task name and node address ("" while unplaced), by pod index.
   nlohmann::json rendezvous;
   std::vector<std::pair<std::string, std::string>> members;
-  size_t task_index = 0;  // this pod's index among its task's pods
+  size_t task_index = 0;                 // this pod's index among its task's pods
+  std::vector<std::string> member_pods;  // every pod's name, by pod index (with `members`)
+  nlohmann::json mpi;  // the Job's spec.mpi {launcher, slotsPerWorker} (null: not MPI)
+  // Whether this pod is its MPI job's launcher.
+  bool mpi_launcher() const;
 };
 
 // Where pod `key`'s output is kept under the agent's root.
@@ -71,6 +75,23 @@ std::map<std::string, std::string> RendezvousEnv(const Assignment& a, const std:
 // configured, no command).
 Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std::string& node,
                             const std::string& root, const std::string& container_runtime);
+
+// Where the launcher of an MPI job finds the control plane, for its rsh agent.
+struct LauncherAccess {
+  std::string tessera;  // the tessera binary
+  std::string server;   // the server's URL
+  std::string ca_file;  // for https://; empty: the system's trust store
+  std::string token;    // an exec token for the launcher's Job (the server makes it)
+};
+
+// Makes `spec` (the launcher of an MPI job, a.mpi_launcher()) able to run mpirun over its
+// workers, as Kubeflow's MPI operator does: a hostfile of the workers' pods ("<pod>
+// slots=<slotsPerWorker>"), an rsh agent that starts each remote command in the pod named as
+// its host through `tessera exec`, with a token for this Job only (a file readable by the
+// task's user only). Open MPI finds them through OMPI_MCA_orte_default_hostfile and
+// OMPI_MCA_plm_rsh_agent (tree spawn off: only the launcher holds the token); Intel MPI and
+// MPICH through I_MPI_HYDRA_* and HYDRA_*. Writes the token file; the rest goes in `spec`.
+Status SetUpMpiLauncher(const Assignment& a, const LauncherAccess& access, ProcessSpec* spec);
 
 }  // namespace tessera::agent
 

@@ -244,6 +244,14 @@ Status Runner::Start(const ProcessSpec& spec) {
     std::ofstream out(path, std::ios::trunc);
     out << content;
     if (!out.flush()) return Internal("file " + path + ": cannot be written");
+    if (spec.executables.contains(path)) {
+      std::filesystem::permissions(
+          path,
+          std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+              std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+              std::filesystem::perms::others_exec,
+          ec);
+    }
   }
   if (!spec.cwd.empty() && !std::filesystem::is_directory(spec.cwd, ec)) {
     return FailedPrecondition("workingDir " + spec.cwd + " is not a directory on this node");

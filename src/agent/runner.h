@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,7 @@ struct ProcessSpec {
   std::vector<std::string> dirs;
   // Files written (path -> content, readable by the task) before it starts: its hostfile.
   std::map<std::string, std::string> files;
+  std::set<std::string> executables;  // of `files`, those made executable
   // The container's name when the task runs in one (argv[0] is then the runtime); the Runner
   // does not use it.
   std::string container;

@@ -57,6 +57,21 @@ void Worker::AdoptPod(PodState& p) {
 void Worker::StartPod(PodState& p, int64_t now_ms) {
   auto spec =
       SpecFor(p.assignment, gpus_, options_.node, options_.root, options_.container_runtime);
+  if (spec.ok() && p.assignment.mpi_launcher()) {
+    // The launcher's rsh agent runs commands in the workers with a token for this Job only.
+    const Assignment& a = p.assignment;
+    auto made = api_.Call(
+        "POST",
+        "/apis/tessera.io/v1/namespaces/" + a.ns + "/jobs/" + a.job + "/exectoken?pod=" + a.pod, "",
+        "");
+    const json reply = made.ok() ? json::parse(made->body, nullptr, false) : json();
+    if (!made.ok() || made->status != 201 || !reply.contains("token")) {
+      return;  // not started: the next round tries again
+    }
+    LauncherAccess access = options_.launcher_access;
+    access.token = reply["token"];
+    if (Status s = SetUpMpiLauncher(a, access, &*spec); !s.ok()) spec = s;
+  }
   if (spec.ok()) {
     p.log_path = spec->log_path;
     if (!options_.cgroup_root.empty()) {
@@ -112,7 +127,12 @@ Status Worker::Report(PodState& p) {
     const std::string phase = p.state.value("phase", "");
     // When a Job ends it releases its devices: accounting charges up to finishedAt.
     const json finished_at = p.state.value("finishedAt", json());
-    if (phase == "Failed") {
+    if (phase == "Succeeded" && a.mpi_launcher()) {
+      // An MPI job ends with its launcher (its workers only serve mpirun); they stop now.
+      status["phase"] = "Succeeded";
+      status["finishedAt"] = finished_at;
+      status["message"] = "the MPI launcher " + a.pod + " succeeded";
+    } else if (phase == "Failed") {
       status["phase"] = "Failed";
       status["finishedAt"] = finished_at;
       status["message"] = "pod " + a.pod + " failed: " +

@@ -34,6 +34,8 @@ struct WorkerOptions {
   std::string container_runtime;
   int64_t stop_grace_ms = 10'000;
   std::string cgroup_root;  // cgroup v2 mount for per-pod limits; empty: no limits
+  // How an MPI launcher's rsh agent reaches the server (its token is made per launcher).
+  LauncherAccess launcher_access;
 };
 
 class Worker {

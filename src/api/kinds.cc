@@ -443,6 +443,22 @@ Result<JobSpec> DecodeJob(const json& obj) {
     job.tasks.push_back(std::move(run));
     w.pod_sets.push_back(std::move(set));
   }
+  // An MPI job (Kubeflow's MPIJob): its launcher task runs mpirun over the other tasks' pods,
+  // reached through tessera exec (the agent gives it a hostfile and an rsh agent).
+  if (const json* mpi = spec.Get("mpi")) {
+    Fields m(*mpi, spec.At("mpi"), false);
+    std::string launcher;
+    int64_t slots = 1;
+    TESSERA_RETURN_IF_ERROR(m.String("launcher", &launcher, true));
+    TESSERA_RETURN_IF_ERROR(m.Int("slotsPerWorker", &slots, 1, 1024));
+    TESSERA_RETURN_IF_ERROR(m.Finish());
+    auto it = std::find_if(job.tasks.begin(), job.tasks.end(),
+                           [&](const TaskRun& t) { return t.name == launcher; });
+    if (it == job.tasks.end() || it->replicas != 1) {
+      return FieldError(m.At("launcher"), "must name a task of one replica");
+    }
+    if (job.tasks.size() < 2) return FieldError(m.At("launcher"), "needs workers: another task");
+  }
   if (w.min_member > total) {
     return FieldError(spec.At("minMember"), "is " + std::to_string(w.min_member) +
                                                 ", more than the job's " + std::to_string(total) +

@@ -37,6 +37,8 @@ const std::vector<KubeKind>& KubeKinds() {
       {"scheduling.volcano.sh", "v1beta1", "Queue", "queues", false, "q,queue-v1beta1", "Queue"},
       {"batch.volcano.sh", "v1alpha1", "Job", "jobs", true, "vcjob,vj", "Job"},
       {"kubeflow.org", "v1", "PyTorchJob", "pytorchjobs", true, "", "Job"},
+      {"kubeflow.org", "v1", "MPIJob", "mpijobs", true, "", "Job"},
+      {"kubeflow.org", "v2beta1", "MPIJob", "mpijobs", true, "", "Job"},
       {"", "v1", "Event", "events", true, "ev", "Event", false},
       {"kueue.x-k8s.io", "v1beta1", "Workload", "workloads", true, "wl", "Job", false},
       {"", "v1", "Namespace", "namespaces", false, "ns", "Namespace"},

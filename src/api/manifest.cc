@@ -1152,19 +1152,152 @@ constexpr FieldUse kReplicaSpecFields[] = {
     {"restartPolicy", ""},
 };
 
+// A Kubeflow job's runPolicy: its queue (schedulingPolicy.queue, else Kueue's label), priority
+// class and suspend; what Tessera does not act on is warned.
+Status KubeflowRunPolicy(const Doc& d, const json& run, json* job, json* annotations,
+                         Warnings* warnings) {
+  TESSERA_RETURN_IF_ERROR(KnownFields(run, "spec.runPolicy", kRunPolicyFields, warnings));
+  QueueFromLabel(d.meta, job);
+  const json& sched = Member(run, "schedulingPolicy");
+  TESSERA_RETURN_IF_ERROR(
+      KnownFields(sched, "spec.runPolicy.schedulingPolicy", kSchedulingPolicyFields, warnings));
+  VolcanoQueue(sched, job, annotations);
+  if (Member(sched, "priorityClass").is_string()) {
+    (*job)["priorityClassName"] = sched["priorityClass"];
+  }
+  if (Member(run, "suspend") == true) (*job)["suspend"] = true;
+  return Status::Ok();
+}
+
+// The gang of a Kubeflow job of `total` pods: schedulingPolicy.minAvailable, else `otherwise`.
+Result<int64_t> KubeflowGang(const json& sched, int64_t total, int64_t otherwise) {
+  const json& m = Member(sched, "minAvailable");
+  if (m.empty()) return otherwise;
+  if (!m.is_number_integer() || m.get<int64_t>() < 1 || m.get<int64_t>() > total) {
+    return FieldError(
+        "spec.runPolicy.schedulingPolicy.minAvailable",
+        "must be an integer from 1 to the job's replicas (" + std::to_string(total) + ")");
+  }
+  return m.get<int64_t>();
+}
+
+// Kubeflow's MPIJob (kubeflow.org/v1 of the training operator, v2beta1 of the MPI operator): a
+// Launcher that runs mpirun and Workers, one gang. The launcher reaches the workers through
+// tessera exec (the agent gives it a hostfile and an rsh agent), not ssh; a worker without a
+// command waits for it, as the operator's do.
+constexpr FieldUse kMpiJobFields[] = {
+    {"mpiReplicaSpecs", ""},
+    {"runPolicy", ""},
+    {"slotsPerWorker", ""},
+    {"mpiImplementation", ""},
+    {"cleanPodPolicy", "not acted on: the workers stop when the launcher ends"},
+    {"mainContainer", "not acted on: a pod runs its one container"},
+    {"sshAuthMountPath",
+     "not acted on: the launcher reaches its workers through tessera exec, not ssh"},
+    {"launcherCreationPolicy",
+     "not acted on: the launcher starts with its workers, one gang; its rsh agent waits for "
+     "each worker to run"},
+    {"runLauncherAsWorker", ""},
+};
+
+Result<json> KubeflowTask(const Doc& d, const json& rs, const std::string& p,
+                          const std::string& name, const json& run, json* job, Warnings* warnings);
+
+Result<std::vector<json>> MpiJob(const Doc& d, const json& doc, Warnings* warnings) {
+  const json& spec = Member(doc, "spec");
+  TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", kMpiJobFields, warnings));
+  const json& run = Member(spec, "runPolicy");
+  json job = json::object(), annotations = Member(d.meta, "annotations");
+  TESSERA_RETURN_IF_ERROR(KubeflowRunPolicy(d, run, &job, &annotations, warnings));
+  if (const json& impl = Member(spec, "mpiImplementation");
+      !impl.empty() && impl != "OpenMPI" && impl != "Intel" && impl != "MPICH") {
+    return FieldError("spec.mpiImplementation", "must be OpenMPI, Intel or MPICH");
+  }
+  if (Member(spec, "runLauncherAsWorker") == true) {
+    return FieldError("spec.runLauncherAsWorker",
+                      "not supported: the launcher runs no ranks; add a worker instead");
+  }
+  const json& slots = Member(spec, "slotsPerWorker");
+  if (!slots.empty() &&
+      (!slots.is_number_integer() || slots.get<int64_t>() < 1 || slots.get<int64_t>() > 1024)) {
+    return FieldError("spec.slotsPerWorker", "must be an integer from 1 to 1024");
+  }
+  const json& specs = Member(spec, "mpiReplicaSpecs");
+  if (!specs.is_object() || !specs.contains("Launcher") || !specs.contains("Worker")) {
+    return FieldError("spec.mpiReplicaSpecs", "must name a Launcher and Workers");
+  }
+  for (const auto& [type, _] : specs.items()) {
+    if (type != "Launcher" && type != "Worker") {
+      return FieldError("spec.mpiReplicaSpecs." + type, "must be Launcher or Worker");
+    }
+  }
+  json tasks = json::array();
+  int64_t total = 0;
+  for (const char* type : {"Launcher", "Worker"}) {
+    const std::string p = std::string("spec.mpiReplicaSpecs.") + type;
+    const bool launcher = std::string(type) == "Launcher";
+    const json& rs = Member(specs, type);
+    if (launcher && !Member(rs, "replicas").empty() && Member(rs, "replicas") != 1) {
+      return FieldError(p + ".replicas", "must be 1: an MPIJob has one launcher");
+    }
+    auto made = KubeflowTask(d, rs, p, launcher ? "launcher" : "worker", run, &job, warnings);
+    if (!made.ok()) return made.status();
+    json task = std::move(made).value();
+    if (!launcher && !task.contains("command") && !task.contains("args")) {
+      task["command"] = {"sleep", "365d"};
+    }
+    total += task["replicas"].get<int64_t>();
+    tasks.push_back(std::move(task));
+  }
+  job["tasks"] = tasks;
+  job["mpi"] = {{"launcher", "launcher"}, {"slotsPerWorker", slots.empty() ? json(1) : slots}};
+  auto gang = KubeflowGang(Member(run, "schedulingPolicy"), total, total);
+  if (!gang.ok()) return gang.status();
+  job["minMember"] = *gang;
+  return std::vector<json>{Object("Job", d.name, d.ns, Member(d.meta, "labels"), annotations, job)};
+}
+
+// One replica type of a Kubeflow job (its replicaSpecs entry at `p`) as one task named `name`:
+// its pods' template, restartPolicy (ExitCode warned, run as OnFailure) and the run policy's
+// backoffLimit.
+Result<json> KubeflowTask(const Doc& d, const json& rs, const std::string& p,
+                          const std::string& name, const json& run, json* job, Warnings* warnings) {
+  TESSERA_RETURN_IF_ERROR(KnownFields(rs, p, kReplicaSpecFields, warnings));
+  const json& replicas = Member(rs, "replicas");
+  if (!replicas.empty() && (!replicas.is_number_integer() || replicas.get<int64_t>() < 1)) {
+    return FieldError(p + ".replicas", "must be a positive integer");
+  }
+  json task = {{"name", name}, {"replicas", replicas.empty() ? 1 : replicas.get<int64_t>()}};
+  const json& tmpl = Member(rs, "template");
+  TESSERA_RETURN_IF_ERROR(KnownFields(tmpl, p + ".template", kTemplateFields, warnings));
+  const PodContext ctx{d.ns, &Member(tmpl, "metadata"), false, "", warnings};
+  TESSERA_RETURN_IF_ERROR(
+      PodSpecToTask(Member(tmpl, "spec"), p + ".template.spec", ctx, &task, job));
+  // The replica's restartPolicy is the operator's for its pods; ExitCode restarts on the
+  // retryable codes, which Tessera does not tell apart.
+  if (const json& rp = Member(rs, "restartPolicy"); !rp.empty()) {
+    if (rp == "ExitCode") {
+      warnings->push_back(p +
+                          ".restartPolicy: ExitCode: not acted on: a failed pod restarts as "
+                          "with OnFailure, whatever its exit code");
+      task["restartPolicy"] = "OnFailure";
+    } else if (rp == "Always" || rp == "OnFailure" || rp == "Never") {
+      task["restartPolicy"] = rp;
+    } else {
+      return FieldError(p + ".restartPolicy", "must be Always, OnFailure, Never or ExitCode");
+    }
+  }
+  if (Member(run, "backoffLimit").is_number_integer()) task["maxRetries"] = run["backoffLimit"];
+  return task;
+}
+
 Result<std::vector<json>> PyTorchJob(const Doc& d, const json& doc, Warnings* warnings) {
   const json& spec = Member(doc, "spec");
   TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", kPyTorchJobFields, warnings));
   const json& run = Member(spec, "runPolicy");
-  TESSERA_RETURN_IF_ERROR(KnownFields(run, "spec.runPolicy", kRunPolicyFields, warnings));
   json job = json::object(), annotations = Member(d.meta, "annotations");
-  QueueFromLabel(d.meta, &job);
+  TESSERA_RETURN_IF_ERROR(KubeflowRunPolicy(d, run, &job, &annotations, warnings));
   const json& sched = Member(run, "schedulingPolicy");
-  TESSERA_RETURN_IF_ERROR(
-      KnownFields(sched, "spec.runPolicy.schedulingPolicy", kSchedulingPolicyFields, warnings));
-  VolcanoQueue(sched, &job, &annotations);
-  if (Member(sched, "priorityClass").is_string()) job["priorityClassName"] = sched["priorityClass"];
-  if (Member(run, "suspend") == true) job["suspend"] = true;
   const json& specs = Member(spec, "pytorchReplicaSpecs");
   if (!specs.is_object() || specs.empty()) {
     return FieldError("spec.pytorchReplicaSpecs", "must name a Master and/or Workers");
@@ -1183,36 +1316,15 @@ Result<std::vector<json>> PyTorchJob(const Doc& d, const json& doc, Warnings* wa
     const json& rs = Member(specs, type);
     if (rs.empty()) continue;
     const std::string p = std::string("spec.pytorchReplicaSpecs.") + type;
-    TESSERA_RETURN_IF_ERROR(KnownFields(rs, p, kReplicaSpecFields, warnings));
-    const json& replicas = Member(rs, "replicas");
-    if (!replicas.empty() && (!replicas.is_number_integer() || replicas.get<int64_t>() < 1)) {
-      return FieldError(p + ".replicas", "must be a positive integer");
-    }
-    const int64_t n = replicas.empty() ? 1 : replicas.get<int64_t>();
-    if (std::string(type) == "Master" && n != 1) {
+    if (std::string(type) == "Master" && !Member(rs, "replicas").empty() &&
+        Member(rs, "replicas") != 1) {
       return FieldError(p + ".replicas", "must be 1: a PyTorchJob has one master");
     }
-    json task = {{"name", std::string(type) == "Master" ? "master" : "worker"}, {"replicas", n}};
-    const json& tmpl = Member(rs, "template");
-    TESSERA_RETURN_IF_ERROR(KnownFields(tmpl, p + ".template", kTemplateFields, warnings));
-    const PodContext ctx{d.ns, &Member(tmpl, "metadata"), false, "", warnings};
-    TESSERA_RETURN_IF_ERROR(
-        PodSpecToTask(Member(tmpl, "spec"), p + ".template.spec", ctx, &task, &job));
-    // The replica's restartPolicy is the operator's for its pods; ExitCode restarts on the
-    // retryable codes, which Tessera does not tell apart.
-    if (const json& rp = Member(rs, "restartPolicy"); !rp.empty()) {
-      if (rp == "ExitCode") {
-        warnings->push_back(p +
-                            ".restartPolicy: ExitCode: not acted on: a failed pod restarts as "
-                            "with OnFailure, whatever its exit code");
-        task["restartPolicy"] = "OnFailure";
-      } else if (rp == "Always" || rp == "OnFailure" || rp == "Never") {
-        task["restartPolicy"] = rp;
-      } else {
-        return FieldError(p + ".restartPolicy", "must be Always, OnFailure, Never or ExitCode");
-      }
-    }
-    if (Member(run, "backoffLimit").is_number_integer()) task["maxRetries"] = run["backoffLimit"];
+    auto made = KubeflowTask(d, rs, p, std::string(type) == "Master" ? "master" : "worker", run,
+                             &job, warnings);
+    if (!made.ok()) return made.status();
+    json task = std::move(made).value();
+    const int64_t n = task["replicas"].get<int64_t>();
     // torchrun's processes per pod, as the operator gives them.
     const json& nproc =
         spec.contains("nprocPerNode") ? spec["nprocPerNode"] : Member(elastic, "nProcPerNode");
@@ -1242,15 +1354,9 @@ Result<std::vector<json>> PyTorchJob(const Doc& d, const json& doc, Warnings* wa
     }
     min_member = std::min(total, masters + m.get<int64_t>());
   }
-  if (const json& m = Member(sched, "minAvailable"); !m.empty()) {
-    if (!m.is_number_integer() || m.get<int64_t>() < 1 || m.get<int64_t>() > total) {
-      return FieldError(
-          "spec.runPolicy.schedulingPolicy.minAvailable",
-          "must be an integer from 1 to the job's replicas (" + std::to_string(total) + ")");
-    }
-    min_member = m.get<int64_t>();
-  }
-  job["minMember"] = min_member;
+  auto gang = KubeflowGang(sched, total, min_member);
+  if (!gang.ok()) return gang.status();
+  job["minMember"] = *gang;
   return std::vector<json>{Object("Job", d.name, d.ns, Member(d.meta, "labels"), annotations, job)};
 }
 
@@ -1584,7 +1690,8 @@ std::string Rejection(const std::string& api, const std::string& kind) {
     return "a " + kind + " is not supported: submit a Job (tessera.io/v1, batch/v1 or Volcano)";
   }
   return "unknown kind " + kind + " of apiVersion " + api +
-         " (Tessera understands Pod, batch/v1 Job, Volcano Job and PodGroup, Kubeflow PyTorchJob, "
+         " (Tessera understands Pod, batch/v1 Job, Volcano Job and PodGroup, Kubeflow PyTorchJob "
+         "and MPIJob, "
          "Namespace, Kueue "
          "ClusterQueue/LocalQueue/ResourceFlavor/Cohort, ResourceQuota, PriorityClass, "
          "device-plugin ConfigMaps and tessera.io/v1 kinds)";
@@ -1707,6 +1814,10 @@ Result<std::vector<json>> TranslateKube(const Doc& d, const json& doc, Warnings*
     return VolcanoQueueKind(d, doc, warnings);
   }
   if (group == "kueue.x-k8s.io") return Kueue(d, doc, warnings);
+  if ((d.api == "kubeflow.org/v1" || d.api == "kubeflow.org/v2beta1") && d.kind == "MPIJob") {
+    TESSERA_RETURN_IF_ERROR(KnownFields(doc, "", kObjectFields, warnings));
+    return MpiJob(d, doc, warnings);
+  }
   if (d.api == "kubeflow.org/v1" && d.kind == "PyTorchJob") {
     TESSERA_RETURN_IF_ERROR(KnownFields(doc, "", kObjectFields, warnings));
     return PyTorchJob(d, doc, warnings);

@@ -376,6 +376,14 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
   agent::WorkerOptions wo;
   wo.node = id.name;
   wo.root = o.work_dir.empty() ? ".tessera/agent-" + id.name : o.work_dir;
+  {
+    std::error_code ec;
+    wo.launcher_access.tessera = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+    wo.launcher_access.server = (ep->tls ? "https://" : "http://") + ep->host + ":" + ep->port;
+    if (!ep->ca_file.empty()) {
+      wo.launcher_access.ca_file = std::filesystem::absolute(ep->ca_file, ec).string();
+    }
+  }
   const char* search = std::getenv("PATH");
   wo.container_runtime = agent::FindContainerRuntime(o.container_runtime, search ? search : "");
   if (wo.container_runtime.empty()) {

@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "api/manifest.h"
 #include "api/object.h"
@@ -795,9 +797,16 @@ int Exec(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
   json body = {{"command", o.command}};
   if (!o.pod.empty()) body["pod"] = o.pod;
   int code = 0;
-  auto r = Send(o, "POST", "/apis/tessera.io/v1/namespaces/" + o.ns + "/jobs/" + o.name + "/exec",
-                body.dump(), "application/json", err, &code);
-  if (!r) return code;
+  // With --wait, a pod that is not running yet (412) is asked again until it is.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(o.exec_wait);
+  std::optional<Response> r;
+  for (;;) {
+    r = Send(o, "POST", "/apis/tessera.io/v1/namespaces/" + o.ns + "/jobs/" + o.name + "/exec",
+             body.dump(), "application/json", err, &code);
+    if (!r) return code;
+    if (r->status != 412 || std::chrono::steady_clock::now() >= give_up) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
   if (r->status != 201) return Refused(*r, err);
   const json session = json::parse(r->body);
   auto ep = ResolveEndpoint(o.server, o.token, o.ca_file);
@@ -945,6 +954,8 @@ void AddResourceCommands(CLI::App& app, ResourceOptions& o) {
   o.exec->add_option("command", o.command, "The command and its arguments, after --")->required();
   o.exec->add_option("-n,--namespace", o.ns, "Namespace")->capture_default_str();
   o.exec->add_option("-p,--pod", o.pod, "The pod (default: the job's first running pod)");
+  o.exec->add_option("--wait", o.exec_wait, "Seconds to wait for the pod to be running")
+      ->check(CLI::Range(0, 3600));
   o.exec->footer("Example: tessera exec train -p worker-1 -- nvidia-smi");
   AddConnectionFlags(o.exec, o);
 

@@ -53,6 +53,7 @@ struct ResourceOptions {
   bool idle = false;  // get jobs --idle
   CLI::App* exec = nullptr;
   std::vector<std::string> command;  // exec JOB [-p POD] -- COMMAND...
+  int exec_wait = 0;                 // exec --wait: seconds to wait for the pod to run
   CLI::App* usage = nullptr;
   std::string usage_by = "namespace";
   std::string since = "24h";

@@ -241,6 +241,9 @@ Status Authorize(const Principal& p, const api::KindInfo& kind,
       return PermissionDenied("a join token only exchanges itself for a node's agent token");
     case Role::kMetrics:
       return PermissionDenied("a metrics token only reads /metrics");
+    case Role::kExec:
+      return PermissionDenied("an exec token only runs commands in the pods of Job " + p.ns + "/" +
+                              p.job.substr(0, p.job.find('/')));
   }
   return PermissionDenied("unknown role");
 }

@@ -31,12 +31,13 @@ std::string Hex(const unsigned char* data, size_t n) {
 
 Result<std::string> Store(store::Store& store, const std::string& id, Principal::Role role,
                           const std::string& ns, const std::string& node,
-                          const std::string& created) {
+                          const std::string& created, const std::string& job = "") {
   Result<std::string> secret = RandomHex(32);
   if (!secret.ok()) return secret.status();
   nlohmann::json body = {
       {"role", RoleName(role)}, {"namespace", ns}, {"sha256", Sha256Hex(*secret)}};
   if (!node.empty()) body["node"] = node;
+  if (!job.empty()) body["job"] = job;
   if (!created.empty()) body["created"] = created;
   store::Write w{store::Write::Op::kCreate, {std::string(kTokenKind), "", id}, body.dump(), {}};
   if (auto r = store.Commit(std::span<const store::Write>(&w, 1)); !r.ok()) return r.status();
@@ -46,7 +47,7 @@ Result<std::string> Store(store::Store& store, const std::string& id, Principal:
 std::optional<Principal::Role> RoleOf(std::string_view name) {
   for (Principal::Role r :
        {Principal::Role::kAdmin, Principal::Role::kNamespace, Principal::Role::kAgent,
-        Principal::Role::kJoin, Principal::Role::kMetrics}) {
+        Principal::Role::kJoin, Principal::Role::kMetrics, Principal::Role::kExec}) {
     if (RoleName(r) == name) return r;
   }
   return std::nullopt;
@@ -66,6 +67,8 @@ std::string_view RoleName(Principal::Role r) {
       return "join";
     case Principal::Role::kMetrics:
       return "metrics";
+    case Principal::Role::kExec:
+      return "exec";
   }
   return "namespace";
 }
@@ -98,11 +101,13 @@ Result<std::optional<std::string>> TokenAuthority::EnsureAdmin() {
 }
 
 Result<std::string> TokenAuthority::Create(Principal::Role role, const std::string& ns,
-                                           const std::string& node, const std::string& created) {
+                                           const std::string& node, const std::string& created,
+                                           const std::string& job) {
+  using Role = Principal::Role;
   Result<std::string> id = RandomHex(8);
   if (!id.ok()) return id.status();
-  return Store(store_, *id, role, role == Principal::Role::kNamespace ? ns : "",
-               role == Principal::Role::kAgent ? node : "", created);
+  return Store(store_, *id, role, role == Role::kNamespace || role == Role::kExec ? ns : "",
+               role == Role::kAgent ? node : "", created, role == Role::kExec ? job : "");
 }
 
 Result<std::vector<TokenInfo>> TokenAuthority::List() {
@@ -168,12 +173,16 @@ Result<Principal> TokenAuthority::Authenticate(std::string_view authorization) {
   p.role = *role;
   p.ns = Str(body, "namespace");
   p.node = Str(body, "node");
+  p.job = Str(body, "job");
   p.token_id = id;
   // A scoped token without its scope names nothing it may touch.
   if ((p.role == Principal::Role::kNamespace && p.ns.empty()) ||
-      (p.role == Principal::Role::kAgent && p.node.empty())) {
+      (p.role == Principal::Role::kAgent && p.node.empty()) ||
+      (p.role == Principal::Role::kExec && (p.ns.empty() || p.job.empty()))) {
     return Unauthenticated("this token has no " +
-                           std::string(p.role == Principal::Role::kAgent ? "node" : "namespace") +
+                           std::string(p.role == Principal::Role::kAgent  ? "node"
+                                       : p.role == Principal::Role::kExec ? "job"
+                                                                          : "namespace") +
                            "; ask the admin for a new one");
   }
   return p;

@@ -19,11 +19,13 @@ namespace tessera::server {
 //   kAgent      one node: its Node, the Jobs bound to it, their pods' status and output
 //   kJoin       only exchanges itself for a kAgent token of a node that has none yet
 //   kMetrics    only reads /metrics
+//   kExec       only runs commands (tessera exec) in the pods of one Job: an MPI launcher's
 struct Principal {
-  enum class Role : uint8_t { kAdmin, kNamespace, kAgent, kJoin, kMetrics };
+  enum class Role : uint8_t { kAdmin, kNamespace, kAgent, kJoin, kMetrics, kExec };
   Role role = Role::kNamespace;
   std::string ns;    // kNamespace: the only namespace it may see and change
   std::string node;  // kAgent: the only node it acts for
+  std::string job;   // kExec: the Job (in `ns`) as "<name>/<uid>": a Job made again is another
   std::string token_id;
 };
 
@@ -44,10 +46,11 @@ class TokenAuthority {
 
   // Creates the admin token when there is none; returns its plaintext then, nullopt otherwise.
   Result<std::optional<std::string>> EnsureAdmin();
-  // A new token ("<id>.<secret>", hex); `ns` only for kNamespace, `node` only for kAgent.
-  // `created` is recorded for listing.
+  // A new token ("<id>.<secret>", hex); `ns` only for kNamespace and kExec, `node` only for
+  // kAgent, `job` only for kExec. `created` is recorded for listing.
   Result<std::string> Create(Principal::Role role, const std::string& ns,
-                             const std::string& node = "", const std::string& created = "");
+                             const std::string& node = "", const std::string& created = "",
+                             const std::string& job = "");
   // From an Authorization header: Unauthenticated when missing, malformed, unknown or revoked.
   Result<Principal> Authenticate(std::string_view authorization);
 

@@ -9,6 +9,7 @@
 #include "api/json_read.h"
 #include "api/kube.h"
 #include "api/object.h"
+#include "api/time.h"
 #include "server/api_common.h"
 #include "server/api_server.h"
 #include "server/auth.h"
@@ -143,11 +144,14 @@ std::optional<HttpResponse> ApiServer::Exec(const HttpRequest& req, const Princi
       return Reply(405, "application/json",
                    StatusJson(405, "MethodNotAllowed", "a command is run with POST"));
     }
-    if (who.role != Role::kAdmin && !(who.role == Role::kNamespace && who.ns == ns)) {
-      return Error(PermissionDenied(who.role == Role::kNamespace
-                                        ? "this token is limited to namespace " + who.ns
-                                        : "commands are run with the admin or the namespace's "
-                                          "token"));
+    if (who.role != Role::kAdmin && !(who.role == Role::kNamespace && who.ns == ns) &&
+        !(who.role == Role::kExec && who.ns == ns && who.job.starts_with(job + "/"))) {
+      return Error(PermissionDenied(
+          who.role == Role::kNamespace ? "this token is limited to namespace " + who.ns
+          : who.role == Role::kExec    ? "this token runs commands in the pods of Job " + who.ns +
+                                          "/" + who.job.substr(0, who.job.find('/')) + " only"
+                                    : "commands are run with the admin, the namespace's or "
+                                      "the job's exec token"));
     }
     const json body = json::parse(req.body, nullptr, false);
     if (!body.is_object()) return Error(InvalidArgument("body: must be a JSON object"));
@@ -176,6 +180,10 @@ std::optional<HttpResponse> ApiServer::Exec(const HttpRequest& req, const Princi
     if (!stored.ok()) return Error(stored.status());
     if (!stored->has_value()) return Error(NotFound("Job " + ns + "/" + job + " not found"));
     const json obj = json::parse((*stored)->body, nullptr, false);
+    // An exec token is for the Job it was made for, not one made again under its name.
+    if (who.role == Role::kExec && who.job != job + "/" + Str(Member(obj, "metadata"), "uid")) {
+      return Error(PermissionDenied("this token was made for an earlier Job " + ns + "/" + job));
+    }
     std::string pod, node, names;
     for (const json& p : ListOf(Member(Member(obj, "status"), "pods"))) {
       if (!p.is_object()) continue;
@@ -208,6 +216,40 @@ std::optional<HttpResponse> ApiServer::Exec(const HttpRequest& req, const Princi
                       {"job", job},
                       {"pod", pod},
                       {"node", node}});
+  }
+  // POST /apis/tessera.io/v1/namespaces/{ns}/jobs/{job}/exectoken?pod=P: the agent of an MPI
+  // launcher's node gets a token that runs commands in that Job's pods only (its rsh agent's).
+  if (parts.size() == 8 && parts[0] == "apis" && parts[1] == api::kGroup && parts[2] == "v1" &&
+      parts[3] == "namespaces" && parts[5] == "jobs" && parts[7] == "exectoken") {
+    const std::string ns(parts[4]), job(parts[6]);
+    if (req.method != "POST") {
+      return Reply(405, "application/json",
+                   StatusJson(405, "MethodNotAllowed", "an exec token is made with POST"));
+    }
+    if (who.role != Role::kAgent) {
+      return Error(PermissionDenied("exec tokens are made for the node agents of MPI launchers"));
+    }
+    auto it = req.query.find("pod");
+    const std::string pod = it == req.query.end() ? "" : it->second;
+    std::lock_guard<std::mutex> writing(write_mu_);
+    auto stored = store_->Get({"Job", ns, job});
+    if (!stored.ok()) return Error(stored.status());
+    if (!stored->has_value()) return Error(NotFound("Job " + ns + "/" + job + " not found"));
+    const json obj = json::parse((*stored)->body, nullptr, false);
+    const std::string launcher = Str(Member(Member(obj, "spec"), "mpi"), "launcher");
+    bool bound = false;
+    for (const json& p : ListOf(Member(Member(obj, "status"), "pods"))) {
+      bound = bound || (Str(p, "name") == pod && Str(p, "node") == who.node);
+    }
+    if (launcher.empty() || !pod.starts_with(launcher + "-") || !bound) {
+      return Error(PermissionDenied("pod " + pod + " is not the MPI launcher of Job " + ns + "/" +
+                                    job + " on node " + who.node));
+    }
+    auto token = tokens_.Create(Role::kExec, ns, "", api::FormatTime(clock_()),
+                                job + "/" + Str(Member(obj, "metadata"), "uid"));
+    if (!token.ok()) return Error(token.status());
+    feed_.CatchUp();
+    return Json(201, {{"role", "exec"}, {"namespace", ns}, {"job", job}, {"token", *token}});
   }
   // GET /apis/tessera.io/v1/nodes/{node}/execs: the agent's long poll.
   if (parts.size() == 6 && parts[0] == "apis" && parts[1] == api::kGroup && parts[2] == "v1" &&

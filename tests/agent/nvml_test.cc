@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -314,6 +315,55 @@ TEST(SpecFor, DistributedJobsMeetAtTheirFirstPod) {
   ASSERT_TRUE(alone.ok());
   EXPECT_FALSE(alone->env.contains("MASTER_ADDR"));
   EXPECT_TRUE(alone->files.empty());
+}
+
+// An MPI launcher gets a hostfile of its workers' pods and an rsh agent that reaches them
+// through tessera exec with its Job's token, which only its user can read.
+TEST(SpecFor, AnMpiLauncherReachesItsWorkersThroughExec) {
+  char tmpl[] = "/tmp/tessera-mpi-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string root = tmpl;
+  const nlohmann::json jobs = nlohmann::json::parse(R"([{
+    "metadata": {"name": "pi", "namespace": "ml"},
+    "spec": {"mpi": {"launcher": "launcher", "slotsPerWorker": 4},
+             "tasks": [{"name": "launcher", "command": ["mpirun", "pi"]},
+                       {"name": "worker", "replicas": 2, "command": ["sleep", "365d"]}]},
+    "status": {"phase": "Admitted",
+      "rendezvous": {"masterNode": "n1", "masterAddr": "10.0.0.1", "masterPort": 29501,
+                     "worldSize": 3},
+      "pods": [{"name": "launcher-0", "node": "n1", "address": "10.0.0.1"},
+               {"name": "worker-0", "node": "n1", "address": "10.0.0.1"},
+               {"name": "worker-1", "node": "n2", "address": "10.0.0.2"}]}}])");
+  const std::vector<Assignment> on_n1 = AssignedTo(jobs, "n1");
+  ASSERT_EQ(on_n1.size(), 2u);
+  EXPECT_TRUE(on_n1[0].mpi_launcher());
+  EXPECT_FALSE(on_n1[1].mpi_launcher());
+  NodeGpus gpus;
+  auto spec = SpecFor(on_n1[0], gpus, "n1", root, "");
+  ASSERT_TRUE(spec.ok());
+  LauncherAccess access{"/usr/bin/tessera", "https://cp:8443", "/etc/ca.pem", "id.secret"};
+  ASSERT_TRUE(SetUpMpiLauncher(on_n1[0], access, &*spec).ok());
+  const std::string dir = root + "/work/ml/pi/launcher-0/mpi";
+  EXPECT_EQ(spec->env.at("OMPI_MCA_orte_default_hostfile"), dir + "/hostfile");
+  EXPECT_EQ(spec->env.at("OMPI_MCA_plm_rsh_agent"), dir + "/rsh");
+  EXPECT_EQ(spec->env.at("OMPI_MCA_plm_rsh_no_tree_spawn"), "1");
+  EXPECT_EQ(spec->env.at("I_MPI_HYDRA_HOST_FILE"), dir + "/hostfile");
+  EXPECT_EQ(spec->files.at(dir + "/hostfile"), "worker-0 slots=4\nworker-1 slots=4\n");
+  const std::string& rsh = spec->files.at(dir + "/rsh");
+  EXPECT_NE(rsh.find("TESSERA_TOKEN=$(cat '" + dir +
+                     "/token') exec '/usr/bin/tessera' exec "
+                     "--server 'https://cp:8443' --ca-file '/etc/ca.pem' -n 'ml' 'pi' -p \"$pod\""),
+            std::string::npos)
+      << rsh;
+  EXPECT_TRUE(spec->executables.contains(dir + "/rsh"));
+  std::ifstream token(dir + "/token");
+  std::string got;
+  std::getline(token, got);
+  EXPECT_EQ(got, "id.secret");
+  struct stat st {};
+  ASSERT_EQ(stat((dir + "/token").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  std::filesystem::remove_all(root);
 }
 
 // A host as the driver shows it, under a temporary root: two GPUs (one with a MIG device),

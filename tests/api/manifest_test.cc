@@ -165,6 +165,97 @@ spec: {finalizers: [example.com/keep]}
 }
 
 // Kubeflow's own example (training-operator examples/pytorch/simple.yaml), and an elastic job.
+// The MPI operator's examples/v2beta1/pi/pi.yaml (kubeflow/mpi-operator).
+TEST(Manifest, KubeflowMpiJobIsOneGangOfLauncherAndWorkers) {
+  std::vector<std::vector<std::string>> warnings;
+  auto objs = TranslateManifest(R"(
+apiVersion: kubeflow.org/v2beta1
+kind: MPIJob
+metadata:
+  name: pi
+spec:
+  slotsPerWorker: 1
+  runPolicy:
+    cleanPodPolicy: Running
+    ttlSecondsAfterFinished: 60
+  sshAuthMountPath: /home/mpiuser/.ssh
+  mpiReplicaSpecs:
+    Launcher:
+      replicas: 1
+      template:
+        spec:
+          containers:
+          - image: mpioperator/mpi-pi:openmpi
+            name: mpi-launcher
+            securityContext:
+              runAsUser: 1000
+            command:
+            - mpirun
+            args:
+            - -n
+            - "2"
+            - /home/mpiuser/pi
+            resources:
+              limits:
+                cpu: 1
+                memory: 1Gi
+    Worker:
+      replicas: 2
+      template:
+        spec:
+          containers:
+          - image: mpioperator/mpi-pi:openmpi
+            name: mpi-worker
+            securityContext:
+              runAsUser: 1000
+            resources:
+              limits:
+                cpu: 1
+                memory: 1Gi
+)",
+                                "inline", "default", &warnings);
+  ASSERT_TRUE(objs.ok()) << objs.status().message();
+  const json& job = (*objs)[0];
+  EXPECT_EQ(job["spec"]["minMember"], 3);
+  EXPECT_EQ(job["spec"]["mpi"], json({{"launcher", "launcher"}, {"slotsPerWorker", 1}}));
+  ASSERT_EQ(job["spec"]["tasks"].size(), 2u);
+  EXPECT_EQ(job["spec"]["tasks"][0]["name"], "launcher");
+  EXPECT_EQ(job["spec"]["tasks"][0]["command"][0], "mpirun");
+  EXPECT_EQ(job["spec"]["tasks"][1]["replicas"], 2);
+  // A worker without a command waits for the launcher's ranks, as the operator's do.
+  EXPECT_EQ(job["spec"]["tasks"][1]["command"], json({"sleep", "365d"}));
+  EXPECT_EQ(job["spec"]["tasks"][1]["runAsUser"], 1000);
+  ASSERT_TRUE(DecodeJob(job).ok()) << DecodeJob(job).status().message();
+  std::string all;
+  for (const auto& w : warnings) {
+    for (const std::string& x : w) all += x + "\n";
+  }
+  for (const char* field : {"spec.runPolicy.cleanPodPolicy",
+                            "spec.runPolicy.ttlSecondsAfterFinished", "spec.sshAuthMountPath"}) {
+    EXPECT_NE(all.find(std::string(field) + ": not acted on"), std::string::npos) << all;
+  }
+  const std::string bad[][2] = {
+      {"mpiReplicaSpecs: {Worker: {replicas: 1}}", "spec.mpiReplicaSpecs"},
+      {"mpiReplicaSpecs: {Launcher: {replicas: 2}, Worker: {replicas: 1}}",
+       "spec.mpiReplicaSpecs.Launcher.replicas"},
+      {"slotsPerWorker: 0\n  mpiReplicaSpecs: {Launcher: {}, Worker: {}}", "spec.slotsPerWorker"},
+      {"mpiImplementation: MVAPICH\n  mpiReplicaSpecs: {Launcher: {}, Worker: {}}",
+       "spec.mpiImplementation"},
+  };
+  for (const auto& [body, field] : bad) {
+    auto r = TranslateManifest(
+        "apiVersion: kubeflow.org/v2beta1\nkind: MPIJob\nmetadata: {name: x}\nspec:\n  " + body +
+            "\n",
+        "inline", "default");
+    ASSERT_FALSE(r.ok()) << body;
+    EXPECT_NE(r.status().message().find(field), std::string::npos) << r.status().message();
+  }
+  // A Tessera Job's launcher must be a task of one pod, beside workers.
+  json one = job;
+  one["spec"]["tasks"][0]["replicas"] = 2;
+  EXPECT_NE(DecodeJob(one).status().message().find("spec.mpi.launcher"), std::string::npos);
+}
+
 TEST(Manifest, KubeflowPyTorchJobIsOneGangOfMasterAndWorkers) {
   std::vector<std::vector<std::string>> warnings;
   auto objs = TranslateManifest(R"(

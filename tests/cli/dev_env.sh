@@ -24,11 +24,15 @@ start_dev() {
   grep -q "listening on" "$WORK/dev.out" || fail "dev did not start: $(cat "$WORK/dev.out")"
 }
 
-# wait_phase TESSERA JOB PHASE: until the job is in PHASE (10 s), else fail with the job.
+# wait_phase TESSERA JOB PHASE: until the job's status.phase (not a pod's) is PHASE (10 s), else
+# fail with the job. job_phase TESSERA JOB: that phase now.
 wait_phase() {
   for _ in $(seq 200); do
-    "$1" get job "$2" -o json | grep -q "\"phase\": \"$3\"" && return 0
+    "$1" get job "$2" -o json | grep -q "^    \"phase\": \"$3\"" && return 0
     sleep 0.05
   done
   fail "$2 is not $3: $("$1" get job "$2" -o json)"
+}
+job_phase() {
+  "$1" get job "$2" -o json | sed -n 's/^    "phase": "\(.*\)",*$/\1/p'
 }

@@ -55,7 +55,7 @@ job=$("$TESSERA" get job allreduce -o json)
 grep -q '"node": "dev"' <<<"$job" && grep -q '"node": "second"' <<<"$job" ||
   fail "the ranks are not on both nodes: $job"
 for _ in $(seq 600); do
-  "$TESSERA" get job allreduce -o json | grep -q '"phase": "\(Succeeded\|Failed\)"' && break
+  case $(job_phase "$TESSERA" allreduce) in Succeeded | Failed) break ;; esac
   sleep 0.05
 done
 for _ in $(seq 100); do
@@ -65,6 +65,54 @@ for _ in $(seq 100); do
 done
 grep -q "\[worker-0\] rank 0/2 sum 3" <<<"$log" || fail "rank 0: $log"
 grep -q "\[worker-1\] rank 1/2 sum 3" <<<"$log" || fail "rank 1: $log"
-"$TESSERA" get job allreduce -o json | grep -q '"phase": "Succeeded"' ||
+[ "$(job_phase "$TESSERA" allreduce)" = Succeeded ] ||
   fail "not Succeeded: $("$TESSERA" get job allreduce -o json)"
+
+# Kubeflow's MPIJob: the launcher's mpirun (Debian's openmpi-bin) starts one rank in each worker
+# pod, on both nodes, through the rsh agent Tessera gives it (tessera exec with a token for this
+# job only); the job ends with the launcher and the workers stop.
+command -v mpirun >/dev/null || fail "Debian's openmpi-bin is not installed"
+cat <<'YAML' >mpi.yaml
+apiVersion: kubeflow.org/v2beta1
+kind: MPIJob
+metadata: {name: hello-mpi}
+spec:
+  slotsPerWorker: 1
+  runPolicy: {cleanPodPolicy: Running}
+  mpiReplicaSpecs:
+    Launcher:
+      replicas: 1
+      template:
+        spec:
+          containers:
+          - name: launcher
+            command: ["mpirun", "--allow-run-as-root", "-np", "2", "sh", "-c",
+                      "echo rank $OMPI_COMM_WORLD_RANK/$OMPI_COMM_WORLD_SIZE in $TESSERA_POD on $TESSERA_NODE"]
+    Worker:
+      replicas: 2
+      template:
+        spec:
+          containers:
+          - name: worker
+            resources: {limits: {nvidia.com/gpu: 8}}
+YAML
+"$TESSERA" apply -f mpi.yaml >apply.out 2>&1 || fail "MPIJob refused: $(cat apply.out)"
+grep -q "cleanPodPolicy" apply.out || fail "no warning for cleanPodPolicy: $(cat apply.out)"
+for _ in $(seq 600); do
+  case $(job_phase "$TESSERA" hello-mpi) in Succeeded | Failed) break ;; esac
+  sleep 0.05
+done
+for _ in $(seq 100); do
+  log=$("$TESSERA" logs hello-mpi -p launcher-0)
+  [ "$(grep -c "^rank " <<<"$log")" = 2 ] && break
+  sleep 0.1
+done
+job=$("$TESSERA" get job hello-mpi -o json)
+[ "$(job_phase "$TESSERA" hello-mpi)" = Succeeded ] || fail "MPIJob not Succeeded: $job; launcher: $log"
+grep -q "^rank 0/2 in worker-[01] on \(dev\|second\)$" <<<"$log" || fail "rank 0: $log"
+grep -q "^rank 1/2 in worker-[01] on \(dev\|second\)$" <<<"$log" || fail "rank 1: $log"
+[ "$(grep -o " on [a-z]*" <<<"$log" | sort -u | wc -l)" = 2 ] || fail "ranks not on both nodes: $log"
+# The workers (sleep 365d) stop once the launcher is done.
+for _ in $(seq 200); do pgrep -f "sleep 365d" >/dev/null || break; sleep 0.05; done
+pgrep -f "sleep 365d" >/dev/null && fail "the workers still run"
 echo "distributed_test: ok"

@@ -1386,5 +1386,47 @@ TEST_F(ApiServerTest, ExecSessionsGoFromTheirClientToThePodsAgentAndBack) {
   EXPECT_EQ(Call(http::verb::post, left + "/output?stream=stdout", n1, "x").status, 410);
 }
 
+// An MPI launcher's exec token: made for the agent of the launcher's node only, it runs commands
+// in that Job's pods and nothing else, and not in a Job made again under the same name.
+TEST_F(ApiServerTest, ExecTokensOfMpiLaunchersReachTheirJobOnly) {
+  const std::string kJobs = "/apis/tessera.io/v1/namespaces/team-a/jobs";
+  json job = JobObj("team-a", "pi");
+  job["spec"]["tasks"] = {{{"name", "launcher"}, {"command", {"mpirun"}}},
+                          {{"name", "worker"}, {"replicas", 2}, {"command", {"sleep", "1d"}}}};
+  job["spec"]["mpi"] = {{"launcher", "launcher"}};
+  Reply made = Post(kJobs, admin_, job);
+  ASSERT_EQ(made.status, 201) << made.raw;
+  job = made.body;
+  job["status"] = {{"phase", "Admitted"},
+                   {"pods",
+                    {{{"name", "launcher-0"}, {"node", "n1"}, {"state", {{"phase", "Running"}}}},
+                     {{"name", "worker-0"}, {"node", "n1"}, {"state", {{"phase", "Running"}}}},
+                     {{"name", "worker-1"}, {"node", "n2"}, {"state", {{"phase", "Running"}}}}}}};
+  ASSERT_EQ(Call(http::verb::put, kJobs + "/pi", admin_, job.dump()).status, 200);
+  ASSERT_EQ(Post(kJobs, admin_, JobObj("team-a", "other")).status, 201);
+  const std::string n1 =
+      Post("/apis/tessera.io/v1/tokens", admin_, {{"role", "agent"}, {"node", "n1"}}).body["token"];
+  const std::string n2 =
+      Post("/apis/tessera.io/v1/tokens", admin_, {{"role", "agent"}, {"node", "n2"}}).body["token"];
+  EXPECT_EQ(Call(http::verb::post, kJobs + "/pi/exectoken?pod=launcher-0", n2, "").status, 403);
+  EXPECT_EQ(Call(http::verb::post, kJobs + "/pi/exectoken?pod=worker-0", n1, "").status, 403);
+  EXPECT_EQ(Call(http::verb::post, kJobs + "/pi/exectoken?pod=launcher-0", admin_, "").status, 403);
+  Reply minted = Call(http::verb::post, kJobs + "/pi/exectoken?pod=launcher-0", n1, "");
+  ASSERT_EQ(minted.status, 201) << minted.raw;
+  const std::string token = minted.body["token"];
+  const json cmd = {{"command", {"orted"}}, {"pod", "worker-1"}};
+  EXPECT_EQ(Post(kJobs + "/pi/exec", token, cmd).status, 201);
+  EXPECT_EQ(Post(kJobs + "/other/exec", token, cmd).status, 403);
+  EXPECT_EQ(Get(kJobs + "/pi", token).status, 403);
+  EXPECT_EQ(Get(kJobs, token).status, 403);
+  EXPECT_EQ(Post(kJobs, token, JobObj("team-a", "mine")).status, 403);
+  EXPECT_EQ(Get("/apis/tessera.io/v1/tokens", token).status, 403);
+  // The Job deleted and made again: the old token is no longer its.
+  ASSERT_EQ(Call(http::verb::delete_, kJobs + "/pi", admin_).status, 200);
+  json again = JobObj("team-a", "pi");
+  ASSERT_EQ(Post(kJobs, admin_, again).status, 201);
+  EXPECT_EQ(Post(kJobs + "/pi/exec", token, cmd).status, 403);
+}
+
 }  // namespace
 }  // namespace tessera::server
