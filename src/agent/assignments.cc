@@ -73,6 +73,8 @@ std::vector<Assignment> AssignedTo(const json& jobs, const std::string& node) {
       a.state = pods[i].value("state", json());
       a.rendezvous = status.value("rendezvous", json());
       a.mpi = job.value("spec", json::object()).value("mpi", json());
+      a.tf_config = job.value("spec", json::object()).value("tfConfig", false) == true;
+      a.port = Int(pods[i], "port");
       if (a.rendezvous.is_object()) {
         for (size_t j = 0; j < task_of.size(); ++j) {
           const json& p = j < pods.size() ? pods[j] : json();
@@ -81,6 +83,7 @@ std::vector<Assignment> AssignedTo(const json& jobs, const std::string& node) {
               p.is_object() ? Str(p, "address").empty() ? Str(p, "node") : Str(p, "address") : "");
           if (j < i && task_of[j] == task_of[i]) ++a.task_index;
           a.member_pods.push_back(p.is_object() ? Str(p, "name") : "");
+          a.member_ports.push_back(Int(p, "port"));
         }
       }
       out.push_back(std::move(a));
@@ -223,6 +226,23 @@ std::map<std::string, std::string> RendezvousEnv(const Assignment& a, const std:
   content->clear();
   for (const auto& [address, n] : slots) *content += address + " slots=" + std::to_string(n) + "\n";
   env["TESSERA_HOSTFILE"] = hostfile;
+  if (a.port > 0) env["TESSERA_PORT"] = std::to_string(a.port);
+  if (a.tf_config) {
+    json cluster = json::object();
+    for (size_t i = 0; i < a.members.size(); ++i) {
+      const auto& [task, address] = a.members[i];
+      if (task == "evaluator") continue;  // not part of the training cluster (as the operator)
+      if (!cluster.contains(task)) cluster[task] = json::array();
+      const int64_t port = i < a.member_ports.size() ? a.member_ports[i] : 0;
+      cluster[task].push_back(address.empty() || port == 0 ? std::string()
+                                                           : address + ":" + std::to_string(port));
+    }
+    env["TF_CONFIG"] = json{
+        {"cluster", cluster},
+        {"task", {{"type", Str(a.task, "name")}, {"index", a.task_index}}},
+        {"environment",
+         "cloud"}}.dump();
+  }
   return env;
 }
 

@@ -31,6 +31,9 @@ struct Assignment {
   std::vector<std::pair<std::string, std::string>> members;
   size_t task_index = 0;                 // this pod's index among its task's pods
   std::vector<std::string> member_pods;  // every pod's name, by pod index (with `members`)
+  std::vector<int64_t> member_ports;     // every pod's own port (0: none), by pod index
+  int64_t port = 0;                      // this pod's own port (status.pods[i].port; 0: none)
+  bool tf_config = false;                // the Job's spec.tfConfig: TensorFlow's TF_CONFIG
   nlohmann::json mpi;  // the Job's spec.mpi {launcher, slotsPerWorker} (null: not MPI)
   // Whether this pod is its MPI job's launcher.
   bool mpi_launcher() const;
@@ -58,11 +61,15 @@ std::map<std::string, std::string> DeviceEnv(const nlohmann::json& devices, cons
 std::string NodeAddress();
 
 // The environment a member of a distributed job (a.rendezvous set) is given, as Kubeflow's
-// training operator and Volcano's svc plugin give it: MASTER_ADDR, MASTER_PORT, WORLD_SIZE,
+// training operator and Volcano's svc plugin give it: TESSERA_PORT (its own port), MASTER_ADDR,
+// MASTER_PORT, WORLD_SIZE,
 // RANK (the pod's index), torchrun's PET_MASTER_ADDR, PET_MASTER_PORT, PET_NNODES,
 // PET_NODE_RANK, Volcano's VC_TASK_INDEX and VC_<TASK>_HOSTS / VC_<TASK>_NUM (hosts are the
 // pods' node addresses), and TESSERA_HOSTFILE naming `hostfile`, whose content (one
 // "<address> slots=<pods there>" line per node, in pod order) is returned in `*content`.
+// With a.tf_config, TF_CONFIG as Kubeflow's TFJob gives it: {"cluster": {<task>: ["addr:port",
+// ...]} of every task but "evaluator", "task": {"type": <task>, "index": <index in its task>},
+// "environment": "cloud"}.
 std::map<std::string, std::string> RendezvousEnv(const Assignment& a, const std::string& hostfile,
                                                  std::string* content);
 

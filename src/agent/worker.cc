@@ -5,10 +5,13 @@
 #include <set>
 
 #include "agent/cgroups.h"
+#include "api/json_read.h"
 #include "api/time.h"
 
 namespace tessera::agent {
 
+using api::Member;
+using api::Str;
 using nlohmann::json;
 
 Worker::Worker(ApiClient& api, const NodeGpus& gpus, WorkerOptions options)
@@ -127,11 +130,21 @@ Status Worker::Report(PodState& p) {
     const std::string phase = p.state.value("phase", "");
     // When a Job ends it releases its devices: accounting charges up to finishedAt.
     const json finished_at = p.state.value("finishedAt", json());
-    if (phase == "Succeeded" && a.mpi_launcher()) {
-      // An MPI job ends with its launcher (its workers only serve mpirun); they stop now.
+    // A Job that completes with one task or pod (an MPI launcher, a TensorFlow chief) ends when
+    // it has succeeded; the rest (workers, parameter servers) stop then.
+    const std::string completes_with = Str(Member(job, "spec"), "completesWith");
+    bool completed = !completes_with.empty() && phase == "Succeeded";
+    for (const json& pod : pods) {
+      const std::string name = pod.is_object() ? Str(pod, "name") : "";
+      if (completed &&
+          (name == completes_with || name.substr(0, name.rfind('-')) == completes_with)) {
+        completed = Str(Member(pod, "state"), "phase") == "Succeeded";
+      }
+    }
+    if (completed) {
       status["phase"] = "Succeeded";
       status["finishedAt"] = finished_at;
-      status["message"] = "the MPI launcher " + a.pod + " succeeded";
+      status["message"] = completes_with + " succeeded";
     } else if (phase == "Failed") {
       status["phase"] = "Failed";
       status["finishedAt"] = finished_at;

@@ -443,6 +443,23 @@ Result<JobSpec> DecodeJob(const json& obj) {
     job.tasks.push_back(std::move(run));
     w.pod_sets.push_back(std::move(set));
   }
+  bool tf_config = false;
+  TESSERA_RETURN_IF_ERROR(spec.Bool("tfConfig", &tf_config));
+  // The task (every pod of it) or the one pod whose success is the Job's: the others stop then.
+  std::string completes_with;
+  TESSERA_RETURN_IF_ERROR(spec.String("completesWith", &completes_with));
+  if (!completes_with.empty()) {
+    bool found = false;
+    for (const TaskRun& t : job.tasks) {
+      found = found || t.name == completes_with;
+      for (int32_t r = 0; r < t.replicas && !found; ++r) {
+        found = completes_with == t.name + "-" + std::to_string(r);
+      }
+    }
+    if (!found) {
+      return FieldError(spec.At("completesWith"), "must name a task or a pod (<task>-<index>)");
+    }
+  }
   // An MPI job (Kubeflow's MPIJob): its launcher task runs mpirun over the other tasks' pods,
   // reached through tessera exec (the agent gives it a hostfile and an rsh agent).
   if (const json* mpi = spec.Get("mpi")) {

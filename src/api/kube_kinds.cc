@@ -38,6 +38,7 @@ const std::vector<KubeKind>& KubeKinds() {
       {"batch.volcano.sh", "v1alpha1", "Job", "jobs", true, "vcjob,vj", "Job"},
       {"kubeflow.org", "v1", "PyTorchJob", "pytorchjobs", true, "", "Job"},
       {"kubeflow.org", "v1", "MPIJob", "mpijobs", true, "", "Job"},
+      {"kubeflow.org", "v1", "TFJob", "tfjobs", true, "", "Job"},
       {"kubeflow.org", "v2beta1", "MPIJob", "mpijobs", true, "", "Job"},
       {"", "v1", "Event", "events", true, "ev", "Event", false},
       {"kueue.x-k8s.io", "v1beta1", "Workload", "workloads", true, "wl", "Job", false},
@@ -288,6 +289,7 @@ json KubeflowJobStatus(const json& job, const json& source) {
     if (!p.is_object()) continue;
     std::string type = Str(p, "name").substr(0, Str(p, "name").rfind('-'));
     if (!type.empty()) type[0] = static_cast<char>(std::toupper(type[0]));
+    if (type == "Ps") type = "PS";  // TFJob's parameter servers
     json& r = replicas[type];
     if (r.is_null()) r = {{"active", 0}, {"succeeded", 0}, {"failed", 0}};
     const std::string pod_phase = Str(Member(p, "state"), "phase");

@@ -1251,6 +1251,77 @@ Result<std::vector<json>> MpiJob(const Doc& d, const json& doc, Warnings* warnin
   }
   job["tasks"] = tasks;
   job["mpi"] = {{"launcher", "launcher"}, {"slotsPerWorker", slots.empty() ? json(1) : slots}};
+  job["completesWith"] = "launcher";
+  auto gang = KubeflowGang(Member(run, "schedulingPolicy"), total, total);
+  if (!gang.ok()) return gang.status();
+  job["minMember"] = *gang;
+  return std::vector<json>{Object("Job", d.name, d.ns, Member(d.meta, "labels"), annotations, job)};
+}
+
+// Kubeflow's TFJob (kubeflow.org/v1): Chief (or Master), PS, Worker and Evaluator replicas,
+// one gang; each pod gets TF_CONFIG with every server's address and port (a port Tessera
+// reserves on its node). The job completes with its chief, else as its successPolicy says.
+constexpr FieldUse kTfJobFields[] = {
+    {"tfReplicaSpecs", ""},
+    {"runPolicy", ""},
+    {"successPolicy", ""},
+    {"enableDynamicWorker",
+     "not acted on: every pod is in TF_CONFIG's cluster, as without dynamic workers"},
+};
+
+Result<std::vector<json>> TfJob(const Doc& d, const json& doc, Warnings* warnings) {
+  const json& spec = Member(doc, "spec");
+  TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", kTfJobFields, warnings));
+  const json& run = Member(spec, "runPolicy");
+  json job = json::object(), annotations = Member(d.meta, "annotations");
+  TESSERA_RETURN_IF_ERROR(KubeflowRunPolicy(d, run, &job, &annotations, warnings));
+  const json& success = Member(spec, "successPolicy");
+  if (!success.empty() && success != "" && success != "AllWorkers") {
+    return FieldError("spec.successPolicy",
+                      "must be \"\" (the chief, else worker 0) or AllWorkers");
+  }
+  const json& specs = Member(spec, "tfReplicaSpecs");
+  static const char* kTypes[] = {"Chief", "Master", "PS", "Worker", "Evaluator"};
+  if (!specs.is_object() || specs.empty()) {
+    return FieldError("spec.tfReplicaSpecs", "must name Chief, PS, Worker or Evaluator replicas");
+  }
+  for (const auto& [type, _] : specs.items()) {
+    if (std::find_if(std::begin(kTypes), std::end(kTypes),
+                     [&](const char* t) { return type == t; }) == std::end(kTypes)) {
+      return FieldError("spec.tfReplicaSpecs." + type,
+                        "must be Chief, Master, PS, Worker or Evaluator");
+    }
+  }
+  if (specs.contains("Chief") && specs.contains("Master")) {
+    return FieldError("spec.tfReplicaSpecs.Master", "a TFJob has a Chief or a Master, not both");
+  }
+  json tasks = json::array();
+  int64_t total = 0;
+  std::string chief;
+  for (const char* type : kTypes) {
+    const json& rs = Member(specs, type);
+    if (rs.empty()) continue;
+    const std::string p = std::string("spec.tfReplicaSpecs.") + type;
+    std::string name = type;
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const bool is_chief = name == "chief" || name == "master";
+    if ((is_chief || name == "evaluator") && !Member(rs, "replicas").empty() &&
+        Member(rs, "replicas") != 1) {
+      return FieldError(p + ".replicas", "must be 1");
+    }
+    auto made = KubeflowTask(d, rs, p, name, run, &job, warnings);
+    if (!made.ok()) return made.status();
+    if (is_chief) chief = name;
+    total += (*made)["replicas"].get<int64_t>();
+    tasks.push_back(std::move(made).value());
+  }
+  job["tasks"] = tasks;
+  job["tfConfig"] = true;
+  if (!chief.empty()) {
+    job["completesWith"] = chief;
+  } else if (specs.contains("Worker")) {
+    job["completesWith"] = success == "AllWorkers" ? "worker" : "worker-0";
+  }
   auto gang = KubeflowGang(Member(run, "schedulingPolicy"), total, total);
   if (!gang.ok()) return gang.status();
   job["minMember"] = *gang;
@@ -1814,6 +1885,10 @@ Result<std::vector<json>> TranslateKube(const Doc& d, const json& doc, Warnings*
     return VolcanoQueueKind(d, doc, warnings);
   }
   if (group == "kueue.x-k8s.io") return Kueue(d, doc, warnings);
+  if (d.api == "kubeflow.org/v1" && d.kind == "TFJob") {
+    TESSERA_RETURN_IF_ERROR(KnownFields(doc, "", kObjectFields, warnings));
+    return TfJob(d, doc, warnings);
+  }
   if ((d.api == "kubeflow.org/v1" || d.api == "kubeflow.org/v2beta1") && d.kind == "MPIJob") {
     TESSERA_RETURN_IF_ERROR(KnownFields(doc, "", kObjectFields, warnings));
     return MpiJob(d, doc, warnings);

@@ -68,6 +68,7 @@ Status Pod(const json& pod, const std::string& path) {
   TESSERA_RETURN_IF_ERROR(f.String("name", &s, true));
   TESSERA_RETURN_IF_ERROR(f.String("node", &s, true));
   TESSERA_RETURN_IF_ERROR(f.String("address", &s));
+  TESSERA_RETURN_IF_ERROR(f.Int("port", &n, 1, 65535));
   TESSERA_RETURN_IF_ERROR(f.Int("cpuMilli", &n, 0, kMaxInt64));
   TESSERA_RETURN_IF_ERROR(f.Int("memoryMiB", &n, 0, kMaxInt64));
   TESSERA_RETURN_IF_ERROR(List(f, "devices", 64, Device));

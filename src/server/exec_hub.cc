@@ -71,6 +71,15 @@ void ExecHub::StopWaiting(uint64_t waiter) {
   waiters_.erase(waiter);
 }
 
+Result<ExecHub::Session*> ExecHub::AgentSession(const std::string& id, const std::string& node) {
+  auto it = sessions_.find(id);
+  if (it == sessions_.end() || it->second.request.node != node || !it->second.claimed) {
+    return NotFound("exec session " + id + " is not open on this node");
+  }
+  if (it->second.ended) return FailedPrecondition("exec session " + id + " has ended");
+  return &it->second;
+}
+
 std::function<void()> ExecHub::Push(Session& s, const json& frame) {
   s.frames += Frame(frame);
   return std::exchange(s.reader, nullptr);
@@ -84,12 +93,9 @@ Status ExecHub::Append(const std::string& id, const std::string& node, const std
   std::function<void()> wake;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = sessions_.find(id);
-    if (it == sessions_.end() || it->second.request.node != node || !it->second.claimed) {
-      return NotFound("exec session " + id + " is not open on this node");
-    }
-    Session& s = it->second;
-    if (s.ended) return FailedPrecondition("exec session " + id + " has ended");
+    auto open = AgentSession(id, node);
+    if (!open.ok()) return open.status();
+    Session& s = **open;
     if (s.frames.size() + data.size() > limits_.max_buffered) {
       return ResourceExhausted("the client has not read the output yet; send it again");
     }
@@ -105,12 +111,9 @@ Status ExecHub::Finish(const std::string& id, const std::string& node, const jso
   std::function<void()> wake;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = sessions_.find(id);
-    if (it == sessions_.end() || it->second.request.node != node || !it->second.claimed) {
-      return NotFound("exec session " + id + " is not open on this node");
-    }
-    Session& s = it->second;
-    if (s.ended) return FailedPrecondition("exec session " + id + " has ended");
+    auto open = AgentSession(id, node);
+    if (!open.ok()) return open.status();
+    Session& s = **open;
     s.heard_ms = now_ms;
     s.ended = true;
     wake = Push(s, end);

@@ -86,6 +86,8 @@ class ExecHub {
     bool ended = false;    // the end frame is in `frames`
     std::function<void()> reader;
   };
+  // The session `id` as `node`'s agent may write it: claimed by it and not ended (mu_ held).
+  Result<Session*> AgentSession(const std::string& id, const std::string& node);
   // Appends a frame and takes the reader to wake (mu_ held).
   std::function<void()> Push(Session& s, const nlohmann::json& frame);
 

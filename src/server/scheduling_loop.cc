@@ -628,12 +628,19 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   core::CycleResult result = cycle->Run(*placer_, state, pending, running, now_ms, held_);
   held_ = result.reservations;
 
-  // Rendezvous ports held on each node by the distributed jobs running there.
+  // Rendezvous ports held on each node by the distributed jobs running there: the master's and
+  // each pod's own.
   std::map<std::string, std::set<int64_t>> ports_in_use;
   for (const Stored* r : running_obj) {
-    const json& rv = Member(Member(r->obj(), "status"), "rendezvous");
+    const json& st = Member(r->obj(), "status");
+    const json& rv = Member(st, "rendezvous");
     if (Member(rv, "masterPort").is_number_integer()) {
       ports_in_use[Str(rv, "masterNode")].insert(rv["masterPort"].get<int64_t>());
+    }
+    for (const json& pod : ListOf(Member(st, "pods"))) {
+      if (Member(pod, "port").is_number_integer()) {
+        ports_in_use[Str(pod, "node")].insert(pod["port"].get<int64_t>());
+      }
     }
   }
   std::vector<uint8_t> admitted(pending.size(), 0);
@@ -664,28 +671,32 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     }
     // A job of several pods meets at its first placed pod: that node's address and a port
     // reserved there, as the training operator and Volcano give MASTER_ADDR and MASTER_PORT.
+    // Each pod also gets a port of its own on its node (a TensorFlow server's, say): the
+    // first pod's is the master's.
     json rendezvous;
     if (a.admitted.placements.size() > 1) {
-      for (const json& pod : pods) {
+      for (json& pod : pods) {
         if (!pod.is_object()) continue;
-        const std::string master = Str(pod, "node");
-        std::set<int64_t>& used = ports_in_use[master];
+        const std::string node = Str(pod, "node");
+        std::set<int64_t>& used = ports_in_use[node];
         int64_t port = kFirstRendezvousPort;
         while (used.contains(port) && port < kFirstRendezvousPort + kRendezvousPorts) ++port;
         if (port >= kFirstRendezvousPort + kRendezvousPorts) {
           event(s.obj(), "Warning", "NoRendezvousPort",
-                "every rendezvous port of node " + master + " (" +
+                "every rendezvous port of node " + node + " (" +
                     std::to_string(kFirstRendezvousPort) + "-" +
                     std::to_string(kFirstRendezvousPort + kRendezvousPorts - 1) +
-                    ") is held: the pods get no MASTER_ADDR or MASTER_PORT");
-          break;
+                    ") is held: pod " + Str(pod, "name") + " gets no port" +
+                    (rendezvous.is_null() ? ", and the pods no MASTER_ADDR or MASTER_PORT" : ""));
+          continue;
         }
         used.insert(port);
-        rendezvous = {{"masterNode", master},
-                      {"masterAddr", Str(pod, "address").empty() ? master : Str(pod, "address")},
+        pod["port"] = port;
+        if (!rendezvous.is_null()) continue;
+        rendezvous = {{"masterNode", node},
+                      {"masterAddr", Str(pod, "address").empty() ? node : Str(pod, "address")},
                       {"masterPort", port},
                       {"worldSize", a.admitted.placements.size()}};
-        break;
       }
     }
     json obj = s.obj();

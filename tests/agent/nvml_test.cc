@@ -317,6 +317,40 @@ TEST(SpecFor, DistributedJobsMeetAtTheirFirstPod) {
   EXPECT_TRUE(alone->files.empty());
 }
 
+// A TFJob's pods: TF_CONFIG lists every server (but the evaluator) at its node's address and
+// its own port, and names the pod's own task and index.
+TEST(SpecFor, TensorFlowPodsGetTfConfig) {
+  const nlohmann::json jobs = nlohmann::json::parse(R"([{
+    "metadata": {"name": "tf", "namespace": "ml"},
+    "spec": {"tfConfig": true,
+             "tasks": [{"name": "chief", "command": ["python"]},
+                       {"name": "ps", "command": ["python"]},
+                       {"name": "worker", "replicas": 2, "command": ["python"]},
+                       {"name": "evaluator", "command": ["python"]}]},
+    "status": {"phase": "Admitted",
+      "rendezvous": {"masterNode": "n1", "masterAddr": "10.0.0.1", "masterPort": 29500,
+                     "worldSize": 5},
+      "pods": [{"name": "chief-0", "node": "n1", "address": "10.0.0.1", "port": 29500},
+               {"name": "ps-0", "node": "n1", "address": "10.0.0.1", "port": 29501},
+               {"name": "worker-0", "node": "n2", "address": "10.0.0.2", "port": 29500},
+               {"name": "worker-1", "node": "n2", "address": "10.0.0.2", "port": 29501},
+               {"name": "evaluator-0", "node": "n2", "address": "10.0.0.2", "port": 29502}]}}])");
+  const std::vector<Assignment> on_n2 = AssignedTo(jobs, "n2");
+  ASSERT_EQ(on_n2.size(), 3u);
+  NodeGpus gpus;
+  auto spec = SpecFor(on_n2[1], gpus, "n2", "/r", "");
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec->env.at("TESSERA_PORT"), "29501");
+  EXPECT_EQ(nlohmann::json::parse(spec->env.at("TF_CONFIG")), nlohmann::json::parse(R"({
+      "cluster": {"chief": ["10.0.0.1:29500"], "ps": ["10.0.0.1:29501"],
+                  "worker": ["10.0.0.2:29500", "10.0.0.2:29501"]},
+      "task": {"type": "worker", "index": 1}, "environment": "cloud"})"));
+  nlohmann::json plain = jobs;
+  plain[0]["spec"].erase("tfConfig");
+  EXPECT_FALSE(
+      SpecFor(AssignedTo(plain, "n2")[1], gpus, "n2", "/r", "")->env.contains("TF_CONFIG"));
+}
+
 // An MPI launcher gets a hostfile of its workers' pods and an rsh agent that reaches them
 // through tessera exec with its Job's token, which only its user can read.
 TEST(SpecFor, AnMpiLauncherReachesItsWorkersThroughExec) {

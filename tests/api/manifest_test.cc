@@ -165,6 +165,81 @@ spec: {finalizers: [example.com/keep]}
 }
 
 // Kubeflow's own example (training-operator examples/pytorch/simple.yaml), and an elastic job.
+// The training operator's examples/tensorflow/dist-mnist/tf_job_mnist.yaml (kubeflow/
+// training-operator), with a chief added.
+TEST(Manifest, KubeflowTfJobGivesEveryPodTfConfigAndCompletesWithItsChief) {
+  std::vector<std::vector<std::string>> warnings;
+  auto objs = TranslateManifest(R"(
+apiVersion: "kubeflow.org/v1"
+kind: "TFJob"
+metadata:
+  name: "dist-mnist-for-e2e-test"
+spec:
+  tfReplicaSpecs:
+    Chief:
+      replicas: 1
+      template:
+        spec:
+          containers:
+            - name: tensorflow
+              image: kubeflow/tf-dist-mnist-test:latest
+    PS:
+      replicas: 2
+      restartPolicy: Never
+      template:
+        spec:
+          containers:
+            - name: tensorflow
+              image: kubeflow/tf-dist-mnist-test:latest
+    Worker:
+      replicas: 4
+      restartPolicy: Never
+      template:
+        spec:
+          containers:
+            - name: tensorflow
+              image: kubeflow/tf-dist-mnist-test:latest
+)",
+                                "inline", "default", &warnings);
+  ASSERT_TRUE(objs.ok()) << objs.status().message();
+  const json& job = (*objs)[0];
+  EXPECT_EQ(job["spec"]["tfConfig"], true);
+  EXPECT_EQ(job["spec"]["completesWith"], "chief");
+  EXPECT_EQ(job["spec"]["minMember"], 7);
+  ASSERT_EQ(job["spec"]["tasks"].size(), 3u);
+  EXPECT_EQ(job["spec"]["tasks"][0]["name"], "chief");
+  EXPECT_EQ(job["spec"]["tasks"][1]["name"], "ps");
+  EXPECT_EQ(job["spec"]["tasks"][2]["name"], "worker");
+  ASSERT_TRUE(DecodeJob(job).ok()) << DecodeJob(job).status().message();
+  // Without a chief: worker 0, or every worker with successPolicy AllWorkers.
+  for (const auto& [policy, completes] : std::vector<std::pair<std::string, std::string>>{
+           {"", "worker-0"}, {"successPolicy: AllWorkers\n  ", "worker"}}) {
+    auto r = TranslateManifest(
+        "apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata: {name: x}\n"
+        "spec:\n  " +
+            policy +
+            "tfReplicaSpecs: {Worker: {replicas: 2, template: {spec: "
+            "{containers: [{name: c, command: [x]}]}}}}\n",
+        "inline", "default");
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ((*r)[0]["spec"]["completesWith"], completes);
+    EXPECT_TRUE(DecodeJob((*r)[0]).ok());
+  }
+  for (const auto& [body, field] : std::vector<std::pair<std::string, std::string>>{
+           {"tfReplicaSpecs: {Launcher: {}}", "spec.tfReplicaSpecs.Launcher"},
+           {"tfReplicaSpecs: {Chief: {replicas: 2}}", "spec.tfReplicaSpecs.Chief.replicas"},
+           {"successPolicy: AnyWorker\n  tfReplicaSpecs: {Worker: {}}", "spec.successPolicy"}}) {
+    auto r = TranslateManifest(
+        "apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata: {name: x}\nspec:\n  " + body + "\n",
+        "inline", "default");
+    ASSERT_FALSE(r.ok()) << body;
+    EXPECT_NE(r.status().message().find(field), std::string::npos) << r.status().message();
+  }
+  json bad = job;
+  bad["spec"]["completesWith"] = "chief-1";
+  EXPECT_NE(DecodeJob(bad).status().message().find("spec.completesWith"), std::string::npos);
+}
+
 // The MPI operator's examples/v2beta1/pi/pi.yaml (kubeflow/mpi-operator).
 TEST(Manifest, KubeflowMpiJobIsOneGangOfLauncherAndWorkers) {
   std::vector<std::vector<std::string>> warnings;

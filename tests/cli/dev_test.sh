@@ -117,4 +117,35 @@ for _ in $(seq 200); do
 done
 grep -q "\[master-0\] rank=0/2" <<<"$log" || fail "master: $log"
 grep -q "\[worker-0\] rank=1/2" <<<"$log" || fail "worker: $log"
+
+# Kubeflow's TFJob: every pod gets TF_CONFIG (each server at its own port); the job completes
+# with its chief, and the parameter server, which never exits, is stopped then.
+cat <<'YAML' >tf.yaml
+apiVersion: kubeflow.org/v1
+kind: TFJob
+metadata: {name: tf}
+spec:
+  tfReplicaSpecs:
+    Chief:
+      template:
+        spec:
+          containers: [{name: tensorflow, command: ["sh", "-c", "sleep 1; echo $TF_CONFIG"]}]
+    PS:
+      template:
+        spec:
+          containers: [{name: tensorflow, command: ["sleep", "309"]}]
+YAML
+"$TESSERA" apply -f tf.yaml >/dev/null
+wait_phase "$TESSERA" tf Succeeded
+for _ in $(seq 100); do
+  log=$("$TESSERA" logs tf -p chief-0)
+  [ -n "$log" ] && break
+  sleep 0.05
+done
+grep -q '"cluster":{"chief":\["127.0.0.1:[0-9]*"\],"ps":\["127.0.0.1:[0-9]*"\]}' <<<"$log" ||
+  fail "TF_CONFIG: $log"
+grep -q '"task":{"index":0,"type":"chief"}' <<<"$log" || fail "TF_CONFIG task: $log"
+[ "$(grep -o '127.0.0.1:[0-9]*' <<<"$log" | sort -u | wc -l)" = 2 ] || fail "one port for two: $log"
+for _ in $(seq 200); do pgrep -f "sleep 309" >/dev/null || break; sleep 0.05; done
+pgrep -f "sleep 309" >/dev/null && fail "the parameter server still runs"
 echo "dev_test: ok"

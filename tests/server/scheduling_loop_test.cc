@@ -157,7 +157,12 @@ status:
   EXPECT_EQ(first["rendezvous"], json::parse(R"({"masterNode": "n1", "masterAddr": "10.0.0.1",
       "masterPort": 29500, "worldSize": 2})"));
   EXPECT_EQ(first["pods"][1]["address"], "10.0.0.1");
-  EXPECT_EQ(Job("second")["status"]["rendezvous"]["masterPort"], 29501);
+  // Each pod has a port of its own on its node too; the first pod's is the master's.
+  EXPECT_EQ(first["pods"][0]["port"], 29500);
+  EXPECT_EQ(first["pods"][1]["port"], 29501);
+  EXPECT_EQ(Job("second")["status"]["rendezvous"]["masterPort"], 29502);
+  EXPECT_EQ(Job("second")["status"]["pods"][1]["port"], 29503);
+  EXPECT_FALSE(Job("single")["status"]["pods"][0].contains("port"));
   EXPECT_FALSE(Job("single")["status"].contains("rendezvous"));
   // A port is free again once its job is gone.
   HttpRequest del;
