@@ -443,6 +443,10 @@ Result<JobSpec> DecodeJob(const json& obj) {
     job.tasks.push_back(std::move(run));
     w.pod_sets.push_back(std::move(set));
   }
+  // Enforced by the scheduling loop: how long it may run once admitted, be kept once finished.
+  int64_t deadline_s = 0, ttl_s = 0;
+  TESSERA_RETURN_IF_ERROR(spec.Int("activeDeadlineSeconds", &deadline_s, 1, 10LL * 365 * 86400));
+  TESSERA_RETURN_IF_ERROR(spec.Int("ttlSecondsAfterFinished", &ttl_s, 0, 10LL * 365 * 86400));
   bool tf_config = false;
   TESSERA_RETURN_IF_ERROR(spec.Bool("tfConfig", &tf_config));
   // The task (every pod of it) or the one pod whose success is the Job's: the others stop then.

@@ -892,6 +892,15 @@ constexpr std::string_view kNoArrays =
     "not acted on: a Job's pods run together (parallelism); indexes and per-index policies "
     "are not kept";
 
+// A Job's lifetime as Kubernetes (and Volcano and Kubeflow's runPolicy) write it: how long it
+// may run once started (activeDeadlineSeconds) and be kept once finished
+// (ttlSecondsAfterFinished). Tessera's Job takes both as they are (DecodeJob checks them).
+void CopyLifetime(const json& from, json* job) {
+  for (const char* k : {"activeDeadlineSeconds", "ttlSecondsAfterFinished"}) {
+    if (from.is_object() && from.contains(k)) (*job)[k] = from[k];
+  }
+}
+
 // Kubernetes' JobSpec.
 constexpr FieldUse kBatchJobFields[] = {
     {"template", ""},
@@ -899,8 +908,8 @@ constexpr FieldUse kBatchJobFields[] = {
     {"completions", ""},
     {"backoffLimit", ""},
     {"suspend", ""},
-    {"activeDeadlineSeconds", "not acted on: no deadline is enforced"},
-    {"ttlSecondsAfterFinished", "not acted on: finished Jobs are kept until deleted"},
+    {"activeDeadlineSeconds", ""},
+    {"ttlSecondsAfterFinished", ""},
     {"completionMode", kNoArrays},
     {"backoffLimitPerIndex", kNoArrays},
     {"maxFailedIndexes", kNoArrays},
@@ -926,6 +935,7 @@ Result<std::vector<json>> BatchJob(const Doc& d, const json& doc, Warnings* warn
         warnings->end());
   }
   json job = json::object(), task = {{"name", "main"}};
+  CopyLifetime(spec, &job);
   const json& tmpl = Member(spec, "template");
   TESSERA_RETURN_IF_ERROR(KnownFields(tmpl, "spec.template", kTemplateFields, warnings));
   const PodContext ctx{d.ns, &Member(tmpl, "metadata"), false, "", warnings};
@@ -1006,7 +1016,7 @@ constexpr FieldUse kVolcanoJobFields[] = {
     {"priorityClassName", ""},
     {"policies", ""},
     {"volumes", "not acted on: Tessera has no persistent volume claims"},
-    {"ttlSecondsAfterFinished", "not acted on: finished Jobs are kept until deleted"},
+    {"ttlSecondsAfterFinished", ""},
     {"minSuccess", "not acted on: the job succeeds when all its pods do"},
     {"runningEstimate", ""},
     {"networkTopology", "not acted on: Tessera places by its own topology (NVLink, NUMA)"},
@@ -1032,6 +1042,7 @@ Result<std::vector<json>> VolcanoJob(const Doc& d, const json& doc, Warnings* wa
   TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", kVolcanoJobFields, warnings));
   TESSERA_RETURN_IF_ERROR(VolcanoPolicies(Member(spec, "policies"), "spec.policies", warnings));
   json job = json::object(), annotations = Member(d.meta, "annotations");
+  CopyLifetime(spec, &job);
   if (spec.contains("minAvailable")) job["minMember"] = spec["minAvailable"];
   if (const json& estimate = Member(spec, "runningEstimate"); !estimate.empty()) {
     // Volcano's runtime hint (a duration, "2h"), which backfill uses.
@@ -1120,8 +1131,8 @@ constexpr FieldUse kRunPolicyFields[] = {
     {"suspend", ""},
     {"backoffLimit", ""},
     {"cleanPodPolicy", "not acted on: a finished job's pods stop; the Job is kept until deleted"},
-    {"activeDeadlineSeconds", "not acted on: Tessera sets no deadline on a running job"},
-    {"ttlSecondsAfterFinished", "not acted on: finished Jobs are kept until deleted"},
+    {"activeDeadlineSeconds", ""},
+    {"ttlSecondsAfterFinished", ""},
     {"managedBy", "not acted on: Tessera runs the job itself"},
 };
 constexpr FieldUse kSchedulingPolicyFields[] = {
@@ -1166,6 +1177,7 @@ Status KubeflowRunPolicy(const Doc& d, const json& run, json* job, json* annotat
     (*job)["priorityClassName"] = sched["priorityClass"];
   }
   if (Member(run, "suspend") == true) (*job)["suspend"] = true;
+  CopyLifetime(run, job);
   return Status::Ok();
 }
 

@@ -504,8 +504,41 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   for (const Stored& s : jobs) {
     const json& status = Member(s.obj(), "status");
     const std::string phase = Str(status, "phase");
-    // Finished work holds nothing and waits for nothing.
-    if (phase == "Succeeded" || phase == "Failed") continue;
+    const json& spec = Member(s.obj(), "spec");
+    // Finished work holds nothing and waits for nothing; with ttlSecondsAfterFinished it is
+    // deleted that long after it ended, as Kubernetes' TTL controller does.
+    if (phase == "Succeeded" || phase == "Failed") {
+      const json& ttl = Member(spec, "ttlSecondsAfterFinished");
+      const int64_t finished = ParseTime(Str(status, "finishedAt"));
+      if (ttl.is_number_integer() && finished > 0 &&
+          now_ms >= finished + ttl.get<int64_t>() * 1000) {
+        store::Write w{store::Write::Op::kDelete,
+                       {"Job", NamespaceOf(s.obj()), NameOf(s.obj())},
+                       "",
+                       s.version};
+        if (api_.Commit(std::span<const store::Write>(&w, 1)).ok()) ++sum.writes;
+      }
+      continue;
+    }
+    // activeDeadlineSeconds: a Job active longer than this since it was admitted fails
+    // (DeadlineExceeded), and its pods are stopped.
+    if (const json& deadline = Member(spec, "activeDeadlineSeconds");
+        phase == "Admitted" && deadline.is_number_integer()) {
+      const int64_t admitted = ParseTime(Str(status, "admittedAt"));
+      if (admitted > 0 && now_ms >= admitted + deadline.get<int64_t>() * 1000) {
+        json obj = s.obj();
+        const std::string message =
+            "DeadlineExceeded: the job was active longer than its "
+            "activeDeadlineSeconds (" +
+            std::to_string(deadline.get<int64_t>()) + ")";
+        obj["status"]["phase"] = "Failed";
+        obj["status"]["message"] = message;
+        obj["status"]["finishedAt"] = FormatTime(now_ms);
+        put(obj, s.version);
+        event(s.obj(), "Warning", "DeadlineExceeded", message);
+        continue;
+      }
+    }
     auto job = api::DecodeJob(s.obj());
     if (!job.ok()) {
       skip(s, "Job", job.status());

@@ -105,7 +105,7 @@ kind: Job
 metadata:
   name: deadline
 spec:
-  activeDeadlineSeconds: 60
+  podReplacementPolicy: Failed
   template:
     spec:
       containers:
@@ -114,7 +114,7 @@ spec:
         command: ["true"]
 YAML
 out=$(kubectl apply -f "$WORK/deadline.yaml" 2>&1) || fail "apply deadline: $out"
-grep -q "Warning: .*spec.activeDeadlineSeconds: not acted on" <<<"$out" || fail "no warning: $out"
+grep -q "Warning: .*spec.podReplacementPolicy: not acted on" <<<"$out" || fail "no warning: $out"
 # A typo is refused by the server, naming the field.
 sed 's/image:/imag:/' "$WORK/deadline.yaml" | sed 's/name: deadline/name: typo/' >"$WORK/typo.yaml"
 out=$(kubectl apply -f "$WORK/typo.yaml" 2>&1) && fail "typo accepted: $out"

@@ -1105,7 +1105,7 @@ TEST_F(ApiServerTest, PodsOfEveryJobTheirLogsAndEventsAsKubernetesServesThem) {
       {"kind", "Job"},
       {"metadata", {{"name", "b"}}},
       {"spec",
-       {{"activeDeadlineSeconds", 60},
+       {{"podReplacementPolicy", "Failed"},
         {"template", {{"spec", {{"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}}}}}};
   Reply made = Post("/apis/batch/v1/namespaces/default/jobs", admin_, batch);
   ASSERT_EQ(made.status, 201) << made.raw;
@@ -1121,7 +1121,7 @@ TEST_F(ApiServerTest, PodsOfEveryJobTheirLogsAndEventsAsKubernetesServesThem) {
   EXPECT_EQ(e["reason"], "NotActedOn");
   EXPECT_EQ(e["type"], "Warning");
   EXPECT_EQ(e["involvedObject"]["apiVersion"], "batch/v1");
-  EXPECT_NE(e["message"].get<std::string>().find("activeDeadlineSeconds"), std::string::npos);
+  EXPECT_NE(e["message"].get<std::string>().find("podReplacementPolicy"), std::string::npos);
   EXPECT_EQ(
       Get("/api/v1/events?fieldSelector=involvedObject.kind%3DPod", admin_).body["items"].size(),
       0u);

@@ -175,6 +175,59 @@ status:
   EXPECT_EQ(Job("third")["status"]["rendezvous"]["masterPort"], 29500);
 }
 
+// Kubernetes' Job lifetime: activeDeadlineSeconds fails a Job active that long after it was
+// admitted (DeadlineExceeded); ttlSecondsAfterFinished deletes a finished Job that long after.
+TEST_F(LoopTest, DeadlinesFailJobsAndFinishedJobsGoAfterTheirTtl) {
+  Apply(R"(
+apiVersion: tessera.io/v1
+kind: Node
+metadata: {name: n1}
+status:
+  allocatable: {cpu: "64", memory: 512Gi}
+  gpus:
+  - {index: 0, uuid: GPU-0, model: A100-80GB, memoryMiB: 81920}
+)");
+  Apply(R"(
+apiVersion: batch/v1
+kind: Job
+metadata: {name: bounded}
+spec:
+  activeDeadlineSeconds: 5
+  ttlSecondsAfterFinished: 3
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, command: ["sleep", "600"], resources: {limits: {nvidia.com/gpu: 1}}}]
+)");
+  Cycle();
+  ASSERT_EQ(Job("bounded")["status"]["phase"], "Admitted");
+  for (int i = 0; i < 4; ++i) Cycle();  // 4 s after admission
+  EXPECT_EQ(Job("bounded")["status"]["phase"], "Admitted");
+  Cycle();  // 5 s
+  const json failed = Job("bounded")["status"];
+  EXPECT_EQ(failed["phase"], "Failed");
+  EXPECT_NE(failed["message"].get<std::string>().find("DeadlineExceeded"), std::string::npos);
+  const std::vector<std::string> events = Events("bounded");
+  ASSERT_FALSE(events.empty());
+  EXPECT_TRUE(events.back().starts_with("DeadlineExceeded: ")) << events.back();
+  // Its GPU is free for the next job at once.
+  Apply(R"(
+apiVersion: tessera.io/v1
+kind: Job
+metadata: {name: next}
+spec:
+  tasks: [{name: main, command: ["true"], resources: {limits: {nvidia.com/gpu: 1}}}]
+)");
+  Cycle();
+  EXPECT_EQ(Job("next")["status"]["phase"], "Admitted");
+  Cycle();  // 2 s after it failed: kept
+  EXPECT_EQ(Get("/apis/tessera.io/v1/namespaces/default/jobs")["items"].size(), 2u);
+  Cycle();  // 3 s: gone
+  const json left = Get("/apis/tessera.io/v1/namespaces/default/jobs");
+  ASSERT_EQ(left["items"].size(), 1u);
+  EXPECT_EQ(left["items"][0]["metadata"]["name"], "next");
+}
+
 TEST_F(LoopTest, QuotasQueuesAndPreemption) {
   Apply(kCluster);
   Apply(R"(
