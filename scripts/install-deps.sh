@@ -11,6 +11,8 @@ PACKAGES=(
   prometheus openssl python3-kubernetes
   # distributed training in the tests: a gloo all_reduce and mpirun across two agents
   python3-torch openmpi-bin
+  # containers: real podman on a local image made from busybox-static, where the machine allows
+  podman busybox-static
 )
 
 missing=()

@@ -6,7 +6,7 @@ TESSERA=$1
 TEST_NAME=dev
 source "$(dirname "$0")/dev_env.sh"
 "$TESSERA" dev --listen 127.0.0.1:0 --nvml-free 2>/dev/null && fail "unknown flag accepted"
-start_dev "$TESSERA"
+start_dev "$TESSERA" --container-runtime none
 [ -f "$HOME/.tessera/config" ] || fail "no config written"
 [ "$(stat -c %a "$HOME/.tessera/config")" = 600 ] || fail "config is not private"
 [ -d "$WORK/.tessera/server" ] || fail "state not in ./.tessera"

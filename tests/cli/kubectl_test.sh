@@ -8,7 +8,7 @@ TESSERA=$1
 TEST_NAME=kubectl
 source "$(dirname "$0")/dev_env.sh"
 command -v kubectl >/dev/null || fail "kubectl is not installed (scripts/install-deps.sh installs it)"
-start_dev "$TESSERA" --fake-gpus 4xA100-80GB
+start_dev "$TESSERA" --fake-gpus 4xA100-80GB --container-runtime none
 grep -q "listening on https://" "$WORK/dev.out" || fail "dev did not serve HTTPS: $(cat "$WORK/dev.out")"
 export KUBECONFIG=$HOME/.tessera/kubeconfig
 [ "$(stat -c %a "$KUBECONFIG")" = 600 ] || fail "kubeconfig is not private"

@@ -11,7 +11,7 @@ PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
 "$PY" -c "import kubernetes" 2>/dev/null ||
   fail "python3-kubernetes is not installed (scripts/install-deps.sh installs it)"
-start_dev "$TESSERA" --fake-gpus 2xA100-80GB
+start_dev "$TESSERA" --fake-gpus 2xA100-80GB --container-runtime none
 "$PY" - "$HOME/.tessera/kubeconfig" <<'PY' || fail "python client: see above; dev said: $(tail -5 "$WORK/dev.out")"
 import sys, time
 from kubernetes import client, config, watch
