@@ -514,6 +514,11 @@ Result<core::QueueSpec> DecodeQueue(const json& obj) {
   TESSERA_RETURN_IF_ERROR(spec.String("cohort", &q.cohort));
   std::vector<std::string> allowed;
   TESSERA_RETURN_IF_ERROR(spec.StringList("allowedNamespaces", &allowed));
+  // The namespaces whose workloads it admits (absent: every one); read by the scheduling loop.
+  if (const json* sel = spec.Get("namespaceSelector"); sel != nullptr && !sel->is_null()) {
+    auto parsed = LabelSelector::FromJson(*sel, spec.At("namespaceSelector"));
+    if (!parsed.ok()) return parsed.status();
+  }
   for (size_t i = 0; i < allowed.size(); ++i) {
     if (allowed[i] == "*") continue;
     TESSERA_RETURN_IF_ERROR(ValidateName(allowed[i], true, Index("spec.allowedNamespaces", i)));

@@ -1550,8 +1550,10 @@ Result<std::vector<json>> VolcanoQueueKind(const Doc& d, const json& doc, Warnin
       Object("Queue", d.name, "", Member(d.meta, "labels"), annotations, queue)};
 }
 
-// Kueue's ClusterQueue namespaceSelector as the namespaces it admits: {} is every namespace;
-// the kubernetes.io/metadata.name label (matchLabels, or matchExpressions In) names them.
+// The namespaces a ClusterQueue's namespaceSelector names outright, for the rule on namespace
+// tokens' LocalQueues: {} is every namespace; the kubernetes.io/metadata.name label
+// (matchLabels, or matchExpressions In) names them. Other selectors are an error here (the
+// selector itself still acts at admission).
 Result<json> AllowedNamespaces(const json& sel) {
   constexpr char kNameLabel[] = "kubernetes.io/metadata.name";
   const std::string path = "spec.namespaceSelector";
@@ -1643,11 +1645,22 @@ Result<std::vector<json>> Kueue(const Doc& d, const json& doc, Warnings* warning
       q.erase(k);
     }
     TESSERA_RETURN_IF_ERROR(V1beta1Name(&q, "cohortName", "cohort"));
-    if (q.contains("namespaceSelector")) {
-      auto allowed = AllowedNamespaces(q["namespaceSelector"]);
-      if (!allowed.ok()) return allowed.status();
-      q.erase("namespaceSelector");
-      q["allowedNamespaces"] = *allowed;
+    // Kueue admits workloads of the namespaces the selector matches, and of none without one.
+    if (q.contains("namespaceSelector") && !q["namespaceSelector"].is_null()) {
+      auto sel = LabelSelector::FromJson(q["namespaceSelector"], "spec.namespaceSelector");
+      if (!sel.ok()) return sel.status();
+      // Namespace tokens may point LocalQueues at it when the namespaces are named outright.
+      if (auto allowed = AllowedNamespaces(q["namespaceSelector"]); allowed.ok()) {
+        q["allowedNamespaces"] = *allowed;
+      }
+    } else {
+      warnings->push_back(
+          "spec.namespaceSelector: not set: as in Kueue, no namespace's workloads are admitted "
+          "to this ClusterQueue; namespaceSelector: {} admits every namespace");
+      // Every namespace carries its name label: this matches none.
+      q["namespaceSelector"] = {
+          {"matchExpressions",
+           {{{"key", "kubernetes.io/metadata.name"}, {"operator", "DoesNotExist"}}}}};
     }
     return std::vector<json>{
         Object("Queue", d.name, "", Member(d.meta, "labels"), Member(d.meta, "annotations"), q)};

@@ -257,11 +257,76 @@ Result<LabelSelector> LabelSelector::Parse(std::string_view text) {
   return sel;
 }
 
+Result<LabelSelector> LabelSelector::FromJson(const json& sel, const std::string& path) {
+  if (!sel.is_object()) return InvalidArgument(path + ": must be a label selector");
+  LabelSelector out;
+  for (const auto& [k, v] : sel.items()) {
+    if (k != "matchLabels" && k != "matchExpressions") {
+      return InvalidArgument(path + "." + k + ": unknown field (matchLabels, matchExpressions)");
+    }
+  }
+  if (const auto it = sel.find("matchLabels"); it != sel.end() && !it->is_null()) {
+    if (!it->is_object()) return InvalidArgument(path + ".matchLabels: must be a map");
+    for (const auto& [k, v] : it->items()) {
+      if (!ValidKey(k) || !v.is_string()) {
+        return InvalidArgument(path + ".matchLabels." + SafeText(k, 100) +
+                               ": must be a label key with a string value");
+      }
+      out.terms_.push_back({k, Op::kEq, v.get<std::string>(), {}});
+    }
+  }
+  if (const auto it = sel.find("matchExpressions"); it != sel.end() && !it->is_null()) {
+    if (!it->is_array()) return InvalidArgument(path + ".matchExpressions: must be a list");
+    for (size_t i = 0; i < it->size(); ++i) {
+      const json& e = (*it)[i];
+      const std::string p = path + ".matchExpressions[" + std::to_string(i) + "]";
+      if (!e.is_object() || !e.contains("key") || !e["key"].is_string() ||
+          !ValidKey(e["key"].get<std::string>())) {
+        return InvalidArgument(p + ".key: must be a label key");
+      }
+      const std::string op = e.contains("operator") && e["operator"].is_string()
+                                 ? e["operator"].get<std::string>()
+                                 : "";
+      Term t{e["key"].get<std::string>(), Op::kIn, "", {}};
+      if (op == "In" || op == "NotIn") {
+        t.op = op == "In" ? Op::kIn : Op::kNotIn;
+        const json& values = e.contains("values") ? e["values"] : json();
+        if (!values.is_array() || values.empty()) {
+          return InvalidArgument(p + ".values: must list values for " + op);
+        }
+        for (const json& v : values) {
+          if (!v.is_string()) return InvalidArgument(p + ".values: must be strings");
+          t.values.push_back(v.get<std::string>());
+        }
+      } else if (op == "Exists" || op == "DoesNotExist") {
+        t.op = op == "Exists" ? Op::kExists : Op::kNotExists;
+        if (e.contains("values") && !(e["values"].is_array() && e["values"].empty())) {
+          return InvalidArgument(p + ".values: must be empty for " + op);
+        }
+      } else {
+        return InvalidArgument(p + ".operator: must be In, NotIn, Exists or DoesNotExist");
+      }
+      out.terms_.push_back(std::move(t));
+    }
+  }
+  return out;
+}
+
 bool LabelSelector::Matches(const json& labels) const {
   for (const Term& t : terms_) {
-    const bool has = labels.is_object() && labels.contains(t.key);
+    const bool has = labels.is_object() && labels.contains(t.key) && labels.at(t.key).is_string();
     const std::string value = has ? labels.at(t.key).get<std::string>() : "";
     switch (t.op) {
+      case Op::kIn:
+        if (!has || std::find(t.values.begin(), t.values.end(), value) == t.values.end()) {
+          return false;
+        }
+        break;
+      case Op::kNotIn:
+        if (has && std::find(t.values.begin(), t.values.end(), value) != t.values.end()) {
+          return false;
+        }
+        break;
       case Op::kEq:
         if (!has || value != t.value) return false;
         break;

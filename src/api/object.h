@@ -47,18 +47,23 @@ struct ObjectId {
 };
 ObjectId IdOf(const nlohmann::json& obj);
 
-// Equality-based label selectors as kubectl writes them: "a=b,c!=d,e,!f" (also "a==b").
+// Label selectors: equality-based as kubectl writes them ("a=b,c!=d,e,!f", also "a==b"), or
+// set-based from a LabelSelector object.
 class LabelSelector {
  public:
   static Result<LabelSelector> Parse(std::string_view text);
+  // A metav1.LabelSelector object: matchLabels and matchExpressions (In, NotIn, Exists,
+  // DoesNotExist); errors name the field under `path`. {} matches everything.
+  static Result<LabelSelector> FromJson(const nlohmann::json& sel, const std::string& path);
   bool Matches(const nlohmann::json& labels) const;  // labels: an object of strings, or null
 
  private:
-  enum class Op : uint8_t { kEq, kNe, kExists, kNotExists };
+  enum class Op : uint8_t { kEq, kNe, kExists, kNotExists, kIn, kNotIn };
   struct Term {
     std::string key;
     Op op;
     std::string value;
+    std::vector<std::string> values;  // kIn, kNotIn
   };
   std::vector<Term> terms_;
 };

@@ -440,10 +440,36 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
       skip(s, "Queue", v.status());
     }
   }
+  // Kueue's namespaceSelector: the namespaces whose workloads each Queue admits, by the labels
+  // of the namespaces as written (and the name label every namespace has).
+  std::map<std::string, api::LabelSelector> namespace_selectors;  // by Queue
+  for (const Stored& s : queues) {
+    const json& sel = Member(Member(s.obj(), "spec"), "namespaceSelector");
+    if (sel.is_null()) continue;
+    if (auto parsed = api::LabelSelector::FromJson(sel, "spec.namespaceSelector"); parsed.ok()) {
+      namespace_selectors.emplace(NameOf(s.obj()), std::move(parsed).value());
+    }
+  }
+  std::map<std::string, json> namespace_labels;
+  if (!namespace_selectors.empty()) {
+    for (const Stored& s : ListKind(store, "Namespace", &problems)) {
+      namespace_labels[NameOf(s.obj())] = Member(Member(s.obj(), "metadata"), "labels");
+    }
+  }
+  auto namespace_admitted = [&](const std::string& ns, const std::string& queue) {
+    auto it = namespace_selectors.find(queue);
+    if (it == namespace_selectors.end()) return true;
+    json labels = namespace_labels[ns];
+    if (!labels.is_object()) labels = json::object();
+    labels["kubernetes.io/metadata.name"] = ns;
+    return it->second.Matches(labels);
+  };
+  std::map<std::string, std::string> queue_of_local;      // "ns/name" -> Queue
   std::set<std::string> local_queue_keys, volcano_users;  // "ns/name"
   for (const Stored& s : ListKind(store, "LocalQueue", &problems)) {
     if (auto v = api::DecodeLocalQueue(s.obj()); v.ok()) {
       local_queue_keys.insert(v->namespace_name + "/" + v->name);
+      queue_of_local[v->namespace_name + "/" + v->name] = v->queue;
       cfg.local_queues.push_back(*v);
     } else {
       skip(s, "LocalQueue", v.status());
@@ -565,6 +591,18 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
       std::string names;
       for (const std::string& g : job->scheduling_gates) names += (names.empty() ? "" : ", ") + g;
       gated.emplace_back(&s, "waiting for its scheduling gates to be removed (" + names + ")");
+      continue;
+    }
+    // A namespace its ClusterQueue's namespaceSelector does not match: Kueue admits nothing of
+    // it (what already runs stays).
+    if (auto lq = queue_of_local.find(w.namespace_name + "/" + w.local_queue);
+        phase != "Admitted" && lq != queue_of_local.end() &&
+        !namespace_admitted(w.namespace_name, lq->second)) {
+      gated.emplace_back(&s, "namespace " + w.namespace_name +
+                                 " does not match the namespaceSelector of ClusterQueue " +
+                                 lq->second +
+                                 " (Kueue: \"Workload namespace doesn't match "
+                                 "ClusterQueue selector\")");
       continue;
     }
     if (w.local_queue.empty()) {

@@ -482,7 +482,7 @@ TEST(Manifest, KueueFlavorFungibilityInBothVersions) {
     SCOPED_TRACE(std::string(c.version) + " " + c.fungibility);
     auto docs = ParseYamlDocuments(std::string("apiVersion: kueue.x-k8s.io/") + c.version +
                                    "\nkind: ClusterQueue\nmetadata: {name: q}\nspec:\n"
-                                   "  flavorFungibility: " +
+                                   "  namespaceSelector: {}\n  flavorFungibility: " +
                                    c.fungibility + "\n  resourceGroups: []\n");
     ASSERT_TRUE(docs.ok()) << docs.status().message();
     std::vector<std::string> warnings;

@@ -50,7 +50,7 @@ kind: Pod
 metadata: {name: long}
 spec:
   containers:
-  - {name: main, image: busybox, command: ["sleep", "300"]}
+  - {name: main, image: busybox, command: ["sleep", "303"]}
 YAML
 "$TESSERA" apply -f "$WORK/long.yaml" >/dev/null
 for _ in $(seq 200); do

@@ -45,7 +45,7 @@ metadata: {name: sleeper}
 spec:
   tasks:
   - name: main
-    command: ["sleep", "300"]
+    command: ["sleep", "302"]
     env: {FOO: bar}
 YAML
 "$TESSERA" apply -f sleeper.yaml >/dev/null

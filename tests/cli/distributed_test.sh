@@ -54,7 +54,7 @@ wait_phase "$TESSERA" allreduce Admitted
 job=$("$TESSERA" get job allreduce -o json)
 grep -q '"node": "dev"' <<<"$job" && grep -q '"node": "second"' <<<"$job" ||
   fail "the ranks are not on both nodes: $job"
-for _ in $(seq 600); do
+for _ in $(seq 1800); do
   case $(job_phase "$TESSERA" allreduce) in Succeeded | Failed) break ;; esac
   sleep 0.05
 done
@@ -98,7 +98,7 @@ spec:
 YAML
 "$TESSERA" apply -f mpi.yaml >apply.out 2>&1 || fail "MPIJob refused: $(cat apply.out)"
 grep -q "cleanPodPolicy" apply.out || fail "no warning for cleanPodPolicy: $(cat apply.out)"
-for _ in $(seq 600); do
+for _ in $(seq 1800); do
   case $(job_phase "$TESSERA" hello-mpi) in Succeeded | Failed) break ;; esac
   sleep 0.05
 done

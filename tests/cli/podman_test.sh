@@ -57,7 +57,7 @@ kind: Pod
 metadata: {name: long}
 spec:
   containers:
-  - {name: main, image: $IMAGE, command: ["sleep", "300"], env: [{name: X, value: "42"}]}
+  - {name: main, image: $IMAGE, command: ["sleep", "304"], env: [{name: X, value: "42"}]}
 YAML
 "$TESSERA" apply -f "$WORK/long.yaml" >/dev/null
 for _ in $(seq 200); do

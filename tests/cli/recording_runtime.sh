@@ -18,5 +18,5 @@ while [ $# -gt 0 ]; do
 done
 image=$1
 shift
-[ "$image" = busybox ] || exec sleep 300
+[ "$image" = busybox ] || exec sleep 311
 exec "$@"

@@ -20,7 +20,7 @@ PATH="$WORK/bin:$PATH" start_dev "$TESSERA" --fake-gpus 16xV100-32GB
 server=$(sed -n 's/^server: //p' "$HOME/.tessera/config")
 ca=$(sed -n 's/^ca: //p' "$HOME/.tessera/config")
 AGENTS=()
-trap 'for p in "${AGENTS[@]}"; do kill "$p" 2>/dev/null || true; done; pkill -f "sleep 300" || true; cleanup' EXIT
+trap 'for p in "${AGENTS[@]}"; do kill "$p" 2>/dev/null || true; done; pkill -f "sleep 311" || true; cleanup' EXIT
 for name in second third; do
   (umask 077 && "$TESSERA" token create --agent >"$WORK/$name.token")
   "$TESSERA" agent --server "$server" --ca-file "$ca" --join-token-file "$WORK/$name.token" \

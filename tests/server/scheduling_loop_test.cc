@@ -228,6 +228,64 @@ spec:
   EXPECT_EQ(left["items"][0]["metadata"]["name"], "next");
 }
 
+// Kueue's ClusterQueue namespaceSelector (clusterqueue_types.go: "Defaults to null which is a
+// nothing selector (no namespaces eligible). If set to an empty selector {}, then all
+// namespaces are eligible"), read against the namespaces' labels as written.
+TEST_F(LoopTest, KueueAdmitsOnlyTheNamespacesAClusterQueueSelects) {
+  Apply(kCluster);
+  Apply(R"(
+apiVersion: v1
+kind: Namespace
+metadata: {name: ml, labels: {team: research}}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: any}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: research}
+spec:
+  namespaceSelector:
+    matchExpressions: [{key: team, operator: In, values: [research, vision]}]
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors: [{name: any, resources: [{name: nvidia.com/gpu, nominalQuota: 8}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: unselected}
+spec:
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors: [{name: any, resources: [{name: nvidia.com/gpu, nominalQuota: 8}]}]
+)");
+  const auto queued = [&](const std::string& ns, const std::string& lq, const std::string& cq) {
+    Apply("apiVersion: kueue.x-k8s.io/v1beta1\nkind: LocalQueue\nmetadata: {name: " + lq +
+          ", namespace: " + ns + "}\nspec: {clusterQueue: " + cq +
+          "}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: " + lq + "-pod, namespace: " + ns +
+          ", labels: {kueue.x-k8s.io/queue-name: " + lq +
+          "}}\nspec:\n  containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1}}}]\n");
+  };
+  queued("ml", "lq", "research");
+  queued("web", "lq", "research");
+  queued("ml", "none", "unselected");
+  Cycle();
+  EXPECT_EQ(Job("lq-pod", "ml")["status"]["phase"], "Admitted");
+  const json web = Job("lq-pod", "web")["status"];
+  EXPECT_EQ(web["phase"], "Pending");
+  EXPECT_EQ(web["message"],
+            "namespace web does not match the namespaceSelector of ClusterQueue research (Kueue: "
+            "\"Workload namespace doesn't match ClusterQueue selector\")");
+  // Without a selector, no namespace: not even one the other queue takes.
+  EXPECT_EQ(Job("none-pod", "ml")["status"]["phase"], "Pending");
+  // Labelled, web's workload is admitted at the next cycle.
+  Apply("apiVersion: v1\nkind: Namespace\nmetadata: {name: web, labels: {team: vision}}\n");
+  Cycle();
+  EXPECT_EQ(Job("lq-pod", "web")["status"]["phase"], "Admitted");
+  EXPECT_EQ(Job("none-pod", "ml")["status"]["phase"], "Pending");
+}
+
 TEST_F(LoopTest, QuotasQueuesAndPreemption) {
   Apply(kCluster);
   Apply(R"(
@@ -240,6 +298,7 @@ apiVersion: kueue.x-k8s.io/v1beta1
 kind: ClusterQueue
 metadata: {name: team-a}
 spec:
+  namespaceSelector: {}
   preemption: {withinClusterQueue: LowerPriority}
   resourceGroups:
   - coveredResources: [nvidia.com/gpu]
@@ -775,6 +834,7 @@ apiVersion: kueue.x-k8s.io/v1beta1
 kind: ClusterQueue
 metadata: {name: lender}
 spec:
+  namespaceSelector: {}
   cohort: shared
   resourceGroups:
   - coveredResources: [nvidia.com/gpu]
@@ -784,6 +844,7 @@ apiVersion: kueue.x-k8s.io/v1beta1
 kind: ClusterQueue
 metadata: {name: borrower}
 spec:
+  namespaceSelector: {}
   cohort: shared
   resourceGroups:
   - coveredResources: [nvidia.com/gpu]
@@ -1131,6 +1192,7 @@ apiVersion: kueue.x-k8s.io/v1beta1
 kind: ClusterQueue
 metadata: {name: lender}
 spec:
+  namespaceSelector: {}
   cohort: c
   resourceGroups:
   - coveredResources: [nvidia.com/gpu]
@@ -1145,6 +1207,7 @@ kind: ClusterQueue
 metadata: {name: )") +
             q + R"(}
 spec:
+  namespaceSelector: {}
   cohort: c
 )" + (std::string(q) == "try-next" ? "  flavorFungibility: {whenCanBorrow: TryNextFlavor}\n" : "") +
             R"(  resourceGroups:
@@ -1175,6 +1238,7 @@ apiVersion: kueue.x-k8s.io/v1beta1
 kind: ClusterQueue
 metadata: {name: tainted}
 spec:
+  namespaceSelector: {}
   resourceGroups:
   - coveredResources: [nvidia.com/gpu]
     flavors: [{name: dedicated, resources: [{name: nvidia.com/gpu, nominalQuota: 2}]}]
