@@ -1,5 +1,6 @@
 #include "server/exec_hub.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace tessera::server {
@@ -24,6 +25,13 @@ Status ExecHub::Open(const std::string& id, ExecRequest request, int64_t now_ms)
                                std::to_string(limits_.max_sessions) + "); try again later");
     }
     if (sessions_.contains(id)) return AlreadyExists("exec session " + id + " exists");
+    const size_t mine = std::count_if(sessions_.begin(), sessions_.end(), [&](const auto& kv) {
+      return kv.second.request.owner == request.owner;
+    });
+    if (mine >= limits_.max_per_owner) {
+      return ResourceExhausted("this token has " + std::to_string(mine) +
+                               " exec sessions open, the most it may; end one first");
+    }
     for (auto it = waiters_.begin(); it != waiters_.end();) {
       if (it->second.first == request.node) {
         wake.push_back(std::move(it->second.second));

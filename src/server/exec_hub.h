@@ -35,6 +35,7 @@ class ExecHub {
  public:
   struct Limits {
     size_t max_sessions = 256;            // open at once, over all nodes
+    size_t max_per_owner = 32;            // open at once by one token
     size_t max_buffered = 4 << 20;        // output not yet read, per session
     int64_t claim_timeout_ms = 30'000;    // opened and not claimed by the node's agent
     int64_t silence_timeout_ms = 30'000;  // claimed, and nothing heard from the agent
@@ -43,7 +44,7 @@ class ExecHub {
   explicit ExecHub(Limits limits) : limits_(limits) {}
 
   // A new session under `id` (unguessable: the caller draws it); ResourceExhausted when too
-  // many are open.
+  // many are open, in all or by its owner (one tenant cannot take every session).
   Status Open(const std::string& id, ExecRequest request, int64_t now_ms);
 
   // The sessions opened for `node` and not yet claimed, now claimed by the caller: each

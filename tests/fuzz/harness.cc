@@ -183,6 +183,8 @@ Status Target::Run(std::string_view input) {
       {"PATCH", "/apis/batch/v1/namespaces/default/jobs/llm-training",
        "application/apply-patch+yaml", false},
       {"PATCH", "/api/v1/namespaces/team-a/pods/p", "application/apply-patch+yaml", true},
+      // tessera exec's session opening, as a tenant.
+      {"POST", "/apis/tessera.io/v1/namespaces/team-a/jobs/j/exec", "application/json", true},
   };
   // JSON bodies go to the JSON endpoints, the rest to apply as YAML; which one of those, the
   // input's size decides.

@@ -114,12 +114,16 @@ TEST(ExecHub, ClientsAreToldWhenNoAgentTakesTheCommandOrItsAgentFallsSilent) {
 
 TEST(ExecHub, OutputWaitsForASlowClientAndSessionsAreBounded) {
   ExecHub::Limits limits;
-  limits.max_sessions = 2;
+  limits.max_sessions = 3;
+  limits.max_per_owner = 2;
   limits.max_buffered = 100;
   ExecHub hub(limits);
   ASSERT_TRUE(hub.Open("s1", On("n1"), 0).ok());
   ASSERT_TRUE(hub.Open("s2", On("n1"), 0).ok());
-  EXPECT_EQ(hub.Open("s3", On("n1"), 0).code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(hub.Open("s3", On("n1"), 0).code(), StatusCode::kResourceExhausted);  // its owner's
+  ASSERT_TRUE(hub.Open("s3", On("n1", "namespace/b/t9"), 0).ok());
+  EXPECT_EQ(hub.Open("s4", On("n1", "namespace/c/t7"), 0).code(),
+            StatusCode::kResourceExhausted);  // everyone's
   hub.Claim("n1", 0);
   ASSERT_TRUE(hub.Append("s1", "n1", "stdout", std::string(60, 'x'), 0).ok());
   EXPECT_EQ(hub.Append("s1", "n1", "stdout", std::string(60, 'y'), 0).code(),
