@@ -65,6 +65,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -104,6 +105,9 @@ class ApiServer {
   Accountant& accounting() { return *accounting_; }
   // The open `tessera exec` sessions (exec_hub.h); the scheduling loop expires them.
   ExecHub& exec() { return exec_; }
+  // Revokes the exec tokens (MPI launchers') of Jobs not among `running` ("ns/name/uid"): a
+  // finished or deleted Job's launcher needs none. Returns how many went.
+  Result<int> RevokeExecTokens(const std::set<std::string>& running);
   // Parsed stored objects, for readers inside the server.
   ObjectCache& objects() { return objects_; }
 

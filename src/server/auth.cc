@@ -119,8 +119,8 @@ Result<std::vector<TokenInfo>> TokenAuthority::List() {
     if (!body.is_object()) continue;
     const auto role = RoleOf(Str(body, "role"));
     if (!role) continue;
-    out.push_back(
-        {o.key.name, *role, Str(body, "namespace"), Str(body, "node"), Str(body, "created")});
+    out.push_back({o.key.name, *role, Str(body, "namespace"), Str(body, "node"),
+                   Str(body, "created"), Str(body, "job")});
   }
   return out;
 }

@@ -38,6 +38,7 @@ struct TokenInfo {
   std::string ns;
   std::string node;
   std::string created;  // RFC 3339, "" for tokens made before it was recorded
+  std::string job;      // kExec: "<name>/<uid>" in `ns`
 };
 
 class TokenAuthority {

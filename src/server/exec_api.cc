@@ -133,6 +133,18 @@ Status CheckEnd(const json& end) {
 
 }  // namespace
 
+Result<int> ApiServer::RevokeExecTokens(const std::set<std::string>& running) {
+  auto tokens = tokens_.List();
+  if (!tokens.ok()) return tokens.status();
+  int revoked = 0;
+  for (const TokenInfo& t : *tokens) {
+    if (t.role != Principal::Role::kExec || running.contains(t.ns + "/" + t.job)) continue;
+    if (tokens_.Revoke(t.id).ok()) ++revoked;
+  }
+  if (revoked > 0) feed_.CatchUp();
+  return revoked;
+}
+
 std::optional<HttpResponse> ApiServer::Exec(const HttpRequest& req, const Principal& who) {
   using Role = Principal::Role;
   const std::vector<std::string_view> parts = PathSegments(req.path);

@@ -527,6 +527,17 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   std::set<std::string> unqueued_ns;
   std::vector<const Stored*> suspended;
   std::vector<std::pair<const Stored*, std::string>> gated;
+  // MPI launchers' exec tokens live as long as their Job runs.
+  std::set<std::string> running_jobs;  // "ns/name/uid"
+  for (const Stored& s : jobs) {
+    if (Str(Member(s.obj(), "status"), "phase") == "Admitted") {
+      running_jobs.insert(NamespaceOf(s.obj()) + "/" + NameOf(s.obj()) + "/" +
+                          Str(Member(s.obj(), "metadata"), "uid"));
+    }
+  }
+  if (auto revoked = api_.RevokeExecTokens(running_jobs); !revoked.ok()) {
+    problems.push_back(revoked.status().message());
+  }
   for (const Stored& s : jobs) {
     const json& status = Member(s.obj(), "status");
     const std::string phase = Str(status, "phase");

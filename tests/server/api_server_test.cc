@@ -1421,11 +1421,22 @@ TEST_F(ApiServerTest, ExecTokensOfMpiLaunchersReachTheirJobOnly) {
   EXPECT_EQ(Get(kJobs, token).status, 403);
   EXPECT_EQ(Post(kJobs, token, JobObj("team-a", "mine")).status, 403);
   EXPECT_EQ(Get("/apis/tessera.io/v1/tokens", token).status, 403);
-  // The Job deleted and made again: the old token is no longer its.
+  // While its Job runs it stays (the scheduling loop passes the running Jobs every cycle).
+  const std::string uid = job["metadata"]["uid"];
+  auto kept = api_->RevokeExecTokens({"team-a/pi/" + uid});
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(*kept, 0);
+  EXPECT_EQ(Post(kJobs + "/pi/exec", token, cmd).status, 201);
   ASSERT_EQ(Call(http::verb::delete_, kJobs + "/pi", admin_).status, 200);
   json again = JobObj("team-a", "pi");
   ASSERT_EQ(Post(kJobs, admin_, again).status, 201);
   EXPECT_EQ(Post(kJobs + "/pi/exec", token, cmd).status, 403);
+  // Its Job gone, the token goes too.
+  auto revoked = api_->RevokeExecTokens({});
+  ASSERT_TRUE(revoked.ok());
+  EXPECT_EQ(*revoked, 1);
+  EXPECT_EQ(Post(kJobs + "/pi/exec", token, cmd).status, 401);
+  EXPECT_EQ(Get("/apis/tessera.io/v1/tokens", admin_).raw.find("\"exec\""), std::string::npos);
 }
 
 }  // namespace
