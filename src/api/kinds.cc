@@ -503,6 +503,19 @@ Result<PodGroupSpec> DecodePodGroup(const json& obj) {
   TESSERA_RETURN_IF_ERROR(spec.StringMap("minResources", &min_resources, true));
   TESSERA_RETURN_IF_ERROR(
       ApplyContainerResources(min_resources, {}, "spec.minResources", &pg.min_resources));
+  if (const json* tasks = spec.Get("minTaskMember"); tasks != nullptr && !tasks->is_null()) {
+    if (!tasks->is_object()) {
+      return FieldError(spec.At("minTaskMember"), "must map task names to pod counts");
+    }
+    for (const auto& [task, n] : tasks->items()) {
+      const std::string p = spec.At("minTaskMember") + "." + task;
+      TESSERA_RETURN_IF_ERROR(ValidateName(task, true, p));
+      if (!n.is_number_integer() || n.get<int64_t>() < 0 || n.get<int64_t>() > 10'000) {
+        return FieldError(p, "must be a pod count from 0 to 10000");
+      }
+      pg.min_task_member[task] = static_cast<int32_t>(n.get<int64_t>());
+    }
+  }
   TESSERA_RETURN_IF_ERROR(spec.Finish());
   return pg;
 }

@@ -76,6 +76,8 @@ struct PodGroupSpec {
   std::string priority_class;
   // Resources that must be free before the group's pods are placed (Volcano minResources).
   core::PodSpec min_resources;
+  // Volcano's minTaskMember: pods of each task (by name) a member Job must have placed.
+  std::map<std::string, int32_t> min_task_member;
 };
 
 enum class SharingChoice : uint8_t { kExclusive, kTimeSlicing, kShared, kMig };

@@ -1450,11 +1450,11 @@ Result<std::vector<json>> VolcanoPodGroup(const Doc& d, const json& doc, Warning
       {"minResources", ""},
       {"queue", ""},
       {"priorityClassName", ""},
-      {"minTaskMember", "not acted on: the group's minMember is its gang"},
+      {"minTaskMember", ""},
       {"networkTopology", "not acted on: Tessera places by its own topology (NVLink, NUMA)"}};
   TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", kPodGroup, warnings));
   json pg = json::object(), annotations = Member(d.meta, "annotations");
-  for (const char* k : {"minMember", "priorityClassName", "minResources"}) {
+  for (const char* k : {"minMember", "priorityClassName", "minResources", "minTaskMember"}) {
     if (spec.contains(k)) pg[k] = spec[k];
   }
   VolcanoQueue(spec, &pg, &annotations);

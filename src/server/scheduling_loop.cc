@@ -587,6 +587,14 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
       auto g = groups.find(w.namespace_name + "/" + job->pod_group);
       if (g != groups.end()) {
         if (w.min_member == 0) w.min_member = std::min(g->second.min_member, core::PodCount(w));
+        // Volcano's minTaskMember: each named task's pods that must be placed with the gang
+        // (a task's own minimum, where it has one, stands).
+        for (core::PodSet& set : w.pod_sets) {
+          auto t = g->second.min_task_member.find(set.name);
+          if (t != g->second.min_task_member.end() && set.min_count == 0) {
+            set.min_count = std::min(t->second, set.count);
+          }
+        }
         if (w.local_queue.empty()) w.local_queue = g->second.queue;
         if (w.priority_class.empty()) w.priority_class = g->second.priority_class;
       }

@@ -286,6 +286,55 @@ spec:
   EXPECT_EQ(Job("none-pod", "ml")["status"]["phase"], "Pending");
 }
 
+// Volcano's PodGroup minTaskMember: a member Job places at least that many pods of each named
+// task with its gang (here the parameter server, which the gang of 2 would otherwise leave out
+// on a node with room for 2 of its 3 pods).
+TEST_F(LoopTest, APodGroupsMinTaskMemberIsPlacedWithTheGang) {
+  Apply(R"(
+apiVersion: tessera.io/v1
+kind: Node
+metadata: {name: n1}
+status:
+  allocatable: {cpu: "64", memory: 512Gi}
+  gpus:
+  - {index: 0, uuid: GPU-0, model: A100-80GB, memoryMiB: 81920}
+  - {index: 1, uuid: GPU-1, model: A100-80GB, memoryMiB: 81920}
+)");
+  for (const char* group : {"plain", "tasks"}) {
+    Apply(std::string(R"(
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata: {name: )") +
+          group + R"(}
+spec:
+  minMember: 2
+)" + (std::string(group) == "tasks" ? "  minTaskMember: {ps: 1}\n" : "") +
+          R"(---
+apiVersion: tessera.io/v1
+kind: Job
+metadata: {name: )" +
+          group + R"(}
+spec:
+  podGroup: )" +
+          group + R"(
+  tasks:
+  - {name: worker, replicas: 2, command: ["true"], resources: {limits: {nvidia.com/gpu: 1}}}
+  - {name: ps, command: ["true"], resources: {limits: {nvidia.com/gpu: 1}}}
+)");
+    Cycle();
+    const json status = Job(group)["status"];
+    ASSERT_EQ(status["phase"], "Admitted") << status.dump();
+    const bool ps_placed = status["pods"][2].is_object();
+    EXPECT_EQ(ps_placed, std::string(group) == "tasks") << status.dump();
+    HttpRequest del;
+    del.method = "DELETE";
+    del.path = std::string("/apis/tessera.io/v1/namespaces/default/jobs/") + group;
+    del.authorization = "Bearer " + admin_;
+    ASSERT_EQ(api_->Handle(del).status, 200);
+    Cycle();
+  }
+}
+
 TEST_F(LoopTest, QuotasQueuesAndPreemption) {
   Apply(kCluster);
   Apply(R"(
