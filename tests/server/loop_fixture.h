@@ -89,6 +89,24 @@ class LoopTest : public ::testing::Test {
     r.authorization = "Bearer " + admin_;
     return api_->Handle(r).body;
   }
+  // A node `name` of `gpus` A100-80GB cards (GPU-0...), 64 CPUs and 512 GiB.
+  void ApplyNode(const std::string& name, int gpus) {
+    std::string yaml = "apiVersion: tessera.io/v1\nkind: Node\nmetadata: {name: " + name +
+                       "}\nstatus:\n  allocatable: {cpu: \"64\", memory: 512Gi}\n  gpus:\n";
+    for (int i = 0; i < gpus; ++i) {
+      yaml += "  - {index: " + std::to_string(i) + ", uuid: GPU-" + std::to_string(i) +
+              ", model: A100-80GB, memoryMiB: 81920}\n";
+    }
+    Apply(yaml);
+  }
+  void DeleteJob(const std::string& name, const std::string& ns = "default") {
+    HttpRequest r;
+    r.method = "DELETE";
+    r.path = "/apis/tessera.io/v1/namespaces/" + ns + "/jobs/" + name;
+    r.authorization = "Bearer " + admin_;
+    HttpResponse out = api_->Handle(r);
+    EXPECT_EQ(out.status, 200) << out.body;
+  }
   CycleSummary Cycle() {
     now_ += 1000;
     auto s = loop_->RunOnce(now_);

@@ -165,11 +165,7 @@ status:
   EXPECT_FALSE(Job("single")["status"]["pods"][0].contains("port"));
   EXPECT_FALSE(Job("single")["status"].contains("rendezvous"));
   // A port is free again once its job is gone.
-  HttpRequest del;
-  del.method = "DELETE";
-  del.path = "/apis/tessera.io/v1/namespaces/default/jobs/first";
-  del.authorization = "Bearer " + admin_;
-  ASSERT_EQ(api_->Handle(del).status, 200);
+  DeleteJob("first");
   Apply(job("third", 2));
   Cycle();
   EXPECT_EQ(Job("third")["status"]["rendezvous"]["masterPort"], 29500);
@@ -178,15 +174,7 @@ status:
 // Kubernetes' Job lifetime: activeDeadlineSeconds fails a Job active that long after it was
 // admitted (DeadlineExceeded); ttlSecondsAfterFinished deletes a finished Job that long after.
 TEST_F(LoopTest, DeadlinesFailJobsAndFinishedJobsGoAfterTheirTtl) {
-  Apply(R"(
-apiVersion: tessera.io/v1
-kind: Node
-metadata: {name: n1}
-status:
-  allocatable: {cpu: "64", memory: 512Gi}
-  gpus:
-  - {index: 0, uuid: GPU-0, model: A100-80GB, memoryMiB: 81920}
-)");
+  ApplyNode("n1", 1);
   Apply(R"(
 apiVersion: batch/v1
 kind: Job
@@ -290,16 +278,7 @@ spec:
 // task with its gang (here the parameter server, which the gang of 2 would otherwise leave out
 // on a node with room for 2 of its 3 pods).
 TEST_F(LoopTest, APodGroupsMinTaskMemberIsPlacedWithTheGang) {
-  Apply(R"(
-apiVersion: tessera.io/v1
-kind: Node
-metadata: {name: n1}
-status:
-  allocatable: {cpu: "64", memory: 512Gi}
-  gpus:
-  - {index: 0, uuid: GPU-0, model: A100-80GB, memoryMiB: 81920}
-  - {index: 1, uuid: GPU-1, model: A100-80GB, memoryMiB: 81920}
-)");
+  ApplyNode("n1", 2);
   for (const char* group : {"plain", "tasks"}) {
     Apply(std::string(R"(
 apiVersion: scheduling.volcano.sh/v1beta1
@@ -326,11 +305,7 @@ spec:
     ASSERT_EQ(status["phase"], "Admitted") << status.dump();
     const bool ps_placed = status["pods"][2].is_object();
     EXPECT_EQ(ps_placed, std::string(group) == "tasks") << status.dump();
-    HttpRequest del;
-    del.method = "DELETE";
-    del.path = std::string("/apis/tessera.io/v1/namespaces/default/jobs/") + group;
-    del.authorization = "Bearer " + admin_;
-    ASSERT_EQ(api_->Handle(del).status, 200);
+    DeleteJob(group);
     Cycle();
   }
 }
