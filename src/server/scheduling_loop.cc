@@ -535,9 +535,20 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
                           Str(Member(s.obj(), "metadata"), "uid"));
     }
   }
-  if (auto revoked = api_.RevokeExecTokens(running_jobs); !revoked.ok()) {
-    problems.push_back(revoked.status().message());
+  // Tokens are orphaned only when a Job stops running: the store's tokens are read then (and
+  // at the first cycle, for what a previous server left), not every cycle.
+  const bool one_left =
+      !running_jobs_known_ ||
+      std::any_of(running_jobs_.begin(), running_jobs_.end(),
+                  [&](const std::string& j) { return !running_jobs.contains(j); });
+  if (one_left) {
+    if (auto revoked = api_.RevokeExecTokens(running_jobs); revoked.ok()) {
+      running_jobs_known_ = true;
+    } else {
+      problems.push_back(revoked.status().message());
+    }
   }
+  running_jobs_ = std::move(running_jobs);
   for (const Stored& s : jobs) {
     const json& status = Member(s.obj(), "status");
     const std::string phase = Str(status, "phase");
@@ -546,9 +557,9 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     // deleted that long after it ended, as Kubernetes' TTL controller does.
     if (phase == "Succeeded" || phase == "Failed") {
       const json& ttl = Member(spec, "ttlSecondsAfterFinished");
-      const int64_t finished = ParseTime(Str(status, "finishedAt"));
-      if (ttl.is_number_integer() && finished > 0 &&
-          now_ms >= finished + ttl.get<int64_t>() * 1000) {
+      const int64_t finished =
+          ttl.is_number_integer() ? ParseTime(Str(status, "finishedAt")) : int64_t{-1};
+      if (finished > 0 && now_ms >= finished + ttl.get<int64_t>() * 1000) {
         store::Write w{store::Write::Op::kDelete,
                        {"Job", NamespaceOf(s.obj()), NameOf(s.obj())},
                        "",

@@ -95,6 +95,10 @@ class SchedulingLoop {
   SchedulingLoopOptions options_;
   std::unique_ptr<core::Scheduler> placer_;
   std::vector<core::Reservation> held_;
+  // The Jobs running at the last cycle ("ns/name/uid"), for revoking their exec tokens when they
+  // stop; known once a sweep has succeeded.
+  std::set<std::string> running_jobs_;
+  bool running_jobs_known_ = false;
   // "kind/ns/name" -> the version last checked readable, or last reported undecodable.
   std::map<std::string, int64_t> valid_;
   std::map<std::string, int64_t> undecodable_reported_;
