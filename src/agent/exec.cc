@@ -89,6 +89,12 @@ Result<Child> Spawn(const ProcessSpec& spec) {
   return Child{pid, out[0], err[0]};
 }
 
+// Tells the server how session `id` ended.
+void PostEnd(ApiClient& api, const std::string& id, const json& end) {
+  (void)api.Call("POST", "/apis/tessera.io/v1/execs/" + id + "/end", end.dump(),
+                 "application/json");
+}
+
 // How a reaped command ended, as the session's end frame.
 json EndOf(int status) {
   if (WIFSIGNALED(status)) return {{"signal", WTERMSIG(status)}};
@@ -171,8 +177,7 @@ void ExecAgent::ClaimLoop(std::shared_ptr<Claimer> c, std::string path) {
         continue;
       }
       lock.unlock();
-      (void)c->api->Call("POST", "/apis/tessera.io/v1/execs/" + session.value("id", "") + "/end",
-                         json{{"error", "the agent is stopping"}}.dump(), "application/json");
+      PostEnd(*c->api, session.value("id", ""), {{"error", "the agent is stopping"}});
     }
   }
 }
@@ -192,10 +197,7 @@ bool ExecAgent::Send(const std::string& id, const char* stream, const std::strin
   }
 }
 
-void ExecAgent::End(const std::string& id, const json& end) {
-  (void)api_->Call("POST", "/apis/tessera.io/v1/execs/" + id + "/end", end.dump(),
-                   "application/json");
-}
+void ExecAgent::End(const std::string& id, const json& end) { PostEnd(*api_, id, end); }
 
 void ExecAgent::Serve(const json& session) {
   const std::string id = session.value("id", "");

@@ -14,6 +14,15 @@ using api::Member;
 using api::Str;
 using nlohmann::json;
 
+namespace {
+
+// The API path of the Job pod `a` belongs to.
+std::string JobPath(const Assignment& a) {
+  return "/apis/tessera.io/v1/namespaces/" + a.ns + "/jobs/" + a.job;
+}
+
+}  // namespace
+
 Worker::Worker(ApiClient& api, const NodeGpus& gpus, WorkerOptions options)
     : api_(api), gpus_(gpus), options_(std::move(options)), runner_(options_.root + "/run") {
   runner_.Adopt();
@@ -63,10 +72,7 @@ void Worker::StartPod(PodState& p, int64_t now_ms) {
   if (spec.ok() && p.assignment.mpi_launcher()) {
     // The launcher's rsh agent runs commands in the workers with a token for this Job only.
     const Assignment& a = p.assignment;
-    auto made = api_.Call(
-        "POST",
-        "/apis/tessera.io/v1/namespaces/" + a.ns + "/jobs/" + a.job + "/exectoken?pod=" + a.pod, "",
-        "");
+    auto made = api_.Call("POST", JobPath(a) + "/exectoken?pod=" + a.pod, "", "");
     const json reply = made.ok() ? json::parse(made->body, nullptr, false) : json();
     if (!made.ok() || made->status != 201 || !reply.contains("token")) {
       return;  // not started: the next round tries again
@@ -106,7 +112,7 @@ void Worker::StartPod(PodState& p, int64_t now_ms) {
 Status Worker::Report(PodState& p) {
   if (p.state == p.reported) return Status::Ok();
   const Assignment& a = p.assignment;
-  const std::string path = "/apis/tessera.io/v1/namespaces/" + a.ns + "/jobs/" + a.job;
+  const std::string path = JobPath(a);
   for (int attempt = 0; attempt < 3; ++attempt) {
     auto got = api_.Call("GET", path, "", "");
     if (!got.ok()) return got.status();
@@ -190,9 +196,7 @@ Status Worker::ShipLogs(PodState& p) {
   std::string data(static_cast<size_t>(n), '\0');
   in.read(data.data(), n);
   const Assignment& a = p.assignment;
-  auto r = api_.Call(
-      "POST", "/apis/tessera.io/v1/namespaces/" + a.ns + "/jobs/" + a.job + "/logs?pod=" + a.pod,
-      data, "text/plain");
+  auto r = api_.Call("POST", JobPath(a) + "/logs?pod=" + a.pod, data, "text/plain");
   if (!r.ok()) return r.status();
   if (r->status == 200 || r->status == 404) {
     p.log_offset += n;

@@ -757,6 +757,25 @@ int Top(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
   return 0;
 }
 
+// A streamed GET of `target`, each piece to `on_data`; 0 when the server answered 200, else the
+// exit code with the error written to `err`.
+int Stream(const ResourceOptions& o, const std::string& target,
+           const std::function<void(std::string_view)>& on_data, std::ostream& err) {
+  auto ep = ResolveEndpoint(o.server, o.token, o.ca_file);
+  if (!ep.ok()) {
+    err << "error: " << ep.status().message() << "\n";
+    return kUsage;
+  }
+  std::string error_body;
+  auto status = RequestStream(*ep, target, on_data, &error_body);
+  if (!status.ok()) {
+    err << "error: " << status.status().message() << "\n";
+    return kUnreachable;
+  }
+  if (*status != 200) return Refused({*status, error_body}, err);
+  return 0;
+}
+
 // A job's output, as the node agents shipped it; with --follow, as it arrives.
 int Logs(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
   std::string target = "/apis/tessera.io/v1/namespaces/" + o.ns + "/jobs/" + o.name + "/logs?";
@@ -770,25 +789,13 @@ int Logs(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
     out << r->body;
     return 0;
   }
-  auto ep = ResolveEndpoint(o.server, o.token, o.ca_file);
-  if (!ep.ok()) {
-    err << "error: " << ep.status().message() << "\n";
-    return kUsage;
-  }
-  std::string error_body;
-  auto status = RequestStream(
-      *ep, target + "follow=1",
+  return Stream(
+      o, target + "follow=1",
       [&](std::string_view data) {
         out << data;
         out.flush();
       },
-      &error_body);
-  if (!status.ok()) {
-    err << "error: " << status.status().message() << "\n";
-    return kUnreachable;
-  }
-  if (*status != 200) return Refused({*status, error_body}, err);
-  return 0;
+      err);
 }
 
 // A command run inside a running pod of a job, its output streamed; exits as the command did
@@ -809,15 +816,10 @@ int Exec(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
   }
   if (r->status != 201) return Refused(*r, err);
   const json session = json::parse(r->body);
-  auto ep = ResolveEndpoint(o.server, o.token, o.ca_file);
-  if (!ep.ok()) {
-    err << "error: " << ep.status().message() << "\n";
-    return kUsage;
-  }
-  std::string pending, error_body;
+  std::string pending;
   std::optional<int> exit_code;
-  auto status = RequestStream(
-      *ep, "/apis/tessera.io/v1/execs/" + session.value("id", ""),
+  const int streamed = Stream(
+      o, "/apis/tessera.io/v1/execs/" + session.value("id", ""),
       [&](std::string_view data) {
         pending.append(data);
         size_t start = 0;
@@ -839,12 +841,8 @@ int Exec(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
         }
         pending.erase(0, start);
       },
-      &error_body);
-  if (!status.ok()) {
-    err << "error: " << status.status().message() << "\n";
-    return kUnreachable;
-  }
-  if (*status != 200) return Refused({*status, error_body}, err);
+      err);
+  if (streamed != 0) return streamed;
   if (!exit_code) {
     err << "error: the session ended before the command did (the server stopped?)\n";
     return kUnreachable;

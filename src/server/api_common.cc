@@ -248,6 +248,12 @@ Status Authorize(const Principal& p, const api::KindInfo& kind,
   return PermissionDenied("unknown role");
 }
 
+Result<json> ReadJson(store::Store& store, const store::ObjectKey& key) {
+  auto got = store.Get(key);
+  if (!got.ok()) return got.status();
+  return got->has_value() ? json::parse((*got)->body, nullptr, false) : json();
+}
+
 store::ObjectKey KeyOf(const api::ObjectId& id) {
   return {std::string(id.kind->kind), id.ns, id.name};
 }

@@ -32,6 +32,8 @@ nlohmann::json Served(const store::StoredObject& o);
 // metadata.resourceVersion of an object whose envelope is valid, if set.
 std::optional<int64_t> RequestedVersion(const nlohmann::json& obj);
 store::ObjectKey KeyOf(const api::ObjectId& id);
+// The stored object at `key`, parsed; null when there is none.
+Result<nlohmann::json> ReadJson(store::Store& store, const store::ObjectKey& key);
 
 // A path's non-empty segments: "/apis/a//b/" -> {"apis", "a", "b"}.
 std::vector<std::string_view> PathSegments(std::string_view path);

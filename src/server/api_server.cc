@@ -83,13 +83,6 @@ Result<Route> ParseRoute(std::string_view path) {
   return r;
 }
 
-// The stored object at `key`, parsed; null when there is none.
-Result<json> ReadJson(store::Store& store, const store::ObjectKey& key) {
-  auto got = store.Get(key);
-  if (!got.ok()) return got.status();
-  return got->has_value() ? json::parse((*got)->body, nullptr, false) : json();
-}
-
 // Whether a Job's stored status binds a pod to `node`.
 bool BoundTo(const json& job, const std::string& node) {
   for (const json& pod : ListOf(Member(Member(job, "status"), "pods"))) {

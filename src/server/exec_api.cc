@@ -148,10 +148,18 @@ Result<int> ApiServer::RevokeExecTokens(const std::set<std::string>& running) {
 std::optional<HttpResponse> ApiServer::Exec(const HttpRequest& req, const Principal& who) {
   using Role = Principal::Role;
   const std::vector<std::string_view> parts = PathSegments(req.path);
+  const bool job_path = parts.size() == 8 && parts[0] == "apis" && parts[1] == api::kGroup &&
+                        parts[2] == "v1" && parts[3] == "namespaces" && parts[5] == "jobs";
+  const std::string ns = job_path ? std::string(parts[4]) : "";
+  const std::string job = job_path ? std::string(parts[6]) : "";
+  // The Job a session or token is for (NotFound when there is none).
+  auto read_job = [&]() -> Result<json> {
+    auto obj = ReadJson(*store_, {"Job", ns, job});
+    if (obj.ok() && obj->is_null()) return NotFound("Job " + ns + "/" + job + " not found");
+    return obj;
+  };
   // POST /apis/tessera.io/v1/namespaces/{ns}/jobs/{job}/exec
-  if (parts.size() == 8 && parts[0] == "apis" && parts[1] == api::kGroup && parts[2] == "v1" &&
-      parts[3] == "namespaces" && parts[5] == "jobs" && parts[7] == "exec") {
-    const std::string ns(parts[4]), job(parts[6]);
+  if (job_path && parts[7] == "exec") {
     if (req.method != "POST") {
       return Reply(405, "application/json",
                    StatusJson(405, "MethodNotAllowed", "a command is run with POST"));
@@ -188,10 +196,9 @@ std::optional<HttpResponse> ApiServer::Exec(const HttpRequest& req, const Princi
       return Error(InvalidArgument("pod: must be a pod name"));
     }
     const std::string want = pod_field.is_string() ? pod_field.get<std::string>() : "";
-    auto stored = store_->Get({"Job", ns, job});
+    auto stored = read_job();
     if (!stored.ok()) return Error(stored.status());
-    if (!stored->has_value()) return Error(NotFound("Job " + ns + "/" + job + " not found"));
-    const json obj = json::parse((*stored)->body, nullptr, false);
+    const json& obj = *stored;
     // An exec token is for the Job it was made for, not one made again under its name.
     if (who.role == Role::kExec && who.job != job + "/" + Str(Member(obj, "metadata"), "uid")) {
       return Error(PermissionDenied("this token was made for an earlier Job " + ns + "/" + job));
@@ -231,9 +238,7 @@ std::optional<HttpResponse> ApiServer::Exec(const HttpRequest& req, const Princi
   }
   // POST /apis/tessera.io/v1/namespaces/{ns}/jobs/{job}/exectoken?pod=P: the agent of an MPI
   // launcher's node gets a token that runs commands in that Job's pods only (its rsh agent's).
-  if (parts.size() == 8 && parts[0] == "apis" && parts[1] == api::kGroup && parts[2] == "v1" &&
-      parts[3] == "namespaces" && parts[5] == "jobs" && parts[7] == "exectoken") {
-    const std::string ns(parts[4]), job(parts[6]);
+  if (job_path && parts[7] == "exectoken") {
     if (req.method != "POST") {
       return Reply(405, "application/json",
                    StatusJson(405, "MethodNotAllowed", "an exec token is made with POST"));
@@ -244,10 +249,9 @@ std::optional<HttpResponse> ApiServer::Exec(const HttpRequest& req, const Princi
     auto it = req.query.find("pod");
     const std::string pod = it == req.query.end() ? "" : it->second;
     std::lock_guard<std::mutex> writing(write_mu_);
-    auto stored = store_->Get({"Job", ns, job});
+    auto stored = read_job();
     if (!stored.ok()) return Error(stored.status());
-    if (!stored->has_value()) return Error(NotFound("Job " + ns + "/" + job + " not found"));
-    const json obj = json::parse((*stored)->body, nullptr, false);
+    const json& obj = *stored;
     const std::string launcher = Str(Member(Member(obj, "spec"), "mpi"), "launcher");
     bool bound = false;
     for (const json& p : ListOf(Member(Member(obj, "status"), "pods"))) {
