@@ -189,8 +189,17 @@ Status Paginate(const HttpRequest& req, std::vector<json>* items, json* list_met
     }
     limit = std::stoll(v);
   }
-  std::sort(items->begin(), items->end(),
-            [](const json& a, const json& b) { return NsName(a) < NsName(b); });
+  {
+    // By namespace and name, each read once.
+    std::vector<std::pair<std::pair<std::string, std::string>, size_t>> order;
+    order.reserve(items->size());
+    for (size_t i = 0; i < items->size(); ++i) order.emplace_back(NsName((*items)[i]), i);
+    std::sort(order.begin(), order.end());
+    std::vector<json> sorted;
+    sorted.reserve(items->size());
+    for (const auto& [key, i] : order) sorted.push_back(std::move((*items)[i]));
+    *items = std::move(sorted);
+  }
   if (auto it = req.query.find("continue"); it != req.query.end() && !it->second.empty()) {
     const std::optional<std::string> key = Unhex(it->second);
     const size_t sep = key ? key->find('\0') : std::string::npos;
@@ -233,7 +242,8 @@ Status Authorize(const Principal& p, const api::KindInfo& kind,
           (verb == Verb::kWrite || name == p.node)) {
         return Status::Ok();  // a create's or apply's name is checked per object
       }
-      if (k == "Job" && (verb == Verb::kRead || verb == Verb::kWrite)) return Status::Ok();
+      // Its Jobs: lists and watches show it those bound to its node only.
+      if (k == "Job" && verb != Verb::kDelete) return Status::Ok();
       if (k == "Event" && verb == Verb::kWrite) return Status::Ok();
       return PermissionDenied("an agent token acts for node " + p.node +
                               " only: its Node, the Jobs bound to it and their pods' status");

@@ -83,12 +83,29 @@ Result<Route> ParseRoute(std::string_view path) {
   return r;
 }
 
+// The nodes a Job's stored status binds its pods to (with repeats).
+std::vector<std::string> BoundNodes(const json& job) {
+  std::vector<std::string> out;
+  for (const json& pod : ListOf(Member(Member(job, "status"), "pods"))) {
+    if (std::string node = Str(pod, "node"); !node.empty()) out.push_back(std::move(node));
+  }
+  return out;
+}
+
 // Whether a Job's stored status binds a pod to `node`.
 bool BoundTo(const json& job, const std::string& node) {
-  for (const json& pod : ListOf(Member(Member(job, "status"), "pods"))) {
-    if (Str(pod, "node") == node) return true;
-  }
-  return false;
+  const std::vector<std::string> nodes = BoundNodes(job);
+  return std::find(nodes.begin(), nodes.end(), node) != nodes.end();
+}
+
+// A watch event's line: {"type":...,"object":...} and a newline.
+std::string EventLine(std::string_view type, std::string_view object) {
+  std::string line = "{\"type\":\"";
+  line += type;
+  line += "\",\"object\":";
+  line += object;
+  line += "}\n";
+  return line;
 }
 
 // What an agent may change in a bound Job's status: the state of the pods bound to its node,
@@ -175,8 +192,10 @@ const char* EventType(store::ChangeType t) {
 class EventCache {
  public:
   struct Event {
-    json labels;       // the object's labels, for selectors
-    std::string line;  // {"type":...,"object":...}\n
+    json labels;                     // the object's labels, for selectors
+    std::string object;              // the object served, as JSON
+    std::string line;                // {"type":...,"object":...}\n
+    std::vector<std::string> nodes;  // of a Job: the nodes its pods are bound to
   };
 
   std::shared_ptr<const Event> Get(const store::Change& c) {
@@ -184,9 +203,11 @@ class EventCache {
     auto it = events_.find(c.revision);
     if (it != events_.end()) return it->second;
     auto e = std::make_shared<Event>();
-    json obj = Served(c.object);
+    const json obj = Served(c.object);
     e->labels = obj["metadata"].value("labels", json());
-    e->line = json{{"type", EventType(c.type)}, {"object", std::move(obj)}}.dump() + "\n";
+    if (c.object.key.kind == "Job") e->nodes = BoundNodes(obj);
+    e->object = obj.dump();
+    e->line = EventLine(EventType(c.type), e->object);
     events_.emplace(c.revision, e);
     if (events_.size() > 4096) events_.erase(events_.begin());
     return e;
@@ -219,16 +240,20 @@ struct Bookmarks {
 // One watch: events of one kind (and namespace, and selector) after a revision.
 class WatchStream : public ResponseStream, public std::enable_shared_from_this<WatchStream> {
  public:
+  // With `bound_to`, the watch shows Jobs bound to that node only, and a Job that stops being
+  // bound there (or is deleted) as DELETED, as Kubernetes' watches show an object leaving their
+  // field selector. (A watch resumed from a revision learns what it showed from its events on.)
   WatchStream(ChangeFeed& feed, EventCache& events, std::string kind, std::optional<std::string> ns,
               std::optional<api::LabelSelector> selector, WatchRender render,
-              std::optional<Bookmarks> bookmarks)
+              std::optional<Bookmarks> bookmarks, std::optional<std::string> bound_to)
       : feed_(feed),
         events_(events),
         kind_(std::move(kind)),
         ns_(std::move(ns)),
         selector_(std::move(selector)),
         render_(std::move(render)),
-        bookmarks_(std::move(bookmarks)) {}
+        bookmarks_(std::move(bookmarks)),
+        bound_to_(std::move(bound_to)) {}
 
   // Starts after `revision`, first sending `initial` objects as ADDED, then, when
   // `initial_events_end`, the bookmark that says they are all sent.
@@ -257,7 +282,10 @@ class WatchStream : public ResponseStream, public std::enable_shared_from_this<W
           last_ = c.revision;
           if (!Wanted(c.object.key)) continue;
           const size_t had = out.size();
-          if (render_) {
+          if (bound_to_) {
+            const std::shared_ptr<const EventCache::Event> e = events_.Get(c);
+            AddBound(out, c.type, c.object.key, e->nodes, e->object);
+          } else if (render_) {
             render_(EventType(c.type), c.object, &out);
           } else if (std::shared_ptr<const EventCache::Event> e = events_.Get(c);
                      !selector_ || selector_->Matches(e->labels)) {
@@ -307,7 +335,25 @@ class WatchStream : public ResponseStream, public std::enable_shared_from_this<W
     return key.kind == kind_ && (!ns_ || key.ns == *ns_);
   }
 
-  void Add(std::string& out, const char* type, const store::StoredObject& o) const {
+  // A change of a Job as a watch bound to a node shows it.
+  void AddBound(std::string& out, store::ChangeType type, const store::ObjectKey& key,
+                const std::vector<std::string>& nodes, const std::string& object) {
+    const bool bound = type != store::ChangeType::kDeleted &&
+                       std::find(nodes.begin(), nodes.end(), *bound_to_) != nodes.end();
+    auto id = std::make_pair(key.ns, key.name);
+    if (bound) {
+      out += EventLine(shown_.contains(id) ? "MODIFIED" : "ADDED", object);
+      shown_.insert(std::move(id));
+    } else if (shown_.erase(id) > 0) {
+      out += EventLine("DELETED", object);
+    }
+  }
+
+  void Add(std::string& out, const char* type, const store::StoredObject& o) {
+    if (bound_to_) {
+      const json obj = Served(o);
+      return AddBound(out, store::ChangeType::kAdded, o.key, BoundNodes(obj), obj.dump());
+    }
     if (render_) return render_(type, o, &out);
     json obj = Served(o);
     if (selector_ && !selector_->Matches(obj["metadata"].value("labels", json()))) return;
@@ -322,6 +368,8 @@ class WatchStream : public ResponseStream, public std::enable_shared_from_this<W
   const std::optional<api::LabelSelector> selector_;
   const WatchRender render_;
   const std::optional<Bookmarks> bookmarks_;
+  const std::optional<std::string> bound_to_;
+  std::set<std::pair<std::string, std::string>> shown_;  // bound_to_: Jobs shown as bound
   int64_t last_ = 0;
   int64_t told_ = 0;     // the watcher has seen every change it shows up to here
   int64_t told_at_ = 0;  // when it was last sent something (bookmarks_->clock)
@@ -826,7 +874,7 @@ HttpResponse ApiServer::Usage(const HttpRequest& req, const Principal& who) {
 HttpResponse ApiServer::Watch(const HttpRequest& req, const std::string& kind,
                               const std::optional<std::string>& ns,
                               std::optional<api::LabelSelector> selector, WatchRender render,
-                              json watched) {
+                              json watched, std::optional<std::string> bound_to) {
   auto digits = [](const std::string& v, size_t max) {
     return !v.empty() && v.size() <= max &&
            std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -871,8 +919,9 @@ HttpResponse ApiServer::Watch(const HttpRequest& req, const std::string& kind,
         InvalidArgument("resourceVersionMatch: is forbidden for watch unless "
                         "sendInitialEvents is provided"));
   }
-  auto stream = std::make_shared<WatchStream>(feed_, *events_, kind, ns, std::move(selector),
-                                              std::move(render), std::move(bookmarks));
+  auto stream =
+      std::make_shared<WatchStream>(feed_, *events_, kind, ns, std::move(selector),
+                                    std::move(render), std::move(bookmarks), std::move(bound_to));
   if (initial_events || (from == 0 && send_initial == req.query.end())) {
     // Start from the current state (not older than `from`): its objects first, then what
     // changes after it.
@@ -1270,7 +1319,8 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
     }
     if (watching) {
       return Watch(req, kind, route->ns, std::move(selector).value(), {},
-                   {{"apiVersion", api::kApiVersion}, {"kind", kind}});
+                   {{"apiVersion", api::kApiVersion}, {"kind", kind}},
+                   agent_jobs ? std::optional<std::string>(who->node) : std::nullopt);
     }
     auto list =
         store_->List(kind, route->ns ? std::optional<std::string_view>(*route->ns) : std::nullopt);

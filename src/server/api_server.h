@@ -186,11 +186,13 @@ class ApiServer {
   // Streams the changes of stored objects of `kind` (in `ns`) as watch events; `render`, when
   // set, writes the lines for one change itself (the Kubernetes views), instead of the stored
   // object filtered by `selector`. `watched` ({"apiVersion", "kind"} of what the watcher sees)
-  // heads the BOOKMARK events sent when the request allows them; null sends none.
+  // heads the BOOKMARK events sent when the request allows them; null sends none. With
+  // `bound_to` (an agent's watch of Jobs) only the Jobs bound to that node are shown, and one
+  // that leaves it as DELETED.
   HttpResponse Watch(const HttpRequest& req, const std::string& kind,
                      const std::optional<std::string>& ns,
                      std::optional<api::LabelSelector> selector, WatchRender render,
-                     nlohmann::json watched);
+                     nlohmann::json watched, std::optional<std::string> bound_to = std::nullopt);
   // An object's status and creation time are the system's: a write keeps the stored status
   // unless an admin or agent sends one, and keeps the creation time (set on creation). Fills
   // `w->body` and pins `w->expected_version` to the version read. Refuses a change to what is

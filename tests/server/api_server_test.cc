@@ -504,6 +504,64 @@ TEST_F(ApiServerTest, WatchSendsBookmarksWhenAllowed) {
   EXPECT_EQ(ev[0]["object"]["metadata"]["name"], "c");
 }
 
+// The first events of a watch-list of one object: it ADDED, then the bookmark that ends the
+// state.
+void ExpectStateOfOneThenItsEnd(const std::vector<json>& ev, const std::string& name) {
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_EQ(ev[0]["type"], "ADDED");
+  EXPECT_EQ(ev[0]["object"]["metadata"]["name"], name);
+  EXPECT_EQ(ev[1]["type"], "BOOKMARK");
+  EXPECT_EQ(ev[1]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
+}
+
+// An agent follows the Jobs bound to its node by watch: it is shown those only, from the state
+// on (the watch-list protocol), and a Job that stops being bound there, or is deleted, as
+// DELETED, as Kubernetes shows an object leaving a watch's field selector.
+TEST_F(ApiServerTest, AnAgentsWatchShowsTheJobsBoundToItsNodeOnly) {
+  auto bind = [&](const std::string& name, const std::string& node, const std::string& phase = "") {
+    const std::string path = kJobs + "/" + name;
+    json job = Get(path, admin_).body;
+    job["status"] = {{"phase", "Admitted"}, {"pods", {{{"name", "main-0"}, {"node", node}}}}};
+    if (!phase.empty()) job["status"]["pods"][0]["state"] = {{"phase", phase}};
+    return Call(http::verb::put, path, admin_, job.dump()).status;
+  };
+  for (const char* name : {"a", "b", "c"}) {
+    ASSERT_EQ(Post(kJobs, admin_, JobObj("team-a", name)).status, 201);
+  }
+  ASSERT_EQ(bind("a", "n1"), 200);
+  ASSERT_EQ(bind("b", "n2"), 200);
+  const std::string n1 =
+      Post("/apis/tessera.io/v1/tokens", admin_, {{"role", "agent"}, {"node", "n1"}}).body["token"];
+  EXPECT_EQ(Call(http::verb::delete_, kJobs + "/a", n1, "").status, 403);
+  WatchClient w(http_->port(),
+                "/apis/tessera.io/v1/jobs?watch=1&allowWatchBookmarks=true&sendInitialEvents=true"
+                "&resourceVersionMatch=NotOlderThan",
+                n1);
+  ASSERT_EQ(w.Status(), 200);
+  auto ev = w.Events(2);
+  ExpectStateOfOneThenItsEnd(ev, "a");
+  // Another node's Job changes unseen; one bound here later is ADDED, then MODIFIED.
+  ASSERT_EQ(bind("b", "n3"), 200);
+  ASSERT_EQ(bind("c", "n1"), 200);
+  ASSERT_EQ(bind("c", "n1", "Running"), 200);
+  ev = w.Events(4);
+  ASSERT_EQ(ev.size(), 4u);
+  EXPECT_EQ(ev[2]["type"], "ADDED");
+  EXPECT_EQ(ev[2]["object"]["metadata"]["name"], "c");
+  EXPECT_EQ(ev[3]["type"], "MODIFIED");
+  EXPECT_EQ(ev[3]["object"]["metadata"]["name"], "c");
+  // Bound elsewhere now, then deleted: DELETED each; a Job never shown is not.
+  ASSERT_EQ(bind("a", "n2"), 200);
+  ASSERT_EQ(Call(http::verb::delete_, kJobs + "/b", admin_, "").status, 200);
+  ASSERT_EQ(Call(http::verb::delete_, kJobs + "/c", admin_, "").status, 200);
+  ev = w.Events(7, 500);
+  ASSERT_EQ(ev.size(), 6u);
+  EXPECT_EQ(ev[4]["type"], "DELETED");
+  EXPECT_EQ(ev[4]["object"]["metadata"]["name"], "a");
+  EXPECT_EQ(ev[5]["type"], "DELETED");
+  EXPECT_EQ(ev[5]["object"]["metadata"]["name"], "c");
+}
+
 TEST_F(ApiServerTest, WatchListSendsTheStateThenABookmarkThatEndsIt) {
   ASSERT_EQ(Post(kJobs, admin_, JobObj("team-a", "a")).status, 201);
   // Kubernetes' watch-list: sendInitialEvents needs bookmarks and resourceVersionMatch.
@@ -514,11 +572,7 @@ TEST_F(ApiServerTest, WatchListSendsTheStateThenABookmarkThatEndsIt) {
   EXPECT_EQ(Get(kJobs + "?watch=1&resourceVersionMatch=NotOlderThan", admin_).status, 400);
   WatchClient w(http_->port(), kJobs + list + "&allowWatchBookmarks=true", admin_);
   auto ev = w.Events(2);
-  ASSERT_EQ(ev.size(), 2u);
-  EXPECT_EQ(ev[0]["type"], "ADDED");
-  EXPECT_EQ(ev[0]["object"]["metadata"]["name"], "a");
-  EXPECT_EQ(ev[1]["type"], "BOOKMARK");
-  EXPECT_EQ(ev[1]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
+  ExpectStateOfOneThenItsEnd(ev, "a");
   // The same on a Kubernetes view, whose bookmarks are of its own kind.
   ASSERT_EQ(Post("/apis/kueue.x-k8s.io/v1beta1/clusterqueues", admin_,
                  json{{"apiVersion", "kueue.x-k8s.io/v1beta1"},

@@ -54,9 +54,10 @@ bool Allowed(Who who, Op op, std::string_view kind, Where where) {
       if (kind == "Job" || kind == "PodGroup" || kind == "LocalQueue") return true;
       return (kind == "Event" || kind == "NamespaceQuota") && read;
     case Who::kAgentN1:
-      // The matrix's objects are not n1's and no Job is bound to n1 here: an agent may list Jobs
-      // (and sees none of these), nothing else. Its own node and bound jobs are tested below.
-      return kind == "Job" && op == Op::kList;
+      // The matrix's objects are not n1's and no Job is bound to n1 here: an agent may list and
+      // watch Jobs (and sees none of these), nothing else. Its own node and bound jobs are
+      // tested below, its watch in ApiServerTest.AnAgentsWatchShowsTheJobsBoundToItsNodeOnly.
+      return kind == "Job" && (op == Op::kList || op == Op::kWatch);
     case Who::kJoin:
     case Who::kMetrics:
       return false;
