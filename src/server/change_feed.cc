@@ -1,5 +1,6 @@
 #include "server/change_feed.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace tessera::server {
@@ -41,12 +42,12 @@ Result<std::vector<store::Change>> ChangeFeed::After(int64_t after, size_t limit
     std::lock_guard<std::mutex> lock(mu_);
     if (after >= head_) return std::vector<store::Change>{};
     if (!recent_.empty() && recent_.front().revision <= after + 1) {
+      // Revisions increase along recent_: start at the first after `after`.
+      auto it =
+          std::upper_bound(recent_.begin(), recent_.end(), after,
+                           [](int64_t rev, const store::Change& c) { return rev < c.revision; });
       std::vector<store::Change> out;
-      for (const store::Change& c : recent_) {
-        if (c.revision <= after) continue;
-        if (out.size() >= limit) break;
-        out.push_back(c);
-      }
+      for (; it != recent_.end() && out.size() < limit; ++it) out.push_back(*it);
       return out;
     }
   }
