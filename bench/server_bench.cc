@@ -26,6 +26,7 @@
 #include "server/api_server.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
+#include "server/scheduling_loop.h"
 
 namespace tessera::server {
 namespace {
@@ -281,6 +282,66 @@ BENCHMARK(BM_WatchFanout)->Arg(1000)->Unit(benchmark::kMillisecond)->UseRealTime
 // every other GPU. With <heartbeats> 1, every node reports (a new heartbeat and telemetry)
 // between two scrapes, as when scrapes are further apart than heartbeats: what changed is parsed
 // again. The writes are not timed.
+// One scheduling cycle of the turnover benchmark (bench/turnover.sh): one node of 8 GPUs, the 8
+// Jobs running on it just ended (their Succeeded status written, not timed), <pending> one-GPU
+// Jobs waiting; the cycle sees the ends and places the next 8.
+void BM_LoopTurnoverCycle(benchmark::State& st) {
+  Fixture f;
+  auto call = [&](const char* method, const std::string& path, const std::string& body) {
+    HttpRequest r;
+    r.method = method;
+    r.path = path;
+    r.authorization = "Bearer " + f.token;
+    r.content_type = body.starts_with("{") ? "application/json" : "application/yaml";
+    r.body = body;
+    return f.api->Handle(r);
+  };
+  std::string node =
+      "apiVersion: tessera.io/v1\nkind: Node\nmetadata: {name: n1}\nstatus:\n  allocatable: "
+      "{cpu: \"64\", memory: 512Gi}\n  gpus:\n";
+  for (int i = 0; i < 8; ++i) {
+    node += "  - {index: " + std::to_string(i) + ", uuid: GPU-" + std::to_string(i) +
+            ", model: A100-80GB, memoryMiB: 81920}\n";
+  }
+  call("POST", "/apis/tessera.io/v1/apply", node);
+  const int64_t pending = st.range(0);
+  std::string jobs;
+  for (int64_t i = 0; i < pending + 8 * 64; ++i) {
+    jobs += "---\napiVersion: tessera.io/v1\nkind: Job\nmetadata: {name: t" + std::to_string(i) +
+            ", namespace: default}\nspec:\n  tasks:\n  - name: main\n    command: [\"true\"]\n"
+            "    resources: {limits: {nvidia.com/gpu: 1}}\n";
+  }
+  if (call("POST", "/apis/tessera.io/v1/apply", jobs).status != 200) {
+    st.SkipWithError("cannot apply the jobs");
+    return;
+  }
+  auto loop = SchedulingLoop::Create(*f.api).value();
+  int64_t now = 1'000'000;
+  (void)loop->RunOnce(now);
+  for (auto _ : st) {
+    st.PauseTiming();
+    // The running Jobs end.
+    const json list =
+        json::parse(call("GET", "/apis/tessera.io/v1/namespaces/default/jobs", "").body);
+    for (json job : list["items"]) {
+      if (job["status"].value("phase", "") != "Admitted") continue;
+      job["status"]["phase"] = "Succeeded";
+      job["status"]["finishedAt"] = FormatTime(now);
+      const std::string path = "/apis/tessera.io/v1/namespaces/default/jobs/" +
+                               job["metadata"]["name"].get<std::string>();
+      call("PUT", path, job.dump());
+    }
+    now += 100;
+    st.ResumeTiming();
+    auto summary = loop->RunOnce(now);
+    if (!summary.ok() || summary->admitted != 8) {
+      st.SkipWithError("the cycle did not place the next 8");
+      return;
+    }
+  }
+}
+BENCHMARK(BM_LoopTurnoverCycle)->Arg(1000)->Iterations(60)->Unit(benchmark::kMillisecond);
+
 void BM_RenderMetrics(benchmark::State& st) {
   Fixture f;
   const int gpus = static_cast<int>(st.range(0));

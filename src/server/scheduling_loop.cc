@@ -696,9 +696,22 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   }
   sum.pending = static_cast<int>(pending.size());
 
+  // A waiting job's reason is rewritten when it changes, but once it waits with a reason of
+  // its own (not one it was evicted for) at most once per options_.pending_refresh_ms: reasons that
+  // name other work (the reservation's holder, the job that found no room for its shape) change
+  // every cycle while a long queue drains, and rewriting every waiting job (and an event each)
+  // every cycle would cost more than placing.
   auto set_pending = [&](const Stored& s, const std::string& message) {
     const json& status = Member(s.obj(), "status");
-    if (Str(status, "phase") == "Pending" && Str(status, "message") == message) return;
+    if (Str(status, "phase") == "Pending") {
+      if (Str(status, "message") == message) return;
+      for (const json& c : ListOf(Member(status, "conditions"))) {
+        // Only a reason of the same kind waits (not one after a preemption, say).
+        if (Str(c, "type") != "QuotaReserved" || Str(c, "reason") != "Pending") continue;
+        const int64_t at = ParseTime(Str(c, "lastTransitionTime"));
+        if (at >= 0 && now_ms - at < options_.pending_refresh_ms) return;
+      }
+    }
     json obj = s.obj();
     // A preempted job keeps saying why it was evicted while it waits again.
     json conditions = json::array();
@@ -1007,35 +1020,67 @@ void SchedulingLoop::MarkIdle(int64_t now_ms, const std::vector<core::IdlePod>& 
   }
 }
 
+namespace {
+
+// Whether a change can change what a cycle decides. Events (the loop's own among them), tokens
+// and node leases cannot: they do not wake the loop, which still runs once a period.
+bool Wakes(const store::Change& c) {
+  const std::string& kind = c.object.key.kind;
+  return kind != "Event" && kind != "Token" && kind != "Lease";
+}
+
+}  // namespace
+
+bool SchedulingLoop::WaitForChange(std::unique_lock<std::mutex>& lock, int64_t seen,
+                                   std::chrono::steady_clock::time_point deadline) {
+  while (!stop_) {
+    lock.unlock();
+    auto changes = api_.feed().After(seen, 1024);
+    bool matters = !changes.ok();  // compacted away: run
+    for (const store::Change& c : changes.ok() ? *changes : std::vector<store::Change>()) {
+      seen = c.revision;
+      matters = matters || Wakes(c);
+    }
+    std::optional<uint64_t> sub;
+    if (!matters) {
+      sub = api_.feed().Subscribe(seen, [this] {
+        std::lock_guard<std::mutex> l(mu_);
+        dirty_ = true;
+        wake_.notify_all();
+      });
+    }
+    lock.lock();
+    if (matters) return true;
+    if (!sub) continue;  // a change landed meanwhile: read it
+    const bool woke = wake_.wait_until(lock, deadline, [this] { return stop_ || dirty_; });
+    dirty_ = false;
+    lock.unlock();
+    api_.feed().Unsubscribe(*sub);
+    lock.lock();
+    if (!woke) return false;
+  }
+  return false;
+}
+
 void SchedulingLoop::Start() {
   thread_ = std::thread([this] {
     std::unique_lock<std::mutex> lock(mu_);
     while (!stop_) {
-      dirty_ = false;
       const int64_t head = api_.feed().head();
+      const auto deadline =
+          std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.period_ms);
       lock.unlock();
       const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
                               std::chrono::system_clock::now().time_since_epoch())
                               .count();
       (void)RunOnce(now);
-      // Wake on the next change after what this cycle saw (its own writes included, so a
-      // cycle follows its decisions once), at the latest after the period.
-      const std::optional<uint64_t> sub = api_.feed().Subscribe(head, [this] {
-        std::lock_guard<std::mutex> l(mu_);
-        dirty_ = true;
-        wake_.notify_all();
-      });
+      ++cycles_;
       lock.lock();
-      if (!sub) dirty_ = true;  // changed while the cycle ran
-      subscription_ = sub.value_or(0);
-      // At most 20 cycles a second, however fast changes come.
+      // At most 20 cycles a second, however fast changes come; then the next change after
+      // what this cycle saw that matters (its own writes included, so a cycle follows its
+      // decisions once), at the latest after the period.
       wake_.wait_for(lock, std::chrono::milliseconds(50), [this] { return stop_; });
-      wake_.wait_for(lock, std::chrono::milliseconds(options_.period_ms),
-                     [this] { return stop_ || dirty_; });
-      lock.unlock();
-      if (sub) api_.feed().Unsubscribe(*sub);
-      lock.lock();
-      subscription_ = 0;
+      WaitForChange(lock, head, deadline);
     }
   });
 }

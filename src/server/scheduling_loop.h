@@ -18,6 +18,8 @@
 #ifndef TESSERA_SERVER_SCHEDULING_LOOP_H_
 #define TESSERA_SERVER_SCHEDULING_LOOP_H_
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -44,6 +46,9 @@ struct SchedulingLoopOptions {
   // publishes status.fenceSeconds (its agent stops its pods that long after its last accepted
   // heartbeat, see agent/fence.h) is given at least fenceSeconds + kFenceMarginMs.
   int64_t node_grace_ms = 40'000;
+  // A waiting job's changed reason is written at most this often once it is Pending (the
+  // first reason, and a job's becoming Pending, are written at once).
+  int64_t pending_refresh_ms = 5'000;
   // Fair sharing and its strategies (Kueue's fairSharing config); classic preemption by default.
   core::CycleOptions cycle;
 };
@@ -71,9 +76,13 @@ class SchedulingLoop {
   // One cycle at wall time `now_ms`.
   Result<CycleSummary> RunOnce(int64_t now_ms);
 
-  // Runs cycles on a thread of its own until Stop.
+  // Runs cycles on a thread of its own until Stop: after every change that can change what a
+  // cycle decides (not events, tokens or node leases), at most 20 a second, and at least once
+  // a period.
   void Start();
   void Stop();
+  // Cycles the thread of Start has run.
+  uint64_t cycles() const { return cycles_.load(); }
 
  private:
   SchedulingLoop(ApiServer& api, SchedulingLoopOptions options,
@@ -91,6 +100,11 @@ class SchedulingLoop {
                 const std::set<std::string, std::less<>>& released, const WriteFn& put,
                 const EventFn& event);
 
+  // With `lock` held: waits until a change after revision `seen` that can change a cycle's
+  // decisions (true), or until `deadline` or Stop (false).
+  bool WaitForChange(std::unique_lock<std::mutex>& lock, int64_t seen,
+                     std::chrono::steady_clock::time_point deadline);
+
   ApiServer& api_;
   SchedulingLoopOptions options_;
   std::unique_ptr<core::Scheduler> placer_;
@@ -104,11 +118,11 @@ class SchedulingLoop {
   std::map<std::string, int64_t> undecodable_reported_;
   int64_t event_seq_ = 0;
 
+  std::atomic<uint64_t> cycles_ = 0;
   std::mutex mu_;
   std::condition_variable wake_;
   bool stop_ = false;
   bool dirty_ = false;
-  uint64_t subscription_ = 0;
   std::thread thread_;
 };
 

@@ -2,12 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "server/api_server.h"
 #include "server/loop_fixture.h"
@@ -1521,6 +1523,58 @@ spec:
     template: {spec: {containers: [{name: c, command: ["true"], resources: {requests: {cpu: "1", memory: 1G}}}]}}
 )");
   EXPECT_EQ(Cycle().preempted, 1);
+}
+
+}  // namespace
+}  // namespace tessera::server
+
+namespace tessera::server {
+namespace {
+
+// The loop's thread wakes on changes that can change what a cycle decides; an event or a new
+// token does not wake it (it still runs once a period, here far off).
+TEST_F(LoopTest, ChangesThatCannotChangeADecisionDoNotWakeTheLoop) {
+  SchedulingLoopOptions options;
+  options.period_ms = 600'000;
+  loop_ = SchedulingLoop::Create(*api_, options).value();
+  loop_->Start();
+  auto settled = [&] {
+    // Until a cycle has run and no other follows for a while (a cycle follows its own writes).
+    uint64_t seen = 0;
+    for (int i = 0; i < 200 && (seen == 0 || seen != loop_->cycles()); ++i) {
+      seen = loop_->cycles();
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
+    return loop_->cycles();
+  };
+  const uint64_t before = settled();
+  ASSERT_GE(before, 1u);
+  Apply(R"(
+apiVersion: tessera.io/v1
+kind: Event
+metadata: {name: e1, namespace: tessera-system}
+spec:
+  type: Normal
+  reason: Test
+  message: nothing to decide
+  involvedObject: {kind: Node, name: n1}
+)");
+  HttpRequest token;
+  token.method = "POST";
+  token.path = "/apis/tessera.io/v1/tokens";
+  token.authorization = "Bearer " + admin_;
+  token.content_type = "application/json";
+  token.body = R"({"namespace": "team-a"})";
+  ASSERT_EQ(api_->Handle(token).status, 201);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(loop_->cycles(), before);
+  // A node is something to decide on: at once.
+  ApplyNode("n1", 8);
+  for (int i = 0; i < 200 && loop_->cycles() == before; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_GT(loop_->cycles(), before);
+  loop_->Stop();
 }
 
 }  // namespace
