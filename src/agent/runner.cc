@@ -4,6 +4,7 @@
 #include <grp.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,11 +21,26 @@ Runner::~Runner() {
   for (auto& [key, p] : procs_) {
     kill(-p.pid, SIGKILL);
     if (!p.adopted) waitpid(p.pid, nullptr, 0);
+    if (p.exit_fd >= 0) close(p.exit_fd);
     RemoveRecords(key);
   }
 }
 
 namespace {
+
+// A pidfd for `pid` (readable once the process ends, whether or not it is our child); -1 when
+// the kernel has none.
+int OpenExitFd(pid_t pid) {
+#ifdef SYS_pidfd_open
+  const long fd = syscall(SYS_pidfd_open, pid, 0);
+  if (fd >= 0) {
+    fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);
+    return static_cast<int>(fd);
+  }
+#endif
+  (void)pid;
+  return -1;
+}
 
 // Fields 3 (state) and 22 (start time) of /proc/<pid>/stat; start 0 if unknown.
 void ReadStat(pid_t pid, char* state, unsigned long long* start) {
@@ -200,13 +216,18 @@ std::vector<std::string> Runner::Adopt() {
       std::filesystem::remove(StateFile(g.key, ".exit"), ec);
       continue;
     }
-    procs_[g.key] = {g.pgid, -1, true, g.started};
+    procs_[g.key] = {g.pgid, -1, true, g.started, OpenExitFd(g.pgid)};
     out.push_back(g.key);
   }
   return out;
 }
 
-void Runner::Detach() { procs_.clear(); }
+void Runner::Detach() {
+  for (auto& [key, p] : procs_) {
+    if (p.exit_fd >= 0) close(p.exit_fd);
+  }
+  procs_.clear();
+}
 
 void Runner::RemoveRecords(const std::string& key) const {
   if (state_dir_.empty()) return;
@@ -217,7 +238,10 @@ void Runner::RemoveRecords(const std::string& key) const {
 
 void Runner::Forget(const std::string& key) {
   RemoveRecords(key);
-  procs_.erase(key);
+  auto it = procs_.find(key);
+  if (it == procs_.end()) return;
+  if (it->second.exit_fd >= 0) close(it->second.exit_fd);
+  procs_.erase(it);
 }
 
 Status Runner::Start(const ProcessSpec& spec) {
@@ -349,7 +373,7 @@ Status Runner::Start(const ProcessSpec& spec) {
   }
   close(ready[0]);
   const unsigned long long started = StartTime(pid);
-  procs_[spec.key] = {pid, -1, false, started};
+  procs_[spec.key] = {pid, -1, false, started, OpenExitFd(pid)};
   if (!state_dir_.empty()) {
     std::ofstream(StateFile(spec.key, ".pid")) << pid << " " << started << "\n" << spec.key << "\n";
   }
@@ -372,6 +396,22 @@ void Runner::Stop(const std::string& key, int64_t now_ms, int64_t grace_ms) {
   if (it == procs_.end() || it->second.kill_at_ms >= 0) return;
   kill(-it->second.pid, SIGTERM);
   it->second.kill_at_ms = now_ms + grace_ms;
+}
+
+std::vector<int> Runner::ExitFds() const {
+  std::vector<int> out;
+  for (const auto& [key, p] : procs_) {
+    if (p.exit_fd >= 0) out.push_back(p.exit_fd);
+  }
+  return out;
+}
+
+int64_t Runner::NextDeadline() const {
+  int64_t next = -1;
+  for (const auto& [key, p] : procs_) {
+    if (p.kill_at_ms >= 0 && !p.killed && (next < 0 || p.kill_at_ms < next)) next = p.kill_at_ms;
+  }
+  return next;
 }
 
 std::vector<Exit> Runner::Poll(int64_t now_ms) {
@@ -401,7 +441,10 @@ std::vector<Exit> Runner::Poll(int64_t now_ms) {
       out.push_back(std::move(e));
       continue;
     }
-    if (p.kill_at_ms >= 0 && now_ms >= p.kill_at_ms) kill(-p.pid, SIGKILL);
+    if (p.kill_at_ms >= 0 && now_ms >= p.kill_at_ms && !p.killed) {
+      kill(-p.pid, SIGKILL);
+      p.killed = true;
+    }
     ++it;
   }
   return out;

@@ -91,6 +91,8 @@ class Runner {
   // adopt what an earlier one left running (see Adopt); empty: none kept.
   explicit Runner(std::string state_dir = "") : state_dir_(std::move(state_dir)) {}
   ~Runner();  // kills what still runs
+  Runner(const Runner&) = delete;
+  Runner& operator=(const Runner&) = delete;
 
   // Takes over the process groups an earlier runner on this state dir left running (its agent
   // was killed or restarted) and returns their keys: they are Running, Stop stops them and Poll
@@ -116,12 +118,22 @@ class Runner {
   // Reaps exited processes and escalates overdue stops.
   std::vector<Exit> Poll(int64_t now_ms);
 
+  // Descriptors that become readable when a group's leader ends (pidfds; children and adopted
+  // groups alike), for a caller that waits with poll(2) and then calls Poll. Valid until the
+  // next Start, Poll, Adopt or Detach. A kernel without pidfds gives none: callers then also
+  // wait no longer than they want to learn of exits late.
+  std::vector<int> ExitFds() const;
+  // The earliest time a stop escalates to SIGKILL (Poll must run then); -1 when none is due.
+  int64_t NextDeadline() const;
+
  private:
   struct Proc {
     pid_t pid = 0;
     int64_t kill_at_ms = -1;  // -1: not stopping
     bool adopted = false;     // not our child: watched through /proc, not waitpid
     unsigned long long started = 0;
+    int exit_fd = -1;     // pidfd of the leader; -1: none
+    bool killed = false;  // the stop escalated to SIGKILL
   };
   // Removes the pid file and exit record of `key`.
   void RemoveRecords(const std::string& key) const;

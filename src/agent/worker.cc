@@ -206,17 +206,29 @@ Status Worker::ShipLogs(PodState& p) {
   return Status::Ok();
 }
 
-Status Worker::Tick(int64_t now_ms) {
+Result<json> Worker::BoundJobs() {
+  if (bindings_) {
+    if (std::optional<json> items = bindings_()) return *std::move(items);
+  }
+  // The server lists an agent the Jobs bound to its node only.
   auto jobs = api_.Call("GET", "/apis/tessera.io/v1/jobs", "", "");
+  if (!jobs.ok()) return jobs.status();
+  if (jobs->status != 200) return Internal("GET /apis/tessera.io/v1/jobs: " + jobs->body);
+  const json list = json::parse(jobs->body, nullptr, false);
+  if (!list.is_object() || !list.contains("items") || !list["items"].is_array()) {
+    return Internal("GET /apis/tessera.io/v1/jobs: not a list");
+  }
+  return list["items"];
+}
+
+Status Worker::Tick(int64_t now_ms) {
+  const Result<json> jobs = BoundJobs();
   Status result = Status::Ok();
   std::set<std::string> wanted;
   if (!jobs.ok()) {
     result = jobs.status();
-  } else if (jobs->status != 200) {
-    result = Internal("GET /apis/tessera.io/v1/jobs: " + jobs->body);
   } else {
-    const json list = json::parse(jobs->body, nullptr, false);
-    for (Assignment& a : AssignedTo(list.value("items", json::array()), options_.node)) {
+    for (Assignment& a : AssignedTo(*jobs, options_.node)) {
       wanted.insert(a.key);
       auto [it, fresh] = pods_.try_emplace(a.key);
       PodState& p = it->second;

@@ -5,9 +5,12 @@
 #ifndef TESSERA_AGENT_WORKER_H_
 #define TESSERA_AGENT_WORKER_H_
 
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "agent/assignments.h"
 #include "agent/exec_targets.h"
@@ -26,6 +29,14 @@ class ApiClient {
   };
   virtual Result<Reply> Call(const std::string& method, const std::string& target,
                              const std::string& body, const std::string& content_type) = 0;
+  // A GET whose body goes to `on_data` piece by piece as it comes, until the server ends it;
+  // returns the status (a body other than a 200's is not passed on).
+  virtual Result<int> Stream(const std::string& target,
+                             const std::function<void(std::string_view)>& on_data) {
+    (void)target;
+    (void)on_data;
+    return FailedPrecondition("this client does not stream");
+  }
 };
 
 struct WorkerOptions {
@@ -49,6 +60,13 @@ class Worker {
   void Fence(int64_t now_ms);
   void Unfence() { fenced_ = false; }
   bool fenced() const { return fenced_; }
+
+  // Where Tick learns what is bound here: `source` gives the Jobs bound to this node when it
+  // knows them (a watch, see bindings.h) and nullopt when it does not; Tick lists them then,
+  // as it does without a source.
+  void FollowBindings(std::function<std::optional<nlohmann::json>()> source) {
+    bindings_ = std::move(source);
+  }
 
   // One round at wall time `now_ms`; errors talking to the server are returned after the
   // round did what it could.
@@ -78,6 +96,8 @@ class Worker {
   void AdoptPod(PodState& p);
   Status Report(PodState& p);
   Status ShipLogs(PodState& p);
+  // The Jobs bound here (a JSON array): from the source when it knows them, else listed.
+  Result<nlohmann::json> BoundJobs();
 
   ApiClient& api_;
   const NodeGpus& gpus_;
@@ -85,6 +105,7 @@ class Worker {
   Runner runner_;
   std::map<std::string, PodState> pods_;
   ExecTargets exec_targets_;
+  std::function<std::optional<nlohmann::json>()> bindings_;
   bool fenced_ = false;
 };
 

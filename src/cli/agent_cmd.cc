@@ -2,9 +2,11 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -12,10 +14,13 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
+#include "agent/bindings.h"
 #include "agent/cdi.h"
 #include "agent/container_runtime.h"
 #include "agent/exec.h"
@@ -24,6 +29,7 @@
 #include "agent/health.h"
 #include "agent/node_object.h"
 #include "agent/nvml.h"
+#include "agent/waker.h"
 #include "agent/worker.h"
 #include "api/manifest.h"
 #include "cli/client.h"
@@ -91,16 +97,33 @@ json InventoryJson(const agent::NodeGpus& gpus) {
 // The agent's ApiClient: the CLI's HTTP(S) client on the resolved endpoint.
 class HttpApi : public agent::ApiClient {
  public:
-  explicit HttpApi(Endpoint ep) : ep_(std::move(ep)) {}
+  // With `kept`, calls go over one connection kept open, one at a time (the work loop's many
+  // small calls); without, each call has a connection of its own (long polls beside others).
+  explicit HttpApi(Endpoint ep, bool kept = false)
+      : ep_(std::move(ep)), kept_(kept ? std::make_unique<Connection>(ep_) : nullptr) {}
   Result<Reply> Call(const std::string& method, const std::string& target, const std::string& body,
                      const std::string& content_type) override {
-    auto r = Request(ep_, method, target, body, content_type);
+    auto r = kept_ ? OnKept(method, target, body, content_type)
+                   : Request(ep_, method, target, body, content_type);
     if (!r.ok()) return r.status();
     return Reply{r->status, std::move(r->body)};
   }
+  Result<int> Stream(const std::string& target,
+                     const std::function<void(std::string_view)>& on_data) override {
+    std::string error_body;
+    return RequestStream(ep_, target, on_data, &error_body);
+  }
 
  private:
+  Result<Response> OnKept(const std::string& method, const std::string& target,
+                          const std::string& body, const std::string& content_type) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return kept_->Request(method, target, body, content_type);
+  }
+
   Endpoint ep_;
+  std::mutex mu_;
+  const std::unique_ptr<Connection> kept_;
 };
 
 // Samples as the Node's status.telemetry, each process named by the pod it belongs to when it
@@ -293,13 +316,15 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
   }
   ep->token = *token;
   sigset_t stop = BlockStopSignals();
-  return AgentLoop(
-      o, *ep, setup,
-      [&](int ms) {
-        timespec tick{ms / 1000, (ms % 1000) * 1'000'000L};
-        return sigtimedwait(&stop, nullptr, &tick) > 0;
-      },
-      out, err);
+  // Readable once a stop signal is pending (they are blocked, so they wait there).
+  const int stop_fd = signalfd(-1, &stop, SFD_CLOEXEC);
+  if (stop_fd < 0) {
+    err << "error: signalfd: " << std::strerror(errno) << "\n";
+    return 1;
+  }
+  const int code = AgentLoop(o, *ep, setup, stop_fd, out, err);
+  close(stop_fd);
+  return code;
 }
 
 Result<std::string> ReadSecretFile(const std::string& path) {
@@ -360,8 +385,8 @@ Result<std::string> AgentToken(const AgentOptions& o, const std::string& node, E
   return token;
 }
 
-int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup,
-              const std::function<bool(int)>& wait, std::ostream& out, std::ostream& err) {
+int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup, int stop_fd,
+              std::ostream& out, std::ostream& err) {
   const Endpoint* ep = &endpoint;
   const agent::NodeIdentity& id = setup.id;
   const agent::NodeGpus* gpus = &setup.gpus;
@@ -370,9 +395,10 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
       << std::endl;
   // Each beat reads the node and writes it back with a fresh status, based on the version read:
   // the first beat also sets the labels and taints this agent was given; what others set
-  // (a cordon, labels added by an admin) is kept. Between beats, every second, the worker runs
-  // what is bound here.
-  HttpApi api(*ep);
+  // (a cordon, labels added by an admin) is kept. The worker runs what is bound here as soon
+  // as the binding shows in the agent's watch, and reports a pod's end as soon as it comes;
+  // telemetry is sampled every second.
+  HttpApi api(*ep, /*kept=*/true);
   agent::WorkerOptions wo;
   wo.node = id.name;
   wo.root = o.work_dir.empty() ? ".tessera/agent-" + id.name : o.work_dir;
@@ -450,13 +476,35 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
   std::map<uint32_t, uint64_t> xid_counts;  // since the agent started
   json& status = setup.node["status"];
   int64_t event_seq = 0;
-  for (;;) {
+  // What wakes the loop besides its deadlines: a change in what is bound here, a pod's end
+  // (Runner::ExitFds) and a stop.
+  agent::Waker waker;
+  agent::BindingWatch bindings(std::make_shared<HttpApi>(*ep), [&waker] { waker.Notify(); });
+  worker.FollowBindings([&bindings] { return bindings.Items(); });
+  bindings.Start();
+  int64_t next_sample = 0;
+  for (bool first = true;; first = false) {
+    if (!first) {
+      int64_t until = std::min(next_sample, next_beat);
+      if (const int64_t kill_at = worker.runner().NextDeadline(); kill_at >= 0) {
+        until = std::min(until, kill_at);
+      }
+      std::vector<int> fds = worker.runner().ExitFds();
+      fds.push_back(stop_fd);
+      waker.Wait(static_cast<int>(std::clamp<int64_t>(until - NowMs(), 0, 1000)), fds);
+    }
+    if (agent::Readable(stop_fd)) break;
     if (renewed >= 0 && agent::BootMs() - renewed > fence_ms && !worker.fenced()) {
       out << "fenced: no heartbeat accepted for " << o.fence_seconds
           << " s; stopping this node's pods" << std::endl;
       worker.Fence(NowMs());
     }
-    // Telemetry and health, every round; a health change is written at once.
+    if (registered) {
+      if (Status s = worker.Tick(NowMs()); !s.ok()) err << "warning: " << s.message() << "\n";
+    }
+    if (NowMs() < next_sample && NowMs() < next_beat) continue;
+    next_sample = NowMs() + 1000;
+    // Telemetry and health, every second; a health change is written at once.
     std::vector<agent::GpuSample> samples;
     std::vector<std::pair<uint32_t, uint64_t>> xids;
     if (setup.nvml) {
@@ -496,13 +544,7 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
       (void)Request(*ep, "POST", "/apis/tessera.io/v1/apply", e.dump(), "application/json");
       next_beat = 0;  // tell the scheduler now
     }
-    if (NowMs() < next_beat) {
-      if (registered) {
-        if (Status s = worker.Tick(NowMs()); !s.ok()) err << "warning: " << s.message() << "\n";
-      }
-      if (wait(1000)) break;
-      continue;
-    }
+    if (NowMs() < next_beat) continue;
     next_beat = NowMs() + int64_t{o.heartbeat_seconds} * 1000;
     if (Status s = keeper.Ensure(); !s.ok()) err << "warning: " << s.message() << "\n";
     const int64_t sent = agent::BootMs();  // the server stamps the beat no earlier than this

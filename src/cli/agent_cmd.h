@@ -74,9 +74,9 @@ struct FenceKeeperOptions {
 };
 CLI::App* AddFenceKeeperCommand(CLI::App& app, FenceKeeperOptions& opts);
 
-// Registers, heartbeats and runs work until `wait(ms)` returns true (asked to stop).
-int AgentLoop(const AgentOptions& opts, const Endpoint& ep, AgentSetup& setup,
-              const std::function<bool(int)>& wait, std::ostream& out, std::ostream& err);
+// Registers, heartbeats and runs work until `stop_fd` becomes readable (asked to stop).
+int AgentLoop(const AgentOptions& opts, const Endpoint& ep, AgentSetup& setup, int stop_fd,
+              std::ostream& out, std::ostream& err);
 
 }  // namespace tessera::cli
 

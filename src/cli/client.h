@@ -4,6 +4,7 @@
 #define TESSERA_CLI_CLIENT_H_
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -33,6 +34,24 @@ struct Response {
 // One request; Unavailable-style errors (FailedPrecondition) when the server cannot be reached.
 Result<Response> Request(const Endpoint& ep, const std::string& method, const std::string& target,
                          const std::string& body = "", const std::string& content_type = "");
+
+// A connection kept open from one request to the next (HTTP keep-alive), for one thread at a
+// time: a client that makes many requests (the agent's work loop) pays for TCP and TLS once.
+// A request that finds the kept connection closed by the server (idle too long) before any
+// response began is sent again on a new one; a request the server may have seen is not.
+class Connection {
+ public:
+  explicit Connection(Endpoint ep);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+  Result<Response> Request(const std::string& method, const std::string& target,
+                           const std::string& body = "", const std::string& content_type = "");
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // A GET whose body is streamed: `on_data` gets each piece as it arrives. Returns the status
 // (and, when it is not 200, the body in *error_body).

@@ -1,12 +1,14 @@
 #include "cli/dev_cmd.h"
 
 #include <signal.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
-#include <condition_variable>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -140,18 +142,13 @@ int RunDev(const DevOptions& o, std::ostream& out, std::ostream& err) {
   ep.token = json::parse(token.body)["token"];
   ep.tls = !ca.empty();
   ep.ca_file = ca;
-  std::mutex mu;
-  std::condition_variable cv;
-  bool stopping = false;
-  std::thread agent([&] {
-    AgentLoop(
-        ao, ep, setup,
-        [&](int ms) {
-          std::unique_lock<std::mutex> lock(mu);
-          return cv.wait_for(lock, std::chrono::milliseconds(ms), [&] { return stopping; });
-        },
-        out, err);
-  });
+  // Written once to stop the agent (and then left readable).
+  const int stop_fd = eventfd(0, EFD_CLOEXEC);
+  if (stop_fd < 0) {
+    err << "error: eventfd: " << std::strerror(errno) << "\n";
+    return 1;
+  }
+  std::thread agent([&] { AgentLoop(ao, ep, setup, stop_fd, out, err); });
 
   if (o.write_config) {
     const char* home = std::getenv("HOME");
@@ -182,12 +179,10 @@ int RunDev(const DevOptions& o, std::ostream& out, std::ostream& err) {
       << std::flush;
   int sig = 0;
   sigwait(&stop, &sig);
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    stopping = true;
-  }
-  cv.notify_all();
+  const uint64_t one = 1;
+  if (write(stop_fd, &one, sizeof one) < 0) err << "warning: cannot stop the agent\n";
   agent.join();
+  close(stop_fd);
   cp.Stop();
   out << "stopped" << std::endl;
   return 0;

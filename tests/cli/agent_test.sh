@@ -75,8 +75,8 @@ spec:
   nodeSelector: {nvidia.com/gpu.product: H100-80GB}
 YAML
 expect_exit 0 "$TESSERA" apply -f "$WORK/job.yaml"
-await_out '"phase": "Admitted"' "$TESSERA" get job on-fake -o json
-expect_out '"node": "fake-1"'
+# (Bound, the agent runs it at once: with nothing to run it fails, so wait for the binding.)
+await_out '"node": "fake-1"' "$TESSERA" get job on-fake -o json
 expect_out '"uuid": "GPU-'
 
 # Jobs run as processes with their devices in the environment; their outcome and output come

@@ -1,0 +1,216 @@
+#include "agent/bindings.h"
+
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "agent/waker.h"
+#include "agent/worker.h"
+
+namespace tessera::agent {
+namespace {
+
+using nlohmann::json;
+
+json Job(const std::string& name, const std::string& node, const json& command = {"true"}) {
+  return {{"apiVersion", "tessera.io/v1"},
+          {"kind", "Job"},
+          {"metadata", {{"namespace", "a"}, {"name", name}}},
+          {"spec", {{"tasks", {{{"name", "main"}, {"replicas", 1}, {"command", command}}}}}},
+          {"status", {{"phase", "Admitted"}, {"pods", {{{"name", "main-0"}, {"node", node}}}}}}};
+}
+
+std::string Line(const std::string& type, const json& object) {
+  return json{{"type", type}, {"object", object}}.dump();
+}
+
+const std::string kEnd =
+    Line("BOOKMARK",
+         {{"apiVersion", "tessera.io/v1"},
+          {"kind", "Job"},
+          {"metadata",
+           {{"resourceVersion", "9"}, {"annotations", {{"k8s.io/initial-events-end", "true"}}}}}});
+
+TEST(BoundJobs, KnowsTheStateOnceAWatchHasSentItAllThenFollowsItsEvents) {
+  BoundJobs jobs;
+  EXPECT_FALSE(jobs.Items());
+  jobs.Restart();
+  EXPECT_FALSE(jobs.Apply(Line("ADDED", Job("x", "n1"))));
+  EXPECT_FALSE(jobs.Items()) << "not all of the state is sent yet";
+  EXPECT_TRUE(jobs.Apply(kEnd));
+  ASSERT_TRUE(jobs.Items());
+  EXPECT_EQ(*jobs.Items(), json::array({Job("x", "n1")}));
+
+  json x = Job("x", "n1");
+  x["status"]["pods"][0]["state"] = {{"phase", "Running"}};
+  EXPECT_TRUE(jobs.Apply(Line("MODIFIED", x)));
+  EXPECT_TRUE(jobs.Apply(Line("ADDED", Job("y", "n1"))));
+  EXPECT_EQ(*jobs.Items(), json::array({x, Job("y", "n1")}));
+  EXPECT_TRUE(jobs.Apply(Line("DELETED", x)));
+  EXPECT_FALSE(jobs.Apply(Line("DELETED", x))) << "already gone";
+  EXPECT_FALSE(jobs.Apply("not json"));
+  EXPECT_FALSE(jobs.Apply(Line("BOOKMARK", {{"metadata", {{"resourceVersion", "12"}}}})));
+  EXPECT_EQ(*jobs.Items(), json::array({Job("y", "n1")}));
+
+  // The next watch's state replaces this one once it is all sent; until then this one stands.
+  jobs.Restart();
+  EXPECT_FALSE(jobs.Apply(Line("ADDED", Job("z", "n1"))));
+  EXPECT_EQ(*jobs.Items(), json::array({Job("y", "n1")}));
+  EXPECT_TRUE(jobs.Apply(kEnd));
+  EXPECT_EQ(*jobs.Items(), json::array({Job("z", "n1")}));
+  // The same state again changes nothing.
+  jobs.Restart();
+  EXPECT_FALSE(jobs.Apply(Line("ADDED", Job("z", "n1"))));
+  EXPECT_FALSE(jobs.Apply(kEnd));
+
+  jobs.Lost();
+  EXPECT_FALSE(jobs.Items());
+}
+
+// Serves each watch from a script: the lines of the first call, then of the next...; a call
+// past the script fails. Plain calls are recorded and answered 200 with `job` (GET) or `{}`.
+class FakeApi : public ApiClient {
+ public:
+  Result<Reply> Call(const std::string& method, const std::string& target, const std::string& body,
+                     const std::string&) override {
+    std::lock_guard<std::mutex> lock(mu);
+    calls.push_back(method + " " + target);
+    if (method == "PUT") {
+      puts.push_back(json::parse(body));
+      job = puts.back();
+      cv.notify_all();
+    }
+    return Reply{200, method == "GET" ? job.dump() : "{}"};
+  }
+  Result<int> Stream(const std::string& target,
+                     const std::function<void(std::string_view)>& on_data) override {
+    std::vector<std::string> lines;
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      streams.push_back(target);
+      if (script.empty()) return FailedPrecondition("unreachable");
+      lines = std::move(script.front());
+      script.erase(script.begin());
+    }
+    for (const std::string& l : lines) {
+      // In two pieces, as a network delivers them.
+      const std::string data = l + "\n";
+      on_data(std::string_view(data).substr(0, data.size() / 2));
+      on_data(std::string_view(data).substr(data.size() / 2));
+    }
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return release; });
+    return 200;
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::vector<std::string>> script;
+  bool release = false;  // watches end once their lines are sent
+  std::vector<std::string> calls, streams;
+  std::vector<json> puts;
+  json job;
+};
+
+TEST(BindingWatch, FollowsTheWatchAndSaysWhenWhatIsBoundChanged) {
+  auto api = std::make_shared<FakeApi>();
+  api->script = {{Line("ADDED", Job("x", "n1")), kEnd, Line("ADDED", Job("y", "n1"))}};
+  std::atomic<int> changes = 0;
+  Waker waker;
+  BindingWatch watch(api, [&] {
+    ++changes;
+    waker.Notify();
+  });
+  EXPECT_FALSE(watch.Items());
+  watch.Start();
+  for (int i = 0; i < 50 && changes < 2; ++i) waker.Wait(100);
+  ASSERT_EQ(changes, 2);
+  ASSERT_TRUE(watch.Items());
+  EXPECT_EQ(*watch.Items(), json::array({Job("x", "n1"), Job("y", "n1")}));
+  {
+    std::lock_guard<std::mutex> lock(api->mu);
+    ASSERT_EQ(api->streams.size(), 1u);
+    EXPECT_EQ(api->streams[0],
+              "/apis/tessera.io/v1/jobs?watch=true&allowWatchBookmarks=true&sendInitialEvents=true"
+              "&resourceVersionMatch=NotOlderThan&timeoutSeconds=300");
+  }
+  // The watch ends and the next one cannot be made: not known (callers list) until one can.
+  {
+    std::lock_guard<std::mutex> lock(api->mu);
+    api->release = true;
+    api->cv.notify_all();
+  }
+  for (int i = 0; i < 50 && watch.Items(); ++i) waker.Wait(100);
+  EXPECT_FALSE(watch.Items());
+  watch.Stop();
+}
+
+// A pod is started as soon as its binding shows, and its end is known as soon as it comes: the
+// runner's exit descriptor wakes the loop, and the next round reports it, without a listing.
+TEST(BindingWatch, AWorkerStartsWhatTheWatchShowsAndReportsItsEndWithoutListing) {
+  char tmpl[] = "/tmp/tessera-bindings-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  FakeApi api;
+  NodeGpus gpus;
+  WorkerOptions options;
+  options.node = "n1";
+  options.root = dir;
+  {
+    Worker worker(api, gpus, options);
+    json bound = json::array();
+    worker.FollowBindings([&] { return std::optional<json>(bound); });
+    ASSERT_TRUE(worker.Tick(1'000).ok());
+    EXPECT_TRUE(worker.runner().Keys().empty());
+
+    bound.push_back(Job("x", "n1", {"sh", "-c", "exit 3"}));
+    api.job = bound[0];
+    ASSERT_TRUE(worker.Tick(2'000).ok());
+    ASSERT_EQ(worker.runner().Keys(), std::vector<std::string>{"a/x/main-0"});
+    const std::vector<int> fds = worker.runner().ExitFds();
+    ASSERT_EQ(fds.size(), 1u) << "this kernel gives no pidfds";
+    pollfd p{fds[0], POLLIN, 0};
+    ASSERT_EQ(poll(&p, 1, 10'000), 1) << "the exit did not wake a waiter";
+    ASSERT_TRUE(worker.Tick(3'000).ok());
+    EXPECT_TRUE(worker.runner().Keys().empty());
+    std::lock_guard<std::mutex> lock(api.mu);
+    ASSERT_FALSE(api.puts.empty());
+    const json& status = api.puts.back()["status"];
+    EXPECT_EQ(status["phase"], "Failed");
+    EXPECT_EQ(status["pods"][0]["state"]["exitCode"], 3);
+    for (const std::string& c : api.calls) {
+      EXPECT_NE(c, "GET /apis/tessera.io/v1/jobs") << "listed although the watch knew";
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// Without a source that knows, the worker lists what is bound here, as before.
+TEST(BindingWatch, AWorkerListsWhenTheWatchDoesNotKnow) {
+  char tmpl[] = "/tmp/tessera-bindings-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  FakeApi api;
+  api.job = {{"items", json::array()}};
+  NodeGpus gpus;
+  WorkerOptions options;
+  options.node = "n1";
+  options.root = dir;
+  {
+    Worker worker(api, gpus, options);
+    worker.FollowBindings([] { return std::optional<json>(); });
+    ASSERT_TRUE(worker.Tick(1'000).ok());
+    std::lock_guard<std::mutex> lock(api.mu);
+    EXPECT_EQ(api.calls, std::vector<std::string>{"GET /apis/tessera.io/v1/jobs"});
+  }
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace tessera::agent
