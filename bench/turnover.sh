@@ -1,0 +1,70 @@
+#!/bin/bash
+# End-to-end turnover on `tessera dev` with 8 fake GPUs: N one-GPU Jobs whose task is `true`,
+# submitted in one apply; prints the submission time and the jobs completed per second from the
+# end of the apply to the last Job's end (every Job Succeeded, checked).
+#   bench/turnover.sh [TESSERA] [N]
+# With TURNOVER_DUMP=FILE, the Jobs as they ended are written there (JSON) for analysis.
+set -euo pipefail
+TESSERA=$(realpath "${1:-build/tessera}")
+N=${2:-1000}
+WORK=$(mktemp -d /tmp/tessera-turnover-XXXXXX)
+DEV_PID=
+cleanup() {
+  if [ -n "$DEV_PID" ]; then kill "$DEV_PID" 2>/dev/null || true; wait "$DEV_PID" 2>/dev/null || true; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+export HOME=$WORK/home
+unset TESSERA_ADDR TESSERA_TOKEN TESSERA_CA
+mkdir -p "$HOME"
+cd "$WORK"
+"$TESSERA" dev --listen 127.0.0.1:0 --fake-gpus 8xH100-80GB --container-runtime none \
+  >"$WORK/dev.out" 2>&1 &
+DEV_PID=$!
+for _ in $(seq 200); do grep -q "listening on" "$WORK/dev.out" && break; sleep 0.05; done
+grep -q "listening on" "$WORK/dev.out" || { cat "$WORK/dev.out"; exit 1; }
+for _ in $(seq 100); do "$TESSERA" get nodes 2>/dev/null | grep -q Ready && break; sleep 0.1; done
+
+for i in $(seq 1 "$N"); do
+  cat <<YAML
+---
+apiVersion: tessera.io/v1
+kind: Job
+metadata: {name: t$i, namespace: default}
+spec:
+  tasks:
+  - name: main
+    command: ["true"]
+    resources: {limits: {nvidia.com/gpu: 1}}
+YAML
+done >"$WORK/jobs.yaml"
+
+now() { date +%s.%N; }
+t0=$(now)
+"$TESSERA" apply -f "$WORK/jobs.yaml" >/dev/null
+t1=$(now)
+while :; do
+  done_count=$("$TESSERA" get jobs -o json | python3 -c '
+import json, sys
+items = json.load(sys.stdin)["items"]
+ended = [j for j in items if j.get("status", {}).get("phase") in ("Succeeded", "Failed")]
+bad = [j["metadata"]["name"] for j in ended if j["status"]["phase"] != "Succeeded"]
+if bad: sys.exit("failed: " + ", ".join(bad[:5]))
+print(len(ended))')
+  [ "$done_count" -ge "$N" ] && break
+  sleep 1
+done
+[ -n "${TURNOVER_DUMP:-}" ] && "$TESSERA" get jobs -o json >"$TURNOVER_DUMP"
+# The last Job's end, as its status records it.
+last=$("$TESSERA" get jobs -o json | python3 -c '
+import json, sys, datetime
+items = json.load(sys.stdin)["items"]
+ends = [datetime.datetime.fromisoformat(j["status"]["finishedAt"].replace("Z", "+00:00")).timestamp()
+        for j in items]
+print(max(ends))')
+python3 - "$N" "$t0" "$t1" "$last" <<'PY'
+import sys
+n, t0, t1, last = int(sys.argv[1]), *map(float, sys.argv[2:])
+print(f"jobs: {n}  apply: {t1 - t0:.2f} s  last end after apply: {last - t1:.2f} s  "
+      f"turnover: {n / (last - t1):.1f} jobs/s")
+PY
