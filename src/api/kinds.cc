@@ -4,9 +4,11 @@
 #include <cctype>
 
 #include "api/fields.h"
+#include "api/json_read.h"
 #include "api/object.h"
 #include "api/quantity.h"
 #include "api/resources.h"
+#include "api/time.h"
 #include "core/mig.h"
 
 namespace tessera::api {
@@ -904,6 +906,18 @@ Status ValidateSpec(const json& obj) {
     TESSERA_RETURN_IF_ERROR(ValidateName(MetaString(obj, "name"), true, "metadata.name"));
     return Fields(Spec(obj), "spec").Finish();
   }
+  if (kind == "Lease") {
+    Fields spec(Spec(obj), "spec");
+    std::string holder, renewed;
+    int64_t seconds = 0;
+    TESSERA_RETURN_IF_ERROR(spec.String("holderIdentity", &holder));
+    TESSERA_RETURN_IF_ERROR(spec.Int("leaseDurationSeconds", &seconds, 1, 86400));
+    TESSERA_RETURN_IF_ERROR(spec.String("renewTime", &renewed));
+    if (!renewed.empty() && ParseTime(renewed) < 0) {
+      return FieldError("spec.renewTime", "must be an RFC 3339 time");
+    }
+    return spec.Finish();
+  }
   if (kind == "Event") {
     Fields spec(Spec(obj), "spec");
     std::string text;
@@ -921,6 +935,12 @@ Status ValidateSpec(const json& obj) {
     return spec.Finish();
   }
   return InvalidArgument("kind: no spec schema for " + kind);
+}
+
+std::string NodeHeartbeat(const json& node, const json& lease) {
+  const std::string beat = Str(Member(node, "status"), "heartbeat");
+  const std::string renewed = Str(Member(lease, "spec"), "renewTime");
+  return ParseTime(renewed) > ParseTime(beat) ? renewed : beat;
 }
 
 }  // namespace tessera::api

@@ -29,6 +29,9 @@
 //   Node             metadata.labels; spec: unschedulable, taints; status (reported by the node
 //                    agent): allocatable {cpu, memory}, gpus[] {index, uuid, model, memoryMiB,
 //                    numaNode, nvlinkDomain, health}, heartbeat (RFC 3339), driverVersion
+//   Lease            one per node, named as it (Kubernetes' node leases): spec holderIdentity,
+//                    leaseDurationSeconds, renewTime (RFC 3339, the server's clock). The agent
+//                    renews it instead of writing its Node when nothing else changed.
 #ifndef TESSERA_API_KINDS_H_
 #define TESSERA_API_KINDS_H_
 
@@ -117,6 +120,10 @@ Result<core::NodeSpec> DecodeNode(const nlohmann::json& obj);
 
 // Decodes the object by its kind; Ok when its spec is valid.
 Status ValidateSpec(const nlohmann::json& obj);
+
+// When a node's agent last reported: the later of the Node's status.heartbeat and its Lease's
+// spec.renewTime (`lease` null when it has none), as RFC 3339; empty when neither is set.
+std::string NodeHeartbeat(const nlohmann::json& node, const nlohmann::json& lease);
 
 }  // namespace tessera::api
 

@@ -25,6 +25,7 @@ const std::vector<KindInfo>& Kinds() {
       {"PriorityClass", "priorityclasses", false, ""},
       {"Namespace", "namespaces", false, ""},
       {"Node", "nodes", false, ""},
+      {"Lease", "leases", false, ""},
       {"GpuSharingConfig", "gpusharingconfigs", false, "gsc"},
   };
   return kinds;

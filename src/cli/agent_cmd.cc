@@ -385,6 +385,23 @@ Result<std::string> AgentToken(const AgentOptions& o, const std::string& node, E
   return token;
 }
 
+// How often the Node is written even when its status has not changed.
+constexpr int64_t kNodeRefreshMs = 60'000;
+
+// Renews node `name`'s Lease (the server stamps renewTime), creating it if missing.
+Result<Response> RenewLease(const Endpoint& ep, const std::string& name) {
+  const json lease = {{"apiVersion", "tessera.io/v1"},
+                      {"kind", "Lease"},
+                      {"metadata", {{"name", name}}},
+                      {"spec", {{"holderIdentity", name}}}};
+  auto r =
+      Request(ep, "PUT", "/apis/tessera.io/v1/leases/" + name, lease.dump(), "application/json");
+  if (r.ok() && r->status == 404) {
+    r = Request(ep, "POST", "/apis/tessera.io/v1/leases", lease.dump(), "application/json");
+  }
+  return r;
+}
+
 int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup, int stop_fd,
               std::ostream& out, std::ostream& err) {
   const Endpoint* ep = &endpoint;
@@ -483,6 +500,8 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
   worker.FollowBindings([&bindings] { return bindings.Items(); });
   bindings.Start();
   int64_t next_sample = 0;
+  json status_written;  // the Node's status as last written
+  int64_t node_written_at = 0;
   for (bool first = true;; first = false) {
     if (!first) {
       int64_t until = std::min(next_sample, next_beat);
@@ -548,9 +567,16 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
     next_beat = NowMs() + int64_t{o.heartbeat_seconds} * 1000;
     if (Status s = keeper.Ensure(); !s.ok()) err << "warning: " << s.message() << "\n";
     const int64_t sent = agent::BootMs();  // the server stamps the beat no earlier than this
-    auto got = Request(*ep, "GET", path);
+    // A beat renews the node's Lease; the Node is written only at registration, when its
+    // status changed (health, telemetry) and at least once a minute, so that beats neither
+    // rewrite the Node nor wake the scheduling loop.
+    const bool write_node =
+        !registered || status != status_written || NowMs() - node_written_at >= kNodeRefreshMs;
+    Result<Response> got = write_node ? Request(*ep, "GET", path) : RenewLease(*ep, id.name);
     Result<Response> r = got;
-    if (got.ok() && got->status == 404) {
+    if (!write_node) {
+      // r is the renewal's answer.
+    } else if (got.ok() && got->status == 404) {
       json beat = node;
       beat["status"] = status;
       beat["status"]["heartbeat"] = server::FormatTime(NowMs());
@@ -576,10 +602,15 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
     if (!r.ok()) {
       err << "warning: " << r.status().message() << "\n";
     } else if (r->status != 200 && r->status != 201) {
-      err << "error: the server refused the node: " << r->body << "\n";
+      err << "error: the server refused the node" << (write_node ? "" : "'s lease") << ": "
+          << r->body << "\n";
       // A refusal that retrying cannot change (bad token, invalid node) ends the agent.
       if (r->status >= 400 && r->status < 500 && r->status != 409 && r->status != 429) return 1;
     } else {
+      if (write_node) {
+        status_written = status;
+        node_written_at = NowMs();
+      }
       if (Status s = agent::WriteLease(state_dir, sent); !s.ok()) {
         err << "warning: " << s.message() << "\n";
       } else {

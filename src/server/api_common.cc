@@ -238,7 +238,7 @@ Status Authorize(const Principal& p, const api::KindInfo& kind,
                               "s; they are the admin's");
     }
     case Role::kAgent:
-      if (k == "Node" && verb != Verb::kDelete && verb != Verb::kWatch &&
+      if ((k == "Node" || k == "Lease") && verb != Verb::kDelete && verb != Verb::kWatch &&
           (verb == Verb::kWrite || name == p.node)) {
         return Status::Ok();  // a create's or apply's name is checked per object
       }
@@ -246,7 +246,8 @@ Status Authorize(const Principal& p, const api::KindInfo& kind,
       if (k == "Job" && verb != Verb::kDelete) return Status::Ok();
       if (k == "Event" && verb == Verb::kWrite) return Status::Ok();
       return PermissionDenied("an agent token acts for node " + p.node +
-                              " only: its Node, the Jobs bound to it and their pods' status");
+                              " only: its Node and Lease, the Jobs bound to it and their pods' "
+                              "status");
     case Role::kJoin:
       return PermissionDenied("a join token only exchanges itself for a node's agent token");
     case Role::kMetrics:

@@ -579,6 +579,15 @@ HttpResponse ApiServer::Tokens(const HttpRequest& req, const Principal& who) {
   return Json(201, reply);
 }
 
+json ApiServer::WithLease(json node) const {
+  auto lease = ReadJson(*store_, {"Lease", "", Str(Member(node, "metadata"), "name")});
+  if (lease.ok() && lease->is_object()) {
+    const std::string beat = api::NodeHeartbeat(node, *lease);
+    if (!beat.empty()) node["status"]["heartbeat"] = beat;
+  }
+  return node;
+}
+
 Status ApiServer::AuthorizeWrite(const Principal& who, json* obj) {
   using Role = Principal::Role;
   const api::ObjectId id = api::IdOf(*obj);
@@ -606,6 +615,17 @@ Status ApiServer::AuthorizeWrite(const Principal& who, json* obj) {
     json& status = (*obj)["status"];
     if (status.is_object() && status.contains("heartbeat"))
       status["heartbeat"] = FormatTime(clock_());
+    return Status::Ok();
+  }
+  if (kind == "Lease") {
+    if (id.name != who.node) {
+      return PermissionDenied("an agent token renews the lease of node " + who.node + " only");
+    }
+    // Renewed by the server's clock, as a heartbeat is.
+    json& spec = (*obj)["spec"];
+    if (!spec.is_object()) spec = json::object();
+    spec["holderIdentity"] = who.node;
+    spec["renewTime"] = FormatTime(clock_());
     return Status::Ok();
   }
   if (kind == "Event") {
@@ -1047,7 +1067,7 @@ HttpResponse ApiServer::Core(const HttpRequest& req, const Principal& who) {
     auto got = store_->Get(key);
     if (!got.ok()) return Error(got.status());
     if (!got->has_value()) return Error(NotFound("nodes \"" + *name + "\" not found"));
-    json node = api::KubeNode(Served(**got), now, node_grace_ms_, SharingConfigs());
+    json node = api::KubeNode(WithLease(Served(**got)), now, node_grace_ms_, SharingConfigs());
     if (api::WantsTable(req.accept)) {
       return Json(200, api::NodeTable({node}, std::to_string((*got)->version), now));
     }
@@ -1061,7 +1081,7 @@ HttpResponse ApiServer::Core(const HttpRequest& req, const Principal& who) {
     WatchRender render = [this, sel = *selector, fs = *fields, table = api::WantsTable(req.accept)](
                              const char* type, const store::StoredObject& o, std::string* out) {
       const int64_t at = clock_();
-      json node = api::KubeNode(Served(o), at, node_grace_ms_, SharingConfigs());
+      json node = api::KubeNode(WithLease(Served(o)), at, node_grace_ms_, SharingConfigs());
       if (!Selected(sel, fs, node)) return;
       if (table) node = api::NodeTable({node}, std::to_string(o.version), at);
       *out += json{{"type", type}, {"object", std::move(node)}}.dump();
@@ -1076,7 +1096,7 @@ HttpResponse ApiServer::Core(const HttpRequest& req, const Principal& who) {
   std::vector<json> nodes;
   const std::vector<api::GpuSharingConfigSpec> sharing = SharingConfigs();
   for (const store::StoredObject& o : *stored) {
-    json node = api::KubeNode(Served(o), now, node_grace_ms_, sharing);
+    json node = api::KubeNode(WithLease(Served(o)), now, node_grace_ms_, sharing);
     if (!Selected(*selector, *fields, node)) continue;
     nodes.push_back(std::move(node));
   }
@@ -1139,8 +1159,8 @@ HttpResponse ApiServer::NodeChange(const HttpRequest& req, const Principal& who,
   if (Status s = KeepSystemFields(who, &*next, &w); !s.ok()) return Error(s);
   auto r = Commit(std::span<const store::Write>(&w, 1));
   if (!r.ok()) return Error(r.status());
-  return Json(200, api::KubeNode(Served({key, (*r)[0], w.body}), clock_(), node_grace_ms_,
-                                 SharingConfigs()));
+  return Json(200, api::KubeNode(WithLease(Served({key, (*r)[0], w.body})), clock_(),
+                                 node_grace_ms_, SharingConfigs()));
 }
 
 namespace {

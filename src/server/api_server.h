@@ -198,6 +198,8 @@ class ApiServer {
   // `w->body` and pins `w->expected_version` to the version read. Refuses a change to what is
   // immutable (a placed Job's tasks, queue, priority class, pod group).
   Status KeepSystemFields(const Principal& who, nlohmann::json* obj, store::Write* w);
+  // A Node as served, with status.heartbeat the later of its own and its Lease's renewTime.
+  nlohmann::json WithLease(nlohmann::json node) const;
 
   std::unique_ptr<store::Store> store_;
   TokenAuthority tokens_;

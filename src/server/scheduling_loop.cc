@@ -339,6 +339,9 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   // takes no work, and what was bound to it is scheduled again (gangs whole).
   std::map<std::string, std::string> not_ready;  // node -> why
   const std::vector<Stored> nodes = ListKind(store, "Node", &problems);
+  const std::vector<Stored> leases = ListKind(store, "Lease", &problems);
+  std::map<std::string, const json*> lease_of;  // node -> its Lease
+  for (const Stored& l : leases) lease_of[NameOf(l.obj())] = &l.obj();
   std::map<std::string, std::string> addresses;  // node -> the address its agent advertises
   for (const Stored& s : nodes) {
     if (const std::string a = Str(Member(s.obj(), "status"), "address"); !a.empty()) {
@@ -350,7 +353,9 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
       continue;
     }
     const json& node_status = Member(s.obj(), "status");
-    const std::string beat = Str(node_status, "heartbeat");
+    const auto lease = lease_of.find(node->name);
+    const std::string beat =
+        api::NodeHeartbeat(s.obj(), lease == lease_of.end() ? json() : *lease->second);
     if (!beat.empty() && options_.node_grace_ms > 0) {
       const int64_t at = ParseTime(beat);
       // Never before the node's agent has surely stopped its pods (fenceSeconds), with a margin.

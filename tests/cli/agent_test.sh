@@ -52,10 +52,22 @@ expect_out '"key": "maintenance"'
 expect_out '"xidCount": 0'
 expect_out '"key": "dedicated"'
 expect_out '"model": "T4"'
-first_beat=$(grep -o '"heartbeat": "[^"]*"' <<<"$OUT")
-sleep 1.5
+node_version=$(grep -o '"resourceVersion": "[^"]*"' <<<"$OUT")
+# Beats renew the node's Lease (stamped by the server) and leave the Node as it is while its
+# status does not change.
+for _ in $(seq 100); do "$TESSERA" get lease fake-1 >/dev/null 2>&1 && break; sleep 0.1; done
+expect_exit 0 "$TESSERA" get lease fake-1 -o json
+expect_out '"holderIdentity": "fake-1"'
+first_beat=$(grep -o '"renewTime": "[^"]*"' <<<"$OUT")
+sleep 2.5
+expect_exit 0 "$TESSERA" get lease fake-1 -o json
+[ "$(grep -o '"renewTime": "[^"]*"' <<<"$OUT")" != "$first_beat" ] || fail "no new heartbeat"
 expect_exit 0 "$TESSERA" get node fake-1 -o json
-[ "$(grep -o '"heartbeat": "[^"]*"' <<<"$OUT")" != "$first_beat" ] || fail "no new heartbeat"
+[ "$(grep -o '"resourceVersion": "[^"]*"' <<<"$OUT")" = "$node_version" ] ||
+  fail "the beats rewrote the Node: $node_version, now $(grep -o '"resourceVersion": "[^"]*"' <<<"$OUT")"
+# kubectl's view of the node is Ready by the Lease.
+expect_exit 0 "$TESSERA" get nodes
+expect_out "fake-1"
 
 # A cordon survives the agent's heartbeats.
 expect_exit 0 "$TESSERA" cordon fake-1

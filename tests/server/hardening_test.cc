@@ -316,3 +316,82 @@ spec:
 
 }  // namespace
 }  // namespace tessera::server
+
+namespace tessera::server {
+namespace {
+
+// Kubernetes' node leases: beats renew a small Lease instead of rewriting the Node. The server
+// stamps the renewal with its own clock, only the node's agent renews it, a renewal does not
+// change the Node, and a node whose Lease is renewed stays Ready however old its Node's own
+// heartbeat; once the Lease is older than the grace too, its work is scheduled again.
+TEST_F(HardeningTest, ANodesLeaseKeepsItReadyWithoutTouchingTheNode) {
+  auto mint = [&](const std::string& node) {
+    const HttpResponse minted = Call("POST", "/apis/tessera.io/v1/tokens",
+                                     R"({"role": "agent", "node": ")" + node + R"("})");
+    EXPECT_EQ(minted.status, 201) << minted.body;
+    return json::parse(minted.body).value("token", "");
+  };
+  const std::string agent = mint("n1"), other = mint("n2");
+  json node = {
+      {"apiVersion", "tessera.io/v1"},
+      {"kind", "Node"},
+      {"metadata", {{"name", "n1"}}},
+      {"status",
+       {{"allocatable", {{"cpu", "8"}, {"memory", "64Gi"}}},
+        {"gpus", {{{"index", 0}, {"uuid", "GPU-0"}, {"model", "H100-80GB"}, {"memoryMiB", 81920}}}},
+        {"heartbeat", "2025-11-23T00:00:00Z"}}}};
+  ASSERT_EQ(
+      Call("POST", "/apis/tessera.io/v1/nodes", node.dump(), "application/json", agent).status,
+      201);
+  const std::string node_version =
+      Get("/apis/tessera.io/v1/nodes/n1")["metadata"]["resourceVersion"];
+  const json lease = {{"apiVersion", "tessera.io/v1"},
+                      {"kind", "Lease"},
+                      {"metadata", {{"name", "n1"}}},
+                      {"spec", {{"renewTime", "2020-01-01T00:00:00Z"}}}};
+  const auto renew = [&](const std::string& token) {
+    return Call("PUT", "/apis/tessera.io/v1/leases/n1", lease.dump(), "application/json", token)
+        .status;
+  };
+  EXPECT_EQ(
+      Call("POST", "/apis/tessera.io/v1/leases", lease.dump(), "application/json", other).status,
+      403);
+  ASSERT_EQ(
+      Call("POST", "/apis/tessera.io/v1/leases", lease.dump(), "application/json", agent).status,
+      201);
+  json got = Get("/apis/tessera.io/v1/leases/n1");
+  EXPECT_EQ(got["spec"]["renewTime"], FormatTime(now_)) << "stamped by the server's clock";
+  EXPECT_EQ(got["spec"]["holderIdentity"], "n1");
+  EXPECT_EQ(renew(other), 403);
+  EXPECT_EQ(Call("DELETE", "/apis/tessera.io/v1/leases/n1", "", "", agent).status, 403);
+
+  Apply(R"(
+apiVersion: tessera.io/v1
+kind: Job
+metadata: {name: train}
+spec:
+  tasks: [{name: main, command: ["true"], resources: {limits: {nvidia.com/gpu: 1}}}]
+)");
+  Cycle();
+  ASSERT_EQ(Job("train")["status"]["pods"][0]["node"], "n1");
+  // Renewed every 30 s for two minutes: Ready throughout, the Node untouched.
+  int64_t renewed = 0;
+  for (int i = 0; i < 4; ++i) {
+    now_ += 30'000;
+    ASSERT_EQ(renew(agent), 200);
+    renewed = now_;
+    Cycle();
+    EXPECT_EQ(Job("train")["status"]["phase"], "Admitted");
+  }
+  EXPECT_EQ(Get("/apis/tessera.io/v1/nodes/n1")["metadata"]["resourceVersion"], node_version);
+  // kubectl's view of the node says when its agent last reported: the Lease's renewal.
+  EXPECT_EQ(Get("/api/v1/nodes/n1")["status"]["conditions"][0]["lastHeartbeatTime"],
+            FormatTime(renewed));
+  // The renewals stop: past the 40 s grace the node is NotReady and the job waits again.
+  now_ += 41'000;
+  Cycle();
+  EXPECT_EQ(Job("train")["status"]["phase"], "Pending");
+}
+
+}  // namespace
+}  // namespace tessera::server
