@@ -1,5 +1,6 @@
 #include "agent/worker.h"
 
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -17,8 +18,17 @@ using nlohmann::json;
 namespace {
 
 // The API path of the Job pod `a` belongs to.
-std::string JobPath(const Assignment& a) {
-  return "/apis/tessera.io/v1/namespaces/" + a.ns + "/jobs/" + a.job;
+std::string JobPath(const std::string& ns, const std::string& name) {
+  return "/apis/tessera.io/v1/namespaces/" + ns + "/jobs/" + name;
+}
+std::string JobPath(const Assignment& a) { return JobPath(a.ns, a.job); }
+
+// An object's metadata.resourceVersion as a number (0 when it has none).
+int64_t Version(const json& obj) {
+  const std::string rv = Str(Member(obj, "metadata"), "resourceVersion");
+  int64_t v = 0;
+  std::from_chars(rv.data(), rv.data() + rv.size(), v);
+  return v;
 }
 
 }  // namespace
@@ -114,15 +124,22 @@ Status Worker::Report(PodState& p) {
   const Assignment& a = p.assignment;
   const std::string path = JobPath(a);
   for (int attempt = 0; attempt < 3; ++attempt) {
-    auto got = api_.Call("GET", path, "", "");
-    if (!got.ok()) return got.status();
-    if (got->status == 404) {
-      p.reported = p.state;  // the job is gone; nothing to report to
-      return Status::Ok();
+    // The Job as this round read it (or as the last report wrote it) first; a version that
+    // is no longer current is refused (409) and the Job read again.
+    json job;
+    if (auto known = known_jobs_.find(path); known != known_jobs_.end() && attempt == 0) {
+      job = known->second;
+    } else {
+      auto got = api_.Call("GET", path, "", "");
+      if (!got.ok()) return got.status();
+      if (got->status == 404) {
+        p.reported = p.state;  // the job is gone; nothing to report to
+        return Status::Ok();
+      }
+      if (got->status != 200) return Internal("GET " + path + ": " + got->body);
+      job = json::parse(got->body, nullptr, false);
+      if (!job.is_object()) return Internal("GET " + path + ": not a JSON object");
     }
-    if (got->status != 200) return Internal("GET " + path + ": " + got->body);
-    json job = json::parse(got->body, nullptr, false);
-    if (!job.is_object()) return Internal("GET " + path + ": not a JSON object");
     json& status = job["status"];
     json& pods = status["pods"];
     if (status.value("phase", "") != "Admitted" || !pods.is_array() ||
@@ -177,6 +194,14 @@ Status Worker::Report(PodState& p) {
     if (!put.ok()) return put.status();
     if (put->status == 200) {
       p.reported = p.state;
+      if (json stored = json::parse(put->body, nullptr, false); stored.is_object()) {
+        known_jobs_[path] = std::move(stored);
+      }
+      return Status::Ok();
+    }
+    known_jobs_.erase(path);
+    if (put->status == 404) {
+      p.reported = p.state;  // deleted meanwhile
       return Status::Ok();
     }
     if (put->status != 409) return Internal("PUT " + path + ": " + put->body);
@@ -228,6 +253,18 @@ Status Worker::Tick(int64_t now_ms) {
   if (!jobs.ok()) {
     result = jobs.status();
   } else {
+    // What this round read, as the base of its reports (by version, see Report), unless a
+    // report of this agent wrote a later version than the watch has shown yet.
+    std::map<std::string, json> known;
+    for (const json& job : *jobs) {
+      const json& meta = Member(job, "metadata");
+      const std::string path = JobPath(Str(meta, "namespace"), Str(meta, "name"));
+      auto written = known_jobs_.find(path);
+      known[path] = written != known_jobs_.end() && Version(written->second) > Version(job)
+                        ? std::move(written->second)
+                        : job;
+    }
+    known_jobs_ = std::move(known);
     for (Assignment& a : AssignedTo(*jobs, options_.node)) {
       wanted.insert(a.key);
       auto [it, fresh] = pods_.try_emplace(a.key);

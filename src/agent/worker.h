@@ -106,6 +106,8 @@ class Worker {
   std::map<std::string, PodState> pods_;
   ExecTargets exec_targets_;
   std::function<std::optional<nlohmann::json>()> bindings_;
+  // API path -> the Job as last read or written, the base of the next report.
+  std::map<std::string, nlohmann::json> known_jobs_;
   bool fenced_ = false;
 };
 

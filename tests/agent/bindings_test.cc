@@ -83,9 +83,14 @@ class FakeApi : public ApiClient {
     std::lock_guard<std::mutex> lock(mu);
     calls.push_back(method + " " + target);
     if (method == "PUT") {
+      if (conflicts > 0) {
+        --conflicts;
+        return Reply{409, "{}"};
+      }
       puts.push_back(json::parse(body));
       job = puts.back();
       cv.notify_all();
+      return Reply{200, job.dump()};
     }
     return Reply{200, method == "GET" ? job.dump() : "{}"};
   }
@@ -116,6 +121,7 @@ class FakeApi : public ApiClient {
   std::vector<std::string> calls, streams;
   std::vector<json> puts;
   json job;
+  int conflicts = 0;  // PUTs answered 409 before the next is accepted
 };
 
 TEST(BindingWatch, FollowsTheWatchAndSaysWhenWhatIsBoundChanged) {
@@ -151,26 +157,35 @@ TEST(BindingWatch, FollowsTheWatchAndSaysWhenWhatIsBoundChanged) {
   watch.Stop();
 }
 
+// A worker's surroundings: node n1 without GPUs, a work directory removed at the end, the API
+// faked.
+class WorkerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/tessera-bindings-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    options_.node = "n1";
+    options_.root = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(options_.root); }
+
+  FakeApi api_;
+  NodeGpus gpus_;
+  WorkerOptions options_;
+};
+
 // A pod is started as soon as its binding shows, and its end is known as soon as it comes: the
 // runner's exit descriptor wakes the loop, and the next round reports it, without a listing.
-TEST(BindingWatch, AWorkerStartsWhatTheWatchShowsAndReportsItsEndWithoutListing) {
-  char tmpl[] = "/tmp/tessera-bindings-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
-  FakeApi api;
-  NodeGpus gpus;
-  WorkerOptions options;
-  options.node = "n1";
-  options.root = dir;
+TEST_F(WorkerTest, AWorkerStartsWhatTheWatchShowsAndReportsItsEndWithoutListing) {
   {
-    Worker worker(api, gpus, options);
+    Worker worker(api_, gpus_, options_);
     json bound = json::array();
     worker.FollowBindings([&] { return std::optional<json>(bound); });
     ASSERT_TRUE(worker.Tick(1'000).ok());
     EXPECT_TRUE(worker.runner().Keys().empty());
 
     bound.push_back(Job("x", "n1", {"sh", "-c", "exit 3"}));
-    api.job = bound[0];
+    api_.job = bound[0];
     ASSERT_TRUE(worker.Tick(2'000).ok());
     ASSERT_EQ(worker.runner().Keys(), std::vector<std::string>{"a/x/main-0"});
     const std::vector<int> fds = worker.runner().ExitFds();
@@ -179,37 +194,51 @@ TEST(BindingWatch, AWorkerStartsWhatTheWatchShowsAndReportsItsEndWithoutListing)
     ASSERT_EQ(poll(&p, 1, 10'000), 1) << "the exit did not wake a waiter";
     ASSERT_TRUE(worker.Tick(3'000).ok());
     EXPECT_TRUE(worker.runner().Keys().empty());
-    std::lock_guard<std::mutex> lock(api.mu);
-    ASSERT_FALSE(api.puts.empty());
-    const json& status = api.puts.back()["status"];
+    std::lock_guard<std::mutex> lock(api_.mu);
+    ASSERT_FALSE(api_.puts.empty());
+    const json& status = api_.puts.back()["status"];
     EXPECT_EQ(status["phase"], "Failed");
     EXPECT_EQ(status["pods"][0]["state"]["exitCode"], 3);
-    for (const std::string& c : api.calls) {
-      EXPECT_NE(c, "GET /apis/tessera.io/v1/jobs") << "listed although the watch knew";
+    // Reports are based on the Job as the watch showed it, or as the last report wrote it:
+    // nothing is read.
+    for (const std::string& c : api_.calls) {
+      EXPECT_FALSE(c.starts_with("GET ")) << c << ": read although the watch knew";
     }
   }
-  std::filesystem::remove_all(dir);
+}
+
+// A report based on a version that is no longer current is refused, and made again on the Job
+// as it is now.
+TEST_F(WorkerTest, AReportOnAStaleVersionReadsTheJobAndTriesAgain) {
+  {
+    Worker worker(api_, gpus_, options_);
+    const json bound = json::array({Job("x", "n1", {"sleep", "30"})});
+    worker.FollowBindings([&] { return std::optional<json>(bound); });
+    api_.job = bound[0];
+    api_.job["metadata"]["labels"] = {{"changed", "meanwhile"}};
+    api_.conflicts = 1;
+    ASSERT_TRUE(worker.Tick(1'000).ok());
+    std::lock_guard<std::mutex> lock(api_.mu);
+    EXPECT_EQ(api_.calls,
+              (std::vector<std::string>{"PUT /apis/tessera.io/v1/namespaces/a/jobs/x",
+                                        "GET /apis/tessera.io/v1/namespaces/a/jobs/x",
+                                        "PUT /apis/tessera.io/v1/namespaces/a/jobs/x"}));
+    ASSERT_EQ(api_.puts.size(), 1u);
+    EXPECT_EQ(api_.puts[0]["metadata"]["labels"]["changed"], "meanwhile") << "kept what changed";
+    EXPECT_EQ(api_.puts[0]["status"]["pods"][0]["state"]["phase"], "Running");
+  }
 }
 
 // Without a source that knows, the worker lists what is bound here, as before.
-TEST(BindingWatch, AWorkerListsWhenTheWatchDoesNotKnow) {
-  char tmpl[] = "/tmp/tessera-bindings-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
-  FakeApi api;
-  api.job = {{"items", json::array()}};
-  NodeGpus gpus;
-  WorkerOptions options;
-  options.node = "n1";
-  options.root = dir;
+TEST_F(WorkerTest, AWorkerListsWhenTheWatchDoesNotKnow) {
+  api_.job = {{"items", json::array()}};
   {
-    Worker worker(api, gpus, options);
+    Worker worker(api_, gpus_, options_);
     worker.FollowBindings([] { return std::optional<json>(); });
     ASSERT_TRUE(worker.Tick(1'000).ok());
-    std::lock_guard<std::mutex> lock(api.mu);
-    EXPECT_EQ(api.calls, std::vector<std::string>{"GET /apis/tessera.io/v1/jobs"});
+    std::lock_guard<std::mutex> lock(api_.mu);
+    EXPECT_EQ(api_.calls, std::vector<std::string>{"GET /apis/tessera.io/v1/jobs"});
   }
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
