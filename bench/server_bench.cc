@@ -18,6 +18,7 @@
 #include <boost/asio.hpp>
 #include <boost/beast.hpp>
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -35,6 +36,18 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using nlohmann::json;
+
+// CPU time of the calling thread, and of the whole process (ns).
+int64_t ThreadCpuNs() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec;
+}
+int64_t ProcessCpuNs() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec;
+}
 
 // A server over a fresh data directory, removed at the end.
 struct Fixture {
@@ -78,6 +91,19 @@ class Poster {
  public:
   Poster(uint16_t port, std::string token) : stream_(io_), token_(std::move(token)) {
     stream_.connect({asio::ip::make_address("127.0.0.1"), port});
+  }
+  // One request on the kept connection; its status.
+  int Send(const std::string& method, const std::string& target, const std::string& body) {
+    http::request<http::string_body> req(http::string_to_verb(method), target, 11);
+    req.set(http::field::host, "127.0.0.1");
+    req.set(http::field::authorization, "Bearer " + token_);
+    req.set(http::field::content_type, "application/json");
+    req.body() = body;
+    req.prepare_payload();
+    http::write(stream_, req);
+    http::response<http::string_body> res;
+    http::read(stream_, buf_, res);
+    return res.result_int();
   }
   bool Create(const std::string& name) {
     http::request<http::string_body> req(http::verb::post,
@@ -205,23 +231,35 @@ BENCHMARK(BM_HealthzDuringApply)
 // Watch streams read on one I/O thread, counting the events (lines) each has received.
 class Watchers {
  public:
-  Watchers(uint16_t port, const std::string& token, int n) : counts_(n) {
-    for (int i = 0; i < n; ++i) {
+  Watchers(uint16_t port, const std::string& token, int n)
+      : Watchers(port, std::vector<std::string>(n, token),
+                 "/apis/tessera.io/v1/namespaces/bench/jobs?watch=1&resourceVersion=1") {}
+  // One watch of `target` per token.
+  Watchers(uint16_t port, const std::vector<std::string>& tokens, const std::string& target)
+      : counts_(tokens.size()) {
+    for (size_t i = 0; i < tokens.size(); ++i) {
       auto& c = conns_.emplace_back(std::make_unique<Conn>(io_));
       c->socket.connect({asio::ip::make_address("127.0.0.1"), port});
-      c->request =
-          "GET /apis/tessera.io/v1/namespaces/bench/jobs?watch=1&resourceVersion=1 HTTP/1.1\r\n"
-          "Host: x\r\nAuthorization: Bearer " +
-          token + "\r\n\r\n";
+      c->request = "GET " + target + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + tokens[i] +
+                   "\r\n\r\n";
       asio::write(c->socket, asio::buffer(c->request));
-      Read(i);
+      Read(static_cast<int>(i));
     }
     thread_ = std::thread([this] { io_.run(); });
   }
-  ~Watchers() {
+  void Stop() {
     io_.stop();
-    thread_.join();
+    if (thread_.joinable()) thread_.join();
   }
+  // CPU time of the watchers' thread as of its last read (ns).
+  int64_t CpuNs() const { return cpu_ns_.load(); }
+  // Events received by all watchers.
+  int64_t Total() const {
+    int64_t n = 0;
+    for (const auto& c : counts_) n += c.load();
+    return n;
+  }
+  ~Watchers() { Stop(); }
   // Waits until every watcher has seen at least `events` events.
   void WaitFor(int64_t events) {
     for (auto& c : counts_) {
@@ -250,6 +288,7 @@ class Watchers {
       }
       conn.last = conn.buf[n - 1];
       counts_[i] += lines;
+      cpu_ns_ = ThreadCpuNs();
       Read(i);
     });
   }
@@ -258,6 +297,7 @@ class Watchers {
   std::vector<std::unique_ptr<Conn>> conns_;
   std::vector<std::atomic<int64_t>> counts_;
   std::thread thread_;
+  std::atomic<int64_t> cpu_ns_ = 0;
 };
 
 void BM_WatchFanout(benchmark::State& st) {
@@ -278,10 +318,6 @@ void BM_WatchFanout(benchmark::State& st) {
 }
 BENCHMARK(BM_WatchFanout)->Arg(1000)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-// /metrics with <gpus> GPUs (8 per node, telemetry for each) and one single-GPU job bound to
-// every other GPU. With <heartbeats> 1, every node reports (a new heartbeat and telemetry)
-// between two scrapes, as when scrapes are further apart than heartbeats: what changed is parsed
-// again. The writes are not timed.
 // One scheduling cycle of the turnover benchmark (bench/turnover.sh): one node of 8 GPUs, the 8
 // Jobs running on it just ended (their Succeeded status written, not timed), <pending> one-GPU
 // Jobs waiting; the cycle sees the ends and places the next 8.
@@ -342,6 +378,127 @@ void BM_LoopTurnoverCycle(benchmark::State& st) {
 }
 BENCHMARK(BM_LoopTurnoverCycle)->Arg(1000)->Iterations(60)->Unit(benchmark::kMillisecond);
 
+// <agents> idle node agents against one server, as `tessera agent` keeps them: each holds its
+// watch of the Jobs bound to its node (the watch-list protocol, with bookmarks) and renews its
+// Lease every 5 s over a kept connection. 1,000 Jobs are bound to another node, 100 of them
+// rewritten over HTTP each second. One iteration is 10 s. Counters: server_cpu_percent (the
+// process's CPU less the client threads', as a share of one core), lease_renewals and
+// watch_events (received by the agents). /0 is the same cluster without agents: the difference
+// is what the agents cost.
+void BM_IdleAgents(benchmark::State& st) {
+  Fixture f;
+  const int agents = static_cast<int>(st.range(0));
+  auto call = [&](const char* method, const std::string& path, const std::string& body,
+                  const std::string& token) {
+    HttpRequest r;
+    r.method = method;
+    r.path = path;
+    r.authorization = "Bearer " + token;
+    r.content_type = "application/json";
+    r.body = body;
+    return f.api->Handle(r);
+  };
+  std::vector<std::string> tokens;
+  for (int i = 0; i < agents; ++i) {
+    const HttpResponse made =
+        call("POST", "/apis/tessera.io/v1/tokens",
+             json{{"role", "agent"}, {"node", "n" + std::to_string(i)}}.dump(), f.token);
+    tokens.push_back(json::parse(made.body)["token"]);
+  }
+  // Work elsewhere: 1,000 Jobs bound to node "busy".
+  for (int j = 0; j < 1000; ++j) {
+    const std::string name = "other-" + std::to_string(j);
+    call("POST", "/apis/tessera.io/v1/namespaces/bench/jobs",
+         json{{"apiVersion", "tessera.io/v1"},
+              {"kind", "Job"},
+              {"metadata", {{"name", name}, {"namespace", "bench"}}},
+              {"spec", {{"tasks", {{{"name", "main"}, {"command", {"true"}}}}}}}}
+             .dump(),
+         f.token);
+  }
+  // Each second, 100 of them change (their pods' ports, say), written over HTTP by the admin.
+  Poster admin(f.http->port(), f.token);
+  auto churn = [&](int round) {
+    for (int j = (round % 10) * 100; j < (round % 10) * 100 + 100 || round == 0; ++j) {
+      if (j >= 1000) break;
+      const std::string name = "other-" + std::to_string(j);
+      admin.Send("PUT", "/apis/tessera.io/v1/namespaces/bench/jobs/" + name,
+                 json{{"apiVersion", "tessera.io/v1"},
+                      {"kind", "Job"},
+                      {"metadata", {{"name", name}, {"namespace", "bench"}}},
+                      {"spec", {{"tasks", {{{"name", "main"}, {"command", {"true"}}}}}}},
+                      {"status",
+                       {{"phase", "Admitted"},
+                        {"pods", {{{"name", "main-0"}, {"node", "busy"}, {"port", round}}}}}}}
+                     .dump());
+    }
+  };
+  churn(0);
+  Watchers watchers(f.http->port(), tokens,
+                    "/apis/tessera.io/v1/jobs?watch=1&allowWatchBookmarks=true"
+                    "&sendInitialEvents=true&resourceVersionMatch=NotOlderThan");
+  watchers.WaitFor(1);  // each has its initial bookmark
+  std::atomic<bool> stop = false;
+  std::atomic<int64_t> renewals = 0, renew_cpu_ns = 0;
+  std::thread renewer([&] {
+    if (agents == 0) return;
+    std::vector<std::unique_ptr<Poster>> conns;
+    for (int i = 0; i < agents; ++i)
+      conns.push_back(std::make_unique<Poster>(f.http->port(), tokens[i]));
+    const auto start = std::chrono::steady_clock::now();
+    for (int64_t k = 0; !stop; ++k) {
+      // Agent k % agents renews at k * 5 s / agents.
+      const auto at = start + std::chrono::microseconds(k * 5'000'000 / agents);
+      std::this_thread::sleep_until(at);
+      const int i = static_cast<int>(k % agents);
+      const std::string name = "n" + std::to_string(i);
+      if (conns[i]->Send("PUT", "/apis/tessera.io/v1/leases/" + name,
+                         json{{"apiVersion", "tessera.io/v1"},
+                              {"kind", "Lease"},
+                              {"metadata", {{"name", name}}},
+                              {"spec", {{"holderIdentity", name}}}}
+                             .dump()) == 404) {
+        conns[i]->Send("POST", "/apis/tessera.io/v1/leases",
+                       json{{"apiVersion", "tessera.io/v1"},
+                            {"kind", "Lease"},
+                            {"metadata", {{"name", name}}},
+                            {"spec", {{"holderIdentity", name}}}}
+                           .dump());
+      }
+      ++renewals;
+      renew_cpu_ns = ThreadCpuNs();
+    }
+  });
+  if (agents > 0) std::this_thread::sleep_for(std::chrono::seconds(6));  // every lease exists
+  int64_t churn_cpu_ns = 0;
+  for (auto _ : st) {
+    const int64_t cpu0 = ProcessCpuNs(), renewed0 = renewals, events0 = watchers.Total();
+    const int64_t churn0 = ThreadCpuNs(), renew0 = renew_cpu_ns, watch0 = watchers.CpuNs();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int s = 1; s <= 10; ++s) {
+      churn(s);  // other nodes' Jobs change; not these agents'
+      std::this_thread::sleep_until(t0 + std::chrono::seconds(s));
+    }
+    churn_cpu_ns = ThreadCpuNs() - churn0;
+    const double wall_ns =
+        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    const int64_t cpu1 = ProcessCpuNs();
+    stop = true;
+    renewer.join();
+    watchers.Stop();
+    const double server_ns = static_cast<double>(cpu1 - cpu0 - (renew_cpu_ns - renew0) -
+                                                 (watchers.CpuNs() - watch0) - churn_cpu_ns);
+    st.counters["server_cpu_percent"] = 100.0 * server_ns / wall_ns;
+    st.counters["lease_renewals"] = static_cast<double>(renewals - renewed0);
+    st.counters["watch_events"] = static_cast<double>(watchers.Total() - events0);
+  }
+}
+BENCHMARK(BM_IdleAgents)->Arg(0)->Arg(1000)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
+
+// /metrics with <gpus> GPUs (8 per node, telemetry for each) and one single-GPU job bound to
+// every other GPU. With <heartbeats> 1, every node reports (a new heartbeat and telemetry)
+// between two scrapes, as when scrapes are further apart than heartbeats: what changed is parsed
+// again. The writes are not timed.
 void BM_RenderMetrics(benchmark::State& st) {
   Fixture f;
   const int gpus = static_cast<int>(st.range(0));

@@ -314,9 +314,12 @@ class WatchStream : public ResponseStream, public std::enable_shared_from_this<W
       std::weak_ptr<WatchStream> weak = shared_from_this();
       std::lock_guard<std::mutex> lock(mu_);
       if (cancelled_) return;
-      auto sub = feed_.Subscribe(last_, [weak, emit] {
-        if (auto self = weak.lock()) self->Next(emit);
-      });
+      auto sub = feed_.Subscribe(
+          last_,
+          [weak, emit] {
+            if (auto self = weak.lock()) self->Next(emit);
+          },
+          kind_);
       if (sub) {
         subscription_ = *sub;
         return;

@@ -9,6 +9,8 @@ void ChangeFeed::CatchUp() {
   std::vector<std::function<void()>> wake;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    std::set<std::string> kinds;  // of what this call published
+    bool compacted = false;
     while (true) {
       auto changes = store_.ChangesAfter(head_, 4096);
       if (!changes.ok()) {
@@ -16,18 +18,21 @@ void ChangeFeed::CatchUp() {
         // the store's revision; older revisions are served from the store or refused.
         recent_.clear();
         head_ = store_.Revision();
+        compacted = true;
         break;
       }
       for (store::Change& c : *changes) {
         head_ = c.revision;
+        kinds.insert(c.object.key.kind);
         recent_.push_back(std::move(c));
         if (recent_.size() > kept_) recent_.pop_front();
       }
       if (changes->size() < 4096) break;
     }
     for (auto it = waiting_.begin(); it != waiting_.end();) {
-      if (it->second.first < head_) {
-        wake.push_back(std::move(it->second.second));
+      const Waiter& w = it->second;
+      if (w.after < head_ && (w.kind.empty() || compacted || kinds.contains(w.kind))) {
+        wake.push_back(std::move(it->second.wake));
         it = waiting_.erase(it);
       } else {
         ++it;
@@ -54,12 +59,13 @@ Result<std::vector<store::Change>> ChangeFeed::After(int64_t after, size_t limit
   return store_.ChangesAfter(after, limit);
 }
 
-std::optional<uint64_t> ChangeFeed::Subscribe(int64_t after, std::function<void()> wake) {
+std::optional<uint64_t> ChangeFeed::Subscribe(int64_t after, std::function<void()> wake,
+                                              std::string kind) {
   if (before_subscribe_) before_subscribe_();
   std::lock_guard<std::mutex> lock(mu_);
   if (after < head_) return std::nullopt;
   const uint64_t id = next_id_++;
-  waiting_.emplace(id, std::make_pair(after, std::move(wake)));
+  waiting_.emplace(id, Waiter{after, std::move(kind), std::move(wake)});
   return id;
 }
 

@@ -10,6 +10,8 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "store/store.h"
@@ -33,7 +35,10 @@ class ChangeFeed {
   // of the feed held), when a change after `after` is published. Never calls `wake` itself: when
   // such a change already exists it registers nothing and returns nullopt, and the caller reads
   // it (so a caller may hold its own lock while subscribing). Otherwise an id for Unsubscribe.
-  std::optional<uint64_t> Subscribe(int64_t after, std::function<void()> wake);
+  // With `kind`, only a change of that kind wakes it (a watch of Jobs sleeps through the
+  // nodes' lease renewals); it reads the others along with the next one that does.
+  std::optional<uint64_t> Subscribe(int64_t after, std::function<void()> wake,
+                                    std::string kind = "");
   void Unsubscribe(uint64_t id);
 
   // Test seam: called at the start of every Subscribe, before the feed's lock is taken, so a
@@ -52,7 +57,12 @@ class ChangeFeed {
   std::deque<store::Change> recent_;  // the newest kept_ changes
   int64_t head_;                      // revision of the newest change published
   uint64_t next_id_ = 1;
-  std::map<uint64_t, std::pair<int64_t, std::function<void()>>> waiting_;
+  struct Waiter {
+    int64_t after = 0;
+    std::string kind;  // empty: any
+    std::function<void()> wake;
+  };
+  std::map<uint64_t, Waiter> waiting_;
   std::function<void()> before_subscribe_;
 };
 

@@ -157,7 +157,10 @@ expect_out '"restarts": 2'
 job sleeper "restartPolicy: Never" 'echo started; exec sleep 300' >"$WORK/sleeper.yaml"
 expect_exit 0 "$TESSERA" apply -f "$WORK/sleeper.yaml"
 wait_phase sleeper Running
-pid=$(pgrep -f "sleep 300" | head -1)
+# The sleeper is the child of its group's leader, whose pid the agent records (a "sleep 300"
+# of another test or user may run beside it).
+leader=$(awk 'NR == 1 {print $1}' "$WORK/agent/run/default_sleeper_main-0.pid")
+pid=$(pgrep -P "$leader" -f "sleep 300" | head -1)
 [ -n "$pid" ] || fail "the sleeper is not running"
 expect_exit 0 "$TESSERA" delete job sleeper
 # Running: it exists and is not a zombie waiting for a parent to reap it.

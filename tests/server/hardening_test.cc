@@ -264,21 +264,26 @@ TEST_F(HardeningTest, ACommitBetweenAWatchReadAndItsSubscribeDoesNotDeadlock) {
 namespace tessera::server {
 namespace {
 
+// A Node with one H100 whose agent's clock says its heartbeat was a year ago.
+json OneGpuNode(const std::string& name) {
+  return {
+      {"apiVersion", "tessera.io/v1"},
+      {"kind", "Node"},
+      {"metadata", {{"name", name}}},
+      {"status",
+       {{"allocatable", {{"cpu", "8"}, {"memory", "64Gi"}}},
+        {"gpus", {{{"index", 0}, {"uuid", "GPU-0"}, {"model", "H100-80GB"}, {"memoryMiB", 81920}}}},
+        {"heartbeat", "2025-11-23T00:00:00Z"}}}};
+}
+
 TEST_F(HardeningTest, AnAgentsHeartbeatIsTimedByTheServerAndItsFenceDelaysRebinding) {
   const HttpResponse minted =
       Call("POST", "/apis/tessera.io/v1/tokens", R"({"role": "agent", "node": "n1"})");
   ASSERT_EQ(minted.status, 201) << minted.body;
   const std::string agent = json::parse(minted.body).value("token", "");
   // The agent's clock is a year behind: the server's clock times the beat all the same.
-  json node = {
-      {"apiVersion", "tessera.io/v1"},
-      {"kind", "Node"},
-      {"metadata", {{"name", "n1"}}},
-      {"status",
-       {{"allocatable", {{"cpu", "8"}, {"memory", "64Gi"}}},
-        {"gpus", {{{"index", 0}, {"uuid", "GPU-0"}, {"model", "H100-80GB"}, {"memoryMiB", 81920}}}},
-        {"heartbeat", "2025-11-23T00:00:00Z"},
-        {"fenceSeconds", 60}}}};
+  json node = OneGpuNode("n1");
+  node["status"]["fenceSeconds"] = 60;
   ASSERT_EQ(
       Call("POST", "/apis/tessera.io/v1/nodes", node.dump(), "application/json", agent).status,
       201);
@@ -332,14 +337,7 @@ TEST_F(HardeningTest, ANodesLeaseKeepsItReadyWithoutTouchingTheNode) {
     return json::parse(minted.body).value("token", "");
   };
   const std::string agent = mint("n1"), other = mint("n2");
-  json node = {
-      {"apiVersion", "tessera.io/v1"},
-      {"kind", "Node"},
-      {"metadata", {{"name", "n1"}}},
-      {"status",
-       {{"allocatable", {{"cpu", "8"}, {"memory", "64Gi"}}},
-        {"gpus", {{{"index", 0}, {"uuid", "GPU-0"}, {"model", "H100-80GB"}, {"memoryMiB", 81920}}}},
-        {"heartbeat", "2025-11-23T00:00:00Z"}}}};
+  const json node = OneGpuNode("n1");
   ASSERT_EQ(
       Call("POST", "/apis/tessera.io/v1/nodes", node.dump(), "application/json", agent).status,
       201);
@@ -391,6 +389,36 @@ spec:
   now_ += 41'000;
   Cycle();
   EXPECT_EQ(Job("train")["status"]["phase"], "Pending");
+}
+
+}  // namespace
+}  // namespace tessera::server
+
+namespace tessera::server {
+namespace {
+
+// A subscription for one kind sleeps through the commits of others (1,000 agents' watches of
+// Jobs through their nodes' lease renewals) and wakes on its own kind.
+TEST_F(HardeningTest, ASubscriptionForOneKindSleepsThroughOthers) {
+  int woken = 0;
+  const auto sub = api_->feed().Subscribe(
+      api_->feed().head(), [&] { ++woken; }, "Job");
+  ASSERT_TRUE(sub.has_value());
+  Apply(R"(
+apiVersion: tessera.io/v1
+kind: Event
+metadata: {name: e1, namespace: tessera-system}
+spec: {type: Normal, reason: Test, involvedObject: {kind: Node, name: n1}}
+)");
+  EXPECT_EQ(woken, 0);
+  Apply(R"(
+apiVersion: tessera.io/v1
+kind: Job
+metadata: {name: j}
+spec:
+  tasks: [{name: main, command: ["true"]}]
+)");
+  EXPECT_EQ(woken, 1);
 }
 
 }  // namespace
