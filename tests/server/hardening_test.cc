@@ -24,6 +24,18 @@ using nlohmann::json;
 // The loop's fixture, plus requests with any method, body and token.
 class HardeningTest : public LoopTest {
  protected:
+  // Job "train" (one task of one GPU) applied, and placed by a cycle on node n1.
+  void PlaceTrainOnN1() {
+    Apply(R"(
+apiVersion: tessera.io/v1
+kind: Job
+metadata: {name: train}
+spec:
+  tasks: [{name: main, command: ["true"], resources: {limits: {nvidia.com/gpu: 1}}}]
+)");
+    Cycle();
+    ASSERT_EQ(Job("train")["status"]["pods"][0]["node"], "n1");
+  }
   HttpResponse Call(const std::string& method, const std::string& path, const std::string& body,
                     const std::string& content_type = "application/json",
                     const std::string& token = "") {
@@ -290,15 +302,7 @@ TEST_F(HardeningTest, AnAgentsHeartbeatIsTimedByTheServerAndItsFenceDelaysRebind
   const int64_t beat = now_;
   EXPECT_EQ(Get("/apis/tessera.io/v1/nodes/n1")["status"]["heartbeat"], FormatTime(beat));
   // A job lands on the node.
-  Apply(R"(
-apiVersion: tessera.io/v1
-kind: Job
-metadata: {name: train}
-spec:
-  tasks: [{name: main, command: ["true"], resources: {limits: {nvidia.com/gpu: 1}}}]
-)");
-  Cycle();
-  ASSERT_EQ(Job("train")["status"]["pods"][0]["node"], "n1");
+  ASSERT_NO_FATAL_FAILURE(PlaceTrainOnN1());
   // Past the 40 s grace but within fenceSeconds + margin, the node is still Ready: its agent may
   // not have stopped the pod yet.
   now_ += 45'000;
@@ -363,15 +367,7 @@ TEST_F(HardeningTest, ANodesLeaseKeepsItReadyWithoutTouchingTheNode) {
   EXPECT_EQ(renew(other), 403);
   EXPECT_EQ(Call("DELETE", "/apis/tessera.io/v1/leases/n1", "", "", agent).status, 403);
 
-  Apply(R"(
-apiVersion: tessera.io/v1
-kind: Job
-metadata: {name: train}
-spec:
-  tasks: [{name: main, command: ["true"], resources: {limits: {nvidia.com/gpu: 1}}}]
-)");
-  Cycle();
-  ASSERT_EQ(Job("train")["status"]["pods"][0]["node"], "n1");
+  ASSERT_NO_FATAL_FAILURE(PlaceTrainOnN1());
   // Renewed every 30 s for two minutes: Ready throughout, the Node untouched.
   int64_t renewed = 0;
   for (int i = 0; i < 4; ++i) {
