@@ -75,6 +75,9 @@ std::vector<Assignment> AssignedTo(const json& jobs, const std::string& node) {
       a.mpi = job.value("spec", json::object()).value("mpi", json());
       a.tf_config = job.value("spec", json::object()).value("tfConfig", false) == true;
       a.port = Int(pods[i], "port");
+      if (Str(job.value("spec", json::object()), "completionMode") == "Indexed") {
+        a.completion_index = Int(pods[i], "index", -1);
+      }
       if (a.rendezvous.is_object()) {
         for (size_t j = 0; j < task_of.size(); ++j) {
           const json& p = j < pods.size() ? pods[j] : json();
@@ -274,11 +277,16 @@ Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std
   env["TESSERA_NODE"] = node;
   env["TESSERA_JOB"] = a.ns + "/" + a.job;
   env["TESSERA_POD"] = a.pod;
+  // An Indexed Job's task, as Kubernetes gives it.
+  if (a.completion_index >= 0) env["JOB_COMPLETION_INDEX"] = std::to_string(a.completion_index);
   // Kubernetes' downward API fields known only here.
   const json field_env = a.task.value("fieldEnv", json::object());
   for (const auto& [var, field] : field_env.items()) {
     if (field == "metadata.name") env[var] = a.job + "-" + a.pod;
     if (field == "spec.nodeName") env[var] = node;
+    if (field == "completionIndex" && a.completion_index >= 0) {
+      env[var] = std::to_string(a.completion_index);
+    }
     if (field == "status.hostIP" || field == "status.hostIPs" || field == "status.podIP" ||
         field == "status.podIPs") {
       env[var] = NodeAddress();

@@ -33,6 +33,7 @@ struct Assignment {
   std::vector<std::string> member_pods;  // every pod's name, by pod index (with `members`)
   std::vector<int64_t> member_ports;     // every pod's own port (0: none), by pod index
   int64_t port = 0;                      // this pod's own port (status.pods[i].port; 0: none)
+  int64_t completion_index = -1;         // an Indexed array's task (status.pods[i].index); -1: none
   bool tf_config = false;                // the Job's spec.tfConfig: TensorFlow's TF_CONFIG
   nlohmann::json mpi;  // the Job's spec.mpi {launcher, slotsPerWorker} (null: not MPI)
   // Whether this pod is its MPI job's launcher.

@@ -142,13 +142,23 @@ Status Worker::Report(PodState& p) {
     }
     json& status = job["status"];
     json& pods = status["pods"];
-    if (status.value("phase", "") != "Admitted" || !pods.is_array() ||
-        p.assignment.pod_index >= pods.size() || !pods[a.pod_index].is_object() ||
-        pods[a.pod_index].value("node", "") != options_.node) {
+    // The pod's entry, by name: an array's slots move as its tasks end.
+    size_t slot = pods.is_array() ? pods.size() : 0;
+    for (size_t i = 0; pods.is_array() && i < pods.size(); ++i) {
+      const size_t at = (a.pod_index + i) % pods.size();
+      if (pods[at].is_object() && Str(pods[at], "name") == a.pod &&
+          Str(pods[at], "node") == options_.node) {
+        slot = at;
+        break;
+      }
+    }
+    if (status.value("phase", "") != "Admitted" || !pods.is_array() || slot >= pods.size()) {
       p.reported = p.state;  // no longer ours to report on
       return Status::Ok();
     }
-    pods[a.pod_index]["state"] = p.state;
+    pods[slot]["state"] = p.state;
+    // An array's outcome is the server's: it counts each task as it ends.
+    const bool array = Member(Member(job, "spec"), "completions").is_number_integer();
     // The Job's outcome: failed as soon as a pod failed for good, succeeded when all did.
     const std::string phase = p.state.value("phase", "");
     // When a Job ends it releases its devices: accounting charges up to finishedAt.
@@ -164,11 +174,11 @@ Status Worker::Report(PodState& p) {
         completed = Str(Member(pod, "state"), "phase") == "Succeeded";
       }
     }
-    if (completed) {
+    if (completed && !array) {
       status["phase"] = "Succeeded";
       status["finishedAt"] = finished_at;
       status["message"] = completes_with + " succeeded";
-    } else if (phase == "Failed") {
+    } else if (phase == "Failed" && !array) {
       status["phase"] = "Failed";
       status["finishedAt"] = finished_at;
       status["message"] = "pod " + a.pod + " failed: " +
@@ -176,7 +186,7 @@ Status Worker::Report(PodState& p) {
                            : p.state.contains("signal")
                                ? "killed by signal " + std::to_string(p.state["signal"].get<int>())
                                : "exit code " + std::to_string(p.state.value("exitCode", 0)));
-    } else {
+    } else if (!array) {
       bool all = true;
       for (const json& pod : pods) {
         if (pod.is_object() &&

@@ -363,6 +363,70 @@ Status CheckMigLayoutSomewhere(const std::vector<std::pair<std::string, int>>& l
 
 }  // namespace
 
+namespace {
+
+// spec.completions and the fields that go with it (Kubernetes' names and defaults). An array
+// has one task of restartPolicy Never, whose replicas are its parallelism: a failed index is
+// retried as a new pod, counted against backoffLimit or backoffLimitPerIndex.
+Status DecodeArray(Fields& spec, JobSpec* job) {
+  int64_t completions = 0, backoff = 6, per_index = -1, max_failed = -1;
+  int mode = 0;
+  TESSERA_RETURN_IF_ERROR(spec.Int("completions", &completions, 1, 100'000));
+  TESSERA_RETURN_IF_ERROR(spec.Enum("completionMode", {"NonIndexed", "Indexed"}, &mode));
+  TESSERA_RETURN_IF_ERROR(spec.Int("backoffLimit", &backoff, 0, INT32_MAX));
+  TESSERA_RETURN_IF_ERROR(spec.Int("backoffLimitPerIndex", &per_index, 0, INT32_MAX));
+  TESSERA_RETURN_IF_ERROR(spec.Int("maxFailedIndexes", &max_failed, 0, 100'000));
+  const bool any = spec.Get("completions") != nullptr || spec.Get("completionMode") != nullptr ||
+                   spec.Get("backoffLimit") != nullptr ||
+                   spec.Get("backoffLimitPerIndex") != nullptr ||
+                   spec.Get("maxFailedIndexes") != nullptr;
+  if (!any) return Status::Ok();
+  if (spec.Get("completions") == nullptr) {
+    return FieldError(spec.At("completions"),
+                      "is required with completionMode, backoffLimit, backoffLimitPerIndex and "
+                      "maxFailedIndexes");
+  }
+  if (job->tasks.size() != 1) {
+    return FieldError(spec.At("completions"), "an array has exactly one task");
+  }
+  const TaskRun& task = job->tasks[0];
+  const std::string t = spec.At("tasks") + "[0]";
+  if (task.restart_policy != "Never" || task.max_retries != 0) {
+    return FieldError(t + ".restartPolicy",
+                      "an array's task must be Never with no maxRetries: a failed index is "
+                      "retried as a new pod (backoffLimit, backoffLimitPerIndex)");
+  }
+  if (task.replicas > completions) {
+    return FieldError(t + ".replicas", "is the array's parallelism: at most completions (" +
+                                           std::to_string(completions) + ")");
+  }
+  if (mode != 1 && (per_index >= 0 || max_failed >= 0)) {
+    return FieldError(spec.At(per_index >= 0 ? "backoffLimitPerIndex" : "maxFailedIndexes"),
+                      "requires completionMode Indexed");
+  }
+  if (max_failed >= 0 && per_index < 0) {
+    return FieldError(spec.At("maxFailedIndexes"), "requires backoffLimitPerIndex");
+  }
+  if (job->workload.min_member != 0 || job->workload.pod_sets[0].min_count != 0) {
+    return FieldError(spec.At("minMember"),
+                      "an array is not a gang: each task starts as it finds room");
+  }
+  ArraySpec a;
+  a.completions = static_cast<int32_t>(completions);
+  a.parallelism = task.replicas;
+  a.indexed = mode == 1;
+  a.backoff_limit = static_cast<int32_t>(backoff);
+  a.backoff_limit_per_index = static_cast<int32_t>(per_index);
+  a.max_failed_indexes = static_cast<int32_t>(max_failed);
+  // More tasks than run at once: one placed is enough to start; as many as run at once: they
+  // start together, as a Job's pods do under Kueue.
+  if (a.completions > a.parallelism) job->workload.min_member = 1;
+  job->array = a;
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<JobSpec> DecodeJob(const json& obj) {
   JobSpec job;
   core::Workload& w = job.workload;
@@ -482,6 +546,7 @@ Result<JobSpec> DecodeJob(const json& obj) {
     }
     if (job.tasks.size() < 2) return FieldError(m.At("launcher"), "needs workers: another task");
   }
+  TESSERA_RETURN_IF_ERROR(DecodeArray(spec, &job));
   if (w.min_member > total) {
     return FieldError(spec.At("minMember"), "is " + std::to_string(w.min_member) +
                                                 ", more than the job's " + std::to_string(total) +

@@ -5,7 +5,9 @@
 //   Job              spec: queue, priorityClassName, minMember, estimatedRuntimeSeconds, suspend,
 //                    podGroup, tasks[]: name, replicas, image, command, args, env, resources
 //                    {limits, requests}, restartPolicy, maxRetries, nodeSelector, tolerations,
-//                    gpuModels
+//                    gpuModels; completions, completionMode (Indexed | NonIndexed),
+//                    backoffLimit, backoffLimitPerIndex, maxFailedIndexes: an array (see
+//                    api/job_array.h)
 //   PodGroup         spec: minMember, queue, priorityClassName, minResources (a Volcano gang)
 //   Queue            spec as Kueue's ClusterQueue: cohort, allowedNamespaces (namespaces whose
 //                    tokens may point LocalQueues at it; "*": all), queueingStrategy,
@@ -37,9 +39,11 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "api/job_array.h"
 #include "core/node.h"
 #include "core/queue_spec.h"
 #include "core/status.h"
@@ -69,6 +73,9 @@ struct JobSpec {
   std::string pod_group;  // a PodGroup of the namespace the pods belong to
   // Kubernetes' schedulingGates: while any is listed, the Job waits to be scheduled.
   std::vector<std::string> scheduling_gates;
+  // spec.completions: an array of that many tasks of its one task's template, the task's
+  // replicas at a time (see api/job_array.h).
+  std::optional<ArraySpec> array;
 };
 
 struct PodGroupSpec {

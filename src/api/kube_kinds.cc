@@ -221,6 +221,17 @@ json BatchJobStatus(const json& job, const json& source) {
                  {"succeeded", c.succeeded},
                  {"failed", c.failed},
                  {"ready", c.running}};
+  // An array counts its tasks as they end (api/job_array.h); its slots hold the running ones.
+  const json& spec = Member(job, "spec");
+  const bool array = Member(spec, "completions").is_number_integer();
+  if (array) {
+    status["succeeded"] = static_cast<int>(Num(st, "succeeded"));
+    status["failed"] = static_cast<int>(Num(st, "failed"));
+    if (Str(spec, "completionMode") == "Indexed") {
+      status["completedIndexes"] = Str(st, "completedIndexes");
+      if (st.contains("failedIndexes")) status["failedIndexes"] = Str(st, "failedIndexes");
+    }
+  }
   if (!Str(st, "admittedAt").empty()) status["startTime"] = Str(st, "admittedAt");
   json conditions = json::array();
   const std::string finished = Str(st, "finishedAt");
@@ -234,8 +245,9 @@ json BatchJobStatus(const json& job, const json& source) {
     conditions.push_back(Condition("Complete", true, "", "", finished));
   }
   if (phase == "Failed") {
-    conditions.push_back(
-        Condition("Failed", true, "BackoffLimitExceeded", Str(st, "message"), finished));
+    const std::string reason = Str(st, "reason");
+    conditions.push_back(Condition("Failed", true, reason.empty() ? "BackoffLimitExceeded" : reason,
+                                   Str(st, "message"), finished));
   }
   if (!conditions.empty()) status["conditions"] = std::move(conditions);
   return status;
@@ -403,10 +415,27 @@ std::vector<json> JobPods(const json& job) {
     for (const char* k : {"command", "args", "resources"}) {
       if (task.contains(k)) container[k] = task[k];
     }
-    for (int64_t i = 0; i < replicas && i < 10'000; ++i) {
-      const std::string tpod = task_name + "-" + std::to_string(i);
+    // An array's pods are its running tasks, named by their index (api/job_array.h).
+    const bool array = Member(Member(job, "spec"), "completions").is_number_integer();
+    const bool indexed = array && Str(Member(job, "spec"), "completionMode") == "Indexed";
+    std::vector<std::pair<std::string, int64_t>> tpods;  // name, completion index
+    if (array) {
+      for (const json& p : ListOf(Member(Member(job, "status"), "pods"))) {
+        if (p.is_object())
+          tpods.emplace_back(Str(p, "name"), static_cast<int64_t>(Num(p, "index")));
+      }
+    }
+    for (int64_t i = 0; !array && i < replicas && i < 10'000; ++i) {
+      tpods.emplace_back(task_name + "-" + std::to_string(i), -1);
+    }
+    for (const auto& [tpod, index] : tpods) {
       json pod_labels = labels;
       pod_labels["volcano.sh/task-spec"] = task_name;
+      json annotations = {{std::string(kPodAnnotation), tpod}};
+      if (indexed) {
+        pod_labels["batch.kubernetes.io/job-completion-index"] = std::to_string(index);
+        annotations["batch.kubernetes.io/job-completion-index"] = std::to_string(index);
+      }
       json pod = {{"apiVersion", "v1"},
                   {"kind", "Pod"},
                   {"metadata",
@@ -416,7 +445,7 @@ std::vector<json> JobPods(const json& job) {
                     {"creationTimestamp", Member(meta, "creationTimestamp")},
                     {"resourceVersion", Member(meta, "resourceVersion")},
                     {"labels", std::move(pod_labels)},
-                    {"annotations", {{std::string(kPodAnnotation), tpod}}},
+                    {"annotations", std::move(annotations)},
                     {"ownerReferences", json::array({{{"apiVersion", owner.api_version},
                                                       {"kind", owner.kind},
                                                       {"name", name},

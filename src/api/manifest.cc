@@ -612,6 +612,9 @@ Status EnvFrom(const json& from, const std::string& path, const std::string& var
     } else if (fp == "metadata.name" || fp == "spec.nodeName" || fp == "status.hostIP" ||
                fp == "status.hostIPs" || fp == "status.podIP" || fp == "status.podIPs") {
       (*field_env)[var] = fp;
+    } else if (fp == "metadata.annotations['batch.kubernetes.io/job-completion-index']" ||
+               fp == "metadata.labels['batch.kubernetes.io/job-completion-index']") {
+      (*field_env)[var] = "completionIndex";  // an Indexed Job's, known when the pod starts
     } else if (fp == "spec.serviceAccountName") {
       (*env)[var] = "default";
     } else if (auto k = keyed("metadata.labels['")) {
@@ -888,10 +891,6 @@ Result<std::vector<json>> Pod(const Doc& d, const json& doc, Warnings* warnings)
       Object("Job", d.name, d.ns, Member(d.meta, "labels"), Member(d.meta, "annotations"), job)};
 }
 
-constexpr std::string_view kNoArrays =
-    "not acted on: a Job's pods run together (parallelism); indexes and per-index policies "
-    "are not kept";
-
 // A Job's lifetime as Kubernetes (and Volcano and Kubeflow's runPolicy) write it: how long it
 // may run once started (activeDeadlineSeconds) and be kept once finished
 // (ttlSecondsAfterFinished). Tessera's Job takes both as they are (DecodeJob checks them).
@@ -910,9 +909,9 @@ constexpr FieldUse kBatchJobFields[] = {
     {"suspend", ""},
     {"activeDeadlineSeconds", ""},
     {"ttlSecondsAfterFinished", ""},
-    {"completionMode", kNoArrays},
-    {"backoffLimitPerIndex", kNoArrays},
-    {"maxFailedIndexes", kNoArrays},
+    {"completionMode", ""},
+    {"backoffLimitPerIndex", ""},
+    {"maxFailedIndexes", ""},
     {"podFailurePolicy", "not acted on: failures count against backoffLimit"},
     {"podReplacementPolicy", "not acted on: a failed pod is replaced once it has ended"},
     {"successPolicy", "not acted on: the Job succeeds when all its pods do"},
@@ -927,13 +926,6 @@ constexpr FieldUse kTemplateFields[] = {{"metadata", ""}, {"spec", ""}};
 Result<std::vector<json>> BatchJob(const Doc& d, const json& doc, Warnings* warnings) {
   const json& spec = Member(doc, "spec");
   TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", kBatchJobFields, warnings));
-  if (spec.contains("completionMode") && spec["completionMode"] == "NonIndexed") {
-    // The default, asked for explicitly: no warning.
-    warnings->erase(
-        std::remove_if(warnings->begin(), warnings->end(),
-                       [](const std::string& w) { return w.starts_with("spec.completionMode:"); }),
-        warnings->end());
-  }
   json job = json::object(), task = {{"name", "main"}};
   CopyLifetime(spec, &job);
   const json& tmpl = Member(spec, "template");
@@ -944,11 +936,33 @@ Result<std::vector<json>> BatchJob(const Doc& d, const json& doc, Warnings* warn
   const json& par = Member(spec, "parallelism");
   const json& comp = Member(spec, "completions");
   task["replicas"] = par.is_number_integer() ? par : json(1);
-  if (comp.is_number_integer() && comp != task["replicas"]) {
-    return FieldError("spec.completions",
-                      "must equal parallelism: Tessera runs a job's pods together");
+  if (par == 0) {
+    return FieldError("spec.parallelism",
+                      "0 (a paused Job) is not supported: use spec.suspend to hold a Job");
   }
-  if (spec.contains("backoffLimit")) task["maxRetries"] = spec["backoffLimit"];
+  const bool indexed = Member(spec, "completionMode") == "Indexed";
+  if (indexed && !comp.is_number_integer()) {
+    return FieldError("spec.completions", "is required when completionMode is Indexed");
+  }
+  if (indexed || (comp.is_number_integer() && comp != task["replicas"])) {
+    // An array: completions tasks, parallelism at a time (never more than are left). A failed
+    // index is retried as a new pod, as Kubernetes does with restartPolicy Never.
+    if (comp.is_number_integer() && par.is_number_integer() && comp < par) {
+      task["replicas"] = comp;
+    }
+    if (task.value("restartPolicy", "") == "OnFailure") {
+      warnings->push_back(
+          "spec.template.spec.restartPolicy: OnFailure runs as Never in an array: a failed "
+          "index is retried as a new pod, counted against backoffLimit or backoffLimitPerIndex");
+    }
+    task["restartPolicy"] = "Never";
+    for (const char* k : {"completions", "completionMode", "backoffLimit", "backoffLimitPerIndex",
+                          "maxFailedIndexes"}) {
+      if (spec.contains(k)) job[k] = spec[k];
+    }
+  } else if (spec.contains("backoffLimit")) {
+    task["maxRetries"] = spec["backoffLimit"];
+  }
   if (spec.contains("suspend")) job["suspend"] = spec["suspend"];
   job["tasks"] = json::array({task});
   QueueFromLabel(d.meta, &job);

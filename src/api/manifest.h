@@ -1,7 +1,9 @@
 // Manifests users already have, translated into Tessera's kinds (tessera.io/v1):
 //
 //   v1 Pod                                  -> Job with one task of one replica
-//   batch/v1 Job (kueue.x-k8s.io/queue-name) -> Job, replicas = parallelism, queue from the label
+//   batch/v1 Job (kueue.x-k8s.io/queue-name) -> Job, replicas = parallelism, queue from the label;
+//                                              completions other than parallelism, or Indexed:
+//                                              an array (api/job_array.h)
 //   batch.volcano.sh Job                    -> Job: tasks, minAvailable -> minMember, queue
 //   scheduling.volcano.sh PodGroup          -> PodGroup
 //   scheduling.volcano.sh Queue             -> Queue in the cohort "volcano" (with that Cohort

@@ -71,6 +71,8 @@ Status Pod(const json& pod, const std::string& path) {
   TESSERA_RETURN_IF_ERROR(f.Int("port", &n, 1, 65535));
   TESSERA_RETURN_IF_ERROR(f.Int("cpuMilli", &n, 0, kMaxInt64));
   TESSERA_RETURN_IF_ERROR(f.Int("memoryMiB", &n, 0, kMaxInt64));
+  TESSERA_RETURN_IF_ERROR(f.Int("index", &n, 0, kMaxInt32));  // an array's task
+  TESSERA_RETURN_IF_ERROR(f.String("boundAt", &s));
   TESSERA_RETURN_IF_ERROR(List(f, "devices", 64, Device));
   if (const json* st = f.Get("state")) TESSERA_RETURN_IF_ERROR(PodState(*st, f.At("state")));
   return f.Finish();
@@ -133,6 +135,23 @@ Status JobStatus(const json& status) {
   TESSERA_RETURN_IF_ERROR(f.Int("priority", &n, INT32_MIN, kMaxInt32));
   TESSERA_RETURN_IF_ERROR(f.String("admittedAt", &s));
   TESSERA_RETURN_IF_ERROR(f.String("finishedAt", &s));
+  TESSERA_RETURN_IF_ERROR(f.String("reason", &s));
+  // An array's progress (api/job_array.h).
+  TESSERA_RETURN_IF_ERROR(f.Int("succeeded", &n, 0, kMaxInt32));
+  TESSERA_RETURN_IF_ERROR(f.Int("failed", &n, 0, kMaxInt32));
+  TESSERA_RETURN_IF_ERROR(f.String("completedIndexes", &s));
+  TESSERA_RETURN_IF_ERROR(f.String("failedIndexes", &s));
+  if (const json* failures = f.Get("indexFailures"); failures != nullptr && !failures->is_null()) {
+    if (!failures->is_object()) {
+      return FieldError(f.At("indexFailures"), "must map indexes to failure counts");
+    }
+    for (auto it = failures->begin(); it != failures->end(); ++it) {
+      if (!it.value().is_number_integer() || it.value().get<int64_t>() < 1 ||
+          it.value().get<int64_t>() > kMaxInt32) {
+        return FieldError(f.At("indexFailures") + "." + it.key(), "must be a failure count");
+      }
+    }
+  }
   TESSERA_RETURN_IF_ERROR(List(f, "pods", 100'000, Pod));
   TESSERA_RETURN_IF_ERROR(List(f, "waitingPods", 100'000, WaitingPod));
   if (const json* idle = f.Get("idle")) TESSERA_RETURN_IF_ERROR(Idle(*idle, f.At("idle")));

@@ -151,6 +151,25 @@ void EmitYaml(YAML::Emitter& e, const json& v) {
   }
 }
 
+// A Job's succeeded tasks of those it must complete, as kubectl shows a batch/v1 Job's: an
+// array counts its tasks as they end; another Job, its pods.
+std::string Completions(const json& job) {
+  const json spec = job.value("spec", json::object());
+  const json status = job.value("status", json::object());
+  if (spec.contains("completions") && spec["completions"].is_number_integer()) {
+    return std::to_string(status.value("succeeded", 0)) + "/" +
+           std::to_string(spec["completions"].get<int64_t>());
+  }
+  int64_t pods = 0, succeeded = 0;
+  for (const json& t : spec.value("tasks", json::array())) pods += t.value("replicas", 1);
+  for (const json& p : status.value("pods", json::array())) {
+    if (p.is_object() && p.value("state", json::object()).value("phase", "") == "Succeeded") {
+      ++succeeded;
+    }
+  }
+  return std::to_string(succeeded) + "/" + std::to_string(pods);
+}
+
 // Per-kind summary columns for the table.
 std::vector<std::pair<std::string, std::string>> Columns(const json& obj, bool wide) {
   const std::string kind = obj.value("kind", "");
@@ -164,6 +183,7 @@ std::vector<std::pair<std::string, std::string>> Columns(const json& obj, bool w
     cols.emplace_back("MIN", std::to_string(spec.value("minMember", 0)));
     const json status = obj.value("status", json::object());
     cols.emplace_back("STATUS", status.value("phase", "New"));
+    cols.emplace_back("COMPLETIONS", Completions(obj));
     const json idle = status.value("idle", json::object());
     cols.emplace_back("IDLE-SINCE", idle.value("since", "-"));
     if (wide) cols.emplace_back("MESSAGE", status.value("message", ""));
@@ -620,6 +640,25 @@ int Describe(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
   YAML::Emitter e;
   EmitYaml(e, json::parse(r->body));
   out << e.c_str() << "\n";
+  if (const json obj = json::parse(r->body);
+      kind->kind == "Job" && obj.value("spec", json::object()).contains("completions")) {
+    // An array's progress, as kubectl describe job says it.
+    const json status = obj.value("status", json::object());
+    int active = 0;
+    for (const json& p : status.value("pods", json::array())) active += p.is_object() ? 1 : 0;
+    out << "Completions: " << Completions(obj) << "\n"
+        << "Pods Statuses: " << active << " Active / " << status.value("succeeded", 0)
+        << " Succeeded / " << status.value("failed", 0) << " Failed\n";
+    if (status.contains("completedIndexes")) {
+      out << "Completed Indexes: "
+          << (status["completedIndexes"] == "" ? "<none>" : status.value("completedIndexes", ""))
+          << "\n";
+    }
+    if (status.contains("failedIndexes")) {
+      out << "Failed Indexes: "
+          << (status["failedIndexes"] == "" ? "<none>" : status.value("failedIndexes", "")) << "\n";
+    }
+  }
   if (!kind->namespaced) return 0;
   auto events = List(o, "/apis/tessera.io/v1/namespaces/" + o.ns + "/events", err, &code);
   if (!events) return code;

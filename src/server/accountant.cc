@@ -121,7 +121,10 @@ Result<std::vector<core::IdlePod>> Accountant::Observe(
       h.job = name;
       h.pod = Str(pod, "name");
       h.gpu_milli = static_cast<int64_t>(Num(d, "gpuMilli"));
-      h.since_ms = since < 0 ? now_ms : since;
+      // A pod placed after its job's admission (an array's task, a gang's late member) holds
+      // its devices from its own binding.
+      const int64_t bound = ParseTime(Str(pod, "boundAt"));
+      h.since_ms = bound >= 0 ? bound : since < 0 ? now_ms : since;
       if (auto n = gpus.find(Str(pod, "node")); n != gpus.end()) {
         if (auto g = n->second.find(Str(d, "uuid")); g != n->second.end()) {
           h.model = g->second.model;

@@ -711,8 +711,9 @@ std::string NewUid() {
 }
 
 // Kubernetes refuses changes to a running Job's pod template; Tessera does the same while a Job
-// has pods placed: its tasks, queue, priority class, pod group and minMember stay as they are,
-// and no scheduling gate is added.
+// has pods placed: its tasks, queue, priority class, pod group, minMember and an array's
+// completions, completionMode and backoffLimitPerIndex stay as they are, and no scheduling gate
+// is added.
 Status CheckJobImmutable(const json& old, const json& now) {
   if (Str(Member(old, "status"), "phase") != "Admitted") return Status::Ok();
   const json& a = Member(old, "spec");
@@ -740,7 +741,8 @@ Status CheckJobImmutable(const json& old, const json& now) {
       }
     }
   }
-  for (const char* k : {"queue", "priorityClassName", "podGroup", "minMember"}) {
+  for (const char* k : {"queue", "priorityClassName", "podGroup", "minMember", "completions",
+                        "completionMode", "backoffLimitPerIndex"}) {
     if (Member(a, k) != Member(b, k)) return refuse(std::string("spec.") + k);
   }
   if (!Member(b, "schedulingGates").empty() &&

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "api/job_array.h"
 #include "api/json_read.h"
 #include "api/json_text.h"
 #include "api/kinds.h"
@@ -250,6 +251,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     } else if (r.status().code() == StatusCode::kConflict) {
       ++sum.write_conflicts;
     }
+    return r.ok();
   };
   auto event = [&](const json& job, const char* type, const std::string& reason,
                    const std::string& message) {
@@ -531,6 +533,9 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   valid_.swap(next_valid);
   std::set<std::string> unqueued_ns;
   std::vector<const Stored*> suspended;
+  // Arrays by Job, with their task's name, and those whose status this cycle changed.
+  std::map<const Stored*, std::pair<api::ArraySpec, std::string>> arrays;
+  std::map<const Stored*, json> array_objs;
   std::vector<std::pair<const Stored*, std::string>> gated;
   // MPI launchers' exec tokens live as long as their Job runs.
   std::set<std::string> running_jobs;  // "ns/name/uid"
@@ -599,6 +604,37 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     }
     const bool suspend = job->suspend;
     core::Workload w = std::move(job->workload);
+    // An array's status as this cycle leaves it: finished tasks counted, their slots emptied.
+    const json* array_status = &status;
+    if (job->array) {
+      arrays[&s] = {*job->array, job->tasks[0].name};
+      if (phase == "Admitted") {
+        json obj = s.obj();
+        const api::ArrayStep step = api::AdvanceArray(*job->array, &obj["status"]);
+        if (!step.outcome.empty()) {
+          const bool ok = step.outcome == "Succeeded";
+          obj["status"]["phase"] = step.outcome;
+          obj["status"]["message"] = step.message;
+          obj["status"]["finishedAt"] = FormatTime(now_ms);
+          if (!ok) obj["status"]["reason"] = step.reason;
+          if (put(obj, s.version)) {
+            event(s.obj(), ok ? "Normal" : "Warning", ok ? "Completed" : step.reason, step.message);
+          }
+          continue;
+        }
+        if (step.changed) {
+          array_status = &(array_objs[&s] = std::move(obj))["status"];
+        }
+        w.pod_sets[0].count = static_cast<int32_t>(ListOf(Member(*array_status, "pods")).size());
+      } else if (w.min_member == 1) {
+        // Admitted with its first task: the others are placed, and charged, one by one as
+        // they find room and quota (a gang's growth), from the next cycle on.
+        w.pod_sets[0].count = 1;
+      } else {
+        w.pod_sets[0].count =
+            std::clamp(api::IndexesToStart(*job->array, status), 1, job->array->parallelism);
+      }
+    }
     if (!job->pod_group.empty()) {
       auto g = groups.find(w.namespace_name + "/" + job->pod_group);
       if (g != groups.end()) {
@@ -659,7 +695,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
       a.priority = static_cast<int32_t>(Num(status, "priority"));
       a.admitted_ms = ParseTime(Str(status, "admittedAt"));
       bool bound = true;
-      for (const json& pod : ListOf(Member(status, "pods"))) {
+      for (const json& pod : ListOf(Member(*array_status, "pods"))) {
         if (pod.is_null()) {
           a.placements.emplace_back();
           continue;
@@ -682,7 +718,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
         if (p) (void)state.Release(*p);
       }
       std::string why = "its node or devices are gone";
-      for (const json& pod : ListOf(Member(status, "pods"))) {
+      for (const json& pod : ListOf(Member(*array_status, "pods"))) {
         if (!pod.is_object()) continue;
         auto nr = not_ready.find(Str(pod, "node"));
         if (nr != not_ready.end()) why = nr->second;
@@ -725,6 +761,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     }
     conditions.push_back(Condition("QuotaReserved", false, "Pending", message, now_ms));
     obj["status"] = {{"phase", "Pending"}, {"message", message}, {"conditions", conditions}};
+    api::KeepProgress(status, &obj["status"]);
     put(obj, s.version);
     event(s.obj(), "Normal", "Pending", message);
   };
@@ -793,7 +830,8 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     // Each pod also gets a port of its own on its node (a TensorFlow server's, say): the
     // first pod's is the master's.
     json rendezvous;
-    if (a.admitted.placements.size() > 1) {
+    const auto array = arrays.find(&s);
+    if (a.admitted.placements.size() > 1 && array == arrays.end()) {
       for (json& pod : pods) {
         if (!pod.is_object()) continue;
         const std::string node = Str(pod, "node");
@@ -835,6 +873,10 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
                     "Quota reserved in queue " + a.admitted.queue, now_ms),
           Condition("Admitted", true, "Admitted", "The workload is admitted", now_ms)}}};
     if (!rendezvous.is_null()) obj["status"]["rendezvous"] = std::move(rendezvous);
+    if (array != arrays.end()) {
+      api::KeepProgress(Member(s.obj(), "status"), &obj["status"]);
+      api::AssignIndexes(array->second.first, array->second.second, &obj["status"]);
+    }
     put(obj, s.version);
     api_.metrics().ObserveAdmission(
         a.admitted.queue,
@@ -861,6 +903,13 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
         Condition("QuotaReserved", false, stopped ? cause : "Preempted", p.reason, now_ms));
     conditions.push_back(Condition("Admitted", false, "NoReservation", p.reason, now_ms));
     obj["status"] = {{"phase", "Pending"}, {"message", p.reason}, {"conditions", conditions}};
+    // An array keeps what it has done, with what ended this cycle.
+    if (auto advanced = array_objs.find(&s); advanced != array_objs.end()) {
+      api::KeepProgress(advanced->second["status"], &obj["status"]);
+      array_objs.erase(advanced);
+    } else {
+      api::KeepProgress(Member(s.obj(), "status"), &obj["status"]);
+    }
     put(obj, s.version);
     event(s.obj(), "Warning", stopped ? "Evicted" : "Preempted", p.reason + " [" + cause + "]");
     ++sum.preempted;
@@ -873,29 +922,56 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   for (const core::WaitingPod& w : result.waiting) grown[w.running_index].second.push_back(&w);
   for (const auto& [ri, change] : grown) {
     const Stored& s = *running_obj[ri];
-    json obj = s.obj();
+    auto advanced = array_objs.find(&s);
+    json obj = advanced != array_objs.end() ? std::move(advanced->second) : s.obj();
+    if (advanced != array_objs.end()) array_objs.erase(advanced);
     json& status = obj["status"];
     const std::vector<core::PodSpec> pods = core::ExpandPods(running[ri].workload);
-    std::string where;
+    const auto array = arrays.find(&s);
+    std::vector<size_t> placed;
     for (const core::Growth* g : change.first) {
-      const std::string name = PodName(pods[g->pod_index]);
-      status["pods"][g->pod_index] = PodJson(state, name, g->placement, addresses);
-      where += (where.empty() ? "" : "; ") + name + " to " + Where(state, g->placement);
+      status["pods"][g->pod_index] =
+          PodJson(state, PodName(pods[g->pod_index]), g->placement, addresses);
+      status["pods"][g->pod_index]["boundAt"] = FormatTime(now_ms);
+      placed.push_back(g->pod_index);
+    }
+    if (array != arrays.end()) {
+      api::AssignIndexes(array->second.first, array->second.second, &status);
+    }
+    std::string where;
+    for (size_t i = 0; i < placed.size(); ++i) {
+      const json& pod = status["pods"][placed[i]];
+      if (!pod.is_object()) continue;
+      if (i == 8) {
+        where += "; and " + std::to_string(placed.size() - 8) + " more pods";
+        break;
+      }
+      where += (where.empty() ? "" : "; ") + Str(pod, "name") + " to " +
+               Where(state, change.first[i]->placement);
     }
     json waiting;
     for (const core::WaitingPod* w : change.second) {
-      waiting.push_back({{"name", PodName(pods[w->pod_index])}, {"reason", w->reason}});
+      // An array's waiting slots have no index yet: they are named as such.
+      const std::string name = array == arrays.end() ? PodName(pods[w->pod_index])
+                                                     : array->second.second + "-pending-" +
+                                                           std::to_string(waiting.size());
+      waiting.push_back({{"name", name}, {"reason", w->reason}});
     }
-    if (change.first.empty() && Member(Member(s.obj(), "status"), "waitingPods") == waiting)
+    if (change.first.empty() && Member(Member(s.obj(), "status"), "waitingPods") == waiting &&
+        obj == s.obj())
       continue;
     if (waiting.is_null()) {
       status.erase("waitingPods");
     } else {
       status["waitingPods"] = waiting;
     }
-    put(obj, s.version);
-    if (!change.first.empty()) event(s.obj(), "Normal", "Scheduled", "Scheduled " + where);
+    // A write that lost to an agent's report is made again next cycle: the event with it.
+    if (put(obj, s.version) && !where.empty()) {
+      event(s.obj(), "Normal", "Scheduled", "Scheduled " + where);
+    }
   }
+  // Arrays whose finished tasks were counted and that placed nothing new this cycle.
+  for (auto& [s, obj] : array_objs) put(obj, s->version);
   for (size_t i = 0; i < pending.size(); ++i) {
     if (admitted[i]) continue;
     std::string reason = result.pending_reasons[i];

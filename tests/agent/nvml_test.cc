@@ -317,6 +317,34 @@ TEST(SpecFor, DistributedJobsMeetAtTheirFirstPod) {
   EXPECT_TRUE(alone->files.empty());
 }
 
+// An Indexed array's task gets its index as Kubernetes gives it: JOB_COMPLETION_INDEX, and a
+// variable of the downward API naming the job-completion-index annotation.
+TEST(SpecFor, AnIndexedTaskGetsItsCompletionIndex) {
+  const nlohmann::json jobs = nlohmann::json::parse(R"([{
+    "metadata": {"name": "arr", "namespace": "ml"},
+    "spec": {"completions": 100, "completionMode": "Indexed",
+             "tasks": [{"name": "main", "replicas": 2, "command": ["true"],
+                        "fieldEnv": {"IDX": "completionIndex"}}]},
+    "status": {"phase": "Admitted", "succeeded": 40,
+      "pods": [{"name": "main-41", "node": "n1", "index": 41},
+               {"name": "main-17-1", "node": "n1", "index": 17}]}}])");
+  const std::vector<Assignment> on_n1 = AssignedTo(jobs, "n1");
+  ASSERT_EQ(on_n1.size(), 2u);
+  NodeGpus gpus;
+  auto spec = SpecFor(on_n1[1], gpus, "n1", "/r", "");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_EQ(spec->env.at("JOB_COMPLETION_INDEX"), "17");
+  EXPECT_EQ(spec->env.at("IDX"), "17");
+  EXPECT_EQ(spec->env.at("TESSERA_POD"), "main-17-1");
+  // NonIndexed: no index.
+  nlohmann::json plain = jobs;
+  plain[0]["spec"].erase("completionMode");
+  auto unindexed = SpecFor(AssignedTo(plain, "n1")[0], gpus, "n1", "/r", "");
+  ASSERT_TRUE(unindexed.ok());
+  EXPECT_FALSE(unindexed->env.contains("JOB_COMPLETION_INDEX"));
+  EXPECT_FALSE(unindexed->env.contains("IDX"));
+}
+
 // A TFJob's pods: TF_CONFIG lists every server (but the evaluator) at its node's address and
 // its own port, and names the pod's own task and index.
 TEST(SpecFor, TensorFlowPodsGetTfConfig) {

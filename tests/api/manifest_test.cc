@@ -154,7 +154,7 @@ spec: {finalizers: [example.com/keep]}
   EXPECT_FALSE(ns["metadata"].contains("namespace"));
   EXPECT_TRUE(ValidateSpec(ns).ok()) << ValidateSpec(ns).message();
   ASSERT_EQ(warnings.size(), 2u);
-  EXPECT_TRUE(warnings[0].empty());
+  EXPECT_TRUE(warnings[0].empty()) << warnings[0][0];
   ASSERT_EQ(warnings[1].size(), 1u);
   EXPECT_NE(warnings[1][0].find("spec.finalizers: not acted on"), std::string::npos);
   // A namespace's name is a DNS label.
@@ -562,9 +562,9 @@ TEST(Manifest, WhatIsNotActedOnIsAnErrorNamingTheField) {
       {"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    "
        "env: [{name: A, valueFrom: {x: 1}}]\n",
        "spec.containers[0].env[0].valueFrom"},
-      {"apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec:\n  parallelism: 2\n  "
+      {"apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec:\n  parallelism: 0\n  "
        "completions: 4\n  template: {spec: {containers: [{name: c}]}}\n",
-       "spec.completions: must equal parallelism"},
+       "spec.parallelism: 0 (a paused Job) is not supported"},
       {"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [\n", "YAML:"},
       {"a: &a [1,1,1,1,1,1,1,1,1,1]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c "
        "[*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e "
@@ -582,6 +582,58 @@ TEST(Manifest, WhatIsNotActedOnIsAnErrorNamingTheField) {
   for (int i = 0; i < 100; ++i) deep += "[";
   for (int i = 0; i < 100; ++i) deep += "]";
   EXPECT_FALSE(TranslateManifest(deep, "deep.yaml", "default").ok());
+}
+
+// Kubernetes' arrays: completions other than parallelism, or Indexed, are one Tessera Job
+// whose one task runs parallelism at a time (never more than completions).
+TEST(Manifest, BatchJobArraysKeepCompletionsAndTheirPolicies) {
+  std::vector<std::vector<std::string>> warnings;
+  auto r = TranslateManifest(R"(
+apiVersion: batch/v1
+kind: Job
+metadata: {name: arr}
+spec:
+  completions: 3
+  parallelism: 10
+  completionMode: Indexed
+  backoffLimitPerIndex: 2
+  maxFailedIndexes: 1
+  template:
+    spec:
+      restartPolicy: OnFailure
+      containers:
+      - name: c
+        env:
+        - name: IDX
+          valueFrom:
+            fieldRef: {fieldPath: "metadata.annotations['batch.kubernetes.io/job-completion-index']"}
+)",
+                             "in.yaml", "default", &warnings);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const json spec = (*r)[0]["spec"];
+  EXPECT_EQ(spec["completions"], 3);
+  EXPECT_EQ(spec["completionMode"], "Indexed");
+  EXPECT_EQ(spec["backoffLimitPerIndex"], 2);
+  EXPECT_EQ(spec["maxFailedIndexes"], 1);
+  EXPECT_EQ(spec["tasks"][0]["replicas"], 3);  // parallelism beyond completions is not used
+  EXPECT_EQ(spec["tasks"][0]["restartPolicy"], "Never");
+  EXPECT_FALSE(spec["tasks"][0].contains("maxRetries"));
+  EXPECT_EQ(spec["tasks"][0]["fieldEnv"]["IDX"], "completionIndex");
+  ASSERT_EQ(warnings.size(), 1u);
+  ASSERT_EQ(warnings[0].size(), 1u);
+  EXPECT_NE(warnings[0][0].find("restartPolicy: OnFailure runs as Never"), std::string::npos)
+      << warnings[0][0];
+
+  // completions equal to parallelism, NonIndexed: the pods run together, as before.
+  warnings.clear();
+  r = TranslateManifest(
+      "apiVersion: batch/v1\nkind: Job\nmetadata: {name: g}\nspec:\n  parallelism: 2\n  "
+      "completions: 2\n  backoffLimit: 3\n  template: {spec: {containers: [{name: c}]}}\n",
+      "in.yaml", "default", &warnings);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE((*r)[0]["spec"].contains("completions"));
+  EXPECT_EQ((*r)[0]["spec"]["tasks"][0]["maxRetries"], 3);
+  EXPECT_TRUE(warnings[0].empty()) << warnings[0][0];
 }
 
 TEST(Manifest, QuotedScalarsStayStrings) {

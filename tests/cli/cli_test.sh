@@ -23,7 +23,7 @@ expect_exit 0 "$TESSERA" apply -f "$SEEDS/05-volcano-gang.yaml"
 
 expect_exit 0 "$TESSERA" get jobs -A
 expect_out "pytorch-distributed"
-grep -qE "^default +pytorch-distributed +<none> +4 +4 +[A-Za-z]+ +-$" <<<"$OUT" ||
+grep -qE "^default +pytorch-distributed +<none> +4 +4 +[A-Za-z]+ +0/4 +-$" <<<"$OUT" ||
   fail "gang row wrong: $OUT"
 expect_exit 0 "$TESSERA" get job pytorch-distributed -o json
 expect_out '"minMember": 4'

@@ -148,4 +148,36 @@ grep -q '"task":{"index":0,"type":"chief"}' <<<"$log" || fail "TF_CONFIG task: $
 [ "$(grep -o '127.0.0.1:[0-9]*' <<<"$log" | sort -u | wc -l)" = 2 ] || fail "one port for two: $log"
 for _ in $(seq 200); do pgrep -f "sleep 309" >/dev/null || break; sleep 0.05; done
 pgrep -f "sleep 309" >/dev/null && fail "the parameter server still runs"
+# An Indexed array (Kubernetes' batch/v1 form): 20 tasks, 4 at a time, each with its index.
+cat <<'YAML' >array.yaml
+apiVersion: batch/v1
+kind: Job
+metadata: {name: arr}
+spec:
+  completions: 20
+  parallelism: 4
+  completionMode: Indexed
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: main
+        command: ["sh", "-c", "echo index=$JOB_COMPLETION_INDEX"]
+        resources: {limits: {nvidia.com/gpu: 1}}
+YAML
+"$TESSERA" apply -f array.yaml >/dev/null
+wait_phase "$TESSERA" arr Succeeded
+for i in 0 7 19; do
+  for _ in $(seq 100); do
+    log=$("$TESSERA" logs arr --pod main-$i)
+    [ -n "$log" ] && break
+    sleep 0.05
+  done
+  [ "$log" = "index=$i" ] || fail "array task $i logged '$log'"
+done
+"$TESSERA" get jobs | grep -Eq '^arr +.* Succeeded +20/20 ' || fail "progress: $("$TESSERA" get jobs)"
+out=$("$TESSERA" describe job arr)
+grep -q "^Completed Indexes: 0-19$" <<<"$out" || fail "describe: $out"
+grep -q "^Pods Statuses: 0 Active / 20 Succeeded / 0 Failed$" <<<"$out" || fail "describe: $out"
+
 echo "dev_test: ok"
