@@ -119,10 +119,12 @@ void Worker::StartPod(PodState& p, int64_t now_ms) {
   (void)now_ms;
 }
 
-Status Worker::Report(PodState& p) {
-  if (p.state == p.reported) return Status::Ok();
-  const Assignment& a = p.assignment;
-  const std::string path = JobPath(a);
+Status Worker::Report(const std::vector<PodState*>& group) {
+  if (group.empty()) return Status::Ok();
+  const std::string path = JobPath(group[0]->assignment);
+  auto all_reported = [&] {
+    for (PodState* p : group) p->reported = p->state;
+  };
   for (int attempt = 0; attempt < 3; ++attempt) {
     // The Job as this round read it (or as the last report wrote it) first; a version that
     // is no longer current is refused (409) and the Job read again.
@@ -133,7 +135,7 @@ Status Worker::Report(PodState& p) {
       auto got = api_.Call("GET", path, "", "");
       if (!got.ok()) return got.status();
       if (got->status == 404) {
-        p.reported = p.state;  // the job is gone; nothing to report to
+        all_reported();  // the job is gone; nothing to report to
         return Status::Ok();
       }
       if (got->status != 200) return Internal("GET " + path + ": " + got->body);
@@ -142,31 +144,50 @@ Status Worker::Report(PodState& p) {
     }
     json& status = job["status"];
     json& pods = status["pods"];
-    // The pod's entry, by name: an array's slots move as its tasks end.
-    size_t slot = pods.is_array() ? pods.size() : 0;
-    for (size_t i = 0; pods.is_array() && i < pods.size(); ++i) {
-      const size_t at = (a.pod_index + i) % pods.size();
-      if (pods[at].is_object() && Str(pods[at], "name") == a.pod &&
-          Str(pods[at], "node") == options_.node) {
-        slot = at;
-        break;
-      }
-    }
-    if (status.value("phase", "") != "Admitted" || !pods.is_array() || slot >= pods.size()) {
-      p.reported = p.state;  // no longer ours to report on
+    if (status.value("phase", "") != "Admitted" || !pods.is_array()) {
+      all_reported();  // no longer ours to report on
       return Status::Ok();
     }
-    pods[slot]["state"] = p.state;
-    // An array's outcome is the server's: it counts each task as it ends.
+    // Each pod's entry, by name: an array's slots move as its tasks end.
+    std::vector<PodState*> written;
+    for (PodState* p : group) {
+      const Assignment& a = p->assignment;
+      size_t slot = pods.size();
+      for (size_t i = 0; i < pods.size(); ++i) {
+        const size_t at = (a.pod_index + i) % pods.size();
+        if (pods[at].is_object() && Str(pods[at], "name") == a.pod &&
+            Str(pods[at], "node") == options_.node) {
+          slot = at;
+          break;
+        }
+      }
+      if (slot == pods.size()) {
+        p->reported = p->state;  // no longer ours to report on
+        continue;
+      }
+      pods[slot]["state"] = p->state;
+      written.push_back(p);
+    }
+    if (written.empty()) return Status::Ok();
+    // The Job's outcome: failed as soon as a pod failed for good, succeeded when all did. An
+    // array's outcome is the server's: it counts each task as it ends.
     const bool array = Member(Member(job, "spec"), "completions").is_number_integer();
-    // The Job's outcome: failed as soon as a pod failed for good, succeeded when all did.
-    const std::string phase = p.state.value("phase", "");
+    const PodState* failed = nullptr;
+    const PodState* succeeded = nullptr;
+    for (const PodState* p : written) {
+      const std::string phase = p->state.value("phase", "");
+      if (phase == "Failed" && failed == nullptr) failed = p;
+      if (phase == "Succeeded") succeeded = p;
+    }
     // When a Job ends it releases its devices: accounting charges up to finishedAt.
-    const json finished_at = p.state.value("finishedAt", json());
+    const json finished_at = (failed != nullptr      ? failed
+                              : succeeded != nullptr ? succeeded
+                                                     : written[0])
+                                 ->state.value("finishedAt", json());
     // A Job that completes with one task or pod (an MPI launcher, a TensorFlow chief) ends when
     // it has succeeded; the rest (workers, parameter servers) stop then.
     const std::string completes_with = Str(Member(job, "spec"), "completesWith");
-    bool completed = !completes_with.empty() && phase == "Succeeded";
+    bool completed = !completes_with.empty() && succeeded != nullptr;
     for (const json& pod : pods) {
       const std::string name = pod.is_object() ? Str(pod, "name") : "";
       if (completed &&
@@ -178,14 +199,15 @@ Status Worker::Report(PodState& p) {
       status["phase"] = "Succeeded";
       status["finishedAt"] = finished_at;
       status["message"] = completes_with + " succeeded";
-    } else if (phase == "Failed" && !array) {
+    } else if (failed != nullptr && !array) {
+      const json& st = failed->state;
       status["phase"] = "Failed";
       status["finishedAt"] = finished_at;
-      status["message"] = "pod " + a.pod + " failed: " +
-                          (p.state.contains("message") ? p.state["message"].get<std::string>()
-                           : p.state.contains("signal")
-                               ? "killed by signal " + std::to_string(p.state["signal"].get<int>())
-                               : "exit code " + std::to_string(p.state.value("exitCode", 0)));
+      status["message"] =
+          "pod " + failed->assignment.pod + " failed: " +
+          (st.contains("message")  ? st["message"].get<std::string>()
+           : st.contains("signal") ? "killed by signal " + std::to_string(st["signal"].get<int>())
+                                   : "exit code " + std::to_string(st.value("exitCode", 0)));
     } else if (!array) {
       bool all = true;
       for (const json& pod : pods) {
@@ -203,7 +225,7 @@ Status Worker::Report(PodState& p) {
     auto put = api_.Call("PUT", path, job.dump(), "application/json");
     if (!put.ok()) return put.status();
     if (put->status == 200) {
-      p.reported = p.state;
+      for (PodState* p : written) p->reported = p->state;
       if (json stored = json::parse(put->body, nullptr, false); stored.is_object()) {
         known_jobs_[path] = std::move(stored);
       }
@@ -211,7 +233,7 @@ Status Worker::Report(PodState& p) {
     }
     known_jobs_.erase(path);
     if (put->status == 404) {
-      p.reported = p.state;  // deleted meanwhile
+      all_reported();  // deleted meanwhile
       return Status::Ok();
     }
     if (put->status != 409) return Internal("PUT " + path + ": " + put->body);
@@ -318,11 +340,13 @@ Status Worker::Tick(int64_t now_ms) {
   }
   const std::vector<std::string> running = runner_.Keys();
   exec_targets_.Retain(std::set<std::string>(running.begin(), running.end()));
+  // What changed is reported a Job at a time: one write for all of its pods here.
+  std::map<std::string, std::vector<PodState*>> reports;
   for (auto it = pods_.begin(); it != pods_.end();) {
     PodState& p = it->second;
     if (Status s = ShipLogs(p); !s.ok() && result.ok()) result = s;
-    if (wanted.contains(it->first)) {
-      if (Status s = Report(p); !s.ok() && result.ok()) result = s;
+    if (wanted.contains(it->first) && p.state != p.reported) {
+      reports[JobPath(p.assignment)].push_back(&p);
     }
     // Forget pods that are neither bound here nor running any more, once their output is out.
     std::error_code ec;
@@ -335,6 +359,9 @@ Status Worker::Tick(int64_t now_ms) {
     } else {
       ++it;
     }
+  }
+  for (const auto& [path, group] : reports) {
+    if (Status s = Report(group); !s.ok() && result.ok()) result = s;
   }
   return result;
 }

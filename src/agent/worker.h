@@ -94,7 +94,9 @@ class Worker {
   int64_t GraceMs(const std::string& key) const;
   // Takes on a pod found running at start (adopted from the previous agent).
   void AdoptPod(PodState& p);
-  Status Report(PodState& p);
+  // Writes the states of `group`, pods of one Job whose state changed since reported, into the
+  // Job in one write, with the Job's outcome when they decide it.
+  Status Report(const std::vector<PodState*>& group);
   Status ShipLogs(PodState& p);
   // The Jobs bound here (a JSON array): from the source when it knows them, else listed.
   Result<nlohmann::json> BoundJobs();

@@ -1151,16 +1151,21 @@ void SchedulingLoop::Start() {
       const auto deadline =
           std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.period_ms);
       lock.unlock();
+      const auto started = std::chrono::steady_clock::now();
       const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
                               std::chrono::system_clock::now().time_since_epoch())
                               .count();
       (void)RunOnce(now);
       ++cycles_;
+      const auto took = std::chrono::steady_clock::now() - started;
       lock.lock();
-      // At most 20 cycles a second, however fast changes come; then the next change after
-      // what this cycle saw that matters (its own writes included, so a cycle follows its
-      // decisions once), at the latest after the period.
-      wake_.wait_for(lock, std::chrono::milliseconds(50), [this] { return stop_; });
+      // A gap as long as the cycle (within the options' bounds), however fast changes come;
+      // then the next change after what this cycle saw that matters (its own writes included,
+      // so a cycle follows its decisions once), at the latest after the period.
+      const auto gap = std::clamp<std::chrono::steady_clock::duration>(
+          took, std::chrono::milliseconds(options_.min_gap_ms),
+          std::chrono::milliseconds(options_.max_gap_ms));
+      wake_.wait_for(lock, gap, [this] { return stop_; });
       WaitForChange(lock, head, deadline);
     }
   });

@@ -49,6 +49,10 @@ struct SchedulingLoopOptions {
   // A waiting job's changed reason is written at most this often once it is Pending (the
   // first reason, and a job's becoming Pending, are written at once).
   int64_t pending_refresh_ms = 5'000;
+  // After a cycle the loop waits as long as that cycle took, at least min_gap_ms and at most
+  // max_gap_ms, before it follows the next change: busy, it spends at most about half a core.
+  int min_gap_ms = 2;
+  int max_gap_ms = 50;
   // Fair sharing and its strategies (Kueue's fairSharing config); classic preemption by default.
   core::CycleOptions cycle;
 };
@@ -77,8 +81,8 @@ class SchedulingLoop {
   Result<CycleSummary> RunOnce(int64_t now_ms);
 
   // Runs cycles on a thread of its own until Stop: after every change that can change what a
-  // cycle decides (not events, tokens or node leases), at most 20 a second, and at least once
-  // a period.
+  // cycle decides (not events, tokens or node leases), after a gap as long as the last cycle
+  // (options' min_gap_ms to max_gap_ms), and at least once a period.
   void Start();
   void Stop();
   // Cycles the thread of Start has run.

@@ -229,6 +229,41 @@ TEST_F(WorkerTest, AReportOnAStaleVersionReadsTheJobAndTriesAgain) {
   }
 }
 
+// Pods of one Job whose states change in one round are reported in one write; an array's pods
+// are found by name, and its outcome is left to the server, which counts each task as it ends.
+TEST_F(WorkerTest, PodsOfOneJobAreReportedInOneWriteAndAnArraysOutcomeIsTheServers) {
+  {
+    Worker worker(api_, gpus_, options_);
+    json job = Job("arr", "n1", {"sleep", "0.3"});
+    job["spec"]["completions"] = 10;
+    job["spec"]["tasks"][0]["replicas"] = 3;
+    job["status"]["pods"] = {{{"name", "main-4"}, {"node", "n1"}, {"index", 4}},
+                             {{"name", "main-5"}, {"node", "n1"}, {"index", 5}},
+                             {{"name", "main-6"}, {"node", "n1"}, {"index", 6}}};
+    const json bound = json::array({job});
+    worker.FollowBindings([&] { return std::optional<json>(bound); });
+    api_.job = job;
+    ASSERT_TRUE(worker.Tick(1'000).ok());
+    {
+      std::lock_guard<std::mutex> lock(api_.mu);
+      ASSERT_EQ(api_.puts.size(), 1u) << "three pods started, one write";
+      for (const json& p : api_.puts[0]["status"]["pods"]) {
+        EXPECT_EQ(p["state"]["phase"], "Running") << p.dump();
+      }
+    }
+    for (int fd : worker.runner().ExitFds()) {
+      pollfd p{fd, POLLIN, 0};
+      ASSERT_EQ(poll(&p, 1, 10'000), 1);
+    }
+    ASSERT_TRUE(worker.Tick(2'000).ok());
+    std::lock_guard<std::mutex> lock(api_.mu);
+    ASSERT_EQ(api_.puts.size(), 2u);
+    const json& status = api_.puts.back()["status"];
+    for (const json& p : status["pods"]) EXPECT_EQ(p["state"]["phase"], "Succeeded") << p.dump();
+    EXPECT_EQ(status["phase"], "Admitted") << "an array is not over when its slots are";
+  }
+}
+
 // Without a source that knows, the worker lists what is bound here, as before.
 TEST_F(WorkerTest, AWorkerListsWhenTheWatchDoesNotKnow) {
   api_.job = {{"items", json::array()}};
