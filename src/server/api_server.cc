@@ -319,7 +319,7 @@ class WatchStream : public ResponseStream, public std::enable_shared_from_this<W
           [weak, emit] {
             if (auto self = weak.lock()) self->Next(emit);
           },
-          kind_);
+          kind_, BoundFilter());
       if (sub) {
         subscription_ = *sub;
         return;
@@ -336,6 +336,20 @@ class WatchStream : public ResponseStream, public std::enable_shared_from_this<W
  private:
   bool Wanted(const store::ObjectKey& key) const {
     return key.kind == kind_ && (!ns_ || key.ns == *ns_);
+  }
+
+  // For a watch bound to a node: the changes that concern it (a Job bound there, or one it
+  // shows, which leaves), and one change in kWakeEvery so that it moves on from the others.
+  std::function<bool(const store::Change&)> BoundFilter() const {
+    if (!bound_to_) return nullptr;
+    constexpr int64_t kWakeEvery = 4096;
+    return [&events = events_, node = *bound_to_, shown = shown_,
+            after = last_](const store::Change& c) {
+      if (c.revision - after >= kWakeEvery) return true;
+      if (shown.contains({c.object.key.ns, c.object.key.name})) return true;
+      const std::shared_ptr<const EventCache::Event> e = events.Get(c);
+      return std::find(e->nodes.begin(), e->nodes.end(), node) != e->nodes.end();
+    };
   }
 
   // A change of a Job as a watch bound to a node shows it.

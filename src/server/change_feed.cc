@@ -10,6 +10,7 @@ void ChangeFeed::CatchUp() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     std::set<std::string> kinds;  // of what this call published
+    size_t published = 0;         // the newest `published` changes of recent_ are this call's
     bool compacted = false;
     while (true) {
       auto changes = store_.ChangesAfter(head_, 4096);
@@ -24,14 +25,29 @@ void ChangeFeed::CatchUp() {
       for (store::Change& c : *changes) {
         head_ = c.revision;
         kinds.insert(c.object.key.kind);
+        ++published;
         recent_.push_back(std::move(c));
         if (recent_.size() > kept_) recent_.pop_front();
       }
       if (changes->size() < 4096) break;
     }
+    // A waiter with a filter wakes for a change of this call it accepts (or when the call
+    // published more than is kept: it reads from the store's log then).
+    const bool all_kept = !compacted && published <= recent_.size();
+    auto accepted = [&](const Waiter& w) {
+      if (!w.wants || !all_kept) return true;
+      for (size_t i = recent_.size() - published; i < recent_.size(); ++i) {
+        const store::Change& c = recent_[i];
+        if (c.revision > w.after && (w.kind.empty() || c.object.key.kind == w.kind) && w.wants(c)) {
+          return true;
+        }
+      }
+      return false;
+    };
     for (auto it = waiting_.begin(); it != waiting_.end();) {
       const Waiter& w = it->second;
-      if (w.after < head_ && (w.kind.empty() || compacted || kinds.contains(w.kind))) {
+      if (w.after < head_ && (w.kind.empty() || compacted || kinds.contains(w.kind)) &&
+          accepted(w)) {
         wake.push_back(std::move(it->second.wake));
         it = waiting_.erase(it);
       } else {
@@ -60,12 +76,13 @@ Result<std::vector<store::Change>> ChangeFeed::After(int64_t after, size_t limit
 }
 
 std::optional<uint64_t> ChangeFeed::Subscribe(int64_t after, std::function<void()> wake,
-                                              std::string kind) {
+                                              std::string kind,
+                                              std::function<bool(const store::Change&)> wants) {
   if (before_subscribe_) before_subscribe_();
   std::lock_guard<std::mutex> lock(mu_);
   if (after < head_) return std::nullopt;
   const uint64_t id = next_id_++;
-  waiting_.emplace(id, Waiter{after, std::move(kind), std::move(wake)});
+  waiting_.emplace(id, Waiter{after, std::move(kind), std::move(wake), std::move(wants)});
   return id;
 }
 

@@ -37,8 +37,12 @@ class ChangeFeed {
   // it (so a caller may hold its own lock while subscribing). Otherwise an id for Unsubscribe.
   // With `kind`, only a change of that kind wakes it (a watch of Jobs sleeps through the
   // nodes' lease renewals); it reads the others along with the next one that does.
+  // With `wants`, only a change it accepts wakes it (a node agent's watch sleeps through the
+  // changes of Jobs bound elsewhere); it is called on the publishing thread with the feed's
+  // lock held, and must neither block nor call the feed.
   std::optional<uint64_t> Subscribe(int64_t after, std::function<void()> wake,
-                                    std::string kind = "");
+                                    std::string kind = "",
+                                    std::function<bool(const store::Change&)> wants = nullptr);
   void Unsubscribe(uint64_t id);
 
   // Test seam: called at the start of every Subscribe, before the feed's lock is taken, so a
@@ -61,6 +65,7 @@ class ChangeFeed {
     int64_t after = 0;
     std::string kind;  // empty: any
     std::function<void()> wake;
+    std::function<bool(const store::Change&)> wants;  // null: any of its kind
   };
   std::map<uint64_t, Waiter> waiting_;
   std::function<void()> before_subscribe_;

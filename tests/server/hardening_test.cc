@@ -417,5 +417,39 @@ spec:
   EXPECT_EQ(woken, 1);
 }
 
+// A subscription with a filter sleeps through the changes it does not accept (an agent's watch
+// through the Jobs of other nodes) and wakes on one it does.
+TEST_F(HardeningTest, AFilteredSubscriptionWakesOnlyForWhatItAccepts) {
+  int woken = 0;
+  std::vector<std::string> seen;
+  const auto sub = api_->feed().Subscribe(
+      api_->feed().head(), [&] { ++woken; }, "Job",
+      [&](const store::Change& c) {
+        seen.push_back(c.object.key.name);
+        return c.object.key.name == "mine";
+      });
+  ASSERT_TRUE(sub.has_value());
+  const std::string job = R"(
+apiVersion: tessera.io/v1
+kind: Job
+metadata: {name: NAME}
+spec:
+  tasks: [{name: main, command: ["true"]}]
+)";
+  auto apply = [&](const std::string& name) {
+    std::string yaml = job;
+    yaml.replace(yaml.find("NAME"), 4, name);
+    Apply(yaml);
+  };
+  apply("other");
+  apply("another");
+  EXPECT_EQ(woken, 0);
+  EXPECT_EQ(seen, (std::vector<std::string>{"other", "another"}));
+  apply("mine");
+  EXPECT_EQ(woken, 1);
+  apply("mine-too");
+  EXPECT_EQ(woken, 1);  // woken once, then unsubscribed
+}
+
 }  // namespace
 }  // namespace tessera::server
