@@ -291,6 +291,34 @@ for _ in $(seq 100); do grep -qE '^hello +0/1 +Completed' "$WORK/watch.out" && b
 kill "$WATCH_PID" 2>/dev/null || true
 grep -qE '^hello +0/1 +Completed' "$WORK/watch.out" || fail "watch: $(cat "$WORK/watch.out")"
 
+# An Indexed Job (Kubernetes' array): kubectl reads Kubernetes' own progress fields, and its
+# table's COMPLETIONS.
+cat >"$WORK/indexed.yaml" <<'YAML'
+apiVersion: batch/v1
+kind: Job
+metadata: {name: indexed}
+spec:
+  completions: 6
+  parallelism: 2
+  completionMode: Indexed
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: main
+        command: ["sh", "-c", "echo $JOB_COMPLETION_INDEX"]
+        resources: {limits: {nvidia.com/gpu: 1}}
+YAML
+kubectl apply -f "$WORK/indexed.yaml" >/dev/null 2>&1 || fail "apply indexed"
+for _ in $(seq 200); do
+  [ "$(kubectl get job indexed -o jsonpath='{.status.succeeded}' 2>/dev/null)" = 6 ] && break
+  sleep 0.05
+done
+out=$(kubectl get job indexed -o jsonpath='{.status.succeeded} {.status.completedIndexes} {.status.conditions[0].type}' 2>&1)
+[ "$out" = "6 0-5 Complete" ] || fail "indexed job status: $out"
+out=$(kubectl get job indexed 2>&1) || fail "get indexed: $out"
+grep -qE '^indexed +Complete +6/6 ' <<<"$out" || fail "indexed job table: $out"
+
 # Delete through kubectl removes the Tessera objects too.
 out=$(kubectl delete -f "$SEEDS/01-pod-gpu-training.yaml" 2>&1) || fail "delete: $out"
 grep -q 'pod "gpu-training" deleted' <<<"$out" || fail "delete said: $out"
