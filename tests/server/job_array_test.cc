@@ -122,25 +122,8 @@ spec:
 // the others say why they wait. A failure past backoffLimit fails the Job and frees its GPUs.
 TEST_F(LoopTest, AnArraysTasksAreChargedAsTheyStart) {
   ApplyNode("n1", 8);
+  ApplyKueueQueue(3);
   Apply(R"(
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: a100}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: cq}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [nvidia.com/gpu]
-    flavors: [{name: a100, resources: [{name: nvidia.com/gpu, nominalQuota: 3}]}]
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {name: main, namespace: default}
-spec: {clusterQueue: cq}
----
 apiVersion: batch/v1
 kind: Job
 metadata: {name: arr, labels: {kueue.x-k8s.io/queue-name: main}}

@@ -99,6 +99,30 @@ class LoopTest : public ::testing::Test {
     }
     Apply(yaml);
   }
+  // Kueue's smallest set-up: ResourceFlavor a100, ClusterQueue cq for every namespace with
+  // `gpus` nominal nvidia.com/gpu, and LocalQueue default/main pointing at it.
+  void ApplyKueueQueue(int gpus) {
+    Apply(R"(
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: a100}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors: [{name: a100, resources: [{name: nvidia.com/gpu, nominalQuota: )" +
+          std::to_string(gpus) + R"(}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: main, namespace: default}
+spec: {clusterQueue: cq}
+)");
+  }
   void DeleteJob(const std::string& name, const std::string& ns = "default") {
     HttpRequest r;
     r.method = "DELETE";

@@ -894,25 +894,8 @@ spec:
 
 TEST_F(LoopTest, SuspendIsTheQueuesSwitchForQueuedJobsAndKubernetesOtherwise) {
   Apply(kCluster);
+  ApplyKueueQueue(8);
   Apply(R"(
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: a100}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: cq}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [nvidia.com/gpu]
-    flavors: [{name: a100, resources: [{name: nvidia.com/gpu, nominalQuota: 8}]}]
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {name: main, namespace: default}
-spec: {clusterQueue: cq}
----
 apiVersion: batch/v1
 kind: Job
 metadata: {name: queued, labels: {kueue.x-k8s.io/queue-name: main}}
