@@ -742,6 +742,16 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   // name other work (the reservation's holder, the job that found no room for its shape) change
   // every cycle while a long queue drains, and rewriting every waiting job (and an event each)
   // every cycle would cost more than placing.
+  // What an array's rewrite keeps of its progress: as this cycle advanced it (the tasks that
+  // ended counted), which the rewrite then writes instead, or as stored.
+  auto progress_of = [&](const Stored& s) {
+    if (auto advanced = array_objs.find(&s); advanced != array_objs.end()) {
+      json status = std::move(advanced->second["status"]);
+      array_objs.erase(advanced);
+      return status;
+    }
+    return Member(s.obj(), "status");
+  };
   auto set_pending = [&](const Stored& s, const std::string& message) {
     const json& status = Member(s.obj(), "status");
     if (Str(status, "phase") == "Pending") {
@@ -761,7 +771,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     }
     conditions.push_back(Condition("QuotaReserved", false, "Pending", message, now_ms));
     obj["status"] = {{"phase", "Pending"}, {"message", message}, {"conditions", conditions}};
-    api::KeepProgress(status, &obj["status"]);
+    api::KeepProgress(progress_of(s), &obj["status"]);
     put(obj, s.version);
     event(s.obj(), "Normal", "Pending", message);
   };
@@ -874,7 +884,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
           Condition("Admitted", true, "Admitted", "The workload is admitted", now_ms)}}};
     if (!rendezvous.is_null()) obj["status"]["rendezvous"] = std::move(rendezvous);
     if (array != arrays.end()) {
-      api::KeepProgress(Member(s.obj(), "status"), &obj["status"]);
+      api::KeepProgress(progress_of(s), &obj["status"]);
       api::AssignIndexes(array->second.first, array->second.second, &obj["status"]);
     }
     put(obj, s.version);
@@ -903,13 +913,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
         Condition("QuotaReserved", false, stopped ? cause : "Preempted", p.reason, now_ms));
     conditions.push_back(Condition("Admitted", false, "NoReservation", p.reason, now_ms));
     obj["status"] = {{"phase", "Pending"}, {"message", p.reason}, {"conditions", conditions}};
-    // An array keeps what it has done, with what ended this cycle.
-    if (auto advanced = array_objs.find(&s); advanced != array_objs.end()) {
-      api::KeepProgress(advanced->second["status"], &obj["status"]);
-      array_objs.erase(advanced);
-    } else {
-      api::KeepProgress(Member(s.obj(), "status"), &obj["status"]);
-    }
+    api::KeepProgress(progress_of(s), &obj["status"]);  // an array keeps what it has done
     put(obj, s.version);
     event(s.obj(), "Warning", stopped ? "Evicted" : "Preempted", p.reason + " [" + cause + "]");
     ++sum.preempted;
@@ -970,8 +974,6 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
       event(s.obj(), "Normal", "Scheduled", "Scheduled " + where);
     }
   }
-  // Arrays whose finished tasks were counted and that placed nothing new this cycle.
-  for (auto& [s, obj] : array_objs) put(obj, s->version);
   for (size_t i = 0; i < pending.size(); ++i) {
     if (admitted[i]) continue;
     std::string reason = result.pending_reasons[i];
@@ -983,6 +985,8 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     }
     set_pending(*pending_obj[i], reason);
   }
+  // Arrays whose ended tasks were counted and that nothing else rewrote this cycle.
+  for (auto& [s, obj] : array_objs) put(obj, s->version);
   // Each Queue says whether it is active, and why not.
   for (const Stored& s : queues) {
     auto it = inactive.find(NameOf(s.obj()));

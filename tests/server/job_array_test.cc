@@ -168,6 +168,51 @@ spec:
   EXPECT_EQ(batch["status"]["conditions"][0]["reason"], "BackoffLimitExceeded") << batch.dump();
 }
 
+// An array suspended in the cycle that sees one of its tasks end keeps that task's success:
+// resumed, it runs the other indexes only.
+TEST_F(LoopTest, AnArraySuspendedAsATaskEndsKeepsThatTasksSuccess) {
+  ApplyNode("n1", 8);
+  Apply(R"(
+apiVersion: batch/v1
+kind: Job
+metadata: {name: arr}
+spec:
+  completions: 4
+  parallelism: 2
+  completionMode: Indexed
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, command: ["true"], resources: {limits: {nvidia.com/gpu: 1}}}]
+)");
+  Cycle();
+  Cycle();
+  json job = Job("arr");
+  ASSERT_EQ(job["status"]["pods"].size(), 2u) << job.dump();
+  ASSERT_EQ(job["status"]["pods"][0]["index"], 0) << job.dump();
+  job["status"]["pods"][0]["state"] = {{"phase", "Succeeded"}, {"exitCode", 0}};
+  job["spec"]["suspend"] = true;
+  job["metadata"].erase("resourceVersion");
+  Put(job);
+  Cycle();
+  job = Job("arr");
+  EXPECT_EQ(job["status"]["phase"], "Pending") << job.dump();
+  EXPECT_EQ(job["status"]["succeeded"], 1) << job.dump();
+  EXPECT_EQ(job["status"]["completedIndexes"], "0") << job.dump();
+  job["spec"]["suspend"] = false;
+  job["metadata"].erase("resourceVersion");
+  Put(job);
+  Cycle();
+  Cycle();
+  job = Job("arr");
+  ASSERT_EQ(job["status"]["phase"], "Admitted") << job.dump();
+  std::set<int> running;
+  for (const json& p : job["status"]["pods"]) {
+    if (p.is_object()) running.insert(p["index"].get<int>());
+  }
+  EXPECT_EQ(running, (std::set<int>{1, 2})) << job.dump();
+}
+
 TEST_F(LoopTest, ArrayFieldsAreCheckedWithTheirPaths) {
   auto refused = [&](const std::string& spec, const std::string& field) {
     const HttpResponse r = Apply(R"(
