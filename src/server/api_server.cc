@@ -368,6 +368,9 @@ class WatchStream : public ResponseStream, public std::enable_shared_from_this<W
 
   void Add(std::string& out, const char* type, const store::StoredObject& o) {
     if (bound_to_) {
+      // A Job bound to the node names it: the others (most of a cluster's) are passed over
+      // without being parsed.
+      if (o.body.find("\"" + *bound_to_ + "\"") == std::string::npos) return;
       const json obj = Served(o);
       return AddBound(out, store::ChangeType::kAdded, o.key, BoundNodes(obj), obj.dump());
     }
