@@ -6,6 +6,7 @@
 #include <set>
 
 #include "agent/cgroups.h"
+#include "api/job_array.h"
 #include "api/json_read.h"
 #include "api/time.h"
 
@@ -171,7 +172,7 @@ Status Worker::Report(const std::vector<PodState*>& group) {
     if (written.empty()) return Status::Ok();
     // The Job's outcome: failed as soon as a pod failed for good, succeeded when all did. An
     // array's outcome is the server's: it counts each task as it ends.
-    const bool array = Member(Member(job, "spec"), "completions").is_number_integer();
+    const bool array = api::IsArrayJob(job);
     const PodState* failed = nullptr;
     const PodState* succeeded = nullptr;
     for (const PodState* p : written) {

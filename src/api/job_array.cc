@@ -52,6 +52,10 @@ ArrayProgress ProgressOrEmpty(const json& status, const ArraySpec& spec) {
 
 }  // namespace
 
+bool IsArrayJob(const json& job) {
+  return Member(Member(job, "spec"), "completions").is_number_integer();
+}
+
 Result<IndexSet> IndexSet::Parse(std::string_view text, int32_t limit) {
   IndexSet out;
   if (text.ends_with(',')) return Bad(text, "ends with a comma");

@@ -25,8 +25,7 @@ namespace tessera::api {
 
 struct ArraySpec {
   int32_t completions = 1;
-  int32_t parallelism = 1;  // the task's replicas
-  bool indexed = false;
+  int32_t parallelism = 1;               // the task's replicas
   int32_t backoff_limit = 6;             // failed pods the Job survives (Kubernetes' default)
   int32_t backoff_limit_per_index = -1;  // -1: none (failures count against backoff_limit)
   int32_t max_failed_indexes = -1;       // -1: no limit
@@ -57,9 +56,14 @@ struct ArrayProgress {
   std::map<int32_t, int32_t> index_failures;  // failures of indexes not done yet
 };
 
+// Whether a Job object (tessera.io/v1) is an array: its spec gives completions.
+bool IsArrayJob(const nlohmann::json& job);
+
 // Reads the progress fields of a Job's status; absent fields are empty, malformed ones an error.
 Result<ArrayProgress> ReadProgress(const nlohmann::json& status, const ArraySpec& spec);
-// Writes them (completedIndexes and failedIndexes only when Indexed, as Kubernetes does).
+// Writes them: completedIndexes always (a NonIndexed array tracks its tasks by index too, but
+// only an Indexed one shows them to Kubernetes clients), failedIndexes with
+// backoffLimitPerIndex.
 void WriteProgress(const ArrayProgress& p, const ArraySpec& spec, nlohmann::json* status);
 // Copies the progress fields from one status to another (a rewrite of a preempted or waiting
 // array keeps what it has done).

@@ -414,7 +414,6 @@ Status DecodeArray(Fields& spec, JobSpec* job) {
   ArraySpec a;
   a.completions = static_cast<int32_t>(completions);
   a.parallelism = task.replicas;
-  a.indexed = mode == 1;
   a.backoff_limit = static_cast<int32_t>(backoff);
   a.backoff_limit_per_index = static_cast<int32_t>(per_index);
   a.max_failed_indexes = static_cast<int32_t>(max_failed);

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 
+#include "api/job_array.h"
 #include "api/json_read.h"
 #include "api/kube.h"
 #include "api/object.h"
@@ -222,9 +223,8 @@ json BatchJobStatus(const json& job, const json& source) {
                  {"failed", c.failed},
                  {"ready", c.running}};
   // An array counts its tasks as they end (api/job_array.h); its slots hold the running ones.
-  const json& spec = Member(job, "spec");
-  const bool array = Member(spec, "completions").is_number_integer();
-  if (array) {
+  if (IsArrayJob(job)) {
+    const json& spec = Member(job, "spec");
     status["succeeded"] = static_cast<int>(Num(st, "succeeded"));
     status["failed"] = static_cast<int>(Num(st, "failed"));
     if (Str(spec, "completionMode") == "Indexed") {
@@ -416,7 +416,7 @@ std::vector<json> JobPods(const json& job) {
       if (task.contains(k)) container[k] = task[k];
     }
     // An array's pods are its running tasks, named by their index (api/job_array.h).
-    const bool array = Member(Member(job, "spec"), "completions").is_number_integer();
+    const bool array = IsArrayJob(job);
     const bool indexed = array && Str(Member(job, "spec"), "completionMode") == "Indexed";
     std::vector<std::pair<std::string, int64_t>> tpods;  // name, completion index
     if (array) {

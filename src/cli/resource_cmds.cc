@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "api/job_array.h"
 #include "api/manifest.h"
 #include "api/object.h"
 #include "api/quantity.h"
@@ -156,7 +157,7 @@ void EmitYaml(YAML::Emitter& e, const json& v) {
 std::string Completions(const json& job) {
   const json spec = job.value("spec", json::object());
   const json status = job.value("status", json::object());
-  if (spec.contains("completions") && spec["completions"].is_number_integer()) {
+  if (api::IsArrayJob(job)) {
     return std::to_string(status.value("succeeded", 0)) + "/" +
            std::to_string(spec["completions"].get<int64_t>());
   }
@@ -637,11 +638,11 @@ int Describe(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
   auto r = Send(o, "GET", CollectionPath(*kind, o.ns) + "/" + o.name, "", "", err, &code);
   if (!r) return code;
   if (r->status != 200) return Refused(*r, err);
+  const json obj = json::parse(r->body);
   YAML::Emitter e;
-  EmitYaml(e, json::parse(r->body));
+  EmitYaml(e, obj);
   out << e.c_str() << "\n";
-  if (const json obj = json::parse(r->body);
-      kind->kind == "Job" && obj.value("spec", json::object()).contains("completions")) {
+  if (kind->kind == "Job" && api::IsArrayJob(obj)) {
     // An array's progress, as kubectl describe job says it.
     const json status = obj.value("status", json::object());
     int active = 0;

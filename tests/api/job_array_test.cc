@@ -47,7 +47,6 @@ TEST(AdvanceArray, CountsEndedTasksAndKeepsParallelismSlotsWhileIndexesRemain) {
   ArraySpec spec;
   spec.completions = 5;
   spec.parallelism = 2;
-  spec.indexed = true;
   json status = {{"pods", {Slot(0, "Succeeded"), Slot(1, "Running")}}};
   ArrayStep step = AdvanceArray(spec, &status);
   EXPECT_TRUE(step.changed);
@@ -96,7 +95,6 @@ TEST(AdvanceArray, RetriesAnIndexByItselfUpToBackoffLimitPerIndex) {
   ArraySpec spec;
   spec.completions = 3;
   spec.parallelism = 3;
-  spec.indexed = true;
   spec.backoff_limit_per_index = 1;
   json status = {{"pods", {Slot(0, "Failed"), Slot(1, "Succeeded"), Slot(2, "Running")}}};
   ArrayStep step = AdvanceArray(spec, &status);
