@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "api/job_array.h"
@@ -148,6 +149,19 @@ std::string Where(const core::ClusterState& s, const core::Placement& p) {
   } else if (d.kind == core::DeviceKind::kReplica) {
     out += " (" + std::to_string(d.replicas) + " time-slice replica" +
            (d.replicas == 1 ? "" : "s") + ")";
+  }
+  return out;
+}
+
+// "main-0 to node-1 GPU 0; ...; and 3 more pods": the entries of `pods` (a Job's status.pods)
+// placed this cycle, by index, with their placements; the first 8 named.
+std::string PlacedList(const core::ClusterState& s, const json& pods,
+                       const std::vector<std::pair<size_t, const core::Placement*>>& placed) {
+  std::string out;
+  for (size_t i = 0; i < placed.size(); ++i) {
+    if (i == 8) return out + "; and " + std::to_string(placed.size() - 8) + " more pods";
+    out += (out.empty() ? "" : "; ") + Str(pods[placed[i].first], "name") + " to " +
+           Where(s, *placed[i].second);
   }
   return out;
 }
@@ -742,15 +756,19 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   // name other work (the reservation's holder, the job that found no room for its shape) change
   // every cycle while a long queue drains, and rewriting every waiting job (and an event each)
   // every cycle would cost more than placing.
-  // What an array's rewrite keeps of its progress: as this cycle advanced it (the tasks that
-  // ended counted), which the rewrite then writes instead, or as stored.
-  auto progress_of = [&](const Stored& s) {
-    if (auto advanced = array_objs.find(&s); advanced != array_objs.end()) {
-      json status = std::move(advanced->second["status"]);
-      array_objs.erase(advanced);
-      return status;
-    }
-    return Member(s.obj(), "status");
+  // An array as this cycle advanced it (the tasks that ended counted), taken by the one write
+  // that rewrites it this cycle (which then writes it instead); nullopt when not advanced.
+  auto take_advanced = [&](const Stored& s) -> std::optional<json> {
+    auto advanced = array_objs.find(&s);
+    if (advanced == array_objs.end()) return std::nullopt;
+    json obj = std::move(advanced->second);
+    array_objs.erase(advanced);
+    return obj;
+  };
+  // What a rewrite of a Job's status keeps of an array's progress: as advanced, or as stored.
+  auto keep_progress = [&](const Stored& s, json* to) {
+    const std::optional<json> advanced = take_advanced(s);
+    api::KeepProgress(advanced ? (*advanced)["status"] : Member(s.obj(), "status"), to);
   };
   auto set_pending = [&](const Stored& s, const std::string& message) {
     const json& status = Member(s.obj(), "status");
@@ -771,7 +789,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     }
     conditions.push_back(Condition("QuotaReserved", false, "Pending", message, now_ms));
     obj["status"] = {{"phase", "Pending"}, {"message", message}, {"conditions", conditions}};
-    api::KeepProgress(progress_of(s), &obj["status"]);
+    keep_progress(s, &obj["status"]);
     put(obj, s.version);
     event(s.obj(), "Normal", "Pending", message);
   };
@@ -814,20 +832,10 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     admitted[a.pending_index] = 1;
     const Stored& s = *pending_obj[a.pending_index];
     json pods = json::array();
-    std::string where;
     const std::vector<core::PodSpec> expanded = core::ExpandPods(a.admitted.workload);
     for (size_t i = 0; i < a.admitted.placements.size(); ++i) {
       const std::optional<core::Placement>& p = a.admitted.placements[i];
-      if (!p) {
-        pods.push_back(nullptr);
-        continue;
-      }
-      const std::string pod_name = PodName(expanded[i]);
-      pods.push_back(PodJson(state, pod_name, *p, addresses));
-      if (i < 8) where += (where.empty() ? "" : "; ") + pod_name + " to " + Where(state, *p);
-    }
-    if (a.admitted.placements.size() > 8) {
-      where += "; and " + std::to_string(a.admitted.placements.size() - 8) + " more pods";
+      pods.push_back(p ? PodJson(state, PodName(expanded[i]), *p, addresses) : json());
     }
     json flavors = json::object();
     for (int r = 0; r < core::kNumQuotaResources; ++r) {
@@ -884,9 +892,17 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
           Condition("Admitted", true, "Admitted", "The workload is admitted", now_ms)}}};
     if (!rendezvous.is_null()) obj["status"]["rendezvous"] = std::move(rendezvous);
     if (array != arrays.end()) {
-      api::KeepProgress(progress_of(s), &obj["status"]);
+      keep_progress(s, &obj["status"]);
       api::AssignIndexes(array->second.first, array->second.second, &obj["status"]);
     }
+    // Named as written (an array's pods by the index they run).
+    std::vector<std::pair<size_t, const core::Placement*>> placed;
+    for (size_t i = 0; i < a.admitted.placements.size(); ++i) {
+      if (a.admitted.placements[i] && obj["status"]["pods"][i].is_object()) {
+        placed.emplace_back(i, &*a.admitted.placements[i]);
+      }
+    }
+    const std::string where = PlacedList(state, obj["status"]["pods"], placed);
     put(obj, s.version);
     api_.metrics().ObserveAdmission(
         a.admitted.queue,
@@ -913,7 +929,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
         Condition("QuotaReserved", false, stopped ? cause : "Preempted", p.reason, now_ms));
     conditions.push_back(Condition("Admitted", false, "NoReservation", p.reason, now_ms));
     obj["status"] = {{"phase", "Pending"}, {"message", p.reason}, {"conditions", conditions}};
-    api::KeepProgress(progress_of(s), &obj["status"]);  // an array keeps what it has done
+    keep_progress(s, &obj["status"]);  // an array keeps what it has done
     put(obj, s.version);
     event(s.obj(), "Warning", stopped ? "Evicted" : "Preempted", p.reason + " [" + cause + "]");
     ++sum.preempted;
@@ -926,33 +942,25 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   for (const core::WaitingPod& w : result.waiting) grown[w.running_index].second.push_back(&w);
   for (const auto& [ri, change] : grown) {
     const Stored& s = *running_obj[ri];
-    auto advanced = array_objs.find(&s);
-    json obj = advanced != array_objs.end() ? std::move(advanced->second) : s.obj();
-    if (advanced != array_objs.end()) array_objs.erase(advanced);
+    std::optional<json> advanced = take_advanced(s);
+    json obj = advanced ? std::move(*advanced) : s.obj();
     json& status = obj["status"];
     const std::vector<core::PodSpec> pods = core::ExpandPods(running[ri].workload);
     const auto array = arrays.find(&s);
-    std::vector<size_t> placed;
     for (const core::Growth* g : change.first) {
       status["pods"][g->pod_index] =
           PodJson(state, PodName(pods[g->pod_index]), g->placement, addresses);
       status["pods"][g->pod_index]["boundAt"] = FormatTime(now_ms);
-      placed.push_back(g->pod_index);
     }
     if (array != arrays.end()) {
       api::AssignIndexes(array->second.first, array->second.second, &status);
     }
-    std::string where;
-    for (size_t i = 0; i < placed.size(); ++i) {
-      const json& pod = status["pods"][placed[i]];
-      if (!pod.is_object()) continue;
-      if (i == 8) {
-        where += "; and " + std::to_string(placed.size() - 8) + " more pods";
-        break;
-      }
-      where += (where.empty() ? "" : "; ") + Str(pod, "name") + " to " +
-               Where(state, change.first[i]->placement);
+    std::vector<std::pair<size_t, const core::Placement*>> placed;
+    for (const core::Growth* g : change.first) {
+      if (status["pods"][g->pod_index].is_object())
+        placed.emplace_back(g->pod_index, &g->placement);
     }
+    const std::string where = PlacedList(state, status["pods"], placed);
     json waiting;
     for (const core::WaitingPod* w : change.second) {
       // An array's waiting slots have no index yet: they are named as such.
