@@ -17,6 +17,7 @@
 #include <set>
 
 #include "agent/container_runtime.h"
+#include "api/json_read.h"
 #include "api/kinds.h"
 
 namespace tessera::agent {
@@ -45,11 +46,12 @@ std::string Join(const std::vector<std::string>& v) {
 std::vector<Assignment> AssignedTo(const json& jobs, const std::string& node) {
   std::vector<Assignment> out;
   for (const json& job : jobs) {
-    const json status = job.value("status", json::object());
+    const json& status = api::Member(job, "status");
     if (Str(status, "phase") != "Admitted") continue;
-    const json meta = job.value("metadata", json::object());
-    const json tasks = job.value("spec", json::object()).value("tasks", json::array());
-    const json pods = status.value("pods", json::array());
+    const json& meta = api::Member(job, "metadata");
+    const json& spec = api::Member(job, "spec");
+    const json& tasks = api::ListOf(api::Member(spec, "tasks"));
+    const json& pods = api::ListOf(api::Member(status, "pods"));
     // Pods are bound in task order, `replicas` of each.
     std::vector<const json*> task_of;
     for (const json& t : tasks) {
@@ -72,10 +74,10 @@ std::vector<Assignment> AssignedTo(const json& jobs, const std::string& node) {
       a.memory_mib = Int(pods[i], "memoryMiB");
       a.state = pods[i].value("state", json());
       a.rendezvous = status.value("rendezvous", json());
-      a.mpi = job.value("spec", json::object()).value("mpi", json());
-      a.tf_config = job.value("spec", json::object()).value("tfConfig", false) == true;
+      a.mpi = api::Member(spec, "mpi");
+      a.tf_config = api::Member(spec, "tfConfig") == true;
       a.port = Int(pods[i], "port");
-      if (Str(job.value("spec", json::object()), "completionMode") == "Indexed") {
+      if (Str(spec, "completionMode") == "Indexed") {
         a.completion_index = Int(pods[i], "index", -1);
       }
       if (a.rendezvous.is_object()) {

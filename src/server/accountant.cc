@@ -98,11 +98,13 @@ Result<std::vector<core::IdlePod>> Accountant::Observe(
   std::vector<core::HeldDevice> held;
   core::EndedHoldings ended;
   for (const StoredJson& s : jobs) {
-    const json& meta = Member(s.obj(), "metadata");
     const json& status = Member(s.obj(), "status");
     const std::string phase = Str(status, "phase");
+    const bool ended_phase = phase == "Succeeded" || phase == "Failed";
+    if (!ended_phase && phase != "Admitted") continue;  // waiting work holds nothing
+    const json& meta = Member(s.obj(), "metadata");
     const std::string ns = Str(meta, "namespace"), name = Str(meta, "name");
-    if (phase == "Succeeded" || phase == "Failed") {
+    if (ended_phase) {
       if (!open_jobs.contains({ns, name})) continue;
       const int64_t end = ParseTime(Str(status, "finishedAt"));
       if (end < 0) continue;
@@ -111,7 +113,7 @@ Result<std::vector<core::IdlePod>> Accountant::Observe(
       });
       continue;
     }
-    if (phase != "Admitted" || released.contains(ns + "/" + name)) continue;
+    if (released.contains(ns + "/" + name)) continue;
     const int64_t since = ParseTime(Str(status, "admittedAt"));
     ForEachDevice(s.obj(), [&](std::string key, const json& pod, const json& d) {
       core::HeldDevice h;

@@ -92,6 +92,15 @@ std::vector<std::string> BoundNodes(const json& job) {
   return out;
 }
 
+// The nodes whose agents follow a Job (its list and watch show it to them): those its pods are
+// bound to until it has ended. An ended Job's pods run nowhere, and a node turns over
+// thousands of Jobs: its agent's view holds only what may still run there.
+std::vector<std::string> FollowingNodes(const json& job) {
+  const std::string phase = Str(Member(job, "status"), "phase");
+  if (phase == "Succeeded" || phase == "Failed") return {};
+  return BoundNodes(job);
+}
+
 // Whether a Job's stored status binds a pod to `node`.
 bool BoundTo(const json& job, const std::string& node) {
   const std::vector<std::string> nodes = BoundNodes(job);
@@ -195,7 +204,7 @@ class EventCache {
     json labels;                     // the object's labels, for selectors
     std::string object;              // the object served, as JSON
     std::string line;                // {"type":...,"object":...}\n
-    std::vector<std::string> nodes;  // of a Job: the nodes its pods are bound to
+    std::vector<std::string> nodes;  // of a Job: FollowingNodes
   };
 
   std::shared_ptr<const Event> Get(const store::Change& c) {
@@ -205,7 +214,7 @@ class EventCache {
     auto e = std::make_shared<Event>();
     const json obj = Served(c.object);
     e->labels = obj["metadata"].value("labels", json());
-    if (c.object.key.kind == "Job") e->nodes = BoundNodes(obj);
+    if (c.object.key.kind == "Job") e->nodes = FollowingNodes(obj);
     e->object = obj.dump();
     e->line = EventLine(EventType(c.type), e->object);
     events_.emplace(c.revision, e);
@@ -240,9 +249,10 @@ struct Bookmarks {
 // One watch: events of one kind (and namespace, and selector) after a revision.
 class WatchStream : public ResponseStream, public std::enable_shared_from_this<WatchStream> {
  public:
-  // With `bound_to`, the watch shows Jobs bound to that node only, and a Job that stops being
-  // bound there (or is deleted) as DELETED, as Kubernetes' watches show an object leaving their
-  // field selector. (A watch resumed from a revision learns what it showed from its events on.)
+  // With `bound_to`, the watch shows the Jobs that node's agent follows only (FollowingNodes),
+  // and a Job that it stops following (deleted, bound elsewhere, ended) as DELETED, as Kubernetes'
+  // watches show an object leaving their field selector. (A watch resumed from a revision learns
+  // what it showed from its events on.)
   WatchStream(ChangeFeed& feed, EventCache& events, std::string kind, std::optional<std::string> ns,
               std::optional<api::LabelSelector> selector, WatchRender render,
               std::optional<Bookmarks> bookmarks, std::optional<std::string> bound_to)
@@ -372,7 +382,7 @@ class WatchStream : public ResponseStream, public std::enable_shared_from_this<W
       // without being parsed.
       if (o.body.find("\"" + *bound_to_ + "\"") == std::string::npos) return;
       const json obj = Served(o);
-      return AddBound(out, store::ChangeType::kAdded, o.key, BoundNodes(obj), obj.dump());
+      return AddBound(out, store::ChangeType::kAdded, o.key, FollowingNodes(obj), obj.dump());
     }
     if (render_) return render_(type, o, &out);
     json obj = Served(o);
@@ -1371,7 +1381,10 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
     for (const store::StoredObject& o : *list) {
       json obj = Served(o);
       if (!Selected(*selector, *fields, obj)) continue;
-      if (agent_jobs && !BoundTo(obj, who->node)) continue;
+      if (agent_jobs) {
+        const std::vector<std::string> nodes = FollowingNodes(obj);
+        if (std::find(nodes.begin(), nodes.end(), who->node) == nodes.end()) continue;
+      }
       items.push_back(std::move(obj));
     }
     std::vector<json> page(std::make_move_iterator(items.begin()),

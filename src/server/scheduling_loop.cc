@@ -28,6 +28,17 @@ using api::Str;
 
 using nlohmann::json;
 
+// What a cycle reads of one stored version of an object, beyond its document.
+struct SchedulingLoop::View {
+  std::shared_ptr<const json> doc;
+  std::optional<Status> readable;  // its envelope and status, checked
+  // Of a Job: its spec, decoded; its creation time; and the time of its QuotaReserved=False
+  // condition with reason Pending, the latest where several (-1: none).
+  std::optional<Result<api::JobSpec>> job;
+  int64_t created_ms = -1;
+  int64_t pending_since = -1;
+};
+
 namespace {
 
 // A condition as Kueue writes a Workload's (QuotaReserved, Admitted, Evicted, Preempted).
@@ -250,6 +261,15 @@ Result<CycleSummary> SchedulingLoop::RunOnce(int64_t now_ms) {
 Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   CycleSummary sum;
   ObjectCache& store = api_.objects();
+  // The budget of pending reasons' refreshes, refilled for the time since the last cycle.
+  const int64_t budget_cap = int64_t{options_.pending_refreshes_per_s} * 1000;
+  refresh_budget_milli_ =
+      refresh_budget_at_ms_ < 0
+          ? budget_cap
+          : std::min(budget_cap,
+                     refresh_budget_milli_ + std::max<int64_t>(0, now_ms - refresh_budget_at_ms_) *
+                                                 options_.pending_refreshes_per_s);
+  refresh_budget_at_ms_ = now_ms;
   std::vector<std::string> problems;
 
   // Writes one object, based on the version read; a concurrent change wins (next cycle retries).
@@ -289,7 +309,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   // The stored objects of a kind whose envelope and status can be read; the others are skipped,
   // named in a metric and, once per version, in a Warning event.
   std::vector<CycleGauges::Undecodable> undecodable;
-  std::map<std::string, int64_t> next_valid;     // this cycle's objects known to be readable
+  std::unordered_map<const json*, std::shared_ptr<View>> next_views;  // this cycle's objects
   std::map<std::string, int64_t> next_reported;  // and those reported undecodable
   auto skip = [&](const Stored& s, std::string_view kind, const Status& why) {
     const std::string ns = NamespaceOf(s.obj()), name = NameOf(s.obj());
@@ -307,6 +327,18 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
             "skipped by the scheduler until it is fixed or deleted: " + why.message());
     }
   };
+  // The view of a listed object: the last cycle's while its version stays, or a new one.
+  auto view_of = [&](const Stored& o) -> View& {
+    std::shared_ptr<View>& v = next_views[o.doc.get()];
+    if (v) return *v;
+    if (auto last = views_.find(o.doc.get()); last != views_.end()) {
+      v = std::move(last->second);
+    } else {
+      v = std::make_shared<View>();
+      v->doc = o.doc;
+    }
+    return *v;
+  };
   auto ListKind = [&](ObjectCache& cache, const char* kind, std::vector<std::string>* problems) {
     auto list = cache.List(kind);
     std::vector<Stored> out;
@@ -316,22 +348,18 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     }
     out.reserve(list->size());
     for (Stored& o : *list) {
-      const std::string key =
-          std::string(kind) + "/" + NamespaceOf(o.obj()) + "/" + NameOf(o.obj());
-      if (auto known = valid_.find(key); known != valid_.end() && known->second == o.version) {
-        next_valid[key] = o.version;
-        out.push_back(std::move(o));
+      View& v = view_of(o);
+      if (!v.readable) {
+        Status ok = api::ValidateEnvelope(o.obj());
+        if (ok.ok() && Str(o.obj(), "kind") != kind)
+          ok = InvalidArgument("kind: not " + std::string(kind));
+        if (ok.ok()) ok = api::ValidateStatus(kind, Member(o.obj(), "status"));
+        v.readable = std::move(ok);
+      }
+      if (!v.readable->ok()) {
+        skip(o, kind, *v.readable);
         continue;
       }
-      Status ok = api::ValidateEnvelope(o.obj());
-      if (ok.ok() && Str(o.obj(), "kind") != kind)
-        ok = InvalidArgument("kind: not " + std::string(kind));
-      if (ok.ok()) ok = api::ValidateStatus(kind, Member(o.obj(), "status"));
-      if (!ok.ok()) {
-        skip(o, kind, ok);
-        continue;
-      }
-      next_valid[key] = o.version;
       out.push_back(std::move(o));
     }
     return out;
@@ -544,7 +572,19 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   std::vector<core::AdmittedWorkload> running;
   std::vector<const Stored*> running_obj;
   const std::vector<Stored> jobs = ListKind(store, "Job", &problems);
-  valid_.swap(next_valid);
+  views_.swap(next_views);  // every kind has been listed by now
+  // A listed Job's view, its spec decoded.
+  auto job_view = [&](const Stored& s) -> const View& {
+    View& v = *views_.at(s.doc.get());
+    if (v.job) return v;
+    v.job = api::DecodeJob(s.obj());
+    v.created_ms = ParseTime(Str(Member(s.obj(), "metadata"), "creationTimestamp"));
+    for (const json& c : ListOf(Member(Member(s.obj(), "status"), "conditions"))) {
+      if (Str(c, "type") != "QuotaReserved" || Str(c, "reason") != "Pending") continue;
+      v.pending_since = std::max(v.pending_since, ParseTime(Str(c, "lastTransitionTime")));
+    }
+    return v;
+  };
   std::set<std::string> unqueued_ns;
   std::vector<const Stored*> suspended;
   // Arrays by Job, with their task's name, and those whose status this cycle changed.
@@ -611,13 +651,14 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
         continue;
       }
     }
-    auto job = api::DecodeJob(s.obj());
+    const View& view = job_view(s);
+    const Result<api::JobSpec>& job = *view.job;
     if (!job.ok()) {
       skip(s, "Job", job.status());
       continue;
     }
     const bool suspend = job->suspend;
-    core::Workload w = std::move(job->workload);
+    core::Workload w = job->workload;
     // An array's status as this cycle leaves it: finished tasks counted, their slots emptied.
     const json* array_status = &status;
     if (job->array) {
@@ -696,7 +737,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     } else if (volcano_queues.contains(w.local_queue)) {
       volcano_users.insert(w.namespace_name + "/" + w.local_queue);
     }
-    w.created_ms = ParseTime(Str(Member(s.obj(), "metadata"), "creationTimestamp"));
+    w.created_ms = view.created_ms;
     if (phase == "Admitted") {
       core::AdmittedWorkload a;
       a.workload = w;
@@ -774,11 +815,11 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     const json& status = Member(s.obj(), "status");
     if (Str(status, "phase") == "Pending") {
       if (Str(status, "message") == message) return;
-      for (const json& c : ListOf(Member(status, "conditions"))) {
-        // Only a reason of the same kind waits (not one after a preemption, say).
-        if (Str(c, "type") != "QuotaReserved" || Str(c, "reason") != "Pending") continue;
-        const int64_t at = ParseTime(Str(c, "lastTransitionTime"));
-        if (at >= 0 && now_ms - at < options_.pending_refresh_ms) return;
+      // Only a reason of the same kind waits (not one after a preemption, say).
+      const int64_t since = job_view(s).pending_since;
+      if (since >= 0) {
+        if (now_ms - since < options_.pending_refresh_ms || refresh_budget_milli_ < 1000) return;
+        refresh_budget_milli_ -= 1000;
       }
     }
     json obj = s.obj();
@@ -982,8 +1023,15 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
       event(s.obj(), "Normal", "Scheduled", "Scheduled " + where);
     }
   }
+  // The waiting jobs' reasons, the longest unrefreshed first (a refresh spends the budget).
+  std::vector<size_t> waiting_order;
   for (size_t i = 0; i < pending.size(); ++i) {
-    if (admitted[i]) continue;
+    if (!admitted[i]) waiting_order.push_back(i);
+  }
+  std::stable_sort(waiting_order.begin(), waiting_order.end(), [&](size_t a, size_t b) {
+    return job_view(*pending_obj[a]).pending_since < job_view(*pending_obj[b]).pending_since;
+  });
+  for (size_t i : waiting_order) {
     std::string reason = result.pending_reasons[i];
     // "queue X (of local queue ns/l) does not exist" for a queue dropped as invalid.
     for (const auto& [name, why] : inactive) {

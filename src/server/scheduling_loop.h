@@ -24,11 +24,13 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "core/accounting.h"
@@ -49,6 +51,11 @@ struct SchedulingLoopOptions {
   // A waiting job's changed reason is written at most this often once it is Pending (the
   // first reason, and a job's becoming Pending, are written at once).
   int64_t pending_refresh_ms = 5'000;
+  // And such rewrites (with their Events) are at most this many a second over all waiting jobs,
+  // with as many at once, the longest unrefreshed first: with a thousand jobs behind busy GPUs
+  // (their reasons name the job holding a reservation, which changes as the queue drains) a
+  // rewrite of each every pending_refresh_ms would cost more than the placing.
+  int pending_refreshes_per_s = 50;
   // After a cycle the loop waits as long as that cycle took, at least min_gap_ms and at most
   // max_gap_ms, before it follows the next change: busy, it spends at most about half a core.
   int min_gap_ms = 2;
@@ -117,10 +124,17 @@ class SchedulingLoop {
   // stop; known once a sweep has succeeded.
   std::set<std::string> running_jobs_;
   bool running_jobs_known_ = false;
-  // "kind/ns/name" -> the version last checked readable, or last reported undecodable.
-  std::map<std::string, int64_t> valid_;
+  // What the cycles read of each stored object, computed once per version: keyed by the parsed
+  // document the object cache shares until the object changes (the view holds it, so the key
+  // is not reused while the entry lives); the objects of the last cycle only.
+  struct View;
+  std::unordered_map<const nlohmann::json*, std::shared_ptr<View>> views_;
+  // "kind/ns/name" -> the version last reported undecodable.
   std::map<std::string, int64_t> undecodable_reported_;
   int64_t event_seq_ = 0;
+  // Rewrites of changed pending reasons the budget allows, in thousandths, as of a time.
+  int64_t refresh_budget_milli_ = 0;
+  int64_t refresh_budget_at_ms_ = -1;
 
   std::atomic<uint64_t> cycles_ = 0;
   std::mutex mu_;

@@ -562,6 +562,43 @@ TEST_F(ApiServerTest, AnAgentsWatchShowsTheJobsBoundToItsNodeOnly) {
   EXPECT_EQ(ev[5]["object"]["metadata"]["name"], "c");
 }
 
+// An agent follows a Job until it ends: its listing and watch leave out ended Jobs (a node
+// turns over thousands), a watch shows a Job's end as DELETED, and the ended Job can still be
+// read by name (a late report of another pod is checked against it).
+TEST_F(ApiServerTest, AnAgentFollowsAJobBoundToItsNodeUntilItEnds) {
+  auto bind = [&](const std::string& name, const std::string& phase) {
+    const std::string path = kJobs + "/" + name;
+    json job = Get(path, admin_).body;
+    job["status"] = {{"phase", phase}, {"pods", {{{"name", "main-0"}, {"node", "n1"}}}}};
+    return Call(http::verb::put, path, admin_, job.dump()).status;
+  };
+  for (const char* name : {"running", "done", "failed"}) {
+    ASSERT_EQ(Post(kJobs, admin_, JobObj("team-a", name)).status, 201);
+  }
+  ASSERT_EQ(bind("running", "Admitted"), 200);
+  ASSERT_EQ(bind("done", "Succeeded"), 200);
+  ASSERT_EQ(bind("failed", "Failed"), 200);
+  const std::string n1 =
+      Post("/apis/tessera.io/v1/tokens", admin_, {{"role", "agent"}, {"node", "n1"}}).body["token"];
+  const json list = Get("/apis/tessera.io/v1/jobs", n1).body;
+  ASSERT_EQ(list["items"].size(), 1u) << list.dump();
+  EXPECT_EQ(list["items"][0]["metadata"]["name"], "running");
+  EXPECT_EQ(Get(kJobs + "/done", n1).status, 200);
+  WatchClient w(http_->port(),
+                "/apis/tessera.io/v1/jobs?watch=1&allowWatchBookmarks=true&sendInitialEvents=true"
+                "&resourceVersionMatch=NotOlderThan",
+                n1);
+  ASSERT_EQ(w.Status(), 200);
+  auto ev = w.Events(2);
+  ExpectStateOfOneThenItsEnd(ev, "running");
+  ASSERT_EQ(bind("running", "Succeeded"), 200);
+  ev = w.Events(3);
+  ASSERT_EQ(ev.size(), 3u);
+  EXPECT_EQ(ev[2]["type"], "DELETED");
+  EXPECT_EQ(ev[2]["object"]["metadata"]["name"], "running");
+  EXPECT_EQ(ev[2]["object"]["status"]["phase"], "Succeeded");
+}
+
 TEST_F(ApiServerTest, WatchListSendsTheStateThenABookmarkThatEndsIt) {
   ASSERT_EQ(Post(kJobs, admin_, JobObj("team-a", "a")).status, 201);
   // Kubernetes' watch-list: sendInitialEvents needs bookmarks and resourceVersionMatch.

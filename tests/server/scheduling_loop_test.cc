@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -1558,6 +1559,46 @@ spec:
   }
   EXPECT_GT(loop_->cycles(), before);
   loop_->Stop();
+}
+
+// A waiting job's changed reason is rewritten (with an Event) within the refresh budget, the
+// longest unrefreshed first; a job's first reason is written at once whatever the budget.
+TEST_F(LoopTest, ChangedPendingReasonsAreRewrittenWithinTheRefreshBudget) {
+  SchedulingLoopOptions opts;
+  opts.pending_refresh_ms = 0;
+  opts.pending_refreshes_per_s = 1;
+  loop_ = SchedulingLoop::Create(*api_, opts).value();
+  ApplyNode("n1", 1);
+  auto job = [](const std::string& name, int gpus) {
+    return "apiVersion: tessera.io/v1\nkind: Job\nmetadata: {name: " + name +
+           "}\nspec:\n  tasks: [{name: main, command: [\"true\"], resources: {limits: "
+           "{nvidia.com/gpu: " +
+           std::to_string(gpus) + "}}}]\n";
+  };
+  Apply(job("hold", 1));
+  Cycle();
+  ASSERT_EQ(Job("hold")["status"]["phase"], "Admitted");
+  for (const char* name : {"w1", "w2", "w3"}) Apply(job(name, 1));
+  // Three first reasons, each with its Event: six writes.
+  EXPECT_EQ(Cycle().writes, 6);
+  std::map<std::string, std::string> first;
+  for (const char* name : {"w1", "w2", "w3"}) first[name] = Job(name)["status"]["message"];
+  // A second node changes every waiting job's reason ("0/2 nodes ..."): one a second.
+  ApplyNode("n2", 0);
+  std::set<std::string> refreshed;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(Cycle().writes, 2) << i;
+    int changed = 0;
+    for (const char* name : {"w1", "w2", "w3"}) {
+      if (Job(name)["status"]["message"] != first[name]) {
+        ++changed;
+        refreshed.insert(name);
+      }
+    }
+    EXPECT_EQ(changed, i + 1);
+  }
+  EXPECT_EQ(refreshed.size(), 3u);
+  EXPECT_EQ(Cycle().writes, 0);  // nothing left to refresh
 }
 
 }  // namespace
