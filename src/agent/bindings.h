@@ -1,10 +1,10 @@
 // The Jobs bound to this node, followed by a watch instead of listings. The server shows an
 // agent's watch (and listing) only the Jobs bound to its node that have not ended, and one that
-// leaves that set (ended, deleted, bound elsewhere) as DELETED (see ApiServer::Watch). Each watch starts with the state (Kubernetes' watch-list
-// protocol: ADDED events, then a bookmark that says they are all sent) and lasts a few minutes;
-// the next one starts at once, so every watch is also a full resync. Until a watch has sent
-// the state, after a watch failed, and while one runs past its end (a peer that went silent),
-// the set is not known and callers list instead.
+// leaves that set (ended, deleted, bound elsewhere) as DELETED (see ApiServer::Watch). Each watch
+// starts with the state (Kubernetes' watch-list protocol: ADDED events, then a bookmark that says
+// they are all sent) and lasts a few minutes; the next one starts at once, so every watch is also a
+// full resync. Until a watch has sent the state, after a watch failed, and while one runs past its
+// end (a peer that went silent), the set is not known and callers list instead.
 #ifndef TESSERA_AGENT_BINDINGS_H_
 #define TESSERA_AGENT_BINDINGS_H_
 

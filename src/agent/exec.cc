@@ -51,7 +51,7 @@ struct Child {
 
 Result<Child> Spawn(const ProcessSpec& spec) {
   if (spec.argv.empty() || spec.argv[0].empty()) return InvalidArgument("no command to run");
-  const PreparedTask task(spec);
+  const PreparedTask task = PrepareTask(spec);
   const char* cgroup = spec.cgroup_procs.empty() ? nullptr : spec.cgroup_procs.c_str();
   int out[2], err[2];
   if (pipe2(out, O_CLOEXEC) != 0) return Internal(std::string("pipe: ") + std::strerror(errno));

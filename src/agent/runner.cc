@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -59,87 +60,33 @@ void ReadStat(pid_t pid, char* state, unsigned long long* start) {
   rest >> *start;
 }
 
-// Async-signal-safe decimal formatting into `out` (at least 24 bytes); returns the length.
-int FormatInt(long long v, char* out) {
-  char digits[24];
-  int n = 0;
-  const bool negative = v < 0;
-  unsigned long long u = negative ? 0ULL - static_cast<unsigned long long>(v) : v;
-  do {
-    digits[n++] = static_cast<char>('0' + u % 10);
-    u /= 10;
-  } while (u > 0 && n < 22);
-  int len = 0;
-  if (negative) out[len++] = '-';
-  while (n > 0) out[len++] = digits[--n];
-  return len;
-}
-
-void WriteAll(int fd, const char* data, size_t n) {
-  while (n > 0) {
-    const ssize_t w = write(fd, data, n);
-    if (w <= 0) return;
-    data += w;
-    n -= static_cast<size_t>(w);
-  }
-}
-
 }  // namespace
 
-PreparedTask::PreparedTask(const ProcessSpec& spec) : uid_(spec.uid), gid_(spec.gid) {
+std::vector<std::string> TaskEnvironment(const ProcessSpec& spec) {
   std::map<std::string, std::string> env = {
       {"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
       {"HOME", spec.workdir.empty() ? "/" : spec.workdir}};
   for (const auto& [k, v] : spec.env) env[k] = v;
-  for (const auto& [k, v] : env) env_strings_.push_back(k + "=" + v);
-  for (std::string& s : env_strings_) envp_.push_back(s.data());
-  envp_.push_back(nullptr);
-  args_ = spec.argv;
-  for (std::string& s : args_) argv_.push_back(s.data());
-  argv_.push_back(nullptr);
-  cwd_ = spec.cwd.empty() ? spec.workdir : spec.cwd;
+  std::vector<std::string> out;
+  out.reserve(env.size());
+  for (const auto& [k, v] : env) out.push_back(k + "=" + v);
+  return out;
 }
 
-void PreparedTask::Become() const {
-  if (gid_ >= 0) {
-    const gid_t g = static_cast<gid_t>(gid_);
-    if (setgroups(1, &g) != 0 || setgid(g) != 0) {
-      const char msg[] = "tessera: cannot take the task's group (runAsGroup)\n";
-      WriteAll(STDERR_FILENO, msg, sizeof msg - 1);
-      _exit(126);
-    }
-  }
-  // A user without a group keeps the agent's gid but none of its supplementary groups.
-  if (gid_ < 0 && uid_ >= 0 && setgroups(0, nullptr) != 0) {
-    const char msg[] = "tessera: cannot drop the agent's groups (runAsUser)\n";
-    WriteAll(STDERR_FILENO, msg, sizeof msg - 1);
-    _exit(126);
-  }
-  if (uid_ >= 0 && setuid(static_cast<uid_t>(uid_)) != 0) {
-    const char msg[] = "tessera: cannot take the task's user (runAsUser)\n";
-    WriteAll(STDERR_FILENO, msg, sizeof msg - 1);
-    _exit(126);
-  }
-  if (!cwd_.empty() && chdir(cwd_.c_str()) != 0) {
-    const char msg[] = "tessera: cannot enter the task's working directory\n";
-    WriteAll(STDERR_FILENO, msg, sizeof msg - 1);
-    _exit(126);
-  }
-  execvpe(argv_[0], const_cast<char* const*>(argv_.data()), const_cast<char* const*>(envp_.data()));
-  const char msg[] = "tessera: cannot execute the task's command\n";
-  WriteAll(STDERR_FILENO, msg, sizeof msg - 1);
-  _exit(127);
+std::string TaskDirectory(const ProcessSpec& spec) {
+  return spec.cwd.empty() ? spec.workdir : spec.cwd;
 }
 
-bool JoinCgroup(const char* procs) {
-  char line[32];
-  int n = FormatInt(getpid(), line);
-  line[n++] = '\n';
-  const int fd = open(procs, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) return false;
-  const bool ok = write(fd, line, n) == n;
-  close(fd);
-  return ok;
+PreparedTask PrepareTask(const ProcessSpec& spec) {
+  return PreparedTask(spec.argv, TaskEnvironment(spec), TaskDirectory(spec), spec.uid, spec.gid);
+}
+
+std::string MonitorExecutable() {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  const std::filesystem::path monitor = self.parent_path() / "tessera-monitor";
+  return access(monitor.c_str(), X_OK) == 0 ? monitor.string() : "";
 }
 
 namespace {
@@ -286,11 +233,6 @@ Status Runner::Start(const ProcessSpec& spec) {
   if (!state_dir_.empty()) std::filesystem::create_directories(state_dir_, ec);
   const std::string exit_record = StateFile(spec.key, ".exit");
   if (!exit_record.empty()) std::filesystem::remove(exit_record, ec);
-  // Everything the child needs is built before fork: after it, only async-signal-safe calls.
-  const PreparedTask task_exec(spec);
-  const char* cgroup = spec.cgroup_procs.empty() ? nullptr : spec.cgroup_procs.c_str();
-  const char* record = exit_record.empty() ? nullptr : exit_record.c_str();
-
   // The monitor and the task close their ends of `ready` once the monitor leads the group and
   // the task takes stop signals: Start returns only then, so that a Stop right after it reaches
   // the task.
@@ -299,73 +241,15 @@ Status Runner::Start(const ProcessSpec& spec) {
     close(log);
     return Internal(std::string("pipe: ") + std::strerror(errno));
   }
-  const pid_t pid = fork();
-  if (pid < 0) {
+  Result<pid_t> monitor = monitor_.empty() ? ForkMonitor(spec, exit_record, log, ready)
+                                           : SpawnMonitor(spec, exit_record, log, ready[1]);
+  if (!monitor.ok()) {
     close(log);
     close(ready[0]);
     close(ready[1]);
-    return Internal(std::string("fork: ") + std::strerror(errno));
+    return monitor.status();
   }
-  if (pid == 0) {
-    // The monitor: leader of the task's own process group (signals reach all it starts).
-    setsid();
-    char line[32];
-    // Join the pod's cgroup before anything runs; the task inherits it.
-    if (cgroup != nullptr && !JoinCgroup(cgroup)) _exit(125);
-    dup2(log, STDOUT_FILENO);
-    dup2(log, STDERR_FILENO);
-    const int null = open("/dev/null", O_RDONLY);
-    if (null >= 0) dup2(null, STDIN_FILENO);
-    // Stop signals are for the task: the monitor outlives it to record how it ended.
-    constexpr int kStopSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
-    struct sigaction ignore {};
-    ignore.sa_handler = SIG_IGN;
-    for (int sig : kStopSignals) sigaction(sig, &ignore, nullptr);
-    close(ready[0]);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    const pid_t task = fork();
-    if (task == 0) {
-      struct sigaction dfl {};
-      dfl.sa_handler = SIG_DFL;
-      for (int sig : kStopSignals) sigaction(sig, &dfl, nullptr);
-      sigaction(SIGPIPE, &dfl, nullptr);
-      close(ready[1]);  // the task now takes stop signals
-      task_exec.Become();
-    }
-    close(ready[1]);
-    if (task < 0) _exit(125);
-    int status = 0;
-    while (waitpid(task, &status, 0) < 0) {
-      if (errno != EINTR) _exit(125);
-    }
-    const bool signaled = WIFSIGNALED(status);
-    const int value = signaled ? WTERMSIG(status) : WEXITSTATUS(status);
-    if (record != nullptr) {
-      const int fd = open(record, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-      if (fd >= 0) {
-        const char* how = signaled ? "signal " : "exit ";
-        WriteAll(fd, how, signaled ? 7 : 5);
-        int n = FormatInt(value, line);
-        line[n++] = '\n';
-        WriteAll(fd, line, static_cast<size_t>(n));
-        fsync(fd);
-        close(fd);
-      }
-    }
-    if (signaled) {
-      // End as the task did, without a core file of the monitor's own.
-      struct rlimit no_core {};
-      setrlimit(RLIMIT_CORE, &no_core);
-      struct sigaction dfl {};
-      dfl.sa_handler = SIG_DFL;
-      sigaction(value, &dfl, nullptr);
-      kill(getpid(), value);
-      _exit(128 + value);
-    }
-    _exit(value);
-  }
+  const pid_t pid = *monitor;
   close(log);
   close(ready[1]);
   char byte;
@@ -378,6 +262,76 @@ Status Runner::Start(const ProcessSpec& spec) {
     std::ofstream(StateFile(spec.key, ".pid")) << pid << " " << started << "\n" << spec.key << "\n";
   }
   return Status::Ok();
+}
+
+Result<pid_t> Runner::SpawnMonitor(const ProcessSpec& spec, const std::string& exit_record, int log,
+                                   int ready) {
+  constexpr int kReadyFd = 3;
+  std::vector<std::string> args = {monitor_, "--ready", std::to_string(kReadyFd)};
+  auto flag = [&args](const char* name, const std::string& value) {
+    args.push_back(name);
+    args.push_back(value);
+  };
+  if (!spec.cgroup_procs.empty()) flag("--cgroup", spec.cgroup_procs);
+  if (!exit_record.empty()) flag("--record", exit_record);
+  if (spec.uid >= 0) flag("--uid", std::to_string(spec.uid));
+  if (spec.gid >= 0) flag("--gid", std::to_string(spec.gid));
+  if (const std::string cwd = TaskDirectory(spec); !cwd.empty()) flag("--cwd", cwd);
+  args.push_back("--");
+  args.insert(args.end(), spec.argv.begin(), spec.argv.end());
+  std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  // The task's environment is the monitor's: a command line is readable by every user.
+  std::vector<std::string> env = TaskEnvironment(spec);
+  std::vector<char*> envp;
+  envp.reserve(env.size() + 1);
+  for (std::string& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  // The monitor gets the log as stdout and stderr, /dev/null as stdin, `ready` as descriptor 3
+  // and nothing else of this process; default signal handling and no blocked signals.
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, log, STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, log, STDERR_FILENO);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, ready, kReadyFd);
+  posix_spawn_file_actions_addclosefrom_np(&actions, kReadyFd + 1);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, monitor_.c_str(), &actions, &attr, argv.data(), envp.data());
+  posix_spawnattr_destroy(&attr);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) return Internal("starting " + monitor_ + ": " + std::strerror(rc));
+  return pid;
+}
+
+Result<pid_t> Runner::ForkMonitor(const ProcessSpec& spec, const std::string& exit_record, int log,
+                                  int ready[2]) {
+  // Everything the child needs is built before fork: after it, only async-signal-safe calls.
+  const PreparedTask task = PrepareTask(spec);
+  MonitorPlan plan;
+  plan.cgroup_procs = spec.cgroup_procs.empty() ? nullptr : spec.cgroup_procs.c_str();
+  plan.exit_record = exit_record.empty() ? nullptr : exit_record.c_str();
+  plan.log_fd = log;
+  plan.ready_fd = ready[1];
+  plan.task = &task;
+  const pid_t pid = fork();
+  if (pid < 0) return Internal(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    close(ready[0]);
+    RunMonitor(plan);
+  }
+  return pid;
 }
 
 pid_t Runner::Pid(const std::string& key) const {

@@ -1,7 +1,7 @@
 // Runs tasks as process groups: command and args, environment, working directory, stdout and
 // stderr to a log file; reports exits; stops with SIGTERM, then SIGKILL after a grace period.
-// Each task runs under a small monitor process, the group's leader, that waits for it and
-// records how it ended in the state directory: a restarted agent adopts the groups its
+// Each task runs under a small monitor process (agent/monitor.h), the group's leader, that waits
+// for it and records how it ended in the state directory: a restarted agent adopts the groups its
 // predecessor left (Adopt) and still learns their exit codes. Not thread-safe: one owner drives
 // it (the agent loop).
 #ifndef TESSERA_AGENT_RUNNER_H_
@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/monitor.h"
 #include "core/status.h"
 
 namespace tessera::agent {
@@ -43,25 +44,17 @@ struct ProcessSpec {
   std::string container;
 };
 
-// What a forked child needs to become a task, built before fork from a ProcessSpec: the whole
-// environment (PATH and HOME unless the spec gives them; nothing of the agent's), argv, the
-// working directory, user and group. Become is async-signal-safe, for use between fork and exec.
-class PreparedTask {
- public:
-  explicit PreparedTask(const ProcessSpec& spec);
-  // Takes the group and user, enters the working directory and executes argv; on failure
-  // writes why to stderr and exits 126 (user, group, directory) or 127 (the command).
-  [[noreturn]] void Become() const;
+// The task's whole environment as "NAME=value": PATH (the system's) and HOME (the working
+// directory) unless the spec gives them; nothing of the agent's.
+std::vector<std::string> TaskEnvironment(const ProcessSpec& spec);
+// The task's working directory: `cwd`, else `workdir`.
+std::string TaskDirectory(const ProcessSpec& spec);
+// What a forked child needs to become the task of `spec` (agent/monitor.h), built before fork.
+PreparedTask PrepareTask(const ProcessSpec& spec);
 
- private:
-  std::vector<std::string> env_strings_, args_;
-  std::vector<char*> envp_, argv_;
-  std::string cwd_;
-  int64_t uid_ = -1, gid_ = -1;
-};
-
-// Joins the cgroup whose cgroup.procs is `procs` (async-signal-safe); false on failure.
-bool JoinCgroup(const char* procs);
+// Where the monitor executable (tessera-monitor) is: beside the running executable; "" when it
+// is not there.
+std::string MonitorExecutable();
 
 // A process group the state directory records: its leader's pid and start time (clock ticks
 // since boot), which together name one process whatever pids are reused later.
@@ -88,8 +81,11 @@ struct Exit {
 class Runner {
  public:
   // `state_dir` keeps a pid file and an exit record per process, so that a restarted agent can
-  // adopt what an earlier one left running (see Adopt); empty: none kept.
-  explicit Runner(std::string state_dir = "") : state_dir_(std::move(state_dir)) {}
+  // adopt what an earlier one left running (see Adopt); empty: none kept. `monitor` is the
+  // monitor executable each task is started under (posix_spawn); empty: the monitor is a
+  // child forked from this process, which copies its address space for each task.
+  explicit Runner(std::string state_dir = "", std::string monitor = MonitorExecutable())
+      : state_dir_(std::move(state_dir)), monitor_(std::move(monitor)) {}
   ~Runner();  // kills what still runs
   Runner(const Runner&) = delete;
   Runner& operator=(const Runner&) = delete;
@@ -139,7 +135,15 @@ class Runner {
   void RemoveRecords(const std::string& key) const;
   void Forget(const std::string& key);
 
+  // Starts the monitor of `spec` as its own executable; its pid.
+  Result<pid_t> SpawnMonitor(const ProcessSpec& spec, const std::string& exit_record, int log,
+                             int ready);
+  // Starts the monitor of `spec` in a forked child; its pid.
+  Result<pid_t> ForkMonitor(const ProcessSpec& spec, const std::string& exit_record, int log,
+                            int ready[2]);
+
   std::string state_dir_;
+  std::string monitor_;
   std::map<std::string, Proc> procs_;
 };
 

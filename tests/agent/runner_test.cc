@@ -3,6 +3,7 @@
 #include "agent/cgroups.h"
 #include "agent/fence.h"
 
+#include <fcntl.h>
 #include <grp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -24,7 +25,7 @@ int64_t Now() {
       .count();
 }
 
-class RunnerTest : public ::testing::Test {
+class RunnerFixture : public ::testing::Test {
  protected:
   void SetUp() override {
     char tmpl[] = "/tmp/tessera-runner-XXXXXX";
@@ -51,21 +52,32 @@ class RunnerTest : public ::testing::Test {
   std::string dir_;
 };
 
-TEST_F(RunnerTest, RunsWithEnvWorkdirAndLogAndReportsExitCodes) {
-  Runner r;
-  ProcessSpec ok{"a",
-                 {"sh", "-c", "echo $FOO in $(pwd); echo err >&2"},
-                 {{"FOO", "bar"}},
-                 dir_ + "/work",
-                 dir_ + "/a.log",
-                 ""};
+// Each case runs with the monitor as its own executable (posix_spawn) and as a forked child of
+// this process (the fallback when the executable is missing).
+class RunnerTest : public RunnerFixture, public ::testing::WithParamInterface<const char*> {
+ protected:
+  std::string monitor() const { return GetParam(); }
+};
+
+TEST_P(RunnerTest, RunsWithEnvWorkdirAndLogAndReportsExitCodes) {
+  Runner r("", monitor());
+  // Nothing of this process's environment reaches the task.
+  setenv("TESSERA_RUNNER_TEST_AGENT_ONLY", "leaked", 1);
+  ProcessSpec ok{
+      "a",
+      {"sh", "-c", "echo $FOO in $(pwd) ${TESSERA_RUNNER_TEST_AGENT_ONLY:-alone}; echo err >&2"},
+      {{"FOO", "bar"}},
+      dir_ + "/work",
+      dir_ + "/a.log",
+      ""};
   ASSERT_TRUE(r.Start(ok).ok());
   EXPECT_EQ(r.Start(ok).code(), StatusCode::kAlreadyExists);
   ASSERT_TRUE(r.Start({"b", {"sh", "-c", "exit 7"}, {}, "", dir_ + "/b.log", ""}).ok());
   auto exits = WaitExits(r, 2);
   ASSERT_EQ(exits.size(), 2u);
   for (const Exit& e : exits) EXPECT_EQ(e.exit_code, e.key == "a" ? 0 : 7) << e.key;
-  EXPECT_EQ(Read(dir_ + "/a.log"), "bar in " + dir_ + "/work\nerr\n");
+  unsetenv("TESSERA_RUNNER_TEST_AGENT_ONLY");
+  EXPECT_EQ(Read(dir_ + "/a.log"), "bar in " + dir_ + "/work alone\nerr\n");
   EXPECT_FALSE(r.Running("a"));
   ASSERT_TRUE(r.Start({"c", {"/nonexistent/cmd"}, {}, "", dir_ + "/c.log", ""}).ok());
   exits = WaitExits(r, 1);
@@ -74,8 +86,8 @@ TEST_F(RunnerTest, RunsWithEnvWorkdirAndLogAndReportsExitCodes) {
   EXPECT_FALSE(r.Start({"d", {}, {}, "", dir_ + "/d.log", ""}).ok());
 }
 
-TEST_F(RunnerTest, MakesTheTasksDirectoriesAndEntersItsWorkingDirectory) {
-  Runner r;
+TEST_P(RunnerTest, MakesTheTasksDirectoriesAndEntersItsWorkingDirectory) {
+  Runner r("", monitor());
   ProcessSpec spec{"w",
                    {"sh", "-c", "pwd; test -d \"$SCRATCH\" && echo made"},
                    {{"SCRATCH", dir_ + "/work/volumes/s"}},
@@ -94,8 +106,8 @@ TEST_F(RunnerTest, MakesTheTasksDirectoriesAndEntersItsWorkingDirectory) {
   EXPECT_NE(s.message().find("workingDir"), std::string::npos) << s.message();
 }
 
-TEST_F(RunnerTest, StopSendsTermThenKillsTheWholeGroup) {
-  Runner r;
+TEST_P(RunnerTest, StopSendsTermThenKillsTheWholeGroup) {
+  Runner r("", monitor());
   // Ignores SIGTERM and has a child in its group: both must go.
   ASSERT_TRUE(
       r.Start({"t", {"sh", "-c", "trap '' TERM; sleep 311 & wait"}, {}, "", dir_ + "/t.log", ""})
@@ -131,11 +143,11 @@ TEST_F(RunnerTest, StopSendsTermThenKillsTheWholeGroup) {
   EXPECT_EQ(alive_in_group(), 0);
 }
 
-TEST_F(RunnerTest, ARestartedRunnerAdoptsWhatTheLastOneLeftAndLearnsHowItEnded) {
+TEST_P(RunnerTest, ARestartedRunnerAdoptsWhatTheLastOneLeftAndLearnsHowItEnded) {
   const std::string run = dir_ + "/run";
   pid_t sleeper = 0, exiter = 0;
   {
-    Runner first(run);
+    Runner first(run, monitor());
     ASSERT_TRUE(first.Start({"ns/job/p-0", {"sleep", "313"}, {}, "", dir_ + "/p.log", ""}).ok());
     ASSERT_TRUE(
         first.Start({"ns/job/p-1", {"sh", "-c", "sleep 0.3; exit 3"}, {}, "", dir_ + "/q.log", ""})
@@ -145,7 +157,7 @@ TEST_F(RunnerTest, ARestartedRunnerAdoptsWhatTheLastOneLeftAndLearnsHowItEnded) 
     first.Detach();  // as when the agent is killed: nothing stopped, records kept
   }
   ASSERT_EQ(kill(sleeper, 0), 0);
-  Runner again(run);
+  Runner again(run, monitor());
   EXPECT_EQ(again.Adopt(), (std::vector<std::string>{"ns/job/p-0", "ns/job/p-1"}));
   EXPECT_TRUE(again.Running("ns/job/p-0"));
   EXPECT_EQ(again.Pid("ns/job/p-0"), sleeper);  // the same process, not a new one
@@ -168,23 +180,23 @@ TEST_F(RunnerTest, ARestartedRunnerAdoptsWhatTheLastOneLeftAndLearnsHowItEnded) 
   EXPECT_EQ(exits[0].signal, SIGTERM);
   reaper.join();
   EXPECT_TRUE(RecordedGroups(run).empty());
-  Runner third(run);
+  Runner third(run, monitor());
   EXPECT_TRUE(third.Adopt().empty());
 }
 
-TEST_F(RunnerTest, RecordsOfGroupsThatAreGoneAreNotAdopted) {
+TEST_P(RunnerTest, RecordsOfGroupsThatAreGoneAreNotAdopted) {
   const std::string run = dir_ + "/run";
   std::filesystem::create_directories(run);
   // A pid that runs, but with another start time: a reused pid, not ours.
   std::ofstream(run + "/ns_job_p-0.pid") << getpid() << " 1\nns/job/p-0\n";
-  Runner r(run);
+  Runner r(run, monitor());
   EXPECT_TRUE(r.Adopt().empty());
   EXPECT_FALSE(std::filesystem::exists(run + "/ns_job_p-0.pid"));
 }
 
-TEST_F(RunnerTest, FenceKeeperStopsEveryRecordedGroupOnceTheLeaseExpires) {
+TEST_P(RunnerTest, FenceKeeperStopsEveryRecordedGroupOnceTheLeaseExpires) {
   const std::string run = dir_ + "/run";
-  Runner r(run);
+  Runner r(run, monitor());
   ASSERT_TRUE(r.Start({"ns/job/p-0",
                        {"sh", "-c", "trap '' TERM; sleep 317 & wait"},
                        {},
@@ -227,9 +239,9 @@ TEST_F(RunnerTest, FenceKeeperStopsEveryRecordedGroupOnceTheLeaseExpires) {
   EXPECT_FALSE(keeper.Check(11'700).fenced);
 }
 
-TEST_F(RunnerTest, RunsTheTaskAsItsUserAndGroupWhenTheAgentIsRoot) {
+TEST_P(RunnerTest, RunsTheTaskAsItsUserAndGroupWhenTheAgentIsRoot) {
   std::filesystem::permissions(dir_, std::filesystem::perms(0755));  // the task's user enters
-  Runner r;
+  Runner r("", monitor());
   ProcessSpec spec{
       "u", {"sh", "-c", "echo $(id -u):$(id -g):$(id -G)"}, {}, dir_ + "/work", dir_ + "/u.log",
       ""};
@@ -267,7 +279,7 @@ TEST_F(RunnerTest, RunsTheTaskAsItsUserAndGroupWhenTheAgentIsRoot) {
   EXPECT_EQ(Read(dir_ + "/v.log"), "65534:" + std::to_string(getegid()) + "\n");
 }
 
-TEST_F(RunnerTest, PodsJoinTheirCgroupWithLimits) {
+TEST_P(RunnerTest, PodsJoinTheirCgroupWithLimits) {
   // A directory standing in for a cgroup v2 mount.
   const std::string root = dir_ + "/cgroup";
   std::filesystem::create_directories(root);
@@ -278,11 +290,43 @@ TEST_F(RunnerTest, PodsJoinTheirCgroupWithLimits) {
   EXPECT_EQ(Read(cg->dir + "/cpu.max"), "400000 100000\n");
   EXPECT_EQ(Read(cg->dir + "/memory.max"), std::to_string(16384LL << 20) + "\n");
   EXPECT_EQ(PrepareCgroup(root, "ns/job/p-1", 0, 0)->description, "cpu.max=max, memory.max=max");
-  Runner r;
+  Runner r("", monitor());
   ASSERT_TRUE(r.Start({"p", {"true"}, {}, "", dir_ + "/p.log", cg->procs_path}).ok());
   const pid_t pid = r.Pid("p");
   ASSERT_EQ(WaitExits(r, 1).size(), 1u);
   EXPECT_EQ(Read(cg->procs_path), std::to_string(pid) + "\n");
+}
+
+INSTANTIATE_TEST_SUITE_P(Launch, RunnerTest, ::testing::Values(TESSERA_MONITOR, ""),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.param).empty() ? "Forked" : "Spawned";
+                         });
+
+class MonitorExecutableTest : public RunnerFixture {};
+
+TEST_F(MonitorExecutableTest, TheTaskGetsNoDescriptorOfTheAgentsButItsLog) {
+  // A descriptor this process holds open across exec: the spawned monitor closes it.
+  const int held = open("/dev/null", O_RDONLY);
+  ASSERT_GE(held, 3);
+  Runner r("", TESSERA_MONITOR);
+  const std::string probe = "for fd in 3 " + std::to_string(held) +
+                            "; do test -e /proc/$$/fd/$fd && echo open $fd; done; echo checked";
+  const Status started = r.Start({"fds", {"sh", "-c", probe}, {}, "", dir_ + "/fds.log", ""});
+  close(held);
+  ASSERT_TRUE(started.ok()) << started.message();
+  auto exits = WaitExits(r, 1);
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].exit_code, 0);
+  EXPECT_EQ(Read(dir_ + "/fds.log"), "checked\n");
+}
+
+TEST_F(MonitorExecutableTest, RefusesAMalformedCommandLine) {
+  const std::string monitor = TESSERA_MONITOR;
+  EXPECT_EQ(WEXITSTATUS(std::system((monitor + " --bogus x -- true 2>/dev/null").c_str())), 125);
+  EXPECT_EQ(WEXITSTATUS(std::system((monitor + " --uid abc -- true 2>/dev/null").c_str())), 125);
+  EXPECT_EQ(WEXITSTATUS(std::system((monitor + " -- 2>/dev/null").c_str())), 125);
+  // Well formed: the task's exit code is the monitor's.
+  EXPECT_EQ(WEXITSTATUS(std::system(("A=4 " + monitor + " -- sh -c 'exit $A'").c_str())), 4);
 }
 
 }  // namespace

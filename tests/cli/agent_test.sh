@@ -120,11 +120,11 @@ expect_out '"limits": "cpu.max=max, memory.max=max"'
 await_out "gpus=" "$TESSERA" logs env-check
 [ "$OUT" = "gpus=$uuid kind=whole" ] || fail "env-check printed '$OUT', bound to $uuid"
 
-# A task sees none of the agent's secrets: not in its environment, not on the agent's command
-# line; the agent's own token sits in a file only the agent's user reads.
+# A task sees none of the agent's secrets: not in its environment, not on its monitor's or the
+# agent's command line; the agent's own token sits in a file only the agent's user reads.
 node_token=$(cat "$WORK/agent/node.token")
 [ "$(stat -c %a "$WORK/agent/node.token")" = 600 ] || fail "node.token is not mode 600"
-job snoop "restartPolicy: Never" 'env; xargs -0 echo </proc/$PPID/cmdline; echo snooped' >"$WORK/snoop.yaml"
+job snoop "restartPolicy: Never" 'env; xargs -0 echo </proc/$PPID/cmdline; read -r _ _ _ agent _ </proc/$PPID/stat; xargs -0 echo </proc/$agent/cmdline; echo snooped' >"$WORK/snoop.yaml"
 expect_exit 0 "$TESSERA" apply -f "$WORK/snoop.yaml"
 wait_phase snoop Succeeded
 await_out "snooped" "$TESSERA" logs snoop
@@ -134,6 +134,7 @@ done
 ! grep -q "^TESSERA_TOKEN=" <<<"$OUT" || fail "a task inherited TESSERA_TOKEN: $OUT"
 grep -q "^CUDA_VISIBLE_DEVICES=GPU-" <<<"$OUT" || fail "the task's own env is missing: $OUT"
 grep -q -- "--join-token-file" <<<"$OUT" || fail "the agent's command line was not read: $OUT"
+grep -q -- "tessera-monitor --ready 3" <<<"$OUT" || fail "the task's monitor is not tessera-monitor: $OUT"
 # The node's token acts for fake-1 only: not another node, not a queue, not other jobs' logs.
 expect_exit 1 "$TESSERA" get node other --token "$node_token"
 expect_out "Forbidden"

@@ -34,7 +34,7 @@ spec:
     resources: {limits: {nvidia.com/gpu: 2}}
 YAML
 expect_exit 0 "$TESSERA" apply -f "$WORK/gang.yaml"
-running() { pgrep -f "sleep 307" | wc -l; }
+running() { pgrep -fx "sleep 307" | wc -l; }  # the tasks, not their monitors
 for _ in $(seq 200); do [ "$(running)" -eq 2 ] && break; sleep 0.05; done
 [ "$(running)" -eq 2 ] || fail "the gang's two pods are not both running: $(running)"
 expect_exit 0 "$TESSERA" get job gang -o json
