@@ -4,7 +4,8 @@
 # end of the apply to the last one's end (every one Succeeded, checked).
 #   bench/turnover.sh [TESSERA] [N] [jobs|array]
 # jobs (the default): N Jobs; array: one batch/v1 Job, completions N, parallelism 8, Indexed.
-# With TURNOVER_DUMP=FILE, the Jobs as they ended are written there (JSON) for analysis.
+# With TURNOVER_DUMP=FILE, the Jobs as they ended are written there (JSON) for analysis, and
+# the server's metrics beside them (FILE.metrics).
 set -euo pipefail
 TESSERA=$(realpath "${1:-build/tessera}")
 N=${2:-1000}
@@ -76,7 +77,18 @@ print(sum(j["status"].get("succeeded", 1) for j in ended))')
   [ "$done_count" -ge "$N" ] && break
   sleep 1
 done
-[ -n "${TURNOVER_DUMP:-}" ] && "$TESSERA" get jobs -o json >"$TURNOVER_DUMP"
+if [ -n "${TURNOVER_DUMP:-}" ]; then
+  "$TESSERA" get jobs -o json >"$TURNOVER_DUMP"
+  # The CLI's own configuration (server, token, CA) reaches /metrics too.
+  python3 - "$HOME/.tessera/config" >"$TURNOVER_DUMP.metrics" <<'PY' || true
+import ssl, sys, urllib.request
+c = dict(line.split(": ", 1) for line in open(sys.argv[1]).read().splitlines() if ": " in line)
+server = c["server"] if "://" in c["server"] else ("https://" if "ca" in c else "http://") + c["server"]
+ctx = ssl.create_default_context(cafile=c["ca"]) if "ca" in c else None
+req = urllib.request.Request(server + "/metrics", headers={"Authorization": "Bearer " + c["token"]})
+print(urllib.request.urlopen(req, context=ctx).read().decode())
+PY
+fi
 # The last Job's end, as its status records it.
 last=$("$TESSERA" get jobs -o json | python3 -c '
 import json, sys, datetime

@@ -283,6 +283,7 @@ Status Worker::Tick(int64_t now_ms) {
   const Result<json> jobs = BoundJobs();
   Status result = Status::Ok();
   std::set<std::string> wanted;
+  std::vector<PodState*> to_start;  // bound here, not running: started after the ends are told
   if (!jobs.ok()) {
     result = jobs.status();
   } else {
@@ -308,47 +309,70 @@ Status Worker::Tick(int64_t now_ms) {
       } else {
         p.assignment.pod_index = a.pod_index;
       }
-      if (!p.finished && !fenced_ && !runner_.Running(p.assignment.key)) StartPod(p, now_ms);
+      if (!p.finished && !fenced_ && !runner_.Running(p.assignment.key)) to_start.push_back(&p);
     }
     // What the server no longer binds here stops (deleted, preempted, moved, failed elsewhere).
     for (const std::string& key : runner_.Keys()) {
       if (!wanted.contains(key)) runner_.Stop(key, now_ms, GraceMs(key));
     }
   }
-  for (const Exit& e : runner_.Poll(now_ms)) {
-    auto it = pods_.find(e.key);
-    if (it == pods_.end() || e.stopped) continue;
-    PodState& p = it->second;
-    const std::string& policy = p.assignment.restart_policy;
-    const bool failed = e.exit_code != 0 || e.signal != 0;
-    if (policy == "Always" ||
-        (policy == "OnFailure" && failed && p.restarts < p.assignment.max_retries)) {
-      ++p.restarts;
-      StartPod(p, now_ms);
-      continue;
+  // The pods that ended: restarted by their policy, or finished with their output shipped.
+  auto reap = [&] {
+    for (const Exit& e : runner_.Poll(now_ms)) {
+      auto it = pods_.find(e.key);
+      if (it == pods_.end() || e.stopped) continue;
+      PodState& p = it->second;
+      const std::string& policy = p.assignment.restart_policy;
+      const bool failed = e.exit_code != 0 || e.signal != 0;
+      if (policy == "Always" ||
+          (policy == "OnFailure" && failed && p.restarts < p.assignment.max_retries)) {
+        ++p.restarts;
+        StartPod(p, now_ms);
+        continue;
+      }
+      p.finished = true;
+      if (!p.cgroup_dir.empty()) RemoveCgroup(p.cgroup_dir);
+      p.state = {{"phase", failed ? "Failed" : "Succeeded"},
+                 {"restarts", p.restarts},
+                 {"finishedAt", api::FormatTime(now_ms)}};
+      if (!p.limits.empty()) p.state["limits"] = p.limits;
+      if (e.signal != 0) {
+        p.state["signal"] = e.signal;
+      } else {
+        p.state["exitCode"] = e.exit_code;
+      }
+      // Its output is shipped before its end is reported.
+      if (Status s = ShipLogs(p); !s.ok() && result.ok()) result = s;
     }
-    p.finished = true;
-    if (!p.cgroup_dir.empty()) RemoveCgroup(p.cgroup_dir);
-    p.state = {{"phase", failed ? "Failed" : "Succeeded"},
-               {"restarts", p.restarts},
-               {"finishedAt", api::FormatTime(now_ms)}};
-    if (!p.limits.empty()) p.state["limits"] = p.limits;
-    if (e.signal != 0) {
-      p.state["signal"] = e.signal;
-    } else {
-      p.state["exitCode"] = e.exit_code;
+  };
+  reap();
+  // What changed is reported a Job at a time: one write for all of its pods here. Ends are
+  // reported before new pods start, so that the devices they free are not held up by starts;
+  // what started is reported with the ends that came meanwhile (a short task's once).
+  auto report = [&] {
+    std::map<std::string, std::vector<PodState*>> reports;
+    for (auto& [key, p] : pods_) {
+      if (wanted.contains(key) && p.state != p.reported) {
+        reports[JobPath(p.assignment)].push_back(&p);
+      }
     }
+    for (const auto& [path, group] : reports) {
+      if (Status s = Report(group); !s.ok() && result.ok()) result = s;
+    }
+  };
+  report();
+  if (!to_start.empty()) {
+    for (PodState* p : to_start) {
+      if (!p->finished && !fenced_ && !runner_.Running(p->assignment.key)) StartPod(*p, now_ms);
+    }
+    reap();
+    report();
   }
   const std::vector<std::string> running = runner_.Keys();
   exec_targets_.Retain(std::set<std::string>(running.begin(), running.end()));
-  // What changed is reported a Job at a time: one write for all of its pods here.
-  std::map<std::string, std::vector<PodState*>> reports;
   for (auto it = pods_.begin(); it != pods_.end();) {
     PodState& p = it->second;
     if (Status s = ShipLogs(p); !s.ok() && result.ok()) result = s;
-    if (wanted.contains(it->first) && p.state != p.reported) {
-      reports[JobPath(p.assignment)].push_back(&p);
-    }
     // Forget pods that are neither bound here nor running any more, once their output is out.
     std::error_code ec;
     const bool shipped =
@@ -360,9 +384,6 @@ Status Worker::Tick(int64_t now_ms) {
     } else {
       ++it;
     }
-  }
-  for (const auto& [path, group] : reports) {
-    if (Status s = Report(group); !s.ok() && result.ok()) result = s;
   }
   return result;
 }

@@ -37,6 +37,16 @@ struct SchedulingLoop::View {
   std::optional<Result<api::JobSpec>> job;
   int64_t created_ms = -1;
   int64_t pending_since = -1;
+  // Of a Job, read once per version: status.phase and status.message (a pointer into `doc`;
+  // null when it has none), whether it ended (Succeeded or Failed), when an ended Job is to be
+  // deleted (ttlSecondsAfterFinished; -1: never), and whether its end was given to the
+  // accountant.
+  bool status_read = false;
+  std::string phase;
+  const std::string* message = nullptr;
+  bool ended = false;
+  int64_t delete_at_ms = -1;
+  bool accounted = false;
 };
 
 namespace {
@@ -287,6 +297,25 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     }
     return r.ok();
   };
+  // Events are written together, in one commit when the cycle ends (one by one should that
+  // commit fail).
+  struct EventBatch {
+    ApiServer& api;
+    CycleSummary& sum;
+    std::vector<store::Write> writes;
+    ~EventBatch() { Flush(); }
+    void Flush() {
+      if (writes.empty()) return;
+      if (api.Commit(writes).ok()) {
+        sum.writes += static_cast<int>(writes.size());
+      } else {
+        for (const store::Write& w : writes) {
+          if (api.Commit(std::span<const store::Write>(&w, 1)).ok()) ++sum.writes;
+        }
+      }
+      writes.clear();
+    }
+  } events{api_, sum, {}};
   auto event = [&](const json& job, const char* type, const std::string& reason,
                    const std::string& message) {
     std::string name = NameOf(job).substr(0, 200) + "." + std::to_string(now_ms) + "-" +
@@ -303,8 +332,9 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
                 {"message", message},
                 {"time", FormatTime(now_ms)},
                 {"involvedObject", {{"kind", Str(job, "kind")}, {"name", NameOf(job)}}}}}};
-    if (NamespaceOf(job).empty()) e["metadata"]["namespace"] = "tessera-system";
-    put(e, 0);
+    const std::string ns = NamespaceOf(job).empty() ? "tessera-system" : NamespaceOf(job);
+    e["metadata"]["namespace"] = ns;
+    events.writes.push_back({store::Write::Op::kPut, {"Event", ns, name}, e.dump(), 0});
   };
   // The stored objects of a kind whose envelope and status can be read; the others are skipped,
   // named in a metric and, once per version, in a Warning event.
@@ -585,6 +615,26 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     }
     return v;
   };
+  // A listed Job's view, its status read.
+  auto job_status = [&](const Stored& s) -> View& {
+    View& v = *views_.at(s.doc.get());
+    if (v.status_read) return v;
+    v.status_read = true;
+    const json& status = Member(s.obj(), "status");
+    if (const json& phase = Member(status, "phase"); phase.is_string()) {
+      v.phase = phase.get_ref<const std::string&>();
+    }
+    if (const json& message = Member(status, "message"); message.is_string()) {
+      v.message = &message.get_ref<const std::string&>();
+    }
+    v.ended = v.phase == "Succeeded" || v.phase == "Failed";
+    const json& ttl = Member(Member(s.obj(), "spec"), "ttlSecondsAfterFinished");
+    if (v.ended && ttl.is_number_integer()) {
+      const int64_t finished = ParseTime(Str(status, "finishedAt"));
+      if (finished > 0) v.delete_at_ms = finished + ttl.get<int64_t>() * 1000;
+    }
+    return v;
+  };
   std::set<std::string> unqueued_ns;
   std::vector<const Stored*> suspended;
   // Arrays by Job, with their task's name, and those whose status this cycle changed.
@@ -594,7 +644,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   // MPI launchers' exec tokens live as long as their Job runs.
   std::set<std::string> running_jobs;  // "ns/name/uid"
   for (const Stored& s : jobs) {
-    if (Str(Member(s.obj(), "status"), "phase") == "Admitted") {
+    if (job_status(s).phase == "Admitted") {
       running_jobs.insert(NamespaceOf(s.obj()) + "/" + NameOf(s.obj()) + "/" +
                           Str(Member(s.obj(), "metadata"), "uid"));
     }
@@ -614,16 +664,11 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   }
   running_jobs_ = std::move(running_jobs);
   for (const Stored& s : jobs) {
-    const json& status = Member(s.obj(), "status");
-    const std::string phase = Str(status, "phase");
-    const json& spec = Member(s.obj(), "spec");
+    const View& fields = job_status(s);
     // Finished work holds nothing and waits for nothing; with ttlSecondsAfterFinished it is
     // deleted that long after it ended, as Kubernetes' TTL controller does.
-    if (phase == "Succeeded" || phase == "Failed") {
-      const json& ttl = Member(spec, "ttlSecondsAfterFinished");
-      const int64_t finished =
-          ttl.is_number_integer() ? ParseTime(Str(status, "finishedAt")) : int64_t{-1};
-      if (finished > 0 && now_ms >= finished + ttl.get<int64_t>() * 1000) {
+    if (fields.ended) {
+      if (fields.delete_at_ms > 0 && now_ms >= fields.delete_at_ms) {
         store::Write w{store::Write::Op::kDelete,
                        {"Job", NamespaceOf(s.obj()), NameOf(s.obj())},
                        "",
@@ -632,6 +677,9 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
       }
       continue;
     }
+    const json& status = Member(s.obj(), "status");
+    const std::string& phase = fields.phase;
+    const json& spec = Member(s.obj(), "spec");
     // activeDeadlineSeconds: a Job active longer than this since it was admitted fails
     // (DeadlineExceeded), and its pods are stopped.
     if (const json& deadline = Member(spec, "activeDeadlineSeconds");
@@ -812,9 +860,9 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     api::KeepProgress(advanced ? (*advanced)["status"] : Member(s.obj(), "status"), to);
   };
   auto set_pending = [&](const Stored& s, const std::string& message) {
-    const json& status = Member(s.obj(), "status");
-    if (Str(status, "phase") == "Pending") {
-      if (Str(status, "message") == message) return;
+    const View& fields = job_status(s);
+    if (fields.phase == "Pending") {
+      if (fields.message != nullptr && *fields.message == message) return;
       // Only a reason of the same kind waits (not one after a preemption, say).
       const int64_t since = job_view(s).pending_since;
       if (since >= 0) {
@@ -825,7 +873,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     json obj = s.obj();
     // A preempted job keeps saying why it was evicted while it waits again.
     json conditions = json::array();
-    for (const json& c : ListOf(Member(status, "conditions"))) {
+    for (const json& c : ListOf(Member(Member(s.obj(), "status"), "conditions"))) {
       if (Str(c, "type") == "Evicted" || Str(c, "type") == "Preempted") conditions.push_back(c);
     }
     conditions.push_back(Condition("QuotaReserved", false, "Pending", message, now_ms));
@@ -846,6 +894,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     for (const Stored* s : pending_obj) {
       set_pending(*s, "the queue configuration is invalid: " + valid.message());
     }
+    events.Flush();
     return sum;
   }
   auto cycle = core::AdmissionCycle::Create(cfg, options_.cycle);
@@ -1084,9 +1133,26 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   gauges.undecodable = std::move(undecodable);
   api_.metrics().SetCycleGauges(std::move(gauges));
 
-  auto idle = api_.accounting().Observe(now_ms, jobs, nodes, released);
+  // The accountant reads the Jobs that hold devices, and each ended Job once (the first cycle
+  // that sees its end closes its segments at the time it ended); all ended Jobs again after
+  // the accountant failed.
+  std::vector<Stored> accounted;
+  std::vector<View*> ends;
+  for (const Stored& s : jobs) {
+    View& fields = job_status(s);
+    if (fields.phase == "Admitted") {
+      accounted.push_back(s);
+    } else if (fields.ended && (!fields.accounted || !ends_accounted_)) {
+      accounted.push_back(s);
+      ends.push_back(&fields);
+    }
+  }
+  auto idle = api_.accounting().Observe(now_ms, accounted, nodes, released);
+  ends_accounted_ = idle.ok();
   if (!idle.ok()) return idle.status();
+  for (View* v : ends) v->accounted = true;
   MarkIdle(now_ms, *idle, cfg, running, running_obj, released, put, event);
+  events.Flush();
   return sum;
 }
 

@@ -132,6 +132,8 @@ class SchedulingLoop {
   // "kind/ns/name" -> the version last reported undecodable.
   std::map<std::string, int64_t> undecodable_reported_;
   int64_t event_seq_ = 0;
+  // Whether the accountant has been given every ended Job's end (false after it failed).
+  bool ends_accounted_ = false;
   // Rewrites of changed pending reasons the budget allows, in thousandths, as of a time.
   int64_t refresh_budget_milli_ = 0;
   int64_t refresh_budget_at_ms_ = -1;
