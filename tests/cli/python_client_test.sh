@@ -38,16 +38,20 @@ pod = client.V1Pod(
         resources=client.V1ResourceRequirements(limits={"nvidia.com/gpu": "1"}))]))
 made = core.create_namespaced_pod("default", pod)
 assert made.metadata.uid and made.status.phase == "Pending", made.status
+# Watched from the version the create returned: every change after it, however soon the pod
+# ran and ended (a one-line task can end before a watch from now would start).
 phases = []
 w = watch.Watch()
 for event in w.stream(core.list_namespaced_pod, "default", label_selector="team=py",
-                      timeout_seconds=20):
+                      resource_version=made.metadata.resource_version, timeout_seconds=20):
     assert event["object"].kind == "Pod" or isinstance(event["object"], client.V1Pod)
     phases.append(event["object"].status.phase)
     if phases[-1] in ("Succeeded", "Failed"):
         w.stop()
 print("phases seen:", phases)
-assert phases[0] == "Pending", phases
+order = ["Pending", "Running", "Succeeded"]
+assert phases and all(p in order for p in phases), phases
+assert [order.index(p) for p in phases] == sorted(order.index(p) for p in phases), phases
 assert phases[-1] == "Succeeded", phases
 log = core.read_namespaced_pod_log("hello", "default", container="main")
 assert log == "hello from python\n", repr(log)
