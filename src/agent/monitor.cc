@@ -7,8 +7,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-extern char** environ;
-
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -71,13 +69,18 @@ PreparedTask::PreparedTask(std::vector<std::string> argv, std::vector<std::strin
                            std::string cwd, int64_t uid, int64_t gid)
     : env_strings_(std::move(env)),
       args_(std::move(argv)),
+      envp_(CStrings(env_strings_)),
+      argv_(CStrings(args_)),
       cwd_(std::move(cwd)),
       uid_(uid),
-      gid_(gid) {
-  for (std::string& s : env_strings_) envp_.push_back(s.data());
-  envp_.push_back(nullptr);
-  for (std::string& s : args_) argv_.push_back(s.data());
-  argv_.push_back(nullptr);
+      gid_(gid) {}
+
+std::vector<char*> CStrings(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  out.reserve(strings.size() + 1);
+  for (std::string& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
 }
 
 void PreparedTask::Become() const {
@@ -185,8 +188,9 @@ int MonitorMain(int argc, char** argv) {
       break;
     }
     const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
-    bool ok = value != nullptr;
-    if (!ok) {
+    bool ok = true;
+    if (value == nullptr) {
+      ok = false;
     } else if (flag == "--ready") {
       ok = ParseInt(value, &ready) && ready >= 0;
     } else if (flag == "--cgroup") {

@@ -4,7 +4,8 @@
 // executable (tessera-monitor, started with posix_spawn: no copy of the agent's address
 // space per task) or, when that executable is missing, in a child forked from the agent.
 // Everything here after the monitor starts is async-signal-safe: it may run between fork and
-// exec. Only libc is used, so that the executable stays small and starts fast.
+// exec. It uses nothing but the C and C++ runtimes, so that the executable, linked statically,
+// stays small and starts fast.
 #ifndef TESSERA_AGENT_MONITOR_H_
 #define TESSERA_AGENT_MONITOR_H_
 
@@ -33,6 +34,10 @@ class PreparedTask {
   std::string cwd_;
   int64_t uid_ = -1, gid_ = -1;
 };
+
+// `strings` as the null-terminated array of pointers exec and posix_spawn take; valid while
+// `strings` is neither changed nor destroyed.
+std::vector<char*> CStrings(std::vector<std::string>& strings);
 
 // Joins the cgroup whose cgroup.procs is `procs` (async-signal-safe); false on failure.
 bool JoinCgroup(const char* procs);

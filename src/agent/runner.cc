@@ -279,16 +279,10 @@ Result<pid_t> Runner::SpawnMonitor(const ProcessSpec& spec, const std::string& e
   if (const std::string cwd = TaskDirectory(spec); !cwd.empty()) flag("--cwd", cwd);
   args.push_back("--");
   args.insert(args.end(), spec.argv.begin(), spec.argv.end());
-  std::vector<char*> argv;
-  argv.reserve(args.size() + 1);
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
+  std::vector<char*> argv = CStrings(args);
   // The task's environment is the monitor's: a command line is readable by every user.
   std::vector<std::string> env = TaskEnvironment(spec);
-  std::vector<char*> envp;
-  envp.reserve(env.size() + 1);
-  for (std::string& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
+  std::vector<char*> envp = CStrings(env);
 
   // The monitor gets the log as stdout and stderr, /dev/null as stdin, `ready` as descriptor 3
   // and nothing else of this process; default signal handling and no blocked signals.

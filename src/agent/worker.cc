@@ -362,9 +362,7 @@ Status Worker::Tick(int64_t now_ms) {
   };
   report();
   if (!to_start.empty()) {
-    for (PodState* p : to_start) {
-      if (!p->finished && !fenced_ && !runner_.Running(p->assignment.key)) StartPod(*p, now_ms);
-    }
+    for (PodState* p : to_start) StartPod(*p, now_ms);
     reap();
     report();
   }
