@@ -44,15 +44,20 @@ void ChangeFeed::CatchUp() {
       }
       return false;
     };
-    for (auto it = waiting_.begin(); it != waiting_.end();) {
-      const Waiter& w = it->second;
-      if (w.after < head_ && (w.kind.empty() || compacted || kinds.contains(w.kind)) &&
-          accepted(w)) {
-        wake.push_back(std::move(it->second.wake));
-        it = waiting_.erase(it);
-      } else {
-        ++it;
+    auto wake_accepted = [&](std::map<uint64_t, Waiter>& waiters) {
+      for (auto it = waiters.begin(); it != waiters.end();) {
+        if (it->second.after < head_ && accepted(it->second)) {
+          wake.push_back(std::move(it->second.wake));
+          kind_of_.erase(it->first);
+          it = waiters.erase(it);
+        } else {
+          ++it;
+        }
       }
+    };
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      if (it->first.empty() || compacted || kinds.contains(it->first)) wake_accepted(it->second);
+      it = it->second.empty() ? waiting_.erase(it) : std::next(it);
     }
   }
   for (auto& w : wake) w();
@@ -82,13 +87,20 @@ std::optional<uint64_t> ChangeFeed::Subscribe(int64_t after, std::function<void(
   std::lock_guard<std::mutex> lock(mu_);
   if (after < head_) return std::nullopt;
   const uint64_t id = next_id_++;
-  waiting_.emplace(id, Waiter{after, std::move(kind), std::move(wake), std::move(wants)});
+  kind_of_.emplace(id, kind);
+  std::map<uint64_t, Waiter>& same_kind = waiting_[kind];
+  same_kind.emplace(id, Waiter{after, std::move(kind), std::move(wake), std::move(wants)});
   return id;
 }
 
 void ChangeFeed::Unsubscribe(uint64_t id) {
   std::lock_guard<std::mutex> lock(mu_);
-  waiting_.erase(id);
+  auto kind = kind_of_.find(id);
+  if (kind == kind_of_.end()) return;
+  auto waiters = waiting_.find(kind->second);
+  waiters->second.erase(id);
+  if (waiters->second.empty()) waiting_.erase(waiters);
+  kind_of_.erase(kind);
 }
 
 int64_t ChangeFeed::head() const {
@@ -98,7 +110,7 @@ int64_t ChangeFeed::head() const {
 
 size_t ChangeFeed::subscribers() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return waiting_.size();
+  return kind_of_.size();
 }
 
 }  // namespace tessera::server

@@ -67,7 +67,11 @@ class ChangeFeed {
     std::function<void()> wake;
     std::function<bool(const store::Change&)> wants;  // null: any of its kind
   };
-  std::map<uint64_t, Waiter> waiting_;
+  // Waiters by the kind they wait for ("" for any), so that a commit looks only at those
+  // waiting for its kinds (a thousand agents' watches of Jobs sleep through Lease renewals
+  // without being looked at).
+  std::map<std::string, std::map<uint64_t, Waiter>, std::less<>> waiting_;
+  std::map<uint64_t, std::string> kind_of_;  // id -> its key in waiting_
   std::function<void()> before_subscribe_;
 };
 
