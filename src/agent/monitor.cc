@@ -4,6 +4,7 @@
 #include <grp.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -61,6 +62,15 @@ bool ParseInt(const char* s, long long* out) {
   errno = 0;
   *out = std::strtoll(s, &end, 10);
   return errno == 0 && *end == '\0';
+}
+
+// Closes every descriptor from `first` on (async-signal-safe).
+void CloseFrom(int first) {
+  if (syscall(SYS_close_range, first, ~0U, 0) == 0) return;
+  struct rlimit lim = {};
+  const rlim_t end =
+      getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < 65536 ? lim.rlim_cur : 65536;
+  for (rlim_t fd = first; fd < end; ++fd) close(static_cast<int>(fd));
 }
 
 }  // namespace
@@ -132,6 +142,12 @@ void RunMonitor(const MonitorPlan& plan) {
       close(null);
     }
   }
+  // Nothing else stays open: a monitor forked from the agent would otherwise hold all the
+  // agent's descriptors (in `tessera dev` the server's listening socket and data directory
+  // lock) for as long as its task runs.
+  int ready = plan.ready_fd;
+  if (ready >= 0 && ready != 3 && dup2(ready, 3) == 3) ready = 3;
+  CloseFrom(ready == 3 ? 4 : 3);
   for (int sig : kStopSignals) SetDisposition(sig, SIG_IGN);
   sigset_t none;
   sigemptyset(&none);
@@ -140,10 +156,10 @@ void RunMonitor(const MonitorPlan& plan) {
   if (task == 0) {
     for (int sig : kStopSignals) SetDisposition(sig, SIG_DFL);
     SetDisposition(SIGPIPE, SIG_DFL);
-    if (plan.ready_fd >= 0) close(plan.ready_fd);  // the task now takes stop signals
+    if (ready >= 0) close(ready);  // the task now takes stop signals
     plan.task->Become();
   }
-  if (plan.ready_fd >= 0) close(plan.ready_fd);
+  if (ready >= 0) close(ready);
   if (task < 0) _exit(125);
   int status = 0;
   while (waitpid(task, &status, 0) < 0) {

@@ -297,6 +297,26 @@ TEST_P(RunnerTest, PodsJoinTheirCgroupWithLimits) {
   EXPECT_EQ(Read(cg->procs_path), std::to_string(pid) + "\n");
 }
 
+TEST_P(RunnerTest, TheMonitorHoldsNoDescriptorOfTheAgents) {
+  // Close-on-exec, as the agent's own are: a monitor forked without exec would keep it (in
+  // `tessera dev`, the server's listening socket and data directory lock) for the task's life.
+  const int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const int held = fcntl(null, F_DUPFD_CLOEXEC, 40);  // clear of the monitor's own (0-3)
+  close(null);
+  ASSERT_GE(held, 40);
+  Runner r("", monitor());
+  const std::string fd = std::to_string(held);
+  const std::string probe = "test -e /proc/$PPID/fd/" + fd + " && echo monitor holds " + fd +
+                            "; test -e /proc/$$/fd/" + fd + " && echo task holds " + fd +
+                            "; echo checked";
+  const Status started = r.Start({"fds", {"sh", "-c", probe}, {}, "", dir_ + "/fds.log", ""});
+  close(held);
+  ASSERT_TRUE(started.ok()) << started.message();
+  auto exits = WaitExits(r, 1);
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(Read(dir_ + "/fds.log"), "checked\n");
+}
+
 INSTANTIATE_TEST_SUITE_P(Launch, RunnerTest, ::testing::Values(TESSERA_MONITOR, ""),
                          [](const ::testing::TestParamInfo<const char*>& info) {
                            return std::string(info.param).empty() ? "Forked" : "Spawned";
