@@ -56,17 +56,17 @@ class SqliteStore : public Store {
   Result<std::vector<int64_t>> Commit(std::span<const Write> writes) override {
     std::lock_guard<std::mutex> lock(mu_);
     if (writes.empty()) return std::vector<int64_t>{};
-    if (Status s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
+    if (Status s = Run("BEGIN IMMEDIATE"); !s.ok()) return s;
     const int64_t before = revision_;
     Result<std::vector<int64_t>> r = CommitLocked(writes);
     if (r.ok()) {
       if (Status s = SetMeta("revision", revision_); !s.ok()) r = s;
     }
     if (r.ok()) {
-      if (Status s = Exec("COMMIT"); !s.ok()) r = s;
+      if (Status s = Run("COMMIT"); !s.ok()) r = s;
     }
     if (!r.ok()) {
-      (void)Exec("ROLLBACK");
+      (void)Run("ROLLBACK");
       revision_ = before;
       return r;
     }
@@ -143,6 +143,11 @@ class SqliteStore : public Store {
   }
 
   Status Exec(const char* sql) { return ExecSql(db_, sql); }
+  // One statement without results (BEGIN, COMMIT...), prepared once.
+  Status Run(const char* sql) {
+    InUse q(Prepared(sql));
+    return q->Step() == SQLITE_DONE ? Status::Ok() : Error(sql);
+  }
 
   Status SetMeta(const char* key, int64_t value) {
     InUse q(Prepared("UPDATE meta SET value=?2 WHERE key=?1"));
@@ -212,14 +217,14 @@ class SqliteStore : public Store {
   void Compact() {
     const int64_t floor = revision_ - options_.retained_changes;
     if (floor < compacted_ + 1000) return;
-    if (!Exec("BEGIN IMMEDIATE").ok()) return;
+    if (!Run("BEGIN IMMEDIATE").ok()) return;
     Statement q(db_, "DELETE FROM changes WHERE revision <= ?1");
     q.Bind(1, floor);
-    if (q.Step() == SQLITE_DONE && SetMeta("compacted", floor).ok() && Exec("COMMIT").ok()) {
+    if (q.Step() == SQLITE_DONE && SetMeta("compacted", floor).ok() && Run("COMMIT").ok()) {
       compacted_ = floor;
       return;
     }
-    (void)Exec("ROLLBACK");
+    (void)Run("ROLLBACK");
   }
 
   sqlite3* db_;
