@@ -852,9 +852,12 @@ Result<std::unique_ptr<ApiServer>> ApiServer::Open(const std::string& data_dir) 
   std::error_code ec;
   std::filesystem::create_directories(data_dir, ec);
   if (ec) return FailedPrecondition("cannot create data dir " + data_dir + ": " + ec.message());
+  auto owner = DirLock::Acquire(data_dir);
+  if (!owner.ok()) return owner.status();
   auto store = store::OpenSqliteStore(data_dir + "/state.db");
   if (!store.ok()) return store.status();
   std::unique_ptr<ApiServer> server(new ApiServer(std::move(store).value(), data_dir));
+  server->owner_ = std::move(owner).value();
   auto accounting = Accountant::Open(data_dir + "/usage.db");
   if (!accounting.ok()) return accounting.status();
   server->accounting_ = std::move(accounting).value();

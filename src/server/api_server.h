@@ -78,6 +78,7 @@
 #include "server/auth.h"
 #include "server/change_feed.h"
 #include "server/exec_hub.h"
+#include "server/files.h"
 #include "server/http_server.h"
 #include "server/log_store.h"
 #include "server/metrics.h"
@@ -201,6 +202,7 @@ class ApiServer {
   // A Node as served, with status.heartbeat the later of its own and its Lease's renewTime.
   nlohmann::json WithLease(nlohmann::json node) const;
 
+  DirLock owner_;  // of the data directory; released last
   std::unique_ptr<store::Store> store_;
   TokenAuthority tokens_;
   ChangeFeed feed_;

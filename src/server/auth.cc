@@ -87,7 +87,9 @@ Result<std::string> RandomHex(size_t bytes) {
 std::string Sha256Hex(std::string_view data) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int n = 0;
-  EVP_Digest(data.data(), data.size(), md, &n, EVP_sha256(), nullptr);
+  // Fetched once: EVP_sha256() would look the implementation up again on every call.
+  static EVP_MD* const sha256 = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  EVP_Digest(data.data(), data.size(), md, &n, sha256 != nullptr ? sha256 : EVP_sha256(), nullptr);
   return Hex(md, n);
 }
 
@@ -132,8 +134,16 @@ Status TokenAuthority::Revoke(const std::string& id) {
   if (!existing.ok()) return existing.status();
   if (!existing->has_value()) return NotFound("token " + id + " not found");
   store::Write w{store::Write::Op::kDelete, key, "", (*existing)->version};
-  if (auto r = store_.Commit(std::span<const store::Write>(&w, 1)); !r.ok()) return r.status();
+  auto r = store_.Commit(std::span<const store::Write>(&w, 1));
+  Forget(id);  // also when the commit failed: it may have landed
+  if (!r.ok()) return r.status();
   return Status::Ok();
+}
+
+void TokenAuthority::Forget(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  verified_.erase(id);
+  ++revocations_;
 }
 
 Result<bool> TokenAuthority::NodeHasAgent(const std::string& node) {
@@ -157,16 +167,26 @@ Result<Principal> TokenAuthority::Authenticate(std::string_view authorization) {
     return Unauthenticated("unknown token");
   }
   const std::string id(token.substr(0, dot));
+  const std::string got = Sha256Hex(token.substr(dot + 1));
+  auto matches = [&got](const std::string& want) {
+    return want.size() == got.size() && CRYPTO_memcmp(want.data(), got.data(), got.size()) == 0;
+  };
+  uint64_t revocations = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto v = verified_.find(id); v != verified_.end()) {
+      if (!matches(v->second.sha256)) return Unauthenticated("unknown token");
+      return v->second.principal;
+    }
+    revocations = revocations_;
+  }
   auto stored = store_.Get({std::string(kTokenKind), "", id});
   if (!stored.ok()) return stored.status();
   if (!stored->has_value()) return Unauthenticated("unknown token");
   const nlohmann::json body = nlohmann::json::parse((*stored)->body, nullptr, false);
   if (!body.is_object()) return Internal("token record " + id + " is corrupt");
   const std::string want = body.value("sha256", "");
-  const std::string got = Sha256Hex(token.substr(dot + 1));
-  if (want.size() != got.size() || CRYPTO_memcmp(want.data(), got.data(), got.size()) != 0) {
-    return Unauthenticated("unknown token");
-  }
+  if (!matches(want)) return Unauthenticated("unknown token");
   Principal p;
   const auto role = RoleOf(Str(body, "role"));
   if (!role) return Unauthenticated("unknown token");  // fail closed on a role not known here
@@ -184,6 +204,12 @@ Result<Principal> TokenAuthority::Authenticate(std::string_view authorization) {
                                        : p.role == Principal::Role::kExec ? "job"
                                                                           : "namespace") +
                            "; ask the admin for a new one");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  // Bounded by the tokens stored; a store grown past this many is read for the rest.
+  constexpr size_t kMaxVerified = 100'000;
+  if (revocations == revocations_ && verified_.size() < kMaxVerified) {
+    verified_.emplace(id, Verified{want, p});
   }
   return p;
 }

@@ -3,9 +3,12 @@
 #ifndef TESSERA_SERVER_AUTH_H_
 #define TESSERA_SERVER_AUTH_H_
 
+#include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "core/status.h"
@@ -53,6 +56,9 @@ class TokenAuthority {
                              const std::string& node = "", const std::string& created = "",
                              const std::string& job = "");
   // From an Authorization header: Unauthenticated when missing, malformed, unknown or revoked.
+  // A token verified once is kept in memory (its secret's SHA-256 and what it speaks for) and
+  // later requests bearing it read nothing from the store; Revoke forgets it. This assumes
+  // that tokens are written only through this object: one server owns its store.
   Result<Principal> Authenticate(std::string_view authorization);
 
   // Every token, by id.
@@ -63,7 +69,17 @@ class TokenAuthority {
   Result<bool> NodeHasAgent(const std::string& node);
 
  private:
+  struct Verified {
+    std::string sha256;  // of the secret, hex
+    Principal principal;
+  };
+  // Erases `id` from the verified tokens and bars a lookup that read the store before.
+  void Forget(const std::string& id);
+
   store::Store& store_;
+  std::mutex mu_;
+  std::unordered_map<std::string, Verified> verified_;  // by token id
+  uint64_t revocations_ = 0;  // a lookup keeps what it read only if none came meanwhile
 };
 
 // Lowercase hex SHA-256 of `data`.

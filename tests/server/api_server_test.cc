@@ -210,6 +210,16 @@ TEST_F(ApiServerTest, HealthNeedsNoTokenEverythingElseDoes) {
   EXPECT_EQ(st.st_mode & 0777, 0600);
 }
 
+TEST_F(ApiServerTest, OneServerOwnsADataDirectory) {
+  auto second = ApiServer::Open(dir_);
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(second.status().message().find("in use by another server"), std::string::npos)
+      << second.status().message();
+  StopServer();
+  auto after = ApiServer::Open(dir_);  // released with the first
+  EXPECT_TRUE(after.ok()) << after.status().message();
+}
+
 TEST_F(ApiServerTest, CreateGetReplaceDeleteWithResourceVersions) {
   Reply c = Post(kJobs, admin_, JobObj("team-a", "train"));
   ASSERT_EQ(c.status, 201) << c.raw;

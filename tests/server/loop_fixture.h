@@ -36,6 +36,7 @@ class LoopTest : public ::testing::Test {
   }
   void Open() {
     loop_.reset();
+    api_.reset();  // a restart: the data directory has one owner at a time
     api_ = ApiServer::Open(dir_).value();
     std::ifstream in(dir_ + "/admin.token");
     std::getline(in, admin_);
