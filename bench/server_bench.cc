@@ -570,7 +570,7 @@ void BM_RenderMetrics(benchmark::State& st) {
       st.ResumeTiming();
     }
     const std::string text =
-        RenderMetrics(f.api->objects(), f.api->metrics(), {}, 1'767'225'600'000);
+        RenderMetrics(f.api->objects(), f.api->leases(), f.api->metrics(), {}, 1'767'225'600'000);
     bytes = text.size();
     benchmark::DoNotOptimize(text);
   }

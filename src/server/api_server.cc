@@ -609,12 +609,11 @@ HttpResponse ApiServer::Tokens(const HttpRequest& req, const Principal& who) {
   return Json(201, reply);
 }
 
-json ApiServer::WithLease(json node) const {
+json ApiServer::WithLease(json node) {
   auto lease = ReadJson(*store_, {"Lease", "", Str(Member(node, "metadata"), "name")});
-  if (lease.ok() && lease->is_object()) {
-    const std::string beat = api::NodeHeartbeat(node, *lease);
-    if (!beat.empty()) node["status"]["heartbeat"] = beat;
-  }
+  const bool stored = lease.ok() && lease->is_object();
+  const int64_t beat = leases_.LastBeat(node, stored ? &*lease : nullptr);
+  if (beat >= 0) node["status"]["heartbeat"] = FormatTime(beat);
   return node;
 }
 
@@ -718,7 +717,9 @@ ApiServer::ApiServer(std::unique_ptr<store::Store> store, const std::string& dat
         return std::chrono::duration_cast<std::chrono::milliseconds>(
                    std::chrono::system_clock::now().time_since_epoch())
             .count();
-      }) {}
+      }) {
+  leases_.set_started(clock_());
+}
 
 ApiServer::~ApiServer() = default;
 
@@ -844,7 +845,13 @@ std::vector<std::string> ApiServer::NotActedOn(const std::vector<api::ObjectId>&
 
 Result<std::vector<int64_t>> ApiServer::Commit(std::span<const store::Write> writes) {
   auto r = store_->Commit(writes);
-  if (r.ok()) feed_.CatchUp();
+  if (!r.ok()) return r;
+  for (size_t i = 0; i < writes.size(); ++i) {
+    const store::Write& w = writes[i];
+    if (w.key.kind != "Lease") continue;
+    leases_.Stored(w.key.name, w.op == store::Write::Op::kDelete ? nullptr : &w.body, (*r)[i]);
+  }
+  feed_.CatchUp();
   return r;
 }
 
@@ -1277,7 +1284,7 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
           PermissionDenied("/metrics is read with the admin, a metrics or a namespace "
                            "token"));
     }
-    std::string text = RenderMetrics(objects_, metrics_, accounting_->idle(), clock_());
+    std::string text = RenderMetrics(objects_, leases_, metrics_, accounting_->idle(), clock_());
     if (who->role == Role::kNamespace) text = NamespaceView(text, who->ns);
     return Reply(200, "text/plain; version=0.0.4", std::move(text));
   }
@@ -1383,6 +1390,7 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
     json items = json::array();
     for (const store::StoredObject& o : *list) {
       json obj = Served(o);
+      if (kind == "Lease") leases_.Overlay(&obj);
       if (!Selected(*selector, *fields, obj)) continue;
       if (agent_jobs) {
         const std::vector<std::string> nodes = FollowingNodes(obj);
@@ -1410,6 +1418,7 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
     if (!got.ok()) return Error(got.status());
     if (!got->has_value()) return Error(NotFound(store::Describe(key) + " not found"));
     json obj = Served(**got);
+    if (kind == "Lease") leases_.Overlay(&obj);
     if (agent_jobs && !BoundTo(obj, who->node)) {
       return Error(NotFound(store::Describe(key) + " not found"));
     }
@@ -1448,6 +1457,10 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
     if (!obj.ok()) return Error(obj.status());
     const api::ObjectId id = api::IdOf(*obj);
     if (Status s = AuthorizeWrite(*who, &*obj); !s.ok()) return Error(s);
+    if (kind == "Lease" && req.method == "PUT" && who->role == Principal::Role::kAgent) {
+      // A renewal (stamped by AuthorizeWrite) is held in memory while the stored Lease is recent.
+      if (auto renewed = leases_.Renew(*obj, clock_())) return Json(200, *renewed);
+    }
     const bool create = req.method == "POST";
     store::Write w{create ? store::Write::Op::kCreate : store::Write::Op::kPut, KeyOf(id), "",
                    create ? std::nullopt : RequestedVersion(*obj)};

@@ -80,6 +80,7 @@
 #include "server/exec_hub.h"
 #include "server/files.h"
 #include "server/http_server.h"
+#include "server/lease_book.h"
 #include "server/log_store.h"
 #include "server/metrics.h"
 #include "server/object_cache.h"
@@ -111,6 +112,8 @@ class ApiServer {
   Result<int> RevokeExecTokens(const std::set<std::string>& running);
   // Parsed stored objects, for readers inside the server.
   ObjectCache& objects() { return objects_; }
+  // Node lease renewals held in memory (lease_book.h): liveness is read through it.
+  LeaseBook& leases() { return leases_; }
 
   // Commits `writes` and lets watchers see them: the one way writers inside the server (the
   // scheduling loop) write.
@@ -124,7 +127,11 @@ class ApiServer {
   void set_bookmark_interval_ms(int64_t ms) { bookmark_interval_ms_ = ms; }
 
   // The wall clock in milliseconds since the epoch (replaceable in tests).
-  void set_clock(std::function<int64_t()> clock) { clock_ = std::move(clock); }
+  // The server starts anew at the clock's time (the lease book's start: lease_book.h).
+  void set_clock(std::function<int64_t()> clock) {
+    clock_ = std::move(clock);
+    leases_.set_started(clock_());
+  }
 
  private:
   ApiServer(std::unique_ptr<store::Store> store, const std::string& data_dir);
@@ -200,7 +207,7 @@ class ApiServer {
   // immutable (a placed Job's tasks, queue, priority class, pod group).
   Status KeepSystemFields(const Principal& who, nlohmann::json* obj, store::Write* w);
   // A Node as served, with status.heartbeat the later of its own and its Lease's renewTime.
-  nlohmann::json WithLease(nlohmann::json node) const;
+  nlohmann::json WithLease(nlohmann::json node);
 
   DirLock owner_;  // of the data directory; released last
   std::unique_ptr<store::Store> store_;
@@ -212,6 +219,7 @@ class ApiServer {
   SchedulerMetrics metrics_;
   std::unique_ptr<Accountant> accounting_;
   ObjectCache objects_;
+  LeaseBook leases_;
   std::function<int64_t()> clock_;
   std::mutex write_mu_;
   uint64_t event_seq_ = 0;  // names events made by apply; guarded by write_mu_

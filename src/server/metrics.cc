@@ -122,7 +122,7 @@ void AppendValue(std::string& out, double v) {
 
 }  // namespace
 
-std::string RenderMetrics(ObjectCache& store, SchedulerMetrics& scheduler,
+std::string RenderMetrics(ObjectCache& store, LeaseBook& leases, SchedulerMetrics& scheduler,
                           std::span<const core::IdlePod> idle, int64_t now_ms) {
   prometheus::Registry state;
   auto gauge = [&](const char* name, const char* help) -> prometheus::Family<prometheus::Gauge>& {
@@ -247,16 +247,16 @@ std::string RenderMetrics(ObjectCache& store, SchedulerMetrics& scheduler,
       FamilyHeader(kUnhealthy, "1 when the agent marked the GPU unhealthy", "gauge");
   // `series` points into these documents: they live until the text is written.
   const std::vector<StoredJson> nodes = Items(store, "Node");
-  const std::vector<StoredJson> leases = Items(store, "Lease");
+  const std::vector<StoredJson> stored_leases = Items(store, "Lease");
   std::map<std::string, const json*> lease_of;  // node -> its Lease
-  for (const StoredJson& l : leases) lease_of[Str(Member(l.obj(), "metadata"), "name")] = &l.obj();
+  for (const StoredJson& l : stored_leases)
+    lease_of[Str(Member(l.obj(), "metadata"), "name")] = &l.obj();
   for (const StoredJson& stored_node : nodes) {
     const json& node = stored_node.obj();
     const std::string host = Str(Member(node, "metadata"), "name");
     const json& status = Member(node, "status");
     const auto lease = lease_of.find(host);
-    const int64_t beat =
-        ParseTime(api::NodeHeartbeat(node, lease == lease_of.end() ? json() : *lease->second));
+    const int64_t beat = leases.LastBeat(node, lease == lease_of.end() ? nullptr : lease->second);
     if (beat >= 0) {
       heartbeats += kHeartbeatAge;
       heartbeats += "{node=\"";

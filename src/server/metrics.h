@@ -17,6 +17,7 @@
 
 #include "core/accounting.h"
 #include "core/cluster_state.h"
+#include "server/lease_book.h"
 #include "server/object_cache.h"
 
 namespace tessera::server {
@@ -59,9 +60,9 @@ class SchedulerMetrics {
   prometheus::Gauge* pending_;
 };
 
-// The whole /metrics text: `scheduler`'s counters, the stored state at `now_ms`, and the pods
-// holding GPUs idle.
-std::string RenderMetrics(ObjectCache& objects, SchedulerMetrics& scheduler,
+// The whole /metrics text: `scheduler`'s counters, the stored state at `now_ms` (the nodes'
+// last reports read through `leases`), and the pods holding GPUs idle.
+std::string RenderMetrics(ObjectCache& objects, LeaseBook& leases, SchedulerMetrics& scheduler,
                           std::span<const core::IdlePod> idle, int64_t now_ms);
 
 }  // namespace tessera::server

@@ -428,17 +428,20 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     }
     const json& node_status = Member(s.obj(), "status");
     const auto lease = lease_of.find(node->name);
-    const std::string beat =
-        api::NodeHeartbeat(s.obj(), lease == lease_of.end() ? json() : *lease->second);
-    if (!beat.empty() && options_.node_grace_ms > 0) {
-      const int64_t at = ParseTime(beat);
+    const json* stored_lease = lease == lease_of.end() ? nullptr : lease->second;
+    // What the node and its Lease say (a Node written with a malformed heartbeat is NotReady),
+    // and when it last reported, renewals held in memory included.
+    const std::string beat = api::NodeHeartbeat(s.obj(), stored_lease ? *stored_lease : json());
+    const int64_t at = api_.leases().LastBeat(s.obj(), stored_lease);
+    if ((!beat.empty() || at >= 0) && options_.node_grace_ms > 0) {
       // Never before the node's agent has surely stopped its pods (fenceSeconds), with a margin.
       const json& fence = Member(node_status, "fenceSeconds");
       const int64_t grace =
           std::max(options_.node_grace_ms,
                    fence.is_number_integer() ? fence.get<int64_t>() * 1000 + kFenceMarginMs : 0);
       if (at < 0 || now_ms - at > grace) {
-        not_ready[node->name] = "node " + node->name + " is NotReady: no heartbeat since " + beat;
+        not_ready[node->name] = "node " + node->name + " is NotReady: no heartbeat since " +
+                                (at >= 0 ? FormatTime(at) : beat);
         continue;
       }
     }

@@ -387,6 +387,83 @@ TEST_F(HardeningTest, ANodesLeaseKeepsItReadyWithoutTouchingTheNode) {
   EXPECT_EQ(Job("train")["status"]["phase"], "Pending");
 }
 
+// Renewals are held in memory (server/lease_book.h): while the stored Lease is less than 60 s
+// old a renewal writes nothing and is served all the same; the store gets one a minute; a
+// renewal that changes more than its time, or names a stale version, goes to the store; and a
+// restart, which loses the renewals held in memory, does not declare the node dead early.
+TEST_F(HardeningTest, LeaseRenewalsAreHeldInMemoryAndARestartDoesNotDeclareTheNodeDeadEarly) {
+  const HttpResponse minted =
+      Call("POST", "/apis/tessera.io/v1/tokens", R"({"role": "agent", "node": "n1"})");
+  ASSERT_EQ(minted.status, 201) << minted.body;
+  const std::string agent = json::parse(minted.body).value("token", "");
+  ASSERT_EQ(
+      Call("POST", "/apis/tessera.io/v1/nodes", OneGpuNode("n1").dump(), "application/json", agent)
+          .status,
+      201);
+  json lease = {{"apiVersion", "tessera.io/v1"},
+                {"kind", "Lease"},
+                {"metadata", {{"name", "n1"}}},
+                {"spec", {{"holderIdentity", "n1"}}}};
+  ASSERT_EQ(
+      Call("POST", "/apis/tessera.io/v1/leases", lease.dump(), "application/json", agent).status,
+      201);
+  const int64_t t0 = now_;
+  ASSERT_NO_FATAL_FAILURE(PlaceTrainOnN1());
+  auto renew = [&](const json& body) {
+    return Call("PUT", "/apis/tessera.io/v1/leases/n1", body.dump(), "application/json", agent);
+  };
+  auto stored_renewal = [&] {
+    auto got = api_->store().Get({"Lease", "", "n1"});
+    return got.ok() && got->has_value() ? json::parse((*got)->body)["spec"]["renewTime"] : json();
+  };
+  int64_t renewed = 0;
+  for (int i = 1; i <= 11; ++i) {
+    now_ = t0 + i * 5'000;
+    const int64_t before = api_->store().Revision();
+    const HttpResponse r = renew(lease);
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(json::parse(r.body)["spec"]["renewTime"], FormatTime(now_));
+    EXPECT_EQ(api_->store().Revision(), before) << "renewal " << i << " was written";
+    renewed = now_;
+    Cycle();
+    EXPECT_EQ(Job("train")["status"]["phase"], "Admitted") << "after renewal " << i;
+  }
+  EXPECT_EQ(stored_renewal(), FormatTime(t0));
+  EXPECT_EQ(Get("/apis/tessera.io/v1/leases/n1")["spec"]["renewTime"], FormatTime(renewed));
+  EXPECT_EQ(Get("/api/v1/nodes/n1")["status"]["conditions"][0]["lastHeartbeatTime"],
+            FormatTime(renewed));
+  // A minute after the stored renewal, the next is written.
+  now_ = t0 + 60'000;
+  int64_t before = api_->store().Revision();
+  ASSERT_EQ(renew(lease).status, 200);
+  EXPECT_EQ(api_->store().Revision(), before + 1);
+  EXPECT_EQ(stored_renewal(), FormatTime(now_));
+  // More than the time changes, or the version named is stale: the store decides.
+  json labelled = lease;
+  labelled["metadata"]["labels"] = {{"rack", "r1"}};
+  now_ = t0 + 62'000;
+  before = api_->store().Revision();
+  ASSERT_EQ(renew(labelled).status, 200);
+  EXPECT_EQ(api_->store().Revision(), before + 1);
+  json stale = labelled;
+  stale["metadata"]["resourceVersion"] = "1";
+  EXPECT_EQ(renew(stale).status, 409);
+  // Held in memory again, up to t0 + 70 s; then the server restarts and knows none of them.
+  now_ = t0 + 70'000;
+  before = api_->store().Revision();
+  ASSERT_EQ(renew(labelled).status, 200);
+  EXPECT_EQ(api_->store().Revision(), before);
+  Open();
+  // The stored renewal (t0 + 62 s) is 40 s old at t0 + 102 s, but renewals may have been held
+  // until the restart (t0 + 70 s): the node is Ready until 40 s after that.
+  now_ = t0 + 109'000;
+  Cycle();
+  EXPECT_EQ(Job("train")["status"]["phase"], "Admitted") << Job("train").dump();
+  now_ = t0 + 111'000;
+  Cycle();
+  EXPECT_EQ(Job("train")["status"]["phase"], "Pending");
+}
+
 }  // namespace
 }  // namespace tessera::server
 

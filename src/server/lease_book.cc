@@ -1,0 +1,98 @@
+#include "server/lease_book.h"
+
+#include <algorithm>
+
+#include "api/json_read.h"
+#include "api/time.h"
+
+namespace tessera::server {
+
+using nlohmann::json;
+
+namespace {
+
+// `lease` without what a renewal or the store changes: compared to tell a renewal.
+json Comparable(json lease) {
+  if (json* spec = lease.contains("spec") ? &lease["spec"] : nullptr; spec && spec->is_object()) {
+    spec->erase("renewTime");
+  }
+  if (lease.contains("metadata") && lease["metadata"].is_object()) {
+    for (const char* k : {"resourceVersion", "creationTimestamp", "uid"}) {
+      lease["metadata"].erase(k);
+    }
+  }
+  return lease;
+}
+
+int64_t RenewTimeOf(const json& lease) {
+  return api::ParseTime(api::Str(api::Member(lease, "spec"), "renewTime"));
+}
+
+}  // namespace
+
+void LeaseBook::Stored(const std::string& name, const std::string* body, int64_t version) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (body == nullptr) {
+    leases_.erase(name);
+    return;
+  }
+  json obj = json::parse(*body, nullptr, false);
+  if (!obj.is_object()) {
+    leases_.erase(name);
+    return;
+  }
+  Entry& e = leases_[name];
+  e.stored_ms = RenewTimeOf(obj);
+  e.stored = Comparable(std::move(obj));
+  e.version = version;
+  // A renewal held here and later than the one stored stays the last.
+  if (e.renewed_ms <= e.stored_ms) e.renewed_ms = -1;
+}
+
+std::optional<json> LeaseBook::Renew(const json& lease, int64_t now_ms) {
+  const std::string name = api::Str(api::Member(lease, "metadata"), "name");
+  const json& version = api::Member(api::Member(lease, "metadata"), "resourceVersion");
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = leases_.find(name);
+  if (it == leases_.end()) return std::nullopt;
+  Entry& e = it->second;
+  if (!version.is_null() && version != std::to_string(e.version)) return std::nullopt;
+  if (e.stored_ms < 0 || now_ms - e.stored_ms >= persist_ms_) return std::nullopt;
+  if (Comparable(lease) != e.stored) return std::nullopt;
+  e.renewed_ms = std::max(e.renewed_ms, now_ms);
+  json served = lease;
+  json& meta = served["metadata"];
+  for (const char* k : {"creationTimestamp", "uid"}) {
+    const json& v = api::Member(api::Member(e.stored, "metadata"), k);
+    if (!v.is_null()) meta[k] = v;
+  }
+  meta["resourceVersion"] = std::to_string(e.version);
+  served["spec"]["renewTime"] = api::FormatTime(e.renewed_ms);
+  return served;
+}
+
+int64_t LeaseBook::LastBeat(const json& node, const json* lease) {
+  const int64_t beat = api::ParseTime(api::Str(api::Member(node, "status"), "heartbeat"));
+  const int64_t stored_ms = lease == nullptr ? -1 : RenewTimeOf(*lease);
+  const std::string name = api::Str(api::Member(node, "metadata"), "name");
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t renewed = stored_ms;
+  if (auto it = leases_.find(name); it != leases_.end() && it->second.renewed_ms >= 0) {
+    renewed = std::max(renewed, it->second.renewed_ms);
+  } else if (stored_ms >= 0) {
+    // Renewals of before the start may have gone unstored for up to persist_ms.
+    renewed = std::max(stored_ms, std::min(stored_ms + persist_ms_, started_ms_));
+  }
+  return std::max(beat, renewed);
+}
+
+void LeaseBook::Overlay(json* lease) {
+  const std::string name = api::Str(api::Member(*lease, "metadata"), "name");
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = leases_.find(name);
+  if (it != leases_.end() && it->second.renewed_ms > RenewTimeOf(*lease)) {
+    (*lease)["spec"]["renewTime"] = api::FormatTime(it->second.renewed_ms);
+  }
+}
+
+}  // namespace tessera::server
