@@ -197,6 +197,16 @@ const char* EventType(store::ChangeType t) {
 
 }  // namespace
 
+namespace {
+
+// Change feed routes (ChangeFeed::set_router): a node's, and a Job's own.
+std::string NodeRoute(const std::string& node) { return "node:" + node; }
+std::string JobRoute(const std::string& ns, const std::string& name) {
+  return "job:" + ns + "/" + name;
+}
+
+}  // namespace
+
 // Watch events rendered once per change and shared by every watcher (the newest 4,096).
 class EventCache {
  public:
@@ -324,12 +334,11 @@ class WatchStream : public ResponseStream, public std::enable_shared_from_this<W
       std::weak_ptr<WatchStream> weak = shared_from_this();
       std::lock_guard<std::mutex> lock(mu_);
       if (cancelled_) return;
-      auto sub = feed_.Subscribe(
-          last_,
-          [weak, emit] {
-            if (auto self = weak.lock()) self->Next(emit);
-          },
-          kind_, BoundFilter());
+      auto wake = [weak, emit] {
+        if (auto self = weak.lock()) self->Next(emit);
+      };
+      auto sub = bound_to_ ? feed_.SubscribeRouted(last_, std::move(wake), kind_, Routes())
+                           : feed_.Subscribe(last_, std::move(wake), kind_);
       if (sub) {
         subscription_ = *sub;
         return;
@@ -348,18 +357,12 @@ class WatchStream : public ResponseStream, public std::enable_shared_from_this<W
     return key.kind == kind_ && (!ns_ || key.ns == *ns_);
   }
 
-  // For a watch bound to a node: the changes that concern it (a Job bound there, or one it
-  // shows, which leaves), and one change in kWakeEvery so that it moves on from the others.
-  std::function<bool(const store::Change&)> BoundFilter() const {
-    if (!bound_to_) return nullptr;
-    constexpr int64_t kWakeEvery = 4096;
-    return [&events = events_, node = *bound_to_, shown = shown_,
-            after = last_](const store::Change& c) {
-      if (c.revision - after >= kWakeEvery) return true;
-      if (shown.contains({c.object.key.ns, c.object.key.name})) return true;
-      const std::shared_ptr<const EventCache::Event> e = events.Get(c);
-      return std::find(e->nodes.begin(), e->nodes.end(), node) != e->nodes.end();
-    };
+  // For a watch bound to a node, the routes of the changes that concern it (feed router):
+  // a Job bound there, or one it shows, which leaves.
+  std::vector<std::string> Routes() const {
+    std::vector<std::string> routes = {NodeRoute(*bound_to_)};
+    for (const auto& [ns, name] : shown_) routes.push_back(JobRoute(ns, name));
+    return routes;
   }
 
   // A change of a Job as a watch bound to a node shows it.
@@ -719,6 +722,14 @@ ApiServer::ApiServer(std::unique_ptr<store::Store> store, const std::string& dat
             .count();
       }) {
   leases_.set_started(clock_());
+  // A Job's change concerns the nodes it is bound to (their agents' watches) and the Job.
+  feed_.set_router([events = events_.get()](const store::Change& c) {
+    std::vector<std::string> routes;
+    if (c.object.key.kind != "Job") return routes;
+    routes.push_back(JobRoute(c.object.key.ns, c.object.key.name));
+    for (const std::string& node : events->Get(c)->nodes) routes.push_back(NodeRoute(node));
+    return routes;
+  });
 }
 
 ApiServer::~ApiServer() = default;

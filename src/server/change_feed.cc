@@ -31,22 +31,9 @@ void ChangeFeed::CatchUp() {
       }
       if (changes->size() < 4096) break;
     }
-    // A waiter with a filter wakes for a change of this call it accepts (or when the call
-    // published more than is kept: it reads from the store's log then).
-    const bool all_kept = !compacted && published <= recent_.size();
-    auto accepted = [&](const Waiter& w) {
-      if (!w.wants || !all_kept) return true;
-      for (size_t i = recent_.size() - published; i < recent_.size(); ++i) {
-        const store::Change& c = recent_[i];
-        if (c.revision > w.after && (w.kind.empty() || c.object.key.kind == w.kind) && w.wants(c)) {
-          return true;
-        }
-      }
-      return false;
-    };
-    auto wake_accepted = [&](std::map<uint64_t, Waiter>& waiters) {
+    auto wake_all = [&](std::map<uint64_t, Waiter>& waiters) {
       for (auto it = waiters.begin(); it != waiters.end();) {
-        if (it->second.after < head_ && accepted(it->second)) {
+        if (it->second.after < head_) {
           wake.push_back(std::move(it->second.wake));
           kind_of_.erase(it->first);
           it = waiters.erase(it);
@@ -56,8 +43,35 @@ void ChangeFeed::CatchUp() {
       }
     };
     for (auto it = waiting_.begin(); it != waiting_.end();) {
-      if (it->first.empty() || compacted || kinds.contains(it->first)) wake_accepted(it->second);
+      if (it->first.empty() || compacted || kinds.contains(it->first)) wake_all(it->second);
       it = it->second.empty() ? waiting_.erase(it) : std::next(it);
+    }
+    // Routed waiters: found through the routes of this call's changes (all of them when the
+    // call published more than is kept: they read from the store's log then).
+    const bool all_kept = !compacted && published <= recent_.size();
+    if (!all_kept || !router_) {
+      std::vector<uint64_t> behind;
+      for (const auto& [id, w] : routed_) {
+        if (w.after < head_) behind.push_back(id);
+      }
+      for (uint64_t id : behind) WakeRouted(id, &wake);
+    }
+    for (size_t i = recent_.size() - published;
+         all_kept && router_ && !routed_.empty() && i < recent_.size(); ++i) {
+      const store::Change& c = recent_[i];
+      for (const std::string& route : router_(c)) {
+        auto ids = by_route_.find(route);
+        if (ids == by_route_.end()) continue;
+        std::vector<uint64_t> woken;
+        for (uint64_t id : ids->second) {
+          const Waiter& w = routed_.at(id);
+          if (c.revision > w.after && c.object.key.kind == w.kind) woken.push_back(id);
+        }
+        for (uint64_t id : woken) WakeRouted(id, &wake);
+      }
+    }
+    while (!by_after_.empty() && by_after_.begin()->first + kRoutedCatchUp <= head_) {
+      WakeRouted(by_after_.begin()->second, &wake);
     }
   }
   for (auto& w : wake) w();
@@ -81,20 +95,51 @@ Result<std::vector<store::Change>> ChangeFeed::After(int64_t after, size_t limit
 }
 
 std::optional<uint64_t> ChangeFeed::Subscribe(int64_t after, std::function<void()> wake,
-                                              std::string kind,
-                                              std::function<bool(const store::Change&)> wants) {
+                                              std::string kind) {
   if (before_subscribe_) before_subscribe_();
   std::lock_guard<std::mutex> lock(mu_);
   if (after < head_) return std::nullopt;
   const uint64_t id = next_id_++;
   kind_of_.emplace(id, kind);
   std::map<uint64_t, Waiter>& same_kind = waiting_[kind];
-  same_kind.emplace(id, Waiter{after, std::move(kind), std::move(wake), std::move(wants)});
+  same_kind.emplace(id, Waiter{after, std::move(kind), std::move(wake), {}});
   return id;
+}
+
+std::optional<uint64_t> ChangeFeed::SubscribeRouted(int64_t after, std::function<void()> wake,
+                                                    std::string kind,
+                                                    std::vector<std::string> routes) {
+  if (before_subscribe_) before_subscribe_();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (after < head_) return std::nullopt;
+  const uint64_t id = next_id_++;
+  for (const std::string& route : routes) by_route_[route].insert(id);
+  by_after_.emplace(after, id);
+  routed_.emplace(id, Waiter{after, std::move(kind), std::move(wake), std::move(routes)});
+  return id;
+}
+
+void ChangeFeed::EraseRouted(std::map<uint64_t, Waiter>::iterator it) {
+  for (const std::string& route : it->second.routes) {
+    auto ids = by_route_.find(route);
+    if (ids == by_route_.end()) continue;
+    ids->second.erase(it->first);
+    if (ids->second.empty()) by_route_.erase(ids);
+  }
+  by_after_.erase({it->second.after, it->first});
+  routed_.erase(it);
+}
+
+void ChangeFeed::WakeRouted(uint64_t id, std::vector<std::function<void()>>* wake) {
+  auto it = routed_.find(id);
+  if (it == routed_.end()) return;
+  wake->push_back(std::move(it->second.wake));
+  EraseRouted(it);
 }
 
 void ChangeFeed::Unsubscribe(uint64_t id) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (auto routed = routed_.find(id); routed != routed_.end()) return EraseRouted(routed);
   auto kind = kind_of_.find(id);
   if (kind == kind_of_.end()) return;
   auto waiters = waiting_.find(kind->second);
@@ -110,7 +155,7 @@ int64_t ChangeFeed::head() const {
 
 size_t ChangeFeed::subscribers() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return kind_of_.size();
+  return kind_of_.size() + routed_.size();
 }
 
 }  // namespace tessera::server

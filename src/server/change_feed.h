@@ -12,6 +12,8 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "store/store.h"
@@ -37,12 +39,23 @@ class ChangeFeed {
   // it (so a caller may hold its own lock while subscribing). Otherwise an id for Unsubscribe.
   // With `kind`, only a change of that kind wakes it (a watch of Jobs sleeps through the
   // nodes' lease renewals); it reads the others along with the next one that does.
-  // With `wants`, only a change it accepts wakes it (a node agent's watch sleeps through the
-  // changes of Jobs bound elsewhere); it is called on the publishing thread with the feed's
-  // lock held, and must neither block nor call the feed.
   std::optional<uint64_t> Subscribe(int64_t after, std::function<void()> wake,
-                                    std::string kind = "",
-                                    std::function<bool(const store::Change&)> wants = nullptr);
+                                    std::string kind = "");
+  // As Subscribe for `kind`, but only a change whose routes (set_router) include one of
+  // `routes` wakes it (a node agent's watch sleeps through the changes of Jobs bound
+  // elsewhere), or, so that it moves on, the head passing `after` by kRoutedCatchUp. It is
+  // found through its routes: a commit costs nothing for the routed waiters it does not
+  // concern. Without a router, or when a call published more than is kept, every routed
+  // waiter wakes.
+  std::optional<uint64_t> SubscribeRouted(int64_t after, std::function<void()> wake,
+                                          std::string kind, std::vector<std::string> routes);
+  static constexpr int64_t kRoutedCatchUp = 4096;
+  // What a change concerns, as routes (for a Job, the nodes it is bound to and itself); called
+  // once per published change while routed waiters wait, on the publishing thread with the
+  // feed's lock held: it must neither block nor call the feed. Set before any subscription.
+  void set_router(std::function<std::vector<std::string>(const store::Change&)> router) {
+    router_ = std::move(router);
+  }
   void Unsubscribe(uint64_t id);
 
   // Test seam: called at the start of every Subscribe, before the feed's lock is taken, so a
@@ -65,13 +78,20 @@ class ChangeFeed {
     int64_t after = 0;
     std::string kind;  // empty: any
     std::function<void()> wake;
-    std::function<bool(const store::Change&)> wants;  // null: any of its kind
+    std::vector<std::string> routes;  // routed waiters only
   };
+  // Takes routed waiter `id` out of every index and queues its wake-up.
+  void WakeRouted(uint64_t id, std::vector<std::function<void()>>* wake);
+  void EraseRouted(std::map<uint64_t, Waiter>::iterator it);
   // Waiters by the kind they wait for ("" for any), so that a commit looks only at those
   // waiting for its kinds (a thousand agents' watches of Jobs sleep through Lease renewals
   // without being looked at).
   std::map<std::string, std::map<uint64_t, Waiter>, std::less<>> waiting_;
   std::map<uint64_t, std::string> kind_of_;  // id -> its key in waiting_
+  std::map<uint64_t, Waiter> routed_;
+  std::unordered_map<std::string, std::set<uint64_t>> by_route_;
+  std::set<std::pair<int64_t, uint64_t>> by_after_;  // routed waiters by `after`
+  std::function<std::vector<std::string>(const store::Change&)> router_;
   std::function<void()> before_subscribe_;
 };
 

@@ -45,23 +45,51 @@ TEST_F(ChangeFeedTest, AWaiterOfOneKindSleepsThroughOtherKindsAndWakesOnceForIts
   EXPECT_EQ(woke.size(), 2u);
 }
 
-TEST_F(ChangeFeedTest, AFilteredWaiterWakesOnlyForAChangeItAcceptsAndAnUnsubscribedOneNever) {
-  int mine = 0, gone = 0;
-  ASSERT_TRUE(feed_->Subscribe(
-      feed_->head(), [&] { ++mine; }, "Job",
-      [](const store::Change& c) { return c.object.key.name == "mine"; }));
-  const auto id = feed_->Subscribe(
-      feed_->head(), [&] { ++gone; }, "Job");
+TEST_F(ChangeFeedTest, ARoutedWaiterWakesOnlyForAChangeOnItsRoutesAndAnUnsubscribedOneNever) {
+  // A change's routes: its name, and "node:<n>" for a body naming node n.
+  std::vector<std::string> routed;  // the changes the router was asked about
+  feed_->set_router([&](const store::Change& c) {
+    routed.push_back(c.object.key.name);
+    return std::vector<std::string>{"job:" + c.object.key.name, "node:" + c.object.key.name};
+  });
+  int mine = 0, shown = 0, gone = 0;
+  ASSERT_TRUE(feed_->SubscribeRouted(feed_->head(), [&] { ++mine; }, "Job", {"node:mine"}));
+  ASSERT_TRUE(feed_->SubscribeRouted(feed_->head(), [&] { ++shown; }, "Job", {"job:shown"}));
+  const auto id = feed_->SubscribeRouted(feed_->head(), [&] { ++gone; }, "Job", {"node:mine"});
   ASSERT_TRUE(id);
   feed_->Unsubscribe(*id);
   feed_->Unsubscribe(*id);  // twice is harmless
+  EXPECT_EQ(feed_->subscribers(), 2u);
   Put("Job", "other");
-  EXPECT_EQ(mine, 0);
-  EXPECT_EQ(feed_->subscribers(), 1u);
+  Put("Lease", "mine");  // its routes match, its kind does not
+  EXPECT_EQ(mine + shown, 0);
+  EXPECT_EQ(routed, (std::vector<std::string>{"other", "mine"}));
   Put("Job", "mine");
   EXPECT_EQ(mine, 1);
+  EXPECT_EQ(shown, 0);
+  Put("Job", "shown");
+  EXPECT_EQ(shown, 1);
   EXPECT_EQ(gone, 0);
   EXPECT_EQ(feed_->subscribers(), 0u);
+  routed.clear();
+  Put("Job", "mine");  // with no routed waiter the router is not asked
+  EXPECT_TRUE(routed.empty());
+}
+
+TEST_F(ChangeFeedTest, ARoutedWaiterMovesOnOnceTheHeadIsFarAhead) {
+  feed_->set_router([](const store::Change&) { return std::vector<std::string>{}; });
+  const int64_t from = feed_->head();
+  int woke = 0;
+  ASSERT_TRUE(feed_->SubscribeRouted(from, [&] { ++woke; }, "Job", {"node:n1"}));
+  std::vector<store::Write> writes;
+  for (int64_t i = 0; i < ChangeFeed::kRoutedCatchUp - 1; ++i) {
+    writes.push_back({store::Write::Op::kPut, {"Job", "", "j" + std::to_string(i)}, "{}", {}});
+  }
+  ASSERT_TRUE(store_->Commit(writes).ok());
+  feed_->CatchUp();
+  EXPECT_EQ(woke, 0);
+  Put("Job", "one-more");
+  EXPECT_EQ(woke, 1);
 }
 
 TEST_F(ChangeFeedTest, SubscribingBehindTheHeadRegistersNothing) {
