@@ -29,6 +29,7 @@
 #include "agent/health.h"
 #include "agent/node_object.h"
 #include "agent/nvml.h"
+#include "agent/telemetry.h"
 #include "agent/waker.h"
 #include "agent/worker.h"
 #include "api/manifest.h"
@@ -570,8 +571,8 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
     // A beat renews the node's Lease; the Node is written only at registration, when its
     // status changed (health, telemetry) and at least once a minute, so that beats neither
     // rewrite the Node nor wake the scheduling loop.
-    const bool write_node =
-        !registered || status != status_written || NowMs() - node_written_at >= kNodeRefreshMs;
+    const bool write_node = !registered || agent::StatusMoved(status_written, status) ||
+                            NowMs() - node_written_at >= kNodeRefreshMs;
     Result<Response> got = write_node ? Request(*ep, "GET", path) : RenewLease(*ep, id.name);
     Result<Response> r = got;
     if (!write_node) {

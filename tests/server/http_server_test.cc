@@ -90,9 +90,11 @@ TEST_F(HttpServerTest, AtTheCapTheConnectionIdleTheLongestMakesRoom) {
   std::vector<std::unique_ptr<tcp::socket>> idle;
   for (int i = 0; i < 3; ++i) {
     idle.push_back(Connect());
-    // A served request makes the connection known and idle, in this order.
+    // A served request makes the connection known and idle, in this order: the server marks
+    // it idle when it goes back to reading, just after the reply, which the pause waits for.
     Send(*idle.back(), "/idle");
     ASSERT_EQ(Receive(*idle.back()), "answer to /idle");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   // A fourth: the first (idle the longest) is closed, the others stay.
   EXPECT_EQ(Get("/healthz"), "answer to /healthz");
