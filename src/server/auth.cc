@@ -4,6 +4,7 @@
 #include <openssl/evp.h>
 #include <sys/random.h>
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <vector>
@@ -87,9 +88,16 @@ Result<std::string> RandomHex(size_t bytes) {
 std::string Sha256Hex(std::string_view data) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int n = 0;
-  // Fetched once: EVP_sha256() would look the implementation up again on every call.
+  // Fetched once, and a context per thread reused: every request hashes its token's secret.
   static EVP_MD* const sha256 = EVP_MD_fetch(nullptr, "SHA256", nullptr);
-  EVP_Digest(data.data(), data.size(), md, &n, sha256 != nullptr ? sha256 : EVP_sha256(), nullptr);
+  thread_local const std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(),
+                                                                                 &EVP_MD_CTX_free);
+  const EVP_MD* md_type = sha256 != nullptr ? sha256 : EVP_sha256();
+  if (ctx == nullptr || EVP_DigestInit_ex(ctx.get(), md_type, nullptr) != 1 ||
+      EVP_DigestUpdate(ctx.get(), data.data(), data.size()) != 1 ||
+      EVP_DigestFinal_ex(ctx.get(), md, &n) != 1) {
+    EVP_Digest(data.data(), data.size(), md, &n, md_type, nullptr);
+  }
   return Hex(md, n);
 }
 

@@ -9,10 +9,12 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "api/object.h"
 #include "server/api_server.h"
+#include "server/auth.h"
 
 namespace tessera::server {
 namespace {
@@ -138,6 +140,21 @@ class AuthMatrixTest : public ::testing::Test {
   std::unique_ptr<ApiServer> api_;
   std::map<Who, std::string> tokens_;
 };
+
+// The digest stored for a token's secret (FIPS 180-2's test vectors), the same on every call
+// and thread (each thread reuses its own context).
+TEST(Sha256HexTest, MatchesTheStandardsVectorsOnEveryThread) {
+  auto check = [] {
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_EQ(Sha256Hex("abc"),
+                "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+      EXPECT_EQ(Sha256Hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    }
+  };
+  check();
+  std::thread other(check);
+  other.join();
+}
 
 TEST_F(AuthMatrixTest, EveryPrincipalVerbKindAndNamespace) {
   int cells = 0;
