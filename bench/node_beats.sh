@@ -8,22 +8,8 @@ set -euo pipefail
 TESSERA=$(realpath "${1:-build/tessera}")
 SAMPLES=${2:-10}
 FAKE=${3:-}
-WORK=$(mktemp -d /tmp/tessera-beats-XXXXXX)
-DEV_PID=
-cleanup() {
-  if [ -n "$DEV_PID" ]; then kill "$DEV_PID" 2>/dev/null || true; wait "$DEV_PID" 2>/dev/null || true; fi
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-export HOME=$WORK/home
-unset TESSERA_ADDR TESSERA_TOKEN TESSERA_CA
-mkdir -p "$HOME"
-cd "$WORK"
-"$TESSERA" dev --listen 127.0.0.1:0 --container-runtime none ${FAKE:+--fake-gpus "$FAKE"} \
-  >"$WORK/dev.out" 2>&1 &
-DEV_PID=$!
-for _ in $(seq 200); do grep -q "listening on" "$WORK/dev.out" && break; sleep 0.05; done
-grep -q "listening on" "$WORK/dev.out" || { cat "$WORK/dev.out"; exit 1; }
+source "$(dirname "$0")/dev_env.sh"
+StartDev beats ${FAKE:+--fake-gpus "$FAKE"}
 grep "GPUs (" "$WORK/dev.out" || true
 for _ in $(seq 100); do "$TESSERA" get nodes 2>/dev/null | grep -q . && break; sleep 0.1; done
 NODE=$("$TESSERA" get nodes | awk 'NR==2 {print $1}')

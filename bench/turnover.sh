@@ -10,22 +10,8 @@ set -euo pipefail
 TESSERA=$(realpath "${1:-build/tessera}")
 N=${2:-1000}
 MODE=${3:-jobs}
-WORK=$(mktemp -d /tmp/tessera-turnover-XXXXXX)
-DEV_PID=
-cleanup() {
-  if [ -n "$DEV_PID" ]; then kill "$DEV_PID" 2>/dev/null || true; wait "$DEV_PID" 2>/dev/null || true; fi
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-export HOME=$WORK/home
-unset TESSERA_ADDR TESSERA_TOKEN TESSERA_CA
-mkdir -p "$HOME"
-cd "$WORK"
-"$TESSERA" dev --listen 127.0.0.1:0 --fake-gpus 8xH100-80GB --container-runtime none \
-  >"$WORK/dev.out" 2>&1 &
-DEV_PID=$!
-for _ in $(seq 200); do grep -q "listening on" "$WORK/dev.out" && break; sleep 0.05; done
-grep -q "listening on" "$WORK/dev.out" || { cat "$WORK/dev.out"; exit 1; }
+source "$(dirname "$0")/dev_env.sh"
+StartDev turnover --fake-gpus 8xH100-80GB
 for _ in $(seq 100); do "$TESSERA" get nodes 2>/dev/null | grep -q Ready && break; sleep 0.1; done
 
 if [ "$MODE" = array ]; then
