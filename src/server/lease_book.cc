@@ -11,14 +11,21 @@ using nlohmann::json;
 
 namespace {
 
-// `lease` without what a renewal or the store changes: compared to tell a renewal.
-json Comparable(json lease) {
+// The metadata the store keeps for itself, besides resourceVersion.
+constexpr const char* kSystemFields[] = {"creationTimestamp", "uid"};
+
+// `lease` without what a renewal or the store changes: compared to tell a renewal. With
+// `system`, the store's fields removed are kept there.
+json Comparable(json lease, json* system = nullptr) {
   if (json* spec = lease.contains("spec") ? &lease["spec"] : nullptr; spec && spec->is_object()) {
     spec->erase("renewTime");
   }
   if (lease.contains("metadata") && lease["metadata"].is_object()) {
-    for (const char* k : {"resourceVersion", "creationTimestamp", "uid"}) {
-      lease["metadata"].erase(k);
+    json& meta = lease["metadata"];
+    meta.erase("resourceVersion");
+    for (const char* k : kSystemFields) {
+      if (system != nullptr && meta.contains(k)) (*system)[k] = meta[k];
+      meta.erase(k);
     }
   }
   return lease;
@@ -43,7 +50,8 @@ void LeaseBook::Stored(const std::string& name, const std::string* body, int64_t
   }
   Entry& e = leases_[name];
   e.stored_ms = RenewTimeOf(obj);
-  e.stored = Comparable(std::move(obj));
+  e.system = json::object();
+  e.comparable = Comparable(std::move(obj), &e.system);
   e.version = version;
   // A renewal held here and later than the one stored stays the last.
   if (e.renewed_ms <= e.stored_ms) e.renewed_ms = -1;
@@ -58,14 +66,11 @@ std::optional<json> LeaseBook::Renew(const json& lease, int64_t now_ms) {
   Entry& e = it->second;
   if (!version.is_null() && version != std::to_string(e.version)) return std::nullopt;
   if (e.stored_ms < 0 || now_ms - e.stored_ms >= persist_ms_) return std::nullopt;
-  if (Comparable(lease) != e.stored) return std::nullopt;
+  if (Comparable(lease) != e.comparable) return std::nullopt;
   e.renewed_ms = std::max(e.renewed_ms, now_ms);
   json served = lease;
   json& meta = served["metadata"];
-  for (const char* k : {"creationTimestamp", "uid"}) {
-    const json& v = api::Member(api::Member(e.stored, "metadata"), k);
-    if (!v.is_null()) meta[k] = v;
-  }
+  for (const auto& [k, v] : e.system.items()) meta[k] = v;
   meta["resourceVersion"] = std::to_string(e.version);
   served["spec"]["renewTime"] = api::FormatTime(e.renewed_ms);
   return served;

@@ -53,7 +53,8 @@ class LeaseBook {
 
  private:
   struct Entry {
-    nlohmann::json stored;  // as stored, without the store's fields
+    nlohmann::json comparable;  // as stored, without what a renewal or the store changes
+    nlohmann::json system;      // the store's own metadata (creationTimestamp, uid)
     int64_t version = 0;
     int64_t stored_ms = -1;   // its renewTime
     int64_t renewed_ms = -1;  // the last renewal held here, -1 when none since the start

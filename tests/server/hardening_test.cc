@@ -416,13 +416,19 @@ TEST_F(HardeningTest, LeaseRenewalsAreHeldInMemoryAndARestartDoesNotDeclareTheNo
     auto got = api_->store().Get({"Lease", "", "n1"});
     return got.ok() && got->has_value() ? json::parse((*got)->body)["spec"]["renewTime"] : json();
   };
+  const json created = Get("/apis/tessera.io/v1/leases/n1");
   int64_t renewed = 0;
   for (int i = 1; i <= 11; ++i) {
     now_ = t0 + i * 5'000;
     const int64_t before = api_->store().Revision();
     const HttpResponse r = renew(lease);
     ASSERT_EQ(r.status, 200) << r.body;
-    EXPECT_EQ(json::parse(r.body)["spec"]["renewTime"], FormatTime(now_));
+    const json served = json::parse(r.body);
+    EXPECT_EQ(served["spec"]["renewTime"], FormatTime(now_));
+    // Served as the stored Lease is: its version, uid and creation time.
+    for (const char* k : {"resourceVersion", "uid", "creationTimestamp"}) {
+      EXPECT_EQ(served["metadata"][k], created["metadata"][k]) << k;
+    }
     EXPECT_EQ(api_->store().Revision(), before) << "renewal " << i << " was written";
     renewed = now_;
     Cycle();
