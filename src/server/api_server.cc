@@ -195,10 +195,6 @@ const char* EventType(store::ChangeType t) {
   return "MODIFIED";
 }
 
-}  // namespace
-
-namespace {
-
 // Change feed routes (ChangeFeed::set_router): a node's, and a Job's own.
 std::string NodeRoute(const std::string& node) { return "node:" + node; }
 std::string JobRoute(const std::string& ns, const std::string& name) {

@@ -49,6 +49,18 @@ class RunnerFixture : public ::testing::Test {
     ss << in.rdbuf();
     return ss.str();
   }
+  // Runs the shell `probe` as a task, closes `held` (a descriptor of this process's that the
+  // probe looks for) once it has started, and returns what the probe printed after it ended
+  // with exit code 0.
+  std::string ProbeDescriptors(Runner& r, const std::string& probe, int held) {
+    const Status started = r.Start({"fds", {"sh", "-c", probe}, {}, "", dir_ + "/fds.log", ""});
+    close(held);
+    EXPECT_TRUE(started.ok()) << started.message();
+    const std::vector<Exit> exits = started.ok() ? WaitExits(r, 1) : std::vector<Exit>();
+    EXPECT_EQ(exits.size(), 1u);
+    if (exits.size() == 1) EXPECT_EQ(exits[0].exit_code, 0);
+    return Read(dir_ + "/fds.log");
+  }
   std::string dir_;
 };
 
@@ -309,12 +321,7 @@ TEST_P(RunnerTest, TheMonitorHoldsNoDescriptorOfTheAgents) {
   const std::string probe = "test -e /proc/$PPID/fd/" + fd + " && echo monitor holds " + fd +
                             "; test -e /proc/$$/fd/" + fd + " && echo task holds " + fd +
                             "; echo checked";
-  const Status started = r.Start({"fds", {"sh", "-c", probe}, {}, "", dir_ + "/fds.log", ""});
-  close(held);
-  ASSERT_TRUE(started.ok()) << started.message();
-  auto exits = WaitExits(r, 1);
-  ASSERT_EQ(exits.size(), 1u);
-  EXPECT_EQ(Read(dir_ + "/fds.log"), "checked\n");
+  EXPECT_EQ(ProbeDescriptors(r, probe, held), "checked\n");
 }
 
 INSTANTIATE_TEST_SUITE_P(Launch, RunnerTest, ::testing::Values(TESSERA_MONITOR, ""),
@@ -331,13 +338,7 @@ TEST_F(MonitorExecutableTest, TheTaskGetsNoDescriptorOfTheAgentsButItsLog) {
   Runner r("", TESSERA_MONITOR);
   const std::string probe = "for fd in 3 " + std::to_string(held) +
                             "; do test -e /proc/$$/fd/$fd && echo open $fd; done; echo checked";
-  const Status started = r.Start({"fds", {"sh", "-c", probe}, {}, "", dir_ + "/fds.log", ""});
-  close(held);
-  ASSERT_TRUE(started.ok()) << started.message();
-  auto exits = WaitExits(r, 1);
-  ASSERT_EQ(exits.size(), 1u);
-  EXPECT_EQ(exits[0].exit_code, 0);
-  EXPECT_EQ(Read(dir_ + "/fds.log"), "checked\n");
+  EXPECT_EQ(ProbeDescriptors(r, probe, held), "checked\n");
 }
 
 TEST_F(MonitorExecutableTest, RefusesAMalformedCommandLine) {
