@@ -233,6 +233,98 @@ Status DropInvalid(core::QueueConfig* cfg, std::map<std::string, std::string>* i
 
 }  // namespace
 
+// The writes of one cycle: object writes, each with the events about it, and events on their own.
+// Flush commits them all in one transaction. Should that fail (an object changed meanwhile),
+// each object write is committed alone with its events, so that a write that loses takes its
+// events with it and the next cycle decides again; then the other events together.
+class CycleWrites {
+ public:
+  // An event about the object written.
+  struct Note {
+    const char* type;
+    std::string reason;
+    std::string message;
+  };
+
+  CycleWrites(ApiServer& api, CycleSummary& sum, int64_t now_ms, int64_t& event_seq)
+      : api_(api), sum_(sum), now_ms_(now_ms), event_seq_(event_seq) {}
+  ~CycleWrites() { Flush(); }
+  CycleWrites(const CycleWrites&) = delete;
+  CycleWrites& operator=(const CycleWrites&) = delete;
+
+  void Put(const json& obj, std::optional<int64_t> version, std::optional<Note> note) {
+    const std::string kind = Str(obj, "kind");
+    Batch& b = objects_.emplace_back();
+    json body = obj;
+    body["metadata"].erase("resourceVersion");
+    b.push_back(
+        {store::Write::Op::kPut, {kind, NamespaceOf(obj), NameOf(obj)}, body.dump(), version});
+    if (note) b.push_back(MakeEvent(obj, *note));
+  }
+  void Delete(const json& obj, int64_t version) {
+    objects_.push_back({{store::Write::Op::kDelete,
+                         {Str(obj, "kind"), NamespaceOf(obj), NameOf(obj)},
+                         "",
+                         version}});
+  }
+  void Event(const json& about, const Note& note) { events_.push_back(MakeEvent(about, note)); }
+
+  void Flush() {
+    if (objects_.empty() && events_.empty()) return;
+    std::vector<store::Write> all;
+    for (const Batch& b : objects_) all.insert(all.end(), b.begin(), b.end());
+    all.insert(all.end(), events_.begin(), events_.end());
+    if (api_.Commit(all).ok()) {
+      sum_.writes += static_cast<int>(all.size());
+    } else {
+      for (const Batch& b : objects_) {
+        auto r = api_.Commit(b);
+        if (r.ok()) {
+          sum_.writes += static_cast<int>(b.size());
+        } else if (r.status().code() == StatusCode::kConflict) {
+          ++sum_.write_conflicts;
+        }
+      }
+      if (!events_.empty() && api_.Commit(events_).ok()) {
+        sum_.writes += static_cast<int>(events_.size());
+      } else {
+        for (const store::Write& w : events_) {
+          if (api_.Commit(std::span<const store::Write>(&w, 1)).ok()) ++sum_.writes;
+        }
+      }
+    }
+    objects_.clear();
+    events_.clear();
+  }
+
+ private:
+  using Batch = std::vector<store::Write>;
+
+  store::Write MakeEvent(const json& about, const Note& note) {
+    const std::string name = NameOf(about).substr(0, 200) + "." + std::to_string(now_ms_) + "-" +
+                             std::to_string(++event_seq_);
+    const std::string ns = NamespaceOf(about).empty() ? "tessera-system" : NamespaceOf(about);
+    json e = {{"apiVersion", "tessera.io/v1"},
+              {"kind", "Event"},
+              {"metadata",
+               {{"name", name}, {"namespace", ns}, {"creationTimestamp", FormatTime(now_ms_)}}},
+              {"spec",
+               {{"type", note.type},
+                {"reason", note.reason},
+                {"message", note.message},
+                {"time", FormatTime(now_ms_)},
+                {"involvedObject", {{"kind", Str(about, "kind")}, {"name", NameOf(about)}}}}}};
+    return {store::Write::Op::kPut, {"Event", ns, name}, e.dump(), 0};
+  }
+
+  ApiServer& api_;
+  CycleSummary& sum_;
+  const int64_t now_ms_;
+  int64_t& event_seq_;
+  std::vector<Batch> objects_;
+  std::vector<store::Write> events_;
+};
+
 Result<std::unique_ptr<SchedulingLoop>> SchedulingLoop::Create(ApiServer& api,
                                                                SchedulingLoopOptions options) {
   core::SchedulerConfig sc;
@@ -282,59 +374,16 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   refresh_budget_at_ms_ = now_ms;
   std::vector<std::string> problems;
 
-  // Writes one object, based on the version read; a concurrent change wins (next cycle retries).
-  auto put = [&](const json& obj, std::optional<int64_t> version) {
-    const std::string kind = obj["kind"];
-    store::Write w{store::Write::Op::kPut, {kind, NamespaceOf(obj), NameOf(obj)}, "", version};
-    json body = obj;
-    body["metadata"].erase("resourceVersion");
-    w.body = body.dump();
-    auto r = api_.Commit(std::span<const store::Write>(&w, 1));
-    if (r.ok()) {
-      ++sum.writes;
-    } else if (r.status().code() == StatusCode::kConflict) {
-      ++sum.write_conflicts;
-    }
-    return r.ok();
+  CycleWrites writes(api_, sum, now_ms, event_seq_);
+  // Writes one object, based on the version read, with an event about it when given (a
+  // concurrent change wins: the next cycle decides again).
+  auto put = [&](const json& obj, std::optional<int64_t> version,
+                 std::optional<CycleWrites::Note> note = std::nullopt) {
+    writes.Put(obj, version, std::move(note));
   };
-  // Events are written together, in one commit when the cycle ends (one by one should that
-  // commit fail).
-  struct EventBatch {
-    ApiServer& api;
-    CycleSummary& sum;
-    std::vector<store::Write> writes;
-    ~EventBatch() { Flush(); }
-    void Flush() {
-      if (writes.empty()) return;
-      if (api.Commit(writes).ok()) {
-        sum.writes += static_cast<int>(writes.size());
-      } else {
-        for (const store::Write& w : writes) {
-          if (api.Commit(std::span<const store::Write>(&w, 1)).ok()) ++sum.writes;
-        }
-      }
-      writes.clear();
-    }
-  } events{api_, sum, {}};
-  auto event = [&](const json& job, const char* type, const std::string& reason,
+  auto event = [&](const json& about, const char* type, const std::string& reason,
                    const std::string& message) {
-    std::string name = NameOf(job).substr(0, 200) + "." + std::to_string(now_ms) + "-" +
-                       std::to_string(++event_seq_);
-    json e = {{"apiVersion", "tessera.io/v1"},
-              {"kind", "Event"},
-              {"metadata",
-               {{"name", name},
-                {"namespace", NamespaceOf(job)},
-                {"creationTimestamp", FormatTime(now_ms)}}},
-              {"spec",
-               {{"type", type},
-                {"reason", reason},
-                {"message", message},
-                {"time", FormatTime(now_ms)},
-                {"involvedObject", {{"kind", Str(job, "kind")}, {"name", NameOf(job)}}}}}};
-    const std::string ns = NamespaceOf(job).empty() ? "tessera-system" : NamespaceOf(job);
-    e["metadata"]["namespace"] = ns;
-    events.writes.push_back({store::Write::Op::kPut, {"Event", ns, name}, e.dump(), 0});
+    writes.Event(about, {type, reason, message});
   };
   // The stored objects of a kind whose envelope and status can be read; the others are skipped,
   // named in a metric and, once per version, in a Warning event.
@@ -466,12 +515,13 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     if (Member(s->obj(), "status") == status) continue;
     json obj = s->obj();
     obj["status"] = status;
-    put(obj, s->version);
+    std::optional<CycleWrites::Note> note;
     if (it != invalid_sharing.end()) {
       std::string message;
       for (const std::string& p : it->second) message += (message.empty() ? "" : "; ") + p;
-      event(s->obj(), "Warning", "InvalidSharingConfig", message);
+      note = CycleWrites::Note{"Warning", "InvalidSharingConfig", message};
     }
+    put(obj, s->version, std::move(note));
   }
 
   // The queues.
@@ -672,11 +722,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     // deleted that long after it ended, as Kubernetes' TTL controller does.
     if (fields.ended) {
       if (fields.delete_at_ms > 0 && now_ms >= fields.delete_at_ms) {
-        store::Write w{store::Write::Op::kDelete,
-                       {"Job", NamespaceOf(s.obj()), NameOf(s.obj())},
-                       "",
-                       s.version};
-        if (api_.Commit(std::span<const store::Write>(&w, 1)).ok()) ++sum.writes;
+        writes.Delete(s.obj(), s.version);
       }
       continue;
     }
@@ -697,8 +743,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
         obj["status"]["phase"] = "Failed";
         obj["status"]["message"] = message;
         obj["status"]["finishedAt"] = FormatTime(now_ms);
-        put(obj, s.version);
-        event(s.obj(), "Warning", "DeadlineExceeded", message);
+        put(obj, s.version, CycleWrites::Note{"Warning", "DeadlineExceeded", message});
         continue;
       }
     }
@@ -723,9 +768,9 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
           obj["status"]["message"] = step.message;
           obj["status"]["finishedAt"] = FormatTime(now_ms);
           if (!ok) obj["status"]["reason"] = step.reason;
-          if (put(obj, s.version)) {
-            event(s.obj(), ok ? "Normal" : "Warning", ok ? "Completed" : step.reason, step.message);
-          }
+          put(obj, s.version,
+              CycleWrites::Note{ok ? "Normal" : "Warning", ok ? "Completed" : step.reason,
+                                step.message});
           continue;
         }
         if (step.changed) {
@@ -882,8 +927,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     conditions.push_back(Condition("QuotaReserved", false, "Pending", message, now_ms));
     obj["status"] = {{"phase", "Pending"}, {"message", message}, {"conditions", conditions}};
     keep_progress(s, &obj["status"]);
-    put(obj, s.version);
-    event(s.obj(), "Normal", "Pending", message);
+    put(obj, s.version, CycleWrites::Note{"Normal", "Pending", message});
   };
 
   for (const Stored* s : suspended) {
@@ -897,7 +941,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     for (const Stored* s : pending_obj) {
       set_pending(*s, "the queue configuration is invalid: " + valid.message());
     }
-    events.Flush();
+    writes.Flush();
     return sum;
   }
   auto cycle = core::AdmissionCycle::Create(cfg, options_.cycle);
@@ -996,15 +1040,15 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
       }
     }
     const std::string where = PlacedList(state, obj["status"]["pods"], placed);
-    put(obj, s.version);
+    put(obj, s.version,
+        CycleWrites::Note{"Normal", "Scheduled",
+                          a.admitted.placements.size() == 1 && a.admitted.placements[0]
+                              ? "Scheduled to " + Where(state, *a.admitted.placements[0])
+                              : "Scheduled " + where});
     api_.metrics().ObserveAdmission(
         a.admitted.queue,
         std::max<int64_t>(0, now_ms - std::max<int64_t>(a.admitted.workload.created_ms, 0)) /
             1000.0);
-    event(s.obj(), "Normal", "Scheduled",
-          a.admitted.placements.size() == 1 && a.admitted.placements[0]
-              ? "Scheduled to " + Where(state, *a.admitted.placements[0])
-              : "Scheduled " + where);
     ++sum.admitted;
   }
   std::set<std::string, std::less<>> released;  // "ns/name" of jobs that stop holding now
@@ -1023,8 +1067,9 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     conditions.push_back(Condition("Admitted", false, "NoReservation", p.reason, now_ms));
     obj["status"] = {{"phase", "Pending"}, {"message", p.reason}, {"conditions", conditions}};
     keep_progress(s, &obj["status"]);  // an array keeps what it has done
-    put(obj, s.version);
-    event(s.obj(), "Warning", stopped ? "Evicted" : "Preempted", p.reason + " [" + cause + "]");
+    put(obj, s.version,
+        CycleWrites::Note{"Warning", stopped ? "Evicted" : "Preempted",
+                          p.reason + " [" + cause + "]"});
     ++sum.preempted;
   }
   // Members of running gangs placed after admission, and why the others still wait.
@@ -1071,10 +1116,13 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
       status["waitingPods"] = waiting;
     }
     // A write that lost to an agent's report is made again next cycle: the event with it.
-    if (put(obj, s.version) && !where.empty()) {
-      event(s.obj(), "Normal", "Scheduled", "Scheduled " + where);
-    }
+    put(obj, s.version,
+        where.empty()
+            ? std::nullopt
+            : std::optional(CycleWrites::Note{"Normal", "Scheduled", "Scheduled " + where}));
   }
+  // The decisions reach the store (and the agents) now; the rest of the cycle after them.
+  writes.Flush();
   // The waiting jobs' reasons, the longest unrefreshed first (a refresh spends the budget).
   std::vector<size_t> waiting_order;
   for (size_t i = 0; i < pending.size(); ++i) {
@@ -1154,8 +1202,8 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   ends_accounted_ = idle.ok();
   if (!idle.ok()) return idle.status();
   for (View* v : ends) v->accounted = true;
-  MarkIdle(now_ms, *idle, cfg, running, running_obj, released, put, event);
-  events.Flush();
+  MarkIdle(now_ms, *idle, cfg, running, running_obj, released, writes);
+  writes.Flush();
   return sum;
 }
 
@@ -1164,7 +1212,7 @@ void SchedulingLoop::MarkIdle(int64_t now_ms, const std::vector<core::IdlePod>& 
                               const std::vector<core::AdmittedWorkload>& running,
                               const std::vector<const StoredJson*>& running_obj,
                               const std::set<std::string, std::less<>>& released,
-                              const WriteFn& put, const EventFn& event) {
+                              CycleWrites& writes) {
   const AccountingOptions opts = api_.accounting().options();
   std::map<std::string, std::vector<const core::IdlePod*>, std::less<>> by_job;
   for (const core::IdlePod& p : idle) by_job[p.ns + "/" + p.job].push_back(&p);
@@ -1182,8 +1230,7 @@ void SchedulingLoop::MarkIdle(int64_t now_ms, const std::vector<core::IdlePod>& 
       if (!status.contains("idle")) continue;
       json obj = s.obj();
       obj["status"].erase("idle");
-      put(obj, s.version);
-      event(s.obj(), "Normal", "Busy", "its GPUs are in use again");
+      writes.Put(obj, s.version, CycleWrites::Note{"Normal", "Busy", "its GPUs are in use again"});
       continue;
     }
     // Pods holding GPUs; since when the first idle pod, and all of them, have been idle.
@@ -1217,16 +1264,17 @@ void SchedulingLoop::MarkIdle(int64_t now_ms, const std::vector<core::IdlePod>& 
       obj["status"]["message"] = why;
       obj["status"]["finishedAt"] = FormatTime(now_ms);
       obj["status"].erase("idle");
-      put(obj, s.version);
-      event(s.obj(), "Warning", "IdleReclaimed", why);
+      writes.Put(obj, s.version, CycleWrites::Note{"Warning", "IdleReclaimed", why});
       continue;
     }
     json mark = {{"since", FormatTime(first_since)}, {"pods", names}, {"message", message}};
     if (Member(status, "idle") == mark) continue;
     json obj = s.obj();
     obj["status"]["idle"] = mark;
-    put(obj, s.version);
-    if (!status.contains("idle")) event(s.obj(), "Warning", "Idle", message);
+    writes.Put(obj, s.version,
+               status.contains("idle")
+                   ? std::nullopt
+                   : std::optional(CycleWrites::Note{"Warning", "Idle", message}));
   }
 }
 

@@ -22,7 +22,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -78,6 +77,8 @@ struct CycleSummary {
   std::string config_error;  // the queue configuration could not be repaired: nothing admitted
 };
 
+class CycleWrites;  // a cycle's writes, committed together
+
 class SchedulingLoop {
  public:
   static Result<std::unique_ptr<SchedulingLoop>> Create(ApiServer& api,
@@ -99,17 +100,12 @@ class SchedulingLoop {
   SchedulingLoop(ApiServer& api, SchedulingLoopOptions options,
                  std::unique_ptr<core::Scheduler> placer);
   Result<CycleSummary> Cycle(int64_t now_ms);
-  // Writes an object based on the version read; emits an event about a Job.
-  using WriteFn = std::function<void(const nlohmann::json&, std::optional<int64_t>)>;
-  using EventFn = std::function<void(const nlohmann::json&, const char*, const std::string&,
-                                     const std::string&)>;
   // Marks Jobs with idle pods (status.idle {since, pods, message}, an Idle event), clears the mark
   // when their GPUs are busy again, and stops those their queue's idleReclaim policy reclaims.
   void MarkIdle(int64_t now_ms, const std::vector<core::IdlePod>& idle,
                 const core::QueueConfig& cfg, const std::vector<core::AdmittedWorkload>& running,
                 const std::vector<const StoredJson*>& running_obj,
-                const std::set<std::string, std::less<>>& released, const WriteFn& put,
-                const EventFn& event);
+                const std::set<std::string, std::less<>>& released, CycleWrites& writes);
 
   // With `lock` held: waits until a change after revision `seen` that can change a cycle's
   // decisions (true), or until `deadline` or Stop (false).
