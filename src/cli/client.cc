@@ -151,6 +151,13 @@ std::unique_ptr<ssl::stream<beast::tcp_stream>> Handshake(beast::tcp_stream tcp,
   return stream;
 }
 
+// Requests go out at once rather than wait on Nagle's algorithm for the acknowledgement of the
+// previous write (a request's header and body are written separately).
+void NoDelay(beast::tcp_stream& stream) {
+  boost::system::error_code ignored;
+  stream.socket().set_option(boost::asio::ip::tcp::no_delay(true), ignored);
+}
+
 }  // namespace
 
 // Connects (with TLS when the endpoint says so) and runs `use` on the stream and its
@@ -163,6 +170,7 @@ auto WithStream(const Endpoint& ep, Use use)
   beast::tcp_stream tcp(io);
   tcp.expires_after(std::chrono::seconds(60));
   tcp.connect(resolver.resolve(ep.host, ep.port));
+  NoDelay(tcp);
   if (!ep.tls) return use(tcp, io);
   const std::unique_ptr<ssl::context> ctx = ClientContext(ep);
   const auto stream = Handshake(std::move(tcp), io, *ctx, ep);
@@ -188,6 +196,7 @@ struct Connection::Impl {
     beast::tcp_stream stream(io);
     stream.expires_after(std::chrono::seconds(60));
     stream.connect(resolver.resolve(ep.host, ep.port));
+    NoDelay(stream);
     if (!ep.tls) {
       tcp = std::make_unique<beast::tcp_stream>(std::move(stream));
       return;

@@ -361,6 +361,12 @@ struct HttpServer::Impl {
   void Accept() {
     acceptor.async_accept(asio::make_strand(io), [this](beast::error_code ec, tcp::socket socket) {
       if (ec == asio::error::operation_aborted) return;
+      if (!ec) {
+        // Small writes (a watch's events, a reply's last bytes) go out at once: with Nagle's
+        // algorithm one waits for the peer's delayed acknowledgement, 40 ms on Linux.
+        beast::error_code ignored;
+        socket.set_option(tcp::no_delay(true), ignored);
+      }
       if (!ec && !Admit()) {
         // Every connection is busy: this one is refused rather than starve them.
         beast::error_code ignored;
