@@ -246,8 +246,10 @@ class CycleWrites {
     std::string message;
   };
 
-  CycleWrites(ApiServer& api, CycleSummary& sum, int64_t now_ms, int64_t& event_seq)
-      : api_(api), sum_(sum), now_ms_(now_ms), event_seq_(event_seq) {}
+  // The revisions committed are added to `written`.
+  CycleWrites(ApiServer& api, CycleSummary& sum, int64_t now_ms, int64_t& event_seq,
+              std::vector<int64_t>& written)
+      : api_(api), sum_(sum), now_ms_(now_ms), event_seq_(event_seq), written_(written) {}
   ~CycleWrites() { Flush(); }
   CycleWrites(const CycleWrites&) = delete;
   CycleWrites& operator=(const CycleWrites&) = delete;
@@ -274,22 +276,22 @@ class CycleWrites {
     std::vector<store::Write> all;
     for (const Batch& b : objects_) all.insert(all.end(), b.begin(), b.end());
     all.insert(all.end(), events_.begin(), events_.end());
-    if (api_.Commit(all).ok()) {
+    if (Commit(all).ok()) {
       sum_.writes += static_cast<int>(all.size());
     } else {
       for (const Batch& b : objects_) {
-        auto r = api_.Commit(b);
+        auto r = Commit(b);
         if (r.ok()) {
           sum_.writes += static_cast<int>(b.size());
         } else if (r.status().code() == StatusCode::kConflict) {
           ++sum_.write_conflicts;
         }
       }
-      if (!events_.empty() && api_.Commit(events_).ok()) {
+      if (!events_.empty() && Commit(events_).ok()) {
         sum_.writes += static_cast<int>(events_.size());
       } else {
         for (const store::Write& w : events_) {
-          if (api_.Commit(std::span<const store::Write>(&w, 1)).ok()) ++sum_.writes;
+          if (Commit(std::span<const store::Write>(&w, 1)).ok()) ++sum_.writes;
         }
       }
     }
@@ -299,6 +301,12 @@ class CycleWrites {
 
  private:
   using Batch = std::vector<store::Write>;
+
+  Result<std::vector<int64_t>> Commit(std::span<const store::Write> writes) {
+    auto r = api_.Commit(writes);
+    if (r.ok()) written_.insert(written_.end(), r->begin(), r->end());
+    return r;
+  }
 
   store::Write MakeEvent(const json& about, const Note& note) {
     const std::string name = NameOf(about).substr(0, 200) + "." + std::to_string(now_ms_) + "-" +
@@ -321,6 +329,7 @@ class CycleWrites {
   CycleSummary& sum_;
   const int64_t now_ms_;
   int64_t& event_seq_;
+  std::vector<int64_t>& written_;
   std::vector<Batch> objects_;
   std::vector<store::Write> events_;
 };
@@ -352,7 +361,8 @@ Result<CycleSummary> SchedulingLoop::RunOnce(int64_t now_ms) {
     sum = Internal(std::string("scheduling cycle failed: ") + e.what());
     std::fprintf(stderr, "error: %s\n", api::SafeText(sum.status().message()).c_str());
   }
-  if (sum.ok()) {
+  follow_up_ = !sum.ok() || sum->follow_up;
+  if (sum.ok())  if (sum.ok()) {
     api_.metrics().ObserveCycle(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
         sum->admitted, sum->preempted, sum->pending);
@@ -374,7 +384,8 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   refresh_budget_at_ms_ = now_ms;
   std::vector<std::string> problems;
 
-  CycleWrites writes(api_, sum, now_ms, event_seq_);
+  own_revisions_.clear();
+  CycleWrites writes(api_, sum, now_ms, event_seq_, own_revisions_);
   // Writes one object, based on the version read, with an event about it when given (a
   // concurrent change wins: the next cycle decides again).
   auto put = [&](const json& obj, std::optional<int64_t> version,
@@ -744,6 +755,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
         obj["status"]["message"] = message;
         obj["status"]["finishedAt"] = FormatTime(now_ms);
         put(obj, s.version, CycleWrites::Note{"Warning", "DeadlineExceeded", message});
+        sum.follow_up = true;
         continue;
       }
     }
@@ -771,10 +783,12 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
           put(obj, s.version,
               CycleWrites::Note{ok ? "Normal" : "Warning", ok ? "Completed" : step.reason,
                                 step.message});
+          sum.follow_up = true;
           continue;
         }
         if (step.changed) {
           array_status = &(array_objs[&s] = std::move(obj))["status"];
+          sum.follow_up = true;
         }
         w.pod_sets[0].count = static_cast<int32_t>(ListOf(Member(*array_status, "pods")).size());
       } else if (w.min_member == 1) {
@@ -1031,6 +1045,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     if (array != arrays.end()) {
       keep_progress(s, &obj["status"]);
       api::AssignIndexes(array->second.first, array->second.second, &obj["status"]);
+      sum.follow_up = true;
     }
     // Named as written (an array's pods by the index they run).
     std::vector<std::pair<size_t, const core::Placement*>> placed;
@@ -1067,6 +1082,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     conditions.push_back(Condition("Admitted", false, "NoReservation", p.reason, now_ms));
     obj["status"] = {{"phase", "Pending"}, {"message", p.reason}, {"conditions", conditions}};
     keep_progress(s, &obj["status"]);  // an array keeps what it has done
+    sum.follow_up = true;
     put(obj, s.version,
         CycleWrites::Note{"Warning", stopped ? "Evicted" : "Preempted",
                           p.reason + " [" + cause + "]"});
@@ -1085,6 +1101,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     json& status = obj["status"];
     const std::vector<core::PodSpec> pods = core::ExpandPods(running[ri].workload);
     const auto array = arrays.find(&s);
+    if (!change.first.empty()) sum.follow_up = true;
     for (const core::Growth* g : change.first) {
       status["pods"][g->pod_index] =
           PodJson(state, PodName(pods[g->pod_index]), g->placement, addresses);
@@ -1202,18 +1219,19 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   ends_accounted_ = idle.ok();
   if (!idle.ok()) return idle.status();
   for (View* v : ends) v->accounted = true;
-  MarkIdle(now_ms, *idle, cfg, running, running_obj, released, writes);
+  if (MarkIdle(now_ms, *idle, cfg, running, running_obj, released, writes)) sum.follow_up = true;
   writes.Flush();
   return sum;
 }
 
-void SchedulingLoop::MarkIdle(int64_t now_ms, const std::vector<core::IdlePod>& idle,
+bool SchedulingLoop::MarkIdle(int64_t now_ms, const std::vector<core::IdlePod>& idle,
                               const core::QueueConfig& cfg,
                               const std::vector<core::AdmittedWorkload>& running,
                               const std::vector<const StoredJson*>& running_obj,
                               const std::set<std::string, std::less<>>& released,
                               CycleWrites& writes) {
   const AccountingOptions opts = api_.accounting().options();
+  bool reclaimed = false;
   std::map<std::string, std::vector<const core::IdlePod*>, std::less<>> by_job;
   for (const core::IdlePod& p : idle) by_job[p.ns + "/" + p.job].push_back(&p);
   std::map<std::string_view, const core::IdleReclaimPolicy*> reclaim;
@@ -1265,6 +1283,7 @@ void SchedulingLoop::MarkIdle(int64_t now_ms, const std::vector<core::IdlePod>& 
       obj["status"]["finishedAt"] = FormatTime(now_ms);
       obj["status"].erase("idle");
       writes.Put(obj, s.version, CycleWrites::Note{"Warning", "IdleReclaimed", why});
+      reclaimed = true;
       continue;
     }
     json mark = {{"since", FormatTime(first_since)}, {"pods", names}, {"message", message}};
@@ -1276,6 +1295,7 @@ void SchedulingLoop::MarkIdle(int64_t now_ms, const std::vector<core::IdlePod>& 
                    ? std::nullopt
                    : std::optional(CycleWrites::Note{"Warning", "Idle", message}));
   }
+  return reclaimed;
 }
 
 namespace {
@@ -1297,7 +1317,10 @@ bool SchedulingLoop::WaitForChange(std::unique_lock<std::mutex>& lock, int64_t s
     bool matters = !changes.ok();  // compacted away: run
     for (const store::Change& c : changes.ok() ? *changes : std::vector<store::Change>()) {
       seen = c.revision;
-      matters = matters || Wakes(c);
+      // The revisions of a cycle's own writes are in ascending order.
+      matters = matters ||
+                (Wakes(c) && (follow_up_ || !std::binary_search(own_revisions_.begin(),
+                                                                own_revisions_.end(), c.revision)));
     }
     std::optional<uint64_t> sub;
     if (!matters) {
@@ -1337,8 +1360,8 @@ void SchedulingLoop::Start() {
       const auto took = std::chrono::steady_clock::now() - started;
       lock.lock();
       // A gap as long as the cycle (within the options' bounds), however fast changes come;
-      // then the next change after what this cycle saw that matters (its own writes included,
-      // so a cycle follows its decisions once), at the latest after the period.
+      // then the next change after what this cycle saw that matters (its own writes only when
+      // it asked to be followed), at the latest after the period.
       const auto gap = std::clamp<std::chrono::steady_clock::duration>(
           took, std::chrono::milliseconds(options_.min_gap_ms),
           std::chrono::milliseconds(options_.max_gap_ms));

@@ -75,6 +75,11 @@ struct CycleSummary {
   int write_conflicts = 0;   // writes refused because the object changed meanwhile
   int inactive_queues = 0;   // queues left out for an invalid definition
   std::string config_error;  // the queue configuration could not be repaired: nothing admitted
+  // Whether its own writes can let the next cycle decide more: it preempted, ended work (a
+  // deadline, an idle reclaim, an array's end) or admitted or advanced an array, whose next
+  // tasks are placed from the next cycle on. Otherwise the loop's thread does not wake for
+  // what the cycle wrote (its admissions, pending reasons, marks and events).
+  bool follow_up = false;
 };
 
 class CycleWrites;  // a cycle's writes, committed together
@@ -89,8 +94,9 @@ class SchedulingLoop {
   Result<CycleSummary> RunOnce(int64_t now_ms);
 
   // Runs cycles on a thread of its own until Stop: after every change that can change what a
-  // cycle decides (not events, tokens or node leases), after a gap as long as the last cycle
-  // (options' min_gap_ms to max_gap_ms), and at least once a period.
+  // cycle decides (not events, tokens or node leases, nor the last cycle's own writes unless
+  // it asked to be followed), after a gap as long as the last cycle (options' min_gap_ms to
+  // max_gap_ms), and at least once a period.
   void Start();
   void Stop();
   // Cycles the thread of Start has run.
@@ -101,8 +107,9 @@ class SchedulingLoop {
                  std::unique_ptr<core::Scheduler> placer);
   Result<CycleSummary> Cycle(int64_t now_ms);
   // Marks Jobs with idle pods (status.idle {since, pods, message}, an Idle event), clears the mark
-  // when their GPUs are busy again, and stops those their queue's idleReclaim policy reclaims.
-  void MarkIdle(int64_t now_ms, const std::vector<core::IdlePod>& idle,
+  // when their GPUs are busy again, and stops those their queue's idleReclaim policy reclaims
+  // (true when it stopped one).
+  bool MarkIdle(int64_t now_ms, const std::vector<core::IdlePod>& idle,
                 const core::QueueConfig& cfg, const std::vector<core::AdmittedWorkload>& running,
                 const std::vector<const StoredJson*>& running_obj,
                 const std::set<std::string, std::less<>>& released, CycleWrites& writes);
@@ -133,6 +140,10 @@ class SchedulingLoop {
   // Rewrites of changed pending reasons the budget allows, in thousandths, as of a time.
   int64_t refresh_budget_milli_ = 0;
   int64_t refresh_budget_at_ms_ = -1;
+
+  // The revisions the last cycle wrote, and whether they wake the thread (follow_up).
+  std::vector<int64_t> own_revisions_;
+  bool follow_up_ = true;
 
   std::atomic<uint64_t> cycles_ = 0;
   std::mutex mu_;

@@ -1561,6 +1561,63 @@ spec:
   loop_->Stop();
 }
 
+// The loop's thread does not wake for a cycle's own writes when they cannot let the next cycle
+// decide more (an admission, pending reasons, events): a busy loop would otherwise run a cycle
+// for nothing after each one. A cycle that preempted is followed at once: the next one admits
+// the preemptor (the period, here far off, would be too late).
+TEST_F(LoopTest, ACycleIsFollowedForItsOwnWritesOnlyWhenTheyLetTheNextDecideMore) {
+  SchedulingLoopOptions options;
+  options.period_ms = 600'000;
+  loop_ = SchedulingLoop::Create(*api_, options).value();
+  Apply(kCluster);
+  Apply(R"(
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: low}
+value: 10
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high}
+value: 1000
+)");
+  loop_->Start();
+  auto wait_for = [&](auto done) {
+    for (int i = 0; i < 500 && !done(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return done();
+  };
+  ASSERT_TRUE(wait_for([&] { return loop_->cycles() >= 1; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const uint64_t settled = loop_->cycles();
+  Apply(R"(
+apiVersion: v1
+kind: Pod
+metadata: {name: batch}
+spec:
+  priorityClassName: low
+  nodeSelector: {kubernetes.io/hostname: gpu-a}
+  containers: [{name: c, command: ["true"], resources: {limits: {nvidia.com/gpu: 8}}}]
+)");
+  ASSERT_TRUE(wait_for([&] { return Job("batch")["status"]["phase"] == "Admitted"; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(loop_->cycles(), settled + 1) << "one cycle for the new Job, none for its admission";
+  Apply(R"(
+apiVersion: v1
+kind: Pod
+metadata: {name: urgent}
+spec:
+  priorityClassName: high
+  nodeSelector: {kubernetes.io/hostname: gpu-a}
+  containers: [{name: c, command: ["true"], resources: {limits: {nvidia.com/gpu: 4}}}]
+)");
+  EXPECT_TRUE(wait_for([&] { return Job("urgent")["status"]["phase"] == "Admitted"; }))
+      << Job("urgent").dump();
+  EXPECT_EQ(Job("batch")["status"]["phase"], "Pending");
+  loop_->Stop();
+}
+
 // A waiting job's changed reason is rewritten (with an Event) within the refresh budget, the
 // longest unrefreshed first; a job's first reason is written at once whatever the budget.
 TEST_F(LoopTest, ChangedPendingReasonsAreRewrittenWithinTheRefreshBudget) {
