@@ -191,7 +191,43 @@ void Runner::Forget(const std::string& key) {
   procs_.erase(it);
 }
 
-Status Runner::Start(const ProcessSpec& spec) {
+Status Runner::Start(const ProcessSpec& spec) { return StartAll({&spec})[0]; }
+
+std::vector<Status> Runner::StartAll(const std::vector<const ProcessSpec*>& specs) {
+  // Every monitor is started before any is waited for: their starts (an exec each, then the
+  // task's) overlap rather than follow one another.
+  std::vector<Result<Launched>> launched;
+  std::set<std::string> keys;
+  for (const ProcessSpec* spec : specs) {
+    if (!keys.insert(spec->key).second) {
+      launched.push_back(AlreadyExists(spec->key + " is running"));
+    } else {
+      launched.push_back(Launch(*spec));
+    }
+  }
+  std::vector<Status> out;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (!launched[i].ok()) {
+      out.push_back(launched[i].status());
+      continue;
+    }
+    const pid_t pid = launched[i]->pid;
+    char byte;
+    while (read(launched[i]->ready, &byte, 1) < 0 && errno == EINTR) {
+    }
+    close(launched[i]->ready);
+    const unsigned long long started = StartTime(pid);
+    procs_[specs[i]->key] = {pid, -1, false, started, OpenExitFd(pid)};
+    if (!state_dir_.empty()) {
+      std::ofstream(StateFile(specs[i]->key, ".pid")) << pid << " " << started << "\n"
+                                                      << specs[i]->key << "\n";
+    }
+    out.push_back(Status::Ok());
+  }
+  return out;
+}
+
+Result<Runner::Launched> Runner::Launch(const ProcessSpec& spec) {
   if (procs_.contains(spec.key)) return AlreadyExists(spec.key + " is running");
   if (spec.argv.empty() || spec.argv[0].empty()) return InvalidArgument("no command to run");
   if ((spec.uid >= 0 || spec.gid >= 0) && geteuid() != 0) {
@@ -234,8 +270,8 @@ Status Runner::Start(const ProcessSpec& spec) {
   const std::string exit_record = StateFile(spec.key, ".exit");
   if (!exit_record.empty()) std::filesystem::remove(exit_record, ec);
   // The monitor and the task close their ends of `ready` once the monitor leads the group and
-  // the task takes stop signals: Start returns only then, so that a Stop right after it reaches
-  // the task.
+  // the task takes stop signals: StartAll returns only then, so that a Stop right after it
+  // reaches the task.
   int ready[2];
   if (pipe2(ready, O_CLOEXEC) != 0) {
     close(log);
@@ -249,19 +285,9 @@ Status Runner::Start(const ProcessSpec& spec) {
     close(ready[1]);
     return monitor.status();
   }
-  const pid_t pid = *monitor;
   close(log);
   close(ready[1]);
-  char byte;
-  while (read(ready[0], &byte, 1) < 0 && errno == EINTR) {
-  }
-  close(ready[0]);
-  const unsigned long long started = StartTime(pid);
-  procs_[spec.key] = {pid, -1, false, started, OpenExitFd(pid)};
-  if (!state_dir_.empty()) {
-    std::ofstream(StateFile(spec.key, ".pid")) << pid << " " << started << "\n" << spec.key << "\n";
-  }
-  return Status::Ok();
+  return Launched{*monitor, ready[0]};
 }
 
 Result<pid_t> Runner::SpawnMonitor(const ProcessSpec& spec, const std::string& exit_record, int log,

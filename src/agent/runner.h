@@ -103,7 +103,10 @@ class Runner {
   // state dir). The owner may keep its own records of a key there under other extensions.
   std::string StateFile(const std::string& key, const char* ext) const;
 
+  // Returns once the task runs and takes stop signals (or failed to start).
   Status Start(const ProcessSpec& spec);
+  // Starts several, as Start each (a status per spec, in order), their starts overlapping.
+  std::vector<Status> StartAll(const std::vector<const ProcessSpec*>& specs);
   bool Running(const std::string& key) const { return procs_.contains(key); }
   pid_t Pid(const std::string& key) const;
   std::vector<std::string> Keys() const;
@@ -131,6 +134,14 @@ class Runner {
     int exit_fd = -1;     // pidfd of the leader; -1: none
     bool killed = false;  // the stop escalated to SIGKILL
   };
+  // A monitor started, not yet waited for: `ready` reads end of file once the monitor leads its
+  // group and the task takes stop signals.
+  struct Launched {
+    pid_t pid = 0;
+    int ready = -1;
+  };
+  // Prepares what `spec` needs (directories, files, log) and starts its monitor.
+  Result<Launched> Launch(const ProcessSpec& spec);
   // Removes the pid file and exit record of `key`.
   void RemoveRecords(const std::string& key) const;
   void Forget(const std::string& key);

@@ -77,47 +77,68 @@ void Worker::AdoptPod(PodState& p) {
   }
 }
 
-void Worker::StartPod(PodState& p, int64_t now_ms) {
+void Worker::StartPod(PodState& p, int64_t now_ms) { StartPods({&p}, now_ms); }
+
+void Worker::StartPods(const std::vector<PodState*>& pods, int64_t now_ms) {
+  std::vector<PodState*> starting;
+  std::vector<ProcessSpec> specs;
+  for (PodState* p : pods) {
+    std::optional<Result<ProcessSpec>> prepared = PreparePod(*p);
+    if (!prepared) continue;  // not started: the next round tries again
+    Result<ProcessSpec>& spec = *prepared;
+    if (!spec.ok()) {
+      p->state = {
+          {"phase", "Failed"}, {"restarts", p->restarts}, {"message", spec.status().message()}};
+      p->finished = true;
+      continue;
+    }
+    starting.push_back(p);
+    specs.push_back(std::move(spec).value());
+  }
+  std::vector<const ProcessSpec*> each;
+  for (const ProcessSpec& spec : specs) each.push_back(&spec);
+  const std::vector<Status> started = runner_.StartAll(each);
+  for (size_t i = 0; i < starting.size(); ++i) {
+    PodState& p = *starting[i];
+    if (started[i].ok()) {
+      exec_targets_.Set(p.assignment.key, specs[i]);
+      p.state = {{"phase", "Running"}, {"restarts", p.restarts}};
+      if (!p.limits.empty()) p.state["limits"] = p.limits;
+    } else {
+      p.state = {{"phase", "Failed"}, {"restarts", p.restarts}, {"message", started[i].message()}};
+      p.finished = true;
+    }
+  }
+  (void)now_ms;
+}
+
+std::optional<Result<ProcessSpec>> Worker::PreparePod(PodState& p) {
   auto spec =
       SpecFor(p.assignment, gpus_, options_.node, options_.root, options_.container_runtime);
-  if (spec.ok() && p.assignment.mpi_launcher()) {
+  if (!spec.ok()) return Result<ProcessSpec>(spec.status());
+  if (p.assignment.mpi_launcher()) {
     // The launcher's rsh agent runs commands in the workers with a token for this Job only.
     const Assignment& a = p.assignment;
     auto made = api_.Call("POST", JobPath(a) + "/exectoken?pod=" + a.pod, "", "");
     const json reply = made.ok() ? json::parse(made->body, nullptr, false) : json();
-    if (!made.ok() || made->status != 201 || !reply.contains("token")) {
-      return;  // not started: the next round tries again
-    }
+    if (!made.ok() || made->status != 201 || !reply.contains("token")) return std::nullopt;
     LauncherAccess access = options_.launcher_access;
     access.token = reply["token"];
-    if (Status s = SetUpMpiLauncher(a, access, &*spec); !s.ok()) spec = s;
+    if (Status s = SetUpMpiLauncher(a, access, &*spec); !s.ok()) return Result<ProcessSpec>(s);
   }
-  if (spec.ok()) {
-    p.log_path = spec->log_path;
-    if (!options_.cgroup_root.empty()) {
-      auto cg = PrepareCgroup(options_.cgroup_root, p.assignment.key, p.assignment.cpu_milli,
-                              p.assignment.memory_mib);
-      if (cg.ok()) {
-        spec->cgroup_procs = cg->procs_path;
-        p.cgroup_dir = cg->dir;
-        p.limits = cg->description;
-      } else {
-        p.limits = "not applied: " + cg.status().message();
-      }
-    }
-    if (Status s = runner_.Start(*spec); s.ok()) {
-      exec_targets_.Set(p.assignment.key, *spec);
-      p.state = {{"phase", "Running"}, {"restarts", p.restarts}};
-      if (!p.limits.empty()) p.state["limits"] = p.limits;
-      return;
+  p.log_path = spec->log_path;
+  if (!options_.cgroup_root.empty()) {
+    auto cg = PrepareCgroup(options_.cgroup_root, p.assignment.key, p.assignment.cpu_milli,
+                            p.assignment.memory_mib);
+    if (cg.ok()) {
+      spec->cgroup_procs = cg->procs_path;
+      p.cgroup_dir = cg->dir;
+      p.limits = cg->description;
     } else {
-      p.state = {{"phase", "Failed"}, {"restarts", p.restarts}, {"message", s.message()}};
+      p.limits = "not applied: " + cg.status().message();
     }
-  } else {
-    p.state = {{"phase", "Failed"}, {"restarts", p.restarts}, {"message", spec.status().message()}};
   }
-  p.finished = true;
-  (void)now_ms;
+  return std::optional<Result<ProcessSpec>>(std::move(spec));
 }
 
 Status Worker::Report(const std::vector<PodState*>& group) {
@@ -362,7 +383,7 @@ Status Worker::Tick(int64_t now_ms) {
   };
   report();
   if (!to_start.empty()) {
-    for (PodState* p : to_start) StartPod(*p, now_ms);
+    StartPods(to_start, now_ms);
     reap();
     report();
   }

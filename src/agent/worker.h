@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "agent/assignments.h"
 #include "agent/exec_targets.h"
@@ -89,6 +90,11 @@ class Worker {
     std::string limits;  // what was applied, or why not
   };
   void StartPod(PodState& p, int64_t now_ms);
+  // Starts them together (their starts overlap, see Runner::StartAll).
+  void StartPods(const std::vector<PodState*>& pods, int64_t now_ms);
+  // What starting `p` runs: its process spec, with the cgroup prepared; nullopt when it cannot
+  // start yet (an MPI launcher's exec token), an error when it cannot start at all.
+  std::optional<Result<ProcessSpec>> PreparePod(PodState& p);
   // How long pod `key` has between SIGTERM and SIGKILL: its terminationGracePeriodSeconds, else
   // the agent's default.
   int64_t GraceMs(const std::string& key) const;

@@ -362,7 +362,7 @@ Result<CycleSummary> SchedulingLoop::RunOnce(int64_t now_ms) {
     std::fprintf(stderr, "error: %s\n", api::SafeText(sum.status().message()).c_str());
   }
   follow_up_ = !sum.ok() || sum->follow_up;
-  if (sum.ok())  if (sum.ok()) {
+  if (sum.ok()) {
     api_.metrics().ObserveCycle(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
         sum->admitted, sum->preempted, sum->pending);

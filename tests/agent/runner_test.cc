@@ -118,6 +118,46 @@ TEST_P(RunnerTest, MakesTheTasksDirectoriesAndEntersItsWorkingDirectory) {
   EXPECT_NE(s.message().find("workingDir"), std::string::npos) << s.message();
 }
 
+// StartAll starts several tasks at once, each with its own outcome: a key given twice and a spec
+// without a command fail alone. It returns once every started task takes stop signals (a
+// SIGTERM right after it reaches the task).
+TEST_P(RunnerTest, StartAllStartsEachTaskWithItsOwnOutcome) {
+  Runner r(dir_ + "/state", monitor());
+  std::vector<ProcessSpec> specs;
+  for (const char* key : {"a", "b", "a", "c"}) {
+    specs.push_back({key,
+                     {"sh", "-c", "trap 'echo term; exit 3' TERM; sleep 30 & wait"},
+                     {},
+                     "",
+                     dir_ + "/" + key + ".log",
+                     ""});
+  }
+  specs.push_back({"none", {}, {}, "", dir_ + "/none.log", ""});
+  std::vector<const ProcessSpec*> each;
+  for (const ProcessSpec& spec : specs) each.push_back(&spec);
+  const std::vector<Status> started = r.StartAll(each);
+  ASSERT_EQ(started.size(), 5u);
+  EXPECT_TRUE(started[0].ok()) << started[0].message();
+  EXPECT_TRUE(started[1].ok()) << started[1].message();
+  EXPECT_EQ(started[2].code(), StatusCode::kAlreadyExists);
+  EXPECT_TRUE(started[3].ok()) << started[3].message();
+  EXPECT_EQ(started[4].code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.Keys(), (std::vector<std::string>{"a", "b", "c"}));
+  for (const char* key : {"a", "b", "c"}) {
+    EXPECT_TRUE(std::filesystem::exists(r.StateFile(key, ".pid"))) << key;
+    r.Stop(key, Now(), 5000);
+  }
+  std::vector<Exit> exits = WaitExits(r, 3);
+  ASSERT_EQ(exits.size(), 3u);
+  for (const Exit& e : exits) {
+    // Ended by the SIGTERM (through its trap, or before the shell had set it), not the SIGKILL
+    // due 5 s later.
+    EXPECT_TRUE(e.stopped) << e.key;
+    EXPECT_TRUE(e.exit_code == 3 || e.signal == SIGTERM)
+        << e.key << ": exit " << e.exit_code << ", signal " << e.signal;
+  }
+}
+
 TEST_P(RunnerTest, StopSendsTermThenKillsTheWholeGroup) {
   Runner r("", monitor());
   // Ignores SIGTERM and has a child in its group: both must go.
