@@ -32,18 +32,11 @@ spec:
         resources: {limits: {nvidia.com/gpu: 1}}
 YAML
 else
+# printf is a builtin: no process per Job.
 for i in $(seq 1 "$N"); do
-  cat <<YAML
----
-apiVersion: tessera.io/v1
-kind: Job
-metadata: {name: t$i, namespace: default}
-spec:
-  tasks:
-  - name: main
-    command: ["true"]
-    resources: {limits: {nvidia.com/gpu: 1}}
-YAML
+  printf -- '---\napiVersion: tessera.io/v1\nkind: Job\nmetadata: {name: t%d, namespace: default}
+spec:\n  tasks:\n  - name: main\n    command: ["true"]
+    resources: {limits: {nvidia.com/gpu: 1}}\n' "$i"
 done >"$WORK/jobs.yaml"
 fi
 
