@@ -21,6 +21,14 @@
 namespace tessera::cli {
 namespace {
 
+// Plain HTTP to `server` on the loopback address.
+Endpoint EndpointOf(const server::HttpServer& server) {
+  Endpoint ep;
+  ep.host = "127.0.0.1";
+  ep.port = std::to_string(server.port());
+  return ep;
+}
+
 // A kept connection carries request after request, and one the server closed while it was idle
 // (here: evicted for a newer one at the server's cap of one connection) is made again without
 // the caller seeing it.
@@ -36,9 +44,7 @@ TEST(Connection, KeepsItsConnectionAndMakesItAgainWhenTheServerClosedIt) {
                 out.body = r.method + " " + r.path + " " + r.body;
                 return out;
               }).value();
-  Endpoint ep;
-  ep.host = "127.0.0.1";
-  ep.port = std::to_string(http->port());
+  const Endpoint ep = EndpointOf(*http);
   Connection kept(ep);
   for (int i = 0; i < 3; ++i) {
     auto r = kept.Request("POST", "/a", "x" + std::to_string(i), "text/plain");
@@ -111,9 +117,7 @@ TEST(Connection, BothEndsSendSmallWritesWithoutWaiting) {
                 if (r.path == "/s") out.stream = std::make_shared<TwoChunks>();
                 return out;
               }).value();
-  Endpoint ep;
-  ep.host = "127.0.0.1";
-  ep.port = std::to_string(http->port());
+  const Endpoint ep = EndpointOf(*http);
   Connection kept(ep);
   ASSERT_TRUE(kept.Request("GET", "/a").ok());
   // The kept connection stays open: one socket at each end.

@@ -63,6 +63,38 @@ metadata: {name: b6-mig}
 spec: {nodeSelector: {role: mixed}, gpus: [GPU-b6], mig: {layout: {1g.10gb: 7}}}
 )";
 
+// Two priority classes, and Pods of each on node gpu-a of kCluster: `batch` (low, all 8 GPUs)
+// and `urgent` (high, 4 GPUs).
+constexpr char kLowAndHighPriority[] = R"(
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: low}
+value: 10
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high}
+value: 1000
+)";
+constexpr char kBatchPod[] = R"(
+apiVersion: v1
+kind: Pod
+metadata: {name: batch}
+spec:
+  priorityClassName: low
+  nodeSelector: {kubernetes.io/hostname: gpu-a}
+  containers: [{name: c, command: ["true"], resources: {limits: {nvidia.com/gpu: 8}}}]
+)";
+constexpr char kUrgentPod[] = R"(
+apiVersion: v1
+kind: Pod
+metadata: {name: urgent}
+spec:
+  priorityClassName: high
+  nodeSelector: {kubernetes.io/hostname: gpu-a}
+  containers: [{name: c, command: ["true"], resources: {limits: {nvidia.com/gpu: 4}}}]
+)";
+
 TEST_F(LoopTest, BindsJobsToExactDevicesAndExplainsTheRest) {
   Apply(kCluster);
   Apply(R"(
@@ -315,6 +347,7 @@ spec:
 
 TEST_F(LoopTest, QuotasQueuesAndPreemption) {
   Apply(kCluster);
+  Apply(kLowAndHighPriority);
   Apply(R"(
 apiVersion: kueue.x-k8s.io/v1beta1
 kind: ResourceFlavor
@@ -335,16 +368,6 @@ apiVersion: kueue.x-k8s.io/v1beta1
 kind: LocalQueue
 metadata: {name: main, namespace: team-a}
 spec: {clusterQueue: team-a}
----
-apiVersion: scheduling.k8s.io/v1
-kind: PriorityClass
-metadata: {name: low}
-value: 10
----
-apiVersion: scheduling.k8s.io/v1
-kind: PriorityClass
-metadata: {name: high}
-value: 1000
 ---
 apiVersion: batch/v1
 kind: Job
@@ -966,31 +989,15 @@ spec:
 // class preempts a lower one on gpu-a; a class with preemptionPolicy: Never waits instead.
 TEST_F(LoopTest, PlainPodsPreemptByPriorityClassAsKubeSchedulerDoes) {
   Apply(kCluster);
+  Apply(kLowAndHighPriority);
   Apply(R"(
-apiVersion: scheduling.k8s.io/v1
-kind: PriorityClass
-metadata: {name: low}
-value: 10
----
-apiVersion: scheduling.k8s.io/v1
-kind: PriorityClass
-metadata: {name: high}
-value: 1000
----
 apiVersion: scheduling.k8s.io/v1
 kind: PriorityClass
 metadata: {name: polite}
 value: 500
 preemptionPolicy: Never
----
-apiVersion: v1
-kind: Pod
-metadata: {name: batch}
-spec:
-  priorityClassName: low
-  nodeSelector: {kubernetes.io/hostname: gpu-a}
-  containers: [{name: c, command: ["true"], resources: {limits: {nvidia.com/gpu: 8}}}]
 )");
+  Apply(kBatchPod);
   Cycle();
   ASSERT_EQ(Job("batch")["status"]["phase"], "Admitted") << Job("batch").dump();
   Apply(R"(
@@ -1004,15 +1011,7 @@ spec:
 )");
   EXPECT_EQ(Cycle().preempted, 0);
   EXPECT_EQ(Job("batch")["status"]["phase"], "Admitted");
-  Apply(R"(
-apiVersion: v1
-kind: Pod
-metadata: {name: urgent}
-spec:
-  priorityClassName: high
-  nodeSelector: {kubernetes.io/hostname: gpu-a}
-  containers: [{name: c, command: ["true"], resources: {limits: {nvidia.com/gpu: 4}}}]
-)");
+  Apply(kUrgentPod);
   EXPECT_EQ(Cycle().preempted, 1);
   EXPECT_EQ(Job("batch")["status"]["phase"], "Pending");
   const std::string last = Events("batch", "default").back();
@@ -1570,17 +1569,7 @@ TEST_F(LoopTest, ACycleIsFollowedForItsOwnWritesOnlyWhenTheyLetTheNextDecideMore
   options.period_ms = 600'000;
   loop_ = SchedulingLoop::Create(*api_, options).value();
   Apply(kCluster);
-  Apply(R"(
-apiVersion: scheduling.k8s.io/v1
-kind: PriorityClass
-metadata: {name: low}
-value: 10
----
-apiVersion: scheduling.k8s.io/v1
-kind: PriorityClass
-metadata: {name: high}
-value: 1000
-)");
+  Apply(kLowAndHighPriority);
   loop_->Start();
   auto wait_for = [&](auto done) {
     for (int i = 0; i < 500 && !done(); ++i) {
@@ -1591,27 +1580,11 @@ value: 1000
   ASSERT_TRUE(wait_for([&] { return loop_->cycles() >= 1; }));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const uint64_t settled = loop_->cycles();
-  Apply(R"(
-apiVersion: v1
-kind: Pod
-metadata: {name: batch}
-spec:
-  priorityClassName: low
-  nodeSelector: {kubernetes.io/hostname: gpu-a}
-  containers: [{name: c, command: ["true"], resources: {limits: {nvidia.com/gpu: 8}}}]
-)");
+  Apply(kBatchPod);
   ASSERT_TRUE(wait_for([&] { return Job("batch")["status"]["phase"] == "Admitted"; }));
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   EXPECT_EQ(loop_->cycles(), settled + 1) << "one cycle for the new Job, none for its admission";
-  Apply(R"(
-apiVersion: v1
-kind: Pod
-metadata: {name: urgent}
-spec:
-  priorityClassName: high
-  nodeSelector: {kubernetes.io/hostname: gpu-a}
-  containers: [{name: c, command: ["true"], resources: {limits: {nvidia.com/gpu: 4}}}]
-)");
+  Apply(kUrgentPod);
   EXPECT_TRUE(wait_for([&] { return Job("urgent")["status"]["phase"] == "Admitted"; }))
       << Job("urgent").dump();
   EXPECT_EQ(Job("batch")["status"]["phase"], "Pending");
