@@ -4,6 +4,7 @@
 # end of the apply to the last one's end (every one Succeeded, checked).
 #   bench/turnover.sh [TESSERA] [N] [jobs|array]
 # jobs (the default): N Jobs; array: one batch/v1 Job, completions N, parallelism 8, Indexed.
+# With TURNOVER_GPUS=real, `tessera dev` runs on the machine's GPUs (NVML) instead of 8 fake ones.
 # With TURNOVER_DUMP=FILE, the Jobs as they ended are written there (JSON) for analysis, and
 # the server's metrics beside them (FILE.metrics).
 set -euo pipefail
@@ -11,7 +12,12 @@ TESSERA=$(realpath "${1:-build/tessera}")
 N=${2:-1000}
 MODE=${3:-jobs}
 source "$(dirname "$0")/dev_env.sh"
-StartDev turnover --fake-gpus 8xH100-80GB
+# TURNOVER_GPUS=real: the machine's own GPUs through NVML instead of 8 fake ones.
+if [ "${TURNOVER_GPUS:-fake}" = real ]; then
+  StartDev turnover
+else
+  StartDev turnover --fake-gpus 8xH100-80GB
+fi
 for _ in $(seq 100); do "$TESSERA" get nodes 2>/dev/null | grep -q Ready && break; sleep 0.1; done
 
 if [ "$MODE" = array ]; then
