@@ -77,9 +77,9 @@ void Worker::AdoptPod(PodState& p) {
   }
 }
 
-void Worker::StartPod(PodState& p, int64_t now_ms) { StartPods({&p}, now_ms); }
+void Worker::StartPod(PodState& p) { StartPods({&p}); }
 
-void Worker::StartPods(const std::vector<PodState*>& pods, int64_t now_ms) {
+void Worker::StartPods(const std::vector<PodState*>& pods) {
   std::vector<PodState*> starting;
   std::vector<ProcessSpec> specs;
   for (PodState* p : pods) {
@@ -109,7 +109,6 @@ void Worker::StartPods(const std::vector<PodState*>& pods, int64_t now_ms) {
       p.finished = true;
     }
   }
-  (void)now_ms;
 }
 
 std::optional<Result<ProcessSpec>> Worker::PreparePod(PodState& p) {
@@ -348,7 +347,7 @@ Status Worker::Tick(int64_t now_ms) {
       if (policy == "Always" ||
           (policy == "OnFailure" && failed && p.restarts < p.assignment.max_retries)) {
         ++p.restarts;
-        StartPod(p, now_ms);
+        StartPod(p);
         continue;
       }
       p.finished = true;
@@ -383,7 +382,7 @@ Status Worker::Tick(int64_t now_ms) {
   };
   report();
   if (!to_start.empty()) {
-    StartPods(to_start, now_ms);
+    StartPods(to_start);
     reap();
     report();
   }

@@ -89,9 +89,9 @@ class Worker {
     std::string cgroup_dir;
     std::string limits;  // what was applied, or why not
   };
-  void StartPod(PodState& p, int64_t now_ms);
+  void StartPod(PodState& p);
   // Starts them together (their starts overlap, see Runner::StartAll).
-  void StartPods(const std::vector<PodState*>& pods, int64_t now_ms);
+  void StartPods(const std::vector<PodState*>& pods);
   // What starting `p` runs: its process spec, with the cgroup prepared; nullopt when it cannot
   // start yet (an MPI launcher's exec token), an error when it cannot start at all.
   std::optional<Result<ProcessSpec>> PreparePod(PodState& p);

@@ -254,7 +254,10 @@ class CycleWrites {
   CycleWrites(const CycleWrites&) = delete;
   CycleWrites& operator=(const CycleWrites&) = delete;
 
-  void Put(const json& obj, std::optional<int64_t> version, std::optional<Note> note) {
+  // Writes `obj` based on the version read, with an event about it when given (a concurrent
+  // change wins: the next cycle decides again).
+  void Put(const json& obj, std::optional<int64_t> version,
+           std::optional<Note> note = std::nullopt) {
     const std::string kind = Str(obj, "kind");
     Batch& b = objects_.emplace_back();
     json body = obj;
@@ -386,16 +389,6 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
 
   own_revisions_.clear();
   CycleWrites writes(api_, sum, now_ms, event_seq_, own_revisions_);
-  // Writes one object, based on the version read, with an event about it when given (a
-  // concurrent change wins: the next cycle decides again).
-  auto put = [&](const json& obj, std::optional<int64_t> version,
-                 std::optional<CycleWrites::Note> note = std::nullopt) {
-    writes.Put(obj, version, std::move(note));
-  };
-  auto event = [&](const json& about, const char* type, const std::string& reason,
-                   const std::string& message) {
-    writes.Event(about, {type, reason, message});
-  };
   // The stored objects of a kind whose envelope and status can be read; the others are skipped,
   // named in a metric and, once per version, in a Warning event.
   std::vector<CycleGauges::Undecodable> undecodable;
@@ -413,8 +406,9 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     if (api::ValidateName(name, false, "").ok() &&
         (ns.empty() || api::ValidateName(ns, true, "").ok())) {
       json about = {{"kind", kind}, {"metadata", {{"name", name}, {"namespace", ns}}}};
-      event(about, "Warning", "Undecodable",
-            "skipped by the scheduler until it is fixed or deleted: " + why.message());
+      writes.Event(about,
+                   {"Warning", "Undecodable",
+                    "skipped by the scheduler until it is fixed or deleted: " + why.message()});
     }
   };
   // The view of a listed object: the last cycle's while its version stays, or a new one.
@@ -532,7 +526,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
       for (const std::string& p : it->second) message += (message.empty() ? "" : "; ") + p;
       note = CycleWrites::Note{"Warning", "InvalidSharingConfig", message};
     }
-    put(obj, s->version, std::move(note));
+    writes.Put(obj, s->version, std::move(note));
   }
 
   // The queues.
@@ -754,7 +748,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
         obj["status"]["phase"] = "Failed";
         obj["status"]["message"] = message;
         obj["status"]["finishedAt"] = FormatTime(now_ms);
-        put(obj, s.version, CycleWrites::Note{"Warning", "DeadlineExceeded", message});
+        writes.Put(obj, s.version, CycleWrites::Note{"Warning", "DeadlineExceeded", message});
         sum.follow_up = true;
         continue;
       }
@@ -780,9 +774,9 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
           obj["status"]["message"] = step.message;
           obj["status"]["finishedAt"] = FormatTime(now_ms);
           if (!ok) obj["status"]["reason"] = step.reason;
-          put(obj, s.version,
-              CycleWrites::Note{ok ? "Normal" : "Warning", ok ? "Completed" : step.reason,
-                                step.message});
+          writes.Put(obj, s.version,
+                     CycleWrites::Note{ok ? "Normal" : "Warning", ok ? "Completed" : step.reason,
+                                       step.message});
           sum.follow_up = true;
           continue;
         }
@@ -888,7 +882,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
         auto nr = not_ready.find(Str(pod, "node"));
         if (nr != not_ready.end()) why = nr->second;
       }
-      event(s.obj(), "Warning", "BindingLost", why + "; the job is scheduled again");
+      writes.Event(s.obj(), {"Warning", "BindingLost", why + "; the job is scheduled again"});
     }
     pending.push_back(std::move(w));
     pending_obj.push_back(&s);
@@ -941,7 +935,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     conditions.push_back(Condition("QuotaReserved", false, "Pending", message, now_ms));
     obj["status"] = {{"phase", "Pending"}, {"message", message}, {"conditions", conditions}};
     keep_progress(s, &obj["status"]);
-    put(obj, s.version, CycleWrites::Note{"Normal", "Pending", message});
+    writes.Put(obj, s.version, CycleWrites::Note{"Normal", "Pending", message});
   };
 
   for (const Stored* s : suspended) {
@@ -1008,12 +1002,14 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
         int64_t port = kFirstRendezvousPort;
         while (used.contains(port) && port < kFirstRendezvousPort + kRendezvousPorts) ++port;
         if (port >= kFirstRendezvousPort + kRendezvousPorts) {
-          event(s.obj(), "Warning", "NoRendezvousPort",
-                "every rendezvous port of node " + node + " (" +
-                    std::to_string(kFirstRendezvousPort) + "-" +
-                    std::to_string(kFirstRendezvousPort + kRendezvousPorts - 1) +
-                    ") is held: pod " + Str(pod, "name") + " gets no port" +
-                    (rendezvous.is_null() ? ", and the pods no MASTER_ADDR or MASTER_PORT" : ""));
+          writes.Event(
+              s.obj(),
+              {"Warning", "NoRendezvousPort",
+               "every rendezvous port of node " + node + " (" +
+                   std::to_string(kFirstRendezvousPort) + "-" +
+                   std::to_string(kFirstRendezvousPort + kRendezvousPorts - 1) + ") is held: pod " +
+                   Str(pod, "name") + " gets no port" +
+                   (rendezvous.is_null() ? ", and the pods no MASTER_ADDR or MASTER_PORT" : "")});
           continue;
         }
         used.insert(port);
@@ -1055,11 +1051,11 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
       }
     }
     const std::string where = PlacedList(state, obj["status"]["pods"], placed);
-    put(obj, s.version,
-        CycleWrites::Note{"Normal", "Scheduled",
-                          a.admitted.placements.size() == 1 && a.admitted.placements[0]
-                              ? "Scheduled to " + Where(state, *a.admitted.placements[0])
-                              : "Scheduled " + where});
+    writes.Put(obj, s.version,
+               CycleWrites::Note{"Normal", "Scheduled",
+                                 a.admitted.placements.size() == 1 && a.admitted.placements[0]
+                                     ? "Scheduled to " + Where(state, *a.admitted.placements[0])
+                                     : "Scheduled " + where});
     api_.metrics().ObserveAdmission(
         a.admitted.queue,
         std::max<int64_t>(0, now_ms - std::max<int64_t>(a.admitted.workload.created_ms, 0)) /
@@ -1083,9 +1079,9 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     obj["status"] = {{"phase", "Pending"}, {"message", p.reason}, {"conditions", conditions}};
     keep_progress(s, &obj["status"]);  // an array keeps what it has done
     sum.follow_up = true;
-    put(obj, s.version,
-        CycleWrites::Note{"Warning", stopped ? "Evicted" : "Preempted",
-                          p.reason + " [" + cause + "]"});
+    writes.Put(obj, s.version,
+               CycleWrites::Note{"Warning", stopped ? "Evicted" : "Preempted",
+                                 p.reason + " [" + cause + "]"});
     ++sum.preempted;
   }
   // Members of running gangs placed after admission, and why the others still wait.
@@ -1133,10 +1129,10 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
       status["waitingPods"] = waiting;
     }
     // A write that lost to an agent's report is made again next cycle: the event with it.
-    put(obj, s.version,
-        where.empty()
-            ? std::nullopt
-            : std::optional(CycleWrites::Note{"Normal", "Scheduled", "Scheduled " + where}));
+    writes.Put(obj, s.version,
+               where.empty()
+                   ? std::nullopt
+                   : std::optional(CycleWrites::Note{"Normal", "Scheduled", "Scheduled " + where}));
   }
   // The decisions reach the store (and the agents) now; the rest of the cycle after them.
   writes.Flush();
@@ -1159,7 +1155,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     set_pending(*pending_obj[i], reason);
   }
   // Arrays whose ended tasks were counted and that nothing else rewrote this cycle.
-  for (auto& [s, obj] : array_objs) put(obj, s->version);
+  for (auto& [s, obj] : array_objs) writes.Put(obj, s->version);
   // Each Queue says whether it is active, and why not.
   for (const Stored& s : queues) {
     auto it = inactive.find(NameOf(s.obj()));
@@ -1168,7 +1164,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     if (Member(s.obj(), "status") == status) continue;
     json obj = s.obj();
     obj["status"] = status;
-    put(obj, s.version);
+    writes.Put(obj, s.version);
   }
   sum.inactive_queues = static_cast<int>(inactive.size());
 
