@@ -1,0 +1,840 @@
+// libtessera-share.so: holds the processes of a fractional GPU share to the share's memory.
+// Preloaded into a share's processes by the agent (LD_PRELOAD); docs/ISOLATION.md says what it
+// enforces and what it cannot.
+//
+// The environment it reads (set by the agent, agent/assignments.h):
+//   TESSERA_SHARE_MEMORY_MIB  the share's memory in MiB: one value for every device, or one
+//                             per CUDA ordinal ("4096,2048"); unset or 0: not enforced
+//   TESSERA_SHARE_REGION      the file the share's processes count in (share_region.h); unset:
+//                             this process counts alone
+//   TESSERA_GPU_UUIDS         the devices' UUIDs by CUDA ordinal, to find a share's device in
+//                             NVML's queries
+//
+// Entry points are caught however the program reaches them: linked directly (the preloaded
+// definitions come first), fetched with dlsym from libcuda.so.1 (dlsym is interposed) or through
+// cuGetProcAddress (its answers are swapped for the wrappers, by the address the driver
+// returns, so every version of every name is covered). Every failure inside returns a CUDA error
+// to the caller; nothing here aborts the process.
+#include <dlfcn.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "interpose/cuda_abi.h"
+#include "interpose/share_region.h"
+
+#define TESSERA_EXPORT extern "C" __attribute__((visibility("default")))
+
+#pragma GCC visibility push(default)
+extern "C" {
+TESSERA_CUDA_WRAPPED(TESSERA_CUDA_DECLARE)
+}
+#pragma GCC visibility pop
+
+namespace tessera::interpose {
+namespace {
+
+// ---- The real dlsym ----------------------------------------------------------------------------
+
+using DlsymFn = void* (*)(void*, const char*);
+std::atomic<DlsymFn> real_dlsym{nullptr};
+
+DlsymFn RealDlsym() {
+  DlsymFn f = real_dlsym.load(std::memory_order_acquire);
+  if (f != nullptr) return f;
+  // glibc 2.34 moved dlsym into libc under a new version; older ones have only the first.
+  for (const char* version : {"GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17", "GLIBC_2.0"}) {
+    f = reinterpret_cast<DlsymFn>(dlvsym(RTLD_NEXT, "dlsym", version));
+    if (f != nullptr) break;
+  }
+  real_dlsym.store(f, std::memory_order_release);
+  return f;
+}
+
+// ---- The share's configuration ---------------------------------------------------------------
+
+struct Config {
+  std::vector<uint64_t> limits;    // bytes by CUDA ordinal; one entry: every ordinal
+  std::vector<std::string> uuids;  // by CUDA ordinal
+  std::string region_path;
+};
+
+std::vector<std::string> SplitCommas(const char* s) {
+  std::vector<std::string> out;
+  if (s == nullptr) return out;
+  std::string cur;
+  for (const char* p = s;; ++p) {
+    if (*p == ',' || *p == '\0') {
+      out.push_back(cur);
+      cur.clear();
+      if (*p == '\0') break;
+    } else {
+      cur += *p;
+    }
+  }
+  return out;
+}
+
+const Config& Conf() {
+  static const Config* config = [] {
+    auto* c = new Config;
+    bool any = false;
+    for (const std::string& v : SplitCommas(std::getenv("TESSERA_SHARE_MEMORY_MIB"))) {
+      char* end = nullptr;
+      const unsigned long long mib = std::strtoull(v.c_str(), &end, 10);
+      const bool ok = !v.empty() && end != nullptr && *end == '\0' && mib > 0 && mib < (1ULL << 40);
+      c->limits.push_back(ok ? mib << 20 : UINT64_MAX);
+      any = any || ok;
+    }
+    if (!any) c->limits.clear();
+    c->uuids = SplitCommas(std::getenv("TESSERA_GPU_UUIDS"));
+    if (const char* r = std::getenv("TESSERA_SHARE_REGION")) c->region_path = r;
+    return c;
+  }();
+  return *config;
+}
+
+bool Enforced() { return !Conf().limits.empty(); }
+
+// The share's memory on CUDA ordinal `device` (UINT64_MAX: no limit there).
+uint64_t Limit(int device) {
+  const std::vector<uint64_t>& l = Conf().limits;
+  if (l.empty()) return UINT64_MAX;
+  if (l.size() == 1) return l[0];
+  return device >= 0 && static_cast<size_t>(device) < l.size() ? l[device] : UINT64_MAX;
+}
+
+void Warn(const std::string& what) {
+  const std::string line = "tessera-share: " + what + "\n";
+  ssize_t ignored = ::write(2, line.data(), line.size());
+  (void)ignored;
+}
+
+// The count: the agent's region file, or one of this process alone when it names none or the
+// file cannot be opened. nullptr only when neither can be made (nothing is then counted).
+ShareRegion* Count() {
+  static ShareRegion* region = [] {
+    std::string error;
+    std::unique_ptr<ShareRegion> r;
+    if (!Conf().region_path.empty()) {
+      r = ShareRegion::Open(Conf().region_path, &error);
+      if (r == nullptr) Warn(error + "; counting this process alone");
+    }
+    if (r == nullptr) r = ShareRegion::OpenPrivate(&error);
+    if (r == nullptr) Warn(error + "; memory is not counted");
+    return r.release();
+  }();
+  return region;
+}
+
+// ---- The real driver ---------------------------------------------------------------------------
+
+struct Cuda {
+#define TESSERA_REAL(name, params, args) CUresult(*name) params = nullptr;
+  TESSERA_CUDA_WRAPPED(TESSERA_REAL)
+  TESSERA_CUDA_CALLED(TESSERA_REAL)
+#undef TESSERA_REAL
+};
+
+std::mutex cuda_mu;
+std::atomic<const Cuda*> cuda{nullptr};
+// Set while this thread loads the driver: the driver's own lookups then go to it unchanged.
+thread_local bool loading_cuda = false;
+
+// The driver's own entry points, from the library at `path` (the one the program opened) or
+// libcuda.so.1. nullptr when no driver can be loaded.
+const Cuda* Real(const char* path = nullptr) {
+  if (const Cuda* c = cuda.load(std::memory_order_acquire)) return c;
+  if (loading_cuda) return nullptr;
+  std::lock_guard<std::mutex> lock(cuda_mu);
+  if (const Cuda* c = cuda.load(std::memory_order_acquire)) return c;
+  loading_cuda = true;
+  struct Done {
+    ~Done() { loading_cuda = false; }
+  } done;
+  void* lib = path != nullptr ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : nullptr;
+  if (lib == nullptr) lib = dlopen("libcuda.so.1", RTLD_NOW);
+  if (lib == nullptr || RealDlsym() == nullptr) return nullptr;
+  auto* c = new Cuda;
+#define TESSERA_RESOLVE(name, params, args) \
+  c->name = reinterpret_cast<decltype(c->name)>(RealDlsym()(lib, #name));
+  TESSERA_CUDA_WRAPPED(TESSERA_RESOLVE)
+  TESSERA_CUDA_CALLED(TESSERA_RESOLVE)
+#undef TESSERA_RESOLVE
+  cuda.store(c, std::memory_order_release);
+  return c;
+}
+
+// The current context's device; 0 when the thread has no context (the call itself then fails
+// in the driver, or is counted on the first device).
+int CurrentDevice(const Cuda* c) {
+  CUdevice d = 0;
+  if (c->cuCtxGetDevice == nullptr || c->cuCtxGetDevice(&d) != CUDA_SUCCESS) return 0;
+  return d;
+}
+
+// ---- What this process holds -------------------------------------------------------------------
+
+enum class Kind { kPointer, kArray, kMipmapped, kPhysical, kExternal };
+
+struct Held {
+  int device = 0;
+  uint64_t bytes = 0;  // 0: not counted (an IPC import of the share's own memory)
+};
+
+struct Holdings {
+  std::mutex mu;
+  std::unordered_map<uint64_t, Held> by_kind[5];
+};
+
+Holdings& HoldingsOf() {
+  static Holdings* h = new Holdings;
+  return *h;
+}
+
+void Remember(Kind kind, uint64_t id, int device, uint64_t bytes) {
+  Holdings& h = HoldingsOf();
+  std::lock_guard<std::mutex> lock(h.mu);
+  h.by_kind[static_cast<int>(kind)][id] = Held{device, bytes};
+}
+
+// Forgets `id` and gives its bytes back to the count.
+void Forget(Kind kind, uint64_t id) {
+  Held held;
+  {
+    Holdings& h = HoldingsOf();
+    std::lock_guard<std::mutex> lock(h.mu);
+    auto& m = h.by_kind[static_cast<int>(kind)];
+    auto it = m.find(id);
+    if (it == m.end()) return;
+    held = it->second;
+    m.erase(it);
+  }
+  if (held.bytes > 0 && Count() != nullptr) Count()->Release(held.device, held.bytes);
+}
+
+bool Reserve(int device, uint64_t bytes) {
+  return Count() == nullptr || Count()->Reserve(device, bytes, Limit(device));
+}
+void Release(int device, uint64_t bytes) {
+  if (Count() != nullptr) Count()->Release(device, bytes);
+}
+
+// Runs `call` with `bytes` reserved on `device` first: CUDA_ERROR_OUT_OF_MEMORY without calling
+// when they would pass the share; the reservation is given back when the call fails, and kept
+// under `kind`/`id()` when it succeeds.
+template <typename Call, typename Id>
+CUresult Counted(Kind kind, int device, uint64_t bytes, Call call, Id id) {
+  if (!Reserve(device, bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
+  const CUresult r = call();
+  if (r != CUDA_SUCCESS) {
+    Release(device, bytes);
+  } else {
+    Remember(kind, id(), device, bytes);
+  }
+  return r;
+}
+
+// Bytes of one element of an array format with `channels` channels.
+uint64_t ElementBytes(int format, unsigned int channels) {
+  uint64_t size = 4;
+  switch (format) {
+    case CU_AD_FORMAT_UNSIGNED_INT8:
+    case CU_AD_FORMAT_SIGNED_INT8:
+      size = 1;
+      break;
+    case CU_AD_FORMAT_UNSIGNED_INT16:
+    case CU_AD_FORMAT_SIGNED_INT16:
+    case CU_AD_FORMAT_HALF:
+      size = 2;
+      break;
+    default:
+      break;
+  }
+  return size * (channels == 0 ? 1 : channels);
+}
+
+uint64_t ArrayBytes(size_t w, size_t h, size_t d, int format, unsigned int channels) {
+  const uint64_t one = ElementBytes(format, channels);
+  const uint64_t cells =
+      static_cast<uint64_t>(w == 0 ? 1 : w) * (h == 0 ? 1 : h) * (d == 0 ? 1 : d);
+  return cells > UINT64_MAX / one ? UINT64_MAX : cells * one;
+}
+
+uint64_t MipmappedBytes(const CUDA_ARRAY3D_DESCRIPTOR* desc, unsigned int levels) {
+  uint64_t total = 0;
+  size_t w = desc->Width, h = desc->Height, d = desc->Depth;
+  for (unsigned int i = 0; i < (levels == 0 ? 1 : levels); ++i) {
+    const uint64_t level = ArrayBytes(w, h, d, desc->Format, desc->NumChannels);
+    total = level > UINT64_MAX - total ? UINT64_MAX : total + level;
+    w = w > 1 ? w / 2 : w;
+    h = h > 1 ? h / 2 : h;
+    d = d > 1 ? d / 2 : d;
+  }
+  return total;
+}
+
+// The driver's pitch alignment for cuMemAllocPitch on current GPUs; the real pitch is read back.
+constexpr uint64_t kPitchAlign = 512;
+
+}  // namespace
+
+}  // namespace tessera::interpose
+
+using namespace tessera::interpose;  // NOLINT: the exported C entry points below
+
+#define TESSERA_NO_DRIVER(c) \
+  if ((c) == nullptr) return CUDA_ERROR_NOT_INITIALIZED
+
+TESSERA_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
+  const Cuda* c = Real();
+  TESSERA_NO_DRIVER(c);
+  if (c->cuMemAlloc_v2 == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  if (!Enforced()) return c->cuMemAlloc_v2(dptr, bytesize);
+  return Counted(
+      Kind::kPointer, CurrentDevice(c), bytesize, [&] { return c->cuMemAlloc_v2(dptr, bytesize); },
+      [&] { return static_cast<uint64_t>(*dptr); });
+}
+
+TESSERA_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags) {
+  const Cuda* c = Real();
+  TESSERA_NO_DRIVER(c);
+  if (c->cuMemAllocManaged == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  if (!Enforced()) return c->cuMemAllocManaged(dptr, bytesize, flags);
+  return Counted(
+      Kind::kPointer, CurrentDevice(c), bytesize,
+      [&] { return c->cuMemAllocManaged(dptr, bytesize, flags); },
+      [&] { return static_cast<uint64_t>(*dptr); });
+}
+
+TESSERA_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t width,
+                                           size_t height, unsigned int element) {
+  const Cuda* c = Real();
+  TESSERA_NO_DRIVER(c);
+  if (c->cuMemAllocPitch_v2 == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  if (!Enforced()) return c->cuMemAllocPitch_v2(dptr, pitch, width, height, element);
+  if (dptr == nullptr || pitch == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const int device = CurrentDevice(c);
+  const uint64_t rows = height == 0 ? 1 : height;
+  const uint64_t row = (static_cast<uint64_t>(width) + kPitchAlign - 1) / kPitchAlign * kPitchAlign;
+  const uint64_t estimate = row > UINT64_MAX / rows ? UINT64_MAX : row * rows;
+  if (!Reserve(device, estimate)) return CUDA_ERROR_OUT_OF_MEMORY;
+  const CUresult r = c->cuMemAllocPitch_v2(dptr, pitch, width, height, element);
+  if (r != CUDA_SUCCESS) {
+    Release(device, estimate);
+    return r;
+  }
+  // The driver's own pitch decides: the difference is counted, or the allocation undone.
+  const uint64_t actual = static_cast<uint64_t>(*pitch) * rows;
+  if (actual > estimate && !Reserve(device, actual - estimate)) {
+    if (c->cuMemFree_v2 != nullptr) c->cuMemFree_v2(*dptr);
+    Release(device, estimate);
+    *dptr = 0;
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  if (actual < estimate) Release(device, estimate - actual);
+  Remember(Kind::kPointer, *dptr, device, actual);
+  return r;
+}
+
+TESSERA_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
+  const Cuda* c = Real();
+  TESSERA_NO_DRIVER(c);
+  if (c->cuMemFree_v2 == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  const CUresult r = c->cuMemFree_v2(dptr);
+  if (r == CUDA_SUCCESS && Enforced()) Forget(Kind::kPointer, dptr);
+  return r;
+}
+
+namespace {
+
+template <typename Fn>
+CUresult AllocAsync(Fn fn, CUdeviceptr* dptr, size_t bytesize, CUstream stream) {
+  const Cuda* c = Real();
+  TESSERA_NO_DRIVER(c);
+  if (fn(c) == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  if (!Enforced()) return fn(c)(dptr, bytesize, stream);
+  return Counted(
+      Kind::kPointer, CurrentDevice(c), bytesize, [&] { return fn(c)(dptr, bytesize, stream); },
+      [&] { return static_cast<uint64_t>(*dptr); });
+}
+
+template <typename Fn>
+CUresult AllocFromPool(Fn fn, CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
+                       CUstream stream) {
+  const Cuda* c = Real();
+  TESSERA_NO_DRIVER(c);
+  if (fn(c) == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  if (!Enforced()) return fn(c)(dptr, bytesize, pool, stream);
+  return Counted(
+      Kind::kPointer, CurrentDevice(c), bytesize,
+      [&] { return fn(c)(dptr, bytesize, pool, stream); },
+      [&] { return static_cast<uint64_t>(*dptr); });
+}
+
+template <typename Fn>
+CUresult FreeAsync(Fn fn, CUdeviceptr dptr, CUstream stream) {
+  const Cuda* c = Real();
+  TESSERA_NO_DRIVER(c);
+  if (fn(c) == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  const CUresult r = fn(c)(dptr, stream);
+  if (r == CUDA_SUCCESS && Enforced()) Forget(Kind::kPointer, dptr);
+  return r;
+}
+
+}  // namespace
+
+TESSERA_EXPORT CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream stream) {
+  return AllocAsync([](const Cuda* c) { return c->cuMemAllocAsync; }, dptr, bytesize, stream);
+}
+TESSERA_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream stream) {
+  return AllocAsync([](const Cuda* c) { return c->cuMemAllocAsync_ptsz; }, dptr, bytesize, stream);
+}
+TESSERA_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize,
+                                                CUmemoryPool pool, CUstream stream) {
+  return AllocFromPool([](const Cuda* c) { return c->cuMemAllocFromPoolAsync; }, dptr, bytesize,
+                       pool, stream);
+}
+TESSERA_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize,
+                                                     CUmemoryPool pool, CUstream stream) {
+  return AllocFromPool([](const Cuda* c) { return c->cuMemAllocFromPoolAsync_ptsz; }, dptr,
+                       bytesize, pool, stream);
+}
+TESSERA_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream stream) {
+  return FreeAsync([](const Cuda* c) { return c->cuMemFreeAsync; }, dptr, stream);
+}
+TESSERA_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream) {
+  return FreeAsync([](const Cuda* c) { return c->cuMemFreeAsync_ptsz; }, dptr, stream);
+}
+
+TESSERA_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
+                                    const CUmemAllocationProp* prop, unsigned long long flags) {
+  const Cuda* c = Real();
+  TESSERA_NO_DRIVER(c);
+  if (c->cuMemCreate == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  // Only memory on a device counts; host and host-NUMA locations are the host's.
+  if (!Enforced() || prop == nullptr || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
+    return c->cuMemCreate(handle, size, prop, flags);
+  }
+  return Counted(
+      Kind::kPhysical, prop->location.id, size,
+      [&] { return c->cuMemCreate(handle, size, prop, flags); },
+      [&] { return static_cast<uint64_t>(*handle); });
+}
+
+TESSERA_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
+  const Cuda* c = Real();
+  TESSERA_NO_DRIVER(c);
+  if (c->cuMemRelease == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  const CUresult r = c->cuMemRelease(handle);
+  if (r == CUDA_SUCCESS && Enforced()) Forget(Kind::kPhysical, handle);
+  return r;
+}
+
+TESSERA_EXPORT CUresult cuArrayCreate_v2(CUarray* array, const CUDA_ARRAY_DESCRIPTOR* desc) {
+  const Cuda* c = Real();
+  TESSERA_NO_DRIVER(c);
+  if (c->cuArrayCreate_v2 == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  if (!Enforced() || desc == nullptr) return c->cuArrayCreate_v2(array, desc);
+  return Counted(
+      Kind::kArray, CurrentDevice(c),
+      ArrayBytes(desc->Width, desc->Height, 1, desc->Format, desc->NumChannels),
+      [&] { return c->cuArrayCreate_v2(array, desc); },
+      [&] { return reinterpret_cast<uint64_t>(*array); });
+}
+
+TESSERA_EXPORT CUresult cuArray3DCreate_v2(CUarray* array, const CUDA_ARRAY3D_DESCRIPTOR* desc) {
+  const Cuda* c = Real();
+  TESSERA_NO_DRIVER(c);
+  if (c->cuArray3DCreate_v2 == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  if (!Enforced() || desc == nullptr) return c->cuArray3DCreate_v2(array, desc);
+  return Counted(
+      Kind::kArray, CurrentDevice(c),
+      ArrayBytes(desc->Width, desc->Height, desc->Depth, desc->Format, desc->NumChannels),
+      [&] { return c->cuArray3DCreate_v2(array, desc); },
+      [&] { return reinterpret_cast<uint64_t>(*array); });
+}
+
+TESSERA_EXPORT CUresult cuArrayDestroy(CUarray array) {
+  const Cuda* c = Real();
+  TESSERA_NO_DRIVER(c);
+  if (c->cuArrayDestroy == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  const CUresult r = c->cuArrayDestroy(array);
+  if (r == CUDA_SUCCESS && Enforced()) Forget(Kind::kArray, reinterpret_cast<uint64_t>(array));
+  return r;
+}
+
+TESSERA_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray* array,
+                                               const CUDA_ARRAY3D_DESCRIPTOR* desc,
+                                               unsigned int levels) {
+  const Cuda* c = Real();
+  TESSERA_NO_DRIVER(c);
+  if (c->cuMipmappedArrayCreate == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  if (!Enforced() || desc == nullptr) return c->cuMipmappedArrayCreate(array, desc, levels);
+  return Counted(
+      Kind::kMipmapped, CurrentDevice(c), MipmappedBytes(desc, levels),
+      [&] { return c->cuMipmappedArrayCreate(array, desc, levels); },
+      [&] { return reinterpret_cast<uint64_t>(*array); });
+}
+
+TESSERA_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray array) {
+  const Cuda* c = Real();
+  TESSERA_NO_DRIVER(c);
+  if (c->cuMipmappedArrayDestroy == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  const CUresult r = c->cuMipmappedArrayDestroy(array);
+  if (r == CUDA_SUCCESS && Enforced()) {
+    Forget(Kind::kMipmapped, reinterpret_cast<uint64_t>(array));
+  }
+  return r;
+}
+
+TESSERA_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle* handle, CUdeviceptr dptr) {
+  const Cuda* c = Real();
+  TESSERA_NO_DRIVER(c);
+  if (c->cuIpcGetMemHandle == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  const CUresult r = c->cuIpcGetMemHandle(handle, dptr);
+  // Memory the share exported is already counted: its own processes import it for nothing.
+  if (r == CUDA_SUCCESS && Enforced() && Count() != nullptr) Count()->AddExport(handle->reserved);
+  return r;
+}
+
+namespace {
+
+// An import's size is known only once it is mapped: it is counted then, and closed again when
+// it would pass the share.
+template <typename Fn>
+CUresult OpenIpc(Fn fn, CUdeviceptr* dptr, CUipcMemHandle handle, unsigned int flags) {
+  const Cuda* c = Real();
+  TESSERA_NO_DRIVER(c);
+  if (fn(c) == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  const CUresult r = fn(c)(dptr, handle, flags);
+  if (r != CUDA_SUCCESS || !Enforced() || dptr == nullptr) return r;
+  const int device = CurrentDevice(c);
+  if (Count() != nullptr && Count()->IsExport(handle.reserved)) {
+    Remember(Kind::kPointer, *dptr, device, 0);
+    return r;
+  }
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  if (c->cuMemGetAddressRange_v2 == nullptr ||
+      c->cuMemGetAddressRange_v2(&base, &size, *dptr) != CUDA_SUCCESS || !Reserve(device, size)) {
+    if (c->cuIpcCloseMemHandle != nullptr) c->cuIpcCloseMemHandle(*dptr);
+    *dptr = 0;
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  Remember(Kind::kPointer, *dptr, device, size);
+  return r;
+}
+
+}  // namespace
+
+TESSERA_EXPORT CUresult cuIpcOpenMemHandle(CUdeviceptr* dptr, CUipcMemHandle handle,
+                                           unsigned int flags) {
+  return OpenIpc([](const Cuda* c) { return c->cuIpcOpenMemHandle; }, dptr, handle, flags);
+}
+TESSERA_EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr* dptr, CUipcMemHandle handle,
+                                              unsigned int flags) {
+  return OpenIpc([](const Cuda* c) { return c->cuIpcOpenMemHandle_v2; }, dptr, handle, flags);
+}
+
+TESSERA_EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr dptr) {
+  const Cuda* c = Real();
+  TESSERA_NO_DRIVER(c);
+  if (c->cuIpcCloseMemHandle == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  const CUresult r = c->cuIpcCloseMemHandle(dptr);
+  if (r == CUDA_SUCCESS && Enforced()) Forget(Kind::kPointer, dptr);
+  return r;
+}
+
+TESSERA_EXPORT CUresult cuImportExternalMemory(CUexternalMemory* mem,
+                                               const CUDA_EXTERNAL_MEMORY_HANDLE_DESC* desc) {
+  const Cuda* c = Real();
+  TESSERA_NO_DRIVER(c);
+  if (c->cuImportExternalMemory == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  if (!Enforced() || desc == nullptr) return c->cuImportExternalMemory(mem, desc);
+  return Counted(
+      Kind::kExternal, CurrentDevice(c), desc->size,
+      [&] { return c->cuImportExternalMemory(mem, desc); },
+      [&] { return reinterpret_cast<uint64_t>(*mem); });
+}
+
+TESSERA_EXPORT CUresult cuDestroyExternalMemory(CUexternalMemory mem) {
+  const Cuda* c = Real();
+  TESSERA_NO_DRIVER(c);
+  if (c->cuDestroyExternalMemory == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  const CUresult r = c->cuDestroyExternalMemory(mem);
+  if (r == CUDA_SUCCESS && Enforced()) Forget(Kind::kExternal, reinterpret_cast<uint64_t>(mem));
+  return r;
+}
+
+TESSERA_EXPORT CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
+  const Cuda* c = Real();
+  TESSERA_NO_DRIVER(c);
+  if (c->cuMemGetInfo_v2 == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  const CUresult r = c->cuMemGetInfo_v2(free, total);
+  if (r != CUDA_SUCCESS || !Enforced() || free == nullptr || total == nullptr) return r;
+  const int device = CurrentDevice(c);
+  const uint64_t limit = Limit(device);
+  if (limit == UINT64_MAX) return r;
+  const uint64_t used = Count() != nullptr ? Count()->Used(device) : 0;
+  if (*total > limit) *total = limit;
+  const uint64_t left = used < *total ? *total - used : 0;
+  if (*free > left) *free = left;
+  return r;
+}
+
+TESSERA_EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
+  const Cuda* c = Real();
+  TESSERA_NO_DRIVER(c);
+  if (c->cuDeviceTotalMem_v2 == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  const CUresult r = c->cuDeviceTotalMem_v2(bytes, dev);
+  if (r == CUDA_SUCCESS && bytes != nullptr && *bytes > Limit(dev)) *bytes = Limit(dev);
+  return r;
+}
+
+TESSERA_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy,
+                                       unsigned int gz, unsigned int bx, unsigned int by,
+                                       unsigned int bz, unsigned int shared, CUstream stream,
+                                       void** params, void** extra) {
+  const Cuda* c = Real();
+  TESSERA_NO_DRIVER(c);
+  if (c->cuLaunchKernel == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  return c->cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra);
+}
+
+TESSERA_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy,
+                                            unsigned int gz, unsigned int bx, unsigned int by,
+                                            unsigned int bz, unsigned int shared, CUstream stream,
+                                            void** params, void** extra) {
+  const Cuda* c = Real();
+  TESSERA_NO_DRIVER(c);
+  if (c->cuLaunchKernel_ptsz == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  return c->cuLaunchKernel_ptsz(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra);
+}
+
+namespace tessera::interpose {
+namespace {
+
+// Each wrapped entry point: its name, the wrapper and where the driver's own is kept.
+struct Entry {
+  const char* name;
+  void* wrapper;
+  size_t real_at;  // offset of the driver's pointer in Cuda
+};
+
+const std::vector<Entry>& Entries() {
+  static const std::vector<Entry>* entries = [] {
+    auto* e = new std::vector<Entry>;
+#define TESSERA_ENTRY(name, params, args) \
+  e->push_back(Entry{#name, reinterpret_cast<void*>(&::name), offsetof(Cuda, name)});
+    TESSERA_CUDA_WRAPPED(TESSERA_ENTRY)
+#undef TESSERA_ENTRY
+    return e;
+  }();
+  return *entries;
+}
+
+void* RealAt(const Cuda* c, size_t offset) {
+  void* p = nullptr;
+  std::memcpy(&p, reinterpret_cast<const char*>(c) + offset, sizeof p);
+  return p;
+}
+
+// The wrapper of the driver's entry point at `fn`, or `fn` when it is not wrapped.
+void* WrapperOf(const Cuda* c, void* fn) {
+  if (fn == nullptr) return fn;
+  for (const Entry& e : Entries()) {
+    if (RealAt(c, e.real_at) == fn) return e.wrapper;
+  }
+  return fn;
+}
+
+}  // namespace
+}  // namespace tessera::interpose
+
+TESSERA_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int version,
+                                         cuuint64_t flags) {
+  const Cuda* c = Real();
+  TESSERA_NO_DRIVER(c);
+  if (c->cuGetProcAddress == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  const CUresult r = c->cuGetProcAddress(symbol, pfn, version, flags);
+  if (r == CUDA_SUCCESS && pfn != nullptr) *pfn = WrapperOf(c, *pfn);
+  return r;
+}
+
+TESSERA_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version,
+                                            cuuint64_t flags,
+                                            CUdriverProcAddressQueryResult* status) {
+  const Cuda* c = Real();
+  TESSERA_NO_DRIVER(c);
+  if (c->cuGetProcAddress_v2 == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  const CUresult r = c->cuGetProcAddress_v2(symbol, pfn, version, flags, status);
+  if (r == CUDA_SUCCESS && pfn != nullptr) *pfn = WrapperOf(c, *pfn);
+  return r;
+}
+
+// ---- NVML's memory queries ---------------------------------------------------------------------
+
+extern "C" {
+typedef int nvmlReturn_t;
+typedef struct nvmlDevice_st* nvmlDevice_t;
+typedef struct {
+  unsigned long long total, free, used;
+} tessera_nvmlMemory_t;
+typedef struct {
+  unsigned int version;
+  unsigned long long total, reserved, free, used;
+} tessera_nvmlMemory_v2_t;
+}
+
+namespace tessera::interpose {
+namespace {
+
+enum : int { kNvmlSuccess = 0, kNvmlUninitialized = 1 };
+
+struct Nvml {
+  nvmlReturn_t (*memory)(nvmlDevice_t, tessera_nvmlMemory_t*) = nullptr;
+  nvmlReturn_t (*memory_v2)(nvmlDevice_t, tessera_nvmlMemory_v2_t*) = nullptr;
+  nvmlReturn_t (*uuid)(nvmlDevice_t, char*, unsigned int) = nullptr;
+};
+
+std::mutex nvml_mu;
+Nvml nvml;
+
+// NVML's own functions, from the library that holds `found` (what dlsym found there) or, for a
+// program linked to NVML, the next definitions after these.
+Nvml NvmlFrom(void* found) {
+  std::lock_guard<std::mutex> lock(nvml_mu);
+  if (nvml.uuid != nullptr) return nvml;
+  void* lib = RTLD_NEXT;
+  Dl_info info{};
+  if (found != nullptr && dladdr(found, &info) != 0 && info.dli_fname != nullptr) {
+    if (void* h = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD)) lib = h;
+  }
+  if (RealDlsym() == nullptr) return nvml;
+  nvml.memory =
+      reinterpret_cast<decltype(nvml.memory)>(RealDlsym()(lib, "nvmlDeviceGetMemoryInfo"));
+  nvml.memory_v2 =
+      reinterpret_cast<decltype(nvml.memory_v2)>(RealDlsym()(lib, "nvmlDeviceGetMemoryInfo_v2"));
+  nvml.uuid = reinterpret_cast<decltype(nvml.uuid)>(RealDlsym()(lib, "nvmlDeviceGetUUID"));
+  return nvml;
+}
+
+// The CUDA ordinal of NVML's `device` among the share's devices; -1 when it is not one of them.
+int OrdinalOf(const Nvml& n, nvmlDevice_t device) {
+  if (Conf().uuids.empty()) return 0;
+  char uuid[96] = {};
+  if (n.uuid == nullptr || n.uuid(device, uuid, sizeof uuid) != kNvmlSuccess) return -1;
+  for (size_t i = 0; i < Conf().uuids.size(); ++i) {
+    if (Conf().uuids[i] == uuid) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+// total, free and used as the share sees them: its size, and what its processes hold.
+void AsShare(int ordinal, unsigned long long* total, unsigned long long* free,
+             unsigned long long* used) {
+  if (ordinal < 0 || !Enforced() || Limit(ordinal) == UINT64_MAX) return;
+  const uint64_t limit = Limit(ordinal);
+  const uint64_t held = Count() != nullptr ? Count()->Used(ordinal) : 0;
+  if (*total > limit) *total = limit;
+  *used = held < *total ? held : *total;
+  *free = *total - *used;
+}
+
+}  // namespace
+}  // namespace tessera::interpose
+
+TESSERA_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device,
+                                                    tessera_nvmlMemory_t* memory) {
+  const Nvml n = NvmlFrom(nullptr);
+  if (n.memory == nullptr) return kNvmlUninitialized;
+  const nvmlReturn_t r = n.memory(device, memory);
+  if (r == kNvmlSuccess && memory != nullptr) {
+    AsShare(OrdinalOf(n, device), &memory->total, &memory->free, &memory->used);
+  }
+  return r;
+}
+
+TESSERA_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device,
+                                                       tessera_nvmlMemory_v2_t* memory) {
+  const Nvml n = NvmlFrom(nullptr);
+  if (n.memory_v2 == nullptr) return kNvmlUninitialized;
+  const nvmlReturn_t r = n.memory_v2(device, memory);
+  if (r == kNvmlSuccess && memory != nullptr) {
+    AsShare(OrdinalOf(n, device), &memory->total, &memory->free, &memory->used);
+  }
+  return r;
+}
+
+// ---- dlsym -------------------------------------------------------------------------------------
+
+namespace tessera::interpose {
+namespace {
+
+// What dlsym gives the program for `name`, which the real dlsym found at `found`: the wrapper
+// when the name is wrapped and `found` is the driver's (or NVML's), else `found`.
+void* Interposed(void* found, const char* name) {
+  if (found == nullptr || name == nullptr || (name[0] != 'c' && name[0] != 'n')) return found;
+  Dl_info mine{}, theirs{};
+  if (dladdr(reinterpret_cast<void*>(&Interposed), &mine) == 0 || dladdr(found, &theirs) == 0 ||
+      mine.dli_fbase == theirs.dli_fbase) {
+    return found;  // unknown, or already this library's
+  }
+  if (std::strncmp(name, "nvmlDeviceGetMemoryInfo", 23) == 0) {
+    NvmlFrom(found);
+    if (std::strcmp(name, "nvmlDeviceGetMemoryInfo") == 0) {
+      return reinterpret_cast<void*>(&::nvmlDeviceGetMemoryInfo);
+    }
+    if (std::strcmp(name, "nvmlDeviceGetMemoryInfo_v2") == 0) {
+      return reinterpret_cast<void*>(&::nvmlDeviceGetMemoryInfo_v2);
+    }
+    return found;
+  }
+  if (name[0] != 'c' || name[1] != 'u') return found;
+  for (const Entry& e : Entries()) {
+    if (std::strcmp(e.name, name) != 0) continue;
+    const Cuda* c = Real(theirs.dli_fname);
+    return c != nullptr && RealAt(c, e.real_at) == found ? e.wrapper : found;
+  }
+  return found;
+}
+
+}  // namespace
+}  // namespace tessera::interpose
+
+TESSERA_EXPORT void* dlsym(void* handle, const char* name) {
+  DlsymFn real = RealDlsym();
+  if (real == nullptr) return nullptr;
+  // RTLD_NEXT is resolved from the caller's address: handed on as a sibling call, so that the
+  // real dlsym sees the caller's, not this library's.
+  if (handle == RTLD_NEXT) return real(handle, name);
+  return Interposed(real(handle, name), name);
+}
+
+namespace tessera::interpose {
+namespace {
+
+// In a child after fork: locks held by the parent's other threads are the child's fresh ones.
+void ChildAfterFork() {
+  new (&HoldingsOf().mu) std::mutex();
+  if (Enforced() && Count() != nullptr) Count()->AfterForkInChild();
+}
+
+__attribute__((constructor)) void Start() {
+  RealDlsym();
+  pthread_atfork(nullptr, nullptr, &ChildAfterFork);
+}
+
+}  // namespace
+}  // namespace tessera::interpose

@@ -1,0 +1,260 @@
+#include "interpose/share_region.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <new>
+
+namespace tessera::interpose {
+
+namespace {
+
+constexpr uint64_t kMagic = 0x5453524547494f4eULL;  // "TSREGION"
+constexpr uint32_t kVersion = 1;
+
+// Where each slot's liveness lock lies: one byte per slot past byte 0 (the region's lock).
+// Record locks are advisory, so these bytes may overlap the data.
+constexpr off_t kSlotLockBase = 1;
+
+enum : uint32_t { kFree = 0, kTaken = 1 };
+
+}  // namespace
+
+struct RegionSlot {
+  uint32_t state;
+  int32_t pid;  // for people reading the file; liveness is the lock
+  uint64_t used[kMaxDevices];
+};
+
+struct RegionExport {
+  uint32_t state;
+  int32_t slot;
+  unsigned char handle[64];
+};
+
+struct RegionLayout {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t reserved;
+  RegionSlot slots[kMaxSlots];
+  RegionExport exports[kMaxExports];
+};
+
+int CountedDevice(int device) {
+  return device < 0 ? 0 : device >= kMaxDevices ? kMaxDevices - 1 : device;
+}
+
+namespace {
+
+// A write record lock on one byte; `wait`: block until it is granted.
+bool LockByte(int fd, off_t at, bool wait) {
+  struct flock l {};
+  l.l_type = F_WRLCK;
+  l.l_whence = SEEK_SET;
+  l.l_start = at;
+  l.l_len = 1;
+  while (fcntl(fd, wait ? F_SETLKW : F_SETLK, &l) != 0) {
+    if (errno != EINTR) return false;
+  }
+  return true;
+}
+
+void UnlockByte(int fd, off_t at) {
+  struct flock l {};
+  l.l_type = F_UNLCK;
+  l.l_whence = SEEK_SET;
+  l.l_start = at;
+  l.l_len = 1;
+  fcntl(fd, F_SETLK, &l);
+}
+
+uint64_t Load(const uint64_t& v) { return __atomic_load_n(&v, __ATOMIC_ACQUIRE); }
+void Store(uint64_t& v, uint64_t x) { __atomic_store_n(&v, x, __ATOMIC_RELEASE); }
+
+}  // namespace
+
+std::unique_ptr<ShareRegion> ShareRegion::Open(const std::string& path, std::string* error) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    *error = "cannot open " + path + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  return FromFile(fd, path, error);
+}
+
+std::unique_ptr<ShareRegion> ShareRegion::OpenPrivate(std::string* error) {
+  const int fd = ::memfd_create("tessera-share", MFD_CLOEXEC);
+  if (fd < 0) {
+    *error = std::string("cannot create a private region: ") + std::strerror(errno);
+    return nullptr;
+  }
+  return FromFile(fd, "a private region", error);
+}
+
+std::unique_ptr<ShareRegion> ShareRegion::FromFile(int fd, const std::string& path,
+                                                   std::string* error) {
+  // Sized and stamped under the region's lock, so that two first processes agree.
+  if (!LockByte(fd, 0, true)) {
+    *error = "cannot lock " + path + ": " + std::strerror(errno);
+    ::close(fd);
+    return nullptr;
+  }
+  struct stat st {};
+  bool ok = ::fstat(fd, &st) == 0;
+  if (ok && st.st_size < static_cast<off_t>(sizeof(RegionLayout))) {
+    ok = ::ftruncate(fd, sizeof(RegionLayout)) == 0;
+  }
+  void* at = ok ? ::mmap(nullptr, sizeof(RegionLayout), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                : MAP_FAILED;
+  if (at == MAP_FAILED) {
+    *error = "cannot map " + path + ": " + std::strerror(errno);
+    UnlockByte(fd, 0);
+    ::close(fd);
+    return nullptr;
+  }
+  auto* layout = static_cast<RegionLayout*>(at);
+  if (layout->magic != kMagic || layout->version != kVersion) {
+    std::memset(layout, 0, sizeof(RegionLayout));
+    layout->version = kVersion;
+    __atomic_store_n(&layout->magic, kMagic, __ATOMIC_RELEASE);
+  }
+  UnlockByte(fd, 0);
+  return std::unique_ptr<ShareRegion>(new ShareRegion(fd, layout));
+}
+
+ShareRegion::~ShareRegion() {
+  ::munmap(layout_, sizeof(RegionLayout));
+  ::close(fd_);  // drops this process's record locks, its slot's among them
+}
+
+void ShareRegion::Lock() {
+  mu_.lock();
+  LockByte(fd_, 0, true);
+}
+
+void ShareRegion::Unlock() {
+  UnlockByte(fd_, 0);
+  mu_.unlock();
+}
+
+bool ShareRegion::SlotAlive(int slot) const {
+  struct flock l {};
+  l.l_type = F_WRLCK;
+  l.l_whence = SEEK_SET;
+  l.l_start = kSlotLockBase + slot;
+  l.l_len = 1;
+  if (fcntl(fd_, F_GETLK, &l) != 0) return true;  // unknown: keep its count
+  return l.l_type != F_UNLCK;
+}
+
+void ShareRegion::ReapDead() {
+  for (int i = 0; i < kMaxSlots; ++i) {
+    RegionSlot& s = layout_->slots[i];
+    if (i == slot_ || s.state != kTaken || SlotAlive(i)) continue;
+    for (int e = 0; e < kMaxExports; ++e) {
+      if (layout_->exports[e].state == kTaken && layout_->exports[e].slot == i) {
+        layout_->exports[e].state = kFree;
+      }
+    }
+    for (uint64_t& u : s.used) Store(u, 0);
+    s.state = kFree;
+  }
+}
+
+int ShareRegion::OwnSlot() {
+  if (slot_ >= 0) return slot_;
+  ReapDead();
+  for (int i = 0; i < kMaxSlots; ++i) {
+    RegionSlot& s = layout_->slots[i];
+    if (s.state != kFree) continue;
+    if (!LockByte(fd_, kSlotLockBase + i, false)) continue;
+    for (uint64_t& u : s.used) Store(u, 0);
+    s.pid = static_cast<int32_t>(::getpid());
+    s.state = kTaken;
+    slot_ = i;
+    return i;
+  }
+  return -1;
+}
+
+bool ShareRegion::Reserve(int device, uint64_t bytes, uint64_t limit) {
+  const int d = CountedDevice(device);
+  Lock();
+  ReapDead();
+  const int own = OwnSlot();
+  uint64_t total = 0;
+  for (const RegionSlot& s : layout_->slots) {
+    if (s.state == kTaken) total += Load(s.used[d]);
+  }
+  const bool fits = own >= 0 && bytes <= limit && total <= limit - bytes;
+  if (fits) {
+    uint64_t& mine = layout_->slots[own].used[d];
+    Store(mine, Load(mine) + bytes);
+  }
+  Unlock();
+  return fits;
+}
+
+void ShareRegion::Release(int device, uint64_t bytes) {
+  const int d = CountedDevice(device);
+  Lock();
+  if (slot_ >= 0) {
+    uint64_t& mine = layout_->slots[slot_].used[d];
+    const uint64_t now = Load(mine);
+    Store(mine, now > bytes ? now - bytes : 0);
+  }
+  Unlock();
+}
+
+uint64_t ShareRegion::Used(int device) {
+  const int d = CountedDevice(device);
+  Lock();
+  ReapDead();
+  uint64_t total = 0;
+  for (const RegionSlot& s : layout_->slots) {
+    if (s.state == kTaken) total += Load(s.used[d]);
+  }
+  Unlock();
+  return total;
+}
+
+void ShareRegion::AddExport(const void* handle) {
+  Lock();
+  const int own = OwnSlot();
+  bool known = false;
+  int free_at = -1;
+  for (int e = 0; e < kMaxExports; ++e) {
+    RegionExport& x = layout_->exports[e];
+    if (x.state == kTaken && std::memcmp(x.handle, handle, sizeof x.handle) == 0) known = true;
+    if (x.state == kFree && free_at < 0) free_at = e;
+  }
+  if (own >= 0 && !known && free_at >= 0) {
+    RegionExport& x = layout_->exports[free_at];
+    std::memcpy(x.handle, handle, sizeof x.handle);
+    x.slot = own;
+    x.state = kTaken;
+  }
+  Unlock();
+}
+
+bool ShareRegion::IsExport(const void* handle) {
+  Lock();
+  ReapDead();
+  bool known = false;
+  for (const RegionExport& x : layout_->exports) {
+    if (x.state == kTaken && std::memcmp(x.handle, handle, sizeof x.handle) == 0) known = true;
+  }
+  Unlock();
+  return known;
+}
+
+void ShareRegion::AfterForkInChild() {
+  new (&mu_) std::mutex();
+  slot_ = -1;
+}
+
+}  // namespace tessera::interpose

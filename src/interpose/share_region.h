@@ -1,0 +1,80 @@
+// The memory count of one GPU share, kept in a file that every process of the share maps (the
+// agent names it in TESSERA_SHARE_REGION; one per pod). Each process counts what it holds in a
+// slot of its own; the share's use is the sum over live slots.
+//
+// Robust to processes that die: a process holds a POSIX record lock on its slot's byte while it
+// lives, and the kernel drops the lock when it exits, however it exits. A slot whose lock is gone
+// is dead and is cleared by the next process that counts. Counting is serialized by a record lock
+// on byte 0 (across processes, and across pid namespaces: the lock lives on the file) and a mutex
+// (across threads). Each slot's counters change by single 64-bit stores, so a process killed in
+// the middle of an update leaves every count whole.
+#ifndef TESSERA_INTERPOSE_SHARE_REGION_H_
+#define TESSERA_INTERPOSE_SHARE_REGION_H_
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace tessera::interpose {
+
+inline constexpr int kMaxDevices = 16;   // CUDA ordinals counted; higher ones count as the last
+inline constexpr int kMaxSlots = 128;    // processes of one share alive at once
+inline constexpr int kMaxExports = 256;  // IPC handles exported by the share's processes
+
+struct RegionLayout;
+
+class ShareRegion {
+ public:
+  // Opens the region file at `path`, creating and sizing it when it is new. nullptr, with the
+  // reason in *error, when it cannot be opened or mapped.
+  static std::unique_ptr<ShareRegion> Open(const std::string& path, std::string* error);
+  // A region of this process alone (no file name): the count when the agent named none.
+  static std::unique_ptr<ShareRegion> OpenPrivate(std::string* error);
+  ~ShareRegion();
+  ShareRegion(const ShareRegion&) = delete;
+  ShareRegion& operator=(const ShareRegion&) = delete;
+
+  // Counts `bytes` more on `device` for this process when the share's total there stays within
+  // `limit`, and returns true; returns false and counts nothing otherwise (or when no slot is
+  // free).
+  bool Reserve(int device, uint64_t bytes, uint64_t limit);
+  // Counts `bytes` less on `device` for this process (never below zero).
+  void Release(int device, uint64_t bytes);
+  // The share's total on `device`: every live process's count.
+  uint64_t Used(int device);
+
+  // Records the 64-byte IPC handle `handle` as exported by this share.
+  void AddExport(const void* handle);
+  // Whether `handle` was exported by a live process of this share.
+  bool IsExport(const void* handle);
+
+  // In a child after fork: the parent's slot is not the child's (record locks are not
+  // inherited); the child takes a slot of its own when it first counts.
+  void AfterForkInChild();
+
+ private:
+  ShareRegion(int fd, RegionLayout* layout) : fd_(fd), layout_(layout) {}
+  static std::unique_ptr<ShareRegion> FromFile(int fd, const std::string& path, std::string* error);
+  // Takes the region's lock (byte 0) for the calling thread and process.
+  void Lock();
+  void Unlock();
+  // This process's slot, taking a free or dead one when it has none; -1 when none is left.
+  // Called with the region locked.
+  int OwnSlot();
+  // Clears every slot whose process is gone, and its exports. Called with the region locked.
+  void ReapDead();
+  bool SlotAlive(int slot) const;
+
+  int fd_;
+  RegionLayout* layout_;
+  std::mutex mu_;
+  int slot_ = -1;
+};
+
+// The device index a count is kept under: `device` clamped to [0, kMaxDevices).
+int CountedDevice(int device);
+
+}  // namespace tessera::interpose
+
+#endif  // TESSERA_INTERPOSE_SHARE_REGION_H_
