@@ -23,12 +23,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
-#include <mutex>
-#include <new>
-#include <string>
-#include <unordered_map>
-#include <vector>
 
 #include "interpose/cuda_abi.h"
 #include "interpose/share_region.h"
@@ -64,77 +58,99 @@ DlsymFn RealDlsym() {
 // ---- The share's configuration ---------------------------------------------------------------
 
 struct Config {
-  std::vector<uint64_t> limits;    // bytes by CUDA ordinal; one entry: every ordinal
-  std::vector<std::string> uuids;  // by CUDA ordinal
-  std::string region_path;
+  int limit_count = 0;                // 0: nothing enforced; 1: limits[0] on every ordinal
+  uint64_t limits[kMaxDevices] = {};  // bytes by CUDA ordinal (UINT64_MAX: none there)
+  int uuid_count = 0;
+  char uuids[kMaxDevices][96] = {};  // by CUDA ordinal
 };
 
-std::vector<std::string> SplitCommas(const char* s) {
-  std::vector<std::string> out;
-  if (s == nullptr) return out;
-  std::string cur;
-  for (const char* p = s;; ++p) {
-    if (*p == ',' || *p == '\0') {
-      out.push_back(cur);
-      cur.clear();
-      if (*p == '\0') break;
-    } else {
-      cur += *p;
-    }
+Config config;
+pthread_once_t config_once = PTHREAD_ONCE_INIT;
+
+// Calls `each(text, length)` for each comma-separated item of `s` (at most kMaxDevices).
+template <typename Each>
+int ForEachItem(const char* s, Each each) {
+  int n = 0;
+  if (s == nullptr) return 0;
+  for (const char* p = s; n < kMaxDevices; ++n) {
+    const char* comma = std::strchr(p, ',');
+    const size_t length = comma != nullptr ? static_cast<size_t>(comma - p) : std::strlen(p);
+    each(n, p, length);
+    if (comma == nullptr) return n + 1;
+    p = comma + 1;
   }
-  return out;
+  return n;
+}
+
+void ReadConfig() {
+  bool any = false;
+  config.limit_count =
+      ForEachItem(std::getenv("TESSERA_SHARE_MEMORY_MIB"), [&](int i, const char* p, size_t n) {
+        uint64_t mib = 0;
+        bool ok = n > 0 && n < 12;
+        for (size_t k = 0; ok && k < n; ++k) {
+          ok = p[k] >= '0' && p[k] <= '9';
+          mib = mib * 10 + static_cast<uint64_t>(p[k] - '0');
+        }
+        ok = ok && mib > 0;
+        config.limits[i] = ok ? mib << 20 : UINT64_MAX;
+        any = any || ok;
+      });
+  if (!any) config.limit_count = 0;
+  config.uuid_count =
+      ForEachItem(std::getenv("TESSERA_GPU_UUIDS"), [&](int i, const char* p, size_t n) {
+        const size_t k = n < sizeof config.uuids[i] - 1 ? n : sizeof config.uuids[i] - 1;
+        std::memcpy(config.uuids[i], p, k);
+        config.uuids[i][k] = '\0';
+      });
 }
 
 const Config& Conf() {
-  static const Config* config = [] {
-    auto* c = new Config;
-    bool any = false;
-    for (const std::string& v : SplitCommas(std::getenv("TESSERA_SHARE_MEMORY_MIB"))) {
-      char* end = nullptr;
-      const unsigned long long mib = std::strtoull(v.c_str(), &end, 10);
-      const bool ok = !v.empty() && end != nullptr && *end == '\0' && mib > 0 && mib < (1ULL << 40);
-      c->limits.push_back(ok ? mib << 20 : UINT64_MAX);
-      any = any || ok;
-    }
-    if (!any) c->limits.clear();
-    c->uuids = SplitCommas(std::getenv("TESSERA_GPU_UUIDS"));
-    if (const char* r = std::getenv("TESSERA_SHARE_REGION")) c->region_path = r;
-    return c;
-  }();
-  return *config;
+  pthread_once(&config_once, &ReadConfig);
+  return config;
 }
 
-bool Enforced() { return !Conf().limits.empty(); }
+bool Enforced() { return Conf().limit_count > 0; }
 
 // The share's memory on CUDA ordinal `device` (UINT64_MAX: no limit there).
 uint64_t Limit(int device) {
-  const std::vector<uint64_t>& l = Conf().limits;
-  if (l.empty()) return UINT64_MAX;
-  if (l.size() == 1) return l[0];
-  return device >= 0 && static_cast<size_t>(device) < l.size() ? l[device] : UINT64_MAX;
+  const Config& c = Conf();
+  if (c.limit_count == 0) return UINT64_MAX;
+  if (c.limit_count == 1) return c.limits[0];
+  return device >= 0 && device < c.limit_count ? c.limits[device] : UINT64_MAX;
 }
 
-void Warn(const std::string& what) {
-  const std::string line = "tessera-share: " + what + "\n";
-  ssize_t ignored = ::write(2, line.data(), line.size());
-  (void)ignored;
+void Warn(const char* what, const char* then) {
+  char line[512];
+  const int n = std::snprintf(line, sizeof line, "tessera-share: %s; %s\n", what, then);
+  if (n > 0) {
+    ssize_t ignored = ::write(2, line, static_cast<size_t>(n) < sizeof line ? n : sizeof line - 1);
+    (void)ignored;
+  }
+}
+
+ShareRegion region;
+bool region_open = false;
+pthread_once_t region_once = PTHREAD_ONCE_INIT;
+
+void OpenRegion() {
+  char error[320];
+  const char* path = std::getenv("TESSERA_SHARE_REGION");
+  if (path != nullptr && *path != '\0') {
+    region_open = region.Open(path, error, sizeof error);
+    if (!region_open) Warn(error, "counting this process alone");
+  }
+  if (!region_open) {
+    region_open = region.Open(nullptr, error, sizeof error);
+    if (!region_open) Warn(error, "memory is not counted");
+  }
 }
 
 // The count: the agent's region file, or one of this process alone when it names none or the
 // file cannot be opened. nullptr only when neither can be made (nothing is then counted).
 ShareRegion* Count() {
-  static ShareRegion* region = [] {
-    std::string error;
-    std::unique_ptr<ShareRegion> r;
-    if (!Conf().region_path.empty()) {
-      r = ShareRegion::Open(Conf().region_path, &error);
-      if (r == nullptr) Warn(error + "; counting this process alone");
-    }
-    if (r == nullptr) r = ShareRegion::OpenPrivate(&error);
-    if (r == nullptr) Warn(error + "; memory is not counted");
-    return r.release();
-  }();
-  return region;
+  pthread_once(&region_once, &OpenRegion);
+  return region_open ? &region : nullptr;
 }
 
 // ---- The real driver ---------------------------------------------------------------------------
@@ -146,7 +162,20 @@ struct Cuda {
 #undef TESSERA_REAL
 };
 
-std::mutex cuda_mu;
+// A pthread mutex held for a scope.
+class Locked {
+ public:
+  explicit Locked(pthread_mutex_t* mu) : mu_(mu) { pthread_mutex_lock(mu_); }
+  ~Locked() { pthread_mutex_unlock(mu_); }
+  Locked(const Locked&) = delete;
+  Locked& operator=(const Locked&) = delete;
+
+ private:
+  pthread_mutex_t* mu_;
+};
+
+pthread_mutex_t cuda_mu = PTHREAD_MUTEX_INITIALIZER;
+Cuda cuda_table;
 std::atomic<const Cuda*> cuda{nullptr};
 // Set while this thread loads the driver: the driver's own lookups then go to it unchanged.
 thread_local bool loading_cuda = false;
@@ -156,7 +185,7 @@ thread_local bool loading_cuda = false;
 const Cuda* Real(const char* path = nullptr) {
   if (const Cuda* c = cuda.load(std::memory_order_acquire)) return c;
   if (loading_cuda) return nullptr;
-  std::lock_guard<std::mutex> lock(cuda_mu);
+  Locked lock(&cuda_mu);
   if (const Cuda* c = cuda.load(std::memory_order_acquire)) return c;
   loading_cuda = true;
   struct Done {
@@ -165,7 +194,7 @@ const Cuda* Real(const char* path = nullptr) {
   void* lib = path != nullptr ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : nullptr;
   if (lib == nullptr) lib = dlopen("libcuda.so.1", RTLD_NOW);
   if (lib == nullptr || RealDlsym() == nullptr) return nullptr;
-  auto* c = new Cuda;
+  Cuda* c = &cuda_table;
 #define TESSERA_RESOLVE(name, params, args) \
   c->name = reinterpret_cast<decltype(c->name)>(RealDlsym()(lib, #name));
   TESSERA_CUDA_WRAPPED(TESSERA_RESOLVE)
@@ -192,33 +221,83 @@ struct Held {
   uint64_t bytes = 0;  // 0: not counted (an IPC import of the share's own memory)
 };
 
-struct Holdings {
-  std::mutex mu;
-  std::unordered_map<uint64_t, Held> by_kind[5];
+// What this process holds, by kind and id: an open-addressing table (linear probing, grown
+// with malloc) under one mutex.
+struct Holding {
+  uint64_t id;
+  Held held;
+  uint8_t kind;
+  uint8_t state;  // kEmpty, kLive or kGone (a tombstone)
 };
+enum : uint8_t { kEmpty = 0, kLive = 1, kGone = 2 };
 
-Holdings& HoldingsOf() {
-  static Holdings* h = new Holdings;
-  return *h;
+pthread_mutex_t holdings_mu = PTHREAD_MUTEX_INITIALIZER;
+Holding* holdings = nullptr;
+size_t holdings_size = 0;   // a power of two
+size_t holdings_taken = 0;  // live entries and tombstones
+
+size_t Home(uint64_t id, uint8_t kind) {
+  return static_cast<size_t>(((id ^ kind) * 0x9E3779B97F4A7C15ULL) >> 17);
 }
 
+// Rebuilds the table with room for twice the live entries; false when memory is short.
+bool Grow() {
+  size_t live = 0;
+  for (size_t i = 0; i < holdings_size; ++i) live += holdings[i].state == kLive;
+  size_t size = 64;
+  while (size < 4 * (live + 1)) size *= 2;
+  auto* table = static_cast<Holding*>(std::calloc(size, sizeof(Holding)));
+  if (table == nullptr) return false;
+  for (size_t i = 0; i < holdings_size; ++i) {
+    if (holdings[i].state != kLive) continue;
+    size_t at = Home(holdings[i].id, holdings[i].kind) & (size - 1);
+    while (table[at].state != kEmpty) at = (at + 1) & (size - 1);
+    table[at] = holdings[i];
+  }
+  std::free(holdings);
+  holdings = table;
+  holdings_size = size;
+  holdings_taken = live;
+  return true;
+}
+
+// Records `id`; an id the table cannot hold stays counted until the process ends.
 void Remember(Kind kind, uint64_t id, int device, uint64_t bytes) {
-  Holdings& h = HoldingsOf();
-  std::lock_guard<std::mutex> lock(h.mu);
-  h.by_kind[static_cast<int>(kind)][id] = Held{device, bytes};
+  const auto k = static_cast<uint8_t>(kind);
+  Locked lock(&holdings_mu);
+  if ((holdings_taken + 1) * 2 > holdings_size && !Grow()) return;
+  size_t at = Home(id, k) & (holdings_size - 1);
+  size_t free_at = SIZE_MAX;
+  while (holdings[at].state != kEmpty) {
+    if (holdings[at].state == kLive && holdings[at].id == id && holdings[at].kind == k) {
+      holdings[at].held = Held{device, bytes};
+      return;
+    }
+    if (holdings[at].state == kGone && free_at == SIZE_MAX) free_at = at;
+    at = (at + 1) & (holdings_size - 1);
+  }
+  if (free_at == SIZE_MAX) {
+    free_at = at;
+    ++holdings_taken;
+  }
+  holdings[free_at] = Holding{id, Held{device, bytes}, k, kLive};
 }
 
 // Forgets `id` and gives its bytes back to the count.
 void Forget(Kind kind, uint64_t id) {
+  const auto k = static_cast<uint8_t>(kind);
   Held held;
   {
-    Holdings& h = HoldingsOf();
-    std::lock_guard<std::mutex> lock(h.mu);
-    auto& m = h.by_kind[static_cast<int>(kind)];
-    auto it = m.find(id);
-    if (it == m.end()) return;
-    held = it->second;
-    m.erase(it);
+    Locked lock(&holdings_mu);
+    if (holdings_size == 0) return;
+    size_t at = Home(id, k) & (holdings_size - 1);
+    while (holdings[at].state != kEmpty &&
+           !(holdings[at].state == kLive && holdings[at].id == id && holdings[at].kind == k)) {
+      at = (at + 1) & (holdings_size - 1);
+    }
+    if (holdings[at].state != kLive) return;
+    held = holdings[at].held;
+    holdings[at].state = kGone;
   }
   if (held.bytes > 0 && Count() != nullptr) Count()->Release(held.device, held.bytes);
 }
@@ -632,17 +711,10 @@ struct Entry {
   size_t real_at;  // offset of the driver's pointer in Cuda
 };
 
-const std::vector<Entry>& Entries() {
-  static const std::vector<Entry>* entries = [] {
-    auto* e = new std::vector<Entry>;
 #define TESSERA_ENTRY(name, params, args) \
-  e->push_back(Entry{#name, reinterpret_cast<void*>(&::name), offsetof(Cuda, name)});
-    TESSERA_CUDA_WRAPPED(TESSERA_ENTRY)
+  Entry{#name, reinterpret_cast<void*>(&::name), offsetof(Cuda, name)},
+const Entry kEntries[] = {TESSERA_CUDA_WRAPPED(TESSERA_ENTRY)};
 #undef TESSERA_ENTRY
-    return e;
-  }();
-  return *entries;
-}
 
 void* RealAt(const Cuda* c, size_t offset) {
   void* p = nullptr;
@@ -653,7 +725,7 @@ void* RealAt(const Cuda* c, size_t offset) {
 // The wrapper of the driver's entry point at `fn`, or `fn` when it is not wrapped.
 void* WrapperOf(const Cuda* c, void* fn) {
   if (fn == nullptr) return fn;
-  for (const Entry& e : Entries()) {
+  for (const Entry& e : kEntries) {
     if (RealAt(c, e.real_at) == fn) return e.wrapper;
   }
   return fn;
@@ -708,13 +780,13 @@ struct Nvml {
   nvmlReturn_t (*uuid)(nvmlDevice_t, char*, unsigned int) = nullptr;
 };
 
-std::mutex nvml_mu;
+pthread_mutex_t nvml_mu = PTHREAD_MUTEX_INITIALIZER;
 Nvml nvml;
 
 // NVML's own functions, from the library that holds `found` (what dlsym found there) or, for a
 // program linked to NVML, the next definitions after these.
 Nvml NvmlFrom(void* found) {
-  std::lock_guard<std::mutex> lock(nvml_mu);
+  Locked lock(&nvml_mu);
   if (nvml.uuid != nullptr) return nvml;
   void* lib = RTLD_NEXT;
   Dl_info info{};
@@ -732,11 +804,11 @@ Nvml NvmlFrom(void* found) {
 
 // The CUDA ordinal of NVML's `device` among the share's devices; -1 when it is not one of them.
 int OrdinalOf(const Nvml& n, nvmlDevice_t device) {
-  if (Conf().uuids.empty()) return 0;
+  if (Conf().uuid_count == 0) return 0;
   char uuid[96] = {};
   if (n.uuid == nullptr || n.uuid(device, uuid, sizeof uuid) != kNvmlSuccess) return -1;
-  for (size_t i = 0; i < Conf().uuids.size(); ++i) {
-    if (Conf().uuids[i] == uuid) return static_cast<int>(i);
+  for (int i = 0; i < Conf().uuid_count; ++i) {
+    if (std::strcmp(Conf().uuids[i], uuid) == 0) return i;
   }
   return -1;
 }
@@ -802,7 +874,7 @@ void* Interposed(void* found, const char* name) {
     return found;
   }
   if (name[0] != 'c' || name[1] != 'u') return found;
-  for (const Entry& e : Entries()) {
+  for (const Entry& e : kEntries) {
     if (std::strcmp(e.name, name) != 0) continue;
     const Cuda* c = Real(theirs.dli_fname);
     return c != nullptr && RealAt(c, e.real_at) == found ? e.wrapper : found;
@@ -827,7 +899,7 @@ namespace {
 
 // In a child after fork: locks held by the parent's other threads are the child's fresh ones.
 void ChildAfterFork() {
-  new (&HoldingsOf().mu) std::mutex();
+  pthread_mutex_init(&holdings_mu, nullptr);
   if (Enforced() && Count() != nullptr) Count()->AfterForkInChild();
 }
 

@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
-#include <new>
 
 namespace tessera::interpose {
 
@@ -77,31 +77,19 @@ void Store(uint64_t& v, uint64_t x) { __atomic_store_n(&v, x, __ATOMIC_RELEASE);
 
 }  // namespace
 
-std::unique_ptr<ShareRegion> ShareRegion::Open(const std::string& path, std::string* error) {
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+bool ShareRegion::Open(const char* path, char* error, size_t size) {
+  const int fd = path != nullptr ? ::open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)
+                                 : ::memfd_create("tessera-share", MFD_CLOEXEC);
+  const char* name = path != nullptr ? path : "a private region";
   if (fd < 0) {
-    *error = "cannot open " + path + ": " + std::strerror(errno);
-    return nullptr;
+    std::snprintf(error, size, "cannot open %s: %s", name, std::strerror(errno));
+    return false;
   }
-  return FromFile(fd, path, error);
-}
-
-std::unique_ptr<ShareRegion> ShareRegion::OpenPrivate(std::string* error) {
-  const int fd = ::memfd_create("tessera-share", MFD_CLOEXEC);
-  if (fd < 0) {
-    *error = std::string("cannot create a private region: ") + std::strerror(errno);
-    return nullptr;
-  }
-  return FromFile(fd, "a private region", error);
-}
-
-std::unique_ptr<ShareRegion> ShareRegion::FromFile(int fd, const std::string& path,
-                                                   std::string* error) {
   // Sized and stamped under the region's lock, so that two first processes agree.
   if (!LockByte(fd, 0, true)) {
-    *error = "cannot lock " + path + ": " + std::strerror(errno);
+    std::snprintf(error, size, "cannot lock %s: %s", name, std::strerror(errno));
     ::close(fd);
-    return nullptr;
+    return false;
   }
   struct stat st {};
   bool ok = ::fstat(fd, &st) == 0;
@@ -111,10 +99,10 @@ std::unique_ptr<ShareRegion> ShareRegion::FromFile(int fd, const std::string& pa
   void* at = ok ? ::mmap(nullptr, sizeof(RegionLayout), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
                 : MAP_FAILED;
   if (at == MAP_FAILED) {
-    *error = "cannot map " + path + ": " + std::strerror(errno);
+    std::snprintf(error, size, "cannot map %s: %s", name, std::strerror(errno));
     UnlockByte(fd, 0);
     ::close(fd);
-    return nullptr;
+    return false;
   }
   auto* layout = static_cast<RegionLayout*>(at);
   if (layout->magic != kMagic || layout->version != kVersion) {
@@ -123,22 +111,27 @@ std::unique_ptr<ShareRegion> ShareRegion::FromFile(int fd, const std::string& pa
     __atomic_store_n(&layout->magic, kMagic, __ATOMIC_RELEASE);
   }
   UnlockByte(fd, 0);
-  return std::unique_ptr<ShareRegion>(new ShareRegion(fd, layout));
-}
-
-ShareRegion::~ShareRegion() {
-  ::munmap(layout_, sizeof(RegionLayout));
-  ::close(fd_);  // drops this process's record locks, its slot's among them
+  fd_ = fd;
+  layout_ = layout;
+  return true;
 }
 
 void ShareRegion::Lock() {
-  mu_.lock();
+  pthread_mutex_lock(&mu_);
   LockByte(fd_, 0, true);
 }
 
 void ShareRegion::Unlock() {
   UnlockByte(fd_, 0);
-  mu_.unlock();
+  pthread_mutex_unlock(&mu_);
+}
+
+uint64_t ShareRegion::Total(int device) const {
+  uint64_t total = 0;
+  for (const RegionSlot& s : layout_->slots) {
+    if (s.state == kTaken) total += Load(s.used[device]);
+  }
+  return total;
 }
 
 bool ShareRegion::SlotAlive(int slot) const {
@@ -186,10 +179,7 @@ bool ShareRegion::Reserve(int device, uint64_t bytes, uint64_t limit) {
   Lock();
   ReapDead();
   const int own = OwnSlot();
-  uint64_t total = 0;
-  for (const RegionSlot& s : layout_->slots) {
-    if (s.state == kTaken) total += Load(s.used[d]);
-  }
+  const uint64_t total = Total(d);
   const bool fits = own >= 0 && bytes <= limit && total <= limit - bytes;
   if (fits) {
     uint64_t& mine = layout_->slots[own].used[d];
@@ -214,10 +204,7 @@ uint64_t ShareRegion::Used(int device) {
   const int d = CountedDevice(device);
   Lock();
   ReapDead();
-  uint64_t total = 0;
-  for (const RegionSlot& s : layout_->slots) {
-    if (s.state == kTaken) total += Load(s.used[d]);
-  }
+  const uint64_t total = Total(d);
   Unlock();
   return total;
 }
@@ -253,7 +240,7 @@ bool ShareRegion::IsExport(const void* handle) {
 }
 
 void ShareRegion::AfterForkInChild() {
-  new (&mu_) std::mutex();
+  pthread_mutex_init(&mu_, nullptr);
   slot_ = -1;
 }
 

@@ -8,13 +8,16 @@
 // on byte 0 (across processes, and across pid namespaces: the lock lives on the file) and a mutex
 // (across threads). Each slot's counters change by single 64-bit stores, so a process killed in
 // the middle of an update leaves every count whole.
+//
+// Part of the interposer, which loads into any program: it uses the C library only (no C++
+// runtime, no exceptions, no allocation).
 #ifndef TESSERA_INTERPOSE_SHARE_REGION_H_
 #define TESSERA_INTERPOSE_SHARE_REGION_H_
 
+#include <pthread.h>
+
+#include <cstddef>
 #include <cstdint>
-#include <memory>
-#include <mutex>
-#include <string>
 
 namespace tessera::interpose {
 
@@ -26,14 +29,14 @@ struct RegionLayout;
 
 class ShareRegion {
  public:
-  // Opens the region file at `path`, creating and sizing it when it is new. nullptr, with the
-  // reason in *error, when it cannot be opened or mapped.
-  static std::unique_ptr<ShareRegion> Open(const std::string& path, std::string* error);
-  // A region of this process alone (no file name): the count when the agent named none.
-  static std::unique_ptr<ShareRegion> OpenPrivate(std::string* error);
-  ~ShareRegion();
+  constexpr ShareRegion() = default;
   ShareRegion(const ShareRegion&) = delete;
   ShareRegion& operator=(const ShareRegion&) = delete;
+
+  // Opens the region file at `path`, creating and sizing it when it is new; with a null `path`,
+  // a region of this process alone. false, with the reason in `error` (`size` bytes), when it
+  // cannot be opened or mapped. Called once, before any other member.
+  bool Open(const char* path, char* error, size_t size);
 
   // Counts `bytes` more on `device` for this process when the share's total there stays within
   // `limit`, and returns true; returns false and counts nothing otherwise (or when no slot is
@@ -54,8 +57,6 @@ class ShareRegion {
   void AfterForkInChild();
 
  private:
-  ShareRegion(int fd, RegionLayout* layout) : fd_(fd), layout_(layout) {}
-  static std::unique_ptr<ShareRegion> FromFile(int fd, const std::string& path, std::string* error);
   // Takes the region's lock (byte 0) for the calling thread and process.
   void Lock();
   void Unlock();
@@ -65,10 +66,11 @@ class ShareRegion {
   // Clears every slot whose process is gone, and its exports. Called with the region locked.
   void ReapDead();
   bool SlotAlive(int slot) const;
+  uint64_t Total(int device) const;
 
-  int fd_;
-  RegionLayout* layout_;
-  std::mutex mu_;
+  int fd_ = -1;
+  RegionLayout* layout_ = nullptr;
+  pthread_mutex_t mu_ = PTHREAD_MUTEX_INITIALIZER;
   int slot_ = -1;
 };
 

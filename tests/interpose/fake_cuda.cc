@@ -28,6 +28,7 @@ CUresult cuCtxCreate_v2(CUcontext* ctx, unsigned int flags, CUdevice dev);
 CUresult cuCtxDestroy_v2(CUcontext ctx);
 CUresult cuCtxSetCurrent(CUcontext ctx);
 CUresult cuCtxSynchronize(void);
+CUresult cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice dev);
 }
 
 struct CUctx_st {
@@ -157,6 +158,14 @@ CUresult cuCtxCreate_v2(CUcontext* ctx, unsigned int, CUdevice dev) {
   if (dev < 0 || dev >= Devices()) return CUDA_ERROR_INVALID_DEVICE;
   *ctx = new CUctx_st{dev};
   current = *ctx;
+  return CUDA_SUCCESS;
+}
+// One primary context per device, for the life of the process.
+CUresult cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice dev) {
+  static CUctx_st primary[8] = {{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}};
+  if (!TheCard().initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (dev < 0 || dev >= Devices() || ctx == nullptr) return CUDA_ERROR_INVALID_DEVICE;
+  *ctx = &primary[dev];
   return CUDA_SUCCESS;
 }
 CUresult cuCtxDestroy_v2(CUcontext ctx) {
@@ -350,6 +359,7 @@ CUresult cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_
       {"cuCtxCreate", FN(cuCtxCreate_v2), nullptr},
       {"cuCtxDestroy", FN(cuCtxDestroy_v2), nullptr},
       {"cuCtxSetCurrent", FN(cuCtxSetCurrent), nullptr},
+      {"cuDevicePrimaryCtxRetain", FN(cuDevicePrimaryCtxRetain), nullptr},
       {"cuCtxGetDevice", FN(cuCtxGetDevice), nullptr},
       {"cuCtxSynchronize", FN(cuCtxSynchronize), nullptr},
       {"cuMemGetInfo", FN(cuMemGetInfo_v2), nullptr},

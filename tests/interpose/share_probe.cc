@@ -8,7 +8,8 @@
 //                  its plain name (as the runtime does now); proc11 the same with
 //                  cuGetProcAddress of CUDA 11.3
 //          linked  call the entry points linked in (share_probe_linked only)
-//   steps: init                     cuInit, a context on device 0, made current
+//   steps: init                     cuInit, device 0's primary context made current (as the
+//                                   runtime does)
 //          alloc|managed|async|pool|external <MiB>
 //          vmm <MiB>                cuMemCreate on device 0
 //          pitch <width bytes> <rows>
@@ -42,7 +43,8 @@ TESSERA_CUDA_WRAPPED(TESSERA_CUDA_DECLARE)
 TESSERA_CUDA_CALLED(TESSERA_CUDA_DECLARE)
 CUresult cuInit(unsigned int flags);
 CUresult cuDeviceGet(CUdevice* dev, int ordinal);
-CUresult cuCtxCreate_v2(CUcontext* ctx, unsigned int flags, CUdevice dev);
+CUresult cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice dev);
+CUresult cuCtxSetCurrent(CUcontext ctx);
 }
 
 namespace {
@@ -50,7 +52,8 @@ namespace {
 struct Api {
   CUresult (*init)(unsigned int) = nullptr;
   CUresult (*device_get)(CUdevice*, int) = nullptr;
-  CUresult (*ctx_create)(CUcontext*, unsigned int, CUdevice) = nullptr;
+  CUresult (*ctx_retain)(CUcontext*, CUdevice) = nullptr;
+  CUresult (*ctx_set)(CUcontext) = nullptr;
 #define MEMBER(name, params, args) CUresult(*name) params = nullptr;
   TESSERA_CUDA_WRAPPED(MEMBER)
 #undef MEMBER
@@ -67,7 +70,8 @@ bool Load(const std::string& how, Api* api) {
 #ifdef TESSERA_PROBE_LINKED
     api->init = &cuInit;
     api->device_get = &cuDeviceGet;
-    api->ctx_create = &cuCtxCreate_v2;
+    api->ctx_retain = &cuDevicePrimaryCtxRetain;
+    api->ctx_set = &cuCtxSetCurrent;
 #define LINKED(name, params, args) api->name = &::name;
     TESSERA_CUDA_WRAPPED(LINKED)
 #undef LINKED
@@ -84,7 +88,8 @@ bool Load(const std::string& how, Api* api) {
   if (how == "dlsym") {
     Set(&api->init, dlsym(lib, "cuInit"));
     Set(&api->device_get, dlsym(lib, "cuDeviceGet"));
-    Set(&api->ctx_create, dlsym(lib, "cuCtxCreate_v2"));
+    Set(&api->ctx_retain, dlsym(lib, "cuDevicePrimaryCtxRetain"));
+    Set(&api->ctx_set, dlsym(lib, "cuCtxSetCurrent"));
 #define BY_DLSYM(name, params, args) Set(&api->name, dlsym(lib, #name));
     TESSERA_CUDA_WRAPPED(BY_DLSYM)
 #undef BY_DLSYM
@@ -107,7 +112,8 @@ bool Load(const std::string& how, Api* api) {
   };
   Set(&api->init, get("cuInit"));
   Set(&api->device_get, get("cuDeviceGet"));
-  Set(&api->ctx_create, get("cuCtxCreate"));
+  Set(&api->ctx_retain, get("cuDevicePrimaryCtxRetain"));
+  Set(&api->ctx_set, get("cuCtxSetCurrent"));
   Set(&api->cuMemAlloc_v2, get("cuMemAlloc"));
   Set(&api->cuMemAllocPitch_v2, get("cuMemAllocPitch"));
   Set(&api->cuMemAllocManaged, get("cuMemAllocManaged"));
@@ -185,7 +191,8 @@ class Probe {
         CUcontext ctx = nullptr;
         CUresult r = api_.init ? api_.init(0) : -1;
         if (r == CUDA_SUCCESS) r = api_.device_get(&dev, 0);
-        if (r == CUDA_SUCCESS) r = api_.ctx_create(&ctx, 0, dev);
+        if (r == CUDA_SUCCESS) r = api_.ctx_retain(&ctx, dev);
+        if (r == CUDA_SUCCESS) r = api_.ctx_set(ctx);
         Say(op, r);
       } else if (op == "alloc" || op == "managed" || op == "async" || op == "pool") {
         const uint64_t bytes = arg() * kMiB;

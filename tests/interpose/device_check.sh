@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The share interposer on a real GPU: share_probe reaches the real driver (libcuda.so.1) as
+# programs do, under a 4 GiB share, and prints what each call returned. Run from the repository
+# root on a machine with an NVIDIA GPU, after a build:
+#   bash tests/interpose/device_check.sh [build dir]
+# It changes no GPU setting. Results are recorded in docs/ISOLATION.md.
+set -u
+build=${1:-build}
+probe=$build/tests/share_probe
+lib=$(readlink -f "$build/libtessera-share.so")
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+uuid=$(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -1)
+echo "== $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -1)"
+echo "== $(ldd --version | head -1)"
+share() {  # share <region> <probe args...>: a process of a 4 GiB share counted in <region>
+  local region=$1
+  shift
+  env LD_PRELOAD="$lib" TESSERA_SHARE_MEMORY_MIB=4096 TESSERA_SHARE_REGION="$dir/$region" \
+    TESSERA_GPU_UUIDS="$uuid" CUDA_VISIBLE_DEVICES="$uuid" "$probe" "$@"
+}
+echo "== without the interposer"
+CUDA_VISIBLE_DEVICES="$uuid" "$probe" proc init info total nvml libnvidia-ml.so.1
+for how in proc proc11 dlsym; do
+  echo "== 4 GiB share, entry points by $how"
+  share "$how" "$how" init info total nvml libnvidia-ml.so.1 alloc 3072 alloc 2048 info free 0 \
+    alloc 2048 alloc 2048 alloc 1 info nvml libnvidia-ml.so.1
+done
+echo "== every allocation path: 3 GiB by it, then 2 GiB refused, then the path's free, then 2 GiB"
+for path in "alloc 3072" "managed 3072" "async 3072" "vmm 3072" "pitch 1048576 3072" \
+  "array 65536 12288" "array3d 1024 1024 768" "mipmap 32768 16384 4"; do
+  # shellcheck disable=SC2086
+  echo "-- $path: $(share "path-${path%% *}" proc init $path alloc 2048 free 0 alloc 2048 | tr '\n' ' ')"
+done
+echo "== a thread with no context, then the main thread"
+share thread proc init thread alloc 4096 thread info alloc 4096
+echo "== two processes of one share; the first killed mid-run"
+mkfifo "$dir/hold"
+share two proc init alloc 3072 ready wait < "$dir/hold" > "$dir/first.out" &
+first=$!
+exec 7> "$dir/hold"
+for _ in $(seq 100); do grep -q ready "$dir/first.out" && break; sleep 0.1; done
+echo "-- first: $(tr '\n' ' ' < "$dir/first.out")"
+echo "-- second, while the first holds 3 GiB: $(share two proc init alloc 2048 alloc 1024 info | tr '\n' ' ')"
+kill -9 "$first"
+wait "$first" 2> /dev/null
+exec 7>&-
+echo "-- third, after kill -9 of the first: $(share two proc init alloc 3072 info | tr '\n' ' ')"
+echo "== IPC: memory of the share itself, and of another share"
+mkfifo "$dir/hold2"
+share ipc proc init alloc 1024 export 0 ready wait < "$dir/hold2" > "$dir/exporter.out" &
+exporter=$!
+exec 8> "$dir/hold2"
+for _ in $(seq 100); do grep -q ready "$dir/exporter.out" && break; sleep 0.1; done
+handle=$(sed -n 's/^export 0 handle=//p' "$dir/exporter.out")
+echo "-- same share: $(share ipc proc init import "$handle" alloc 3072 info | tr '\n' ' ')"
+echo "-- other share: $(share other proc init alloc 3584 import "$handle" free 0 import "$handle" info | tr '\n' ' ')"
+exec 8>&-
+wait "$exporter"
+if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2> /dev/null; then
+  echo "== PyTorch under a 4 GiB share"
+  env LD_PRELOAD="$lib" TESSERA_SHARE_MEMORY_MIB=4096 TESSERA_SHARE_REGION="$dir/torch" \
+    TESSERA_GPU_UUIDS="$uuid" CUDA_VISIBLE_DEVICES="$uuid" python3 - << 'PY'
+import torch
+free, total = torch.cuda.mem_get_info()
+print("mem_get_info MiB", free >> 20, total >> 20)
+print("total_memory MiB", torch.cuda.get_device_properties(0).total_memory >> 20)
+x = torch.empty(3 << 30, dtype=torch.uint8, device="cuda")
+try:
+    y = torch.empty(2 << 30, dtype=torch.uint8, device="cuda")
+    print("2 GiB more: allocated")
+except RuntimeError as e:
+    print("2 GiB more: refused:", str(e).splitlines()[0][:160])
+PY
+else
+  echo "== no CUDA-enabled PyTorch here"
+fi
