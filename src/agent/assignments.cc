@@ -100,6 +100,8 @@ std::vector<Assignment> AssignedTo(const json& jobs, const std::string& node) {
 std::map<std::string, std::string> DeviceEnv(const json& devices, const NodeGpus& gpus) {
   std::map<std::string, std::string> env;
   std::vector<std::string> uuids;
+  std::vector<std::string> share_mib;  // by CUDA ordinal; "0" for a device that is not a share
+  bool any_share = false;
   std::set<std::string> used_mig;
   std::string kind;
   for (const json& d : devices) {
@@ -128,9 +130,12 @@ std::map<std::string, std::string> DeviceEnv(const json& devices, const NodeGpus
       env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = "0=" + std::to_string(Int(d, "memoryMiB")) + "M";
       env["TESSERA_GPU_MILLI"] = std::to_string(milli);
       env["TESSERA_GPU_MEMORY_MIB"] = std::to_string(Int(d, "memoryMiB"));
+      any_share = true;
     }
+    share_mib.push_back(kind == "share" ? std::to_string(Int(d, "memoryMiB")) : "0");
     if (kind == "replica") env["TESSERA_GPU_REPLICAS"] = std::to_string(Int(d, "replicas"));
   }
+  if (any_share) env["TESSERA_SHARE_MEMORY_MIB"] = Join(share_mib);
   env["CUDA_VISIBLE_DEVICES"] = Join(uuids);
   env["NVIDIA_VISIBLE_DEVICES"] = uuids.empty() ? "void" : Join(uuids);
   env["TESSERA_GPU_UUIDS"] = Join(uuids);
@@ -252,7 +257,8 @@ std::map<std::string, std::string> RendezvousEnv(const Assignment& a, const std:
 }
 
 Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std::string& node,
-                            const std::string& root, const std::string& container_runtime) {
+                            const std::string& root, const std::string& container_runtime,
+                            const std::string& share_interposer) {
   ProcessSpec spec;
   spec.key = a.key;
   spec.workdir = root + "/work/" + a.key;
@@ -309,6 +315,20 @@ Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std
     env["TESSERA_VOLUME_" + api::EnvVarSuffix(Str(v, "name"))] = source;
     mounts.push_back(source + ":" + Str(v, "mountPath") +
                      (v.value("readOnly", false) ? ":ro" : ""));
+  }
+  // A fractional share's processes are held to it by the interposer, preloaded, counting in a
+  // region of the pod's (interpose/share_region.h). A container gets both mounted.
+  if (env.contains("TESSERA_SHARE_MEMORY_MIB") && !share_interposer.empty()) {
+    const std::string dir = std::filesystem::absolute(spec.workdir + "/.tessera-share").string();
+    spec.open_dirs.push_back(dir);
+    const bool contained = !image.empty();
+    const std::string lib = contained ? kInterposerInContainer : share_interposer;
+    if (contained) {
+      mounts.push_back(dir + ":" + kShareDirInContainer);
+      mounts.push_back(share_interposer + ":" + kInterposerInContainer + ":ro");
+    }
+    env["TESSERA_SHARE_REGION"] = (contained ? kShareDirInContainer : dir) + "/region";
+    env["LD_PRELOAD"] = env["LD_PRELOAD"].empty() ? lib : lib + ":" + env["LD_PRELOAD"];
   }
   // Kubernetes' $(VAR) references in env values, command and args, against the pod's
   // environment (a task's env is a map: every other variable, not only those listed before).

@@ -51,6 +51,10 @@ std::vector<Assignment> AssignedTo(const nlohmann::json& jobs, const std::string
 //                                                 for a pod without GPUs)
 //   CUDA_MPS_ACTIVE_THREAD_PERCENTAGE,            for a fractional share: its compute percent
 //   CUDA_MPS_PINNED_DEVICE_MEM_LIMIT              and memory ("0=4096M")
+//   TESSERA_SHARE_MEMORY_MIB                      for a pod with a fractional share: each
+//                                                 device's share in MiB by CUDA ordinal ("0"
+//                                                 for a device that is not a share), which the
+//                                                 share interposer holds the pod's processes to
 //   TESSERA_GPU_UUIDS, TESSERA_GPU_KIND, TESSERA_GPU_MILLI, TESSERA_GPU_MEMORY_MIB,
 //   TESSERA_GPU_REPLICAS
 // MIG instances take the UUID of a discovered MIG device of that GPU and size when there is
@@ -81,8 +85,18 @@ std::map<std::string, std::string> RendezvousEnv(const Assignment& a, const std:
 // --user for an image). $(VAR) references in env values, command and args are expanded as
 // Kubernetes does. FailedPrecondition when the task cannot run here (an image with no runtime
 // configured, no command).
+//
+// With `share_interposer` (the path of libtessera-share.so) and a fractional share among the
+// pod's devices, the task runs with the interposer preloaded (LD_PRELOAD, before any of the
+// task's own) and TESSERA_SHARE_REGION naming <workdir>/.tessera-share/region; a container gets
+// the library mounted read-only at kInterposerInContainer and that directory at
+// kShareDirInContainer.
 Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std::string& node,
-                            const std::string& root, const std::string& container_runtime);
+                            const std::string& root, const std::string& container_runtime,
+                            const std::string& share_interposer = "");
+
+inline constexpr const char* kInterposerInContainer = "/usr/lib/tessera/libtessera-share.so";
+inline constexpr const char* kShareDirInContainer = "/run/tessera-share";
 
 // Where the launcher of an MPI job finds the control plane, for its rsh agent.
 struct LauncherAccess {

@@ -81,13 +81,22 @@ PreparedTask PrepareTask(const ProcessSpec& spec) {
   return PreparedTask(spec.argv, TaskEnvironment(spec), TaskDirectory(spec), spec.uid, spec.gid);
 }
 
-std::string MonitorExecutable() {
+namespace {
+
+// `name` beside the running executable, when it is there with `mode` (access(2)); else "".
+std::string BesideExecutable(const char* name, int mode) {
   std::error_code ec;
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) return "";
-  const std::filesystem::path monitor = self.parent_path() / "tessera-monitor";
-  return access(monitor.c_str(), X_OK) == 0 ? monitor.string() : "";
+  const std::filesystem::path path = self.parent_path() / name;
+  return access(path.c_str(), mode) == 0 ? path.string() : "";
 }
+
+}  // namespace
+
+std::string MonitorExecutable() { return BesideExecutable("tessera-monitor", X_OK); }
+
+std::string ShareInterposerLibrary() { return BesideExecutable("libtessera-share.so", R_OK); }
 
 namespace {
 
@@ -245,6 +254,14 @@ Result<Runner::Launched> Runner::Launch(const ProcessSpec& spec) {
         chown(dir.c_str(), static_cast<uid_t>(spec.uid), static_cast<gid_t>(spec.gid)) != 0) {
       return Internal("directory " + dir + ": " + std::strerror(errno));
     }
+  }
+  for (const std::string& dir : spec.open_dirs) {
+    std::filesystem::create_directories(dir, ec);
+    if (!ec) {
+      std::filesystem::permissions(
+          dir, std::filesystem::perms::all | std::filesystem::perms::sticky_bit, ec);
+    }
+    if (ec) return Internal("directory " + dir + ": " + ec.message());
   }
   for (const auto& [path, content] : spec.files) {
     std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);

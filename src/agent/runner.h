@@ -36,6 +36,9 @@ struct ProcessSpec {
   std::string cwd;  // the task's working directory (workingDir); must exist
   // Directories created (and given to uid/gid) before the task starts: its emptyDir volumes.
   std::vector<std::string> dirs;
+  // Directories created writable by every user (mode 1777) before the task starts: what a
+  // container's user, whoever the image makes it, writes to (the share interposer's region).
+  std::vector<std::string> open_dirs;
   // Files written (path -> content, readable by the task) before it starts: its hostfile.
   std::map<std::string, std::string> files;
   std::set<std::string> executables;  // of `files`, those made executable
@@ -55,6 +58,9 @@ PreparedTask PrepareTask(const ProcessSpec& spec);
 // Where the monitor executable (tessera-monitor) is: beside the running executable; "" when it
 // is not there.
 std::string MonitorExecutable();
+// Where the share interposer (libtessera-share.so) is: beside the running executable; "" when
+// it is not there.
+std::string ShareInterposerLibrary();
 
 // A process group the state directory records: its leader's pid and start time (clock ticks
 // since boot), which together name one process whatever pids are reused later.

@@ -69,8 +69,8 @@ void Worker::AdoptPod(PodState& p) {
   }
   if (!options_.cgroup_root.empty()) p.cgroup_dir = CgroupDir(options_.cgroup_root, key);
   // As it was started, for commands run in it.
-  auto spec =
-      SpecFor(p.assignment, gpus_, options_.node, options_.root, options_.container_runtime);
+  auto spec = SpecFor(p.assignment, gpus_, options_.node, options_.root, options_.container_runtime,
+                      options_.share_interposer);
   if (spec.ok()) {
     if (!p.cgroup_dir.empty()) spec->cgroup_procs = p.cgroup_dir + "/cgroup.procs";
     exec_targets_.Set(key, *std::move(spec));
@@ -112,8 +112,8 @@ void Worker::StartPods(const std::vector<PodState*>& pods) {
 }
 
 std::optional<Result<ProcessSpec>> Worker::PreparePod(PodState& p) {
-  auto spec =
-      SpecFor(p.assignment, gpus_, options_.node, options_.root, options_.container_runtime);
+  auto spec = SpecFor(p.assignment, gpus_, options_.node, options_.root, options_.container_runtime,
+                      options_.share_interposer);
   if (!spec.ok()) return Result<ProcessSpec>(spec.status());
   if (p.assignment.mpi_launcher()) {
     // The launcher's rsh agent runs commands in the workers with a token for this Job only.

@@ -44,6 +44,9 @@ struct WorkerOptions {
   std::string node;
   std::string root;  // working directories, logs, and the runner's state (<root>/run)
   std::string container_runtime;
+  // libtessera-share.so, preloaded into the tasks of fractional shares (SpecFor); empty: shares
+  // are not enforced on the node.
+  std::string share_interposer;
   int64_t stop_grace_ms = 10'000;
   std::string cgroup_root;  // cgroup v2 mount for per-pod limits; empty: no limits
   // How an MPI launcher's rsh agent reaches the server (its token is made per launcher).

@@ -184,6 +184,11 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentOptions& o) {
   cmd->add_option("--container-runtime", o.container_runtime,
                   "Command that runs tasks with an image (default: podman, docker or nerdctl, "
                   "the first on PATH; none: such tasks fail)");
+  cmd->add_option("--share-isolation", o.share_isolation,
+                  "How fractional GPU shares are held to their memory: interposer "
+                  "(libtessera-share.so preloaded into their tasks; docs/ISOLATION.md) or none")
+      ->check(CLI::IsMember({"interposer", "none"}))
+      ->capture_default_str();
   cmd->add_option("--cgroup-root", o.cgroup_root,
                   "cgroup v2 mount for per-pod CPU and memory limits (empty: none)")
       ->capture_default_str();
@@ -426,6 +431,16 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
     wo.launcher_access.server = (ep->tls ? "https://" : "http://") + ep->host + ":" + ep->port;
     if (!ep->ca_file.empty()) {
       wo.launcher_access.ca_file = std::filesystem::absolute(ep->ca_file, ec).string();
+    }
+  }
+  if (o.share_isolation == "interposer") {
+    wo.share_interposer = agent::ShareInterposerLibrary();
+    if (wo.share_interposer.empty()) {
+      out << "warning: libtessera-share.so is not beside the tessera executable: fractional "
+             "GPU shares are not held to their memory"
+          << std::endl;
+    } else {
+      out << "fractional GPU shares: held to their memory by " << wo.share_interposer << std::endl;
     }
   }
   const char* search = std::getenv("PATH");

@@ -40,6 +40,9 @@ struct AgentOptions {
   bool discover = false;
   std::string work_dir;           // default: ./.tessera/agent-<name>
   std::string container_runtime;  // docker | podman | a compatible command; empty: none
+  // How fractional shares are held to their memory: "interposer" (libtessera-share.so beside
+  // the executable, preloaded into their tasks) or "none".
+  std::string share_isolation = "interposer";
   int stop_grace_seconds = 10;
   // Seconds without an accepted heartbeat after which the node's pods are stopped (fence.h).
   int fence_seconds = 20;

@@ -39,6 +39,11 @@ CLI::App* AddDevCommand(CLI::App& app, DevOptions& o) {
                 "Serve plain HTTP instead of HTTPS with the server's own CA (kubectl then sends "
                 "no token)");
   cmd->add_option("--nvml-library", o.nvml_library, "Path of libnvidia-ml")->capture_default_str();
+  cmd->add_option("--share-isolation", o.share_isolation,
+                  "How fractional GPU shares are held to their memory: interposer or none "
+                  "(docs/ISOLATION.md)")
+      ->check(CLI::IsMember({"interposer", "none"}))
+      ->capture_default_str();
   cmd->add_option("--container-runtime", o.container_runtime,
                   "Command that runs tasks with an image (default: podman, docker or nerdctl, "
                   "the first on PATH; none: such tasks fail)");
@@ -114,6 +119,7 @@ int RunDev(const DevOptions& o, std::ostream& out, std::ostream& err) {
   ao.fake_gpus = o.fake_gpus;
   ao.nvml_library = o.nvml_library;
   ao.container_runtime = o.container_runtime;
+  ao.share_isolation = o.share_isolation;
   ao.advertise_address = "127.0.0.1";  // one machine
   AgentSetup setup;
   std::ostringstream agent_err;

@@ -22,6 +22,7 @@ struct DevOptions {
   bool plain_http = false;  // serve HTTP instead of HTTPS with the own CA
   std::string nvml_library = "libnvidia-ml.so.1";
   std::string container_runtime;  // empty: the first of podman, docker, nerdctl on PATH
+  std::string share_isolation = "interposer";  // the agent's --share-isolation
   AccountingFlags accounting;
   QueueingFlags queueing;
 };

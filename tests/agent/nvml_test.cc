@@ -178,6 +178,8 @@ TEST(DeviceEnv, WholeShareMigAndNone) {
   EXPECT_EQ(share["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"], "50");
   EXPECT_EQ(share["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"], "0=4096M");
   EXPECT_EQ(share["TESSERA_GPU_KIND"], "share");
+  EXPECT_EQ(share["TESSERA_SHARE_MEMORY_MIB"], "4096");
+  EXPECT_FALSE(whole.contains("TESSERA_SHARE_MEMORY_MIB"));
   // A 2g.20gb binding (19,968 MiB) takes the discovered MIG device of that size.
   auto mig = DeviceEnv(
       json::parse(R"([{"kind":"mig","uuid":"GPU-1","memoryMiB":19968,"migInstance":4}])"), gpus);
@@ -240,6 +242,52 @@ TEST(SpecFor, CommandsImagesAndWhatCannotRun) {
   a.task.erase("command");
   a.task.erase("args");
   EXPECT_FALSE(SpecFor(a, gpus, "n1", "/r", "").ok());
+}
+
+// A fractional share's task runs with the interposer preloaded before its own preloads, counting
+// in a region of its pod's; a container gets both mounted. Whole cards and a node without the
+// interposer get neither.
+TEST(SpecFor, ASharesTaskRunsWithTheInterposer) {
+  NodeGpus gpus;
+  Assignment a = TrainPod("team-a", R"({"name":"main","command":["python"],
+                                        "env":{"LD_PRELOAD":"libjemalloc.so.2"}})");
+  a.devices = nlohmann::json::parse(R"([{"kind":"share","uuid":"GPU-7","milli":500,
+                                          "memoryMiB":4096}])");
+  const std::string lib = "/opt/tessera/libtessera-share.so";
+  auto spec = SpecFor(a, gpus, "n1", "/var/lib/t", "", lib);
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  const std::string dir = "/var/lib/t/work/team-a/train/main-0/.tessera-share";
+  EXPECT_EQ(spec->env.at("LD_PRELOAD"), lib + ":libjemalloc.so.2");
+  EXPECT_EQ(spec->env.at("TESSERA_SHARE_REGION"), dir + "/region");
+  EXPECT_EQ(spec->env.at("TESSERA_SHARE_MEMORY_MIB"), "4096");
+  EXPECT_EQ(spec->open_dirs, std::vector<std::string>{dir});
+
+  a.task["image"] = "pytorch:2";
+  a.task["env"].erase("LD_PRELOAD");
+  auto contained = SpecFor(a, gpus, "n1", "/var/lib/t", "podman", lib);
+  ASSERT_TRUE(contained.ok());
+  const std::vector<std::string>& argv = contained->argv;
+  auto has = [&](const std::string& flag, const std::string& value) {
+    for (size_t i = 0; i + 1 < argv.size(); ++i) {
+      if (argv[i] == flag && argv[i + 1] == value) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(has("-v", lib + ":" + kInterposerInContainer + ":ro"));
+  EXPECT_TRUE(has("-v", dir + ":" + kShareDirInContainer));
+  EXPECT_TRUE(has("-e", std::string("LD_PRELOAD=") + kInterposerInContainer));
+  EXPECT_TRUE(has("-e", std::string("TESSERA_SHARE_REGION=") + kShareDirInContainer + "/region"));
+
+  a.task.erase("image");
+  auto without = SpecFor(a, gpus, "n1", "/var/lib/t", "", "");
+  ASSERT_TRUE(without.ok());
+  EXPECT_FALSE(without->env.contains("LD_PRELOAD"));
+  EXPECT_TRUE(without->open_dirs.empty());
+  a.devices = nlohmann::json::parse(R"([{"kind":"whole","uuid":"GPU-7"}])");
+  auto whole = SpecFor(a, gpus, "n1", "/var/lib/t", "", lib);
+  ASSERT_TRUE(whole.ok());
+  EXPECT_FALSE(whole->env.contains("LD_PRELOAD"));
+  EXPECT_FALSE(whole->env.contains("TESSERA_SHARE_REGION"));
 }
 
 TEST(ContainerRuntime, NamedFoundOnPathOrNone) {
