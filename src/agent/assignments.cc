@@ -100,7 +100,8 @@ std::vector<Assignment> AssignedTo(const json& jobs, const std::string& node) {
 std::map<std::string, std::string> DeviceEnv(const json& devices, const NodeGpus& gpus) {
   std::map<std::string, std::string> env;
   std::vector<std::string> uuids;
-  std::vector<std::string> share_mib;  // by CUDA ordinal; "0" for a device that is not a share
+  std::vector<std::string> share_mib;      // by CUDA ordinal; "0" for a device that is not a share
+  std::vector<std::string> share_percent;  // the same, of compute
   bool any_share = false;
   std::set<std::string> used_mig;
   std::string kind;
@@ -133,9 +134,14 @@ std::map<std::string, std::string> DeviceEnv(const json& devices, const NodeGpus
       any_share = true;
     }
     share_mib.push_back(kind == "share" ? std::to_string(Int(d, "memoryMiB")) : "0");
+    const int64_t milli = kind == "share" ? Int(d, "milli") : 0;
+    share_percent.push_back(milli > 0 && milli < 1000 ? std::to_string((milli + 9) / 10) : "0");
     if (kind == "replica") env["TESSERA_GPU_REPLICAS"] = std::to_string(Int(d, "replicas"));
   }
-  if (any_share) env["TESSERA_SHARE_MEMORY_MIB"] = Join(share_mib);
+  if (any_share) {
+    env["TESSERA_SHARE_MEMORY_MIB"] = Join(share_mib);
+    env["TESSERA_SHARE_COMPUTE_PERCENT"] = Join(share_percent);
+  }
   env["CUDA_VISIBLE_DEVICES"] = Join(uuids);
   env["NVIDIA_VISIBLE_DEVICES"] = uuids.empty() ? "void" : Join(uuids);
   env["TESSERA_GPU_UUIDS"] = Join(uuids);

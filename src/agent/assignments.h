@@ -55,6 +55,7 @@ std::vector<Assignment> AssignedTo(const nlohmann::json& jobs, const std::string
 //                                                 device's share in MiB by CUDA ordinal ("0"
 //                                                 for a device that is not a share), which the
 //                                                 share interposer holds the pod's processes to
+//   TESSERA_SHARE_COMPUTE_PERCENT                 the same of compute ("0": not limited)
 //   TESSERA_GPU_UUIDS, TESSERA_GPU_KIND, TESSERA_GPU_MILLI, TESSERA_GPU_MEMORY_MIB,
 //   TESSERA_GPU_REPLICAS
 // MIG instances take the UUID of a discovered MIG device of that GPU and size when there is

@@ -34,6 +34,8 @@ typedef struct CUmipmappedArray_st* CUmipmappedArray;
 typedef struct CUmemPoolHandle_st* CUmemoryPool;
 typedef struct CUextMemory_st* CUexternalMemory;
 typedef struct CUfunc_st* CUfunction;
+typedef struct CUgraphExec_st* CUgraphExec;
+typedef struct CUlaunchConfig_st CUlaunchConfig;  // read by the driver only
 typedef unsigned long long CUmemGenericAllocationHandle;
 
 typedef struct CUipcMemHandle_st {
@@ -106,64 +108,79 @@ typedef int CUdriverProcAddressQueryResult;
 
 // Every entry point the interposer wraps or calls: X(name, return type, parameters, arguments).
 // Names are the driver's exported symbols (the versioned ones cuda.h maps the plain names to).
-#define TESSERA_CUDA_WRAPPED(X)                                                                \
-  X(cuMemAlloc_v2, (CUdeviceptr * dptr, size_t bytesize), (dptr, bytesize))                    \
-  X(cuMemAllocPitch_v2,                                                                        \
-    (CUdeviceptr * dptr, size_t * pitch, size_t width, size_t height, unsigned int element),   \
-    (dptr, pitch, width, height, element))                                                     \
-  X(cuMemAllocManaged, (CUdeviceptr * dptr, size_t bytesize, unsigned int flags),              \
-    (dptr, bytesize, flags))                                                                   \
-  X(cuMemFree_v2, (CUdeviceptr dptr), (dptr))                                                  \
-  X(cuMemAllocAsync, (CUdeviceptr * dptr, size_t bytesize, CUstream stream),                   \
-    (dptr, bytesize, stream))                                                                  \
-  X(cuMemAllocAsync_ptsz, (CUdeviceptr * dptr, size_t bytesize, CUstream stream),              \
-    (dptr, bytesize, stream))                                                                  \
-  X(cuMemAllocFromPoolAsync,                                                                   \
-    (CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool, CUstream stream),                 \
-    (dptr, bytesize, pool, stream))                                                            \
-  X(cuMemAllocFromPoolAsync_ptsz,                                                              \
-    (CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool, CUstream stream),                 \
-    (dptr, bytesize, pool, stream))                                                            \
-  X(cuMemFreeAsync, (CUdeviceptr dptr, CUstream stream), (dptr, stream))                       \
-  X(cuMemFreeAsync_ptsz, (CUdeviceptr dptr, CUstream stream), (dptr, stream))                  \
-  X(cuMemCreate,                                                                               \
-    (CUmemGenericAllocationHandle * handle, size_t size, const CUmemAllocationProp* prop,      \
-     unsigned long long flags),                                                                \
-    (handle, size, prop, flags))                                                               \
-  X(cuMemRelease, (CUmemGenericAllocationHandle handle), (handle))                             \
-  X(cuArrayCreate_v2, (CUarray * array, const CUDA_ARRAY_DESCRIPTOR* desc), (array, desc))     \
-  X(cuArray3DCreate_v2, (CUarray * array, const CUDA_ARRAY3D_DESCRIPTOR* desc), (array, desc)) \
-  X(cuArrayDestroy, (CUarray array), (array))                                                  \
-  X(cuMipmappedArrayCreate,                                                                    \
-    (CUmipmappedArray * array, const CUDA_ARRAY3D_DESCRIPTOR* desc, unsigned int levels),      \
-    (array, desc, levels))                                                                     \
-  X(cuMipmappedArrayDestroy, (CUmipmappedArray array), (array))                                \
-  X(cuIpcGetMemHandle, (CUipcMemHandle * handle, CUdeviceptr dptr), (handle, dptr))            \
-  X(cuIpcOpenMemHandle, (CUdeviceptr * dptr, CUipcMemHandle handle, unsigned int flags),       \
-    (dptr, handle, flags))                                                                     \
-  X(cuIpcOpenMemHandle_v2, (CUdeviceptr * dptr, CUipcMemHandle handle, unsigned int flags),    \
-    (dptr, handle, flags))                                                                     \
-  X(cuIpcCloseMemHandle, (CUdeviceptr dptr), (dptr))                                           \
-  X(cuImportExternalMemory,                                                                    \
-    (CUexternalMemory * mem, const CUDA_EXTERNAL_MEMORY_HANDLE_DESC* desc), (mem, desc))       \
-  X(cuDestroyExternalMemory, (CUexternalMemory mem), (mem))                                    \
-  X(cuMemGetInfo_v2, (size_t * free, size_t * total), (free, total))                           \
-  X(cuDeviceTotalMem_v2, (size_t * bytes, CUdevice dev), (bytes, dev))                         \
-  X(cuLaunchKernel,                                                                            \
-    (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,         \
-     unsigned int by, unsigned int bz, unsigned int shared, CUstream stream, void** params,    \
-     void** extra),                                                                            \
-    (f, gx, gy, gz, bx, by, bz, shared, stream, params, extra))                                \
-  X(cuLaunchKernel_ptsz,                                                                       \
-    (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,         \
-     unsigned int by, unsigned int bz, unsigned int shared, CUstream stream, void** params,    \
-     void** extra),                                                                            \
-    (f, gx, gy, gz, bx, by, bz, shared, stream, params, extra))                                \
-  X(cuGetProcAddress, (const char* symbol, void** pfn, int version, cuuint64_t flags),         \
-    (symbol, pfn, version, flags))                                                             \
-  X(cuGetProcAddress_v2,                                                                       \
-    (const char* symbol, void** pfn, int version, cuuint64_t flags,                            \
-     CUdriverProcAddressQueryResult* status),                                                  \
+#define TESSERA_CUDA_WRAPPED(X)                                                                  \
+  X(cuMemAlloc_v2, (CUdeviceptr * dptr, size_t bytesize), (dptr, bytesize))                      \
+  X(cuMemAllocPitch_v2,                                                                          \
+    (CUdeviceptr * dptr, size_t * pitch, size_t width, size_t height, unsigned int element),     \
+    (dptr, pitch, width, height, element))                                                       \
+  X(cuMemAllocManaged, (CUdeviceptr * dptr, size_t bytesize, unsigned int flags),                \
+    (dptr, bytesize, flags))                                                                     \
+  X(cuMemFree_v2, (CUdeviceptr dptr), (dptr))                                                    \
+  X(cuMemAllocAsync, (CUdeviceptr * dptr, size_t bytesize, CUstream stream),                     \
+    (dptr, bytesize, stream))                                                                    \
+  X(cuMemAllocAsync_ptsz, (CUdeviceptr * dptr, size_t bytesize, CUstream stream),                \
+    (dptr, bytesize, stream))                                                                    \
+  X(cuMemAllocFromPoolAsync,                                                                     \
+    (CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool, CUstream stream),                   \
+    (dptr, bytesize, pool, stream))                                                              \
+  X(cuMemAllocFromPoolAsync_ptsz,                                                                \
+    (CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool, CUstream stream),                   \
+    (dptr, bytesize, pool, stream))                                                              \
+  X(cuMemFreeAsync, (CUdeviceptr dptr, CUstream stream), (dptr, stream))                         \
+  X(cuMemFreeAsync_ptsz, (CUdeviceptr dptr, CUstream stream), (dptr, stream))                    \
+  X(cuMemCreate,                                                                                 \
+    (CUmemGenericAllocationHandle * handle, size_t size, const CUmemAllocationProp* prop,        \
+     unsigned long long flags),                                                                  \
+    (handle, size, prop, flags))                                                                 \
+  X(cuMemRelease, (CUmemGenericAllocationHandle handle), (handle))                               \
+  X(cuArrayCreate_v2, (CUarray * array, const CUDA_ARRAY_DESCRIPTOR* desc), (array, desc))       \
+  X(cuArray3DCreate_v2, (CUarray * array, const CUDA_ARRAY3D_DESCRIPTOR* desc), (array, desc))   \
+  X(cuArrayDestroy, (CUarray array), (array))                                                    \
+  X(cuMipmappedArrayCreate,                                                                      \
+    (CUmipmappedArray * array, const CUDA_ARRAY3D_DESCRIPTOR* desc, unsigned int levels),        \
+    (array, desc, levels))                                                                       \
+  X(cuMipmappedArrayDestroy, (CUmipmappedArray array), (array))                                  \
+  X(cuIpcGetMemHandle, (CUipcMemHandle * handle, CUdeviceptr dptr), (handle, dptr))              \
+  X(cuIpcOpenMemHandle, (CUdeviceptr * dptr, CUipcMemHandle handle, unsigned int flags),         \
+    (dptr, handle, flags))                                                                       \
+  X(cuIpcOpenMemHandle_v2, (CUdeviceptr * dptr, CUipcMemHandle handle, unsigned int flags),      \
+    (dptr, handle, flags))                                                                       \
+  X(cuIpcCloseMemHandle, (CUdeviceptr dptr), (dptr))                                             \
+  X(cuImportExternalMemory,                                                                      \
+    (CUexternalMemory * mem, const CUDA_EXTERNAL_MEMORY_HANDLE_DESC* desc), (mem, desc))         \
+  X(cuDestroyExternalMemory, (CUexternalMemory mem), (mem))                                      \
+  X(cuMemGetInfo_v2, (size_t * free, size_t * total), (free, total))                             \
+  X(cuDeviceTotalMem_v2, (size_t * bytes, CUdevice dev), (bytes, dev))                           \
+  X(cuLaunchKernel,                                                                              \
+    (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,           \
+     unsigned int by, unsigned int bz, unsigned int shared, CUstream stream, void** params,      \
+     void** extra),                                                                              \
+    (f, gx, gy, gz, bx, by, bz, shared, stream, params, extra))                                  \
+  X(cuLaunchKernel_ptsz,                                                                         \
+    (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,           \
+     unsigned int by, unsigned int bz, unsigned int shared, CUstream stream, void** params,      \
+     void** extra),                                                                              \
+    (f, gx, gy, gz, bx, by, bz, shared, stream, params, extra))                                  \
+  X(cuLaunchKernelEx, (const CUlaunchConfig* config, CUfunction f, void** params, void** extra), \
+    (config, f, params, extra))                                                                  \
+  X(cuLaunchKernelEx_ptsz,                                                                       \
+    (const CUlaunchConfig* config, CUfunction f, void** params, void** extra),                   \
+    (config, f, params, extra))                                                                  \
+  X(cuLaunchCooperativeKernel,                                                                   \
+    (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,           \
+     unsigned int by, unsigned int bz, unsigned int shared, CUstream stream, void** params),     \
+    (f, gx, gy, gz, bx, by, bz, shared, stream, params))                                         \
+  X(cuLaunchCooperativeKernel_ptsz,                                                              \
+    (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,           \
+     unsigned int by, unsigned int bz, unsigned int shared, CUstream stream, void** params),     \
+    (f, gx, gy, gz, bx, by, bz, shared, stream, params))                                         \
+  X(cuGraphLaunch, (CUgraphExec graph, CUstream stream), (graph, stream))                        \
+  X(cuGraphLaunch_ptsz, (CUgraphExec graph, CUstream stream), (graph, stream))                   \
+  X(cuGetProcAddress, (const char* symbol, void** pfn, int version, cuuint64_t flags),           \
+    (symbol, pfn, version, flags))                                                               \
+  X(cuGetProcAddress_v2,                                                                         \
+    (const char* symbol, void** pfn, int version, cuuint64_t flags,                              \
+     CUdriverProcAddressQueryResult* status),                                                    \
     (symbol, pfn, version, flags, status))
 
 // Entry points the interposer calls but does not wrap.

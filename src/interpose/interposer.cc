@@ -17,7 +17,10 @@
 // to the caller; nothing here aborts the process.
 #include <dlfcn.h>
 #include <pthread.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <atomic>
 #include <cstdio>
@@ -61,7 +64,9 @@ struct Config {
   int limit_count = 0;                // 0: nothing enforced; 1: limits[0] on every ordinal
   uint64_t limits[kMaxDevices] = {};  // bytes by CUDA ordinal (UINT64_MAX: none there)
   int uuid_count = 0;
-  char uuids[kMaxDevices][96] = {};  // by CUDA ordinal
+  char uuids[kMaxDevices][96] = {};     // by CUDA ordinal
+  int percent_count = 0;                // 1: percents[0] on every ordinal
+  uint32_t percents[kMaxDevices] = {};  // compute percent by CUDA ordinal; 0: not limited
 };
 
 Config config;
@@ -97,6 +102,16 @@ void ReadConfig() {
         any = any || ok;
       });
   if (!any) config.limit_count = 0;
+  config.percent_count = ForEachItem(std::getenv("TESSERA_SHARE_COMPUTE_PERCENT"),
+                                     [&](int i, const char* p, size_t n) {
+                                       uint32_t percent = 0;
+                                       bool ok = n > 0 && n < 4;
+                                       for (size_t k = 0; ok && k < n; ++k) {
+                                         ok = p[k] >= '0' && p[k] <= '9';
+                                         percent = percent * 10 + static_cast<uint32_t>(p[k] - '0');
+                                       }
+                                       config.percents[i] = ok && percent < 100 ? percent : 0;
+                                     });
   config.uuid_count =
       ForEachItem(std::getenv("TESSERA_GPU_UUIDS"), [&](int i, const char* p, size_t n) {
         const size_t k = n < sizeof config.uuids[i] - 1 ? n : sizeof config.uuids[i] - 1;
@@ -118,6 +133,13 @@ uint64_t Limit(int device) {
   if (c.limit_count == 0) return UINT64_MAX;
   if (c.limit_count == 1) return c.limits[0];
   return device >= 0 && device < c.limit_count ? c.limits[device] : UINT64_MAX;
+}
+
+// The share's compute percent on CUDA ordinal `device`; 0: not limited there.
+uint32_t Percent(int device) {
+  const Config& c = Conf();
+  if (c.percent_count == 1) return c.percents[0];
+  return device >= 0 && device < c.percent_count ? c.percents[device] : 0;
 }
 
 void Warn(const char* what, const char* then) {
@@ -374,6 +396,180 @@ using namespace tessera::interpose;  // NOLINT: the exported C entry points belo
 
 #define TESSERA_NO_DRIVER(c) \
   if ((c) == nullptr) return CUDA_ERROR_NOT_INITIALIZED
+
+// ---- The compute limiter ---------------------------------------------------------------------
+//
+// A launch on a device where the share has a compute percent passes the share's gate
+// (ShareRegion::ChargeLaunch), sleeping while the share is in debt: no busy waiting. One
+// process of the share (ShareRegion::TakeSampler) measures every 50 ms, through NVML's
+// per-process utilization samples, the GPU time the share's processes used, and corrects the
+// gate with it.
+
+namespace tessera::interpose {
+namespace {
+
+constexpr uint64_t kSamplePeriodNs = 50'000'000;
+
+uint64_t MonotonicNs() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1'000'000'000ULL + static_cast<uint64_t>(t.tv_nsec);
+}
+
+uint64_t WallUs() {
+  timespec t{};
+  clock_gettime(CLOCK_REALTIME, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1'000'000ULL + static_cast<uint64_t>(t.tv_nsec) / 1000;
+}
+
+void SleepNs(uint64_t ns) {
+  timespec t{static_cast<time_t>(ns / 1'000'000'000ULL), static_cast<long>(ns % 1'000'000'000ULL)};
+  while (nanosleep(&t, &t) != 0 && errno == EINTR) {
+  }
+}
+
+// NVML's per-process utilization sample (nvml.h, R450 and later).
+struct ProcessSample {
+  unsigned int pid;
+  unsigned long long timeStamp;  // microseconds, CLOCK_REALTIME
+  unsigned int smUtil;           // percent of the sample's period
+  unsigned int memUtil;
+  unsigned int encUtil;
+  unsigned int decUtil;
+};
+
+struct Sampler {
+  int (*get_samples)(void*, ProcessSample*, unsigned int*, unsigned long long) = nullptr;
+  void* handles[kMaxDevices] = {};
+  unsigned long long last_seen[kMaxDevices] = {};
+  unsigned long long period_us[kMaxDevices] = {};  // NVML's sampling period, as seen
+  // The last sample's time of each of the share's processes, per device.
+  int32_t pids[kMaxDevices][kMaxSlots] = {};
+  unsigned long long pid_seen[kMaxDevices][kMaxSlots] = {};
+};
+
+// NVML's handle of each limited device; false (with the reason) when NVML cannot be used.
+bool OpenNvml(Sampler* s, const char** why) {
+  void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr || RealDlsym() == nullptr) {
+    *why = "libnvidia-ml.so.1 cannot be loaded";
+    return false;
+  }
+  auto init = reinterpret_cast<int (*)()>(RealDlsym()(lib, "nvmlInit_v2"));
+  auto by_uuid =
+      reinterpret_cast<int (*)(const char*, void**)>(RealDlsym()(lib, "nvmlDeviceGetHandleByUUID"));
+  auto by_index = reinterpret_cast<int (*)(unsigned int, void**)>(
+      RealDlsym()(lib, "nvmlDeviceGetHandleByIndex_v2"));
+  s->get_samples = reinterpret_cast<decltype(s->get_samples)>(
+      RealDlsym()(lib, "nvmlDeviceGetProcessUtilization"));
+  if (init == nullptr || by_index == nullptr || s->get_samples == nullptr || init() != 0) {
+    *why = "NVML has no per-process utilization here";
+    return false;
+  }
+  for (int d = 0; d < kMaxDevices; ++d) {
+    if (Percent(d) == 0) continue;
+    const bool named = d < Conf().uuid_count && by_uuid != nullptr;
+    if ((named ? by_uuid(Conf().uuids[d], &s->handles[d])
+               : by_index(static_cast<unsigned int>(d), &s->handles[d])) != 0) {
+      s->handles[d] = nullptr;
+    }
+    s->last_seen[d] = WallUs();
+  }
+  return true;
+}
+
+// The GPU time (ns) the processes `pids` used on device `d` since the last call: each sample
+// of theirs counts its utilization over the time since their previous one.
+uint64_t Measure(Sampler* s, int d, const int32_t* pids, int n) {
+  if (s->handles[d] == nullptr) return 0;
+  ProcessSample samples[512];
+  unsigned int count = 512;
+  if (s->get_samples(s->handles[d], samples, &count, s->last_seen[d]) != 0) return 0;
+  uint64_t used_ns = 0;
+  for (unsigned int i = 0; i < count && i < 512; ++i) {
+    const ProcessSample& x = samples[i];
+    if (x.timeStamp <= s->last_seen[d]) continue;
+    bool ours = false;
+    for (int k = 0; k < n && !ours; ++k) ours = static_cast<unsigned int>(pids[k]) == x.pid;
+    if (!ours) continue;
+    int at = -1, free_at = -1;
+    for (int k = 0; k < kMaxSlots; ++k) {
+      if (s->pids[d][k] == static_cast<int32_t>(x.pid) && s->pid_seen[d][k] != 0) at = k;
+      if (s->pid_seen[d][k] == 0 && free_at < 0) free_at = k;
+    }
+    // A sample covers NVML's sampling period, learned as the shortest gap between two samples
+    // of one process; an idle stretch between them has none.
+    const unsigned long long since = at >= 0 ? s->pid_seen[d][at] : s->last_seen[d];
+    if (x.timeStamp > since) {
+      unsigned long long covered = x.timeStamp - since;
+      if (at >= 0 && (s->period_us[d] == 0 || covered < s->period_us[d])) {
+        s->period_us[d] = covered;
+      }
+      const unsigned long long period = s->period_us[d] != 0 ? s->period_us[d] : 50'000;
+      if (covered > period) covered = period;
+      used_ns += covered * 1000 * x.smUtil / 100;
+    }
+    if (at < 0) at = free_at;
+    if (at >= 0) {
+      s->pids[d][at] = static_cast<int32_t>(x.pid);
+      s->pid_seen[d][at] = x.timeStamp;
+    }
+  }
+  for (unsigned int i = 0; i < count && i < 512; ++i) {
+    if (samples[i].timeStamp > s->last_seen[d]) s->last_seen[d] = samples[i].timeStamp;
+  }
+  return used_ns;
+}
+
+void* SamplerMain(void*) {
+  static Sampler sampler;
+  const char* why = nullptr;
+  if (!OpenNvml(&sampler, &why)) {
+    Warn(why, "the compute share is not measured, and not held");
+    return nullptr;
+  }
+  while (true) {
+    SleepNs(kSamplePeriodNs);
+    ShareRegion* count = Count();
+    if (count == nullptr || !count->TakeSampler()) continue;
+    int32_t pids[kMaxSlots];
+    const int n = count->Pids(pids, kMaxSlots);
+    for (int d = 0; d < kMaxDevices; ++d) {
+      if (Percent(d) == 0) continue;
+      count->Correct(d, MonotonicNs(), Percent(d), Measure(&sampler, d, pids, n));
+    }
+  }
+  return nullptr;
+}
+
+pthread_once_t sampler_once = PTHREAD_ONCE_INIT;
+
+void StartSampler() {
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_t thread;
+  if (pthread_create(&thread, &attr, &SamplerMain, nullptr) != 0) {
+    Warn("the compute sampler cannot start", "the compute share is not held");
+  }
+  pthread_attr_destroy(&attr);
+}
+
+// Returns when the share may launch work on the current context's device, after sleeping while
+// it is in debt there.
+void Gate(const Cuda* c) {
+  const int device = CurrentDevice(c);
+  const uint32_t percent = Percent(device);
+  if (percent == 0 || Count() == nullptr) return;
+  pthread_once(&sampler_once, &StartSampler);
+  uint64_t wait_ns = 0;
+  while (!Count()->ChargeLaunch(device, MonotonicNs(), percent, &wait_ns)) {
+    SleepNs(wait_ns < kSamplePeriodNs ? wait_ns : kSamplePeriodNs);
+  }
+}
+
+}  // namespace
+}  // namespace tessera::interpose
 
 TESSERA_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
   const Cuda* c = Real();
@@ -681,25 +877,43 @@ TESSERA_EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
   return r;
 }
 
-TESSERA_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy,
-                                       unsigned int gz, unsigned int bx, unsigned int by,
-                                       unsigned int bz, unsigned int shared, CUstream stream,
-                                       void** params, void** extra) {
-  const Cuda* c = Real();
-  TESSERA_NO_DRIVER(c);
-  if (c->cuLaunchKernel == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
-  return c->cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra);
-}
-
-TESSERA_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy,
-                                            unsigned int gz, unsigned int bx, unsigned int by,
-                                            unsigned int bz, unsigned int shared, CUstream stream,
-                                            void** params, void** extra) {
-  const Cuda* c = Real();
-  TESSERA_NO_DRIVER(c);
-  if (c->cuLaunchKernel_ptsz == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
-  return c->cuLaunchKernel_ptsz(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra);
-}
+#define TESSERA_GATED(name, params, args)                    \
+  TESSERA_EXPORT CUresult name params {                      \
+    const Cuda* c = Real();                                  \
+    TESSERA_NO_DRIVER(c);                                    \
+    if (c->name == nullptr) return CUDA_ERROR_NOT_SUPPORTED; \
+    Gate(c);                                                 \
+    return c->name args;                                     \
+  }
+TESSERA_GATED(cuLaunchKernel,
+              (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+               unsigned int by, unsigned int bz, unsigned int shared, CUstream stream,
+               void** params, void** extra),
+              (f, gx, gy, gz, bx, by, bz, shared, stream, params, extra))
+TESSERA_GATED(cuLaunchKernel_ptsz,
+              (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+               unsigned int by, unsigned int bz, unsigned int shared, CUstream stream,
+               void** params, void** extra),
+              (f, gx, gy, gz, bx, by, bz, shared, stream, params, extra))
+TESSERA_GATED(cuLaunchKernelEx,
+              (const CUlaunchConfig* config, CUfunction f, void** params, void** extra),
+              (config, f, params, extra))
+TESSERA_GATED(cuLaunchKernelEx_ptsz,
+              (const CUlaunchConfig* config, CUfunction f, void** params, void** extra),
+              (config, f, params, extra))
+TESSERA_GATED(cuLaunchCooperativeKernel,
+              (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+               unsigned int by, unsigned int bz, unsigned int shared, CUstream stream,
+               void** params),
+              (f, gx, gy, gz, bx, by, bz, shared, stream, params))
+TESSERA_GATED(cuLaunchCooperativeKernel_ptsz,
+              (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+               unsigned int by, unsigned int bz, unsigned int shared, CUstream stream,
+               void** params),
+              (f, gx, gy, gz, bx, by, bz, shared, stream, params))
+TESSERA_GATED(cuGraphLaunch, (CUgraphExec graph, CUstream stream), (graph, stream))
+TESSERA_GATED(cuGraphLaunch_ptsz, (CUgraphExec graph, CUstream stream), (graph, stream))
+#undef TESSERA_GATED
 
 namespace tessera::interpose {
 namespace {
@@ -900,6 +1114,7 @@ namespace {
 // In a child after fork: locks held by the parent's other threads are the child's fresh ones.
 void ChildAfterFork() {
   pthread_mutex_init(&holdings_mu, nullptr);
+  sampler_once = PTHREAD_ONCE_INIT;  // the parent's sampler thread is not the child's
   if (Enforced() && Count() != nullptr) Count()->AfterForkInChild();
 }
 

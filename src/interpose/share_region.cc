@@ -14,7 +14,7 @@ namespace tessera::interpose {
 namespace {
 
 constexpr uint64_t kMagic = 0x5453524547494f4eULL;  // "TSREGION"
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 
 // Where each slot's liveness lock lies: one byte per slot past byte 0 (the region's lock).
 // Record locks are advisory, so these bytes may overlap the data.
@@ -26,7 +26,7 @@ enum : uint32_t { kFree = 0, kTaken = 1 };
 
 struct RegionSlot {
   uint32_t state;
-  int32_t pid;  // for people reading the file; liveness is the lock
+  int32_t pid;  // as the process sees itself (the compute sampler's key); liveness is the lock
   uint64_t used[kMaxDevices];
 };
 
@@ -36,12 +36,22 @@ struct RegionExport {
   unsigned char handle[64];
 };
 
+// The compute gate of one device (ShareRegion::ChargeLaunch).
+struct RegionCompute {
+  int64_t allowance_ns;  // GPU time the share may still start work for; negative: in debt
+  uint64_t stamp_ns;     // when the allowance last accrued (CLOCK_MONOTONIC)
+  int64_t charged_ns;    // estimated cost charged since the sampler's last correction
+  uint64_t launches;     // launches since then
+  int64_t cost_ns;       // the estimated GPU time of one launch
+};
+
 struct RegionLayout {
   uint64_t magic;
   uint32_t version;
-  uint32_t reserved;
+  int32_t sampler_slot;  // the slot whose process measures the share's use; -1: none
   RegionSlot slots[kMaxSlots];
   RegionExport exports[kMaxExports];
+  RegionCompute compute[kMaxDevices];
 };
 
 int CountedDevice(int device) {
@@ -108,6 +118,7 @@ bool ShareRegion::Open(const char* path, char* error, size_t size) {
   if (layout->magic != kMagic || layout->version != kVersion) {
     std::memset(layout, 0, sizeof(RegionLayout));
     layout->version = kVersion;
+    layout->sampler_slot = -1;
     __atomic_store_n(&layout->magic, kMagic, __ATOMIC_RELEASE);
   }
   UnlockByte(fd, 0);
@@ -155,6 +166,7 @@ void ShareRegion::ReapDead() {
     }
     for (uint64_t& u : s.used) Store(u, 0);
     s.state = kFree;
+    if (layout_->sampler_slot == i) layout_->sampler_slot = -1;
   }
 }
 
@@ -237,6 +249,77 @@ bool ShareRegion::IsExport(const void* handle) {
   }
   Unlock();
   return known;
+}
+
+namespace {
+
+// The allowance a share may bank while idle: 100 ms of its percentage.
+int64_t BurstNs(uint32_t percent) { return static_cast<int64_t>(percent) * 1'000'000; }
+
+// Adds what `percent` of the time since the last accrual buys, up to the burst.
+void Accrue(RegionCompute& c, uint64_t now_ns, uint32_t percent) {
+  if (c.stamp_ns == 0 || now_ns < c.stamp_ns) c.stamp_ns = now_ns;
+  const uint64_t elapsed = now_ns - c.stamp_ns;
+  c.stamp_ns = now_ns;
+  const int64_t gained = static_cast<int64_t>(elapsed / 100 * percent);
+  c.allowance_ns =
+      c.allowance_ns > BurstNs(percent) - gained ? BurstNs(percent) : c.allowance_ns + gained;
+}
+
+}  // namespace
+
+bool ShareRegion::ChargeLaunch(int device, uint64_t now_ns, uint32_t percent, uint64_t* wait_ns) {
+  RegionCompute& c = layout_->compute[CountedDevice(device)];
+  Lock();
+  OwnSlot();
+  Accrue(c, now_ns, percent);
+  const bool go = c.allowance_ns >= 0;
+  if (go) {
+    c.allowance_ns -= c.cost_ns;
+    c.charged_ns += c.cost_ns;
+    ++c.launches;
+  } else {
+    // The time `percent` takes to pay the debt back.
+    *wait_ns = static_cast<uint64_t>(-c.allowance_ns) * 100 / percent + 1;
+  }
+  Unlock();
+  return go;
+}
+
+void ShareRegion::Correct(int device, uint64_t now_ns, uint32_t percent, uint64_t measured_ns) {
+  RegionCompute& c = layout_->compute[CountedDevice(device)];
+  Lock();
+  Accrue(c, now_ns, percent);
+  // What was charged by estimate is replaced by what was measured.
+  c.allowance_ns += c.charged_ns - static_cast<int64_t>(measured_ns);
+  if (c.launches > 0 && measured_ns > 0) {
+    const int64_t per_launch = static_cast<int64_t>(measured_ns / c.launches);
+    c.cost_ns = c.cost_ns == 0 ? per_launch : (c.cost_ns + per_launch) / 2;
+  }
+  c.charged_ns = 0;
+  c.launches = 0;
+  Unlock();
+}
+
+bool ShareRegion::TakeSampler() {
+  Lock();
+  ReapDead();
+  const int own = OwnSlot();
+  if (own >= 0 && layout_->sampler_slot < 0) layout_->sampler_slot = own;
+  const bool mine = own >= 0 && layout_->sampler_slot == own;
+  Unlock();
+  return mine;
+}
+
+int ShareRegion::Pids(int32_t* out, int max) {
+  Lock();
+  ReapDead();
+  int n = 0;
+  for (const RegionSlot& s : layout_->slots) {
+    if (s.state == kTaken && n < max) out[n++] = s.pid;
+  }
+  Unlock();
+  return n;
 }
 
 void ShareRegion::AfterForkInChild() {

@@ -52,6 +52,22 @@ class ShareRegion {
   // Whether `handle` was exported by a live process of this share.
   bool IsExport(const void* handle);
 
+  // The compute gate (a share's percentage of a device), fed by its measured use: each launch
+  // is charged an estimated cost against an allowance that `percent` of the time accrues (at
+  // most 100 ms worth banked while idle); the measuring process corrects the estimate with what
+  // the share was measured to use. ChargeLaunch charges a launch on `device` at `now_ns`
+  // (CLOCK_MONOTONIC) and returns true while the allowance is not negative; otherwise it charges
+  // nothing and sets *wait_ns to the time until it will be.
+  bool ChargeLaunch(int device, uint64_t now_ns, uint32_t percent, uint64_t* wait_ns);
+  // Replaces the estimates charged on `device` since the last correction by `measured_ns`, the
+  // GPU time the share was measured to use meanwhile, and learns the cost of a launch from it.
+  void Correct(int device, uint64_t now_ns, uint32_t percent, uint64_t measured_ns);
+  // Whether this process measures the share's use: it takes the role when no live process has
+  // it.
+  bool TakeSampler();
+  // The pids of the share's live processes, each as it sees itself; how many were written.
+  int Pids(int32_t* out, int max);
+
   // In a child after fork: the parent's slot is not the child's (record locks are not
   // inherited); the child takes a slot of its own when it first counts.
   void AfterForkInChild();

@@ -179,6 +179,7 @@ TEST(DeviceEnv, WholeShareMigAndNone) {
   EXPECT_EQ(share["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"], "0=4096M");
   EXPECT_EQ(share["TESSERA_GPU_KIND"], "share");
   EXPECT_EQ(share["TESSERA_SHARE_MEMORY_MIB"], "4096");
+  EXPECT_EQ(share["TESSERA_SHARE_COMPUTE_PERCENT"], "50");
   EXPECT_FALSE(whole.contains("TESSERA_SHARE_MEMORY_MIB"));
   // A 2g.20gb binding (19,968 MiB) takes the discovered MIG device of that size.
   auto mig = DeviceEnv(

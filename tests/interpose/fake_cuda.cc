@@ -3,10 +3,15 @@
 // TESSERA_FAKE_CUDA_DEVICES devices, 1 unless set); allocations get addresses of their own and
 // fail with CUDA_ERROR_OUT_OF_MEMORY past the card. Contexts are per thread, as the driver's are:
 // a thread with none gets CUDA_ERROR_INVALID_CONTEXT from calls that need one. A kernel is a
-// sleep of gridDimX microseconds. IPC handles carry the exporter's address and size, so another
-// process can open them. cuGetProcAddress maps the plain names to the versioned entry points (and
-// to the _ptsz ones for the per-thread default stream), as the driver does.
+// sleep of gridDimX microseconds, and the library answers NVML's per-process utilization for it
+// (installed as libnvidia-ml.so.1 too): samples every 20 ms of the time this process's kernels
+// ran, as the driver's sampling gives them. IPC handles carry the exporter's address and size, so
+// another process can open them. cuGetProcAddress maps the plain names to the versioned entry
+// points (and to the _ptsz ones for the per-thread default stream), as the driver does.
+#include <time.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 #include <chrono>
 #include <cstdlib>
@@ -112,6 +117,41 @@ uint64_t ElementBytes(int format, unsigned int channels) {
                            ? 2
                            : 4;
   return one * (channels == 0 ? 1 : channels);
+}
+
+uint64_t WallUs() {
+  timespec t{};
+  clock_gettime(CLOCK_REALTIME, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1'000'000ULL + static_cast<uint64_t>(t.tv_nsec) / 1000;
+}
+
+// The time kernels ran, in 20 ms buckets of wall time (the last 128).
+constexpr uint64_t kBucketUs = 20'000;
+constexpr int kBuckets = 128;
+struct Busy {
+  std::mutex mu;
+  uint64_t bucket[kBuckets] = {};   // which bucket (time / kBucketUs) each entry holds
+  uint64_t busy_us[kBuckets] = {};  // kernel time within it
+};
+Busy& TheBusy() {
+  static Busy* b = new Busy;
+  return *b;
+}
+
+void RecordBusy(uint64_t start, uint64_t end) {
+  Busy& b = TheBusy();
+  std::lock_guard<std::mutex> lock(b.mu);
+  for (uint64_t t = start; t < end;) {
+    const uint64_t index = t / kBucketUs;
+    const uint64_t until = std::min(end, (index + 1) * kBucketUs);
+    const int at = static_cast<int>(index % kBuckets);
+    if (b.bucket[at] != index) {
+      b.bucket[at] = index;
+      b.busy_us[at] = 0;
+    }
+    b.busy_us[at] += until - t;
+    t = until;
+  }
 }
 
 // The IPC handle's content: a magic, the exporter's block and its size.
@@ -333,7 +373,9 @@ CUresult cuDestroyExternalMemory(CUexternalMemory mem) {
 CUresult cuLaunchKernel(CUfunction, unsigned int gx, unsigned int, unsigned int, unsigned int,
                         unsigned int, unsigned int, unsigned int, CUstream, void**, void**) {
   if (Device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
+  const uint64_t start = WallUs();
   std::this_thread::sleep_for(std::chrono::microseconds(gx));
+  RecordBusy(start, WallUs());
   return CUDA_SUCCESS;
 }
 CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
@@ -341,6 +383,28 @@ CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, uns
                              CUstream s, void** p, void** e) {
   return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, sh, s, p, e);
 }
+
+// The other launches start nothing.
+CUresult cuLaunchKernelEx(const CUlaunchConfig*, CUfunction, void**, void**) {
+  return Device() < 0 ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS;
+}
+CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* c, CUfunction f, void** p, void** e) {
+  return cuLaunchKernelEx(c, f, p, e);
+}
+CUresult cuLaunchCooperativeKernel(CUfunction, unsigned int, unsigned int, unsigned int,
+                                   unsigned int, unsigned int, unsigned int, unsigned int, CUstream,
+                                   void**) {
+  return Device() < 0 ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS;
+}
+CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy,
+                                        unsigned int gz, unsigned int bx, unsigned int by,
+                                        unsigned int bz, unsigned int sh, CUstream s, void** p) {
+  return cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, sh, s, p);
+}
+CUresult cuGraphLaunch(CUgraphExec, CUstream) {
+  return Device() < 0 ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS;
+}
+CUresult cuGraphLaunch_ptsz(CUgraphExec g, CUstream s) { return cuGraphLaunch(g, s); }
 
 // The driver's table: plain name -> entry point (and the per-thread-default-stream one).
 CUresult cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags) {
@@ -384,6 +448,10 @@ CUresult cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_
       {"cuImportExternalMemory", FN(cuImportExternalMemory), nullptr},
       {"cuDestroyExternalMemory", FN(cuDestroyExternalMemory), nullptr},
       {"cuLaunchKernel", FN(cuLaunchKernel), FN(cuLaunchKernel_ptsz)},
+      {"cuLaunchKernelEx", FN(cuLaunchKernelEx), FN(cuLaunchKernelEx_ptsz)},
+      {"cuLaunchCooperativeKernel", FN(cuLaunchCooperativeKernel),
+       FN(cuLaunchCooperativeKernel_ptsz)},
+      {"cuGraphLaunch", FN(cuGraphLaunch), FN(cuGraphLaunch_ptsz)},
       {"cuGetProcAddress", FN(cuGetProcAddress_v2), nullptr},
   };
 #undef FN
@@ -406,6 +474,54 @@ CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version, cuuint
   const CUresult r = cuGetProcAddress(symbol, pfn, version, flags);
   if (status != nullptr) *status = r == CUDA_SUCCESS ? 0 : 1;
   return r;
+}
+
+// NVML, as far as the share interposer's compute sampler reads it.
+typedef struct {
+  unsigned int pid;
+  unsigned long long timeStamp;
+  unsigned int smUtil, memUtil, encUtil, decUtil;
+} FakeProcessSample;
+
+int nvmlInit_v2(void) { return 0; }
+int nvmlDeviceGetHandleByIndex_v2(unsigned int index, void** device) {
+  *device = reinterpret_cast<void*>(static_cast<uintptr_t>(index + 1));
+  return 0;
+}
+int nvmlDeviceGetHandleByUUID(const char*, void** device) {
+  *device = reinterpret_cast<void*>(1);
+  return 0;
+}
+// One sample per completed 20 ms bucket after `last_seen` in which this process's kernels ran:
+// its end, and the share of the bucket they ran (percent).
+int nvmlDeviceGetProcessUtilization(void*, FakeProcessSample* samples, unsigned int* count,
+                                    unsigned long long last_seen) {
+  Busy& b = TheBusy();
+  std::lock_guard<std::mutex> lock(b.mu);
+  const uint64_t now = WallUs() / kBucketUs;
+  unsigned int n = 0;
+  for (uint64_t index = now > kBuckets ? now - kBuckets + 1 : 0; index < now; ++index) {
+    const int at = static_cast<int>(index % kBuckets);
+    const uint64_t end = (index + 1) * kBucketUs;
+    if (b.bucket[at] != index || b.busy_us[at] == 0 || end <= last_seen) continue;
+    if (samples != nullptr && n < *count) {
+      samples[n] = FakeProcessSample{
+          static_cast<unsigned int>(getpid()),
+          end,
+          static_cast<unsigned int>((b.busy_us[at] * 100 + kBucketUs / 2) / kBucketUs),
+          0,
+          0,
+          0};
+    }
+    ++n;
+  }
+  if (n == 0) return 6;  // NVML_ERROR_NOT_FOUND: no sample since last_seen
+  if (samples == nullptr || n > *count) {
+    *count = n;
+    return 7;  // NVML_ERROR_INSUFFICIENT_SIZE
+  }
+  *count = n;
+  return 0;
 }
 
 }  // extern "C"

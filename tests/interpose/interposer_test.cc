@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -295,6 +296,28 @@ TEST_F(InterposerTest, RtldNextKeepsItsMeaningForLibrariesPreloadedAfter) {
   env["LD_PRELOAD"] = std::string(TESSERA_SHARE_LIB) + ":" + TESSERA_NEXT_PROBE_LIB;
   EXPECT_EQ(Run("linked", {"pid", "init", "alloc", "5000"}, env),
             (std::vector<std::string>{"pid 0", "init 0", "alloc 2"}));
+}
+
+// A share of 30% of the card, its kernels back to back for 10 s: they run 30% of the time
+// (within a tenth of it), and waiting for the gate costs next to no CPU (no busy waiting). The
+// fake driver's kernels last 5 ms; its NVML samples say when they ran.
+TEST_F(InterposerTest, TheComputeLimiterHoldsThirtyPercentWithoutSpinning) {
+  std::map<std::string, std::string> env = Share(0);
+  env["TESSERA_SHARE_COMPUTE_PERCENT"] = "30";
+  const std::vector<std::string> lines = Run("proc", {"init", "kernels", "10000", "5000"}, env);
+  ASSERT_EQ(lines.size(), 2u);
+  double busy = 0;
+  long cpu_ms = 0;
+  ASSERT_EQ(std::sscanf(lines[1].c_str(), "kernels 0 busy=%lf cpu_ms=%ld", &busy, &cpu_ms), 2)
+      << lines[1];
+  EXPECT_GE(busy, 27.0);
+  EXPECT_LE(busy, 33.0);
+  EXPECT_LT(cpu_ms, 1000);
+  // Unlimited, the same kernels keep the card busy nearly all the time.
+  const std::vector<std::string> free = Run("proc", {"init", "kernels", "1000", "5000"}, Share(0));
+  ASSERT_EQ(free.size(), 2u);
+  ASSERT_EQ(std::sscanf(free[1].c_str(), "kernels 0 busy=%lf", &busy), 1);
+  EXPECT_GT(busy, 85.0);
 }
 
 TEST_F(InterposerTest, ProgramsWithoutCudaRunAsBefore) {

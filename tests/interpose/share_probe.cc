@@ -21,10 +21,15 @@
 //          thread <step>            the next step on a new thread, which has no context
 //          pid                      getpid()
 //          nvml <library>           NVML's memory info of device 0 through <library>, in MiB
+//          kernels <ms> <us>        kernels of <us> back to back for <ms> (the fake driver's
+//                                   kernels last gridDimX microseconds); prints the share of
+//                                   the time they ran (busy=percent) and the CPU time used
 //          ready | wait | sleep <ms>  prints "ready" / reads a line of stdin / sleeps
 // Each step prints "<step> <CUresult>" and what it read. Exit status 0 unless a step was
 // malformed.
 #include <dlfcn.h>
+#include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -135,6 +140,7 @@ bool Load(const std::string& how, Api* api) {
   Set(&api->cuDestroyExternalMemory, get("cuDestroyExternalMemory"));
   Set(&api->cuMemGetInfo_v2, get("cuMemGetInfo"));
   Set(&api->cuDeviceTotalMem_v2, get("cuDeviceTotalMem"));
+  Set(&api->cuLaunchKernel, get("cuLaunchKernel"));
   return true;
 }
 
@@ -150,7 +156,7 @@ constexpr uint64_t kMiB = 1ULL << 20;
 size_t StepLength(const std::vector<std::string>& steps, size_t i) {
   if (i >= steps.size()) return 0;
   const std::string& op = steps[i];
-  if (op == "pitch" || op == "array") return 3;
+  if (op == "pitch" || op == "array" || op == "kernels") return 3;
   if (op == "array3d" || op == "mipmap") return 4;
   if (op == "init" || op == "info" || op == "total" || op == "ready" || op == "wait" ||
       op == "pid") {
@@ -289,6 +295,33 @@ class Probe {
         const CUresult r = api_.cuIpcOpenMemHandle_v2(&p, h, 1);
         Keep(r, Kind::kImport, p);
         Say(op, r);
+      } else if (op == "kernels") {
+        // Kernels back to back for <ms>, each <us> long on the fake driver (gridDimX).
+        const uint64_t ms = arg(), us = arg();
+        timespec start{}, now{};
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        rusage before{}, after{};
+        getrusage(RUSAGE_SELF, &before);
+        uint64_t launched_us = 0, elapsed_us = 0;
+        CUresult r = CUDA_SUCCESS;
+        while (r == CUDA_SUCCESS && elapsed_us < ms * 1000) {
+          r = api_.cuLaunchKernel(nullptr, static_cast<unsigned int>(us), 1, 1, 1, 1, 1, 0, nullptr,
+                                  nullptr, nullptr);
+          launched_us += us;
+          clock_gettime(CLOCK_MONOTONIC, &now);
+          elapsed_us = static_cast<uint64_t>((now.tv_sec - start.tv_sec) * 1'000'000LL +
+                                             (now.tv_nsec - start.tv_nsec) / 1000);
+        }
+        getrusage(RUSAGE_SELF, &after);
+        auto cpu_us = [](const rusage& u) {
+          return static_cast<uint64_t>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1'000'000 +
+                 static_cast<uint64_t>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+        };
+        char more[96];
+        std::snprintf(more, sizeof more, " busy=%.1f cpu_ms=%llu",
+                      100.0 * static_cast<double>(launched_us) / static_cast<double>(elapsed_us),
+                      static_cast<unsigned long long>((cpu_us(after) - cpu_us(before)) / 1000));
+        Say(op, r, more);
       } else if (op == "nvml") {
         if (i >= steps.size()) return false;
         Nvml(steps[i++]);
