@@ -401,9 +401,9 @@ using namespace tessera::interpose;  // NOLINT: the exported C entry points belo
 //
 // A launch on a device where the share has a compute percent passes the share's gate
 // (ShareRegion::ChargeLaunch), sleeping while the share is in debt: no busy waiting. One
-// process of the share (ShareRegion::TakeSampler) measures every 50 ms, through NVML's
-// per-process utilization samples, the GPU time the share's processes used, and corrects the
-// gate with it.
+// process of the share (ShareRegion::TakeSampler) looks every 50 ms for NVML's per-process
+// utilization samples of the share's processes, and corrects the gate with the GPU time they
+// say was used whenever one comes.
 
 namespace tessera::interpose {
 namespace {
@@ -478,20 +478,24 @@ bool OpenNvml(Sampler* s, const char** why) {
   return true;
 }
 
-// The GPU time (ns) the processes `pids` used on device `d` since the last call: each sample
-// of theirs counts its utilization over the time since their previous one.
-uint64_t Measure(Sampler* s, int d, const int32_t* pids, int n) {
-  if (s->handles[d] == nullptr) return 0;
+// The GPU time (ns) the processes `pids` used on device `d` since the last call that returned
+// true: each sample of theirs counts its utilization over its period. False when NVML has no
+// new sample of theirs (it samples every 200 ms or so on current GPUs): nothing is known yet.
+bool Measure(Sampler* s, int d, const int32_t* pids, int n, uint64_t* used) {
+  *used = 0;
+  if (s->handles[d] == nullptr) return false;
   ProcessSample samples[512];
   unsigned int count = 512;
-  if (s->get_samples(s->handles[d], samples, &count, s->last_seen[d]) != 0) return 0;
+  if (s->get_samples(s->handles[d], samples, &count, s->last_seen[d]) != 0) return false;
   uint64_t used_ns = 0;
+  bool seen = false;
   for (unsigned int i = 0; i < count && i < 512; ++i) {
     const ProcessSample& x = samples[i];
     if (x.timeStamp <= s->last_seen[d]) continue;
     bool ours = false;
     for (int k = 0; k < n && !ours; ++k) ours = static_cast<unsigned int>(pids[k]) == x.pid;
     if (!ours) continue;
+    seen = true;
     int at = -1, free_at = -1;
     for (int k = 0; k < kMaxSlots; ++k) {
       if (s->pids[d][k] == static_cast<int32_t>(x.pid) && s->pid_seen[d][k] != 0) at = k;
@@ -518,7 +522,8 @@ uint64_t Measure(Sampler* s, int d, const int32_t* pids, int n) {
   for (unsigned int i = 0; i < count && i < 512; ++i) {
     if (samples[i].timeStamp > s->last_seen[d]) s->last_seen[d] = samples[i].timeStamp;
   }
-  return used_ns;
+  *used = used_ns;
+  return seen;
 }
 
 void* SamplerMain(void*) {
@@ -536,7 +541,8 @@ void* SamplerMain(void*) {
     const int n = count->Pids(pids, kMaxSlots);
     for (int d = 0; d < kMaxDevices; ++d) {
       if (Percent(d) == 0) continue;
-      count->Correct(d, MonotonicNs(), Percent(d), Measure(&sampler, d, pids, n));
+      uint64_t used = 0;
+      if (Measure(&sampler, d, pids, n, &used)) count->Correct(d, MonotonicNs(), Percent(d), used);
     }
   }
   return nullptr;

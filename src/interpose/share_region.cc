@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -14,7 +15,7 @@ namespace tessera::interpose {
 namespace {
 
 constexpr uint64_t kMagic = 0x5453524547494f4eULL;  // "TSREGION"
-constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersion = 3;
 
 // Where each slot's liveness lock lies: one byte per slot past byte 0 (the region's lock).
 // Record locks are advisory, so these bytes may overlap the data.
@@ -38,11 +39,13 @@ struct RegionExport {
 
 // The compute gate of one device (ShareRegion::ChargeLaunch).
 struct RegionCompute {
-  int64_t allowance_ns;  // GPU time the share may still start work for; negative: in debt
-  uint64_t stamp_ns;     // when the allowance last accrued (CLOCK_MONOTONIC)
-  int64_t charged_ns;    // estimated cost charged since the sampler's last correction
-  uint64_t launches;     // launches since then
-  int64_t cost_ns;       // the estimated GPU time of one launch
+  int64_t allowance_ns;      // GPU time the share may still start work for; negative: in debt
+  uint64_t stamp_ns;         // when the allowance last accrued (CLOCK_MONOTONIC)
+  int64_t charged_ns;        // estimated cost charged since the sampler's last correction
+  uint64_t launches;         // launches since then
+  int64_t cost_ns;           // the estimated GPU time of one launch
+  uint64_t measured_sum_ns;  // measured use, decayed (the estimate's numerator)
+  double launch_sum;         // launches, decayed alike (its denominator)
 };
 
 struct RegionLayout {
@@ -253,17 +256,19 @@ bool ShareRegion::IsExport(const void* handle) {
 
 namespace {
 
-// The allowance a share may bank while idle: 100 ms of its percentage.
-int64_t BurstNs(uint32_t percent) { return static_cast<int64_t>(percent) * 1'000'000; }
+// The allowance a share may bank while idle: 500 ms of its percentage (NVML measures every
+// 200 ms or so, and estimates stand until then).
+int64_t BurstNs(uint32_t percent) { return static_cast<int64_t>(percent) * 5'000'000; }
 
-// Adds what `percent` of the time since the last accrual buys, up to the burst.
+// Adds what `percent` of the time since the last accrual buys, up to the burst. Estimates
+// charged and not yet corrected will come back: they do not count against the burst.
 void Accrue(RegionCompute& c, uint64_t now_ns, uint32_t percent) {
   if (c.stamp_ns == 0 || now_ns < c.stamp_ns) c.stamp_ns = now_ns;
   const uint64_t elapsed = now_ns - c.stamp_ns;
   c.stamp_ns = now_ns;
   const int64_t gained = static_cast<int64_t>(elapsed / 100 * percent);
-  c.allowance_ns =
-      c.allowance_ns > BurstNs(percent) - gained ? BurstNs(percent) : c.allowance_ns + gained;
+  const int64_t most = BurstNs(percent) - c.charged_ns;
+  if (c.allowance_ns < most) c.allowance_ns = std::min(most, c.allowance_ns + gained);
 }
 
 }  // namespace
@@ -292,9 +297,12 @@ void ShareRegion::Correct(int device, uint64_t now_ns, uint32_t percent, uint64_
   Accrue(c, now_ns, percent);
   // What was charged by estimate is replaced by what was measured.
   c.allowance_ns += c.charged_ns - static_cast<int64_t>(measured_ns);
-  if (c.launches > 0 && measured_ns > 0) {
-    const int64_t per_launch = static_cast<int64_t>(measured_ns / c.launches);
-    c.cost_ns = c.cost_ns == 0 ? per_launch : (c.cost_ns + per_launch) / 2;
+  // A launch's cost: measured time over launches, both summed with a decay of 5% a correction
+  // (about a second at one every 50 ms), since measurements lag the launches they measure.
+  c.measured_sum_ns = c.measured_sum_ns / 20 * 19 + measured_ns;
+  c.launch_sum = c.launch_sum * 0.95 + static_cast<double>(c.launches);
+  if (c.launch_sum >= 1) {
+    c.cost_ns = static_cast<int64_t>(static_cast<double>(c.measured_sum_ns) / c.launch_sum);
   }
   c.charged_ns = 0;
   c.launches = 0;

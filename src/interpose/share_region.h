@@ -54,13 +54,14 @@ class ShareRegion {
 
   // The compute gate (a share's percentage of a device), fed by its measured use: each launch
   // is charged an estimated cost against an allowance that `percent` of the time accrues (at
-  // most 100 ms worth banked while idle); the measuring process corrects the estimate with what
+  // most 500 ms worth banked while idle); the measuring process corrects the estimate with what
   // the share was measured to use. ChargeLaunch charges a launch on `device` at `now_ns`
   // (CLOCK_MONOTONIC) and returns true while the allowance is not negative; otherwise it charges
   // nothing and sets *wait_ns to the time until it will be.
   bool ChargeLaunch(int device, uint64_t now_ns, uint32_t percent, uint64_t* wait_ns);
   // Replaces the estimates charged on `device` since the last correction by `measured_ns`, the
   // GPU time the share was measured to use meanwhile, and learns the cost of a launch from it.
+  // Estimates stand until a measurement comes: they count against the burst meanwhile.
   void Correct(int device, uint64_t now_ns, uint32_t percent, uint64_t measured_ns);
   // Whether this process measures the share's use: it takes the role when no live process has
   // it.

@@ -2,10 +2,11 @@
 # The share interposer on a real GPU: share_probe reaches the real driver (libcuda.so.1) as
 # programs do, under a 4 GiB share, and prints what each call returned. Run from the repository
 # root on a machine with an NVIDIA GPU, after a build:
-#   bash tests/interpose/device_check.sh [build dir]
+#   bash tests/interpose/device_check.sh [build dir] [memory|compute]  (default: both)
 # It changes no GPU setting. Results are recorded in docs/ISOLATION.md.
 set -u
 build=${1:-build}
+part=${2:-all}
 probe=$build/tests/share_probe
 lib=$(readlink -f "$build/libtessera-share.so")
 dir=$(mktemp -d)
@@ -19,6 +20,40 @@ share() {  # share <region> <probe args...>: a process of a 4 GiB share counted 
   env LD_PRELOAD="$lib" TESSERA_SHARE_MEMORY_MIB=4096 TESSERA_SHARE_REGION="$dir/$region" \
     TESSERA_GPU_UUIDS="$uuid" CUDA_VISIBLE_DEVICES="$uuid" "$probe" "$@"
 }
+compute_check() {
+  if ! python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2> /dev/null; then
+    echo "== no CUDA-enabled PyTorch here: no compute check"
+    return
+  fi
+  cat > "$dir/matmul.py" << 'PY'
+import resource, sys, time, torch
+a = torch.randn(8192, 8192, device="cuda")
+b = torch.randn(8192, 8192, device="cuda")
+for _ in range(3):
+    c = a @ b
+torch.cuda.synchronize()
+n, start = 0, time.time()
+while time.time() - start < float(sys.argv[1]):
+    for _ in range(5):
+        c = a @ b
+    torch.cuda.synchronize()
+    n += 5
+wall = time.time() - start
+u = resource.getrusage(resource.RUSAGE_SELF)
+print(f"matmuls/s {n / wall:.1f} over {wall:.1f} s, CPU {u.ru_utime + u.ru_stime:.1f} s in all")
+PY
+  echo "== PyTorch 8192x8192 matmuls, back to back"
+  echo "-- the whole card: $(CUDA_VISIBLE_DEVICES="$uuid" python3 "$dir/matmul.py" 10)"
+  for percent in 30 70; do
+    echo "-- a ${percent}% share: $(env LD_PRELOAD="$lib" TESSERA_SHARE_COMPUTE_PERCENT=$percent \
+      TESSERA_SHARE_REGION="$dir/compute$percent" TESSERA_GPU_UUIDS="$uuid" \
+      CUDA_VISIBLE_DEVICES="$uuid" python3 "$dir/matmul.py" 10)"
+  done
+}
+if [ "$part" = compute ]; then
+  compute_check
+  exit 0
+fi
 echo "== without the interposer"
 CUDA_VISIBLE_DEVICES="$uuid" "$probe" proc init info total nvml libnvidia-ml.so.1
 for how in proc proc11 dlsym; do
@@ -75,3 +110,5 @@ PY
 else
   echo "== no CUDA-enabled PyTorch here"
 fi
+[ "$part" = all ] && compute_check
+exit 0

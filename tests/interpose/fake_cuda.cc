@@ -4,8 +4,8 @@
 // fail with CUDA_ERROR_OUT_OF_MEMORY past the card. Contexts are per thread, as the driver's are:
 // a thread with none gets CUDA_ERROR_INVALID_CONTEXT from calls that need one. A kernel is a
 // sleep of gridDimX microseconds, and the library answers NVML's per-process utilization for it
-// (installed as libnvidia-ml.so.1 too): samples every 20 ms of the time this process's kernels
-// ran, as the driver's sampling gives them. IPC handles carry the exporter's address and size, so
+// (installed as libnvidia-ml.so.1 too): the share of each 200 ms this process's kernels ran, as
+// NVML samples it on an H100. IPC handles carry the exporter's address and size, so
 // another process can open them. cuGetProcAddress maps the plain names to the versioned entry
 // points (and to the _ptsz ones for the per-thread default stream), as the driver does.
 #include <time.h>
@@ -125,8 +125,9 @@ uint64_t WallUs() {
   return static_cast<uint64_t>(t.tv_sec) * 1'000'000ULL + static_cast<uint64_t>(t.tv_nsec) / 1000;
 }
 
-// The time kernels ran, in 20 ms buckets of wall time (the last 128).
-constexpr uint64_t kBucketUs = 20'000;
+// The time kernels ran, in 200 ms buckets of wall time (the last 128): NVML's sampling period
+// on an H100.
+constexpr uint64_t kBucketUs = 200'000;
 constexpr int kBuckets = 128;
 struct Busy {
   std::mutex mu;
@@ -492,15 +493,15 @@ int nvmlDeviceGetHandleByUUID(const char*, void** device) {
   *device = reinterpret_cast<void*>(1);
   return 0;
 }
-// One sample per completed 20 ms bucket after `last_seen` in which this process's kernels ran:
-// its end, and the share of the bucket they ran (percent).
+// As NVML on an H100: one sample of this process, its latest completed 200 ms period after
+// `last_seen` in which its kernels ran (its end, and the share of it they ran, in percent).
 int nvmlDeviceGetProcessUtilization(void*, FakeProcessSample* samples, unsigned int* count,
                                     unsigned long long last_seen) {
   Busy& b = TheBusy();
   std::lock_guard<std::mutex> lock(b.mu);
   const uint64_t now = WallUs() / kBucketUs;
   unsigned int n = 0;
-  for (uint64_t index = now > kBuckets ? now - kBuckets + 1 : 0; index < now; ++index) {
+  for (uint64_t index = now - 1; index + kBuckets > now && n == 0; --index) {
     const int at = static_cast<int>(index % kBuckets);
     const uint64_t end = (index + 1) * kBucketUs;
     if (b.bucket[at] != index || b.busy_us[at] == 0 || end <= last_seen) continue;
