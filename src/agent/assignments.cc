@@ -17,6 +17,7 @@
 #include <set>
 
 #include "agent/container_runtime.h"
+#include "agent/mps.h"
 #include "api/json_read.h"
 #include "api/kinds.h"
 
@@ -264,7 +265,7 @@ std::map<std::string, std::string> RendezvousEnv(const Assignment& a, const std:
 
 Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std::string& node,
                             const std::string& root, const std::string& container_runtime,
-                            const std::string& share_interposer) {
+                            const ShareIsolation& isolation) {
   ProcessSpec spec;
   spec.key = a.key;
   spec.workdir = root + "/work/" + a.key;
@@ -322,19 +323,31 @@ Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std
     mounts.push_back(source + ":" + Str(v, "mountPath") +
                      (v.value("readOnly", false) ? ":ro" : ""));
   }
-  // A fractional share's processes are held to it by the interposer, preloaded, counting in a
-  // region of the pod's (interpose/share_region.h). A container gets both mounted.
-  if (env.contains("TESSERA_SHARE_MEMORY_MIB") && !share_interposer.empty()) {
+  // A fractional share: through its card's MPS server, or the interposer, preloaded, counting
+  // in a region of the pod's (interpose/share_region.h).
+  std::vector<std::string> share_gpus;
+  for (const json& d : a.devices) {
+    if (Str(d, "kind") == "share") share_gpus.push_back(Str(d, "uuid"));
+  }
+  const bool contained = !image.empty();
+  const auto mps = share_gpus.size() == 1 ? isolation.mps.find(share_gpus[0]) : isolation.mps.end();
+  if (mps != isolation.mps.end()) {
+    for (const auto& [k, v] : MpsClientEnv(mps->second)) env[k] = v;
+    env["TESSERA_SHARE_ISOLATION"] = "mps";
+    if (contained) mounts.push_back(mps->second + ":" + mps->second);
+  } else if (!share_gpus.empty() && !isolation.interposer.empty()) {
     const std::string dir = std::filesystem::absolute(spec.workdir + "/.tessera-share").string();
     spec.open_dirs.push_back(dir);
-    const bool contained = !image.empty();
-    const std::string lib = contained ? kInterposerInContainer : share_interposer;
+    const std::string lib = contained ? kInterposerInContainer : isolation.interposer;
     if (contained) {
       mounts.push_back(dir + ":" + kShareDirInContainer);
-      mounts.push_back(share_interposer + ":" + kInterposerInContainer + ":ro");
+      mounts.push_back(isolation.interposer + ":" + kInterposerInContainer + ":ro");
     }
     env["TESSERA_SHARE_REGION"] = (contained ? kShareDirInContainer : dir) + "/region";
     env["LD_PRELOAD"] = env["LD_PRELOAD"].empty() ? lib : lib + ":" + env["LD_PRELOAD"];
+    env["TESSERA_SHARE_ISOLATION"] = "interposer";
+  } else if (!share_gpus.empty()) {
+    env["TESSERA_SHARE_ISOLATION"] = "none";
   }
   // Kubernetes' $(VAR) references in env values, command and args, against the pod's
   // environment (a task's env is a map: every other variable, not only those listed before).
@@ -352,6 +365,8 @@ Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std
     }
     spec.container = name;
     spec.argv = {container_runtime, "run", "--rm", "--name", name};
+    // MPS clients reach their server through the host's IPC namespace.
+    if (env["TESSERA_SHARE_ISOLATION"] == "mps") spec.argv.push_back("--ipc=host");
     // The pod's CPU and memory, as the runtime's own limits.
     if (a.cpu_milli > 0) {
       char cpus[48];

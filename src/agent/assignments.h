@@ -87,14 +87,23 @@ std::map<std::string, std::string> RendezvousEnv(const Assignment& a, const std:
 // Kubernetes does. FailedPrecondition when the task cannot run here (an image with no runtime
 // configured, no command).
 //
-// With `share_interposer` (the path of libtessera-share.so) and a fractional share among the
-// pod's devices, the task runs with the interposer preloaded (LD_PRELOAD, before any of the
-// task's own) and TESSERA_SHARE_REGION naming <workdir>/.tessera-share/region; a container gets
-// the library mounted read-only at kInterposerInContainer and that directory at
-// kShareDirInContainer.
+// A pod with a fractional share is held to it as `isolation` says (TESSERA_SHARE_ISOLATION tells
+// the task which): through the MPS server of its card when `isolation.mps` has one for it (the
+// server's directories in CUDA_MPS_PIPE_DIRECTORY and CUDA_MPS_LOG_DIRECTORY, mounted at the same
+// paths in a container, which shares the host's IPC namespace), else with the interposer
+// preloaded (LD_PRELOAD, before any of the task's own) and TESSERA_SHARE_REGION naming
+// <workdir>/.tessera-share/region; a container gets the library mounted read-only at
+// kInterposerInContainer and that directory at kShareDirInContainer.
+struct ShareIsolation {
+  std::string interposer;  // libtessera-share.so; empty: none
+  // GPU UUID -> the directory of its MPS server (agent/mps.h), for cards whose shares go
+  // through MPS. Used for a pod with one share; a pod with shares of several cards takes the
+  // interposer.
+  std::map<std::string, std::string> mps;
+};
 Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std::string& node,
                             const std::string& root, const std::string& container_runtime,
-                            const std::string& share_interposer = "");
+                            const ShareIsolation& isolation = {});
 
 inline constexpr const char* kInterposerInContainer = "/usr/lib/tessera/libtessera-share.so";
 inline constexpr const char* kShareDirInContainer = "/run/tessera-share";

@@ -29,6 +29,8 @@ struct GpuInfo {
   bool mig_enabled = false;
   std::vector<MigDeviceInfo> mig_devices;  // existing instances, when MIG is on
   bool ecc_enabled = false;
+  // nvmlComputeMode_t (NVML_COMPUTEMODE_*); -1: unknown (simulated GPUs, or NVML cannot say).
+  int compute_mode = -1;
   // Indices of GPUs reachable over active NVLink links.
   std::vector<uint32_t> nvlink_peers;
 };

@@ -198,6 +198,10 @@ Result<NodeGpus> Nvml::Discover() {
     if (api.nvmlDeviceGetEccMode && api.nvmlDeviceGetEccMode(d, &ecc, &ecc_pending) == 0) {
       g.ecc_enabled = ecc == NVML_FEATURE_ENABLED;
     }
+    int mode = 0;
+    if (api.nvmlDeviceGetComputeMode && api.nvmlDeviceGetComputeMode(d, &mode) == 0) {
+      g.compute_mode = mode;
+    }
     out.gpus.push_back(std::move(g));
   }
   // NVLink peers: active links whose remote end is another GPU of this node.

@@ -80,6 +80,14 @@ enum : unsigned int {
   NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX = 139,
 };
 
+// nvmlComputeMode_t.
+enum : int {
+  NVML_COMPUTEMODE_DEFAULT = 0,
+  NVML_COMPUTEMODE_EXCLUSIVE_THREAD = 1,
+  NVML_COMPUTEMODE_PROHIBITED = 2,
+  NVML_COMPUTEMODE_EXCLUSIVE_PROCESS = 3,
+};
+
 enum : int {
   NVML_TEMPERATURE_GPU = 0,
   NVML_CLOCK_SM = 1,
@@ -120,7 +128,8 @@ enum : int {
   X(nvmlEventSetCreate, (nvmlEventSet_t*))                                                      \
   X(nvmlDeviceRegisterEvents, (nvmlDevice_t, unsigned long long, nvmlEventSet_t))               \
   X(nvmlEventSetWait_v2, (nvmlEventSet_t, nvmlEventData_t*, unsigned int))                      \
-  X(nvmlEventSetFree, (nvmlEventSet_t))
+  X(nvmlEventSetFree, (nvmlEventSet_t))                                                         \
+  X(nvmlDeviceGetComputeMode, (nvmlDevice_t, int*))
 
 // Each returns nvmlReturn_t. And:
 typedef const char* (*nvmlErrorString_fn)(nvmlReturn_t);  // nvmlErrorString

@@ -35,7 +35,11 @@ int64_t Version(const json& obj) {
 }  // namespace
 
 Worker::Worker(ApiClient& api, const NodeGpus& gpus, WorkerOptions options)
-    : api_(api), gpus_(gpus), options_(std::move(options)), runner_(options_.root + "/run") {
+    : api_(api),
+      gpus_(gpus),
+      options_(std::move(options)),
+      runner_(options_.root + "/run"),
+      mps_(options_.mps_control, options_.root) {
   runner_.Adopt();
 }
 
@@ -70,11 +74,35 @@ void Worker::AdoptPod(PodState& p) {
   if (!options_.cgroup_root.empty()) p.cgroup_dir = CgroupDir(options_.cgroup_root, key);
   // As it was started, for commands run in it.
   auto spec = SpecFor(p.assignment, gpus_, options_.node, options_.root, options_.container_runtime,
-                      options_.share_interposer);
+                      IsolationFor(p.assignment));
   if (spec.ok()) {
     if (!p.cgroup_dir.empty()) spec->cgroup_procs = p.cgroup_dir + "/cgroup.procs";
     exec_targets_.Set(key, *std::move(spec));
   }
+}
+
+ShareIsolation Worker::IsolationFor(const Assignment& a) {
+  ShareIsolation isolation;
+  isolation.interposer = options_.share_interposer;
+  for (const json& d : a.devices) {
+    if (d.value("kind", "") != "share" || d.value("mps", false) != true) continue;
+    const std::string uuid = d.value("uuid", "");
+    const GpuInfo* gpu = nullptr;
+    for (const GpuInfo& g : gpus_.gpus) {
+      if (g.uuid == uuid) gpu = &g;
+    }
+    if (gpu == nullptr) continue;
+    auto dir = mps_.Ensure(*gpu);
+    if (dir.ok()) {
+      isolation.mps[uuid] = *dir;
+      mps_told_.erase(uuid);
+    } else if (mps_told_.insert(uuid).second && options_.notice) {
+      options_.notice("MPS asked for GPU " + uuid + " (GpuSharingConfig shared.mps) but " +
+                      dir.status().message() + "; its shares are held by the " +
+                      (options_.share_interposer.empty() ? "nothing" : "share interposer"));
+    }
+  }
+  return isolation;
 }
 
 void Worker::StartPod(PodState& p) { StartPods({&p}); }
@@ -113,7 +141,7 @@ void Worker::StartPods(const std::vector<PodState*>& pods) {
 
 std::optional<Result<ProcessSpec>> Worker::PreparePod(PodState& p) {
   auto spec = SpecFor(p.assignment, gpus_, options_.node, options_.root, options_.container_runtime,
-                      options_.share_interposer);
+                      IsolationFor(p.assignment));
   if (!spec.ok()) return Result<ProcessSpec>(spec.status());
   if (p.assignment.mpi_launcher()) {
     // The launcher's rsh agent runs commands in the workers with a token for this Job only.
@@ -388,6 +416,18 @@ Status Worker::Tick(int64_t now_ms) {
   }
   const std::vector<std::string> running = runner_.Keys();
   exec_targets_.Retain(std::set<std::string>(running.begin(), running.end()));
+  // An MPS server runs while a pod that uses it does.
+  std::set<std::string> mps_in_use;
+  for (const std::string& key : running) {
+    auto it = pods_.find(key);
+    if (it == pods_.end()) continue;
+    for (const json& d : it->second.assignment.devices) {
+      if (d.value("kind", "") == "share" && d.value("mps", false) == true) {
+        mps_in_use.insert(d.value("uuid", ""));
+      }
+    }
+  }
+  mps_.StopUnused(mps_in_use);
   for (auto it = pods_.begin(); it != pods_.end();) {
     PodState& p = it->second;
     if (Status s = ShipLogs(p); !s.ok() && result.ok()) result = s;

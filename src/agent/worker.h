@@ -16,6 +16,7 @@
 #include "agent/assignments.h"
 #include "agent/exec_targets.h"
 #include "agent/gpu_info.h"
+#include "agent/mps.h"
 #include "agent/runner.h"
 #include "core/status.h"
 
@@ -47,6 +48,11 @@ struct WorkerOptions {
   // libtessera-share.so, preloaded into the tasks of fractional shares (SpecFor); empty: shares
   // are not enforced on the node.
   std::string share_interposer;
+  // nvidia-cuda-mps-control, for cards whose shares go through MPS (mps.h); empty: MPS is off
+  // and those shares take the interposer too.
+  std::string mps_control;
+  // Where the worker says what an operator should know (an MPS server that cannot run).
+  std::function<void(const std::string&)> notice;
   int64_t stop_grace_ms = 10'000;
   std::string cgroup_root;  // cgroup v2 mount for per-pod limits; empty: no limits
   // How an MPI launcher's rsh agent reaches the server (its token is made per launcher).
@@ -109,6 +115,9 @@ class Worker {
   Status ShipLogs(PodState& p);
   // The Jobs bound here (a JSON array): from the source when it knows them, else listed.
   Result<nlohmann::json> BoundJobs();
+  // How `a`'s fractional share is held: its card's MPS server when the binding asks for one and
+  // it runs (started here), else the interposer; why MPS could not be used is told once per card.
+  ShareIsolation IsolationFor(const Assignment& a);
 
   ApiClient& api_;
   const NodeGpus& gpus_;
@@ -116,6 +125,8 @@ class Worker {
   Runner runner_;
   std::map<std::string, PodState> pods_;
   ExecTargets exec_targets_;
+  MpsServers mps_;
+  std::set<std::string> mps_told_;  // cards whose MPS trouble was told
   std::function<std::optional<nlohmann::json>()> bindings_;
   // API path -> the Job as last read or written, the base of the next report.
   std::map<std::string, nlohmann::json> known_jobs_;

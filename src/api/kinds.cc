@@ -839,7 +839,9 @@ Result<GpuSharingConfigSpec> DecodeGpuSharingConfig(const json& obj) {
   }
   if (const json* sh = spec.Get("shared")) {
     ++modes;
-    TESSERA_RETURN_IF_ERROR(Fields(*sh, spec.At("shared")).Finish());
+    Fields f(*sh, spec.At("shared"), false);
+    TESSERA_RETURN_IF_ERROR(f.Bool("mps", &c.sharing.mps));
+    TESSERA_RETURN_IF_ERROR(f.Finish());
     c.sharing.mode = core::SharingMode::kShared;
   }
   if (const json* mig = spec.Get("mig")) {

@@ -42,6 +42,8 @@ Status Device(const json& d, const std::string& path) {
   TESSERA_RETURN_IF_ERROR(f.Int("migInstance", &n, 0, 255));
   TESSERA_RETURN_IF_ERROR(f.String("migProfile", &s));
   TESSERA_RETURN_IF_ERROR(f.Int("replicas", &n, 0, 65535));
+  bool mps = false;
+  TESSERA_RETURN_IF_ERROR(f.Bool("mps", &mps));
   return f.Finish();
 }
 

@@ -189,6 +189,11 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentOptions& o) {
                   "(libtessera-share.so preloaded into their tasks; docs/ISOLATION.md) or none")
       ->check(CLI::IsMember({"interposer", "none"}))
       ->capture_default_str();
+  cmd->add_option("--mps-control", o.mps_control,
+                  "The MPS control command, run per card whose GpuSharingConfig says shared.mps "
+                  "(needs the card in Exclusive_Process mode; the agent never changes it); none: "
+                  "such shares take the interposer")
+      ->capture_default_str();
   cmd->add_option("--cgroup-root", o.cgroup_root,
                   "cgroup v2 mount for per-pod CPU and memory limits (empty: none)")
       ->capture_default_str();
@@ -433,6 +438,8 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
       wo.launcher_access.ca_file = std::filesystem::absolute(ep->ca_file, ec).string();
     }
   }
+  if (o.mps_control != "none") wo.mps_control = o.mps_control;
+  wo.notice = [&out](const std::string& line) { out << line << std::endl; };
   if (o.share_isolation == "interposer") {
     wo.share_interposer = agent::ShareInterposerLibrary();
     if (wo.share_interposer.empty()) {

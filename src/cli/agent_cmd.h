@@ -43,6 +43,9 @@ struct AgentOptions {
   // How fractional shares are held to their memory: "interposer" (libtessera-share.so beside
   // the executable, preloaded into their tasks) or "none".
   std::string share_isolation = "interposer";
+  // nvidia-cuda-mps-control, run per card for shares through MPS (GpuSharingConfig shared.mps);
+  // "none": MPS off.
+  std::string mps_control = "nvidia-cuda-mps-control";
   int stop_grace_seconds = 10;
   // Seconds without an accepted heartbeat after which the node's pods are stopped (fence.h).
   int fence_seconds = 20;

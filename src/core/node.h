@@ -37,6 +37,9 @@ struct GpuSharing {
   uint16_t replicas = 0;
   // kMig: the instances configured on the card; legal per CheckMigLayout.
   std::vector<MigInstance> mig;
+  // kShared: the node runs the card's shares through an MPS server (hardware limits per
+  // client) rather than the share interposer; placement is the same.
+  bool mps = false;
 };
 
 // Fields the placement hot path reads come first, so a node's cards are read in few cache lines.

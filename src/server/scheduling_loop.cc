@@ -89,6 +89,8 @@ json DevicesJson(const core::ClusterState& s, const core::Placement& p) {
         j["migProfile"] = std::string(geo->profiles[g.sharing.mig[d.mig_instance].profile].name);
     }
     if (d.kind == core::DeviceKind::kReplica) j["replicas"] = d.replicas;
+    // The node runs this card's shares through MPS (GpuSharingConfig shared.mps).
+    if (d.kind == core::DeviceKind::kShare && g.sharing.mps) j["mps"] = true;
     devices.push_back(std::move(j));
   }
   return devices;

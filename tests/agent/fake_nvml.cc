@@ -6,7 +6,7 @@
 //
 // {"driver": "550.54.15", "nvml": "12.550.54.15",
 //  "devices": [{"uuid": "GPU-1", "name": "NVIDIA H100 80GB HBM3", "memoryMiB": 81559,
-//               "busId": "00000000:18:00.0", "mig": false, "ecc": true,
+//               "busId": "00000000:18:00.0", "mig": false, "ecc": true, "computeMode": 3,
 //               "migDevices": [{"uuid": "MIG-1", "memoryMiB": 9728, "gi": 1, "ci": 0}],
 //               "nvlink": ["00000000:2A:00.0"], "util": 37, "memUtil": 5, "usedMiB": 1024,
 //               "temp": 41, "powerMw": 120000, "smClock": 1980, "eccCorrected": 0,
@@ -153,6 +153,10 @@ nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t d, unsigned int* id) {
 }
 nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t d, unsigned int* id) {
   *id = State(d)->spec.value("ci", 0u);
+  return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t d, int* mode) {
+  *mode = State(d)->spec.value("computeMode", 0);
   return NVML_SUCCESS;
 }
 nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t d, int* current, int* pending) {

@@ -11,6 +11,7 @@
 #include "agent/cdi.h"
 #include "agent/container_runtime.h"
 #include "agent/fake_gpus.h"
+#include "agent/mps.h"
 #include "agent/node_object.h"
 
 namespace tessera::agent {
@@ -255,7 +256,7 @@ TEST(SpecFor, ASharesTaskRunsWithTheInterposer) {
   a.devices = nlohmann::json::parse(R"([{"kind":"share","uuid":"GPU-7","milli":500,
                                           "memoryMiB":4096}])");
   const std::string lib = "/opt/tessera/libtessera-share.so";
-  auto spec = SpecFor(a, gpus, "n1", "/var/lib/t", "", lib);
+  auto spec = SpecFor(a, gpus, "n1", "/var/lib/t", "", {lib});
   ASSERT_TRUE(spec.ok()) << spec.status().message();
   const std::string dir = "/var/lib/t/work/team-a/train/main-0/.tessera-share";
   EXPECT_EQ(spec->env.at("LD_PRELOAD"), lib + ":libjemalloc.so.2");
@@ -265,7 +266,7 @@ TEST(SpecFor, ASharesTaskRunsWithTheInterposer) {
 
   a.task["image"] = "pytorch:2";
   a.task["env"].erase("LD_PRELOAD");
-  auto contained = SpecFor(a, gpus, "n1", "/var/lib/t", "podman", lib);
+  auto contained = SpecFor(a, gpus, "n1", "/var/lib/t", "podman", {lib});
   ASSERT_TRUE(contained.ok());
   const std::vector<std::string>& argv = contained->argv;
   auto has = [&](const std::string& flag, const std::string& value) {
@@ -280,15 +281,110 @@ TEST(SpecFor, ASharesTaskRunsWithTheInterposer) {
   EXPECT_TRUE(has("-e", std::string("TESSERA_SHARE_REGION=") + kShareDirInContainer + "/region"));
 
   a.task.erase("image");
-  auto without = SpecFor(a, gpus, "n1", "/var/lib/t", "", "");
+  auto without = SpecFor(a, gpus, "n1", "/var/lib/t", "", {});
   ASSERT_TRUE(without.ok());
   EXPECT_FALSE(without->env.contains("LD_PRELOAD"));
   EXPECT_TRUE(without->open_dirs.empty());
   a.devices = nlohmann::json::parse(R"([{"kind":"whole","uuid":"GPU-7"}])");
-  auto whole = SpecFor(a, gpus, "n1", "/var/lib/t", "", lib);
+  auto whole = SpecFor(a, gpus, "n1", "/var/lib/t", "", {lib});
   ASSERT_TRUE(whole.ok());
   EXPECT_FALSE(whole->env.contains("LD_PRELOAD"));
   EXPECT_FALSE(whole->env.contains("TESSERA_SHARE_REGION"));
+}
+
+// A share on a card whose MPS server runs: the server's directories, no interposer; in a
+// container, the directory mounted and the host's IPC namespace.
+TEST(SpecFor, AShareThroughMpsGetsItsCardsServer) {
+  NodeGpus gpus;
+  Assignment a = TrainPod("team-a", R"({"name":"main","command":["python"]})");
+  a.devices = nlohmann::json::parse(R"([{"kind":"share","uuid":"GPU-7","milli":300,
+                                          "memoryMiB":4096,"mps":true}])");
+  ShareIsolation isolation{"/opt/libtessera-share.so", {{"GPU-7", "/var/lib/t/mps/GPU-7"}}};
+  auto spec = SpecFor(a, gpus, "n1", "/var/lib/t", "", isolation);
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec->env.at("CUDA_MPS_PIPE_DIRECTORY"), "/var/lib/t/mps/GPU-7/pipe");
+  EXPECT_EQ(spec->env.at("CUDA_MPS_LOG_DIRECTORY"), "/var/lib/t/mps/GPU-7/log");
+  EXPECT_EQ(spec->env.at("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), "0=4096M");
+  EXPECT_EQ(spec->env.at("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "30");
+  EXPECT_EQ(spec->env.at("TESSERA_SHARE_ISOLATION"), "mps");
+  EXPECT_FALSE(spec->env.contains("LD_PRELOAD"));
+  a.task["image"] = "pytorch:2";
+  auto contained = SpecFor(a, gpus, "n1", "/var/lib/t", "podman", isolation);
+  ASSERT_TRUE(contained.ok());
+  const std::vector<std::string>& argv = contained->argv;
+  EXPECT_NE(std::find(argv.begin(), argv.end(), "--ipc=host"), argv.end());
+  EXPECT_NE(std::find(argv.begin(), argv.end(), "/var/lib/t/mps/GPU-7:/var/lib/t/mps/GPU-7"),
+            argv.end());
+  // Another card's server is not this share's: the interposer holds it.
+  a.task.erase("image");
+  isolation.mps = {{"GPU-8", "/var/lib/t/mps/GPU-8"}};
+  auto other = SpecFor(a, gpus, "n1", "/var/lib/t", "", isolation);
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(other->env.at("TESSERA_SHARE_ISOLATION"), "interposer");
+  EXPECT_FALSE(other->env.contains("CUDA_MPS_PIPE_DIRECTORY"));
+}
+
+// The MPS control daemon per card, with a stand-in for nvidia-cuda-mps-control that records
+// how it was run.
+TEST(MpsServers, StartedPerCardInExclusiveProcessModeOnlyAndStoppedWhenUnused) {
+  char tmpl[] = "/tmp/tessera-mps-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl, control = dir + "/mps-control", calls = dir + "/calls";
+  std::ofstream(control)
+      << "#!/bin/sh\n"
+         "input=$(cat)\n"
+         "echo \"args=$* gpu=$CUDA_VISIBLE_DEVICES pipe=$CUDA_MPS_PIPE_DIRECTORY "
+         "log=$CUDA_MPS_LOG_DIRECTORY input=$input\" >> "
+      << calls << "\n"
+      << "[ ! -e " << dir << "/fail ]\n";
+  std::filesystem::permissions(control, std::filesystem::perms::owner_all);
+  auto lines = [&] {
+    std::vector<std::string> out;
+    std::ifstream in(calls);
+    for (std::string l; std::getline(in, l);) out.push_back(l);
+    return out;
+  };
+  GpuInfo exclusive;
+  exclusive.uuid = "GPU-1";
+  exclusive.compute_mode = 3;  // NVML_COMPUTEMODE_EXCLUSIVE_PROCESS
+  GpuInfo shared_mode = exclusive;
+  shared_mode.uuid = "GPU-2";
+  shared_mode.index = 1;
+  shared_mode.compute_mode = 0;
+  {
+    MpsServers servers(control, dir + "/root");
+    auto refused = servers.Ensure(shared_mode);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.status().message().find("compute mode Default, not Exclusive_Process"),
+              std::string::npos)
+        << refused.status().message();
+    EXPECT_TRUE(lines().empty());  // not started, and the mode left alone
+    auto started = servers.Ensure(exclusive);
+    ASSERT_TRUE(started.ok()) << started.status().message();
+    EXPECT_EQ(*started, dir + "/root/mps/GPU-1");
+    EXPECT_TRUE(std::filesystem::is_directory(*started + "/pipe"));
+    EXPECT_TRUE(std::filesystem::is_directory(*started + "/log"));
+    ASSERT_TRUE(servers.Ensure(exclusive).ok());  // running: not started twice
+    servers.StopUnused({"GPU-1"});
+    ASSERT_EQ(lines().size(), 1u);
+    EXPECT_EQ(lines()[0],
+              "args=-d gpu=GPU-1 pipe=" + *started + "/pipe log=" + *started + "/log input=");
+    servers.StopUnused({});
+    ASSERT_EQ(lines().size(), 2u);
+    EXPECT_EQ(lines()[1],
+              "args= gpu=GPU-1 pipe=" + *started + "/pipe log=" + *started + "/log input=quit");
+    ASSERT_TRUE(servers.Ensure(exclusive).ok());  // started again; stopped at the end
+  }
+  EXPECT_EQ(lines().size(), 4u);
+  // A daemon that does not start, and MPS off.
+  std::ofstream(dir + "/fail") << "";
+  MpsServers failing(control, dir + "/root");
+  auto failed = failing.Ensure(exclusive);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("did not start"), std::string::npos);
+  EXPECT_NE(failed.status().message().find("exit 1"), std::string::npos);
+  EXPECT_FALSE(MpsServers("", dir).Ensure(exclusive).ok());
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ContainerRuntime, NamedFoundOnPathOrNone) {

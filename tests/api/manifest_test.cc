@@ -506,6 +506,26 @@ TEST(Manifest, ResourceQuotaCapsTeamAAtSixteenGpus) {
   EXPECT_FALSE(nq->hard[1].has_value());
 }
 
+// A card's shares through MPS: `shared: {mps: true}`; a misspelt field is refused, named.
+TEST(Manifest, SharedCardsMayGoThroughMps) {
+  auto config = [](const std::string& shared) {
+    return json::parse(R"({"apiVersion": "tessera.io/v1", "kind": "GpuSharingConfig",
+                           "metadata": {"name": "mps"}, "spec": {"shared": )" +
+                       shared + "}}");
+  };
+  auto mps = DecodeGpuSharingConfig(config(R"({"mps": true})"));
+  ASSERT_TRUE(mps.ok()) << mps.status().message();
+  EXPECT_EQ(mps->sharing.mode, core::SharingMode::kShared);
+  EXPECT_TRUE(mps->sharing.mps);
+  auto plain = DecodeGpuSharingConfig(config("{}"));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->sharing.mps);
+  auto typo = DecodeGpuSharingConfig(config(R"({"mpss": true})"));
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.status().message().find("spec.shared.mpss"), std::string::npos)
+      << typo.status().message();
+}
+
 TEST(Manifest, MigSlicePod) {
   auto objs = Translate("08-mig-pod.yaml");
   ASSERT_EQ(objs.size(), 1u);

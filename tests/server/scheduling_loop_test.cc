@@ -55,7 +55,7 @@ status:
 apiVersion: tessera.io/v1
 kind: GpuSharingConfig
 metadata: {name: b7-shared}
-spec: {nodeSelector: {role: mixed}, gpus: ["7"], shared: {}}
+spec: {nodeSelector: {role: mixed}, gpus: ["7"], shared: {mps: true}}
 ---
 apiVersion: tessera.io/v1
 kind: GpuSharingConfig
@@ -148,6 +148,7 @@ spec:
   EXPECT_EQ(cgpu["devices"][0]["kind"], "share");
   EXPECT_EQ(cgpu["devices"][0]["uuid"], "GPU-b7");
   EXPECT_EQ(cgpu["devices"][0]["memoryMiB"], 4096);
+  EXPECT_EQ(cgpu["devices"][0]["mps"], true);  // the card's shares go through MPS
   json slice = Job("slice")["status"]["pods"][0];
   EXPECT_EQ(slice["devices"][0]["uuid"], "GPU-b6");
   EXPECT_EQ(slice["devices"][0]["migProfile"], "1g.10gb");
