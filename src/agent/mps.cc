@@ -17,9 +17,7 @@ extern char** environ;
 
 namespace tessera::agent {
 
-namespace {
-
-std::string ModeName(int mode) {
+std::string ComputeModeName(int mode) {
   switch (mode) {
     case NVML_COMPUTEMODE_DEFAULT:
       return "Default";
@@ -32,8 +30,6 @@ std::string ModeName(int mode) {
   }
   return "unknown";
 }
-
-}  // namespace
 
 std::map<std::string, std::string> MpsClientEnv(const std::string& dir) {
   return {{"CUDA_MPS_PIPE_DIRECTORY", dir + "/pipe"}, {"CUDA_MPS_LOG_DIRECTORY", dir + "/log"}};
@@ -94,7 +90,7 @@ Result<std::string> MpsServers::Ensure(const GpuInfo& gpu) {
   if (control_.empty()) return FailedPrecondition("MPS is off on this node (--mps-control)");
   if (gpu.compute_mode != NVML_COMPUTEMODE_EXCLUSIVE_PROCESS) {
     return FailedPrecondition(
-        "GPU " + gpu.uuid + " is in compute mode " + ModeName(gpu.compute_mode) +
+        "GPU " + gpu.uuid + " is in compute mode " + ComputeModeName(gpu.compute_mode) +
         ", not Exclusive_Process, which MPS needs to hold its clients (the agent does not "
         "change GPU modes; nvidia-smi -i " +
         std::to_string(gpu.index) + " -c EXCLUSIVE_PROCESS)");

@@ -49,6 +49,9 @@ class MpsServers {
   std::set<std::string> running_;  // GPU UUIDs
 };
 
+// nvmlComputeMode_t as nvidia-smi names it ("Default", "Exclusive_Process", ...; "unknown").
+std::string ComputeModeName(int mode);
+
 // The environment of an MPS client of the server in `dir`.
 std::map<std::string, std::string> MpsClientEnv(const std::string& dir);
 

@@ -97,9 +97,9 @@ ShareIsolation Worker::IsolationFor(const Assignment& a) {
       isolation.mps[uuid] = *dir;
       mps_told_.erase(uuid);
     } else if (mps_told_.insert(uuid).second && options_.notice) {
-      options_.notice("MPS asked for GPU " + uuid + " (GpuSharingConfig shared.mps) but " +
-                      dir.status().message() + "; its shares are held by the " +
-                      (options_.share_interposer.empty() ? "nothing" : "share interposer"));
+      options_.notice("MPS asked for (GpuSharingConfig shared.mps), but " + dir.status().message() +
+                      "; its shares are held by " +
+                      (options_.share_interposer.empty() ? "nothing" : "the share interposer"));
     }
   }
   return isolation;

@@ -27,6 +27,7 @@
 #include "agent/fake_gpus.h"
 #include "agent/fence.h"
 #include "agent/health.h"
+#include "agent/mps.h"
 #include "agent/node_object.h"
 #include "agent/nvml.h"
 #include "agent/telemetry.h"
@@ -87,6 +88,7 @@ json InventoryJson(const agent::NodeGpus& gpus) {
                     {"migEnabled", g.mig_enabled},
                     {"migDevices", migs},
                     {"eccEnabled", g.ecc_enabled},
+                    {"computeMode", agent::ComputeModeName(g.compute_mode)},
                     {"nvlinkPeers", g.nvlink_peers}});
   }
   return {{"source", gpus.source},

@@ -23,7 +23,7 @@ constexpr char kDevices[] = R"({
   "devices": [
     {"uuid": "GPU-aaaa", "name": "NVIDIA H100 80GB HBM3", "memoryMiB": 81559,
      "busId": "00000000:18:00.0", "mig": false, "ecc": true, "nvlink": ["00000000:2A:00.0"],
-     "util": 37, "memUtil": 5, "usedMiB": 1024, "temp": 41, "powerMw": 120000,
+     "computeMode": 3, "util": 37, "memUtil": 5, "usedMiB": 1024, "temp": 41, "powerMw": 120000,
      "smClock": 1980, "eccCorrected": 3, "eccUncorrected": 0, "nvlinkTxKiB": 7000,
      "nvlinkRxKiB": 500, "processes": [{"pid": 4242, "usedMiB": 1000}]},
     {"uuid": "GPU-bbbb", "name": "NVIDIA H100 80GB HBM3", "memoryMiB": 81559,
@@ -65,8 +65,10 @@ TEST_F(NvmlTest, DiscoversThroughTheRealDlopenPath) {
   EXPECT_TRUE(a.mig_capable);
   EXPECT_FALSE(a.mig_enabled);
   EXPECT_TRUE(a.ecc_enabled);
+  EXPECT_EQ(ComputeModeName(a.compute_mode), "Exclusive_Process");
   EXPECT_EQ(a.nvlink_peers, std::vector<uint32_t>{1});
   const GpuInfo& b = found->gpus[1];
+  EXPECT_EQ(ComputeModeName(b.compute_mode), "Default");
   EXPECT_TRUE(b.mig_enabled);
   ASSERT_EQ(b.mig_devices.size(), 2u);
   EXPECT_EQ(b.mig_devices[1].uuid, "MIG-2222");

@@ -2,7 +2,9 @@
 # The share interposer on a real GPU: share_probe reaches the real driver (libcuda.so.1) as
 # programs do, under a 4 GiB share, and prints what each call returned. Run from the repository
 # root on a machine with an NVIDIA GPU, after a build:
-#   bash tests/interpose/device_check.sh [build dir] [memory|compute]  (default: both)
+#   bash tests/interpose/device_check.sh [build dir] [memory|compute|dev]  (default: all)
+# dev: `tessera dev` on the machine's GPUs runs a Job granted 4096 MiB of card 0, whose
+# GpuSharingConfig asks for MPS.
 # It changes no GPU setting. Results are recorded in docs/ISOLATION.md.
 set -u
 build=${1:-build}
@@ -50,10 +52,52 @@ PY
       CUDA_VISIBLE_DEVICES="$uuid" python3 "$dir/matmul.py" 10)"
   done
 }
-if [ "$part" = compute ]; then
-  compute_check
-  exit 0
-fi
+dev_check() {
+  local tessera probe_abs work
+  tessera=$(readlink -f "$build/tessera")
+  probe_abs=$(readlink -f "$probe")
+  work=$dir/dev
+  mkdir -p "$work/home"
+  (
+    cd "$work" || exit 1
+    export HOME=$work/home
+    "$tessera" dev --listen 127.0.0.1:0 --container-runtime none > dev.out 2>&1 &
+    dev=$!
+    for _ in $(seq 200); do grep -q "listening on" dev.out && break; sleep 0.1; done
+    for _ in $(seq 100); do "$tessera" get nodes 2> /dev/null | grep -q "^dev" && break; sleep 0.1; done
+    cat > share.yaml << YAML
+apiVersion: tessera.io/v1
+kind: GpuSharingConfig
+metadata: {name: dev-mps}
+spec: {nodeSelector: {tessera.io/dev: "true"}, gpus: ["0"], shared: {mps: true}}
+---
+apiVersion: tessera.io/v1
+kind: Job
+metadata: {name: shared}
+spec:
+  tasks:
+  - name: main
+    command: ["sh", "-c", "echo isolation=\$TESSERA_SHARE_ISOLATION; exec $probe_abs proc init info alloc 3072 alloc 2048 info"]
+    resources: {limits: {nvidia.com/gpumem: 4096}}
+YAML
+    "$tessera" apply -f share.yaml
+    for _ in $(seq 300); do
+      "$tessera" get job shared -o json | grep -q '"phase": "Succeeded"' && break
+      sleep 0.1
+    done
+    echo "== tessera dev on this machine's GPUs: what it said"
+    grep -E "GPU|shares|MPS" dev.out
+    echo "== the Job's devices and output"
+    "$tessera" get job shared -o json | grep -E '"(kind|uuid|memoryMiB|mps|phase)"'
+    "$tessera" logs shared
+    kill "$dev"
+    wait "$dev" 2> /dev/null
+  )
+}
+case "$part" in
+  compute) compute_check; exit 0 ;;
+  dev) dev_check; exit 0 ;;
+esac
 echo "== without the interposer"
 CUDA_VISIBLE_DEVICES="$uuid" "$probe" proc init info total nvml libnvidia-ml.so.1
 for how in proc proc11 dlsym; do
@@ -110,5 +154,8 @@ PY
 else
   echo "== no CUDA-enabled PyTorch here"
 fi
-[ "$part" = all ] && compute_check
+if [ "$part" = all ]; then
+  compute_check
+  dev_check
+fi
 exit 0
