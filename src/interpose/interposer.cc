@@ -26,6 +26,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 #include "interpose/cuda_abi.h"
 #include "interpose/share_region.h"
@@ -331,6 +332,16 @@ void Release(int device, uint64_t bytes) {
   if (Count() != nullptr) Count()->Release(device, bytes);
 }
 
+// What identifies an allocation: its address or handle, as a number.
+template <typename T>
+uint64_t IdOf(T id) {
+  if constexpr (std::is_pointer_v<T>) {
+    return reinterpret_cast<uint64_t>(id);
+  } else {
+    return static_cast<uint64_t>(id);
+  }
+}
+
 // Runs `call` with `bytes` reserved on `device` first: CUDA_ERROR_OUT_OF_MEMORY without calling
 // when they would pass the share; the reservation is given back when the call fails, and kept
 // under `kind`/`id()` when it succeeds.
@@ -628,14 +639,18 @@ TESSERA_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, siz
   return r;
 }
 
-TESSERA_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
-  const Cuda* c = Real();
-  TESSERA_NO_DRIVER(c);
-  if (c->cuMemFree_v2 == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
-  const CUresult r = c->cuMemFree_v2(dptr);
-  if (r == CUDA_SUCCESS && Enforced()) Forget(Kind::kPointer, dptr);
-  return r;
-}
+// A free: the driver's call, then what it freed given back to the count.
+#define TESSERA_FREEING(name, type, kind)                        \
+  TESSERA_EXPORT CUresult name(type id) {                        \
+    const Cuda* c = Real();                                      \
+    TESSERA_NO_DRIVER(c);                                        \
+    if (c->name == nullptr) return CUDA_ERROR_NOT_SUPPORTED;     \
+    const CUresult r = c->name(id);                              \
+    if (r == CUDA_SUCCESS && Enforced()) Forget(kind, IdOf(id)); \
+    return r;                                                    \
+  }
+
+TESSERA_FREEING(cuMemFree_v2, CUdeviceptr, Kind::kPointer)
 
 namespace {
 
@@ -713,14 +728,7 @@ TESSERA_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t
       [&] { return static_cast<uint64_t>(*handle); });
 }
 
-TESSERA_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
-  const Cuda* c = Real();
-  TESSERA_NO_DRIVER(c);
-  if (c->cuMemRelease == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
-  const CUresult r = c->cuMemRelease(handle);
-  if (r == CUDA_SUCCESS && Enforced()) Forget(Kind::kPhysical, handle);
-  return r;
-}
+TESSERA_FREEING(cuMemRelease, CUmemGenericAllocationHandle, Kind::kPhysical)
 
 TESSERA_EXPORT CUresult cuArrayCreate_v2(CUarray* array, const CUDA_ARRAY_DESCRIPTOR* desc) {
   const Cuda* c = Real();
@@ -746,14 +754,7 @@ TESSERA_EXPORT CUresult cuArray3DCreate_v2(CUarray* array, const CUDA_ARRAY3D_DE
       [&] { return reinterpret_cast<uint64_t>(*array); });
 }
 
-TESSERA_EXPORT CUresult cuArrayDestroy(CUarray array) {
-  const Cuda* c = Real();
-  TESSERA_NO_DRIVER(c);
-  if (c->cuArrayDestroy == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
-  const CUresult r = c->cuArrayDestroy(array);
-  if (r == CUDA_SUCCESS && Enforced()) Forget(Kind::kArray, reinterpret_cast<uint64_t>(array));
-  return r;
-}
+TESSERA_FREEING(cuArrayDestroy, CUarray, Kind::kArray)
 
 TESSERA_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray* array,
                                                const CUDA_ARRAY3D_DESCRIPTOR* desc,
@@ -768,16 +769,7 @@ TESSERA_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray* array,
       [&] { return reinterpret_cast<uint64_t>(*array); });
 }
 
-TESSERA_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray array) {
-  const Cuda* c = Real();
-  TESSERA_NO_DRIVER(c);
-  if (c->cuMipmappedArrayDestroy == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
-  const CUresult r = c->cuMipmappedArrayDestroy(array);
-  if (r == CUDA_SUCCESS && Enforced()) {
-    Forget(Kind::kMipmapped, reinterpret_cast<uint64_t>(array));
-  }
-  return r;
-}
+TESSERA_FREEING(cuMipmappedArrayDestroy, CUmipmappedArray, Kind::kMipmapped)
 
 TESSERA_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle* handle, CUdeviceptr dptr) {
   const Cuda* c = Real();
@@ -828,14 +820,7 @@ TESSERA_EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr* dptr, CUipcMemHandle 
   return OpenIpc([](const Cuda* c) { return c->cuIpcOpenMemHandle_v2; }, dptr, handle, flags);
 }
 
-TESSERA_EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr dptr) {
-  const Cuda* c = Real();
-  TESSERA_NO_DRIVER(c);
-  if (c->cuIpcCloseMemHandle == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
-  const CUresult r = c->cuIpcCloseMemHandle(dptr);
-  if (r == CUDA_SUCCESS && Enforced()) Forget(Kind::kPointer, dptr);
-  return r;
-}
+TESSERA_FREEING(cuIpcCloseMemHandle, CUdeviceptr, Kind::kPointer)
 
 TESSERA_EXPORT CUresult cuImportExternalMemory(CUexternalMemory* mem,
                                                const CUDA_EXTERNAL_MEMORY_HANDLE_DESC* desc) {
@@ -849,14 +834,7 @@ TESSERA_EXPORT CUresult cuImportExternalMemory(CUexternalMemory* mem,
       [&] { return reinterpret_cast<uint64_t>(*mem); });
 }
 
-TESSERA_EXPORT CUresult cuDestroyExternalMemory(CUexternalMemory mem) {
-  const Cuda* c = Real();
-  TESSERA_NO_DRIVER(c);
-  if (c->cuDestroyExternalMemory == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
-  const CUresult r = c->cuDestroyExternalMemory(mem);
-  if (r == CUDA_SUCCESS && Enforced()) Forget(Kind::kExternal, reinterpret_cast<uint64_t>(mem));
-  return r;
-}
+TESSERA_FREEING(cuDestroyExternalMemory, CUexternalMemory, Kind::kExternal)
 
 TESSERA_EXPORT CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
   const Cuda* c = Real();
