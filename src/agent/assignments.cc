@@ -150,6 +150,10 @@ std::map<std::string, std::string> DeviceEnv(const json& devices, const NodeGpus
   return env;
 }
 
+std::string ShareRegionPath(const std::string& root, const std::string& key) {
+  return std::filesystem::absolute(root + "/work/" + key + "/.tessera-share/region").string();
+}
+
 std::string PodLogPath(const std::string& root, const std::string& key) {
   return root + "/logs/" + key + ".log";
 }
@@ -336,7 +340,8 @@ Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std
     env["TESSERA_SHARE_ISOLATION"] = "mps";
     if (contained) mounts.push_back(mps->second + ":" + mps->second);
   } else if (!share_gpus.empty() && !isolation.interposer.empty()) {
-    const std::string dir = std::filesystem::absolute(spec.workdir + "/.tessera-share").string();
+    const std::string region = ShareRegionPath(root, a.key);
+    const std::string dir = region.substr(0, region.rfind('/'));
     spec.open_dirs.push_back(dir);
     const std::string lib = contained ? kInterposerInContainer : isolation.interposer;
     if (contained) {

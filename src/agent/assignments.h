@@ -105,6 +105,9 @@ Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std
                             const std::string& root, const std::string& container_runtime,
                             const ShareIsolation& isolation = {});
 
+// The share region of pod `key` on the node (its processes' memory and compute count).
+std::string ShareRegionPath(const std::string& root, const std::string& key);
+
 inline constexpr const char* kInterposerInContainer = "/usr/lib/tessera/libtessera-share.so";
 inline constexpr const char* kShareDirInContainer = "/run/tessera-share";
 

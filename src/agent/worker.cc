@@ -6,6 +6,7 @@
 #include <set>
 
 #include "agent/cgroups.h"
+#include "agent/share_pids.h"
 #include "api/job_array.h"
 #include "api/json_read.h"
 #include "api/time.h"
@@ -428,6 +429,19 @@ Status Worker::Tick(int64_t now_ms) {
     }
   }
   mps_.StopUnused(mps_in_use);
+  // Once a second: the host pids of the shares' processes, for their compute samplers.
+  if (now_ms >= next_share_pids_ms_) {
+    next_share_pids_ms_ = now_ms + 1000;
+    for (const std::string& key : running) {
+      auto it = pods_.find(key);
+      if (it == pods_.end()) continue;
+      for (const json& d : it->second.assignment.devices) {
+        if (d.value("kind", "") != "share") continue;
+        MapSharePids(ShareRegionPath(options_.root, key));  // none yet: the next second
+        break;
+      }
+    }
+  }
   for (auto it = pods_.begin(); it != pods_.end();) {
     PodState& p = it->second;
     if (Status s = ShipLogs(p); !s.ok() && result.ok()) result = s;

@@ -127,6 +127,7 @@ class Worker {
   ExecTargets exec_targets_;
   MpsServers mps_;
   std::set<std::string> mps_told_;  // cards whose MPS trouble was told
+  int64_t next_share_pids_ms_ = 0;  // when the shares' host pids are next looked for
   std::function<std::optional<nlohmann::json>()> bindings_;
   // API path -> the Job as last read or written, the base of the next report.
   std::map<std::string, nlohmann::json> known_jobs_;

@@ -15,7 +15,7 @@ namespace tessera::interpose {
 namespace {
 
 constexpr uint64_t kMagic = 0x5453524547494f4eULL;  // "TSREGION"
-constexpr uint32_t kVersion = 3;
+constexpr uint32_t kVersion = 4;
 
 // Where each slot's liveness lock lies: one byte per slot past byte 0 (the region's lock).
 // Record locks are advisory, so these bytes may overlap the data.
@@ -27,7 +27,10 @@ enum : uint32_t { kFree = 0, kTaken = 1 };
 
 struct RegionSlot {
   uint32_t state;
-  int32_t pid;  // as the process sees itself (the compute sampler's key); liveness is the lock
+  int32_t pid;       // as the process sees itself; liveness is the lock
+  uint64_t pid_ns;   // the inode of its pid namespace (/proc/self/ns/pid)
+  int32_t host_pid;  // its pid on the host, as the agent found it (MapHostPids); 0: not known
+  int32_t reserved;
   uint64_t used[kMaxDevices];
 };
 
@@ -182,6 +185,9 @@ int ShareRegion::OwnSlot() {
     if (!LockByte(fd_, kSlotLockBase + i, false)) continue;
     for (uint64_t& u : s.used) Store(u, 0);
     s.pid = static_cast<int32_t>(::getpid());
+    struct stat ns {};
+    s.pid_ns = ::stat("/proc/self/ns/pid", &ns) == 0 ? ns.st_ino : 0;
+    s.host_pid = 0;
     s.state = kTaken;
     slot_ = i;
     return i;
@@ -324,10 +330,32 @@ int ShareRegion::Pids(int32_t* out, int max) {
   ReapDead();
   int n = 0;
   for (const RegionSlot& s : layout_->slots) {
-    if (s.state == kTaken && n < max) out[n++] = s.pid;
+    if (s.state == kTaken && n < max) out[n++] = s.host_pid != 0 ? s.host_pid : s.pid;
   }
   Unlock();
   return n;
+}
+
+int ShareRegion::MapHostPids(int32_t (*host_pid_of)(uint64_t pid_ns, int32_t pid, void* context),
+                             void* context) {
+  Lock();
+  ReapDead();
+  int unknown = 0;
+  for (RegionSlot& s : layout_->slots) {
+    if (s.state != kTaken || s.host_pid != 0) continue;
+    s.host_pid = host_pid_of(s.pid_ns, s.pid, context);
+    unknown += s.host_pid == 0;
+  }
+  Unlock();
+  return unknown;
+}
+
+void ShareRegion::Close() {
+  if (layout_ != nullptr) ::munmap(layout_, sizeof(RegionLayout));
+  if (fd_ >= 0) ::close(fd_);
+  layout_ = nullptr;
+  fd_ = -1;
+  slot_ = -1;
 }
 
 void ShareRegion::AfterForkInChild() {

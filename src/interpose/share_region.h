@@ -66,8 +66,18 @@ class ShareRegion {
   // Whether this process measures the share's use: it takes the role when no live process has
   // it.
   bool TakeSampler();
-  // The pids of the share's live processes, each as it sees itself; how many were written.
+  // The pids of the share's live processes, on the host where the agent found them, else as
+  // each sees itself; how many were written.
   int Pids(int32_t* out, int max);
+  // For the agent, on the host: fills in the host pid of each live process of the share that
+  // has none yet, as `host_pid_of(its pid namespace's inode, its pid there, context)` gives it
+  // (0: not found). Processes in a container see pids of their own namespace, and NVML's samples
+  // carry host pids. How many stay unknown.
+  int MapHostPids(int32_t (*host_pid_of)(uint64_t pid_ns, int32_t pid, void* context),
+                  void* context);
+  // Unmaps the region and closes its file (the agent's use: a process of the share keeps its
+  // region while it lives).
+  void Close();
 
   // In a child after fork: the parent's slot is not the child's (record locks are not
   // inherited); the child takes a slot of its own when it first counts.

@@ -6,7 +6,8 @@ WORK=$(mktemp -d /tmp/tessera-cli-XXXXXX)
 SERVER_PID=
 cleanup() {
   if [ -n "$SERVER_PID" ]; then kill -9 "$SERVER_PID" 2>/dev/null || true; fi
-  rm -rf "$WORK"
+  # An agent's fence keeper (a session of its own) may still be leaving its state directory.
+  for _ in 1 2 3 4 5 6 7 8 9 10; do rm -rf "$WORK" 2>/dev/null && break; sleep 0.2; done
 }
 trap cleanup EXIT
 

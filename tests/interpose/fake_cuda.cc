@@ -14,6 +14,7 @@
 #include <algorithm>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -477,6 +478,22 @@ CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version, cuuint
   return r;
 }
 
+// This process's pid on the host, as NVML reports it: the first of /proc/self/status's NSpid
+// (a process in a pid namespace of its own sees another pid).
+unsigned int HostPid() {
+  FILE* f = std::fopen("/proc/self/status", "r");
+  unsigned int pid = static_cast<unsigned int>(getpid());
+  char line[256];
+  while (f != nullptr && std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::strncmp(line, "NSpid:", 6) == 0) {
+      pid = static_cast<unsigned int>(std::strtoul(line + 6, nullptr, 10));
+      break;
+    }
+  }
+  if (f != nullptr) std::fclose(f);
+  return pid;
+}
+
 // NVML, as far as the share interposer's compute sampler reads it.
 typedef struct {
   unsigned int pid;
@@ -507,7 +524,7 @@ int nvmlDeviceGetProcessUtilization(void*, FakeProcessSample* samples, unsigned 
     if (b.bucket[at] != index || b.busy_us[at] == 0 || end <= last_seen) continue;
     if (samples != nullptr && n < *count) {
       samples[n] = FakeProcessSample{
-          static_cast<unsigned int>(getpid()),
+          HostPid(),
           end,
           static_cast<unsigned int>((b.busy_us[at] * 100 + kBucketUs / 2) / kBucketUs),
           0,

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -13,9 +14,12 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "agent/share_pids.h"
 
 namespace {
 
@@ -318,6 +322,40 @@ TEST_F(InterposerTest, TheComputeLimiterHoldsThirtyPercentWithoutSpinning) {
   ASSERT_EQ(free.size(), 2u);
   ASSERT_EQ(std::sscanf(free[1].c_str(), "kernels 0 busy=%lf", &busy), 1);
   EXPECT_GT(busy, 85.0);
+}
+
+// A process in a pid namespace of its own (as in a container) sees a pid that NVML's samples do
+// not carry: nothing holds it until the agent maps it to its host pid (MapSharePids), after which
+// the share is held as on the host.
+TEST_F(InterposerTest, TheComputeLimiterHoldsAProcessInAPidNamespaceOfItsOwn) {
+  if (std::system("unshare --pid --fork true > /dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "unshare --pid is not allowed here";
+  }
+  std::map<std::string, std::string> env = Share(0, "ns");
+  env["TESSERA_SHARE_COMPUTE_PERCENT"] = "30";
+  auto run = [&](const char* ms) {
+    Probe p({"/usr/bin/unshare", "--pid", "--fork", TESSERA_SHARE_PROBE, "proc", "init", "kernels",
+             ms, "5000"},
+            env);
+    const std::vector<std::string> lines = p.Lines();
+    EXPECT_EQ(p.Wait(), 0);
+    double busy = -1;
+    if (lines.size() == 2) std::sscanf(lines[1].c_str(), "kernels 0 busy=%lf", &busy);
+    return busy;
+  };
+  EXPECT_GT(run("2000"), 85.0);
+  std::atomic<bool> stop{false};
+  std::thread agent([&] {
+    while (!stop) {
+      tessera::agent::MapSharePids((dir_ / "ns").string());
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  const double busy = run("10000");
+  stop = true;
+  agent.join();
+  EXPECT_GE(busy, 27.0);
+  EXPECT_LE(busy, 33.0);
 }
 
 TEST_F(InterposerTest, ProgramsWithoutCudaRunAsBefore) {
