@@ -314,7 +314,10 @@ class FragPack final : public ScorePlugin, public PreFilterPlugin {
  public:
   static constexpr int64_t kTolerancePerMille = 30;
   static constexpr double kStrandedWeight = 0.25;
-  static constexpr double kContention = 300;
+  // Large enough that crowding out a scarce model outweighs the fragmentation differences
+  // between candidates: at 300 it did not on gpuspec20 (94.02 at 100%, FGD 94.63); from 1000 to
+  // 10000 the results barely move (docs/BENCHMARKS.md, "Model contention").
+  static constexpr double kContention = 1000;
   // Packing: the node's free share of its GPU capacity (0 to 1), then its whole free cards.
   static constexpr double kPerWholeCard = 1.0 / 320;
   static constexpr double kPackRange = 1.0 + kMaxGpusPerNode * kPerWholeCard;
