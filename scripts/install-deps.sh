@@ -7,7 +7,7 @@ PACKAGES=(
   g++ cmake ninja-build make pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev
-  libboost-dev libsqlite3-dev libyaml-cpp-dev libyaml-dev libssl-dev prometheus-cpp-dev
+  libboost-dev libglpk-dev libsqlite3-dev libyaml-cpp-dev libyaml-dev libssl-dev prometheus-cpp-dev
   prometheus openssl python3-kubernetes
   # distributed training in the tests: a gloo all_reduce and mpirun across two agents
   python3-torch openmpi-bin

@@ -1,11 +1,13 @@
 #include "cli/sim_cmd.h"
 
 #include <charconv>
+#include <optional>
 #include <fstream>
 #include <thread>
 
 #include "core/scheduler.h"
 #include "sim/arrival.h"
+#include "sim/bound.h"
 #include "sim/replay.h"
 #include "sim/report.h"
 #include "sim/trace.h"
@@ -120,7 +122,8 @@ CLI::App* AddSimCommand(CLI::App& app, SimOptions& o) {
       ->check(CLI::Range(0.001, 1e6))
       ->capture_default_str();
   c->add_option("--trace", o.trace,
-                "Bundled Alibaba trace: default, gpushare40, multigpu20, gpuspec10, cpu050")
+                "Bundled Alibaba trace: default, gpushare40, multigpu20, gpuspec10, gpuspec20, cpu050, "
+                "cpu250")
       ->capture_default_str();
   c->add_option("--nodes", o.nodes, "Node list CSV (default: the bundled GPU node list)");
   c->add_option("--pods", o.pods, "Pod list CSV (overrides --trace)");
@@ -137,6 +140,10 @@ CLI::App* AddSimCommand(CLI::App& app, SimOptions& o) {
       ->capture_default_str();
   c->add_option("--output", o.output, "table or json")
       ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  c->add_option("--bound", o.bound,
+                 "Arrival: also report an upper bound on the allocation any placement of the same "
+                 "arrivals reaches (a linear relaxation solved with GLPK)")
       ->capture_default_str();
   c->add_option("--plot", o.plot, "Write an SVG chart of allocation vs arrived demand");
   c->add_option("--jobs", o.jobs, "Parallel runs (0: one per core)")->check(CLI::Range(0, 1024));
@@ -184,10 +191,20 @@ int RunSim(const SimOptions& o, std::ostream& out, std::ostream& err) {
     return 1;
   }
   const std::vector<sim::ArrivalSummary> summary = sim::Summarize(*runs);
+  std::optional<sim::BoundSummary> bound;
+  if (o.bound) {
+    auto b = sim::SummarizeBounds(trace, *seeds, o.inflate, jobs);
+    if (!b.ok()) {
+      err << "tessera sim: " << b.status().message() << "\n";
+      return 1;
+    }
+    bound = std::move(*b);
+  }
+  const sim::BoundSummary* bp = bound ? &*bound : nullptr;
   if (o.output == "json") {
-    sim::WriteJson(out, trace.name, summary);
+    sim::WriteJson(out, trace.name, summary, bp);
   } else {
-    sim::WriteTable(out, trace.name, summary);
+    sim::WriteTable(out, trace.name, summary, bp);
   }
   return WritePlot(o.plot, err,
                    [&](std::ostream& svg) { sim::WriteSvg(svg, trace.name, summary); });

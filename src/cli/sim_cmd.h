@@ -21,6 +21,7 @@ struct SimOptions {
   std::string node_order = "shuffled";  // arrival: shuffled (per seed) | trace
   std::string output = "table";         // table | json
   std::string plot;                     // SVG file to write
+  bool bound = true;                    // arrival: report the upper bound (sim/bound.h)
   int jobs = 0;                         // threads; 0: one per core
 };
 

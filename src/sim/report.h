@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "sim/arrival.h"
+#include "sim/bound.h"
 #include "sim/replay.h"
 
 namespace tessera::sim {
@@ -23,13 +24,17 @@ struct PaperFigure {
 std::optional<PaperFigure> PaperAllocation(std::string_view trace, std::string_view policy);
 
 // Allocation and fragmentation at the listed demand points, failed pods, wall time; with the
-// paper's figure next to Tessera's where the paper has one.
-void WriteTable(std::ostream& out, std::string_view trace, std::span<const ArrivalSummary> s);
+// paper's figure next to Tessera's where the paper has one, and a last row with the bound when
+// one is given.
+void WriteTable(std::ostream& out, std::string_view trace, std::span<const ArrivalSummary> s,
+                const BoundSummary* bound = nullptr);
 
 // One JSON object per line and policy: {"policy", "trace", "seeds", "alloc_at", "frag_ratio_at",
 // "frag_gpus_at", "failed_pods", "wall_seconds"}; the *_at maps are keyed by arrived-demand
-// percent, every 10% and the last point.
-void WriteJson(std::ostream& out, std::string_view trace, std::span<const ArrivalSummary> s);
+// percent, every 10% and the last point. With a bound, each object also has "bound_at", keyed by
+// the bound's points.
+void WriteJson(std::ostream& out, std::string_view trace, std::span<const ArrivalSummary> s,
+               const BoundSummary* bound = nullptr);
 
 // A line chart: x = arrived GPU demand (% of capacity), y = GPU allocation (%), one line per
 // policy, with axes, ticks, labels and a legend.
