@@ -116,6 +116,13 @@ Result<NodeId> ClusterState::AddNode(NodeSpec spec) {
   max_node_gpu_milli_ = std::max(max_node_gpu_milli_, rec.gpu_capacity_milli);
   NodeUsage usage;
   usage.cls = rec.cls;
+  for (const GpuDevice& g : rec.gpus) {
+    const auto at = std::find_if(t.models.begin(), t.models.end(),
+                                 [&](const std::string& m) { return SameModel(m, g.model); });
+    const auto bit = static_cast<size_t>(at - t.models.begin());
+    if (at == t.models.end()) t.models.push_back(g.model);
+    usage.model_mask |= uint64_t{1} << std::min<size_t>(bit, 63);
+  }
   usage.gpus.resize(rec.gpus.size());
   usage.gpus.shrink_to_fit();
   for (size_t g = 0; g < rec.gpus.size(); ++g) {
@@ -129,6 +136,19 @@ Result<NodeId> ClusterState::AddNode(NodeSpec spec) {
   usage_.push_back(std::move(usage));
   RefreshFree(id);
   return id;
+}
+
+uint64_t ClusterState::AcceptedModelMask(std::span<const std::string> accepted) const {
+  if (accepted.empty()) return ~uint64_t{0};
+  uint64_t mask = uint64_t{1} << 63;  // models past the 63rd share a bit: never passed over
+  const std::vector<std::string>& models = topo_->models;
+  for (size_t i = 0; i < models.size() && i < 63; ++i) {
+    if (std::any_of(accepted.begin(), accepted.end(),
+                    [&](const std::string& a) { return SameModel(a, models[i]); })) {
+      mask |= uint64_t{1} << i;
+    }
+  }
+  return mask;
 }
 
 Result<NodeId> ClusterState::FindNode(std::string_view name) const {
@@ -152,7 +172,7 @@ NodeSpec ClusterState::ExportSpec(NodeId id) const {
 Status ClusterState::SetUnschedulable(NodeId id, bool unschedulable) {
   if (id.value() >= size()) return NotFound("no such node");
   MutableTopology().nodes[id.value()].unschedulable = unschedulable;
-  usage_[id.value()].version = NextVersion();
+  Touch(id);
   return Status::Ok();
 }
 
@@ -172,7 +192,7 @@ Status ClusterState::SetLabels(NodeId id, Labels labels) {
   const NodeClassId cls = InternClass(labels, taints(id));
   MutableTopology().nodes[id.value()].cls = cls;
   usage_[id.value()].cls = cls;
-  usage_[id.value()].version = NextVersion();
+  Touch(id);
   return Status::Ok();
 }
 
@@ -184,7 +204,7 @@ Status ClusterState::SetTaints(NodeId id, std::vector<Taint> taints) {
   const NodeClassId cls = InternClass(labels(id), taints);
   MutableTopology().nodes[id.value()].cls = cls;
   usage_[id.value()].cls = cls;
-  usage_[id.value()].version = NextVersion();
+  Touch(id);
   return Status::Ok();
 }
 
@@ -352,7 +372,14 @@ void ClusterState::RefreshFree(NodeId id) {
   u.gpu_free_milli = free;
   u.max_share_milli = max_share;
   u.unheld_cards = unheld;
-  u.version = NextVersion();
+  Touch(id);
+}
+
+void ClusterState::Touch(NodeId id) {
+  previous_usage_version_ = last_usage_version_;
+  last_usage_version_ = NextVersion();
+  usage_[id.value()].version = last_usage_version_;
+  last_changed_node_ = id;
 }
 
 Status ClusterState::Allocate(const Placement& p) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -42,6 +43,9 @@ struct NodeUsage {
   int32_t pods = 0;
   int64_t gpu_free_milli = 0;  // sum of ClusterState::GpuFreeMilli over the node's GPUs
   NodeClassId cls;             // copy of NodeRecord::cls, for the scan
+  // The models of the node's cards, as bits of ClusterState::models() (bit 63 for every model
+  // past the 63rd), for the scan to pass over nodes without a model a pod accepts.
+  uint64_t model_mask = 0;
   // For the scan to pass over nodes that cannot hold a request: the most compute (milli-GPUs)
   // free on one healthy shared card, and the healthy exclusive or shared cards nobody holds.
   int16_t max_share_milli = 0;
@@ -141,11 +145,24 @@ class ClusterState {
   // Largest node CPU and GPU capacity (normalizers for best-fit style scores).
   int64_t max_node_cpu_milli() const { return max_node_cpu_milli_; }
   int64_t max_node_gpu_milli() const { return max_node_gpu_milli_; }
+  // The GPU models of the cluster's cards, each once, in the order nodes brought them.
+  std::span<const std::string> models() const { return topo_->models; }
+  // The bits of NodeUsage::model_mask a pod accepting `accepted` models (empty: any) may use.
+  uint64_t AcceptedModelMask(std::span<const std::string> accepted) const;
   // Changes, uniquely across the process, whenever the node set, a node's record or label/taint
   // class, or one of the cluster-wide values above (other than the totals) changes.
   uint64_t shape_version() const { return shape_version_; }
+  // Every change to a node's usage record gives it a new version, unique across the process
+  // (NodeUsage::version). The latest such version in this state, the one before it, and the node
+  // of the latest: a reader that saw this state at previous_usage_version() knows that only
+  // last_changed_node() has changed since (0 and no node before any change).
+  uint64_t last_usage_version() const { return last_usage_version_; }
+  uint64_t previous_usage_version() const { return previous_usage_version_; }
+  NodeId last_changed_node() const { return last_changed_node_; }
 
  private:
+  // Gives node `id`'s usage record a new version and records it as the latest change.
+  void Touch(NodeId id);
   NodeClassId InternClass(const Labels& labels, const std::vector<Taint>& taints);
   Status CheckFits(const NodeRecord& node, const NodeUsage& usage, const Placement& p) const;
   void Apply(NodeId id, const Placement& p, int sign);
@@ -160,6 +177,7 @@ class ClusterState {
     std::vector<Labels> class_labels;
     std::vector<std::vector<Taint>> class_taints;
     std::map<std::string, NodeClassId> class_index;
+    std::vector<std::string> models;
   };
   Topology& MutableTopology();
 
@@ -171,6 +189,9 @@ class ClusterState {
   int64_t max_node_gpu_milli_ = 0;
   bool any_prefer_no_schedule_ = false;
   uint64_t shape_version_ = 0;
+  uint64_t last_usage_version_ = 0;
+  uint64_t previous_usage_version_ = 0;
+  NodeId last_changed_node_;
 };
 
 // Free GPU capacity, and how much of it is fragmented: free milli-GPUs on GPUs that are partly

@@ -19,7 +19,8 @@ constexpr std::string_view kOneReplicaOnly = "time-slicing allows one replica pe
 
 bool ModelAllowed(const PodSpec& pod, const std::string& model) {
   if (pod.gpu_models.empty()) return true;
-  return std::find(pod.gpu_models.begin(), pod.gpu_models.end(), model) != pod.gpu_models.end();
+  return std::any_of(pod.gpu_models.begin(), pod.gpu_models.end(),
+                     [&](const std::string& m) { return SameModel(m, model); });
 }
 
 // Why no GPU of the node is eligible at all (model mismatch or health), or empty.

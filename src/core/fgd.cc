@@ -14,7 +14,9 @@ namespace {
 
 bool ModelOk(const TaskType& t, const std::string* model) {
   if (t.models.empty()) return true;
-  return model != nullptr && std::find(t.models.begin(), t.models.end(), *model) != t.models.end();
+  return model != nullptr &&
+         std::any_of(t.models.begin(), t.models.end(),
+                     [&](const std::string& m) { return SameModel(m, *model); });
 }
 
 }  // namespace
@@ -89,10 +91,29 @@ uint64_t FragmentationMemo::Hash(const Key& k) {
 uint32_t FragmentationMemo::ModelId(const std::string* model) {
   if (!models_matter_ || model == nullptr) return 0;
   for (size_t i = 0; i < models_.size(); ++i) {
-    if (models_[i] == *model) return static_cast<uint32_t>(i + 1);
+    if (SameModel(models_[i], *model)) return static_cast<uint32_t>(i + 1);
   }
   models_.push_back(*model);
   return static_cast<uint32_t>(models_.size());
+}
+
+const std::array<uint32_t, kMaxGpusPerNode>& FragmentationMemo::CardModels(const ClusterState& s,
+                                                                           NodeId id) {
+  // Shape versions are unique across states, and states of one shape share their node records.
+  if (model_bits_shape_ != s.shape_version() || model_bits_.size() != s.size()) {
+    model_bits_shape_ = s.shape_version();
+    model_bits_.assign(s.size(), {});
+    model_bits_known_.assign(s.size(), 0);
+  }
+  std::array<uint32_t, kMaxGpusPerNode>& bits = model_bits_[id.value()];
+  if (!model_bits_known_[id.value()]) {
+    const NodeRecord& node = s.node(id);
+    for (size_t g = 0; g < node.gpus.size(); ++g) {
+      bits[g] = models_matter_ ? ModelId(&node.gpus[g].model) << 13 : 0;
+    }
+    model_bits_known_[id.value()] = 1;
+  }
+  return bits;
 }
 
 FragmentationMemo::Key FragmentationMemo::KeyOf(std::span<const uint32_t> cards,
@@ -234,7 +255,10 @@ int64_t FragmentationDelta::Added(const CycleState& cycle, const ClusterState& s
   if (cached_node_ != c.node) {
     cached_node_ = c.node;
     before_node_ = MakeFragNode(s, c.node);
-    for (int g = 0; g < before_node_.n; ++g) before_cards_[g] = memo.PackCard(before_node_, g);
+    const std::array<uint32_t, kMaxGpusPerNode>& models = memo.CardModels(s, c.node);
+    for (int g = 0; g < before_node_.n; ++g) {
+      before_cards_[g] = FragmentationMemo::PackCard(before_node_, g, models[g]);
+    }
     const FragmentationMemo::Key key = memo.KeyOf(
         {before_cards_.data(), static_cast<size_t>(before_node_.n)}, before_node_.cpu_free);
     before_ = memo.Get(key, before_node_);
@@ -375,7 +399,7 @@ class FragPack final : public ScorePlugin, public PreFilterPlugin {
     // for both.
     const double value = -added - kStrandedWeight * stranded;
     const double pack = -emptiness - whole_free * kPerWholeCard;
-    const int64_t p = std::llround((1.0 + pack / kPackRange) * (kPackLevels - 1));
+    const int64_t p = RoundHalfAway((1.0 + pack / kPackRange) * (kPackLevels - 1));
     return Pack(value, std::clamp<int64_t>(p, 0, kPackLevels - 1));
   }
 
@@ -385,9 +409,11 @@ class FragPack final : public ScorePlugin, public PreFilterPlugin {
     for (size_t i = 0; i < candidates.size(); ++i) {
       const Candidate& c = candidates[i];
       double crowded = 0;
+      const auto& models = card_model_[c.node.value()];
       for (const DevicePick& pick : c.devices()) {
-        crowded += static_cast<double>(PickMilli(s, cycle.pod(), c, pick)) *
-                   contention_[card_model_[c.node.value()][pick.gpu]];
+        const int64_t milli =
+            c.kind == DeviceKind::kWhole ? kMilliPerGpu : PickMilli(s, cycle.pod(), c, pick);
+        crowded += static_cast<double>(milli) * contention_[models[pick.gpu]];
       }
       const int64_t value = scores[i] >> kPackBits;  // arithmetic shift (C++20)
       scores[i] = Pack(static_cast<double>(value) / kValueScale - kContention * crowded,
@@ -421,10 +447,12 @@ class FragPack final : public ScorePlugin, public PreFilterPlugin {
  private:
   // A raw score: `value` (milli-GPUs) in the high bits, `pack` (in [0, kPackLevels)) below.
   static int64_t Pack(double value, int64_t pack) {
-    const int64_t v =
-        std::clamp<int64_t>(std::llround(value * kValueScale), -kValueLimit, kValueLimit);
-    return v * kPackLevels + pack;
+    const double x = std::clamp(value * kValueScale, -static_cast<double>(kValueLimit),
+                                static_cast<double>(kValueLimit));
+    return RoundHalfAway(x) * kPackLevels + pack;
   }
+  // std::llround without the library call (x is within +-2^40 here).
+  static int64_t RoundHalfAway(double x) { return static_cast<int64_t>(x < 0 ? x - 0.5 : x + 0.5); }
 
   // The cluster's models, each card's model and which task types accept each model; rebuilt
   // when the node set or the workload changes.
@@ -447,16 +475,33 @@ class FragPack final : public ScorePlugin, public PreFilterPlugin {
         card_model_[i][g] = static_cast<uint32_t>(m);
       }
     }
+    // Task types that accept the same models are one group: their demand over that capacity.
     const std::span<const TaskType> types = workload_.memo().types();
-    accepts_.assign(types.size() * models_.size(), false);
-    for (size_t t = 0; t < types.size(); ++t) {
-      for (size_t m = 0; m < models_.size(); ++m) {
-        accepts_[t * models_.size() + m] = ModelOk(types[t], &models_[m]);
+    const auto total_weight =
+        static_cast<double>(std::max<int64_t>(1, workload_.memo().total_weight()));
+    group_accepts_.clear();
+    group_demand_.clear();
+    std::vector<bool> accepts(models_.size());
+    for (const TaskType& t : types) {
+      if (t.num_gpu == 0 || t.gpu_milli == 0) continue;
+      for (size_t m = 0; m < models_.size(); ++m) accepts[m] = ModelOk(t, &models_[m]);
+      size_t g = 0;
+      while (
+          g < group_demand_.size() &&
+          !std::equal(accepts.begin(), accepts.end(),
+                      group_accepts_.begin() + static_cast<std::ptrdiff_t>(g * models_.size()))) {
+        ++g;
       }
+      if (g == group_demand_.size()) {
+        group_accepts_.insert(group_accepts_.end(), accepts.begin(), accepts.end());
+        group_demand_.push_back(0);
+      }
+      group_demand_[g] += static_cast<double>(t.weight) / total_weight * t.num_gpu * t.gpu_milli;
     }
     indexed_ = true;
     indexed_shape_ = s.shape_version();
     indexed_generation_ = workload_.generation();
+    seen_usage_ = kNever;
   }
 
   // Free capacity per model (kept up to date from the nodes whose version changed) and, from
@@ -465,38 +510,45 @@ class FragPack final : public ScorePlugin, public PreFilterPlugin {
     IndexModels(s);
     const size_t models = models_.size();
     free_.resize(models, 0);
-    for (uint32_t i = 0; i < s.size(); ++i) {
-      const NodeUsage& usage = s.usage(NodeId(i));
-      if (usage.version == seen_version_[i]) continue;
-      seen_version_[i] = usage.version;
-      for (size_t g = 0; g < usage.gpus.size(); ++g) {
-        const GpuUsage& c = usage.gpus[g];
-        const bool counts =
-            c.healthy && c.mode != SharingMode::kMig && c.mode != SharingMode::kTimeSlice;
-        const auto now = static_cast<int32_t>(counts ? c.free_milli : 0);
-        free_[card_model_[i][g]] += now - card_free_[i][g];
-        card_free_[i][g] = now;
+    if (s.last_usage_version() != seen_usage_) {
+      if (seen_usage_ != kNever && s.previous_usage_version() == seen_usage_) {
+        CountFree(s, s.last_changed_node().value());  // one node changed since the last cycle
+      } else {
+        for (uint32_t i = 0; i < s.size(); ++i) CountFree(s, i);
       }
+      seen_usage_ = s.last_usage_version();
     }
     contention_.assign(models, 0.0);
-    const std::span<const TaskType> types = workload_.memo().types();
-    const auto total_weight =
-        static_cast<double>(std::max<int64_t>(1, workload_.memo().total_weight()));
-    for (size_t t = 0; t < types.size(); ++t) {
-      if (types[t].num_gpu == 0 || types[t].gpu_milli == 0) continue;
-      const auto accepts = accepts_.begin() + static_cast<std::ptrdiff_t>(t * models);
+    for (size_t g = 0; g < group_demand_.size(); ++g) {
+      const auto accepts = group_accepts_.begin() + static_cast<std::ptrdiff_t>(g * models);
       double usable = 0;
       for (size_t m = 0; m < models; ++m) {
         if (accepts[m]) usable += static_cast<double>(free_[m]);
       }
       if (usable <= 0) continue;
-      const double pressure = static_cast<double>(types[t].weight) / total_weight *
-                              types[t].num_gpu * types[t].gpu_milli / usable;
+      const double pressure = group_demand_[g] / usable;
       for (size_t m = 0; m < models; ++m) {
         if (accepts[m]) contention_[m] += pressure;
       }
     }
   }
+
+  // Brings node i's cards into free_ when its usage changed since they were counted.
+  void CountFree(const ClusterState& s, uint32_t i) {
+    const NodeUsage& usage = s.usage(NodeId(i));
+    if (usage.version == seen_version_[i]) return;
+    seen_version_[i] = usage.version;
+    for (size_t g = 0; g < usage.gpus.size(); ++g) {
+      const GpuUsage& c = usage.gpus[g];
+      const bool counts =
+          c.healthy && c.mode != SharingMode::kMig && c.mode != SharingMode::kTimeSlice;
+      const auto now = static_cast<int32_t>(counts ? c.free_milli : 0);
+      free_[card_model_[i][g]] += now - card_free_[i][g];
+      card_free_[i][g] = now;
+    }
+  }
+
+  static constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
 
   FragmentationWorkload workload_;
   FragmentationDelta delta_;
@@ -509,7 +561,9 @@ class FragPack final : public ScorePlugin, public PreFilterPlugin {
   std::vector<std::array<uint32_t, kMaxGpusPerNode>> card_model_;  // per node and card
   std::vector<std::array<int32_t, kMaxGpusPerNode>> card_free_;    // counted in free_
   std::vector<uint64_t> seen_version_;  // per node: the version card_free_ was read at
-  std::vector<bool> accepts_;           // task type x model
+  uint64_t seen_usage_ = kNever;        // the state's last_usage_version() free_ reflects
+  std::vector<bool> group_accepts_;     // group of task types x model
+  std::vector<double> group_demand_;    // per group: sum of popularity x GPU demand
   std::vector<int64_t> free_;           // per model
   std::vector<double> contention_;
 };

@@ -54,6 +54,16 @@ struct GpuDevice {
   std::string uuid;   // e.g. GPU-5c7f...; unique in the cluster
 };
 
+// Model names are short ("T4", "V100M32", "H100-80GB"): compared inline, without a call to
+// memcmp, on the placement hot path (a pod pinned to models checks every card it looks at).
+inline bool SameModel(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
 enum class TaintEffect : uint8_t { kNoSchedule, kPreferNoSchedule, kNoExecute };
 
 std::string_view TaintEffectName(TaintEffect e);

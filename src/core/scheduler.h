@@ -38,6 +38,10 @@ struct SchedulerConfig {
   // Reuse per-node results across cycles for pods of one placement signature on nodes that have
   // not changed (NodeResultCache). Placements are the same either way; off only to check that.
   bool reuse_node_results = true;
+  // When no node fits, examine the nodes the scan passed over to say why each does not (the
+  // kube-scheduler style "0/N nodes are available: ..." reason). Callers that never read the
+  // reason (the simulator) turn it off; a failure then says only that no node fits.
+  bool diagnose_failures = true;
 };
 
 // Builds plugins by name; the default registry holds every built-in plugin.

@@ -82,6 +82,7 @@ Result<ArrivalRun> RunArrival(const Trace& trace, std::span<const core::TaskType
   sc.seed = config.seed;
   sc.percentage_of_nodes_to_score = config.percentage_of_nodes_to_score;
   sc.fgd_workload.assign(workload.begin(), workload.end());
+  sc.diagnose_failures = false;  // a failed pod's reason is not read
   auto sched = core::Scheduler::Create(sc);
   if (!sched.ok()) return sched.status();
   std::vector<core::NodeSpec> nodes;

@@ -51,8 +51,8 @@ class ShapeCounter {
     Key key{p.cpu_milli, p.memory_mib, whole ? p.num_gpu : 0, whole ? 0 : p.gpu_milli, models};
     auto [it, added] = index_.try_emplace(std::move(key), shapes_.size());
     if (added) {
-      shapes_.push_back({p.cpu_milli, p.memory_mib, whole ? p.num_gpu : 0,
-                         whole ? 0 : p.gpu_milli, std::move(models), 0});
+      shapes_.push_back({p.cpu_milli, p.memory_mib, whole ? p.num_gpu : 0, whole ? 0 : p.gpu_milli,
+                         std::move(models), 0});
     }
     ++shapes_[it->second].count;
   }
@@ -71,13 +71,13 @@ std::vector<NodeClass> ClassesOf(std::span<const core::NodeSpec> nodes) {
     const bool shares = std::all_of(n.gpus.begin(), n.gpus.end(), [](const core::GpuDevice& g) {
       return g.sharing.mode == core::SharingMode::kShared;
     });
-    ++count[{n.allocatable.cpu_milli, n.allocatable.memory_mib,
-             static_cast<int32_t>(n.gpus.size()), n.gpus[0].model, shares}];
+    ++count[{n.allocatable.cpu_milli, n.allocatable.memory_mib, static_cast<int32_t>(n.gpus.size()),
+             n.gpus[0].model, shares}];
   }
   std::vector<NodeClass> out;
   for (const auto& [k, c] : count) {
-    out.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k), std::get<4>(k),
-                   c});
+    out.push_back(
+        {std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k), std::get<4>(k), c});
   }
   return out;
 }
@@ -228,8 +228,8 @@ Result<int64_t> Solve(const std::vector<NodeClass>& classes, const std::vector<S
   const double obj = glp_get_obj_val(lp);
   glp_delete_prob(lp);
   if (rc != 0 || status != GLP_OPT) {
-    return Internal("the bound's linear program was not solved (glp_simplex " +
-                    std::to_string(rc) + ", status " + std::to_string(status) + ")");
+    return Internal("the bound's linear program was not solved (glp_simplex " + std::to_string(rc) +
+                    ", status " + std::to_string(status) + ")");
   }
   // Allocations are whole milli-GPUs. The margin (a millionth, above the solver's feasibility
   // tolerance) keeps rounding from taking the result below the relaxation's optimum.

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/scheduler.h"
 #include "core/test_cluster.h"
 
 namespace tessera::core {
@@ -134,6 +135,81 @@ TEST(ClusterState, SeveralInstancesOfOneCardCountOnce) {
   EXPECT_EQ(s.allocated_gpu_milli(), 286);  // two 1g.10gb at 143 each
   ASSERT_TRUE(s.Release(p).ok());
   EXPECT_EQ(s.allocated_gpu_milli(), 0);
+}
+
+}  // namespace
+}  // namespace tessera::core
+
+namespace tessera::core {
+namespace {
+
+using testing::MakeNode;
+using testing::MakePod;
+using testing::MustAdd;
+using testing::MustScheduler;
+
+TEST(ClusterState, RecordsTheLatestUsageChangeAndTheOneBefore) {
+  ClusterState s;
+  const NodeId a = MustAdd(s, MakeNode("a", 2));
+  const NodeId b = MustAdd(s, MakeNode("b", 2));
+  EXPECT_EQ(s.last_changed_node(), b);
+  EXPECT_EQ(s.last_usage_version(), s.usage(b).version);
+  const uint64_t before = s.last_usage_version();
+  Placement p;
+  p.node = a;
+  p.devices = {{0, DeviceKind::kWhole, 1000, 81920, 0, 0}};
+  ASSERT_TRUE(s.Allocate(p).ok());
+  EXPECT_EQ(s.previous_usage_version(), before);
+  EXPECT_EQ(s.last_usage_version(), s.usage(a).version);
+  EXPECT_EQ(s.last_changed_node(), a);
+  ClusterState copy = s;  // a copy carries them; its own changes move only its own
+  ASSERT_TRUE(copy.SetUnschedulable(b, true).ok());
+  EXPECT_EQ(copy.previous_usage_version(), s.last_usage_version());
+  EXPECT_EQ(copy.last_changed_node(), b);
+  EXPECT_EQ(s.last_changed_node(), a);
+  EXPECT_GT(copy.last_usage_version(), s.last_usage_version());
+}
+
+TEST(ClusterState, InternsGpuModelsForTheScan) {
+  ClusterState s;
+  const NodeId h = MustAdd(s, MakeNode("h", 2, "H100-80GB"));
+  const NodeId t = MustAdd(s, MakeNode("t", 1, "T4"));
+  const NodeId c = MustAdd(s, MakeNode("c", 0));
+  ASSERT_EQ(s.models().size(), 2u);
+  EXPECT_EQ(s.models()[0], "H100-80GB");
+  EXPECT_EQ(s.models()[1], "T4");
+  EXPECT_EQ(s.usage(h).model_mask, 1u);
+  EXPECT_EQ(s.usage(t).model_mask, 2u);
+  EXPECT_EQ(s.usage(c).model_mask, 0u);
+  const std::vector<std::string> t4 = {"T4"}, other = {"A10"}, any;
+  EXPECT_EQ(s.AcceptedModelMask(t4) & 3u, 2u);
+  EXPECT_EQ(s.AcceptedModelMask(other) & 3u, 0u);
+  EXPECT_EQ(s.AcceptedModelMask(any), ~uint64_t{0});
+  EXPECT_TRUE(SameModel("V100M16", "V100M16"));
+  EXPECT_FALSE(SameModel("V100M16", "V100M32"));
+  EXPECT_FALSE(SameModel("T4", "T40"));
+}
+
+// A pod pinned to a model no node has is refused with the model named, and the simulator's
+// scheduler (no diagnosis) still refuses it, without the per-node reasons.
+TEST(ClusterState, APodPinnedToAnAbsentModelFailsWithOrWithoutTheDiagnosis) {
+  ClusterState s;
+  MustAdd(s, MakeNode("h", 2, "H100-80GB"));
+  PodSpec pod = MakePod("p", {{"nvidia.com/gpu", "1"}});
+  pod.gpu_models = {"T4"};
+  std::unique_ptr<Scheduler> sched = MustScheduler("bestfit");
+  PlaceOutcome o = sched->Place(s, pod);
+  EXPECT_FALSE(o.ok);
+  EXPECT_NE(o.reason.find("T4"), std::string::npos) << o.reason;
+  SchedulerConfig quiet;
+  quiet.diagnose_failures = false;
+  auto q = Scheduler::Create(quiet);
+  ASSERT_TRUE(q.ok());
+  o = (*q)->Place(s, pod);
+  EXPECT_FALSE(o.ok);
+  EXPECT_EQ(o.reason, "0/1 nodes are available.");
+  pod.gpu_models = {"H100-80GB"};
+  EXPECT_TRUE((*q)->Place(s, pod).ok);
 }
 
 }  // namespace

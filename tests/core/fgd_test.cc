@@ -276,6 +276,14 @@ TEST(FragPack, KeepsModelContentionUpToDateThroughEveryChange) {
   held.devices = {{0, DeviceKind::kShare, 1000, 0, 0, 0}, {1, DeviceKind::kShare, 500, 0, 0, 0}};
   ASSERT_TRUE(s.Release(held).ok());
   EXPECT_EQ(check("after the release"), at_start);
+  // A copy that changed one node since the plugin saw the original, then the original again:
+  // the plugin must follow each state, not the changes it last counted.
+  ClusterState copy = s;
+  Hold(copy, t4[2], {1000});
+  std::unique_ptr<ScorePlugin> fresh = MakeFragPackScore(workload);
+  EXPECT_EQ(AdjustedScores(*kept, copy, pod), AdjustedScores(*fresh, copy, pod));
+  EXPECT_NE(AdjustedScores(*kept, copy, pod), at_start);
+  EXPECT_EQ(check("back on the original"), at_start);
 }
 
 TEST(FragPack, LearnsTheWorkloadWithoutOne) {
