@@ -10,7 +10,9 @@ namespace {
 
 using testing::MakeGpu;
 using testing::MakeNode;
+using testing::MakePod;
 using testing::MustAdd;
+using testing::MustScheduler;
 
 TEST(ClusterState, RejectsBadNodes) {
   ClusterState s;
@@ -136,17 +138,6 @@ TEST(ClusterState, SeveralInstancesOfOneCardCountOnce) {
   ASSERT_TRUE(s.Release(p).ok());
   EXPECT_EQ(s.allocated_gpu_milli(), 0);
 }
-
-}  // namespace
-}  // namespace tessera::core
-
-namespace tessera::core {
-namespace {
-
-using testing::MakeNode;
-using testing::MakePod;
-using testing::MustAdd;
-using testing::MustScheduler;
 
 TEST(ClusterState, RecordsTheLatestUsageChangeAndTheOneBefore) {
   ClusterState s;
