@@ -161,10 +161,18 @@ TEST_P(RunnerTest, StartAllStartsEachTaskWithItsOwnOutcome) {
 TEST_P(RunnerTest, StopSendsTermThenKillsTheWholeGroup) {
   Runner r("", monitor());
   // Ignores SIGTERM and has a child in its group: both must go.
-  ASSERT_TRUE(
-      r.Start({"t", {"sh", "-c", "trap '' TERM; sleep 311 & wait"}, {}, "", dir_ + "/t.log", ""})
-          .ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const std::string ready = dir_ + "/t.ready";
+  ASSERT_TRUE(r.Start({"t",
+                       {"sh", "-c", "trap '' TERM; : > " + ready + "; sleep 311 & wait"},
+                       {},
+                       "",
+                       dir_ + "/t.log",
+                       ""})
+                  .ok());
+  for (int i = 0; i < 500 && !std::filesystem::exists(ready); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(std::filesystem::exists(ready));  // the trap is set: SIGTERM is ignored from now
   const pid_t pid = r.Pid("t");
   r.Stop("t", Now(), 300);
   auto exits = WaitExits(r, 1);
@@ -249,14 +257,21 @@ TEST_P(RunnerTest, RecordsOfGroupsThatAreGoneAreNotAdopted) {
 TEST_P(RunnerTest, FenceKeeperStopsEveryRecordedGroupOnceTheLeaseExpires) {
   const std::string run = dir_ + "/run";
   Runner r(run, monitor());
+  // p-0 ignores SIGTERM once its shell has run the trap; it says so in a file, and the fence
+  // waits for that (a SIGTERM that came first would end it).
+  const std::string ready = dir_ + "/p0.ready";
   ASSERT_TRUE(r.Start({"ns/job/p-0",
-                       {"sh", "-c", "trap '' TERM; sleep 317 & wait"},
+                       {"sh", "-c", "trap '' TERM; : > " + ready + "; sleep 317 & wait"},
                        {},
                        "",
                        dir_ + "/p.log",
                        ""})
                   .ok());
   ASSERT_TRUE(r.Start({"ns/job/p-1", {"sleep", "317"}, {}, "", dir_ + "/q.log", ""}).ok());
+  for (int i = 0; i < 500 && !std::filesystem::exists(ready); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(std::filesystem::exists(ready));
   FenceKeeper keeper(run, 1000, 500);
   // No lease yet: nothing to fence.
   EXPECT_FALSE(keeper.Check(BootMs()).fenced);
