@@ -1,8 +1,8 @@
 #include "cli/sim_cmd.h"
 
 #include <charconv>
-#include <optional>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include "core/scheduler.h"
@@ -121,9 +121,10 @@ CLI::App* AddSimCommand(CLI::App& app, SimOptions& o) {
                 "Replay: arrivals this many times faster, run times unchanged (a busier cluster)")
       ->check(CLI::Range(0.001, 1e6))
       ->capture_default_str();
-  c->add_option("--trace", o.trace,
-                "Bundled Alibaba trace: default, gpushare40, multigpu20, gpuspec10, gpuspec20, cpu050, "
-                "cpu250")
+  c->add_option(
+       "--trace", o.trace,
+       "Bundled Alibaba trace: default, gpushare40, multigpu20, gpuspec10, gpuspec20, cpu050, "
+       "cpu250")
       ->capture_default_str();
   c->add_option("--nodes", o.nodes, "Node list CSV (default: the bundled GPU node list)");
   c->add_option("--pods", o.pods, "Pod list CSV (overrides --trace)");
@@ -142,8 +143,8 @@ CLI::App* AddSimCommand(CLI::App& app, SimOptions& o) {
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
   c->add_option("--bound", o.bound,
-                 "Arrival: also report an upper bound on the allocation any placement of the same "
-                 "arrivals reaches (a linear relaxation solved with GLPK)")
+                "Arrival: also report an upper bound on the allocation any placement of the same "
+                "arrivals reaches (a linear relaxation solved with GLPK)")
       ->capture_default_str();
   c->add_option("--plot", o.plot, "Write an SVG chart of allocation vs arrived demand");
   c->add_option("--jobs", o.jobs, "Parallel runs (0: one per core)")->check(CLI::Range(0, 1024));
