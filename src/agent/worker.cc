@@ -417,31 +417,25 @@ Status Worker::Tick(int64_t now_ms) {
   }
   const std::vector<std::string> running = runner_.Keys();
   exec_targets_.Retain(std::set<std::string>(running.begin(), running.end()));
-  // An MPS server runs while a pod that uses it does.
+  // An MPS server runs while a pod that uses it does. Once a second, the host pids of the
+  // shares' processes are looked for, for their compute samplers.
+  const bool map_share_pids = now_ms >= next_share_pids_ms_;
+  if (map_share_pids) next_share_pids_ms_ = now_ms + 1000;
   std::set<std::string> mps_in_use;
   for (const std::string& key : running) {
     auto it = pods_.find(key);
     if (it == pods_.end()) continue;
+    bool shares = false;
     for (const json& d : it->second.assignment.devices) {
-      if (d.value("kind", "") == "share" && d.value("mps", false) == true) {
-        mps_in_use.insert(d.value("uuid", ""));
-      }
+      if (d.value("kind", "") != "share") continue;
+      shares = true;
+      if (d.value("mps", false) == true) mps_in_use.insert(d.value("uuid", ""));
+    }
+    if (shares && map_share_pids) {
+      MapSharePids(ShareRegionPath(options_.root, key));  // none yet: the next second
     }
   }
   mps_.StopUnused(mps_in_use);
-  // Once a second: the host pids of the shares' processes, for their compute samplers.
-  if (now_ms >= next_share_pids_ms_) {
-    next_share_pids_ms_ = now_ms + 1000;
-    for (const std::string& key : running) {
-      auto it = pods_.find(key);
-      if (it == pods_.end()) continue;
-      for (const json& d : it->second.assignment.devices) {
-        if (d.value("kind", "") != "share") continue;
-        MapSharePids(ShareRegionPath(options_.root, key));  // none yet: the next second
-        break;
-      }
-    }
-  }
   for (auto it = pods_.begin(); it != pods_.end();) {
     PodState& p = it->second;
     if (Status s = ShipLogs(p); !s.ok() && result.ok()) result = s;
