@@ -116,16 +116,16 @@ Result<NodeId> ClusterState::AddNode(NodeSpec spec) {
   max_node_gpu_milli_ = std::max(max_node_gpu_milli_, rec.gpu_capacity_milli);
   NodeUsage usage;
   usage.cls = rec.cls;
-  for (const GpuDevice& g : rec.gpus) {
-    const auto at = std::find_if(t.models.begin(), t.models.end(),
-                                 [&](const std::string& m) { return SameModel(m, g.model); });
-    const auto bit = static_cast<size_t>(at - t.models.begin());
-    if (at == t.models.end()) t.models.push_back(g.model);
-    usage.model_mask |= uint64_t{1} << std::min<size_t>(bit, 63);
-  }
   usage.gpus.resize(rec.gpus.size());
   usage.gpus.shrink_to_fit();
   for (size_t g = 0; g < rec.gpus.size(); ++g) {
+    const auto at = std::find_if(t.models.begin(), t.models.end(), [&](const std::string& m) {
+      return SameModel(m, rec.gpus[g].model);
+    });
+    const auto model = static_cast<size_t>(at - t.models.begin());
+    if (at == t.models.end()) t.models.push_back(rec.gpus[g].model);
+    usage.gpus[g].model = static_cast<uint16_t>(model);
+    usage.model_mask |= uint64_t{1} << std::min<size_t>(model, 63);
     usage.gpus[g].mode = rec.gpus[g].sharing.mode;
     usage.gpus[g].capacity_mib = static_cast<int32_t>(rec.gpus[g].memory_mib);
     usage.gpus[g].numa_node = rec.gpus[g].numa_node;

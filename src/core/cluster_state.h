@@ -32,6 +32,7 @@ struct GpuUsage {
   int16_t free_milli = 0;                      // ClusterState::GpuFreeMilli of the card
   SharingMode mode = SharingMode::kExclusive;  // the card's sharing mode
   bool healthy = true;                         // the card's health is kHealthy
+  uint16_t model = 0;                          // the card's model: ClusterState::models()[model]
   int32_t capacity_mib = 0;                    // the card's memory
   int16_t numa_node = -1;                      // the card's NUMA node
   int16_t nvlink_domain = -1;                  // the card's NVLink domain
@@ -43,8 +44,8 @@ struct NodeUsage {
   int32_t pods = 0;
   int64_t gpu_free_milli = 0;  // sum of ClusterState::GpuFreeMilli over the node's GPUs
   NodeClassId cls;             // copy of NodeRecord::cls, for the scan
-  // The models of the node's cards, as bits of ClusterState::models() (bit 63 for every model
-  // past the 63rd), for the scan to pass over nodes without a model a pod accepts.
+  // The models of the node's cards (GpuUsage::model) as bits (bit 63 for every model past the
+  // 63rd), for the scan to pass over nodes without a model a pod accepts.
   uint64_t model_mask = 0;
   // For the scan to pass over nodes that cannot hold a request: the most compute (milli-GPUs)
   // free on one healthy shared card, and the healthy exclusive or shared cards nobody holds.

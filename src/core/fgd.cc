@@ -97,23 +97,14 @@ uint32_t FragmentationMemo::ModelId(const std::string* model) {
   return static_cast<uint32_t>(models_.size());
 }
 
-const std::array<uint32_t, kMaxGpusPerNode>& FragmentationMemo::CardModels(const ClusterState& s,
-                                                                           NodeId id) {
-  // Shape versions are unique across states, and states of one shape share their node records.
-  if (model_bits_shape_ != s.shape_version() || model_bits_.size() != s.size()) {
+std::span<const uint32_t> FragmentationMemo::ModelBits(const ClusterState& s) {
+  // Shape versions are unique across states, and states of one shape share their model list.
+  if (model_bits_shape_ != s.shape_version() || model_bits_.size() != s.models().size()) {
     model_bits_shape_ = s.shape_version();
-    model_bits_.assign(s.size(), {});
-    model_bits_known_.assign(s.size(), 0);
+    model_bits_.clear();
+    for (const std::string& m : s.models()) model_bits_.push_back(ModelId(&m) << 13);
   }
-  std::array<uint32_t, kMaxGpusPerNode>& bits = model_bits_[id.value()];
-  if (!model_bits_known_[id.value()]) {
-    const NodeRecord& node = s.node(id);
-    for (size_t g = 0; g < node.gpus.size(); ++g) {
-      bits[g] = models_matter_ ? ModelId(&node.gpus[g].model) << 13 : 0;
-    }
-    model_bits_known_[id.value()] = 1;
-  }
-  return bits;
+  return model_bits_;
 }
 
 FragmentationMemo::Key FragmentationMemo::KeyOf(std::span<const uint32_t> cards,
@@ -255,9 +246,11 @@ int64_t FragmentationDelta::Added(const CycleState& cycle, const ClusterState& s
   if (cached_node_ != c.node) {
     cached_node_ = c.node;
     before_node_ = MakeFragNode(s, c.node);
-    const std::array<uint32_t, kMaxGpusPerNode>& models = memo.CardModels(s, c.node);
+    const std::span<const uint32_t> model_bits = memo.ModelBits(s);
+    const NodeUsage& usage = s.usage(c.node);
     for (int g = 0; g < before_node_.n; ++g) {
-      before_cards_[g] = FragmentationMemo::PackCard(before_node_, g, models[g]);
+      before_cards_[g] =
+          FragmentationMemo::PackCard(before_node_, g, model_bits[usage.gpus[g].model]);
     }
     const FragmentationMemo::Key key = memo.KeyOf(
         {before_cards_.data(), static_cast<size_t>(before_node_.n)}, before_node_.cpu_free);
@@ -409,11 +402,11 @@ class FragPack final : public ScorePlugin, public PreFilterPlugin {
     for (size_t i = 0; i < candidates.size(); ++i) {
       const Candidate& c = candidates[i];
       double crowded = 0;
-      const auto& models = card_model_[c.node.value()];
+      const NodeUsage& usage = s.usage(c.node);
       for (const DevicePick& pick : c.devices()) {
         const int64_t milli =
             c.kind == DeviceKind::kWhole ? kMilliPerGpu : PickMilli(s, cycle.pod(), c, pick);
-        crowded += static_cast<double>(milli) * contention_[models[pick.gpu]];
+        crowded += static_cast<double>(milli) * contention_[usage.gpus[pick.gpu].model];
       }
       const int64_t value = scores[i] >> kPackBits;  // arithmetic shift (C++20)
       scores[i] = Pack(static_cast<double>(value) / kValueScale - kContention * crowded,
@@ -454,42 +447,32 @@ class FragPack final : public ScorePlugin, public PreFilterPlugin {
   // std::llround without the library call (x is within +-2^40 here).
   static int64_t RoundHalfAway(double x) { return static_cast<int64_t>(x < 0 ? x - 0.5 : x + 0.5); }
 
-  // The cluster's models, each card's model and which task types accept each model; rebuilt
-  // when the node set or the workload changes.
+  // Which task types accept each of the cluster's models, grouped; rebuilt when the node set or
+  // the workload changes.
   void IndexModels(const ClusterState& s) {
     if (indexed_ && indexed_shape_ == s.shape_version() &&
         indexed_generation_ == workload_.generation()) {
       return;
     }
-    models_.clear();
+    const std::span<const std::string> models = s.models();
+    num_models_ = models.size();
     free_.clear();
-    card_model_.assign(s.size(), {});
     card_free_.assign(s.size(), {});
     seen_version_.assign(s.size(), std::numeric_limits<uint64_t>::max());
-    for (uint32_t i = 0; i < s.size(); ++i) {
-      const NodeRecord& node = s.node(NodeId(i));
-      for (size_t g = 0; g < node.gpus.size(); ++g) {
-        const auto m = static_cast<size_t>(
-            std::find(models_.begin(), models_.end(), node.gpus[g].model) - models_.begin());
-        if (m == models_.size()) models_.push_back(node.gpus[g].model);
-        card_model_[i][g] = static_cast<uint32_t>(m);
-      }
-    }
     // Task types that accept the same models are one group: their demand over that capacity.
     const std::span<const TaskType> types = workload_.memo().types();
     const auto total_weight =
         static_cast<double>(std::max<int64_t>(1, workload_.memo().total_weight()));
     group_accepts_.clear();
     group_demand_.clear();
-    std::vector<bool> accepts(models_.size());
+    std::vector<bool> accepts(num_models_);
     for (const TaskType& t : types) {
       if (t.num_gpu == 0 || t.gpu_milli == 0) continue;
-      for (size_t m = 0; m < models_.size(); ++m) accepts[m] = ModelOk(t, &models_[m]);
+      for (size_t m = 0; m < num_models_; ++m) accepts[m] = ModelOk(t, &models[m]);
       size_t g = 0;
-      while (
-          g < group_demand_.size() &&
-          !std::equal(accepts.begin(), accepts.end(),
-                      group_accepts_.begin() + static_cast<std::ptrdiff_t>(g * models_.size()))) {
+      while (g < group_demand_.size() &&
+             !std::equal(accepts.begin(), accepts.end(),
+                         group_accepts_.begin() + static_cast<std::ptrdiff_t>(g * num_models_))) {
         ++g;
       }
       if (g == group_demand_.size()) {
@@ -508,7 +491,7 @@ class FragPack final : public ScorePlugin, public PreFilterPlugin {
   // it, each model's contention.
   void MeasureContention(const ClusterState& s) {
     IndexModels(s);
-    const size_t models = models_.size();
+    const size_t models = num_models_;
     free_.resize(models, 0);
     if (s.last_usage_version() != seen_usage_) {
       if (seen_usage_ != kNever && s.previous_usage_version() == seen_usage_) {
@@ -543,7 +526,7 @@ class FragPack final : public ScorePlugin, public PreFilterPlugin {
       const bool counts =
           c.healthy && c.mode != SharingMode::kMig && c.mode != SharingMode::kTimeSlice;
       const auto now = static_cast<int32_t>(counts ? c.free_milli : 0);
-      free_[card_model_[i][g]] += now - card_free_[i][g];
+      free_[c.model] += now - card_free_[i][g];
       card_free_[i][g] = now;
     }
   }
@@ -557,9 +540,8 @@ class FragPack final : public ScorePlugin, public PreFilterPlugin {
   bool indexed_ = false;
   uint64_t indexed_shape_ = 0;
   uint64_t indexed_generation_ = 0;
-  std::vector<std::string> models_;
-  std::vector<std::array<uint32_t, kMaxGpusPerNode>> card_model_;  // per node and card
-  std::vector<std::array<int32_t, kMaxGpusPerNode>> card_free_;    // counted in free_
+  size_t num_models_ = 0;  // the cluster's models (ClusterState::models)
+  std::vector<std::array<int32_t, kMaxGpusPerNode>> card_free_;  // counted in free_
   std::vector<uint64_t> seen_version_;  // per node: the version card_free_ was read at
   uint64_t seen_usage_ = kNever;        // the state's last_usage_version() free_ reflects
   std::vector<bool> group_accepts_;     // group of task types x model

@@ -65,14 +65,14 @@ class FragmentationMemo {
     const uint32_t model = models_matter_ ? ModelId(node.model[g]) : 0;
     return PackCard(node, g, model << 13);
   }
-  // The same, with the card's model part (CardModels) known.
+  // The same, with the card's model part (ModelBits) known.
   static uint32_t PackCard(const FragNode& node, int g, uint32_t model_bits) {
     return static_cast<uint32_t>(node.free[g]) | uint32_t{node.shareable[g]} << 11 |
            uint32_t{node.wholeable[g]} << 12 | model_bits;
   }
-  // The model part of the key of each card of node `id` of `s` (the FragNode MakeFragNode(s, id)
-  // makes): looked up once per node until the cluster's nodes change.
-  const std::array<uint32_t, kMaxGpusPerNode>& CardModels(const ClusterState& s, NodeId id);
+  // The model part of a card's key for each of `s`'s models (indexed by GpuUsage::model): looked
+  // up once until the cluster's nodes change.
+  std::span<const uint32_t> ModelBits(const ClusterState& s);
   // The key of a node with these packed cards (any order) and free CPU.
   Key KeyOf(std::span<const uint32_t> cards, int64_t cpu_free) const;
   Key MakeKey(const FragNode& node);
@@ -110,10 +110,9 @@ class FragmentationMemo {
   bool models_matter_ = false;
   double cpu_per_gpu_milli_ = 0;
   std::vector<std::string> models_;
-  // CardModels' answers per node, for the cluster shape model_bits_shape_.
+  // ModelBits' answer for the cluster shape model_bits_shape_.
   uint64_t model_bits_shape_ = 0;
-  std::vector<std::array<uint32_t, kMaxGpusPerNode>> model_bits_;
-  std::vector<uint8_t> model_bits_known_;
+  std::vector<uint32_t> model_bits_;
   std::vector<Slot> slots_;  // open addressing, linear probing, at most half full
   size_t used_ = 0;
 };
