@@ -256,13 +256,15 @@ Result<std::vector<double>> ArrivalBoundPct(const Trace& trace, uint64_t seed, d
   const std::vector<uint32_t> arrivals = SampleArrivals(trace.pods, seed, target);
   const std::vector<NodeClass> classes = ClassesOf(trace.nodes);
   std::vector<double> out;
+  // The points ascend, so each one's arrivals extend the previous one's.
+  ShapeCounter counter;
+  int64_t arrived = 0;
+  size_t next = 0;
   for (int pct : at_pct) {
-    ShapeCounter counter;
-    int64_t arrived = 0;
-    for (uint32_t i : arrivals) {
+    for (; next < arrivals.size(); ++next) {
       if (arrived * 100 >= static_cast<int64_t>(pct) * capacity) break;
-      counter.Add(trace.pods[i]);
-      arrived += trace.pods[i].GpuDemandMilli();
+      counter.Add(trace.pods[arrivals[next]]);
+      arrived += trace.pods[arrivals[next]].GpuDemandMilli();
     }
     auto milli = Solve(classes, counter.shapes());
     if (!milli.ok()) return milli.status();

@@ -32,8 +32,8 @@ Result<int64_t> AllocationBoundMilli(std::span<const core::NodeSpec> nodes,
 
 // For one seed of an arrival-only run (the pods SampleArrivals draws for `inflate`, in arrival
 // order), the bound on the allocation in % of the GPU capacity at each arrived-demand point of
-// `at_pct` (the same points as ArrivalRun::alloc_pct: the state once the arrived demand first
-// reaches that % of the capacity, or all arrivals when it never does).
+// `at_pct`, ascending (the same points as ArrivalRun::alloc_pct: the state once the arrived
+// demand first reaches that % of the capacity, or all arrivals when it never does).
 Result<std::vector<double>> ArrivalBoundPct(const Trace& trace, uint64_t seed, double inflate,
                                             std::span<const int> at_pct);
 
