@@ -43,6 +43,24 @@ class RunnerFixture : public ::testing::Test {
     }
     return out;
   }
+  // Starts `key` as a shell that ignores SIGTERM, with a child (sleep `seconds`) in its group,
+  // and returns once the shell has run its trap: a SIGTERM that came first would end it.
+  void StartIgnoringTerm(Runner& r, const std::string& key, int seconds, const std::string& log) {
+    const std::string ready = dir_ + "/ready-" + std::to_string(seconds);
+    ASSERT_TRUE(
+        r.Start({key,
+                 {"sh", "-c",
+                  "trap '' TERM; : > " + ready + "; sleep " + std::to_string(seconds) + " & wait"},
+                 {},
+                 "",
+                 log,
+                 ""})
+            .ok());
+    for (int i = 0; i < 500 && !std::filesystem::exists(ready); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_TRUE(std::filesystem::exists(ready));
+  }
   std::string Read(const std::string& path) {
     std::ifstream in(path);
     std::stringstream ss;
@@ -161,18 +179,7 @@ TEST_P(RunnerTest, StartAllStartsEachTaskWithItsOwnOutcome) {
 TEST_P(RunnerTest, StopSendsTermThenKillsTheWholeGroup) {
   Runner r("", monitor());
   // Ignores SIGTERM and has a child in its group: both must go.
-  const std::string ready = dir_ + "/t.ready";
-  ASSERT_TRUE(r.Start({"t",
-                       {"sh", "-c", "trap '' TERM; : > " + ready + "; sleep 311 & wait"},
-                       {},
-                       "",
-                       dir_ + "/t.log",
-                       ""})
-                  .ok());
-  for (int i = 0; i < 500 && !std::filesystem::exists(ready); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  ASSERT_TRUE(std::filesystem::exists(ready));  // the trap is set: SIGTERM is ignored from now
+  ASSERT_NO_FATAL_FAILURE(StartIgnoringTerm(r, "t", 311, dir_ + "/t.log"));
   const pid_t pid = r.Pid("t");
   r.Stop("t", Now(), 300);
   auto exits = WaitExits(r, 1);
@@ -257,21 +264,8 @@ TEST_P(RunnerTest, RecordsOfGroupsThatAreGoneAreNotAdopted) {
 TEST_P(RunnerTest, FenceKeeperStopsEveryRecordedGroupOnceTheLeaseExpires) {
   const std::string run = dir_ + "/run";
   Runner r(run, monitor());
-  // p-0 ignores SIGTERM once its shell has run the trap; it says so in a file, and the fence
-  // waits for that (a SIGTERM that came first would end it).
-  const std::string ready = dir_ + "/p0.ready";
-  ASSERT_TRUE(r.Start({"ns/job/p-0",
-                       {"sh", "-c", "trap '' TERM; : > " + ready + "; sleep 317 & wait"},
-                       {},
-                       "",
-                       dir_ + "/p.log",
-                       ""})
-                  .ok());
+  ASSERT_NO_FATAL_FAILURE(StartIgnoringTerm(r, "ns/job/p-0", 317, dir_ + "/p.log"));
   ASSERT_TRUE(r.Start({"ns/job/p-1", {"sleep", "317"}, {}, "", dir_ + "/q.log", ""}).ok());
-  for (int i = 0; i < 500 && !std::filesystem::exists(ready); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  ASSERT_TRUE(std::filesystem::exists(ready));
   FenceKeeper keeper(run, 1000, 500);
   // No lease yet: nothing to fence.
   EXPECT_FALSE(keeper.Check(BootMs()).fenced);
