@@ -650,6 +650,12 @@ Result<core::QueueSpec> DecodeQueue(const json& obj) {
   int stop = 0;
   TESSERA_RETURN_IF_ERROR(spec.Enum("stopPolicy", {"None", "Hold", "HoldAndDrain"}, &stop));
   q.stop = static_cast<core::StopPolicy>(stop);
+  if (q.stop != core::StopPolicy::kNone &&
+      Str(Member(Member(obj, "metadata"), "annotations"), "tessera.io/volcano-queue") == "true") {
+    q.stop_reason = "queue " + q.name +
+                    " is not Open (closed by a CloseQueue command): it allocates nothing until "
+                    "an OpenQueue command";
+  }
   if (const json* ff = spec.Get("flavorFungibility")) {
     // Kueue v1beta1 names (Borrow, Preempt) and v1beta2's (MayStopSearch).
     Fields f(*ff, spec.At("flavorFungibility"), false);

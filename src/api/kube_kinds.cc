@@ -37,6 +37,7 @@ const std::vector<KubeKind>& KubeKinds() {
        "PodGroup"},
       {"scheduling.volcano.sh", "v1beta1", "Queue", "queues", false, "q,queue-v1beta1", "Queue"},
       {"batch.volcano.sh", "v1alpha1", "Job", "jobs", true, "vcjob,vj", "Job"},
+      {"bus.volcano.sh", "v1alpha1", "Command", "commands", true, "", ""},
       {"kubeflow.org", "v1", "PyTorchJob", "pytorchjobs", true, "", "Job"},
       {"kubeflow.org", "v1", "MPIJob", "mpijobs", true, "", "Job"},
       {"kubeflow.org", "v1", "TFJob", "tfjobs", true, "", "Job"},
@@ -674,36 +675,101 @@ json KubeNamespace(const std::string& name) {
           {"status", {{"phase", "Active"}}}};
 }
 
-void AddPodGroupStatus(const std::vector<json>& jobs, json* view) {
-  const json& meta = Member(*view, "metadata");
-  const std::string name = Str(meta, "name"), ns = Str(meta, "namespace");
-  PodCounts total;
-  int members = 0, admitted = 0, succeeded = 0;
-  for (const json& job : jobs) {
-    if (Str(Member(job, "metadata"), "namespace") != ns ||
-        Str(Member(job, "spec"), "podGroup") != name) {
-      continue;
-    }
-    ++members;
-    const json& st = Member(job, "status");
+namespace {
+
+// What Volcano counts of a PodGroup: its phase (Pending; Inqueue once a member Job is admitted;
+// Running once `min_member` pods run; Completed when every member Job succeeded) and the pods of
+// its member Jobs.
+struct GroupState {
+  std::string phase;
+  PodCounts pods;
+};
+
+GroupState GroupOf(const std::vector<const json*>& members, int min_member) {
+  GroupState g;
+  int admitted = 0, succeeded = 0;
+  for (const json* job : members) {
+    const json& st = Member(*job, "status");
     const std::string phase = Str(st, "phase");
     if (phase == "Admitted" || phase == "Succeeded" || phase == "Failed") ++admitted;
     if (phase == "Succeeded") ++succeeded;
     const PodCounts c = CountPods(st);
-    total.running += c.running;
-    total.succeeded += c.succeeded;
-    total.failed += c.failed;
+    g.pods.running += c.running;
+    g.pods.succeeded += c.succeeded;
+    g.pods.failed += c.failed;
   }
-  const json& min = Member(Member(*view, "spec"), "minMember");
-  const int min_member = min.is_number_integer() ? min.get<int>() : 1;
-  std::string phase = "Pending";
-  if (admitted > 0) phase = "Inqueue";
-  if (total.running >= min_member && total.running > 0) phase = "Running";
-  if (members > 0 && succeeded == members) phase = "Completed";
-  (*view)["status"] = {{"phase", phase},
-                       {"running", total.running},
-                       {"succeeded", total.succeeded},
-                       {"failed", total.failed}};
+  g.phase = "Pending";
+  if (admitted > 0) g.phase = "Inqueue";
+  if (g.pods.running >= min_member && g.pods.running > 0) g.phase = "Running";
+  if (!members.empty() && succeeded == static_cast<int>(members.size())) g.phase = "Completed";
+  return g;
+}
+
+int MinMember(const json& spec) {
+  const json& min = Member(spec, "minMember");
+  return min.is_number_integer() ? min.get<int>() : 1;
+}
+
+// The Jobs (served form) of namespace `ns` that join PodGroup `name`.
+std::vector<const json*> MembersOf(const std::vector<json>& jobs, const std::string& ns,
+                                   const std::string& name) {
+  std::vector<const json*> out;
+  for (const json& job : jobs) {
+    if (Str(Member(job, "metadata"), "namespace") == ns &&
+        Str(Member(job, "spec"), "podGroup") == name) {
+      out.push_back(&job);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void AddPodGroupStatus(const std::vector<json>& jobs, json* view) {
+  const json& meta = Member(*view, "metadata");
+  const GroupState g = GroupOf(MembersOf(jobs, Str(meta, "namespace"), Str(meta, "name")),
+                               MinMember(Member(*view, "spec")));
+  (*view)["status"] = {{"phase", g.phase},
+                       {"running", g.pods.running},
+                       {"succeeded", g.pods.succeeded},
+                       {"failed", g.pods.failed}};
+}
+
+bool VolcanoQueueClosed(const json& queue) {
+  return Str(Member(Member(queue, "metadata"), "annotations"), "tessera.io/volcano-queue") ==
+             "true" &&
+         !Str(Member(queue, "spec"), "stopPolicy").empty() &&
+         Str(Member(queue, "spec"), "stopPolicy") != "None";
+}
+
+void AddVolcanoQueueStatus(const json& queue, const std::vector<json>& jobs,
+                           const std::vector<json>& pod_groups, json* view) {
+  const std::string name = Str(Member(*view, "metadata"), "name");
+  std::map<std::string, int> phases;
+  int groups = 0;
+  for (const json& pg : pod_groups) {
+    if (Str(Member(pg, "spec"), "queue") != name) continue;
+    const json& meta = Member(pg, "metadata");
+    ++groups;
+    ++phases[GroupOf(MembersOf(jobs, Str(meta, "namespace"), Str(meta, "name")),
+                     MinMember(Member(pg, "spec")))
+                 .phase];
+  }
+  for (const json& job : jobs) {
+    const json& spec = Member(job, "spec");
+    if (Str(spec, "queue") != name || !Str(spec, "podGroup").empty()) continue;
+    ++groups;
+    ++phases[GroupOf({&job}, MinMember(spec)).phase];
+  }
+  // Volcano's queue controller: a closed queue is Closing while any PodGroup is in it.
+  const bool closed = VolcanoQueueClosed(queue);
+  json& status = (*view)["status"];
+  status = {{"state", !closed ? "Open" : groups > 0 ? "Closing" : "Closed"}};
+  for (const char* phase : {"Pending", "Inqueue", "Running", "Completed"}) {
+    std::string key = phase;
+    key[0] = static_cast<char>(std::tolower(key[0]));
+    status[key] = phases[phase];
+  }
 }
 
 json EventsV1(const json& e) {
@@ -780,13 +846,14 @@ json KubeResourceList(std::string_view group, std::string_view version) {
   json resources = json::array();
   for (const KubeKind& k : KubeKinds()) {
     if (k.group != group || k.version != version) continue;
-    resources.push_back(
-        ApiResource(k.plural, k.kind, k.namespaced,
-                    k.writable ? std::vector<std::string>{"create", "delete", "deletecollection",
-                                                          "get", "list", "patch", "update", "watch"}
-                    : k.kind == "Namespace" ? std::vector<std::string>{"get", "list"}
-                                            : std::vector<std::string>{"get", "list", "watch"},
-                    Split(k.short_names)));
+    resources.push_back(ApiResource(
+        k.plural, k.kind, k.namespaced,
+        k.stored.empty() ? std::vector<std::string>{"create", "get", "list"}
+        : k.writable     ? std::vector<std::string>{"create", "delete", "deletecollection", "get",
+                                                    "list", "patch", "update", "watch"}
+        : k.kind == "Namespace" ? std::vector<std::string>{"get", "list"}
+                                : std::vector<std::string>{"get", "list", "watch"},
+        Split(k.short_names)));
   }
   if (resources.empty()) return json();
   const std::string gv =

@@ -38,7 +38,8 @@ struct KubeKind {
   std::string_view plural;
   bool namespaced = true;
   std::string_view short_names;  // comma-separated, as kubectl's discovery lists them
-  std::string_view stored;       // the Tessera kind its manifests translate into ("": none)
+  std::string_view stored;       // the Tessera kind its manifests translate into ("": none,
+                                 // a request carried out when created: Volcano's Command)
   bool writable = true;          // false: a read-only view (Events)
 
   // "v1" for the core group, else "<group>/<version>".
@@ -111,6 +112,18 @@ nlohmann::json KubeNamespace(const std::string& name);
 // Running once minMember pods run; Completed when every member Job succeeded), and the running,
 // succeeded and failed pod counts of the Jobs (served form) that join it (spec.podGroup).
 void AddPodGroupStatus(const std::vector<nlohmann::json>& jobs, nlohmann::json* view);
+
+// Whether a stored Tessera Queue is a Volcano Queue closed by a CloseQueue command (its
+// stopPolicy is set).
+bool VolcanoQueueClosed(const nlohmann::json& queue);
+
+// Volcano's status on a Queue view made from the Tessera Queue `queue`: state (Open; a closed
+// queue is Closing while any PodGroup is in it and Closed once none is, as Volcano's queue
+// controller keeps it) and the number of its PodGroups by phase (pending, inqueue, running,
+// completed). Its PodGroups are the PodGroups (stored) that name it and the Jobs (served form)
+// that name it without joining a PodGroup.
+void AddVolcanoQueueStatus(const nlohmann::json& queue, const std::vector<nlohmann::json>& jobs,
+                           const std::vector<nlohmann::json>& pod_groups, nlohmann::json* view);
 
 // The events.k8s.io/v1 shape of a core/v1 Event view: regarding, note, eventTime (microseconds),
 // reportingController and the deprecated* copies of the core fields.

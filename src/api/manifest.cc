@@ -875,6 +875,8 @@ struct Doc {
   json meta;
 };
 
+void VolcanoQueue(const json& spec, json* out, json* annotations);
+
 Result<std::vector<json>> Pod(const Doc& d, const json& doc, Warnings* warnings) {
   json job = json::object(), task = {{"name", "main"}, {"replicas", 1}};
   const PodContext ctx{d.ns, &d.meta, true, d.name, warnings};
@@ -887,8 +889,13 @@ Result<std::vector<json>> Pod(const Doc& d, const json& doc, Warnings* warnings)
   job["tasks"] = json::array({task});
   QueueFromLabel(d.meta, &job);
   GroupFromAnnotation(d.meta, &job);
-  return std::vector<json>{
-      Object("Job", d.name, d.ns, Member(d.meta, "labels"), Member(d.meta, "annotations"), job)};
+  // Volcano's queue of a Pod (its annotation) when no Kueue label names one.
+  json annotations = Member(d.meta, "annotations");
+  const std::string volcano_queue = Text(annotations, "scheduling.volcano.sh/queue-name");
+  if (!volcano_queue.empty() && !job.contains("queue")) {
+    VolcanoQueue({{"queue", volcano_queue}}, &job, &annotations);
+  }
+  return std::vector<json>{Object("Job", d.name, d.ns, Member(d.meta, "labels"), annotations, job)};
 }
 
 // A Job's lifetime as Kubernetes (and Volcano and Kubeflow's runPolicy) write it: how long it
@@ -1886,6 +1893,11 @@ Result<std::vector<json>> TranslateDocument(const json& doc, std::string_view de
     }
     return std::vector<json>{obj};
   }
+  if (IsVolcanoCommand(doc)) {
+    return InvalidArgument(
+        "Command: a bus.volcano.sh Command is carried out by the server when it is created "
+        "(tessera apply, kubectl create); it is not an object to translate");
+  }
   TESSERA_RETURN_IF_ERROR(KnownFields(d.meta, "metadata", kMetaFields, warnings));
   if (d.name.empty()) return FieldError("metadata.name", "must be set");
   if (d.ns.empty()) d.ns = std::string(default_namespace);
@@ -1979,6 +1991,60 @@ Result<std::vector<json>> TranslateKube(const Doc& d, const json& doc, Warnings*
 }
 
 }  // namespace
+
+bool IsVolcanoCommand(const json& doc) {
+  return doc.is_object() && Text(doc, "kind") == "Command" &&
+         Text(doc, "apiVersion").starts_with("bus.volcano.sh/");
+}
+
+Result<VolcanoCommand> ParseVolcanoCommand(const json& doc, std::string_view default_namespace,
+                                           std::vector<std::string>* warnings) {
+  std::vector<std::string> ignored;
+  if (warnings == nullptr) warnings = &ignored;
+  if (!IsVolcanoCommand(doc)) return FieldError("kind", "must be a bus.volcano.sh Command");
+  if (Text(doc, "apiVersion") != "bus.volcano.sh/v1alpha1") {
+    return FieldError("apiVersion", "must be bus.volcano.sh/v1alpha1");
+  }
+  static const FieldUse kCommand[] = {{"apiVersion", ""}, {"kind", ""},   {"metadata", ""},
+                                      {"action", ""},     {"target", ""}, {"reason", ""},
+                                      {"message", ""}};
+  TESSERA_RETURN_IF_ERROR(KnownFields(doc, "", kCommand, warnings));
+  const json& meta = Member(doc, "metadata");
+  TESSERA_RETURN_IF_ERROR(KnownFields(meta, "metadata", kMetaFields, warnings));
+  VolcanoCommand c;
+  c.name = Text(meta, "name");
+  c.generate_name = Text(meta, "generateName");
+  c.ns = Text(meta, "namespace").empty() ? std::string(default_namespace) : Text(meta, "namespace");
+  if (c.name.empty() && c.generate_name.empty()) {
+    return FieldError("metadata.name", "must be set (or metadata.generateName)");
+  }
+  TESSERA_RETURN_IF_ERROR(ValidateName(c.ns, true, "metadata.namespace"));
+  const std::string action = Text(doc, "action");
+  if (action == "CloseQueue" || action == "OpenQueue") {
+    c.close = action == "CloseQueue";
+  } else if (action.empty()) {
+    return FieldError("action", "must be set (OpenQueue or CloseQueue)");
+  } else {
+    return FieldError("action", "\"" + action +
+                                    "\" is not carried out here: Tessera takes OpenQueue and "
+                                    "CloseQueue (suspend a job with its spec.suspend instead)");
+  }
+  const json& target = Member(doc, "target");
+  static const FieldUse kTarget[] = {{"apiVersion", ""}, {"kind", ""},
+                                     {"name", ""},       {"uid", ""},
+                                     {"controller", ""}, {"blockOwnerDeletion", ""}};
+  TESSERA_RETURN_IF_ERROR(KnownFields(target, "target", kTarget, warnings));
+  if (Text(target, "kind") != "Queue" ||
+      !Text(target, "apiVersion").starts_with("scheduling.volcano.sh/")) {
+    return FieldError(
+        "target", "must name a Queue of scheduling.volcano.sh (" + action + " acts on a queue)");
+  }
+  c.queue = Text(target, "name");
+  if (c.queue.empty()) return FieldError("target.name", "must be set");
+  c.doc = doc;
+  c.doc["metadata"]["namespace"] = c.ns;
+  return c;
+}
 
 Result<std::vector<json>> TranslateManifest(std::string_view text, std::string_view source,
                                             std::string_view default_namespace,

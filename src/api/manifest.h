@@ -17,6 +17,9 @@
 //                                              with the label nvidia.com/device-plugin.config;
 //                                              the default config covers the other nodes)
 //   tessera.io/v1 objects                   -> unchanged
+//   bus.volcano.sh Command (OpenQueue, CloseQueue)
+//                                           -> carried out by the server, not stored
+//                                              (ParseVolcanoCommand)
 //
 // Kinds Tessera does not take are an error that says what to use instead (the device plugin
 // DaemonSet, Prometheus rules, Deployments ...). In the kinds it takes, every field of the
@@ -62,6 +65,28 @@ void AppendDocument(std::vector<nlohmann::json> objs, const std::vector<std::str
 Result<std::vector<nlohmann::json>> TranslateManifest(
     std::string_view text, std::string_view source, std::string_view default_namespace,
     std::vector<std::vector<std::string>>* warnings = nullptr);
+
+// A Volcano bus.volcano.sh Command on a Queue, as vcctl queue operate creates it: the server
+// carries it out when it is created (the queue's state changes) and keeps nothing, as Volcano's
+// controller deletes each Command it has handled.
+struct VolcanoCommand {
+  std::string name;           // metadata.name; empty: generate_name is set
+  std::string generate_name;  // metadata.generateName
+  std::string ns;             // metadata.namespace, else the default namespace
+  bool close = false;         // action CloseQueue; false: OpenQueue
+  std::string queue;          // target.name: the Volcano Queue
+  nlohmann::json doc;         // the document, namespace defaulted
+};
+
+// Whether `doc` is a bus.volcano.sh Command (any version).
+bool IsVolcanoCommand(const nlohmann::json& doc);
+
+// Reads a Command: its action must be OpenQueue or CloseQueue and its target a
+// scheduling.volcano.sh Queue by name; other actions (the Job ones vcctl job sends) are refused
+// naming the field. Unknown fields are errors as in TranslateDocument.
+Result<VolcanoCommand> ParseVolcanoCommand(const nlohmann::json& doc,
+                                           std::string_view default_namespace,
+                                           std::vector<std::string>* warnings);
 
 }  // namespace tessera::api
 

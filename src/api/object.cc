@@ -412,4 +412,18 @@ bool FieldSelector::Matches(const json& obj) const {
   return true;
 }
 
+json EventObject(const std::string& ns, const std::string& name, std::string_view type,
+                 std::string_view reason, std::string_view message, const std::string& time,
+                 std::string_view kind, std::string_view about) {
+  return {{"apiVersion", kApiVersion},
+          {"kind", "Event"},
+          {"metadata", {{"name", name}, {"namespace", ns}, {"creationTimestamp", time}}},
+          {"spec",
+           {{"type", type},
+            {"reason", reason},
+            {"message", message},
+            {"time", time},
+            {"involvedObject", {{"kind", kind}, {"name", about}}}}}};
+}
+
 }  // namespace tessera::api

@@ -72,6 +72,12 @@ class LabelSelector {
 // metadata.uid.
 std::string UuidText(uint64_t high, uint64_t low);
 
+// A Tessera Event (tessera.io/v1) named `name` in `ns` about the object `kind` `about`: `type`
+// Normal or Warning, a one-word `reason`, the `message`, at `time` (RFC 3339).
+nlohmann::json EventObject(const std::string& ns, const std::string& name, std::string_view type,
+                           std::string_view reason, std::string_view message,
+                           const std::string& time, std::string_view kind, std::string_view about);
+
 // Field selectors as Kubernetes takes them: "<field>=<value>", "<field>==<value>" and
 // "<field>!=<value>" joined by ','; a field is a dotted path into the object
 // ("metadata.name", "spec.nodeName") compared as text ("" when absent).

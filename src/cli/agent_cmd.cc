@@ -573,18 +573,11 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
       const std::string message = "GPU " + std::to_string(c.gpu) + " is " +
                                   (c.healthy ? "healthy again: " : "unhealthy: ") + c.reason;
       out << message << std::endl;
-      json e = {
-          {"apiVersion", "tessera.io/v1"},
-          {"kind", "Event"},
-          {"metadata",
-           {{"name", id.name + "." + std::to_string(NowMs()) + "-" + std::to_string(++event_seq)},
-            {"namespace", "tessera-system"}}},
-          {"spec",
-           {{"type", c.healthy ? "Normal" : "Warning"},
-            {"reason", c.healthy ? "GpuRecovered" : "GpuUnhealthy"},
-            {"message", message},
-            {"time", server::FormatTime(NowMs())},
-            {"involvedObject", {{"kind", "Node"}, {"name", id.name}}}}}};
+      const json e = api::EventObject(
+          "tessera-system",
+          id.name + "." + std::to_string(NowMs()) + "-" + std::to_string(++event_seq),
+          c.healthy ? "Normal" : "Warning", c.healthy ? "GpuRecovered" : "GpuUnhealthy", message,
+          server::FormatTime(NowMs()), "Node", id.name);
       (void)Request(*ep, "POST", "/apis/tessera.io/v1/apply", e.dump(), "application/json");
       next_beat = 0;  // tell the scheduler now
     }

@@ -468,9 +468,11 @@ void CycleRun::ResolvePending() {
       continue;
     }
     if (tree_.queue(q).stop != StopPolicy::kNone) {
-      reason = "queue " + lq->second + " is stopped (stopPolicy " +
-               (tree_.queue(q).stop == StopPolicy::kHold ? "Hold" : "HoldAndDrain") +
-               "): it admits nothing until the policy is None";
+      reason = !tree_.queue(q).stop_reason.empty()
+                   ? tree_.queue(q).stop_reason
+                   : "queue " + lq->second + " is stopped (stopPolicy " +
+                         (tree_.queue(q).stop == StopPolicy::kHold ? "Hold" : "HoldAndDrain") +
+                         "): it admits nothing until the policy is None";
       continue;
     }
     if (!w.priority_class.empty()) {
@@ -654,7 +656,8 @@ void CycleRun::GrowRunning() {
         out_.waiting.push_back({h.running_index, i, std::move(reason)});
       };
       if (tree_.queue(h.queue).stop != StopPolicy::kNone) {
-        wait("queue " + tree_.queue(h.queue).name + " is stopped");
+        const std::string& why = tree_.queue(h.queue).stop_reason;
+        wait(why.empty() ? "queue " + tree_.queue(h.queue).name + " is stopped" : why);
         continue;
       }
       bool allowed = true;

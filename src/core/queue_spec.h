@@ -111,6 +111,9 @@ struct QueueSpec {
   int64_t fair_weight_milli = 1000;
   IdleReclaimPolicy idle_reclaim;
   StopPolicy stop = StopPolicy::kNone;
+  // Why the queue is stopped, in its users' words (a closed Volcano Queue); empty: Kueue's
+  // stopPolicy is named.
+  std::string stop_reason;
   // Kueue's flavorFungibility.whenCanBorrow: false (Borrow, the default) takes the first flavor
   // that fits even by borrowing; true (TryNextFlavor) prefers a later flavor that fits without.
   bool try_next_flavor_before_borrowing = false;

@@ -1,8 +1,11 @@
 #include "server/api_common.h"
 
 #include <algorithm>
+#include <mutex>
+#include <random>
 
 #include "api/kinds.h"
+#include "api/object.h"
 #include "api/status_schema.h"
 
 namespace tessera::server {
@@ -76,6 +79,18 @@ HttpResponse Error(const Status& s) {
 
 HttpResponse Json(int code, const json& body) {
   return Reply(code, "application/json", body.dump());
+}
+
+std::string NewUid() {
+  static std::mutex mu;
+  static std::mt19937_64 rng{std::random_device{}()};
+  uint64_t a = 0, b = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    a = rng();
+    b = rng();
+  }
+  return api::UuidText(a, b);
 }
 
 std::string StoredBody(json obj) {

@@ -25,6 +25,9 @@ HttpResponse Reply(int code, std::string content_type, std::string body);
 HttpResponse Error(const Status& s);
 HttpResponse Json(int code, const nlohmann::json& body);
 
+// A random RFC 4122 version 4 UUID, as Kubernetes gives every object.
+std::string NewUid();
+
 // The stored form of an object: without its resourceVersion (the store's version is the truth).
 std::string StoredBody(nlohmann::json obj);
 // The served form: the stored body with the version as metadata.resourceVersion.

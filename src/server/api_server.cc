@@ -455,38 +455,63 @@ class LogStream : public ResponseStream, public std::enable_shared_from_this<Log
   uint64_t subscription_ = 0;
 };
 
-// The objects of an apply request, each with the warnings of the document it came from.
+// The objects of an apply request, each with the warnings of the document it came from, and
+// the Volcano Commands it carries out.
 struct ApplyRequest {
   std::vector<json> items;
   std::vector<std::vector<std::string>> warnings;  // per item
+  std::vector<api::VolcanoCommand> commands;
+  std::vector<std::string> command_warnings;
 };
 
 // The objects of an apply request: YAML (Content-Type *yaml*) or JSON, one object or
-// {"items": [...]}, in Tessera's kinds or any manifest api::TranslateDocument understands.
-// Objects without a namespace land in the `namespace` query parameter's, else "default".
+// {"items": [...]}, in Tessera's kinds or any manifest api::TranslateDocument understands, and
+// bus.volcano.sh Commands. Objects without a namespace land in the `namespace` query
+// parameter's, else "default".
 Result<ApplyRequest> ApplyItems(const HttpRequest& req) {
   auto ns_it = req.query.find("namespace");
   const std::string ns = ns_it == req.query.end() ? "default" : ns_it->second;
   if (Status s = api::ValidateName(ns, true, "namespace"); !s.ok()) return s;
   ApplyRequest out;
-  if (req.content_type.find("yaml") != std::string::npos) {
-    auto objs = api::TranslateManifest(req.body, "body", ns, &out.warnings);
-    if (!objs.ok()) return objs.status();
-    out.items = std::move(objs).value();
-    return out;
+  json docs;
+  bool list = false;
+  const bool yaml = req.content_type.find("yaml") != std::string::npos;
+  if (yaml) {
+    auto parsed = api::ParseYamlDocuments(req.body);
+    if (!parsed.ok()) return InvalidArgument("body: " + parsed.status().message());
+    docs = std::move(parsed).value();
+  } else {
+    auto body = api::ParseJson(req.body);
+    if (!body.ok()) return body.status();
+    list = body->is_object() && body->contains("items") && !body->contains("kind");
+    docs = list ? (*body)["items"] : json::array({*body});
+    if (!docs.is_array()) return InvalidArgument("items: must be a list");
   }
-  auto body = api::ParseJson(req.body);
-  if (!body.ok()) return body.status();
-  const bool list = body->is_object() && body->contains("items") && !body->contains("kind");
-  json docs = list ? (*body)["items"] : json::array({*body});
-  if (!docs.is_array()) return InvalidArgument("items: must be a list");
   for (size_t i = 0; i < docs.size(); ++i) {
+    // Errors name the document as `tessera apply` and kubectl users count them.
+    auto where = [&](const Status& s) {
+      std::string what;
+      if (yaml) {
+        what = "body: document " + std::to_string(i + 1);
+        const std::string kind = Str(docs[i], "kind");
+        const std::string name = Str(Member(docs[i], "metadata"), "name");
+        if (!kind.empty()) what += " (" + kind + (name.empty() ? "" : " " + name) + ")";
+        what += ": ";
+      } else if (list) {
+        what = "items[" + std::to_string(i) + "]: ";
+      }
+      return Status(s.code(), what + s.message());
+    };
     std::vector<std::string> notes;
-    auto objs = api::TranslateDocument(docs[i], ns, &notes);
-    if (!objs.ok()) {
-      return Status(objs.status().code(),
-                    (list ? "items[" + std::to_string(i) + "]: " : "") + objs.status().message());
+    if (api::IsVolcanoCommand(docs[i])) {
+      auto cmd = api::ParseVolcanoCommand(docs[i], ns, &notes);
+      if (!cmd.ok()) return where(cmd.status());
+      out.commands.push_back(std::move(cmd).value());
+      for (std::string& n : notes) out.command_warnings.push_back("Command: " + std::move(n));
+      continue;
     }
+    auto objs = api::TranslateDocument(docs[i], ns, &notes);
+    if (!objs.ok()) return where(objs.status());
     api::AppendDocument(std::move(objs).value(), notes, &out.items, &out.warnings);
   }
   return out;
@@ -732,19 +757,6 @@ ApiServer::~ApiServer() = default;
 
 namespace {
 
-// A random RFC 4122 version 4 UUID, as Kubernetes gives every object.
-std::string NewUid() {
-  static std::mutex mu;
-  static std::mt19937_64 rng{std::random_device{}()};
-  uint64_t a = 0, b = 0;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    a = rng();
-    b = rng();
-  }
-  return api::UuidText(a, b);
-}
-
 // Kubernetes refuses changes to a running Job's pod template; Tessera does the same while a Job
 // has pods placed: its tasks, queue, priority class, pod group, minMember and an array's
 // completions, completionMode and backoffLimitPerIndex stay as they are, and no scheduling gate
@@ -799,6 +811,16 @@ Status ApiServer::KeepSystemFields(const Principal& who, json* obj, store::Write
     if (w->key.kind == "Job" && who.role != Principal::Role::kAgent) {
       TESSERA_RETURN_IF_ERROR(CheckJobImmutable(old, *obj));
     }
+    if (who.role != Principal::Role::kAgent) {
+      TESSERA_RETURN_IF_ERROR(CheckVolcanoQueueOpen(*obj, &old));
+    }
+    // A Volcano Queue's state is its Commands' (OpenQueue, CloseQueue): a write of the queue
+    // from its manifest, which names no stopPolicy, keeps it as Volcano keeps a queue's status.
+    const json& annotations = Member(Member(*obj, "metadata"), "annotations");
+    if (w->key.kind == "Queue" && Str(annotations, "tessera.io/volcano-queue") == "true" &&
+        !Member(Member(*obj, "spec"), "stopPolicy").is_string() && api::VolcanoQueueClosed(old)) {
+      (*obj)["spec"]["stopPolicy"] = old["spec"]["stopPolicy"];
+    }
     if (!may_set_status) {
       obj->erase("status");
       if (old.contains("status")) (*obj)["status"] = old["status"];
@@ -811,6 +833,9 @@ Status ApiServer::KeepSystemFields(const Principal& who, json* obj, store::Write
     // What was read must still be the object's when the write lands.
     if (!w->expected_version) w->expected_version = (*existing)->version;
   } else {
+    if (who.role != Principal::Role::kAgent) {
+      TESSERA_RETURN_IF_ERROR(CheckVolcanoQueueOpen(*obj, nullptr));
+    }
     if (!may_set_status) obj->erase("status");
     meta["creationTimestamp"] = FormatTime(clock_());
     meta["uid"] = NewUid();
@@ -819,10 +844,21 @@ Status ApiServer::KeepSystemFields(const Principal& who, json* obj, store::Write
   return Status::Ok();
 }
 
+store::Write ApiServer::EventWrite(std::string_view kind, const std::string& ns,
+                                   const std::string& about, std::string_view type,
+                                   std::string_view reason, const std::string& message) {
+  const int64_t now = clock_();
+  const std::string at = ns.empty() ? "tessera-system" : ns;
+  const std::string name =
+      about.substr(0, 200) + "." + std::to_string(now) + "-" + std::to_string(++event_seq_);
+  const json e = api::EventObject(at, name, type, reason, api::SafeText(message, 4000),
+                                  FormatTime(now), kind, about);
+  return {store::Write::Op::kCreate, {"Event", at, name}, e.dump(), std::nullopt};
+}
+
 std::vector<std::string> ApiServer::NotActedOn(const std::vector<api::ObjectId>& ids,
                                                const std::vector<std::vector<std::string>>& notes,
                                                std::vector<store::Write>* writes) {
-  const int64_t now = clock_();
   std::vector<std::string> warnings;
   for (size_t i = 0; i < ids.size() && i < notes.size(); ++i) {
     if (notes[i].empty()) continue;
@@ -832,20 +868,8 @@ std::vector<std::string> ApiServer::NotActedOn(const std::vector<api::ObjectId>&
       warnings.push_back(std::string(ids[i].kind->kind) + " " +
                          (ids[i].ns.empty() ? "" : ids[i].ns + "/") + ids[i].name + ": " + n);
     }
-    const std::string ns = ids[i].ns.empty() ? "tessera-system" : ids[i].ns;
-    const std::string name =
-        ids[i].name.substr(0, 200) + "." + std::to_string(now) + "-" + std::to_string(++event_seq_);
-    json e = {
-        {"apiVersion", api::kApiVersion},
-        {"kind", "Event"},
-        {"metadata", {{"name", name}, {"namespace", ns}, {"creationTimestamp", FormatTime(now)}}},
-        {"spec",
-         {{"type", "Warning"},
-          {"reason", "NotActedOn"},
-          {"message", api::SafeText(message, 4000)},
-          {"time", FormatTime(now)},
-          {"involvedObject", {{"kind", std::string(ids[i].kind->kind)}, {"name", ids[i].name}}}}}};
-    writes->push_back({store::Write::Op::kCreate, {"Event", ns, name}, e.dump(), std::nullopt});
+    writes->push_back(
+        EventWrite(ids[i].kind->kind, ids[i].ns, ids[i].name, "Warning", "NotActedOn", message));
   }
   return warnings;
 }
@@ -1338,9 +1362,18 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
       writes.push_back(std::move(w));
       ids.push_back(id);
     }
+    // Volcano Commands act on the queues as this request leaves them, in the same write.
+    std::vector<store::Write> command_events;
+    for (const api::VolcanoCommand& c : request->commands) {
+      if (Status s = VolcanoCommandWrites(*who, c, &writes, &ids, &command_events); !s.ok()) {
+        return Error(s);
+      }
+    }
     // What was accepted but is not acted on: a Warning event on each object, in the same
     // transaction, and the warnings in the reply.
-    const std::vector<std::string> notes = NotActedOn(ids, request->warnings, &writes);
+    std::vector<std::string> notes = NotActedOn(ids, request->warnings, &writes);
+    notes.insert(notes.end(), request->command_warnings.begin(), request->command_warnings.end());
+    writes.insert(writes.end(), command_events.begin(), command_events.end());
     auto versions = Commit(writes);
     if (!versions.ok()) return Error(versions.status());
     json out = json::array();

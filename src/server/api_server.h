@@ -86,6 +86,10 @@
 #include "server/object_cache.h"
 #include "store/store.h"
 
+namespace tessera::api {
+struct VolcanoCommand;
+}  // namespace tessera::api
+
 namespace tessera::server {
 
 class Accountant;
@@ -179,6 +183,31 @@ class ApiServer {
   std::vector<std::string> NotActedOn(const std::vector<api::ObjectId>& ids,
                                       const std::vector<std::vector<std::string>>& notes,
                                       std::vector<store::Write>* writes);
+  // The write of an Event about `kind` `about` in `ns` (tessera-system for cluster-wide
+  // objects), named after it, the time and a sequence number.
+  store::Write EventWrite(std::string_view kind, const std::string& ns, const std::string& about,
+                          std::string_view type, std::string_view reason,
+                          const std::string& message);
+  // Volcano's queue states (volcano_queues.cc). The writes that carry out the bus.volcano.sh
+  // Command `cmd` of `who` (who must be allowed to write the Queue): the Volcano Queue's
+  // Tessera Queue with its stopPolicy Hold (CloseQueue) or without one (OpenQueue), changed in
+  // place when `writes` already writes it, else appended to `writes` and its id to `ids`; and
+  // an event on it, appended to `events`. Nothing when the queue is in that state already.
+  Status VolcanoCommandWrites(const Principal& who, const api::VolcanoCommand& cmd,
+                              std::vector<store::Write>* writes, std::vector<api::ObjectId>* ids,
+                              std::vector<store::Write>* events);
+  // POST (carried out at once) and GET (none are kept, as Volcano's controller deletes each it
+  // has handled) of bus.volcano.sh Commands at /apis/bus.volcano.sh/v1alpha1.
+  HttpResponse VolcanoCommands(const HttpRequest& req, const Principal& who,
+                               const std::optional<std::string>& ns,
+                               const std::optional<std::string>& name);
+  // Volcano's admission rule: a Job or PodGroup `obj` (Tessera kinds) created in, or moved to,
+  // a Volcano Queue that is not Open is refused with Volcano's words. `old`: the stored object,
+  // null on create.
+  Status CheckVolcanoQueueOpen(const nlohmann::json& obj, const nlohmann::json* old);
+  // The Jobs (served form) and PodGroups (stored) that Volcano Queues' states are counted from.
+  Status JobsAndPodGroups(std::vector<nlohmann::json>* jobs,
+                          std::vector<nlohmann::json>* pod_groups);
   // The core group (/api/v1): Kubernetes' own kinds as views of Tessera's objects.
   HttpResponse Core(const HttpRequest& req, const Principal& who);
   // /apis/tessera.io/v1/tokens: create (POST), list (GET), revoke (DELETE

@@ -111,6 +111,7 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
   }
   const KubeRoute route = std::move(parsed->value());
   const api::KubeKind& kind = *route.kind;
+  if (kind.kind == "Command") return VolcanoCommands(req, who, route.ns, route.name);
   // Namespaces are read (with those in use) and deleted (with what is in them) on their own;
   // written as the other kinds.
   if (kind.kind == "Namespace" && (req.method == "GET" || req.method == "DELETE")) {
@@ -272,6 +273,16 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
       if (kind.group == "kueue.x-k8s.io" &&
           (kind.kind == "ClusterQueue" || kind.kind == "LocalQueue")) {
         if (Status s = AddKueueStatus(&*found); !s.ok()) return Error(s);
+      }
+      if (kind.group == "scheduling.volcano.sh" && kind.kind == "Queue" && !found->empty()) {
+        std::vector<json> jobs, pod_groups;
+        if (Status s = JobsAndPodGroups(&jobs, &pod_groups); !s.ok()) return Error(s);
+        for (json& v : *found) {
+          const auto m = std::find_if(made->begin(), made->end(), [&](const Made& x) {
+            return x.key.name == Str(v["metadata"], "name");
+          });
+          if (m != made->end()) api::AddVolcanoQueueStatus(m->obj, jobs, pod_groups, &v);
+        }
       }
       if (kind.kind == "PodGroup" && !found->empty()) {
         auto jobs = store_->List(

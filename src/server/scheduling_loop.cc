@@ -317,16 +317,8 @@ class CycleWrites {
     const std::string name = NameOf(about).substr(0, 200) + "." + std::to_string(now_ms_) + "-" +
                              std::to_string(++event_seq_);
     const std::string ns = NamespaceOf(about).empty() ? "tessera-system" : NamespaceOf(about);
-    json e = {{"apiVersion", "tessera.io/v1"},
-              {"kind", "Event"},
-              {"metadata",
-               {{"name", name}, {"namespace", ns}, {"creationTimestamp", FormatTime(now_ms_)}}},
-              {"spec",
-               {{"type", note.type},
-                {"reason", note.reason},
-                {"message", note.message},
-                {"time", FormatTime(now_ms_)},
-                {"involvedObject", {{"kind", Str(about, "kind")}, {"name", NameOf(about)}}}}}};
+    const json e = api::EventObject(ns, name, note.type, note.reason, note.message,
+                                    FormatTime(now_ms_), Str(about, "kind"), NameOf(about));
     return {store::Write::Op::kPut, {"Event", ns, name}, e.dump(), 0};
   }
 

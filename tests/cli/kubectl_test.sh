@@ -255,6 +255,53 @@ out=$(kubectl get cq gpu-cluster-queue -o jsonpath='{.status.admittedWorkloads}'
 out=$(kubectl get namespaces 2>&1) || fail "get namespaces: $out"
 grep -qE '^default +Active' <<<"$out" || fail "namespaces: $out"
 
+# Volcano's queue states: the Command vcctl queue operate creates, through kubectl create; a
+# queue that is not Open refuses new jobs as Volcano's webhook does.
+cat >"$WORK/vq.yaml" <<'YAML'
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: research}
+spec: {weight: 1}
+YAML
+cat >"$WORK/vq-job.yaml" <<'YAML'
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: vq-job}
+spec:
+  schedulerName: volcano
+  queue: research
+  tasks:
+  - replicas: 1
+    name: worker
+    template:
+      spec:
+        containers: [{name: c, command: ["true"]}]
+YAML
+command_yaml() {
+  printf 'apiVersion: bus.volcano.sh/v1alpha1\nkind: Command\nmetadata: {generateName: research-%s-}\naction: %s\ntarget: {apiVersion: scheduling.volcano.sh/v1beta1, kind: Queue, name: research}\n' \
+    "${1,,}" "$1" >"$WORK/command.yaml"
+}
+queue_state() { kubectl get queues.scheduling.volcano.sh research -o jsonpath='{.status.state}' 2>&1; }
+kubectl apply -f "$WORK/vq.yaml" >/dev/null 2>&1 || fail "apply volcano queue"
+out=$(queue_state)
+[ "$out" = Open ] || fail "new queue state: $out"
+command_yaml CloseQueue
+out=$(kubectl create -f "$WORK/command.yaml" 2>&1) || fail "create CloseQueue: $out"
+grep -qE '^command.bus.volcano.sh/research-closequeue-[a-z0-9]{5} created$' <<<"$out" ||
+  fail "create said: $out"
+out=$(queue_state)
+[ "$out" = Closed ] || fail "closed queue state: $out"
+out=$(kubectl create -f "$WORK/vq-job.yaml" 2>&1) && fail "job to a closed queue created: $out"
+grep -qF 'can only submit job to queue with state `Open`, queue `research` status is `Closed`' \
+  <<<"$out" || fail "closed queue refusal: $out"
+command_yaml OpenQueue
+kubectl create -f "$WORK/command.yaml" >/dev/null 2>&1 || fail "create OpenQueue"
+out=$(queue_state)
+[ "$out" = Open ] || fail "reopened queue state: $out"
+out=$(kubectl create -f "$WORK/vq-job.yaml" 2>&1) || fail "job to an open queue: $out"
+kubectl delete -f "$WORK/vq-job.yaml" >/dev/null 2>&1 || fail "delete vq-job"
+kubectl delete -f "$WORK/vq.yaml" >/dev/null 2>&1 || fail "delete volcano queue"
+
 # Every Job's pods, describe with the scheduler's events, logs, and a watch.
 out=$(kubectl get pods -A 2>&1) || fail "get pods -A: $out"
 grep -qE '^default +pytorch-distributed-worker-3 +0/1 +Pending' <<<"$out" || fail "gang pods: $out"

@@ -1515,6 +1515,287 @@ spec:
 namespace tessera::server {
 namespace {
 
+// Volcano's queue states (volcano-sh/volcano docs/design/queue/queue-state-management.md):
+// bus.volcano.sh Commands open and close a Queue; a closed queue is Closing while PodGroups are
+// in it and Closed after; a queue that is not Open refuses new work with the words of Volcano's
+// admission webhooks and allocates nothing (the capacity plugin's AllocatableFn), while what
+// runs goes on. Cases ported, each named by its Volcano source:
+//   pkg/controllers/queue/state/open_test.go     CloseQueueAction with and without podgroups,
+//                                                OpenQueueAction on an open queue
+//   pkg/controllers/queue/state/closing_test.go  "SyncQueueAction: Spec state closing with no
+//                                                podgroups" / "with podgroups",
+//                                                "OpenQueueAction: Closing queue"
+//   pkg/controllers/queue/state/closed_test.go   OpenQueueAction, CloseQueueAction on Closed
+//   pkg/webhooks/admission/jobs/validate/admit_job_test.go  a job to a closed queue
+//   pkg/webhooks/admission/pods/validate/admit_pod_test.go  "validate pod when volcano queue
+//                                                is closed when no pg", "... is closed when pg",
+//                                                "... is open when no pg"
+//   pkg/webhooks/admission/podgroups/validate: a PodGroup to a closed queue
+TEST_F(LoopTest, VolcanoQueueStatesFollowTheirCommands) {
+  Apply(kCluster);
+  Apply(R"(
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: research}
+spec: {weight: 1}
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata: {name: gang, namespace: team-a}
+spec: {minMember: 1, queue: research}
+)");
+  auto call = [&](const std::string& method, const std::string& path, const json& body) {
+    HttpRequest r;
+    r.method = method;
+    r.path = path;
+    r.authorization = "Bearer " + admin_;
+    r.content_type = "application/json";
+    r.body = body.is_null() ? "" : body.dump();
+    return api_->Handle(r);
+  };
+  const std::string queue_path = "/apis/scheduling.volcano.sh/v1beta1/queues/research";
+  auto state = [&] { return Get(queue_path)["status"]["state"]; };
+  const std::string commands = "/apis/bus.volcano.sh/v1alpha1/namespaces/default/commands";
+  auto command = [&](const std::string& action, const std::string& queue = "research") {
+    return call("POST", commands,
+                {{"apiVersion", "bus.volcano.sh/v1alpha1"},
+                 {"kind", "Command"},
+                 {"metadata", {{"generateName", queue + "-" + action + "-"}}},
+                 {"action", action},
+                 {"target",
+                  {{"apiVersion", "scheduling.volcano.sh/v1beta1"},
+                   {"kind", "Queue"},
+                   {"name", queue},
+                   {"controller", true}}}});
+  };
+  auto vcjob = [](const std::string& name, int gpus) {
+    return R"(
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: )" +
+           name + R"(, namespace: team-a}
+spec:
+  minAvailable: 1
+  schedulerName: volcano
+  queue: research
+  tasks:
+  - replicas: 1
+    name: worker
+    template:
+      spec:
+        containers: [{name: c, command: ["true"], resources: {limits: {nvidia.com/gpu: )" +
+           std::to_string(gpus) + "}}}]\n";
+  };
+  // A queue is Open when created; the gang's PodGroup counts as pending.
+  EXPECT_EQ(state(), "Open");
+  EXPECT_EQ(Get(queue_path)["status"]["pending"], 1) << Get(queue_path).dump();
+  Apply(vcjob("running", 2));
+  Cycle();
+  ASSERT_EQ(Job("running", "team-a")["status"]["phase"], "Admitted");
+  // open_test OpenQueueAction on an open queue: it stays Open, and nothing is written.
+  const int64_t before = api_->store().Revision();
+  EXPECT_EQ(command("OpenQueue").status, 201);
+  EXPECT_EQ(api_->store().Revision(), before);
+
+  // open_test CloseQueueAction with podgroups: Closing.
+  const HttpResponse closed = command("CloseQueue");
+  ASSERT_EQ(closed.status, 201) << closed.body;
+  const json made = json::parse(closed.body);
+  EXPECT_TRUE(made["metadata"]["name"].get<std::string>().starts_with("research-CloseQueue-"))
+      << closed.body;
+  EXPECT_EQ(made["metadata"]["name"].get<std::string>().size(),
+            std::string("research-CloseQueue-").size() + 5);
+  EXPECT_EQ(made["metadata"]["namespace"], "default");
+  EXPECT_EQ(state(), "Closing");
+  // The admitted job's PodGroup is Inqueue (no pod runs here: no agent).
+  EXPECT_EQ(Get(queue_path)["status"]["inqueue"], 1) << Get(queue_path).dump();
+  const json events = Get("/api/v1/namespaces/tessera-system/events");
+  bool told = false;
+  for (const json& e : events["items"]) {
+    told = told || (e["reason"] == "CloseQueue" && e["message"] == "Close queue succeed" &&
+                    e["involvedObject"]["name"] == "research");
+  }
+  EXPECT_TRUE(told) << events.dump();
+  // Commands are carried out, not kept, as Volcano's controller deletes each it handled.
+  EXPECT_EQ(Get(commands)["items"], json::array());
+
+  // admit_job_test: a job to a queue that is not Open is refused, naming its state.
+  HttpResponse refused = Apply(vcjob("late", 1), 400);
+  EXPECT_NE(refused.body.find("can only submit job to queue with state `Open`, queue `research` "
+                              "status is `Closing`"),
+            std::string::npos)
+      << refused.body;
+  // admit_pod_test "validate pod when volcano queue is closed when no pg" and "... when pg".
+  refused = Apply(R"(
+apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+  namespace: team-a
+  annotations: {scheduling.volcano.sh/queue-name: research}
+spec:
+  schedulerName: volcano
+  containers: [{name: c, command: ["true"]}]
+)",
+                  400);
+  EXPECT_NE(refused.body.find("queue `research` status is `Closing`"), std::string::npos)
+      << refused.body;
+  refused = Apply(R"(
+apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+  namespace: team-a
+  annotations: {scheduling.k8s.io/group-name: gang}
+spec:
+  schedulerName: volcano
+  containers: [{name: c, command: ["true"]}]
+)",
+                  400);
+  EXPECT_NE(refused.body.find("spec.podGroup: can only submit job to queue with state `Open`"),
+            std::string::npos)
+      << refused.body;
+  // A PodGroup to a closed queue, as Volcano's PodGroup webhook refuses it.
+  refused = Apply(R"(
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata: {name: gang2, namespace: team-a}
+spec: {minMember: 1, queue: research}
+)",
+                  400);
+  EXPECT_NE(refused.body.find("can only submit PodGroup to queue with state `Open`"),
+            std::string::npos)
+      << refused.body;
+
+  // The queue's manifest applied again (a new weight) keeps its state, as Volcano keeps a
+  // queue's status through spec updates.
+  Apply(R"(
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: research}
+spec: {weight: 3}
+)");
+  EXPECT_EQ(state(), "Closing");
+  EXPECT_EQ(Get("/apis/tessera.io/v1/queues/research")["spec"]["fairSharing"]["weight"], 3);
+
+  // What runs keeps running; nothing new is allocated: a job that was waiting in the queue
+  // before it closed stays pending and says why.
+  ASSERT_EQ(command("OpenQueue").status, 201);
+  Apply(vcjob("waiting", 8));
+  ASSERT_EQ(command("CloseQueue").status, 201);
+  Cycle();
+  EXPECT_EQ(Job("running", "team-a")["status"]["phase"], "Admitted");
+  const json waiting = Job("waiting", "team-a");
+  EXPECT_EQ(waiting["status"]["phase"], "Pending");
+  EXPECT_NE(waiting["status"]["message"].get<std::string>().find(
+                "queue research is not Open (closed by a CloseQueue command)"),
+            std::string::npos)
+      << waiting.dump();
+
+  // closing_test "SyncQueueAction: Spec state closing with no podgroups": Closed once the
+  // queue's PodGroups and Jobs are gone.
+  DeleteJob("running", "team-a");
+  DeleteJob("waiting", "team-a");
+  EXPECT_EQ(state(), "Closing");
+  EXPECT_EQ(
+      call("DELETE", "/apis/scheduling.volcano.sh/v1beta1/namespaces/team-a/podgroups/gang", json())
+          .status,
+      200);
+  EXPECT_EQ(state(), "Closed");
+  // closed_test CloseQueueAction: stays Closed. OpenQueueAction: Open, and work is taken again
+  // (admit_pod_test "validate pod when volcano queue is open when no pg").
+  EXPECT_EQ(command("CloseQueue").status, 201);
+  EXPECT_EQ(state(), "Closed");
+  EXPECT_EQ(command("OpenQueue").status, 201);
+  EXPECT_EQ(state(), "Open");
+  Apply(vcjob("again", 1));
+  Cycle();
+  EXPECT_EQ(Job("again", "team-a")["status"]["phase"], "Admitted");
+
+  // open_test CloseQueueAction without podgroups: Closed at once. One apply may create a queue
+  // and close it.
+  Apply(R"(
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: empty}
+spec: {weight: 1}
+---
+apiVersion: bus.volcano.sh/v1alpha1
+kind: Command
+metadata: {name: close-empty}
+action: CloseQueue
+target: {apiVersion: scheduling.volcano.sh/v1beta1, kind: Queue, name: empty}
+)");
+  EXPECT_EQ(Get("/apis/scheduling.volcano.sh/v1beta1/queues/empty")["status"]["state"], "Closed");
+}
+
+// Commands that cannot be carried out are refused, naming the field.
+TEST_F(LoopTest, VolcanoCommandsThatCannotBeCarriedOutAreRefused) {
+  Apply(R"(
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: cq}
+spec: {resourceGroups: []}
+)");
+  auto post = [&](const json& cmd) {
+    HttpRequest r;
+    r.method = "POST";
+    r.path = "/apis/bus.volcano.sh/v1alpha1/namespaces/default/commands";
+    r.authorization = "Bearer " + admin_;
+    r.content_type = "application/json";
+    r.body = cmd.dump();
+    return api_->Handle(r);
+  };
+  const json base = json::parse(R"({"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command",
+      "metadata": {"name": "c"}, "action": "CloseQueue", "target": {"apiVersion":
+      "scheduling.volcano.sh/v1beta1", "kind": "Queue", "name": "nowhere"}})");
+  struct Case {
+    const char* patch;
+    int status;
+    const char* says;
+  };
+  const Case cases[] = {
+      {R"({})", 404, "queues.scheduling.volcano.sh \"nowhere\" not found"},
+      {R"({"target": {"name": "cq"}})", 400, "queue cq is not a Volcano Queue"},
+      {R"({"target": {"name": "default"}})", 400, "Volcano's default queue"},
+      {R"({"action": "AbortJob"})", 400, "action: \"AbortJob\" is not carried out here"},
+      {R"({"action": null})", 400, "action: must be set"},
+      {R"({"target": {"kind": "Job"}})", 400, "target: must name a Queue"},
+      {R"({"target": {"name": null}})", 400, "target.name: must be set"},
+      {R"({"targt": {}})", 400, "targt: unknown field (did you mean \"target\"?)"},
+      {R"({"metadata": {"name": null}})", 400, "metadata.name: must be set"},
+  };
+  for (const Case& c : cases) {
+    json cmd = base;
+    cmd.merge_patch(json::parse(c.patch));
+    const HttpResponse r = post(cmd);
+    EXPECT_EQ(r.status, c.status) << c.patch << ": " << r.body;
+    EXPECT_NE(json::parse(r.body)["message"].get<std::string>().find(c.says), std::string::npos)
+        << c.patch << ": " << r.body;
+  }
+  // Only the admin writes queues: a namespace token may not close one.
+  HttpRequest t;
+  t.method = "POST";
+  t.path = "/apis/tessera.io/v1/tokens";
+  t.authorization = "Bearer " + admin_;
+  t.content_type = "application/json";
+  t.body = R"({"namespace": "team-a"})";
+  const HttpResponse token = api_->Handle(t);
+  ASSERT_EQ(token.status, 201) << token.body;
+  HttpRequest r;
+  r.method = "POST";
+  r.path = "/apis/bus.volcano.sh/v1alpha1/namespaces/team-a/commands";
+  r.authorization = "Bearer " + json::parse(token.body)["token"].get<std::string>();
+  r.content_type = "application/json";
+  json to_cq = base;
+  to_cq["target"]["name"] = "cq";
+  r.body = to_cq.dump();
+  EXPECT_EQ(api_->Handle(r).status, 403);
+  // A command is carried out once: there is nothing to get, replace or delete after.
+  EXPECT_EQ(Get("/apis/bus.volcano.sh/v1alpha1/namespaces/default/commands")["kind"],
+            "CommandList");
+}
+
 // The loop's thread wakes on changes that can change what a cycle decides; an event or a new
 // token does not wake it (it still runs once a period, here far off).
 TEST_F(LoopTest, ChangesThatCannotChangeADecisionDoNotWakeTheLoop) {
