@@ -68,9 +68,28 @@ struct Attempt {
 // `amount` charged to `flavor` per resource; nothing where a resource has no flavor.
 QuotaCharge ChargeOf(const std::array<int, kNumQuotaResources>& flavor, const QuotaVector& amount) {
   QuotaCharge c;
-  c.flavor = flavor;
-  for (int r = 0; r < kNumQuotaResources; ++r) c.amount[r] = flavor[r] == kNoFlavor ? 0 : amount[r];
+  for (int r = 0; r < kNumQuotaResources; ++r) {
+    c.Add(flavor[r], static_cast<QuotaResource>(r), amount[r]);
+  }
   return c;
+}
+
+// The flavor a charge uses per resource (the first part's), kNoFlavor where it has none.
+std::array<int, kNumQuotaResources> FlavorPerResource(const QuotaCharge& c) {
+  std::array<int, kNumQuotaResources> out = {kNoFlavor, kNoFlavor, kNoFlavor};
+  for (auto it = c.parts.rbegin(); it != c.parts.rend(); ++it) {
+    out[static_cast<int>(it->resource)] = it->flavor;
+  }
+  return out;
+}
+
+// The flavors a charge uses, each once, in the order of its parts.
+std::vector<int> FlavorsOf(const QuotaCharge& c) {
+  std::vector<int> out;
+  for (const QuotaCharge::Part& p : c.parts) {
+    if (std::find(out.begin(), out.end(), p.flavor) == out.end()) out.push_back(p.flavor);
+  }
+  return out;
 }
 
 std::string PriorityText(int32_t p) { return "priority " + std::to_string(p); }
@@ -209,8 +228,9 @@ class CycleRun {
     const Combo* combo = nullptr;
     const std::vector<PodSpec>* pods = nullptr;
     QuotaCharge charge;  // the request's lower bound under the combo
-    // Per quota resource: whether it needs preemption (Kueue's resourcesRequiringPreemption).
-    std::array<bool, kNumQuotaResources> needs = {false, false, false};
+    // Per part of `charge`: whether it needs preemption (Kueue's
+    // resourcesRequiringPreemption).
+    std::vector<uint8_t> needs;
     bool allow_borrowing = true;  // false: the preemptor must fit without borrowing
     std::vector<Cand> removed;
     QuotaVector need = {0, 0, 0};
@@ -371,34 +391,20 @@ class CycleRun {
 
 void CycleRun::IndexHolder(size_t holder) {
   const Holder& h = holders_[holder];
-  for (int r = 0; r < kNumQuotaResources; ++r) {
-    const int f = h.charge.flavor[r];
-    if (f == kNoFlavor) continue;
-    bool listed = false;
-    for (int k = 0; k < r; ++k) listed = listed || h.charge.flavor[k] == f;
-    if (!listed) by_queue_flavor_[h.queue][f].push_back(holder);
-  }
+  for (int f : FlavorsOf(h.charge)) by_queue_flavor_[h.queue][f].push_back(holder);
 }
 
 template <typename Fn>
 void CycleRun::ForEachSharingFlavor(int q, const QuotaCharge& charge, Fn fn) const {
-  for (int r = 0; r < kNumQuotaResources; ++r) {
-    const int f = charge.flavor[r];
-    bool seen = f == kNoFlavor;
-    for (int k = 0; k < r; ++k) seen = seen || charge.flavor[k] == f;
-    if (seen) continue;
-    for (size_t hi : by_queue_flavor_[q][f]) {
+  const std::vector<int> flavors = FlavorsOf(charge);
+  for (size_t i = 0; i < flavors.size(); ++i) {
+    for (size_t hi : by_queue_flavor_[q][flavors[i]]) {
       const Holder& h = holders_[hi];
       // Work admitted in this cycle is not preempted in it.
       if (h.victim || h.running_index == kNotRunning) continue;
       // Listed under an earlier flavor of the charge: already called.
       bool earlier = false;
-      for (int k = 0; k < r; ++k) {
-        const int g = charge.flavor[k];
-        for (int j = 0; j < kNumQuotaResources && g != kNoFlavor; ++j) {
-          earlier = earlier || h.charge.flavor[j] == g;
-        }
-      }
+      for (size_t k = 0; k < i; ++k) earlier = earlier || h.charge.UsesFlavor(flavors[k]);
       if (!earlier) fn(hi);
     }
   }
@@ -433,11 +439,12 @@ void CycleRun::ChargeRunning() {
     h.ns = NamespaceOf(a.workload.namespace_name);
     h.pods = PodCount(a.workload);
     h.amount = PlacedAmount(state_, a.placements);
+    std::array<int, kNumQuotaResources> flavor = {kNoFlavor, kNoFlavor, kNoFlavor};
     for (int r = 0; r < kNumQuotaResources; ++r) {
       const int f = a.flavors[r].empty() ? kNoFlavor : tree_.FindFlavor(a.flavors[r]);
-      h.charge.flavor[r] = f < 0 ? kNoFlavor : f;
-      h.charge.amount[r] = h.amount[r];
+      flavor[r] = f < 0 ? kNoFlavor : f;
     }
+    h.charge = ChargeOf(flavor, h.amount);
     ChargeHolder(h, +1);
     if (h.queue < 0) continue;
     IndexHolder(holders_.size() - 1);
@@ -627,10 +634,8 @@ void CycleRun::HoldForStrictHead(size_t idx) {
   const std::vector<Combo>& combos = Combos(idx);
   if (combos.empty()) return;
   QuotaCharge hold = ChargeFor(idx, combos.front(), info_[idx].lower);
-  for (int r = 0; r < kNumQuotaResources; ++r) {
-    if (hold.flavor[r] == kNoFlavor) continue;
-    hold.amount[r] = std::min(
-        hold.amount[r], tree_.UnusedNominal(q, hold.flavor[r], static_cast<QuotaResource>(r)));
+  for (QuotaCharge::Part& part : hold.parts) {
+    part.amount = std::min(part.amount, tree_.UnusedNominal(q, part.flavor, part.resource));
   }
   tree_.AddUsage(q, hold, +1);
 }
@@ -644,12 +649,7 @@ void CycleRun::GrowRunning() {
       continue;
     }
     std::vector<PodSpec> pods = ExpandPods(a.workload);
-    std::vector<int> flavors;
-    for (int f : h.charge.flavor) {
-      if (f != kNoFlavor && std::find(flavors.begin(), flavors.end(), f) == flavors.end()) {
-        flavors.push_back(f);
-      }
-    }
+    const std::vector<int> flavors = FlavorsOf(h.charge);
     for (size_t i = 0; i < a.placements.size() && i < pods.size(); ++i) {
       if (a.placements[i]) continue;
       auto wait = [&](std::string reason) {
@@ -673,7 +673,7 @@ void CycleRun::GrowRunning() {
         continue;
       }
       const QuotaVector amount = PlacedAmount(state_, g.placements);
-      const QuotaCharge charge = ChargeOf(h.charge.flavor, amount);
+      const QuotaCharge charge = ChargeOf(FlavorPerResource(h.charge), amount);
       std::string over = NamespaceExplain(h.ns, amount);
       if (over.empty() && !tree_.Fits(h.queue, charge)) over = tree_.Explain(h.queue, charge);
       if (!over.empty()) {
@@ -682,10 +682,8 @@ void CycleRun::GrowRunning() {
         continue;
       }
       ChargeUsage(h.queue, h.ns, charge, amount, +1);
-      for (int r = 0; r < kNumQuotaResources; ++r) {
-        h.amount[r] += amount[r];
-        h.charge.amount[r] += charge.amount[r];
-      }
+      for (int r = 0; r < kNumQuotaResources; ++r) h.amount[r] += amount[r];
+      h.charge.Add(charge);
       out_.growths.push_back({h.running_index, i, *g.placements[0]});
     }
   }
@@ -979,8 +977,9 @@ void CycleRun::Admit(size_t idx, const QuotaCharge& charge, const QuotaVector& a
   ad.borrowing = tree_.WouldBorrow(p.queue, charge);
   ad.admitted.workload = w;
   ad.admitted.queue = tree_.queue(p.queue).name;
+  const std::array<int, kNumQuotaResources> flavor = FlavorPerResource(charge);
   for (int r = 0; r < kNumQuotaResources; ++r) {
-    if (charge.flavor[r] != kNoFlavor) ad.admitted.flavors[r] = tree_.flavor(charge.flavor[r]).name;
+    if (flavor[r] != kNoFlavor) ad.admitted.flavors[r] = tree_.flavor(flavor[r]).name;
   }
   ad.admitted.placements = std::move(gang.placements);
   ad.admitted.priority = p.priority;
@@ -1047,20 +1046,18 @@ CycleRun::Fit CycleRun::Check(size_t idx, const Combo& combo, const std::vector<
 }
 
 bool CycleRun::UsesNeeded(const Holder& h, const Search& s) const {
-  for (int r = 0; r < kNumQuotaResources; ++r) {
-    if (s.needs[r] && h.charge.flavor[r] == s.charge.flavor[r] && h.charge.amount[r] > 0) {
-      return true;
-    }
+  for (size_t i = 0; i < s.charge.parts.size(); ++i) {
+    const QuotaCharge::Part& p = s.charge.parts[i];
+    if (s.needs[i] && h.charge.Charges(p.flavor, p.resource)) return true;
   }
   return false;
 }
 
 bool CycleRun::BorrowingInNeeded(int queue, const Search& s) const {
   if (root_[queue] < 0) return false;
-  for (int r = 0; r < kNumQuotaResources; ++r) {
-    if (s.needs[r] && tree_.BorrowingIn(queue, s.charge.flavor[r], static_cast<QuotaResource>(r))) {
-      return true;
-    }
+  for (size_t i = 0; i < s.charge.parts.size(); ++i) {
+    const QuotaCharge::Part& p = s.charge.parts[i];
+    if (s.needs[i] && tree_.BorrowingIn(queue, p.flavor, p.resource)) return true;
   }
   return false;
 }
@@ -1448,14 +1445,15 @@ bool CycleRun::PreemptIn(size_t idx, size_t ci, const Attempt& attempt, std::str
   // The flavor/resources that need preemption (Kueue's resourcesRequiringPreemption): those
   // whose quota is short; all charged ones when the quota fits and the room is short.
   bool any_short = false;
-  for (int r = 0; r < kNumQuotaResources; ++r) {
-    if (s.charge.flavor[r] == kNoFlavor || s.charge.amount[r] == 0) continue;
-    s.needs[r] =
-        tree_.Available(q, s.charge.flavor[r], static_cast<QuotaResource>(r)) < s.charge.amount[r];
-    any_short = any_short || s.needs[r];
+  s.needs.assign(s.charge.parts.size(), 0);
+  for (size_t i = 0; i < s.charge.parts.size(); ++i) {
+    const QuotaCharge::Part& part = s.charge.parts[i];
+    if (part.amount == 0) continue;
+    s.needs[i] = tree_.Available(q, part.flavor, part.resource) < part.amount ? 1 : 0;
+    any_short = any_short || s.needs[i];
   }
-  for (int r = 0; r < kNumQuotaResources && !any_short; ++r) {
-    s.needs[r] = s.charge.flavor[r] != kNoFlavor && s.charge.amount[r] > 0;
+  for (size_t i = 0; i < s.charge.parts.size() && !any_short; ++i) {
+    s.needs[i] = s.charge.parts[i].amount > 0 ? 1 : 0;
   }
   // Kueue's findCandidates. Within the queue, per withinClusterQueue (skipped when no running
   // work of the queue has a priority low enough).
@@ -1561,8 +1559,9 @@ bool CycleRun::PreemptIn(size_t idx, size_t ci, const Attempt& attempt, std::str
       }
     }
     bool under_nominal = true;
-    for (int r = 0; r < kNumQuotaResources; ++r) {
-      if (s.needs[r] && !tree_.UnderNominal(q, s.charge.flavor[r], static_cast<QuotaResource>(r))) {
+    for (size_t i = 0; i < s.charge.parts.size(); ++i) {
+      const QuotaCharge::Part& part = s.charge.parts[i];
+      if (s.needs[i] && !tree_.UnderNominal(q, part.flavor, part.resource)) {
         under_nominal = false;
       }
     }

@@ -159,11 +159,35 @@ void QuotaTree::AddAt(int node, int fr, int64_t delta) {
   }
 }
 
+void QuotaCharge::Add(int flavor, QuotaResource r, int64_t amount) {
+  if (flavor == kNoFlavor) return;
+  for (Part& p : parts) {
+    if (p.flavor == flavor && p.resource == r) {
+      p.amount += amount;
+      return;
+    }
+  }
+  parts.push_back({flavor, r, amount});
+}
+
+void QuotaCharge::Add(const QuotaCharge& other) {
+  for (const Part& p : other.parts) Add(p.flavor, p.resource, p.amount);
+}
+
+bool QuotaCharge::Charges(int flavor, QuotaResource r) const {
+  return std::any_of(parts.begin(), parts.end(), [&](const Part& p) {
+    return p.flavor == flavor && p.resource == r && p.amount > 0;
+  });
+}
+
+bool QuotaCharge::UsesFlavor(int flavor) const {
+  return std::any_of(parts.begin(), parts.end(), [&](const Part& p) { return p.flavor == flavor; });
+}
+
 void QuotaTree::AddUsage(int q, const QuotaCharge& c, int sign) {
   ++generation_;
-  for (int r = 0; r < kNumQuotaResources; ++r) {
-    if (c.flavor[r] == kNoFlavor || c.amount[r] == 0) continue;
-    AddAt(q, Fr(c.flavor[r], static_cast<QuotaResource>(r)), sign * c.amount[r]);
+  for (const QuotaCharge::Part& p : c.parts) {
+    if (p.amount != 0) AddAt(q, Fr(p.flavor, p.resource), sign * p.amount);
   }
 }
 
@@ -172,21 +196,17 @@ int64_t QuotaTree::Available(int q, int flavor, QuotaResource r) const {
 }
 
 bool QuotaTree::Fits(int q, const QuotaCharge& c) const {
-  for (int r = 0; r < kNumQuotaResources; ++r) {
-    if (c.flavor[r] == kNoFlavor || c.amount[r] == 0) continue;
-    if (AvailableAt(q, Fr(c.flavor[r], static_cast<QuotaResource>(r))) < c.amount[r]) {
-      return false;
-    }
+  for (const QuotaCharge::Part& p : c.parts) {
+    if (p.amount != 0 && AvailableAt(q, Fr(p.flavor, p.resource)) < p.amount) return false;
   }
   return true;
 }
 
 bool QuotaTree::WouldBorrow(int q, const QuotaCharge& c) const {
   const Node& n = nodes_[q];
-  for (int r = 0; r < kNumQuotaResources; ++r) {
-    if (c.flavor[r] == kNoFlavor || c.amount[r] == 0) continue;
-    const int fr = Fr(c.flavor[r], static_cast<QuotaResource>(r));
-    if (n.usage[fr] + c.amount[r] > n.subtree[fr]) return true;
+  for (const QuotaCharge::Part& p : c.parts) {
+    const int fr = Fr(p.flavor, p.resource);
+    if (p.amount != 0 && n.usage[fr] + p.amount > n.subtree[fr]) return true;
   }
   return false;
 }
@@ -210,21 +230,21 @@ bool QuotaTree::UnderNominal(int q, int flavor, QuotaResource r) const {
 
 std::string QuotaTree::Explain(int q, const QuotaCharge& c) const {
   const Node& n = nodes_[q];
-  for (int r = 0; r < kNumQuotaResources; ++r) {
-    if (c.flavor[r] == kNoFlavor || c.amount[r] == 0) continue;
-    const QuotaResource res = static_cast<QuotaResource>(r);
-    const int fr = Fr(c.flavor[r], res);
+  for (const QuotaCharge::Part& p : c.parts) {
+    if (p.amount == 0) continue;
+    const QuotaResource res = p.resource;
+    const int fr = Fr(p.flavor, res);
     const int64_t avail = AvailableAt(q, fr);
-    if (avail >= c.amount[r]) continue;
+    if (avail >= p.amount) continue;
     std::string s = "queue " + queues_[q].name + ": " + std::string(QuotaResourceName(res)) +
-                    " in flavor " + flavors_[c.flavor[r]].name + " needs " +
-                    FormatQuota(res, c.amount[r]) + ", " + FormatQuota(res, avail) +
+                    " in flavor " + flavors_[p.flavor].name + " needs " +
+                    FormatQuota(res, p.amount) + ", " + FormatQuota(res, avail) +
                     " available (uses " + FormatQuota(res, n.usage[fr]) + " of nominal " +
                     FormatQuota(res, n.nominal[fr]);
     if (n.parent < 0) {
       s += "; no cohort to borrow from)";
-    } else if (n.usage[fr] + c.amount[r] > n.subtree[fr] && n.borrowing[fr] != kNoLimit &&
-               n.usage[fr] + c.amount[r] - n.subtree[fr] > n.borrowing[fr]) {
+    } else if (n.usage[fr] + p.amount > n.subtree[fr] && n.borrowing[fr] != kNoLimit &&
+               n.usage[fr] + p.amount - n.subtree[fr] > n.borrowing[fr]) {
       s += "; borrowing limit " + FormatQuota(res, n.borrowing[fr]) + ")";
     } else {
       const int64_t idle = AvailableAt(n.parent, fr);
@@ -252,7 +272,11 @@ int64_t QuotaTree::Share(int node, const QuotaCharge* extra) const {
     for (int f = 0; f < num_flavors(); ++f) {
       const int fr = Fr(f, static_cast<QuotaResource>(r));
       int64_t used = n.usage[fr];
-      if (extra != nullptr && extra->flavor[r] == f) used += extra->amount[r];
+      if (extra != nullptr) {
+        for (const QuotaCharge::Part& x : extra->parts) {
+          if (x.flavor == f && static_cast<int>(x.resource) == r) used += x.amount;
+        }
+      }
       borrowed += std::max<int64_t>(0, used - n.subtree[fr]);
       lendable += p.subtree[fr];
     }

@@ -28,11 +28,26 @@ namespace tessera::core {
 
 inline constexpr int kNoFlavor = -1;
 
-// What a workload charges: per quota resource, an amount and the flavor it is charged to
-// (kNoFlavor: the queue does not cover the resource, which is then not limited by it).
+// What a workload charges: amounts of quota resources, each in a flavor. A resource the queue
+// does not cover is not charged (and not limited by the queue). A workload's pod sets may be
+// charged to different flavors of one resource.
 struct QuotaCharge {
-  std::array<int, kNumQuotaResources> flavor = {kNoFlavor, kNoFlavor, kNoFlavor};
-  QuotaVector amount = {0, 0, 0};
+  struct Part {
+    int flavor = kNoFlavor;
+    QuotaResource resource = QuotaResource::kGpu;
+    int64_t amount = 0;
+  };
+  // One per flavor and resource, in the order first added.
+  std::vector<Part> parts;
+
+  // Adds `amount` of `r` in `flavor` (nothing for kNoFlavor).
+  void Add(int flavor, QuotaResource r, int64_t amount);
+  // Adds every part of `other`.
+  void Add(const QuotaCharge& other);
+  // Whether some amount of `r` is charged in `flavor`.
+  bool Charges(int flavor, QuotaResource r) const;
+  // Whether any resource is charged in `flavor` (amount 0 included).
+  bool UsesFlavor(int flavor) const;
 };
 
 // Formats an amount of a quota resource for people: "2.5 GPUs", "16 CPUs", "64 GiB".

@@ -30,8 +30,7 @@ QueueSpec Queue(std::string name, std::string cohort, ResourceGroup g) {
 
 QuotaCharge Gpus(int flavor, int64_t gpus) {
   QuotaCharge c;
-  c.flavor[0] = flavor;
-  c.amount[0] = gpus * kGpu;
+  c.Add(flavor, QuotaResource::kGpu, gpus * kGpu);
   return c;
 }
 
