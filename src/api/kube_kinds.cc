@@ -498,23 +498,21 @@ json KubeEvent(const json& event, const ObjectRef* involved) {
 
 namespace {
 
-// The total of each resource a Job's tasks ask for (limits, else requests, times replicas), in
+// The total of each resource a task asks for (limits, else requests, times replicas), in
 // nano-units.
-std::map<std::string, __int128> JobResources(const json& job) {
+std::map<std::string, __int128> TaskResources(const json& task) {
   std::map<std::string, __int128> out;
-  for (const json& task : ListOf(Member(Member(job, "spec"), "tasks"))) {
-    const json& replicas = Member(task, "replicas");
-    const int64_t n = replicas.is_number_integer() ? replicas.get<int64_t>() : 1;
-    const json& res = Member(task, "resources");
-    for (const char* part : {"requests", "limits"}) {
-      const json& amounts = Member(res, part);
-      if (!amounts.is_object()) continue;
-      for (const auto& [name, v] : amounts.items()) {
-        const std::string text = v.is_string() ? v.get<std::string>() : v.dump();
-        Result<Quantity> q = ParseQuantity(text, name);
-        if (!q.ok()) continue;
-        out[name] = q->nano * n;  // limits, read last, win over requests
-      }
+  const json& replicas = Member(task, "replicas");
+  const int64_t n = replicas.is_number_integer() ? replicas.get<int64_t>() : 1;
+  const json& res = Member(task, "resources");
+  for (const char* part : {"requests", "limits"}) {
+    const json& amounts = Member(res, part);
+    if (!amounts.is_object()) continue;
+    for (const auto& [name, v] : amounts.items()) {
+      const std::string text = v.is_string() ? v.get<std::string>() : v.dump();
+      Result<Quantity> q = ParseQuantity(text, name);
+      if (!q.ok()) continue;
+      out[name] = q->nano * n;  // limits, read last, win over requests
     }
   }
   return out;
@@ -525,8 +523,14 @@ std::string QuantityText(__int128 nano) {
   return std::to_string(static_cast<int64_t>((nano + 999'999) / 1'000'000)) + "m";
 }
 
-// The flavors a Job was admitted with, per resource (status.flavors).
-const json& AdmittedFlavors(const json& job) { return Member(Member(job, "status"), "flavors"); }
+// The flavors a Job's task `i` (its pod set) was admitted with, per resource:
+// status.podSetFlavors[i] where pod sets differ, else status.flavors.
+json AdmittedFlavors(const json& job, size_t i) {
+  const json& st = Member(job, "status");
+  const json& per_set = Member(st, "podSetFlavors");
+  const json& f = per_set.is_array() && i < per_set.size() ? per_set[i] : Member(st, "flavors");
+  return f.is_object() ? f : json::object();
+}
 
 std::string Lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), ::tolower);
@@ -566,15 +570,15 @@ json KueueWorkload(const json& job) {
   const bool admitted = phase == "Admitted" || phase == "Succeeded" || phase == "Failed";
   const std::string at = Str(st, "admittedAt");
   if (admitted && !Str(st, "queue").empty()) {
-    json flavors = AdmittedFlavors(job).is_object() ? AdmittedFlavors(job) : json::object();
-    json usage = json::object();
-    for (const auto& [r, nano] : JobResources(job)) usage[r] = QuantityText(nano);
     json assignments = json::array();
-    for (const json& set : wspec["podSets"]) {
-      assignments.push_back({{"name", set["name"]},
-                             {"flavors", flavors},
-                             {"resourceUsage", usage},
-                             {"count", set["count"]}});
+    const json& tasks = ListOf(Member(spec, "tasks"));
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      json usage = json::object();
+      for (const auto& [r, nano] : TaskResources(tasks[i])) usage[r] = QuantityText(nano);
+      assignments.push_back({{"name", wspec["podSets"][i]["name"]},
+                             {"flavors", AdmittedFlavors(job, i)},
+                             {"resourceUsage", std::move(usage)},
+                             {"count", wspec["podSets"][i]["count"]}});
     }
     status["admission"] = {{"clusterQueue", Str(st, "queue")},
                            {"podSetAssignments", std::move(assignments)}};
@@ -642,10 +646,13 @@ void AddQueueStatus(const std::vector<json>& jobs, const std::vector<json>& loca
     if (phase == "Pending" || phase.empty()) ++pending;
     if (phase != "Admitted") continue;
     ++admitted;
-    const json& flavors = AdmittedFlavors(job);
-    for (const auto& [r, nano] : JobResources(job)) {
-      const std::string flavor = Str(flavors, r.c_str());
-      if (!flavor.empty()) usage[flavor][r] += nano;
+    const json& tasks = ListOf(Member(Member(job, "spec"), "tasks"));
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      const json flavors = AdmittedFlavors(job, i);
+      for (const auto& [r, nano] : TaskResources(tasks[i])) {
+        const std::string flavor = Str(flavors, r.c_str());
+        if (!flavor.empty()) usage[flavor][r] += nano;
+      }
     }
   }
   json flavors = json::array();

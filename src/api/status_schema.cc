@@ -134,6 +134,17 @@ Status JobStatus(const json& status) {
   TESSERA_RETURN_IF_ERROR(f.String("message", &s));
   TESSERA_RETURN_IF_ERROR(f.String("queue", &s));
   TESSERA_RETURN_IF_ERROR(f.StringMap("flavors", &flavors));
+  // Per pod set, when the sets' flavors differ.
+  if (const json* per_set = f.Get("podSetFlavors"); per_set != nullptr && !per_set->is_null()) {
+    if (!per_set->is_array()) return FieldError(f.At("podSetFlavors"), "must be a list");
+    for (size_t i = 0; i < per_set->size(); ++i) {
+      const std::string at = Index(f.At("podSetFlavors"), i);
+      if (!(*per_set)[i].is_object()) return FieldError(at, "must be a map of strings");
+      for (const auto& [resource, flavor] : (*per_set)[i].items()) {
+        if (!flavor.is_string()) return FieldError(at + "." + resource, "must be a string");
+      }
+    }
+  }
   TESSERA_RETURN_IF_ERROR(f.Int("priority", &n, INT32_MIN, kMaxInt32));
   TESSERA_RETURN_IF_ERROR(f.String("admittedAt", &s));
   TESSERA_RETURN_IF_ERROR(f.String("finishedAt", &s));

@@ -18,7 +18,38 @@ namespace {
 constexpr int64_t kNoEnd = std::numeric_limits<int64_t>::max();
 constexpr size_t kNotRunning = static_cast<size_t>(-1);
 // Most flavor combinations tried for one workload.
-constexpr int kMaxFlavorCombos = 64;
+constexpr int kMaxFlavorCombos = 256;
+
+// A flavor per quota resource (kNoFlavor where none).
+using ResourceFlavors = std::array<int, kNumQuotaResources>;
+constexpr ResourceFlavors kNoFlavors = {kNoFlavor, kNoFlavor, kNoFlavor};
+
+// What a workload's pods take: per pod set (each charged to its own flavors) and in all (for
+// the namespace quota).
+struct Amounts {
+  std::vector<QuotaVector> sets;
+  QuotaVector total = {0, 0, 0};
+};
+
+Amounts AmountsOf(std::vector<QuotaVector> sets) {
+  Amounts a;
+  for (const QuotaVector& v : sets) {
+    for (int r = 0; r < kNumQuotaResources; ++r) a.total[r] += v[r];
+  }
+  a.sets = std::move(sets);
+  return a;
+}
+
+// Raises `a` to at least `b`, per pod set and in all, resource by resource.
+void RaiseTo(const Amounts& b, Amounts* a) {
+  a->sets.resize(std::max(a->sets.size(), b.sets.size()), QuotaVector{0, 0, 0});
+  for (size_t i = 0; i < b.sets.size(); ++i) {
+    for (int r = 0; r < kNumQuotaResources; ++r) {
+      a->sets[i][r] = std::max(a->sets[i][r], b.sets[i][r]);
+    }
+  }
+  for (int r = 0; r < kNumQuotaResources; ++r) a->total[r] = std::max(a->total[r], b.total[r]);
+}
 
 // A workload holding resources in the cycle's working state.
 struct Holder {
@@ -26,6 +57,8 @@ struct Holder {
   int queue = -1;
   int32_t priority = 0;
   QuotaCharge charge;
+  // Per pod set, the flavor charged per resource (a member placed later is charged there).
+  std::vector<ResourceFlavors> set_flavors;
   QuotaVector amount = {0, 0, 0};  // for the namespace quota
   int ns = -1;                     // its namespace's quota (NamespaceOf)
   int64_t admitted_ms = 0;
@@ -40,7 +73,7 @@ struct PendingInfo {
   int queue = -1;
   int32_t priority = 0;
   bool can_preempt = true;
-  QuotaVector lower = {0, 0, 0};
+  Amounts lower;   // the request's lower bound
   int ns = -1;     // its namespace's quota (NamespaceOf)
   int shape = -1;  // interned ShapeKey, -1 until first needed
 };
@@ -50,6 +83,21 @@ struct Group {
   std::vector<QuotaResource> covered;
   std::vector<int> flavors;
 };
+
+// The flavors a combo (per pod set and group of the queue, the flavor index or -1) gives each
+// pod set, per resource.
+std::vector<ResourceFlavors> SetFlavorsOf(const std::vector<Group>& groups,
+                                          const std::vector<int>& combo, size_t sets) {
+  std::vector<ResourceFlavors> out(sets, kNoFlavors);
+  for (size_t s = 0; s < sets; ++s) {
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const int f = combo[s * groups.size() + g];
+      if (f < 0) continue;
+      for (QuotaResource r : groups[g].covered) out[s][static_cast<int>(r)] = f;
+    }
+  }
+  return out;
+}
 
 enum class Block : uint8_t { kNone, kQuota, kPlacement };
 
@@ -72,15 +120,6 @@ QuotaCharge ChargeOf(const std::array<int, kNumQuotaResources>& flavor, const Qu
     c.Add(flavor[r], static_cast<QuotaResource>(r), amount[r]);
   }
   return c;
-}
-
-// The flavor a charge uses per resource (the first part's), kNoFlavor where it has none.
-std::array<int, kNumQuotaResources> FlavorPerResource(const QuotaCharge& c) {
-  std::array<int, kNumQuotaResources> out = {kNoFlavor, kNoFlavor, kNoFlavor};
-  for (auto it = c.parts.rbegin(); it != c.parts.rend(); ++it) {
-    out[static_cast<int>(it->resource)] = it->flavor;
-  }
-  return out;
 }
 
 // The flavors a charge uses, each once, in the order of its parts.
@@ -168,7 +207,8 @@ class CycleRun {
   CycleResult Run(std::span<const Reservation> held);
 
  private:
-  // One pending workload's flavor choice: per used group of its queue, the flavor index.
+  // One pending workload's flavor choice: per pod set and group of its queue (index
+  // set * groups + group), the flavor index; -1 where the set uses nothing the group covers.
   using Combo = std::vector<int>;
 
   void ChargeRunning();
@@ -178,7 +218,9 @@ class CycleRun {
   const std::vector<Combo>& Combos(size_t idx);
   // The workload's interned ShapeKey: workloads of one shape place alike.
   int ShapeOf(size_t idx);
-  QuotaCharge ChargeFor(size_t idx, const Combo& combo, const QuotaVector& amount) const;
+  // Each pod set's `amounts` charged to its flavors under `combo`.
+  QuotaCharge ChargeFor(size_t idx, const Combo& combo,
+                        const std::vector<QuotaVector>& amounts) const;
   // Pods constrained to the combo's flavors; false when a flavor contradicts the pods' own
   // selectors or GPU models.
   bool ConstrainedPods(size_t idx, const Combo& combo, std::vector<PodSpec>* pods) const;
@@ -196,10 +238,10 @@ class CycleRun {
   // Quota and room for the workload's `pods` under `combo` (a simulation; nothing stays held).
   // When it places, `*amount` is what the placement would charge and `*nodes` its nodes (also
   // when the exact charge then misses the quota: kNoQuota with nodes); otherwise nodes is empty.
-  Fit Check(size_t idx, const Combo& combo, const std::vector<PodSpec>& pods, QuotaVector* amount,
+  Fit Check(size_t idx, const Combo& combo, const std::vector<PodSpec>& pods, Amounts* amount,
             std::vector<NodeId>* nodes);
   // Quota alone, for a charge of `amount` (namespace quota included).
-  bool QuotaFits(size_t idx, const Combo& combo, const QuotaVector& amount) const;
+  bool QuotaFits(size_t idx, const Combo& combo, const Amounts& amount) const;
   // True when some pod of `pods` passes the placement filters and device step on one of
   // `nodes` (with the reservations the workload may use open): necessary for the gang to fit
   // where it did not before these nodes gained room, and sufficient for a single pod.
@@ -233,8 +275,8 @@ class CycleRun {
     std::vector<uint8_t> needs;
     bool allow_borrowing = true;  // false: the preemptor must fit without borrowing
     std::vector<Cand> removed;
-    QuotaVector need = {0, 0, 0};
-    QuotaVector amount = {0, 0, 0};
+    Amounts need;
+    Amounts amount;
     std::vector<NodeId> fit_nodes;
     // Nodes that gained room since they were last looked at; while the workload is known not
     // to fit (known_no_room), it can only fit now if a pod fits on one of them.
@@ -245,7 +287,7 @@ class CycleRun {
   bool UsesNeeded(const Holder& h, const Search& s) const;
   // Whether the queue (in a cohort) borrows a flavor/resource the search needs.
   bool BorrowingInNeeded(int queue, const Search& s) const;
-  bool SearchQuotaFits(const Search& s, const QuotaVector& amount) const;
+  bool SearchQuotaFits(const Search& s, const Amounts& amount) const;
   // Removes the candidate; true when the workload then fits (quota, borrowing rule and room).
   bool RemoveAndCheck(Search& s, const Cand& c);
   void Abandon(Search& s);
@@ -281,7 +323,8 @@ class CycleRun {
   std::string NameReservations(size_t idx, std::string reason) const;
   // Rolls back the placements of a gang this cycle placed (and told the reserve plugins of).
   void Unplace(const std::vector<PodSpec>& pods, const GangOutcome& g);
-  void Admit(size_t idx, const QuotaCharge& charge, const QuotaVector& amount, GangOutcome gang);
+  void Admit(size_t idx, const Combo& combo, const QuotaCharge& charge, const Amounts& amount,
+             GangOutcome gang);
   // Places the members of running workloads that were admitted without them (beyond
   // min_member), one by one, in the room and quota left after this cycle's admissions.
   void GrowRunning();
@@ -352,6 +395,7 @@ class CycleRun {
   std::unordered_map<int, std::vector<int>> root_queues_;  // root cohort node -> its queues
   std::vector<PendingInfo> info_;
   std::vector<std::vector<Group>> groups_;  // per queue
+  std::vector<ResourceFlavors> group_of_;   // per queue and resource: the group covering it
   // Namespaces with a quota, by index: the quota and what the cycle's holders use of it.
   std::unordered_map<std::string_view, int> ns_index_;
   std::vector<const NamespaceQuota*> ns_quota_;
@@ -376,7 +420,17 @@ class CycleRun {
   void RecordFailure(size_t idx, const std::string& key, const std::string& reason);
   std::unordered_set<std::string> failed_preemptions_;
   std::unordered_map<std::string, int> shapes_;
-  std::unordered_map<uint64_t, std::vector<Combo>> combos_;
+  struct WordsHash {
+    size_t operator()(const std::vector<uint64_t>& v) const {
+      uint64_t h = 1469598103934665603ULL;
+      for (uint64_t x : v) h = (h ^ x) * 1099511628211ULL;
+      return h;
+    }
+  };
+  std::unordered_map<std::vector<uint64_t>, std::vector<Combo>, WordsHash> combos_;
+  std::vector<const std::vector<Combo>*> combos_of_;  // per pending workload, once looked up
+  std::vector<int> sizes_scratch_;                    // Combos' working space
+  std::vector<uint64_t> key_scratch_;
   // Per queue: the lowest priority of its running work (a bound: victims are not removed).
   std::vector<int32_t> min_running_priority_;
   // The working state with every holder's placements released and no reservation cordoned,
@@ -412,11 +466,15 @@ void CycleRun::ForEachSharingFlavor(int q, const QuotaCharge& charge, Fn fn) con
 
 void CycleRun::ChargeRunning() {
   groups_.resize(tree_.num_queues());
+  group_of_.assign(tree_.num_queues(), {-1, -1, -1});
   for (int q = 0; q < tree_.num_queues(); ++q) {
     for (const ResourceGroup& g : tree_.queue(q).resource_groups) {
       Group& out = groups_[q].emplace_back();
       out.covered = g.covered;
       for (const FlavorQuotas& f : g.flavors) out.flavors.push_back(tree_.FindFlavor(f.flavor));
+      for (QuotaResource r : g.covered) {
+        group_of_[q][static_cast<int>(r)] = static_cast<int>(groups_[q].size()) - 1;
+      }
     }
   }
   holders_.reserve(running_.size() + pending_.size());
@@ -439,12 +497,23 @@ void CycleRun::ChargeRunning() {
     h.ns = NamespaceOf(a.workload.namespace_name);
     h.pods = PodCount(a.workload);
     h.amount = PlacedAmount(state_, a.placements);
-    std::array<int, kNumQuotaResources> flavor = {kNoFlavor, kNoFlavor, kNoFlavor};
-    for (int r = 0; r < kNumQuotaResources; ++r) {
-      const int f = a.flavors[r].empty() ? kNoFlavor : tree_.FindFlavor(a.flavors[r]);
-      flavor[r] = f < 0 ? kNoFlavor : f;
+    const std::vector<QuotaVector> sets = SetPlacedAmounts(state_, a.workload, a.placements);
+    h.set_flavors.assign(sets.size(), kNoFlavors);
+    for (size_t set = 0; set < sets.size(); ++set) {
+      // One entry stands for every pod set.
+      const size_t from = a.flavors.size() == 1 ? 0 : set;
+      if (from >= a.flavors.size()) continue;
+      for (int r = 0; r < kNumQuotaResources; ++r) {
+        const int f = a.flavors[from][r].empty() ? kNoFlavor : tree_.FindFlavor(a.flavors[from][r]);
+        h.set_flavors[set][r] = f < 0 ? kNoFlavor : f;
+      }
     }
-    h.charge = ChargeOf(flavor, h.amount);
+    // Resource by resource, pod set by pod set (the order quota messages name them in).
+    for (int r = 0; r < kNumQuotaResources; ++r) {
+      for (size_t set = 0; set < sets.size(); ++set) {
+        h.charge.Add(h.set_flavors[set][r], static_cast<QuotaResource>(r), sets[set][r]);
+      }
+    }
     ChargeHolder(h, +1);
     if (h.queue < 0) continue;
     IndexHolder(holders_.size() - 1);
@@ -512,7 +581,7 @@ void CycleRun::ResolvePending() {
       }
     }
     if (!valid) continue;
-    p.lower = RequestLowerBound(w);
+    p.lower = AmountsOf(SetLowerBounds(w));
     p.ns = NamespaceOf(w.namespace_name);
     p.queue = q;
   }
@@ -528,55 +597,75 @@ int CycleRun::ShapeOf(size_t idx) {
 }
 
 const std::vector<CycleRun::Combo>& CycleRun::Combos(size_t idx) {
+  if (combos_of_.size() <= idx) combos_of_.resize(pending_.size(), nullptr);
+  if (combos_of_[idx] != nullptr) return *combos_of_[idx];
   const PendingInfo& p = info_[idx];
+  const Workload& w = pending_[idx];
   const std::vector<Group>& groups = groups_[p.queue];
-  const bool wants_gpu =
-      std::any_of(pending_[idx].pod_sets.begin(), pending_[idx].pod_sets.end(),
-                  [](const PodSet& s) { return s.pod.gpu.kind != GpuRequestKind::kNone; });
-  // Groups the workload uses get a flavor; the others get none (-1).
-  std::vector<int> sizes(groups.size(), 0);
-  uint64_t used = 0;
-  for (size_t g = 0; g < groups.size(); ++g) {
-    for (QuotaResource r : groups[g].covered) {
-      if (p.lower[static_cast<int>(r)] > 0 || (r == QuotaResource::kGpu && wants_gpu)) {
-        sizes[g] = static_cast<int>(groups[g].flavors.size());
-        used |= uint64_t{1} << g;
+  const size_t num_groups = groups.size();
+  // Per pod set, the groups covering a resource it uses get a flavor; the others none (-1), as
+  // Kueue assigns flavors per pod set for the resources it requests.
+  std::vector<int>& sizes = sizes_scratch_;
+  sizes.assign(w.pod_sets.size() * num_groups, 0);
+  // The cache key: the queue, then which positions are used, 64 to a word.
+  std::vector<uint64_t>& cache_key = key_scratch_;
+  cache_key.assign({static_cast<uint64_t>(p.queue), sizes.size()});
+  for (size_t set = 0; set < w.pod_sets.size(); ++set) {
+    const bool wants_gpu = w.pod_sets[set].pod.gpu.kind != GpuRequestKind::kNone;
+    for (size_t g = 0; g < num_groups; ++g) {
+      const size_t i = set * num_groups + g;
+      for (QuotaResource r : groups[g].covered) {
+        if (p.lower.sets[set][static_cast<int>(r)] > 0 || (r == QuotaResource::kGpu && wants_gpu)) {
+          sizes[i] = static_cast<int>(groups[g].flavors.size());
+        }
       }
+      if (i % 64 == 0) cache_key.push_back(0);
+      if (sizes[i] > 0) cache_key.back() |= uint64_t{1} << (i % 64);
     }
   }
-  // Every group covers a resource of its own, so a queue has at most kNumQuotaResources.
-  const uint64_t cache_key = (static_cast<uint64_t>(p.queue) << 32) | used;
-  auto [it, inserted] = combos_.try_emplace(cache_key);
-  std::vector<Combo>& combos = it->second;
-  if (!inserted) return combos;
-  Combo cur(groups.size(), -1);
-  std::vector<int> pos(groups.size(), 0);
+  if (auto known = combos_.find(cache_key); known != combos_.end()) {
+    combos_of_[idx] = &known->second;
+    return known->second;
+  }
+  std::vector<Combo>& combos = combos_[cache_key];
+  combos_of_[idx] = &combos;
+  const size_t positions = sizes.size();
+  Combo cur(positions, -1);
+  std::vector<int> pos(positions, 0);
   while (static_cast<int>(combos.size()) < kMaxFlavorCombos) {
-    for (size_t g = 0; g < groups.size(); ++g) {
-      cur[g] = sizes[g] == 0 ? -1 : groups[g].flavors[pos[g]];
+    for (size_t i = 0; i < positions; ++i) {
+      cur[i] = sizes[i] == 0 ? -1 : groups[i % num_groups].flavors[pos[i]];
     }
     combos.push_back(cur);
-    // Odometer: the last group varies fastest, so earlier groups keep their first flavors
-    // longest.
-    int g = static_cast<int>(groups.size()) - 1;
-    for (; g >= 0; --g) {
-      if (sizes[g] == 0) continue;
-      if (++pos[g] < sizes[g]) break;
-      pos[g] = 0;
+    // Odometer: the last position varies fastest, so earlier pod sets (and groups) keep their
+    // first flavors longest. The first choice that fits is then the one Kueue's pass pod set
+    // by pod set, each taking its first flavor that fits, would make.
+    int i = static_cast<int>(positions) - 1;
+    for (; i >= 0; --i) {
+      if (sizes[i] == 0) continue;
+      if (++pos[i] < sizes[i]) break;
+      pos[i] = 0;
     }
-    if (g < 0) break;
+    if (i < 0) break;
   }
   return combos;
 }
 
-QuotaCharge CycleRun::ChargeFor(size_t idx, const Combo& combo, const QuotaVector& amount) const {
-  const std::vector<Group>& groups = groups_[info_[idx].queue];
-  std::array<int, kNumQuotaResources> flavor = {kNoFlavor, kNoFlavor, kNoFlavor};
-  for (size_t g = 0; g < groups.size(); ++g) {
-    if (combo[g] < 0) continue;
-    for (QuotaResource r : groups[g].covered) flavor[static_cast<int>(r)] = combo[g];
+QuotaCharge CycleRun::ChargeFor(size_t idx, const Combo& combo,
+                                const std::vector<QuotaVector>& amounts) const {
+  const int q = info_[idx].queue;
+  const size_t num_groups = groups_[q].size();
+  QuotaCharge c;
+  // Resource by resource, pod set by pod set (the order quota messages name them in).
+  for (int r = 0; r < kNumQuotaResources; ++r) {
+    const int g = group_of_[q][r];
+    if (g < 0) continue;
+    for (size_t set = 0; set < amounts.size(); ++set) {
+      const int f = combo[set * num_groups + g];
+      if (f >= 0) c.Add(f, static_cast<QuotaResource>(r), amounts[set][r]);
+    }
   }
-  return ChargeOf(flavor, amount);
+  return c;
 }
 
 namespace {
@@ -614,11 +703,14 @@ bool ApplyFlavor(const ResourceFlavor& flavor, PodSpec* p) {
 }  // namespace
 
 bool CycleRun::ConstrainedPods(size_t idx, const Combo& combo, std::vector<PodSpec>* pods) const {
-  *pods = ExpandPods(pending_[idx]);
-  for (int f : combo) {
-    if (f < 0) continue;
-    for (PodSpec& p : *pods) {
-      if (!ApplyFlavor(tree_.flavor(f), &p)) return false;
+  const Workload& w = pending_[idx];
+  *pods = ExpandPods(w);
+  const std::vector<size_t> set_of = SetOfPods(w);
+  const size_t num_groups = groups_[info_[idx].queue].size();
+  for (size_t i = 0; i < pods->size(); ++i) {
+    for (size_t g = 0; g < num_groups; ++g) {
+      const int f = combo[set_of[i] * num_groups + g];
+      if (f >= 0 && !ApplyFlavor(tree_.flavor(f), &(*pods)[i])) return false;
     }
   }
   return true;
@@ -633,7 +725,7 @@ void CycleRun::HoldForStrictHead(size_t idx) {
   }
   const std::vector<Combo>& combos = Combos(idx);
   if (combos.empty()) return;
-  QuotaCharge hold = ChargeFor(idx, combos.front(), info_[idx].lower);
+  QuotaCharge hold = ChargeFor(idx, combos.front(), info_[idx].lower.sets);
   for (QuotaCharge::Part& part : hold.parts) {
     part.amount = std::min(part.amount, tree_.UnusedNominal(q, part.flavor, part.resource));
   }
@@ -649,7 +741,7 @@ void CycleRun::GrowRunning() {
       continue;
     }
     std::vector<PodSpec> pods = ExpandPods(a.workload);
-    const std::vector<int> flavors = FlavorsOf(h.charge);
+    const std::vector<size_t> set_of = SetOfPods(a.workload);
     for (size_t i = 0; i < a.placements.size() && i < pods.size(); ++i) {
       if (a.placements[i]) continue;
       auto wait = [&](std::string reason) {
@@ -660,8 +752,15 @@ void CycleRun::GrowRunning() {
         wait(why.empty() ? "queue " + tree_.queue(h.queue).name + " is stopped" : why);
         continue;
       }
+      const ResourceFlavors& set_flavors =
+          set_of[i] < h.set_flavors.size() ? h.set_flavors[set_of[i]] : kNoFlavors;
       bool allowed = true;
-      for (int f : flavors) allowed = allowed && ApplyFlavor(tree_.flavor(f), &pods[i]);
+      for (int r = 0; r < kNumQuotaResources; ++r) {
+        const int f = set_flavors[r];
+        bool earlier = false;  // applied for an earlier resource already
+        for (int k = 0; k < r; ++k) earlier = earlier || set_flavors[k] == f;
+        if (f != kNoFlavor && !earlier) allowed = allowed && ApplyFlavor(tree_.flavor(f), &pods[i]);
+      }
       if (!allowed) {
         wait("the pod's node selector or GPU models exclude the flavors its job was admitted to");
         continue;
@@ -673,7 +772,7 @@ void CycleRun::GrowRunning() {
         continue;
       }
       const QuotaVector amount = PlacedAmount(state_, g.placements);
-      const QuotaCharge charge = ChargeOf(FlavorPerResource(h.charge), amount);
+      const QuotaCharge charge = ChargeOf(set_flavors, amount);
       std::string over = NamespaceExplain(h.ns, amount);
       if (over.empty() && !tree_.Fits(h.queue, charge)) over = tree_.Explain(h.queue, charge);
       if (!over.empty()) {
@@ -875,7 +974,7 @@ void CycleRun::RecordFailure(size_t idx, const std::string& key, const std::stri
 Attempt CycleRun::TryAdmit(size_t idx) {
   const PendingInfo& p = info_[idx];
   Attempt a;
-  if (std::string ns = NamespaceExplain(p.ns, p.lower); !ns.empty()) {
+  if (std::string ns = NamespaceExplain(p.ns, p.lower.total); !ns.empty()) {
     a.reason = ns;
     return a;
   }
@@ -889,7 +988,7 @@ Attempt CycleRun::TryAdmit(size_t idx) {
   for (size_t ci = 0; ci < combos.size(); ++ci) order[ci] = ci;
   if (spec.try_next_flavor_before_borrowing) {
     std::stable_partition(order.begin(), order.end(), [&](size_t ci) {
-      return !tree_.WouldBorrow(p.queue, ChargeFor(idx, combos[ci], p.lower));
+      return !tree_.WouldBorrow(p.queue, ChargeFor(idx, combos[ci], p.lower.sets));
     });
   }
   // flavorFungibility.whenCanPreempt Preempt: a choice where victims make room is taken
@@ -898,7 +997,7 @@ Attempt CycleRun::TryAdmit(size_t idx) {
   auto preempt_here = [&](size_t ci, std::string why) {
     if (!may_preempt_early) return false;
     if (spec.try_next_flavor_before_borrowing &&
-        tree_.WouldBorrow(p.queue, ChargeFor(idx, combos[ci], p.lower))) {
+        tree_.WouldBorrow(p.queue, ChargeFor(idx, combos[ci], p.lower.sets))) {
       return false;
     }
     if (!PreemptIn(idx, ci, a, &why)) return false;
@@ -908,7 +1007,7 @@ Attempt CycleRun::TryAdmit(size_t idx) {
   };
   for (const size_t ci : order) {
     const Combo& combo = combos[ci];
-    const QuotaCharge lower = ChargeFor(idx, combo, p.lower);
+    const QuotaCharge lower = ChargeFor(idx, combo, p.lower.sets);
     if (!tree_.Fits(p.queue, lower)) {
       std::string why = tree_.Explain(p.queue, lower);
       if (quota_reason.empty()) quota_reason = why;
@@ -946,16 +1045,16 @@ Attempt CycleRun::TryAdmit(size_t idx) {
       if (preempt_here(ci, g.reason)) return a;
       continue;
     }
-    const QuotaVector amount = PlacedAmount(state_, g.placements);
-    const QuotaCharge exact = ChargeFor(idx, combo, amount);
-    std::string over = NamespaceExplain(p.ns, amount);
+    const Amounts amount = AmountsOf(SetPlacedAmounts(state_, pending_[idx], g.placements));
+    const QuotaCharge exact = ChargeFor(idx, combo, amount.sets);
+    std::string over = NamespaceExplain(p.ns, amount.total);
     if (over.empty() && !tree_.Fits(p.queue, exact)) over = tree_.Explain(p.queue, exact);
     if (!over.empty()) {
       Unplace(pods, g);
       if (quota_reason.empty()) quota_reason = std::move(over);
       continue;
     }
-    Admit(idx, exact, amount, std::move(g));
+    Admit(idx, combo, exact, amount, std::move(g));
     a.block = Block::kNone;
     return a;
   }
@@ -968,8 +1067,8 @@ Attempt CycleRun::TryAdmit(size_t idx) {
   return a;
 }
 
-void CycleRun::Admit(size_t idx, const QuotaCharge& charge, const QuotaVector& amount,
-                     GangOutcome gang) {
+void CycleRun::Admit(size_t idx, const Combo& combo, const QuotaCharge& charge,
+                     const Amounts& amount, GangOutcome gang) {
   const Workload& w = pending_[idx];
   const PendingInfo& p = info_[idx];
   Admission& ad = out_.admissions.emplace_back();
@@ -977,9 +1076,13 @@ void CycleRun::Admit(size_t idx, const QuotaCharge& charge, const QuotaVector& a
   ad.borrowing = tree_.WouldBorrow(p.queue, charge);
   ad.admitted.workload = w;
   ad.admitted.queue = tree_.queue(p.queue).name;
-  const std::array<int, kNumQuotaResources> flavor = FlavorPerResource(charge);
-  for (int r = 0; r < kNumQuotaResources; ++r) {
-    if (flavor[r] != kNoFlavor) ad.admitted.flavors[r] = tree_.flavor(flavor[r]).name;
+  std::vector<ResourceFlavors> set_flavors =
+      SetFlavorsOf(groups_[p.queue], combo, w.pod_sets.size());
+  for (const ResourceFlavors& flavors : set_flavors) {
+    std::array<std::string, kNumQuotaResources>& names = ad.admitted.flavors.emplace_back();
+    for (int r = 0; r < kNumQuotaResources; ++r) {
+      if (flavors[r] != kNoFlavor) names[r] = tree_.flavor(flavors[r]).name;
+    }
   }
   ad.admitted.placements = std::move(gang.placements);
   ad.admitted.priority = p.priority;
@@ -990,7 +1093,8 @@ void CycleRun::Admit(size_t idx, const QuotaCharge& charge, const QuotaVector& a
   h.queue = p.queue;
   h.priority = p.priority;
   h.charge = charge;
-  h.amount = amount;
+  h.set_flavors = std::move(set_flavors);
+  h.amount = amount.total;
   h.admitted_ms = now_;
   h.end_ms = ExpectedEnd(w, now_);
   h.admission_index = out_.admissions.size() - 1;
@@ -1027,20 +1131,20 @@ void CycleRun::RestoreHolder(Holder& h) {
   ChargeHolder(h, +1);
 }
 
-bool CycleRun::QuotaFits(size_t idx, const Combo& combo, const QuotaVector& amount) const {
-  return NamespaceExplain(info_[idx].ns, amount).empty() &&
-         tree_.Fits(info_[idx].queue, ChargeFor(idx, combo, amount));
+bool CycleRun::QuotaFits(size_t idx, const Combo& combo, const Amounts& amount) const {
+  return NamespaceExplain(info_[idx].ns, amount.total).empty() &&
+         tree_.Fits(info_[idx].queue, ChargeFor(idx, combo, amount.sets));
 }
 
 CycleRun::Fit CycleRun::Check(size_t idx, const Combo& combo, const std::vector<PodSpec>& pods,
-                              QuotaVector* amount, std::vector<NodeId>* nodes) {
+                              Amounts* amount, std::vector<NodeId>* nodes) {
   nodes->clear();
   if (!QuotaFits(idx, combo, info_[idx].lower)) return Fit::kNoQuota;
   GangOutcome g = PlaceGang(idx, pods, /*keep=*/false);
   if (!g.ok) return Fit::kNoRoom;
   // The exact charge of the simulated placement: the state no longer holds it, but the cards
   // it names are unchanged.
-  *amount = PlacedAmount(state_, g.placements);
+  *amount = AmountsOf(SetPlacedAmounts(state_, pending_[idx], g.placements));
   AppendNodes(g.placements, nodes);
   return QuotaFits(idx, combo, *amount) ? Fit::kYes : Fit::kNoQuota;
 }
@@ -1062,10 +1166,10 @@ bool CycleRun::BorrowingInNeeded(int queue, const Search& s) const {
   return false;
 }
 
-bool CycleRun::SearchQuotaFits(const Search& s, const QuotaVector& amount) const {
+bool CycleRun::SearchQuotaFits(const Search& s, const Amounts& amount) const {
   if (!QuotaFits(s.idx, *s.combo, amount)) return false;
   return s.allow_borrowing ||
-         !tree_.WouldBorrow(info_[s.idx].queue, ChargeFor(s.idx, *s.combo, amount));
+         !tree_.WouldBorrow(info_[s.idx].queue, ChargeFor(s.idx, *s.combo, amount.sets));
 }
 
 bool CycleRun::RemoveAndCheck(Search& s, const Cand& c) {
@@ -1085,7 +1189,7 @@ bool CycleRun::RemoveAndCheck(Search& s, const Cand& c) {
   if (f == Fit::kYes) return true;
   if (f == Fit::kNoQuota && !s.fit_nodes.empty()) {
     // There is room; the exact charge is what misses.
-    for (int r = 0; r < kNumQuotaResources; ++r) s.need[r] = std::max(s.need[r], s.amount[r]);
+    RaiseTo(s.amount, &s.need);
     s.fit_nodes.clear();
     s.known_no_room = false;
   }
@@ -1119,7 +1223,7 @@ void CycleRun::FillBack(Search& s) {
     if (disjoint) {
       ok = SearchQuotaFits(s, s.amount);
     } else {
-      QuotaVector without = {0, 0, 0};
+      Amounts without;
       std::vector<NodeId> without_nodes;
       if (Check(s.idx, *s.combo, *s.pods, &without, &without_nodes) == Fit::kYes &&
           SearchQuotaFits(s, without)) {
@@ -1338,13 +1442,13 @@ bool CycleRun::FairMinimal(Search& s, const std::vector<Cand>& cands) {
   };
   // Shares are compared with the preemptor's usage added (Kueue's SimulateUsageAddition);
   // whether it fits is checked without.
-  QuotaCharge added = ChargeFor(s.idx, *s.combo, s.need);
+  QuotaCharge added = ChargeFor(s.idx, *s.combo, s.need.sets);
   tree_.AddUsage(q, added, +1);
   auto take = [&](Cand c, PreemptionCause cause) {
     c.cause = cause;
     tree_.AddUsage(q, added, -1);
     const bool fits = RemoveAndCheck(s, c);
-    added = ChargeFor(s.idx, *s.combo, s.need);
+    added = ChargeFor(s.idx, *s.combo, s.need.sets);
     tree_.AddUsage(q, added, +1);
     return fits;
   };
@@ -1441,7 +1545,7 @@ bool CycleRun::PreemptIn(size_t idx, size_t ci, const Attempt& attempt, std::str
   s.idx = idx;
   s.combo = &combo;
   s.pods = &pods;
-  s.charge = ChargeFor(idx, combo, p.lower);
+  s.charge = ChargeFor(idx, combo, p.lower.sets);
   // The flavor/resources that need preemption (Kueue's resourcesRequiringPreemption): those
   // whose quota is short; all charged ones when the quota fits and the room is short.
   bool any_short = false;
@@ -1592,7 +1696,7 @@ bool CycleRun::PreemptIn(size_t idx, size_t ci, const Attempt& attempt, std::str
   // there in this cycle; their quota passes to the preemptor, which holds it (nominated) so
   // that later workloads neither take it nor preempt again for the same room.
   for (const Cand& c : s.removed) MovePlacements(holders_[c.holder], +1);
-  ChargeUsage(q, p.ns, ChargeFor(idx, combo, s.amount), s.amount, +1);
+  ChargeUsage(q, p.ns, ChargeFor(idx, combo, s.amount.sets), s.amount.total, +1);
   std::string names;
   int count = 0;
   for (const Cand& c : s.removed) {
@@ -1765,7 +1869,7 @@ int CycleRun::FairNextQueue(const std::vector<std::vector<size_t>>& lists,
     if (hs.head == i) continue;
     hs.head = i;
     hs.at.clear();
-    const QuotaCharge charge = ChargeFor(i, Combos(i).front(), info_[i].lower);
+    const QuotaCharge charge = ChargeFor(i, Combos(i).front(), info_[i].lower.sets);
     hs.at.emplace_back(parent, tree_.ShareMilli(q, &charge));
     if (tree_.ParentOf(parent) < 0) continue;  // a queue's own share needs no simulation
     tree_.AddUsage(q, charge, +1);
@@ -1869,7 +1973,7 @@ CycleResult CycleRun::Run(std::span<const Reservation> held) {
   auto key_of = [&](int q) {
     const size_t i = lists[q][cursor[q]];
     // The head's first flavor choice stands for its charge when ordering.
-    const QuotaCharge charge = ChargeFor(i, Combos(i).front(), info_[i].lower);
+    const QuotaCharge charge = ChargeFor(i, Combos(i).front(), info_[i].lower.sets);
     return Key(tree_.WouldBorrow(q, charge) ? 1 : 0, -info_[i].priority, pending_[i].created_ms,
                pending_[i].name, q);
   };

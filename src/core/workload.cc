@@ -35,34 +35,75 @@ int32_t PodCount(const Workload& w) {
   return n;
 }
 
+namespace {
+
+QuotaVector SetLowerBound(const PodSet& set) {
+  const PodSpec& p = set.pod;
+  int64_t gpu = NominalGpuMilli(p);
+  if (p.gpu.kind == GpuRequestKind::kMig || p.gpu.kind == GpuRequestKind::kReplica ||
+      (p.gpu.kind == GpuRequestKind::kShare && p.gpu.milli == 0)) {
+    gpu = p.gpu.count;
+  }
+  return {gpu * set.count, p.requests.cpu_milli * set.count, p.requests.memory_mib * set.count};
+}
+
+}  // namespace
+
+std::vector<QuotaVector> SetLowerBounds(const Workload& w) {
+  std::vector<QuotaVector> out;
+  out.reserve(w.pod_sets.size());
+  for (const PodSet& set : w.pod_sets) out.push_back(SetLowerBound(set));
+  return out;
+}
+
 QuotaVector RequestLowerBound(const Workload& w) {
   QuotaVector v = {0, 0, 0};
   for (const PodSet& set : w.pod_sets) {
-    const PodSpec& p = set.pod;
-    int64_t gpu = NominalGpuMilli(p);
-    if (p.gpu.kind == GpuRequestKind::kMig || p.gpu.kind == GpuRequestKind::kReplica ||
-        (p.gpu.kind == GpuRequestKind::kShare && p.gpu.milli == 0)) {
-      gpu = p.gpu.count;
-    }
-    v[static_cast<int>(QuotaResource::kGpu)] += gpu * set.count;
-    v[static_cast<int>(QuotaResource::kCpu)] += p.requests.cpu_milli * set.count;
-    v[static_cast<int>(QuotaResource::kMemory)] += p.requests.memory_mib * set.count;
+    const QuotaVector s = SetLowerBound(set);
+    for (int r = 0; r < kNumQuotaResources; ++r) v[r] += s[r];
   }
   return v;
 }
+
+std::vector<size_t> SetOfPods(const Workload& w) {
+  std::vector<size_t> out;
+  for (size_t s = 0; s < w.pod_sets.size(); ++s) {
+    out.insert(out.end(), static_cast<size_t>(std::max(0, w.pod_sets[s].count)), s);
+  }
+  return out;
+}
+
+namespace {
+
+void AddPlaced(const ClusterState& state, const Placement& p, QuotaVector* v) {
+  for (const DeviceAssignment& d : p.devices) {
+    (*v)[static_cast<int>(QuotaResource::kGpu)] += state.DeviceGpuMilli(p.node, d);
+  }
+  (*v)[static_cast<int>(QuotaResource::kCpu)] += p.resources.cpu_milli;
+  (*v)[static_cast<int>(QuotaResource::kMemory)] += p.resources.memory_mib;
+}
+
+}  // namespace
 
 QuotaVector PlacedAmount(const ClusterState& state,
                          std::span<const std::optional<Placement>> placements) {
   QuotaVector v = {0, 0, 0};
   for (const std::optional<Placement>& p : placements) {
-    if (!p) continue;
-    for (const DeviceAssignment& d : p->devices) {
-      v[static_cast<int>(QuotaResource::kGpu)] += state.DeviceGpuMilli(p->node, d);
-    }
-    v[static_cast<int>(QuotaResource::kCpu)] += p->resources.cpu_milli;
-    v[static_cast<int>(QuotaResource::kMemory)] += p->resources.memory_mib;
+    if (p) AddPlaced(state, *p, &v);
   }
   return v;
+}
+
+std::vector<QuotaVector> SetPlacedAmounts(const ClusterState& state, const Workload& w,
+                                          std::span<const std::optional<Placement>> placements) {
+  std::vector<QuotaVector> out(w.pod_sets.size(), QuotaVector{0, 0, 0});
+  size_t i = 0;
+  for (size_t set = 0; set < w.pod_sets.size(); ++set) {
+    for (int32_t k = 0; k < w.pod_sets[set].count && i < placements.size(); ++k, ++i) {
+      if (placements[i]) AddPlaced(state, *placements[i], &out[set]);
+    }
+  }
+  return out;
 }
 
 namespace {

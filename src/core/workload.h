@@ -41,8 +41,10 @@ struct Workload {
 struct AdmittedWorkload {
   Workload workload;
   std::string queue;  // the queue (ClusterQueue) that admitted it
-  // Flavor charged per quota resource (indexed by QuotaResource); empty: not charged.
-  std::array<std::string, kNumQuotaResources> flavors;
+  // Per pod set (in pod-set order), the flavor charged per quota resource (indexed by
+  // QuotaResource; empty: not charged). Pod sets may have different flavors, as Kueue assigns
+  // flavors per pod set.
+  std::vector<std::array<std::string, kNumQuotaResources>> flavors;
   // Per pod, in pod-set order (see ExpandPods); empty for members of a gang above min_member
   // that found no room. The cluster state given to a cycle holds all of them.
   std::vector<std::optional<Placement>> placements;
@@ -61,11 +63,18 @@ int32_t PodCount(const Workload& w);
 // memory requests, and GPU equivalents as requested (whole cards 1000, shares by compute; one
 // milli per MIG instance or replica, whose size depends on the card).
 QuotaVector RequestLowerBound(const Workload& w);
+// RequestLowerBound of each pod set, in pod-set order.
+std::vector<QuotaVector> SetLowerBounds(const Workload& w);
+// The pod set of each pod, in ExpandPods order.
+std::vector<size_t> SetOfPods(const Workload& w);
 
 // What placements hold, per quota resource: CPU and memory on the node, and the GPU equivalents
 // of their devices (see ClusterState::DeviceGpuMilli).
 QuotaVector PlacedAmount(const ClusterState& state,
                          std::span<const std::optional<Placement>> placements);
+// PlacedAmount of each pod set of `w`, whose pods `placements` places in ExpandPods order.
+std::vector<QuotaVector> SetPlacedAmounts(const ClusterState& state, const Workload& w,
+                                          std::span<const std::optional<Placement>> placements);
 
 // A string equal for workloads whose pods are interchangeable for placement.
 std::string ShapeKey(const Workload& w);

@@ -840,10 +840,16 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
       core::AdmittedWorkload a;
       a.workload = w;
       a.queue = Str(status, "queue");
-      const json& flavors = Member(status, "flavors");
-      for (int r = 0; r < core::kNumQuotaResources; ++r) {
-        const std::string res(core::QuotaResourceName(static_cast<core::QuotaResource>(r)));
-        a.flavors[r] = Str(flavors, res.c_str());
+      // Per pod set when they differ (status.podSetFlavors), else one for all
+      // (status.flavors).
+      const json& per_set = Member(status, "podSetFlavors");
+      for (const json& flavors :
+           per_set.is_array() ? per_set : json::array({Member(status, "flavors")})) {
+        auto& names = a.flavors.emplace_back();
+        for (int r = 0; r < core::kNumQuotaResources; ++r) {
+          const std::string res(core::QuotaResourceName(static_cast<core::QuotaResource>(r)));
+          names[r] = Str(flavors, res.c_str());
+        }
       }
       a.priority = static_cast<int32_t>(Num(status, "priority"));
       a.admitted_ms = ParseTime(Str(status, "admittedAt"));
@@ -976,12 +982,20 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
       const std::optional<core::Placement>& p = a.admitted.placements[i];
       pods.push_back(p ? PodJson(state, PodName(expanded[i]), *p, addresses) : json());
     }
-    json flavors = json::object();
-    for (int r = 0; r < core::kNumQuotaResources; ++r) {
-      if (a.admitted.flavors[r].empty()) continue;
-      flavors[std::string(core::QuotaResourceName(static_cast<core::QuotaResource>(r)))] =
-          a.admitted.flavors[r];
+    // status.flavors: per resource, the flavor of the first pod set charged one; with
+    // status.podSetFlavors per pod set when the sets' flavors differ.
+    json flavors = json::object(), set_flavors = json::array();
+    for (const auto& names : a.admitted.flavors) {
+      json& set = set_flavors.emplace_back(json::object());
+      for (int r = 0; r < core::kNumQuotaResources; ++r) {
+        if (names[r].empty()) continue;
+        const std::string res(core::QuotaResourceName(static_cast<core::QuotaResource>(r)));
+        set[res] = names[r];
+        if (!flavors.contains(res)) flavors[res] = names[r];
+      }
     }
+    const bool uniform = std::all_of(set_flavors.begin(), set_flavors.end(),
+                                     [&](const json& set) { return set == set_flavors.front(); });
     // A job of several pods meets at its first placed pod: that node's address and a port
     // reserved there, as the training operator and Volcano give MASTER_ADDR and MASTER_PORT.
     // Each pod also gets a port of its own on its node (a TensorFlow server's, say): the
@@ -1031,6 +1045,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
          {Condition("QuotaReserved", true, "QuotaReserved",
                     "Quota reserved in queue " + a.admitted.queue, now_ms),
           Condition("Admitted", true, "Admitted", "The workload is admitted", now_ms)}}};
+    if (!uniform) obj["status"]["podSetFlavors"] = std::move(set_flavors);
     if (!rendezvous.is_null()) obj["status"]["rendezvous"] = std::move(rendezvous);
     if (array != arrays.end()) {
       keep_progress(s, &obj["status"]);

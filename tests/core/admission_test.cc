@@ -623,11 +623,106 @@ TEST(Admission, FlavorsInOrderAndPendingReasons) {
   sim.pending = {Job("a", "six", 6), no_lq, no_q, no_pc};
   CycleResult r = sim.Cycle(cycle);
   ASSERT_EQ(Names(r), std::vector<std::string>{"a/six"});
-  EXPECT_EQ(r.admissions[0].admitted.flavors[0], "a100");
+  EXPECT_EQ(r.admissions[0].admitted.flavors[0][0], "a100");
   EXPECT_EQ(r.admissions[0].admitted.placements[0]->node, a_id);
   EXPECT_EQ(r.pending_reasons[1], "local queue a/missing does not exist");
   EXPECT_EQ(r.pending_reasons[2], "queue nope (of local queue a/dangling) does not exist");
   EXPECT_EQ(r.pending_reasons[3], "priority class platinum does not exist");
+}
+
+// Flavors per pod set, as Kueue's flavor assigner gives them (pkg/scheduler/flavorassigner:
+// pod sets in order, each taking the first flavor of each resource group that fits with the
+// requests of the pod sets before it; a pod set gets flavors only for the groups covering what
+// it requests). The queue has GPU flavors h100 (quota 4) and a100 (quota 8).
+TEST(Admission, FlavorsArePerPodSetAsKueueAssignsThem) {
+  QueueConfig cfg = Config({});
+  cfg.flavors = {{"h100", {{"pool", "h100"}}, {}, {}, {}},
+                 {"a100", {{"pool", "a100"}}, {}, {}, {}}};
+  QueueSpec q;
+  q.name = "a";
+  q.resource_groups = {GpuGroup({{"h100", 4}, {"a100", 8}})};
+  cfg.queues = {q};
+  cfg.local_queues = {{"a", "main", "a"}};
+  AdmissionCycle cycle = MustCycle(cfg);
+  Sim sim(0);
+  NodeSpec h = MakeNode("h100-0", 8);
+  h.labels = {{"pool", "h100"}};
+  NodeSpec a = MakeNode("a100-0", 8, "A100-80GB");
+  a.labels = {{"pool", "a100"}};
+  NodeSpec cpu = MakeNode("cpu-0", 0);
+  cpu.labels = {{"pool", "cpu"}};
+  const NodeId h_id = MustAdd(sim.state, h);
+  const NodeId a_id = MustAdd(sim.state, a);
+  const NodeId cpu_id = MustAdd(sim.state, cpu);
+  // Workers (4 x 1 GPU) fill h100's quota; the master's GPU then goes to a100. Before flavors
+  // per pod set, the whole job (5 GPUs) went to a100.
+  Workload w = Job("a", "split", 1, 4);
+  w.pod_sets.insert(w.pod_sets.begin() + 1, {"master", MakePod("", {{"nvidia.com/gpu", "1"}}), 1});
+  // A launcher that asks for no GPU gets no GPU flavor, so no flavor's node labels: it may run
+  // on the CPU node (kube-scheduler's spread aside, bestfit puts it where it fits).
+  PodSpec launcher = MakePod("", {{"cpu", "1"}});
+  launcher.node_selector = {{"pool", "cpu"}};
+  w.pod_sets.push_back({"launcher", launcher, 1});
+  sim.pending = {w};
+  CycleResult r = sim.Cycle(cycle);
+  ASSERT_EQ(Names(r), std::vector<std::string>{"a/split"}) << r.pending_reasons[0];
+  const AdmittedWorkload& ad = r.admissions[0].admitted;
+  ASSERT_EQ(ad.flavors.size(), 3u);
+  EXPECT_EQ(ad.flavors[0][0], "h100");  // worker
+  EXPECT_EQ(ad.flavors[1][0], "a100");  // master
+  EXPECT_EQ(ad.flavors[2][0], "");      // launcher: no GPU, no GPU flavor
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(ad.placements[i]->node, h_id);
+  EXPECT_EQ(ad.placements[4]->node, a_id);
+  EXPECT_EQ(ad.placements[5]->node, cpu_id);
+
+  // The next cycle charges each pod set to its own flavor: h100 is full (4 of 4), a100 holds
+  // 1 of 8. A 7-GPU job fits a100 only if the split job's workers are not counted there.
+  sim.pending = {Job("a", "seven", 7)};
+  r = sim.Cycle(cycle);
+  ASSERT_EQ(Names(r), std::vector<std::string>{"a/seven"}) << r.pending_reasons[0];
+  EXPECT_EQ(r.admissions[0].admitted.flavors[0][0], "a100");
+  // And nothing more fits: h100 4/4, a100 8/8.
+  sim.pending = {Job("a", "one", 1)};
+  r = sim.Cycle(cycle);
+  EXPECT_TRUE(r.admissions.empty());
+  EXPECT_NE(r.pending_reasons[0].find("in flavor h100 needs 1 GPU, 0 GPUs available"),
+            std::string::npos)
+      << r.pending_reasons[0];
+}
+
+// A pod set whose own node selector excludes the first flavor takes the next; the other pod
+// sets keep the first (Kueue: flavors whose node labels contradict a pod set's node selector
+// are skipped for that pod set).
+TEST(Admission, APodSetsNodeSelectorPicksItsOwnFlavor) {
+  QueueConfig cfg = Config({});
+  cfg.flavors = {{"h100", {{"pool", "h100"}}, {}, {}, {}},
+                 {"a100", {{"pool", "a100"}}, {}, {}, {}}};
+  QueueSpec q;
+  q.name = "a";
+  q.resource_groups = {GpuGroup({{"h100", 8}, {"a100", 8}})};
+  cfg.queues = {q};
+  cfg.local_queues = {{"a", "main", "a"}};
+  AdmissionCycle cycle = MustCycle(cfg);
+  Sim sim(0);
+  NodeSpec h = MakeNode("h100-0", 8);
+  h.labels = {{"pool", "h100"}};
+  NodeSpec a = MakeNode("a100-0", 8, "A100-80GB");
+  a.labels = {{"pool", "a100"}};
+  const NodeId h_id = MustAdd(sim.state, h);
+  const NodeId a_id = MustAdd(sim.state, a);
+  Workload w = Job("a", "mixed", 2, 2);
+  PodSpec on_a100 = MakePod("", {{"nvidia.com/gpu", "1"}});
+  on_a100.node_selector = {{"pool", "a100"}};
+  w.pod_sets.push_back({"eval", on_a100, 1});
+  sim.pending = {w};
+  CycleResult r = sim.Cycle(cycle);
+  ASSERT_EQ(Names(r), std::vector<std::string>{"a/mixed"}) << r.pending_reasons[0];
+  const AdmittedWorkload& ad = r.admissions[0].admitted;
+  EXPECT_EQ(ad.flavors[0][0], "h100");
+  EXPECT_EQ(ad.flavors[1][0], "a100");
+  EXPECT_EQ(ad.placements[0]->node, h_id);
+  EXPECT_EQ(ad.placements[1]->node, h_id);
+  EXPECT_EQ(ad.placements[2]->node, a_id);
 }
 
 TEST(Admission, NamespaceQuotaCapsAdmittedWork) {

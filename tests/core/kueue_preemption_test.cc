@@ -187,8 +187,9 @@ CycleResult RunCase(const Case& c, bool fair, std::vector<FairStrategy> strategi
     a.queue = w.queue;
     a.priority = w.priority;
     a.admitted_ms = w.admitted_ms;
-    a.flavors[static_cast<int>(QuotaResource::kCpu)] = w.cpu_milli > 0 ? w.flavor : "";
-    a.flavors[static_cast<int>(QuotaResource::kMemory)] = w.memory_mib > 0 ? w.flavor : "";
+    auto& flavors = a.flavors.emplace_back();
+    flavors[static_cast<int>(QuotaResource::kCpu)] = w.cpu_milli > 0 ? w.flavor : "";
+    flavors[static_cast<int>(QuotaResource::kMemory)] = w.memory_mib > 0 ? w.flavor : "";
     Placement p;
     p.node = id;
     p.resources = {w.cpu_milli, w.memory_mib};
@@ -730,7 +731,7 @@ QueueSpec PreemptFirst(QueueSpec q) {
 // The flavor the incoming workload was admitted to, or its victims ("name:Reason").
 std::string AdmittedFlavor(const CycleResult& r) {
   if (r.admissions.empty()) return "";
-  return r.admissions[0].admitted.flavors[static_cast<int>(QuotaResource::kCpu)];
+  return r.admissions[0].admitted.flavors[0][static_cast<int>(QuotaResource::kCpu)];
 }
 
 // flavorFungibility.whenCanPreempt, cases from Kueue's pkg/scheduler/scheduler_test.go

@@ -1176,6 +1176,106 @@ spec: {nodeSelector: {kubernetes.io/hostname: gpu-a}, gpus: ["0"], mig: {layout:
   EXPECT_EQ(Get("/apis/tessera.io/v1/gpusharingconfigs/b7-shared")["status"]["phase"], "Applied");
 }
 
+// Kueue's flavors per pod set through the server: a PyTorchJob's workers fill flavor on-a's
+// quota and its master goes to on-b; the Job's status records each pod set's flavor, the
+// Workload view shows one assignment per pod set with its own usage, and the ClusterQueue's
+// flavorsUsage counts each pod set in its flavor.
+TEST_F(LoopTest, KueueFlavorsPerPodSet) {
+  Apply(kCluster);
+  Apply(R"(
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: on-a}
+spec: {nodeLabels: {kubernetes.io/hostname: gpu-a}}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: on-b}
+spec: {nodeLabels: {kubernetes.io/hostname: gpu-b}}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - {name: on-a, resources: [{name: nvidia.com/gpu, nominalQuota: 4}]}
+    - {name: on-b, resources: [{name: nvidia.com/gpu, nominalQuota: 4}]}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: main, namespace: default}
+spec: {clusterQueue: cq}
+---
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: pt, labels: {kueue.x-k8s.io/queue-name: main}}
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      template:
+        spec:
+          containers: [{name: pytorch, command: ["true"], resources: {limits: {nvidia.com/gpu: 2}}}]
+    Worker:
+      replicas: 2
+      template:
+        spec:
+          containers: [{name: pytorch, command: ["true"], resources: {limits: {nvidia.com/gpu: 2}}}]
+)");
+  Cycle();
+  const json job = Job("pt");
+  ASSERT_EQ(job["status"]["phase"], "Admitted") << job.dump();
+  // The master (2 GPUs) takes on-a first; the workers (4 GPUs) no longer fit its quota of 4.
+  EXPECT_EQ(job["status"]["podSetFlavors"],
+            json::parse(R"([{"nvidia.com/gpu": "on-a"}, {"nvidia.com/gpu": "on-b"}])"))
+      << job["status"].dump();
+  EXPECT_EQ(job["status"]["pods"][0]["node"], "gpu-a");
+  EXPECT_EQ(job["status"]["pods"][1]["node"], "gpu-b");
+  EXPECT_EQ(job["status"]["pods"][2]["node"], "gpu-b");
+  const json wl = Get("/apis/kueue.x-k8s.io/v1beta1/namespaces/default/workloads/pytorchjob-pt");
+  const json& sets = wl["status"]["admission"]["podSetAssignments"];
+  ASSERT_EQ(sets.size(), 2u) << wl.dump();
+  EXPECT_EQ(sets[0]["flavors"]["nvidia.com/gpu"], "on-a");
+  EXPECT_EQ(sets[0]["resourceUsage"]["nvidia.com/gpu"], "2");
+  EXPECT_EQ(sets[1]["flavors"]["nvidia.com/gpu"], "on-b");
+  EXPECT_EQ(sets[1]["resourceUsage"]["nvidia.com/gpu"], "4");
+  const json cq = Get("/apis/kueue.x-k8s.io/v1beta1/clusterqueues/cq");
+  EXPECT_EQ(cq["status"]["flavorsUsage"],
+            json::parse(R"([{"name": "on-a", "resources": [{"name": "nvidia.com/gpu",
+                "total": "2"}]}, {"name": "on-b", "resources": [{"name": "nvidia.com/gpu",
+                "total": "4"}]}])"))
+      << cq.dump();
+  // The next cycle reads the flavors back: on-a has 2 of 4 left, on-b none; a 2-GPU job fits
+  // on-a, a second one nowhere.
+  Apply(R"(
+apiVersion: batch/v1
+kind: Job
+metadata: {name: two, labels: {kueue.x-k8s.io/queue-name: main}}
+spec:
+  template:
+    spec:
+      containers: [{name: c, command: ["true"], resources: {limits: {nvidia.com/gpu: 2}}}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: three, labels: {kueue.x-k8s.io/queue-name: main}}
+spec:
+  template:
+    spec:
+      containers: [{name: c, command: ["true"], resources: {limits: {nvidia.com/gpu: 2}}}]
+)");
+  Cycle();
+  // Equal creation times: the lower name goes first.
+  const json three = Job("three");
+  EXPECT_EQ(three["status"]["phase"], "Admitted") << three.dump();
+  EXPECT_EQ(three["status"]["flavors"]["nvidia.com/gpu"], "on-a");
+  EXPECT_FALSE(three["status"].contains("podSetFlavors"));
+  EXPECT_EQ(Job("two")["status"]["phase"], "Pending") << Job("two").dump();
+}
+
 // Kueue's flavorFungibility.whenCanBorrow, ResourceFlavor nodeTaints and ClusterQueue
 // stopPolicy, as Kueue's documentation describes them.
 TEST_F(LoopTest, KueueFungibilityFlavorTaintsAndStopPolicy) {
