@@ -172,6 +172,30 @@ std::vector<std::string> Victims(const CycleResult& r) {
   return out;
 }
 
+// Queue "a" (local queue a/main) over flavors that each select the nodes labelled
+// pool=<flavor>, with the given nominal GPUs, in order.
+QueueConfig PoolFlavors(std::vector<std::pair<std::string, int64_t>> flavor_gpus) {
+  QueueConfig cfg = Config({});
+  cfg.flavors.clear();
+  for (const auto& [name, gpus] : flavor_gpus) {
+    cfg.flavors.push_back({name, {{"pool", name}}, {}, {}, {}});
+  }
+  QueueSpec q;
+  q.name = "a";
+  q.resource_groups = {GpuGroup(std::move(flavor_gpus))};
+  cfg.queues = {q};
+  cfg.local_queues = {{"a", "main", "a"}};
+  return cfg;
+}
+
+// A node of `gpus` cards of `model` labelled pool=`pool`.
+NodeId AddPoolNode(ClusterState& s, const std::string& name, const std::string& pool,
+                   const std::string& model = "H100-80GB", int gpus = 8) {
+  NodeSpec n = MakeNode(name, gpus, model);
+  n.labels = {{"pool", pool}};
+  return MustAdd(s, n);
+}
+
 TEST(Admission, QuotaAndRoomBothNeeded) {
   // One queue with 16 GPUs of quota on a cluster of two 4-GPU nodes. An 8-GPU single pod has
   // quota but no node can hold it: it stays pending with the placement reason, and the 4-GPU
@@ -599,22 +623,12 @@ TEST(Admission, ReservationOnAFlavorTheJobCanRunOn) {
 TEST(Admission, FlavorsInOrderAndPendingReasons) {
   // Two flavors: h100 nodes (label pool=h100) and a100 nodes (pool=a100). Queue quota: h100 4,
   // a100 8. A 6-GPU job does not fit h100's quota and takes a100, landing on an a100 node.
-  QueueConfig cfg = Config({});
-  cfg.flavors = {{"h100", {{"pool", "h100"}}, {}, {}, {}},
-                 {"a100", {{"pool", "a100"}}, {}, {}, {}}};
-  QueueSpec q;
-  q.name = "a";
-  q.resource_groups = {GpuGroup({{"h100", 4}, {"a100", 8}})};
-  cfg.queues = {q};
-  cfg.local_queues = {{"a", "main", "a"}, {"a", "dangling", "nope"}};
+  QueueConfig cfg = PoolFlavors({{"h100", 4}, {"a100", 8}});
+  cfg.local_queues.push_back({"a", "dangling", "nope"});
   AdmissionCycle cycle = MustCycle(cfg);
   Sim sim(0);
-  NodeSpec h = MakeNode("h100-0", 8);
-  h.labels = {{"pool", "h100"}};
-  NodeSpec a = MakeNode("a100-0", 8, "A100-80GB");
-  a.labels = {{"pool", "a100"}};
-  MustAdd(sim.state, h);
-  const NodeId a_id = MustAdd(sim.state, a);
+  AddPoolNode(sim.state, "h100-0", "h100");
+  const NodeId a_id = AddPoolNode(sim.state, "a100-0", "a100", "A100-80GB");
   Workload no_lq = Job("a", "x", 1);
   no_lq.local_queue = "missing";
   Workload no_q = Job("a", "y", 1);
@@ -635,25 +649,11 @@ TEST(Admission, FlavorsInOrderAndPendingReasons) {
 // requests of the pod sets before it; a pod set gets flavors only for the groups covering what
 // it requests). The queue has GPU flavors h100 (quota 4) and a100 (quota 8).
 TEST(Admission, FlavorsArePerPodSetAsKueueAssignsThem) {
-  QueueConfig cfg = Config({});
-  cfg.flavors = {{"h100", {{"pool", "h100"}}, {}, {}, {}},
-                 {"a100", {{"pool", "a100"}}, {}, {}, {}}};
-  QueueSpec q;
-  q.name = "a";
-  q.resource_groups = {GpuGroup({{"h100", 4}, {"a100", 8}})};
-  cfg.queues = {q};
-  cfg.local_queues = {{"a", "main", "a"}};
-  AdmissionCycle cycle = MustCycle(cfg);
+  AdmissionCycle cycle = MustCycle(PoolFlavors({{"h100", 4}, {"a100", 8}}));
   Sim sim(0);
-  NodeSpec h = MakeNode("h100-0", 8);
-  h.labels = {{"pool", "h100"}};
-  NodeSpec a = MakeNode("a100-0", 8, "A100-80GB");
-  a.labels = {{"pool", "a100"}};
-  NodeSpec cpu = MakeNode("cpu-0", 0);
-  cpu.labels = {{"pool", "cpu"}};
-  const NodeId h_id = MustAdd(sim.state, h);
-  const NodeId a_id = MustAdd(sim.state, a);
-  const NodeId cpu_id = MustAdd(sim.state, cpu);
+  const NodeId h_id = AddPoolNode(sim.state, "h100-0", "h100");
+  const NodeId a_id = AddPoolNode(sim.state, "a100-0", "a100", "A100-80GB");
+  const NodeId cpu_id = AddPoolNode(sim.state, "cpu-0", "cpu", "H100-80GB", 0);
   // Workers (4 x 1 GPU) fill h100's quota; the master's GPU then goes to a100. Before flavors
   // per pod set, the whole job (5 GPUs) went to a100.
   Workload w = Job("a", "split", 1, 4);
@@ -694,22 +694,10 @@ TEST(Admission, FlavorsArePerPodSetAsKueueAssignsThem) {
 // sets keep the first (Kueue: flavors whose node labels contradict a pod set's node selector
 // are skipped for that pod set).
 TEST(Admission, APodSetsNodeSelectorPicksItsOwnFlavor) {
-  QueueConfig cfg = Config({});
-  cfg.flavors = {{"h100", {{"pool", "h100"}}, {}, {}, {}},
-                 {"a100", {{"pool", "a100"}}, {}, {}, {}}};
-  QueueSpec q;
-  q.name = "a";
-  q.resource_groups = {GpuGroup({{"h100", 8}, {"a100", 8}})};
-  cfg.queues = {q};
-  cfg.local_queues = {{"a", "main", "a"}};
-  AdmissionCycle cycle = MustCycle(cfg);
+  AdmissionCycle cycle = MustCycle(PoolFlavors({{"h100", 8}, {"a100", 8}}));
   Sim sim(0);
-  NodeSpec h = MakeNode("h100-0", 8);
-  h.labels = {{"pool", "h100"}};
-  NodeSpec a = MakeNode("a100-0", 8, "A100-80GB");
-  a.labels = {{"pool", "a100"}};
-  const NodeId h_id = MustAdd(sim.state, h);
-  const NodeId a_id = MustAdd(sim.state, a);
+  const NodeId h_id = AddPoolNode(sim.state, "h100-0", "h100");
+  const NodeId a_id = AddPoolNode(sim.state, "a100-0", "a100", "A100-80GB");
   Workload w = Job("a", "mixed", 2, 2);
   PodSpec on_a100 = MakePod("", {{"nvidia.com/gpu", "1"}});
   on_a100.node_selector = {{"pool", "a100"}};

@@ -1176,13 +1176,8 @@ spec: {nodeSelector: {kubernetes.io/hostname: gpu-a}, gpus: ["0"], mig: {layout:
   EXPECT_EQ(Get("/apis/tessera.io/v1/gpusharingconfigs/b7-shared")["status"]["phase"], "Applied");
 }
 
-// Kueue's flavors per pod set through the server: a PyTorchJob's workers fill flavor on-a's
-// quota and its master goes to on-b; the Job's status records each pod set's flavor, the
-// Workload view shows one assignment per pod set with its own usage, and the ClusterQueue's
-// flavorsUsage counts each pod set in its flavor.
-TEST_F(LoopTest, KueueFlavorsPerPodSet) {
-  Apply(kCluster);
-  Apply(R"(
+// ResourceFlavors on-a and on-b, one per node of kCluster (its hostname label).
+constexpr char kHostFlavors[] = R"(
 apiVersion: kueue.x-k8s.io/v1beta1
 kind: ResourceFlavor
 metadata: {name: on-a}
@@ -1193,6 +1188,15 @@ kind: ResourceFlavor
 metadata: {name: on-b}
 spec: {nodeLabels: {kubernetes.io/hostname: gpu-b}}
 ---
+)";
+
+// Kueue's flavors per pod set through the server: a PyTorchJob's workers fill flavor on-a's
+// quota and its master goes to on-b; the Job's status records each pod set's flavor, the
+// Workload view shows one assignment per pod set with its own usage, and the ClusterQueue's
+// flavorsUsage counts each pod set in its flavor.
+TEST_F(LoopTest, KueueFlavorsPerPodSet) {
+  Apply(kCluster);
+  Apply(std::string(kHostFlavors) + R"(
 apiVersion: kueue.x-k8s.io/v1beta1
 kind: ClusterQueue
 metadata: {name: cq}
@@ -1250,23 +1254,13 @@ spec:
       << cq.dump();
   // The next cycle reads the flavors back: on-a has 2 of 4 left, on-b none; a 2-GPU job fits
   // on-a, a second one nowhere.
-  Apply(R"(
-apiVersion: batch/v1
-kind: Job
-metadata: {name: two, labels: {kueue.x-k8s.io/queue-name: main}}
-spec:
-  template:
-    spec:
-      containers: [{name: c, command: ["true"], resources: {limits: {nvidia.com/gpu: 2}}}]
----
-apiVersion: batch/v1
-kind: Job
-metadata: {name: three, labels: {kueue.x-k8s.io/queue-name: main}}
-spec:
-  template:
-    spec:
-      containers: [{name: c, command: ["true"], resources: {limits: {nvidia.com/gpu: 2}}}]
-)");
+  auto batch_job = [](const std::string& name) {
+    return "apiVersion: batch/v1\nkind: Job\nmetadata: {name: " + name +
+           ", labels: {kueue.x-k8s.io/queue-name: main}}\nspec:\n  template:\n    spec:\n"
+           "      containers: [{name: c, command: [\"true\"], resources: {limits: "
+           "{nvidia.com/gpu: 2}}}]\n";
+  };
+  Apply(batch_job("two") + "---\n" + batch_job("three"));
   Cycle();
   // Equal creation times: the lower name goes first.
   const json three = Job("three");
@@ -1280,17 +1274,7 @@ spec:
 // stopPolicy, as Kueue's documentation describes them.
 TEST_F(LoopTest, KueueFungibilityFlavorTaintsAndStopPolicy) {
   Apply(kCluster);
-  std::string yaml = R"(
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: on-a}
-spec: {nodeLabels: {kubernetes.io/hostname: gpu-a}}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: on-b}
-spec: {nodeLabels: {kubernetes.io/hostname: gpu-b}}
----
+  std::string yaml = std::string(kHostFlavors) + R"(
 apiVersion: kueue.x-k8s.io/v1beta1
 kind: ResourceFlavor
 metadata: {name: dedicated}
@@ -1726,32 +1710,15 @@ spec:
             std::string::npos)
       << refused.body;
   // admit_pod_test "validate pod when volcano queue is closed when no pg" and "... when pg".
-  refused = Apply(R"(
-apiVersion: v1
-kind: Pod
-metadata:
-  name: p
-  namespace: team-a
-  annotations: {scheduling.volcano.sh/queue-name: research}
-spec:
-  schedulerName: volcano
-  containers: [{name: c, command: ["true"]}]
-)",
-                  400);
+  auto pod = [](const std::string& annotation) {
+    return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: team-a\n  "
+           "annotations: {" +
+           annotation + "}\nspec:\n  schedulerName: volcano\n  containers: [{name: c}]\n";
+  };
+  refused = Apply(pod("scheduling.volcano.sh/queue-name: research"), 400);
   EXPECT_NE(refused.body.find("queue `research` status is `Closing`"), std::string::npos)
       << refused.body;
-  refused = Apply(R"(
-apiVersion: v1
-kind: Pod
-metadata:
-  name: p
-  namespace: team-a
-  annotations: {scheduling.k8s.io/group-name: gang}
-spec:
-  schedulerName: volcano
-  containers: [{name: c, command: ["true"]}]
-)",
-                  400);
+  refused = Apply(pod("scheduling.k8s.io/group-name: gang"), 400);
   EXPECT_NE(refused.body.find("spec.podGroup: can only submit job to queue with state `Open`"),
             std::string::npos)
       << refused.body;
