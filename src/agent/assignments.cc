@@ -109,13 +109,16 @@ std::map<std::string, std::string> DeviceEnv(const json& devices, const NodeGpus
   for (const json& d : devices) {
     kind = Str(d, "kind");
     const std::string uuid = Str(d, "uuid");
+    const bool share = kind == "share";
+    const int64_t memory_mib = Int(d, "memoryMiB");
+    const int64_t milli = share ? Int(d, "milli") : 0;
     if (kind == "mig") {
       std::string mig = "MIG-" + uuid + "/" + std::to_string(Int(d, "migInstance"));
       for (const GpuInfo& g : gpus.gpus) {
         if (g.uuid != uuid) continue;
         for (const MigDeviceInfo& m : g.mig_devices) {
           if (!used_mig.contains(m.uuid) &&
-              std::llabs(m.memory_mib - Int(d, "memoryMiB")) * 10 <= Int(d, "memoryMiB")) {
+              std::llabs(m.memory_mib - memory_mib) * 10 <= memory_mib) {
             mig = m.uuid;
             used_mig.insert(m.uuid);
             break;
@@ -126,16 +129,14 @@ std::map<std::string, std::string> DeviceEnv(const json& devices, const NodeGpus
     } else {
       uuids.push_back(uuid);
     }
-    if (kind == "share") {
-      const int64_t milli = Int(d, "milli");
+    if (share) {
       if (milli > 0) env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string((milli + 9) / 10);
-      env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = "0=" + std::to_string(Int(d, "memoryMiB")) + "M";
+      env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = "0=" + std::to_string(memory_mib) + "M";
       env["TESSERA_GPU_MILLI"] = std::to_string(milli);
-      env["TESSERA_GPU_MEMORY_MIB"] = std::to_string(Int(d, "memoryMiB"));
+      env["TESSERA_GPU_MEMORY_MIB"] = std::to_string(memory_mib);
       any_share = true;
     }
-    share_mib.push_back(kind == "share" ? std::to_string(Int(d, "memoryMiB")) : "0");
-    const int64_t milli = kind == "share" ? Int(d, "milli") : 0;
+    share_mib.push_back(share ? std::to_string(memory_mib) : "0");
     share_percent.push_back(milli > 0 && milli < 1000 ? std::to_string((milli + 9) / 10) : "0");
     if (kind == "replica") env["TESSERA_GPU_REPLICAS"] = std::to_string(Int(d, "replicas"));
   }
