@@ -496,8 +496,9 @@ void CycleRun::ChargeRunning() {
     h.running_index = i;
     h.ns = NamespaceOf(a.workload.namespace_name);
     h.pods = PodCount(a.workload);
-    h.amount = PlacedAmount(state_, a.placements);
-    const std::vector<QuotaVector> sets = SetPlacedAmounts(state_, a.workload, a.placements);
+    const Amounts placed = AmountsOf(SetPlacedAmounts(state_, a.workload, a.placements));
+    const std::vector<QuotaVector>& sets = placed.sets;
+    h.amount = placed.total;
     h.set_flavors.assign(sets.size(), kNoFlavors);
     for (size_t set = 0; set < sets.size(); ++set) {
       // One entry stands for every pod set.
