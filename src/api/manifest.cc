@@ -2046,6 +2046,13 @@ Result<VolcanoCommand> ParseVolcanoCommand(const json& doc, std::string_view def
   return c;
 }
 
+std::string DocumentPlace(std::string_view source, size_t index, const json& doc) {
+  std::string what = std::string(source) + ": document " + std::to_string(index + 1);
+  const std::string kind = Text(doc, "kind"), name = Text(Member(doc, "metadata"), "name");
+  if (!kind.empty()) what += " (" + kind + (name.empty() ? "" : " " + name) + ")";
+  return what;
+}
+
 Result<std::vector<json>> TranslateManifest(std::string_view text, std::string_view source,
                                             std::string_view default_namespace,
                                             std::vector<std::vector<std::string>>* warnings) {
@@ -2057,10 +2064,7 @@ Result<std::vector<json>> TranslateManifest(std::string_view text, std::string_v
     std::vector<std::string> notes;
     Result<std::vector<json>> objs = TranslateDocument(doc, default_namespace, &notes);
     if (!objs.ok()) {
-      std::string what = std::string(source) + ": document " + std::to_string(i + 1);
-      const std::string kind = Text(doc, "kind"), name = Text(Member(doc, "metadata"), "name");
-      if (!kind.empty()) what += " (" + kind + (name.empty() ? "" : " " + name) + ")";
-      return InvalidArgument(what + ": " + objs.status().message());
+      return InvalidArgument(DocumentPlace(source, i, doc) + ": " + objs.status().message());
     }
     std::vector<std::vector<std::string>> per_object;
     AppendDocument(std::move(objs).value(), notes, &out, &per_object);

@@ -59,6 +59,10 @@ void AppendDocument(std::vector<nlohmann::json> objs, const std::vector<std::str
                     std::vector<nlohmann::json>* out,
                     std::vector<std::vector<std::string>>* warnings);
 
+// How errors name document `index` (from 0) of a manifest: "<source>: document <n> (<kind>
+// <name>)".
+std::string DocumentPlace(std::string_view source, size_t index, const nlohmann::json& doc);
+
 // Parses and translates every document of a manifest. Errors are prefixed with
 // "<source>: document <n> (<kind> <name>): ". With `warnings`, one list per object returned,
 // in order: its document's warnings with the document's last object, none with the others.

@@ -303,4 +303,9 @@ Status CheckObject(const json& obj) {
   return Status::Ok();
 }
 
+bool DryRun(const HttpRequest& req) {
+  auto it = req.query.find("dryRun");
+  return it != req.query.end() && it->second == "All";
+}
+
 }  // namespace tessera::server

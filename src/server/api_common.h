@@ -86,6 +86,8 @@ Status CheckObject(const nlohmann::json& obj);
 // A warning as the value of an HTTP Warning header (RFC 7234, as Kubernetes sends them):
 // 299 - "<text>", the text printable ASCII with quotes and backslashes escaped.
 std::string WarningHeader(std::string_view text);
+// Whether a write asks only to be checked (dryRun=All), as Kubernetes' dry run.
+bool DryRun(const HttpRequest& req);
 
 }  // namespace tessera::server
 

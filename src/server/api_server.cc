@@ -490,16 +490,9 @@ Result<ApplyRequest> ApplyItems(const HttpRequest& req) {
   for (size_t i = 0; i < docs.size(); ++i) {
     // Errors name the document as `tessera apply` and kubectl users count them.
     auto where = [&](const Status& s) {
-      std::string what;
-      if (yaml) {
-        what = "body: document " + std::to_string(i + 1);
-        const std::string kind = Str(docs[i], "kind");
-        const std::string name = Str(Member(docs[i], "metadata"), "name");
-        if (!kind.empty()) what += " (" + kind + (name.empty() ? "" : " " + name) + ")";
-        what += ": ";
-      } else if (list) {
-        what = "items[" + std::to_string(i) + "]: ";
-      }
+      const std::string what = yaml   ? api::DocumentPlace("body", i, docs[i]) + ": "
+                               : list ? "items[" + std::to_string(i) + "]: "
+                                      : "";
       return Status(s.code(), what + s.message());
     };
     std::vector<std::string> notes;
@@ -806,14 +799,14 @@ Status ApiServer::KeepSystemFields(const Principal& who, json* obj, store::Write
   auto existing = store_->Get(w->key);
   if (!existing.ok()) return existing.status();
   json& meta = (*obj)["metadata"];
-  if (existing->has_value()) {
-    const json old = json::parse((*existing)->body);
-    if (w->key.kind == "Job" && who.role != Principal::Role::kAgent) {
-      TESSERA_RETURN_IF_ERROR(CheckJobImmutable(old, *obj));
-    }
-    if (who.role != Principal::Role::kAgent) {
-      TESSERA_RETURN_IF_ERROR(CheckVolcanoQueueOpen(*obj, &old));
-    }
+  const std::optional<json> stored =
+      existing->has_value() ? std::optional<json>(json::parse((*existing)->body)) : std::nullopt;
+  if (who.role != Principal::Role::kAgent) {
+    if (stored && w->key.kind == "Job") TESSERA_RETURN_IF_ERROR(CheckJobImmutable(*stored, *obj));
+    TESSERA_RETURN_IF_ERROR(CheckVolcanoQueueOpen(*obj, stored ? &*stored : nullptr));
+  }
+  if (stored) {
+    const json& old = *stored;
     // A Volcano Queue's state is its Commands' (OpenQueue, CloseQueue): a write of the queue
     // from its manifest, which names no stopPolicy, keeps it as Volcano keeps a queue's status.
     const json& annotations = Member(Member(*obj, "metadata"), "annotations");
@@ -833,9 +826,6 @@ Status ApiServer::KeepSystemFields(const Principal& who, json* obj, store::Write
     // What was read must still be the object's when the write lands.
     if (!w->expected_version) w->expected_version = (*existing)->version;
   } else {
-    if (who.role != Principal::Role::kAgent) {
-      TESSERA_RETURN_IF_ERROR(CheckVolcanoQueueOpen(*obj, nullptr));
-    }
     if (!may_set_status) obj->erase("status");
     meta["creationTimestamp"] = FormatTime(clock_());
     meta["uid"] = NewUid();

@@ -233,7 +233,8 @@ class ApiServer {
   // An object's status and creation time are the system's: a write keeps the stored status
   // unless an admin or agent sends one, and keeps the creation time (set on creation). Fills
   // `w->body` and pins `w->expected_version` to the version read. Refuses a change to what is
-  // immutable (a placed Job's tasks, queue, priority class, pod group).
+  // immutable (a placed Job's tasks, queue, priority class, pod group), and a Job or PodGroup
+  // sent to a Volcano Queue that is not Open (CheckVolcanoQueueOpen).
   Status KeepSystemFields(const Principal& who, nlohmann::json* obj, store::Write* w);
   // A Node as served, with status.heartbeat the later of its own and its Lease's renewTime.
   nlohmann::json WithLease(nlohmann::json node);

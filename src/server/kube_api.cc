@@ -82,11 +82,6 @@ std::string Named(const api::KubeKind& kind, const std::string& name) {
   return out + " \"" + name + "\"";
 }
 
-bool DryRun(const HttpRequest& req) {
-  auto it = req.query.find("dryRun");
-  return it != req.query.end() && it->second == "All";
-}
-
 // The stored objects made from `kind` ns/name (every name when `name` is empty), in the store's
 // order; each with its version.
 struct Made {

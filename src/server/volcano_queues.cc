@@ -23,11 +23,6 @@ namespace {
 
 constexpr char kCommandsOf[] = "commands.bus.volcano.sh";
 
-bool DryRunAll(const HttpRequest& req) {
-  auto it = req.query.find("dryRun");
-  return it != req.query.end() && it->second == "All";
-}
-
 // The queue a Job or PodGroup (Tessera kinds) goes to: its spec.queue, or for a Job that joins
 // a PodGroup without one, the group's (as Volcano's pod webhook checks the group's queue).
 struct Destination {
@@ -151,7 +146,7 @@ HttpResponse ApiServer::VolcanoCommands(const HttpRequest& req, const Principal&
   meta["uid"] = NewUid();
   meta["creationTimestamp"] = FormatTime(clock_());
   meta["resourceVersion"] = std::to_string(store_->Revision());
-  if (!DryRunAll(req)) {
+  if (!DryRun(req)) {
     writes.insert(writes.end(), events.begin(), events.end());
     auto versions = Commit(writes);
     if (!versions.ok()) return Error(versions.status());
