@@ -17,6 +17,7 @@ enum class StatusCode {
   kAlreadyExists,
   kFailedPrecondition,
   kResourceExhausted,
+  kTooLarge,          // the request or what it makes passes a size or work bound (HTTP 413)
   kConflict,          // a write based on a stale version
   kUnauthenticated,   // no or unknown credentials
   kPermissionDenied,  // known credentials, not allowed
@@ -51,6 +52,7 @@ inline Status FailedPrecondition(std::string m) {
 inline Status ResourceExhausted(std::string m) {
   return Status(StatusCode::kResourceExhausted, std::move(m));
 }
+inline Status TooLarge(std::string m) { return Status(StatusCode::kTooLarge, std::move(m)); }
 inline Status Conflict(std::string m) { return Status(StatusCode::kConflict, std::move(m)); }
 inline Status Unauthenticated(std::string m) {
   return Status(StatusCode::kUnauthenticated, std::move(m));

@@ -33,6 +33,8 @@ int HttpCode(StatusCode c) {
       return 412;
     case StatusCode::kResourceExhausted:
       return 429;
+    case StatusCode::kTooLarge:
+      return 413;
     case StatusCode::kInternal:
       return 500;
   }
@@ -57,6 +59,8 @@ std::string_view Reason(StatusCode c) {
       return "PreconditionFailed";
     case StatusCode::kResourceExhausted:
       return "TooManyRequests";
+    case StatusCode::kTooLarge:
+      return "RequestEntityTooLarge";
     default:
       return "InternalError";
   }

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "api/json_text.h"
+#include "api/patch.h"
 #include "api/manifest.h"
 #include "api/protobuf.h"
 #include "api/status_schema.h"
@@ -46,6 +47,15 @@ std::vector<std::string> Corpus(const std::string& seeds_dir) {
 "status":{"allocatable":{"cpu":"8","memory":"64Gi"},"heartbeat":"2026-01-01T00:00:00Z",
 "fenceSeconds":23,"gpus":[{"index":0,"uuid":"GPU-0","model":"H100-80GB","memoryMiB":81920}]}})",
       R"({"phase":"Pending","message":"waiting","queue":"main","priority":-3})",
+      // Patches, whose growth is a property of its own (PatchGrowth).
+      R"([{"op":"add","path":"/metadata/annotations","value":{"a":"xxxxxxxxxxxxxxxx"}},
+{"op":"copy","from":"/metadata/annotations","path":"/metadata/annotations/b"},
+{"op":"copy","from":"/metadata","path":"/metadata/annotations/c"},
+{"op":"copy","from":"","path":"/spec/d"},{"op":"move","from":"/spec/d","path":"/e"}])",
+      R"({"metadata":{"$deleteFromPrimitiveList/finalizers":["x"],"finalizers":["y","z"]},
+"spec":{"$setElementOrder/containers":[{"name":"b"},{"name":"a"}],
+"containers":[{"name":"a","env":[{"name":"E","value":"1"}]},{"name":"b","$patch":"delete"}],
+"$retainKeys":["containers"]}})",
   };
   for (const char* j : json_entries) out.push_back(j);
   return out;
@@ -141,8 +151,37 @@ Target::Target(const std::string& data_dir) {
 
 Target::~Target() = default;
 
+Status PatchGrowth(std::string_view input) {
+  auto patch = api::ParseJson(input);
+  if (!patch.ok()) return Status::Ok();
+  static const json target = json::parse(R"({"apiVersion":"v1","kind":"Pod",
+    "metadata":{"name":"p","labels":{"a":"b"},"finalizers":["x"]},
+    "spec":{"containers":[{"name":"a","image":"i","env":[{"name":"E","value":"0"}]},
+    {"name":"b","image":"i"}]}})");
+  for (api::PatchType type :
+       {api::PatchType::kMerge, api::PatchType::kStrategicMerge, api::PatchType::kJson}) {
+    Result<json> out = api::ApplyPatch(target, *patch, type);
+    if (!out.ok()) continue;
+    // Merges by their exact text; a JSON patch by the measure its bound is kept with.
+    const bool merge = type != api::PatchType::kJson;
+    const size_t before = merge ? target.dump().size() : api::JsonTextSize(target);
+    const size_t after = merge ? out->dump().size() : api::JsonTextSize(*out);
+    // A merge adds at most what its body holds; a JSON patch's copies may grow it further, to
+    // the object size limit and never past it.
+    const size_t bound = type == api::PatchType::kJson ? api::kMaxObjectBytes
+                                                       : before + kMergeGrowth * input.size() + 64;
+    if (after > bound) {
+      return Internal("a patch of " + std::to_string(input.size()) + " bytes grew an object of " +
+                      std::to_string(before) + " to " + std::to_string(after) +
+                      " bytes (bound " + std::to_string(bound) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
 Status Target::Run(std::string_view input) {
   ++runs_;
+  TESSERA_RETURN_IF_ERROR(PatchGrowth(input));
   // The readers, directly.
   if (auto v = api::ParseJson(input); v.ok()) {
     (void)api::ValidateStatus("Job", *v);
@@ -170,6 +209,8 @@ Status Target::Run(std::string_view input) {
       {"POST", "/apis/tessera.io/v1/tokens", "application/json", false},
       {"PATCH", "/apis/tessera.io/v1/namespaces/team-a/jobs/j", "application/merge-patch+json",
        false},
+      {"PATCH", "/apis/batch/v1/namespaces/default/jobs/llm-training",
+       "application/json-patch+json", true},
       // The Kubernetes kinds' paths (the seeds' objects, when applied, are there to patch).
       {"POST", "/api/v1/namespaces/team-a/pods", "application/json", true},
       {"POST", "/apis/batch/v1/namespaces/team-a/jobs", "application/json", true},
@@ -189,7 +230,8 @@ Status Target::Run(std::string_view input) {
   // JSON bodies go to the JSON endpoints, the rest to apply as YAML; which one of those, the
   // input's size decides.
   const size_t first = input.find_first_not_of(" \t\r\n");
-  const bool looks_json = first != std::string_view::npos && input[first] == '{';
+  const bool looks_json =
+      first != std::string_view::npos && (input[first] == '{' || input[first] == '[');
   const size_t yaml_shapes = 2;
   const size_t json_shapes = sizeof kShapes / sizeof kShapes[0] - yaml_shapes;
   const Shape& shape = looks_json ? kShapes[yaml_shapes + input.size() % json_shapes]

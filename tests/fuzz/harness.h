@@ -1,8 +1,9 @@
 // A bounded in-process fuzzer for what reads untrusted text: the API handler (every write
 // path, as the admin and as a tenant), the manifest translator, the JSON reader and the status
-// decoder, and the scheduling loop over whatever the writes stored. Properties checked: nothing
-// escapes as an exception (a crash), no request answers 5xx, a refused write leaves the store
-// exactly as it was (no partial write), and no scheduling cycle fails.
+// decoder, the patch engine, and the scheduling loop over whatever the writes stored. Properties
+// checked: nothing escapes as an exception (a crash), no request answers 5xx, a refused write
+// leaves the store exactly as it was (no partial write), no patch grows an object past its bound
+// (PatchGrowth), and no scheduling cycle fails.
 #ifndef TESSERA_TESTS_FUZZ_HARNESS_H_
 #define TESSERA_TESTS_FUZZ_HARNESS_H_
 
@@ -21,6 +22,16 @@ class SchedulingLoop;
 }  // namespace tessera::server
 
 namespace tessera::fuzz {
+
+// How much an accepted merge or strategic merge patch may grow its object, per byte of its
+// body (the property PatchGrowth checks; a JSON patch's copies are bounded by the object size
+// limit instead).
+inline constexpr size_t kMergeGrowth = 2;
+
+// Ok when no patch type applied to a small Pod with `input` as its body (when it is JSON) grows
+// it past its bound: kMergeGrowth times the body for merges, the object size limit for JSON
+// patches.
+Status PatchGrowth(std::string_view input);
 
 // Valid inputs to start from: the seed manifests in `seeds_dir` (*.yaml), and Jobs, statuses,
 // queues and nodes as JSON.
