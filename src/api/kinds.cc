@@ -5,6 +5,7 @@
 
 #include "api/fields.h"
 #include "api/json_read.h"
+#include "api/json_text.h"
 #include "api/object.h"
 #include "api/quantity.h"
 #include "api/resources.h"
@@ -1007,6 +1008,50 @@ Status ValidateSpec(const json& obj) {
     return spec.Finish();
   }
   return InvalidArgument("kind: no spec schema for " + kind);
+}
+
+bool AgentReportedNodeLabel(std::string_view key) {
+  return key.starts_with("nvidia.com/") || key == "tessera.io/gpu.source" ||
+         key == "tessera.io/simulated";
+}
+
+Status CheckAgentNodeChange(const json& stored, const json& next) {
+  const std::string node = Str(Member(stored, "metadata"), "name");
+  auto refuse = [&](const std::string& field, std::string_view what) {
+    return PermissionDenied(field + ": node " + node + "'s agent may not change " +
+                            std::string(what) +
+                            " once the node is registered; they are the admin's (kubectl "
+                            "label, annotate, taint, cordon)");
+  };
+  auto object_or_empty = [](const json& v) { return v.is_object() ? v : json::object(); };
+  const json old_spec = object_or_empty(Member(stored, "spec"));
+  const json new_spec = object_or_empty(Member(next, "spec"));
+  if (old_spec != new_spec) {
+    std::string field = "spec";
+    for (const json* side : {&old_spec, &new_spec}) {
+      for (const auto& [k, v] : side->items()) {
+        if (Member(old_spec, k.c_str()) != Member(new_spec, k.c_str())) field = "spec." + k;
+      }
+    }
+    return refuse(field, "its spec (unschedulable, taints)");
+  }
+  const json& old_meta = Member(stored, "metadata");
+  const json& new_meta = Member(next, "metadata");
+  if (object_or_empty(Member(old_meta, "annotations")) !=
+      object_or_empty(Member(new_meta, "annotations"))) {
+    return refuse("metadata.annotations", "its annotations");
+  }
+  const json old_labels = object_or_empty(Member(old_meta, "labels"));
+  const json new_labels = object_or_empty(Member(new_meta, "labels"));
+  for (const json* side : {&old_labels, &new_labels}) {
+    for (const auto& [k, v] : side->items()) {
+      if (Member(old_labels, k.c_str()) != Member(new_labels, k.c_str()) &&
+          !AgentReportedNodeLabel(k)) {
+        return refuse("metadata.labels[" + SafeText(k, 128) + "]", "the admin's labels");
+      }
+    }
+  }
+  return Status::Ok();
 }
 
 std::string NodeHeartbeat(const json& node, const json& lease) {

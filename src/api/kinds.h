@@ -128,6 +128,17 @@ Result<core::NodeSpec> DecodeNode(const nlohmann::json& obj);
 // Decodes the object by its kind; Ok when its spec is valid.
 Status ValidateSpec(const nlohmann::json& obj);
 
+// Whether a Node label is one its agent reports (what it discovered of the node's GPUs:
+// nvidia.com/..., tessera.io/gpu.source, tessera.io/simulated) and may change after the node is
+// registered. The other labels, the annotations and the spec are the admin's, as Kubernetes'
+// NodeRestriction holds a kubelet to its node's status.
+bool AgentReportedNodeLabel(std::string_view key);
+
+// Ok when an agent's write `next` of its registered Node `stored` changes only what the agent
+// reports: its status and AgentReportedNodeLabel labels; else PermissionDenied naming the first
+// field of the admin's it changes.
+Status CheckAgentNodeChange(const nlohmann::json& stored, const nlohmann::json& next);
+
 // When a node's agent last reported: the later of the Node's status.heartbeat and its Lease's
 // spec.renewTime (`lease` null when it has none), as RFC 3339; empty when neither is set.
 std::string NodeHeartbeat(const nlohmann::json& node, const nlohmann::json& lease);

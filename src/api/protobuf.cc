@@ -4,6 +4,7 @@
 #include <span>
 #include <string>
 
+#include "api/json_text.h"
 #include "api/time.h"
 
 namespace tessera::api {
@@ -228,6 +229,8 @@ Result<json> Value(Reader& r, const Field& f, const Message& m, int wire, const 
     case Type::kSkipped:
       return json();
     case Type::kString:
+      // JSON strings are UTF-8; proto3's string fields must be too.
+      if (!ValidUtf8(bytes)) return bad("a string that is not valid UTF-8");
       return json(std::string(bytes));
     case Type::kBytes:
       return json(Base64(bytes));
@@ -271,9 +274,9 @@ Result<json> Decode(std::string_view data, const Message& m, const std::string& 
           (wire == 2 && r.Bytes(&bytes) && bytes.empty())) {
         continue;
       }
-      return InvalidArgument("protobuf body: " + (path.empty() ? "" : path + ": ") + m.name +
-                             " field " + std::to_string(number) +
-                             " is not one Tessera decodes; send the object as application/json");
+      return FailedPrecondition("protobuf body: " + (path.empty() ? "" : path + ": ") + m.name +
+                                " field " + std::to_string(number) +
+                                " is not one Tessera decodes; send the object as application/json");
     }
     const std::string at = path.empty() ? f->name : path + "." + f->name;
     if (f->map) {
@@ -340,7 +343,7 @@ Result<json> KubeProtobufToJson(std::string_view body) {
     } else if (number == 2) {
       raw = bytes;
     } else if (number == 3 && !bytes.empty()) {
-      return InvalidArgument("protobuf body: contentEncoding is not supported");
+      return FailedPrecondition("protobuf body: contentEncoding is not supported");
     }
   }
   const std::string api = type_meta.value("apiVersion", "");
@@ -353,9 +356,9 @@ Result<json> KubeProtobufToJson(std::string_view body) {
     out.update(*obj);
     return out;
   }
-  return InvalidArgument("protobuf body: " + (api.empty() ? std::string("?") : api) + " " +
-                         (kind.empty() ? std::string("?") : kind) +
-                         " is not decoded from protobuf here; send it as application/json");
+  return FailedPrecondition("protobuf body: " + (api.empty() ? std::string("?") : api) + " " +
+                            (kind.empty() ? std::string("?") : kind) +
+                            " is not decoded from protobuf here; send it as application/json");
 }
 
 }  // namespace tessera::api

@@ -20,7 +20,11 @@ namespace tessera::api {
 
 inline constexpr std::string_view kProtobufContentType = "application/vnd.kubernetes.protobuf";
 
-// The object a protobuf body holds, as JSON (apiVersion and kind included).
+// The object a protobuf body holds, as JSON (apiVersion and kind included). Errors:
+// InvalidArgument for a malformed body, naming the field (a truncated value, a string that is
+// not UTF-8); FailedPrecondition for a well-formed body holding what is not decoded here (a kind
+// or field number not listed, a content encoding), which is to be sent as JSON.
+
 Result<nlohmann::json> KubeProtobufToJson(std::string_view body);
 
 }  // namespace tessera::api

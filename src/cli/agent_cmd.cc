@@ -33,6 +33,8 @@
 #include "agent/telemetry.h"
 #include "agent/waker.h"
 #include "agent/worker.h"
+#include "api/json_read.h"
+#include "api/kinds.h"
 #include "api/manifest.h"
 #include "cli/client.h"
 #include "cli/server_cmd.h"
@@ -603,14 +605,22 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
       json current = json::parse(got->body, nullptr, false);
       if (!current.is_object()) current = node;
       if (!registered) {
+        // Registered before: the agent updates the labels it reports (what it discovered of
+        // the GPUs); the node's other labels and its taints are the admin's now, as a
+        // kubelet's --node-labels and --register-with-taints count at registration only.
         for (const auto& [k, v] : node["metadata"]["labels"].items()) {
-          current["metadata"]["labels"][k] = v;
+          if (api::AgentReportedNodeLabel(k)) {
+            current["metadata"]["labels"][k] = v;
+          } else if (current["metadata"]["labels"].value(k, json()) != v) {
+            err << "warning: --labels " << k << "=" << v.get<std::string>() << ": node " << id.name
+                << " is registered; its labels are the admin's (kubectl label node)\n";
+          }
         }
-        if (!current["spec"].is_object()) current["spec"] = json::object();
-        if (node["spec"].contains("taints")) {
-          current["spec"]["taints"] = node["spec"]["taints"];
-        } else {
-          current["spec"].erase("taints");
+        const json& taints = api::Member(api::Member(current, "spec"), "taints");
+        if (node["spec"].value("taints", json::array()) !=
+            (taints.is_array() ? taints : json::array())) {
+          err << "warning: --taints: node " << id.name
+              << " is registered; its taints are the admin's (kubectl taint node)\n";
         }
       }
       current["status"] = status;

@@ -29,6 +29,26 @@ CLI::App* AddServerCommand(CLI::App& app, ServerOptions& opts) {
                 "With --plain-http: allow plain HTTP on a non-loopback address");
   cmd->add_option("--max-body-bytes", opts.max_body_bytes, "Largest request body accepted")
       ->capture_default_str();
+  server::ClientLimits& l = opts.limits;
+  cmd->add_option("--max-connections-per-token", l.connections_per_client,
+                  "Connections one tenant token may hold open")
+      ->capture_default_str();
+  cmd->add_option("--max-watches-per-token", l.watches_per_client,
+                  "Watches one tenant token may hold open")
+      ->capture_default_str();
+  cmd->add_option("--max-watches-per-namespace", l.watches_per_namespace,
+                  "Watches one namespace's tokens may hold open together")
+      ->capture_default_str();
+  cmd->add_option("--max-requests-per-token", l.requests_per_client,
+                  "Requests one tenant token may have in flight")
+      ->capture_default_str();
+  cmd->add_option("--max-requests-per-namespace", l.requests_per_namespace,
+                  "Requests one namespace's tokens may have in flight together")
+      ->capture_default_str();
+  cmd->add_option("--max-tenant-requests", l.tenant_requests,
+                  "Requests all tenants may have in flight together (0: the server's threads "
+                  "less two, kept for the admin and the agents)")
+      ->capture_default_str();
   cmd->add_option("--policy", opts.policy, "Placement policy of the scheduling loop")
       ->capture_default_str();
   cmd->add_option("--node-grace-seconds", opts.node_grace_seconds,
@@ -121,6 +141,7 @@ int RunServer(const ServerOptions& opts, std::ostream& out, std::ostream& err) {
   server::HttpServerOptions http;
   http.host = opts.listen.substr(0, colon);
   http.max_body_bytes = opts.max_body_bytes;
+  http.limits = opts.limits;
   http.tls_cert_file = opts.tls_cert;
   http.tls_key_file = opts.tls_key;
   try {
@@ -236,8 +257,10 @@ int StartControlPlane(const std::string& data_dir, const server::HttpServerOptio
   }
   cp->loop = std::move(loop).value();
   server::ApiServer* handler = cp->api.get();
+  server::HttpServerOptions limited = http;
+  limited.identify = [handler](const server::HttpRequest& r) { return handler->Identify(r); };
   auto srv = server::HttpServer::Start(
-      http, [handler](const server::HttpRequest& r) { return handler->Handle(r); });
+      limited, [handler](const server::HttpRequest& r) { return handler->Handle(r); });
   if (!srv.ok()) {
     err << "error: " << srv.status().message() << "\n";
     return 1;

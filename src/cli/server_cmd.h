@@ -48,6 +48,7 @@ struct ServerOptions {
   std::string tls_key;
   std::vector<std::string> tls_sans;  // more names the generated serving certificate covers
   size_t max_body_bytes = 4 << 20;
+  server::ClientLimits limits;      // per token and per namespace (server/fairness.h)
   std::string policy = "fragpack";  // placement policy of the scheduling loop
   int node_grace_seconds = 40;      // missed heartbeats before a node is NotReady
   AccountingFlags accounting;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <mutex>
 #include <random>
+#include <set>
 
 #include "api/kinds.h"
 #include "api/object.h"
@@ -295,6 +296,35 @@ std::string WarningHeader(std::string_view text) {
     out += (c >= 0x20 && c < 0x7f) ? c : '?';
   }
   return out + "\"";
+}
+
+void AddWarningHeaders(const std::vector<std::string>& warnings, HttpResponse* r) {
+  std::set<std::string_view> seen;
+  std::vector<std::string_view> texts;
+  size_t total = 0;
+  for (const std::string& w : warnings) {
+    if (w.empty() || !seen.insert(w).second) continue;
+    texts.push_back(w);
+    total += w.size();
+  }
+  // Over the total, every text is cut to kWarningItemBytes and they are added until the total
+  // is reached again, as kube-apiserver's warning recorder does; the header count is bounded
+  // too, with the last header saying how many were left out.
+  const bool cut = total > kWarningTotalBytes;
+  size_t written = 0, shown = 0;
+  for (std::string_view text : texts) {
+    if (cut && written >= kWarningTotalBytes) break;
+    if (shown + 1 == kMaxWarningHeaders && texts.size() > kMaxWarningHeaders) break;
+    if (cut) text = text.substr(0, kWarningItemBytes);
+    r->headers.emplace_back("Warning", WarningHeader(text));
+    written += text.size();
+    ++shown;
+  }
+  if (shown < texts.size()) {
+    r->headers.emplace_back("Warning",
+                            WarningHeader(std::to_string(texts.size() - shown) +
+                                          " more warnings are not shown (too many to list)"));
+  }
 }
 
 Status CheckObject(const json& obj) {

@@ -86,6 +86,14 @@ Status CheckObject(const nlohmann::json& obj);
 // A warning as the value of an HTTP Warning header (RFC 7234, as Kubernetes sends them):
 // 299 - "<text>", the text printable ASCII with quotes and backslashes escaped.
 std::string WarningHeader(std::string_view text);
+// Adds `warnings` to `r` as Warning headers the way kube-apiserver bounds them: repeats
+// dropped; past kWarningTotalBytes in all, each cut to kWarningItemBytes and the rest left out;
+// and at most kMaxWarningHeaders headers (HTTP clients refuse responses with over 100), the last
+// saying how many were left out.
+inline constexpr size_t kWarningTotalBytes = 4096;
+inline constexpr size_t kWarningItemBytes = 256;
+inline constexpr size_t kMaxWarningHeaders = 50;
+void AddWarningHeaders(const std::vector<std::string>& warnings, HttpResponse* r);
 // Whether a write asks only to be checked (dryRun=All), as Kubernetes' dry run.
 bool DryRun(const HttpRequest& req);
 

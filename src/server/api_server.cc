@@ -656,6 +656,10 @@ Status ApiServer::AuthorizeWrite(const Principal& who, json* obj) {
     if (id.name != who.node) {
       return PermissionDenied("an agent token registers and updates node " + who.node + " only");
     }
+    // Registered: what the admin set stays as it is on this path as on the Kubernetes one.
+    auto stored = ReadJson(*store_, KeyOf(id));
+    if (!stored.ok()) return stored.status();
+    if (!stored->is_null()) TESSERA_RETURN_IF_ERROR(api::CheckAgentNodeChange(*stored, *obj));
     // A heartbeat is timed by the server's clock, not the node's: the node's fence and the
     // server's grace period then measure from the same instant whatever the clocks' skew.
     json& status = (*obj)["status"];
@@ -796,6 +800,9 @@ Status CheckJobImmutable(const json& old, const json& now) {
 
 Status ApiServer::KeepSystemFields(const Principal& who, json* obj, store::Write* w) {
   const bool may_set_status = who.role != Principal::Role::kNamespace && obj->contains("status");
+  // Every object a client writes, however it was made (create, replace, patch, apply), is held
+  // to the object size limit before anything else is done with it.
+  TESSERA_RETURN_IF_ERROR(api::CheckObjectBounds(*obj, store::Describe(w->key)));
   auto existing = store_->Get(w->key);
   if (!existing.ok()) return existing.status();
   json& meta = (*obj)["metadata"];
@@ -864,13 +871,34 @@ std::vector<std::string> ApiServer::NotActedOn(const std::vector<api::ObjectId>&
   return warnings;
 }
 
+namespace {
+
+// Set when a commit on this thread failed because a version it was pinned to had moved on:
+// another write landed between the request's read and its commit, and the request is run again.
+thread_local bool t_commit_conflicted = false;
+
+// How many times a write request runs when other writes keep landing under it, as
+// kube-apiserver's GuaranteedUpdate retries.
+constexpr int kWriteAttempts = 5;
+
+}  // namespace
+
 Result<std::vector<int64_t>> ApiServer::Commit(std::span<const store::Write> writes) {
-  auto r = store_->Commit(writes);
-  if (!r.ok()) return r;
-  for (size_t i = 0; i < writes.size(); ++i) {
-    const store::Write& w = writes[i];
-    if (w.key.kind != "Lease") continue;
-    leases_.Stored(w.key.name, w.op == store::Write::Op::kDelete ? nullptr : &w.body, (*r)[i]);
+  Result<std::vector<int64_t>> r = std::vector<int64_t>();
+  {
+    // Only the commit itself is serialized: every write was parsed, patched and checked
+    // before, against the versions it read, which the store checks again here.
+    std::lock_guard<std::mutex> writing(write_mu_);
+    r = store_->Commit(writes);
+    if (!r.ok()) {
+      if (r.status().code() == StatusCode::kConflict) t_commit_conflicted = true;
+      return r;
+    }
+    for (size_t i = 0; i < writes.size(); ++i) {
+      const store::Write& w = writes[i];
+      if (w.key.kind != "Lease") continue;
+      leases_.Stored(w.key.name, w.op == store::Write::Op::kDelete ? nullptr : &w.body, (*r)[i]);
+    }
   }
   feed_.CatchUp();
   return r;
@@ -1243,7 +1271,28 @@ json Discovery(std::string_view path) {
 
 }  // namespace
 
+ClientId ApiServer::Identify(const HttpRequest& req) {
+  Result<Principal> who = tokens_.Authenticate(req.authorization);
+  if (!who.ok()) return ClientId{};
+  using Role = Principal::Role;
+  ClientId id;
+  id.key = who->token_id;
+  id.level = who->role == Role::kAdmin   ? ClientId::Level::kExempt
+             : who->role == Role::kAgent ? ClientId::Level::kAgent
+                                         : ClientId::Level::kTenant;
+  if (who->role == Role::kNamespace || who->role == Role::kExec) id.ns = who->ns;
+  return id;
+}
+
 HttpResponse ApiServer::Handle(const HttpRequest& req) {
+  for (int attempt = 1;; ++attempt) {
+    t_commit_conflicted = false;
+    HttpResponse r = HandleOnce(req);
+    if (r.status != 409 || !t_commit_conflicted || attempt == kWriteAttempts) return r;
+  }
+}
+
+HttpResponse ApiServer::HandleOnce(const HttpRequest& req) {
   if (req.path == "/healthz") return Reply(200, "text/plain", "ok");
   if (req.path == "/readyz") {
     return Reply(200, "text/plain", "ok (revision " + std::to_string(store_->Revision()) + ")");
@@ -1255,14 +1304,15 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
   // kubectl's typed clients send built-in kinds as protobuf: read as the JSON they encode.
   if (req.content_type.starts_with(api::kProtobufContentType)) {
     auto obj = api::KubeProtobufToJson(req.body);
-    if (!obj.ok()) {
+    if (!obj.ok() && obj.status().code() == StatusCode::kFailedPrecondition) {
       return Reply(415, "application/json",
                    StatusJson(415, "UnsupportedMediaType", obj.status().message()));
     }
+    if (!obj.ok()) return Error(obj.status());
     HttpRequest decoded = req;
     decoded.content_type = "application/json";
     decoded.body = obj->dump();
-    return Handle(decoded);
+    return HandleOnce(decoded);
   }
   if (req.method == "GET") {
     // Discovery, for every valid token (Kubernetes' system:discovery).
@@ -1291,10 +1341,8 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
   }
   // Exec sessions are not stored: they take no write turn.
   if (auto r = Exec(req, *who)) return std::move(r).value();
-  // Reads run side by side; writes one at a time, in the order they take the lock (as when
-  // every request ran on one thread), while reads go on.
-  std::unique_lock<std::mutex> writing(write_mu_, std::defer_lock);
-  if (req.method != "GET" && req.method != "HEAD") writing.lock();
+  // Requests run side by side, writes too: each reads, patches and checks on its own, and takes
+  // the write lock only to commit (Commit), against the versions it read.
   if (std::optional<HttpResponse> r = Kube(req, *who)) return std::move(*r);
   if (req.path == "/api/v1" || req.path.starts_with("/api/v1/")) return Core(req, *who);
 
@@ -1375,7 +1423,7 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
     json reply = {{"kind", "List"}, {"apiVersion", api::kApiVersion}, {"items", out}};
     if (!notes.empty()) reply["warnings"] = notes;
     HttpResponse r = Json(200, reply);
-    for (const std::string& w : notes) r.headers.emplace_back("Warning", WarningHeader(w));
+    AddWarningHeaders(notes, &r);
     return r;
   }
 

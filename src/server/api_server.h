@@ -60,6 +60,7 @@
 #ifndef TESSERA_SERVER_API_SERVER_H_
 #define TESSERA_SERVER_API_SERVER_H_
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -102,8 +103,15 @@ class ApiServer {
   // `<data_dir>/admin.token` with mode 0600.
   static Result<std::unique_ptr<ApiServer>> Open(const std::string& data_dir);
 
-  // Safe to call from several threads at once (reads run concurrently, writes one at a time).
+  // Safe to call from several threads at once. Requests run side by side; a write is parsed,
+  // patched and checked outside any lock, then committed against the versions it read; when
+  // another write landed in between, it runs again (at most 5 times, then 409).
   HttpResponse Handle(const HttpRequest& request);
+
+  // Who sent `request`, for the HTTP server's limits per client (fairness.h): the admin is
+  // exempt, an agent has its own limits, other tokens are tenants (with their namespace), and
+  // a request without a valid token is anonymous.
+  ClientId Identify(const HttpRequest& request);
 
   store::Store& store() { return *store_; }
   ChangeFeed& feed() { return feed_; }
@@ -139,6 +147,8 @@ class ApiServer {
 
  private:
   ApiServer(std::unique_ptr<store::Store> store, const std::string& data_dir);
+  // One run of Handle.
+  HttpResponse HandleOnce(const HttpRequest& request);
   // GET (read, follow) and POST (ship, agents) of
   // /apis/tessera.io/v1/namespaces/{ns}/jobs/{name}/logs.
   HttpResponse Logs(const HttpRequest& req, const std::string& ns, const std::string& job);
@@ -251,8 +261,8 @@ class ApiServer {
   ObjectCache objects_;
   LeaseBook leases_;
   std::function<int64_t()> clock_;
-  std::mutex write_mu_;
-  uint64_t event_seq_ = 0;  // names events made by apply; guarded by write_mu_
+  std::mutex write_mu_;                  // held by Commit for the store's commit only
+  std::atomic<uint64_t> event_seq_ = 0;  // names events made by apply
   int64_t node_grace_ms_ = 40'000;
   int64_t bookmark_interval_ms_ = 60'000;
 };

@@ -59,11 +59,21 @@ class Connection {
   // Closes the connection (it was idle the longest when a new one needed its place).
   virtual void Evict() = 0;
   bool idle() const { return idle_.load(std::memory_order_relaxed); }
+  // The client whose requests the connection carries (none before its first request is
+  // identified); read by the connection cap, set on the connection's strand.
+  std::optional<ClientId> client() const {
+    std::lock_guard<std::mutex> lock(client_mu_);
+    return client_;
+  }
   // Since its last reply was sent (or it was accepted): what the client saw last.
   int64_t idle_since() const { return idle_since_.load(std::memory_order_relaxed); }
 
  protected:
   void SetIdle(bool idle) { idle_.store(idle, std::memory_order_relaxed); }
+  void SetClient(std::optional<ClientId> c) {
+    std::lock_guard<std::mutex> lock(client_mu_);
+    client_ = std::move(c);
+  }
   // Stamped as a reply is handed to the socket, not when the write completes: a client that
   // has its answer may send on another connection before this one's completion runs.
   void StampActivity() {
@@ -73,6 +83,17 @@ class Connection {
  private:
   std::atomic<bool> idle_{true};  // waiting for (the rest of) its next request
   std::atomic<int64_t> idle_since_{Clock::now().time_since_epoch().count()};
+  mutable std::mutex client_mu_;
+  std::optional<ClientId> client_;
+};
+
+// What a session needs of the server to hold its client to the limits: the book and the hook
+// that names the client. Shared, so that a session outliving the server's members is safe.
+struct Fairness {
+  Fairness(std::function<ClientId(const HttpRequest&)> id, ClientLimits limits)
+      : identify(std::move(id)), book(limits) {}
+  std::function<ClientId(const HttpRequest&)> identify;
+  FairnessBook book;
 };
 
 // One connection over `Stream` (beast::tcp_stream, or TlsStream), on a strand of its own:
@@ -80,8 +101,16 @@ class Connection {
 template <class Stream>
 class Session : public Connection, public std::enable_shared_from_this<Session<Stream>> {
  public:
-  Session(Stream stream, const HttpHandler& handler, size_t max_body)
-      : stream_(std::move(stream)), handler_(handler), max_body_(max_body) {}
+  Session(Stream stream, const HttpHandler& handler, size_t max_body,
+          std::shared_ptr<Fairness> fairness)
+      : stream_(std::move(stream)),
+        handler_(handler),
+        max_body_(max_body),
+        fairness_(std::move(fairness)) {}
+
+  ~Session() override {
+    if (fairness_ && client_) fairness_->book.Give(FairnessBook::What::kConnection, *client_);
+  }
 
   // The connection's strand.
   asio::any_io_executor executor() { return Lowest().get_executor(); }
@@ -172,11 +201,45 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     r.user_agent =
         std::string(req[http::field::user_agent].data(), req[http::field::user_agent].size());
     r.body = std::move(req.body());
-    // On this connection's strand, on one of the server's threads: a long handler holds that
-    // thread only.
+    if (!fairness_) {
+      // On this connection's strand, on one of the server's threads: a long handler holds that
+      // thread only.
+      HttpResponse out = Call(r);
+      if (out.stream) return StartStream(std::move(out));
+      Reply(out.status, out.content_type, std::move(out.body), req.keep_alive(), out.headers);
+      return;
+    }
+    using What = FairnessBook::What;
+    FairnessBook& book = fairness_->book;
+    const ClientId who = fairness_->identify(r);
+    // The connection is counted as its client's from the client's first request on it.
+    if (!client_ || client_->key != who.key || client_->level != who.level) {
+      if (!book.Take(What::kConnection, who)) return TooMany(What::kConnection, who, false);
+      if (client_) book.Give(What::kConnection, *client_);
+      client_ = who;
+      SetClient(who);
+    }
+    if (!book.Take(What::kRequest, who)) return TooMany(What::kRequest, who, req.keep_alive());
     HttpResponse out = Call(r);
-    if (out.stream) return StartStream(std::move(out));
+    book.Give(What::kRequest, who);
+    if (out.stream) {
+      if (!book.Take(What::kWatch, who)) {
+        // Closed: a client refused a watch comes back after Retry-After on a new connection.
+        out.stream->Cancel();
+        return TooMany(What::kWatch, who, false);
+      }
+      watching_ = true;
+      return StartStream(std::move(out));
+    }
     Reply(out.status, out.content_type, std::move(out.body), req.keep_alive(), out.headers);
+  }
+
+  // 429 with Retry-After, as Kubernetes' API Priority and Fairness answers.
+  void TooMany(FairnessBook::What what, const ClientId& who, bool keep_alive) {
+    const int after = fairness_->book.limits().retry_after_seconds;
+    Reply(429, "application/json",
+          StatusJson(429, "TooManyRequests", fairness_->book.Refusal(what, who)), keep_alive,
+          {{"Retry-After", std::to_string(after)}});
   }
 
   HttpResponse Call(const HttpRequest& r) {
@@ -262,6 +325,10 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
 
   void StopStream() {
     streaming_ = false;
+    if (watching_) {
+      watching_ = false;
+      fairness_->book.Give(FairnessBook::What::kWatch, *client_);
+    }
     if (body_stream_) body_stream_->Cancel();
     body_stream_.reset();
     if (timer_) timer_->cancel();
@@ -311,6 +378,9 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   std::optional<asio::steady_timer> timer_;
   std::array<char, 1> probe_{};
   bool streaming_ = false;
+  std::shared_ptr<Fairness> fairness_;  // null: no client is limited
+  std::optional<ClientId> client_;      // counted in fairness_ for this connection
+  bool watching_ = false;               // a watch of client_'s is counted
 };
 
 }  // namespace
@@ -323,6 +393,7 @@ struct HttpServer::Impl {
   size_t max_body = 0;
   size_t max_connections = 0;
   std::optional<asio::ssl::context> tls;
+  std::shared_ptr<Fairness> fairness;
   std::vector<std::thread> threads;
   bool stopped = false;
   std::mutex mu;
@@ -342,10 +413,37 @@ struct HttpServer::Impl {
         since = c->idle_since();
       }
     }
+    if (oldest == connections.size()) oldest = Hog();
     if (oldest == connections.size()) return false;
     if (auto c = connections[oldest].lock()) c->Evict();
     connections.erase(connections.begin() + static_cast<ptrdiff_t>(oldest));
     return true;
+  }
+
+  // With every connection busy: the newest connection of the tenant (or the unauthenticated
+  // clients) holding the most, so that one client's watches cannot keep out the admin, the
+  // agents and the other tenants. connections.size() when there is none. Called under mu.
+  size_t Hog() {
+    if (!fairness) return connections.size();
+    std::map<std::string, std::pair<size_t, size_t>> held;  // client -> (count, newest index)
+    for (size_t i = 0; i < connections.size(); ++i) {
+      auto c = connections[i].lock();
+      std::optional<ClientId> who = c ? c->client() : std::nullopt;
+      if (!who || who->level == ClientId::Level::kExempt || who->level == ClientId::Level::kAgent) {
+        continue;
+      }
+      auto& [count, newest] = held[who->key];
+      ++count;
+      newest = i;
+    }
+    size_t best = connections.size(), most = 0;
+    for (const auto& [key, h] : held) {
+      if (h.first > most) {
+        most = h.first;
+        best = h.second;
+      }
+    }
+    return best;
   }
 
   template <class S>
@@ -373,10 +471,10 @@ struct HttpServer::Impl {
         socket.close(ignored);
       } else if (!ec && tls) {
         Serve(std::make_shared<Session<TlsStream>>(TlsStream(std::move(socket), *tls), handler,
-                                                   max_body));
+                                                   max_body, fairness));
       } else if (!ec) {
         Serve(std::make_shared<Session<beast::tcp_stream>>(beast::tcp_stream(std::move(socket)),
-                                                           handler, max_body));
+                                                           handler, max_body, fairness));
       }
       Accept();
     });
@@ -405,6 +503,14 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
   impl->handler = std::move(handler);
   impl->max_body = options.max_body_bytes;
   impl->max_connections = options.max_connections;
+  if (options.identify) {
+    ClientLimits limits = options.limits;
+    // Two threads stay free for the admin and the agents.
+    if (limits.tenant_requests == 0) {
+      limits.tenant_requests = static_cast<size_t>(std::max(1, threads - 2));
+    }
+    impl->fairness = std::make_shared<Fairness>(options.identify, limits);
+  }
   if (impl->max_connections == 0) {
     const size_t limit = RaiseDescriptorLimit();
     impl->max_connections =

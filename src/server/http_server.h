@@ -1,5 +1,6 @@
 // A small asynchronous HTTP/1.1 server on Boost.Beast: it reads requests (with a body limit),
-// hands each to a handler, and writes the handler's response, keeping connections alive.
+// hands each to a handler, and writes the handler's response, keeping connections alive. Each
+// client (fairness.h) holds only its share of connections, watches and requests in flight.
 // A few threads run the I/O and the handlers, each connection on a strand of its own, so a
 // long request (a large apply) holds one thread and delays neither the other connections nor
 // /healthz. The handler must be safe to call from several threads at once. Connections are capped
@@ -17,6 +18,7 @@
 #include <string_view>
 
 #include "core/status.h"
+#include "server/fairness.h"
 
 namespace tessera::server {
 
@@ -63,10 +65,17 @@ struct HttpServerOptions {
   // PEM files; both set: HTTPS (TLS 1.2 or later) only.
   std::string tls_cert_file;
   std::string tls_key_file;
-  int threads = 4;
+  // Handlers run on these; with client limits, tenants together take all but two.
+  int threads = 8;
   // 0: the descriptor limit (its soft limit raised to the hard one at start) less
   // kReservedDescriptors for the store, logs and the agents' files.
   size_t max_connections = 0;
+  // Who sent a request (a cheap lookup of its token), for the limits per client (fairness.h):
+  // connections, watches and requests in flight; 429 with Retry-After beyond them. At the
+  // connection cap, when no connection is idle, the newest connection of the tenant holding the
+  // most is closed to admit a new one. Unset: no client is limited.
+  std::function<ClientId(const HttpRequest&)> identify;
+  ClientLimits limits;
 };
 
 constexpr size_t kReservedDescriptors = 128;

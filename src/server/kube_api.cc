@@ -653,7 +653,7 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
     stored["metadata"]["resourceVersion"] = std::to_string((*versions)[primary]);
   }
   HttpResponse r = Json(create ? 201 : 200, api::KubeObject(kind, stored));
-  for (const std::string& w : warned) r.headers.emplace_back("Warning", WarningHeader(w));
+  AddWarningHeaders(warned, &r);
   return r;
 }
 
