@@ -270,12 +270,12 @@ std::map<std::string, std::string> RendezvousEnv(const Assignment& a, const std:
 
 Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std::string& node,
                             const std::string& root, const std::string& container_runtime,
-                            const ShareIsolation& isolation) {
+                            const ShareIsolation& isolation, const TaskUsers& users) {
   ProcessSpec spec;
   spec.key = a.key;
   spec.workdir = root + "/work/" + a.key;
   spec.log_path = PodLogPath(root, a.key);
-  const int64_t uid = Int(a.task, "runAsUser", -1), gid = Int(a.task, "runAsGroup", -1);
+  int64_t uid = Int(a.task, "runAsUser", -1), gid = Int(a.task, "runAsGroup", -1);
   std::vector<std::string> command;
   for (const char* part : {"command", "args"}) {
     for (const json& c : a.task.value(part, json::array())) {
@@ -336,6 +336,12 @@ Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std
   }
   const bool contained = !image.empty();
   const auto mps = share_gpus.size() == 1 ? isolation.mps.find(share_gpus[0]) : isolation.mps.end();
+  if (uid < 0) {
+    // Not the agent's user: the pod's own, or its MPS server's.
+    const auto mps_user = mps != isolation.mps.end() ? users.mps.find(mps->first) : users.mps.end();
+    uid = mps_user != users.mps.end() ? mps_user->second : users.pod;
+    if (gid < 0) gid = uid;
+  }
   if (mps != isolation.mps.end()) {
     for (const auto& [k, v] : MpsClientEnv(mps->second)) env[k] = v;
     env["TESSERA_SHARE_ISOLATION"] = "mps";

@@ -101,9 +101,17 @@ struct ShareIsolation {
   // interposer.
   std::map<std::string, std::string> mps;
 };
+// Who a task without securityContext.runAsUser runs as (the agent being root): a uid of its
+// Job's own (its group the same), so that no task reads another Job's files; or, for a pod whose
+// share goes through an MPS server (which serves one user at a time), the card's uid. -1: the
+// agent's user.
+struct TaskUsers {
+  int64_t pod = -1;
+  std::map<std::string, int64_t> mps;  // GPU UUID -> the uid of the pods sharing it via MPS
+};
 Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std::string& node,
                             const std::string& root, const std::string& container_runtime,
-                            const ShareIsolation& isolation = {});
+                            const ShareIsolation& isolation = {}, const TaskUsers& users = {});
 
 // The share region of pod `key` on the node (its processes' memory and compute count).
 std::string ShareRegionPath(const std::string& root, const std::string& key);

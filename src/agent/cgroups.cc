@@ -2,38 +2,80 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <tuple>
+#include <vector>
 
 namespace tessera::agent {
 
 namespace fs = std::filesystem;
 
-std::string CgroupDir(const std::string& root, const std::string& key) {
+std::string CgroupDir(const std::string& root, const std::string& key, const std::string& agent) {
   std::string name = key;
   for (char& c : name) c = c == '/' ? '_' : c;
-  return root + "/tessera/" + name;
+  return root + "/tessera/" + (agent.empty() ? "" : agent + "/") + name;
 }
 
 Result<CgroupLimits> PrepareCgroup(const std::string& root, const std::string& key,
-                                   int64_t cpu_milli, int64_t memory_mib) {
+                                   int64_t cpu_milli, int64_t memory_mib,
+                                   const std::string& agent) {
   if (!fs::exists(root + "/cgroup.controllers")) {
     return FailedPrecondition("cgroup v2 is not mounted at " + root);
   }
   CgroupLimits out;
-  out.dir = CgroupDir(root, key);
+  out.dir = CgroupDir(root, key, agent);
   std::error_code ec;
   fs::create_directories(out.dir, ec);
   if (ec) return FailedPrecondition("cannot create " + out.dir + ": " + ec.message());
   const std::string cpu = cpu_milli > 0 ? std::to_string(cpu_milli * 100) + " 100000" : "max";
   const std::string mem = memory_mib > 0 ? std::to_string(memory_mib * 1024 * 1024) : "max";
-  for (const auto& [file, value] : {std::pair{"cpu.max", cpu}, std::pair{"memory.max", mem}}) {
+  // A group made in a real hierarchy has a file per enabled controller; one standing in for
+  // a mount (tests) is written as the controllers file says.
+  std::ifstream controllers(root + "/cgroup.controllers");
+  std::string listed((std::istreambuf_iterator<char>(controllers)), {});
+  const bool real = fs::exists(out.dir + "/cgroup.procs");
+  std::vector<std::string> parts;
+  for (const auto& [file, value, controller] :
+       {std::tuple{"cpu.max", cpu, "cpu"}, std::tuple{"memory.max", mem, "memory"}}) {
+    const bool there =
+        real ? fs::exists(out.dir + "/" + file) : listed.find(controller) != std::string::npos;
+    if (!there) {
+      parts.push_back(std::string(file) + " not applied (no " + controller + " controller)");
+      continue;
+    }
     std::ofstream f(out.dir + "/" + file);
     f << value << "\n";
     f.flush();
     if (!f) return FailedPrecondition("cannot write " + out.dir + "/" + file);
+    parts.push_back(std::string(file) + "=" + value);
   }
   out.procs_path = out.dir + "/cgroup.procs";
-  out.description = "cpu.max=" + cpu + ", memory.max=" + mem;
+  for (const std::string& p : parts) out.description += (out.description.empty() ? "" : ", ") + p;
   return out;
+}
+
+Result<std::string> FindCgroupRoot(const std::string& wanted) {
+  std::vector<std::string> candidates;
+  if (wanted == "auto") {
+    candidates = {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"};
+  } else {
+    candidates = {wanted};
+  }
+  std::string why;
+  for (const std::string& root : candidates) {
+    if (!fs::exists(root + "/cgroup.controllers")) {
+      why += (why.empty() ? "" : "; ") + ("no cgroup v2 hierarchy at " + root);
+      continue;
+    }
+    std::error_code ec;
+    fs::create_directories(root + "/tessera", ec);
+    if (ec) {
+      why += (why.empty() ? "" : "; ") + ("cannot create " + root + "/tessera: " + ec.message());
+      continue;
+    }
+    return root;
+  }
+  return FailedPrecondition(why);
 }
 
 void RemoveCgroup(const std::string& dir) {

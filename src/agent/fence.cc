@@ -15,6 +15,7 @@
 #include <iostream>
 #include <thread>
 
+#include "agent/process_tree.h"
 #include "agent/runner.h"
 
 namespace tessera::agent {
@@ -54,17 +55,24 @@ FenceKeeper::Round FenceKeeper::Check(int64_t now_ms) {
   r.fenced = lease >= 0 && now_ms - lease > fence_ms_;
   std::map<std::string, int64_t> stopping;
   for (const RecordedGroup& g : RecordedGroups(state_dir_)) {
-    if (!Alive(g.pgid, g.started)) continue;
+    // A pod is live while its leader runs or its cgroup holds a process that escaped it.
+    const bool leader = Alive(g.pgid, g.started);
+    if (!leader && !CgroupPopulated(g.cgroup)) continue;
     ++r.live;
     if (!r.fenced) continue;
+    // Every process of the pod: its group, the monitor's descendants and its cgroup.
+    auto signal = [&](int sig) {
+      SignalPod(leader ? g.pgid : 0, g.cgroup, sig);
+      if (leader) kill(-g.pgid, sig);
+    };
     auto it = stopping_since_.find(g.key);
     if (it == stopping_since_.end()) {
-      kill(-g.pgid, SIGTERM);
+      signal(SIGTERM);
       r.stopped.push_back(g.key);
       stopping[g.key] = now_ms;
     } else {
       if (now_ms - it->second >= stop_grace_ms_) {
-        kill(-g.pgid, SIGKILL);
+        signal(SIGKILL);
         r.killed.push_back(g.key);
       }
       stopping[g.key] = it->second;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -11,6 +12,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
+
+#include "agent/process_tree.h"
 
 namespace tessera::agent {
 namespace {
@@ -73,6 +77,36 @@ void CloseFrom(int first) {
   for (rlim_t fd = first; fd < end; ++fd) close(static_cast<int>(fd));
 }
 
+void SleepMs(long ms) {
+  timespec t{ms / 1000, (ms % 1000) * 1'000'000};
+  while (nanosleep(&t, &t) != 0 && errno == EINTR) {
+  }
+}
+
+// Reaps the children that have ended; true when none is left.
+bool ReapEnded() {
+  for (;;) {
+    const pid_t got = waitpid(-1, nullptr, WNOHANG);
+    if (got < 0 && errno == ECHILD) return true;
+    if (got <= 0) return false;
+  }
+}
+
+// What the task left running when it ended goes with it: SIGTERM, up to kLeftoverGraceMs to
+// end, then SIGKILL until none is left, every child reaped. The pod's end is reported once this
+// monitor exits, so nothing of it runs on after.
+constexpr long kLeftoverGraceMs = 2000;
+void EndLeftovers() {
+  if (SignalDescendants(getpid(), SIGTERM) > 0) {
+    for (long waited = 0; waited < kLeftoverGraceMs && !ReapEnded(); waited += 20) SleepMs(20);
+  }
+  for (int round = 0; round < 500; ++round) {
+    const int left = SignalDescendants(getpid(), SIGKILL);
+    if (ReapEnded() && left == 0) return;
+    SleepMs(10);
+  }
+}
+
 }  // namespace
 
 PreparedTask::PreparedTask(std::vector<std::string> argv, std::vector<std::string> env,
@@ -131,6 +165,10 @@ bool JoinCgroup(const char* procs) {
 void RunMonitor(const MonitorPlan& plan) {
   // The leader of the task's own process group: signals to the group reach all it starts.
   setsid();
+  // A child subreaper: a process the task starts that leaves the group (setsid, a double fork)
+  // is handed to this monitor when its parent ends, so it stays in the pod's tree, where stops
+  // and fences reach it (process_tree.h), and is reaped here.
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
   // Join the pod's cgroup before anything runs; the task inherits it.
   if (plan.cgroup_procs != nullptr && !JoinCgroup(plan.cgroup_procs)) _exit(125);
   if (plan.log_fd >= 0) {
@@ -162,9 +200,17 @@ void RunMonitor(const MonitorPlan& plan) {
   if (ready >= 0) close(ready);
   if (task < 0) _exit(125);
   int status = 0;
-  while (waitpid(task, &status, 0) < 0) {
-    if (errno != EINTR) _exit(125);
+  for (;;) {
+    int st = 0;
+    const pid_t got = waitpid(-1, &st, 0);
+    if (got == task) {
+      status = st;
+      break;
+    }
+    if (got < 0 && errno != EINTR) _exit(125);
+    // Another child: an orphan of the task's, handed to this subreaper, reaped.
   }
+  EndLeftovers();
   const bool signaled = WIFSIGNALED(status);
   const int value = signaled ? WTERMSIG(status) : WEXITSTATUS(status);
   if (plan.exit_record != nullptr) {

@@ -16,10 +16,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "agent/process_tree.h"
+
 namespace tessera::agent {
 
 Runner::~Runner() {
   for (auto& [key, p] : procs_) {
+    SignalPod(LiveLeader(p), p.cgroup, SIGKILL);
     kill(-p.pid, SIGKILL);
     if (!p.adopted) waitpid(p.pid, nullptr, 0);
     if (p.exit_fd >= 0) close(p.exit_fd);
@@ -145,6 +148,7 @@ std::vector<RecordedGroup> RecordedGroups(const std::string& state_dir) {
     RecordedGroup g;
     in >> g.pgid >> g.started;
     std::getline(in >> std::ws, g.key);
+    std::getline(in, g.cgroup);
     g.pid_file = e.path().string();
     out.push_back(std::move(g));
   }
@@ -172,7 +176,9 @@ std::vector<std::string> Runner::Adopt() {
       std::filesystem::remove(StateFile(g.key, ".exit"), ec);
       continue;
     }
-    procs_[g.key] = {g.pgid, -1, true, g.started, OpenExitFd(g.pgid)};
+    Proc& p = procs_[g.key];
+    p = {g.pgid, -1, true, g.started, OpenExitFd(g.pgid)};
+    p.cgroup = g.cgroup;
     out.push_back(g.key);
   }
   return out;
@@ -226,10 +232,17 @@ std::vector<Status> Runner::StartAll(const std::vector<const ProcessSpec*>& spec
     }
     close(launched[i]->ready);
     const unsigned long long started = StartTime(pid);
-    procs_[specs[i]->key] = {pid, -1, false, started, OpenExitFd(pid)};
+    const std::string cgroup =
+        specs[i]->cgroup_procs.empty()
+            ? ""
+            : std::filesystem::path(specs[i]->cgroup_procs).parent_path().string();
+    Proc& p = procs_[specs[i]->key];
+    p = {pid, -1, false, started, OpenExitFd(pid)};
+    p.cgroup = cgroup;
     if (!state_dir_.empty()) {
       std::ofstream(StateFile(specs[i]->key, ".pid")) << pid << " " << started << "\n"
-                                                      << specs[i]->key << "\n";
+                                                      << specs[i]->key << "\n"
+                                                      << cgroup << "\n";
     }
     out.push_back(Status::Ok());
   }
@@ -248,12 +261,15 @@ Result<Runner::Launched> Runner::Launch(const ProcessSpec& spec) {
   std::vector<std::string> made = spec.dirs;
   if (!spec.workdir.empty()) made.insert(made.begin(), spec.workdir);
   for (const std::string& dir : made) {
-    std::filesystem::create_directories(dir, ec);
+    const bool fresh = std::filesystem::create_directories(dir, ec);
     if (ec) return Internal("directory " + dir + ": " + ec.message());
     if ((spec.uid >= 0 || spec.gid >= 0) &&
         chown(dir.c_str(), static_cast<uid_t>(spec.uid), static_cast<gid_t>(spec.gid)) != 0) {
       return Internal("directory " + dir + ": " + std::strerror(errno));
     }
+    // Made for the task, it is the task's own: no other task's user reads it. (A directory that
+    // was there, named by a spec, keeps its mode.)
+    if (fresh) std::filesystem::permissions(dir, std::filesystem::perms::owner_all, ec);
   }
   for (const std::string& dir : spec.open_dirs) {
     std::filesystem::create_directories(dir, ec);
@@ -385,6 +401,7 @@ std::vector<std::string> Runner::Keys() const {
 void Runner::Stop(const std::string& key, int64_t now_ms, int64_t grace_ms) {
   auto it = procs_.find(key);
   if (it == procs_.end() || it->second.kill_at_ms >= 0) return;
+  SignalPod(LiveLeader(it->second), it->second.cgroup, SIGTERM);
   kill(-it->second.pid, SIGTERM);
   it->second.kill_at_ms = now_ms + grace_ms;
 }
@@ -392,7 +409,8 @@ void Runner::Stop(const std::string& key, int64_t now_ms, int64_t grace_ms) {
 std::vector<int> Runner::ExitFds() const {
   std::vector<int> out;
   for (const auto& [key, p] : procs_) {
-    if (p.exit_fd >= 0) out.push_back(p.exit_fd);
+    // A leader that has ended stays readable: what is left of its pod is looked at by time.
+    if (p.exit_fd >= 0 && !p.leader_gone) out.push_back(p.exit_fd);
   }
   return out;
 }
@@ -401,14 +419,35 @@ int64_t Runner::NextDeadline() const {
   int64_t next = -1;
   for (const auto& [key, p] : procs_) {
     if (p.kill_at_ms >= 0 && !p.killed && (next < 0 || p.kill_at_ms < next)) next = p.kill_at_ms;
+    if (p.leader_gone && (next < 0 || p.recheck_ms < next)) next = p.recheck_ms;
   }
   return next;
+}
+
+pid_t Runner::LiveLeader(const Proc& p) const {
+  if (p.leader_gone) return 0;
+  // A child of ours keeps its pid until it is waited for; an adopted leader is checked.
+  return !p.adopted || Alive(p.pid, p.started) ? p.pid : 0;
 }
 
 std::vector<Exit> Runner::Poll(int64_t now_ms) {
   std::vector<Exit> out;
   for (auto it = procs_.begin(); it != procs_.end();) {
     Proc& p = it->second;
+    if (p.leader_gone) {
+      // Its exit waits for the cgroup to empty.
+      if (CgroupPopulated(p.cgroup)) {
+        SignalPod(0, p.cgroup, SIGKILL);
+        p.recheck_ms = now_ms + 50;
+        ++it;
+        continue;
+      }
+      Exit e = std::move(p.ended);
+      ++it;
+      Forget(e.key);
+      out.push_back(std::move(e));
+      continue;
+    }
     Exit e;
     e.key = it->first;
     e.stopped = p.kill_at_ms >= 0;
@@ -425,14 +464,24 @@ std::vector<Exit> Runner::Poll(int64_t now_ms) {
     }
     if (ended) {
       if (!state_dir_.empty()) ReadExitRecord(StateFile(e.key, ".exit"), &e);
-      // Whatever the task left behind in its group goes with it.
+      // Whatever the task left behind in its group and its cgroup goes with it (the monitor
+      // ended what was left in its tree).
       kill(-p.pid, SIGKILL);
+      if (CgroupPopulated(p.cgroup)) {
+        SignalPod(0, p.cgroup, SIGKILL);
+        p.leader_gone = true;
+        p.recheck_ms = now_ms + 50;
+        p.ended = std::move(e);
+        ++it;
+        continue;
+      }
       ++it;
       Forget(e.key);
       out.push_back(std::move(e));
       continue;
     }
     if (p.kill_at_ms >= 0 && now_ms >= p.kill_at_ms && !p.killed) {
+      SignalPod(LiveLeader(p), p.cgroup, SIGKILL);
       kill(-p.pid, SIGKILL);
       p.killed = true;
     }

@@ -69,6 +69,7 @@ struct RecordedGroup {
   pid_t pgid = 0;
   unsigned long long started = 0;
   std::string pid_file;
+  std::string cgroup;  // the pod's cgroup v2 group; "" when it has none
 };
 // The groups recorded in `state_dir`, alive or not.
 std::vector<RecordedGroup> RecordedGroups(const std::string& state_dir);
@@ -117,10 +118,12 @@ class Runner {
   pid_t Pid(const std::string& key) const;
   std::vector<std::string> Keys() const;
 
-  // Sends SIGTERM to the process group now and SIGKILL at `now_ms + grace_ms` (by Poll).
+  // Sends SIGTERM to every process of the pod now and SIGKILL at `now_ms + grace_ms` (by
+  // Poll): its process group, the monitor's descendants and its cgroup (process_tree.h).
   void Stop(const std::string& key, int64_t now_ms, int64_t grace_ms);
 
-  // Reaps exited processes and escalates overdue stops.
+  // Reaps exited processes and escalates overdue stops. A pod's exit is reported once its
+  // leader has ended and its cgroup (when it has one) holds no process: what is left is killed.
   std::vector<Exit> Poll(int64_t now_ms);
 
   // Descriptors that become readable when a group's leader ends (pidfds; children and adopted
@@ -139,7 +142,15 @@ class Runner {
     unsigned long long started = 0;
     int exit_fd = -1;     // pidfd of the leader; -1: none
     bool killed = false;  // the stop escalated to SIGKILL
+    std::string cgroup;   // the pod's cgroup v2 group; "" when none
+    // The leader has ended (its exit is in `ended`) but the cgroup still held processes when
+    // last looked at; looked at again from `recheck_ms`.
+    bool leader_gone = false;
+    int64_t recheck_ms = -1;
+    Exit ended;
   };
+  // The leader of `p` while it may still be signalled as a tree (0 once it is gone).
+  pid_t LiveLeader(const Proc& p) const;
   // A monitor started, not yet waited for: `ready` reads end of file once the monitor leads its
   // group and the task takes stop signals.
   struct Launched {

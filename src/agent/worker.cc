@@ -1,5 +1,7 @@
 #include "agent/worker.h"
 
+#include <unistd.h>
+
 #include <charconv>
 #include <filesystem>
 #include <fstream>
@@ -41,7 +43,66 @@ Worker::Worker(ApiClient& api, const NodeGpus& gpus, WorkerOptions options)
       options_(std::move(options)),
       runner_(options_.root + "/run"),
       mps_(options_.mps_control, options_.root) {
+  // What tasks may not read: the agent's state, its logs and other pods' work. Tasks reach
+  // their own working directory (0700, theirs) through directories they may pass, not list.
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const auto& [dir, mode] :
+       {std::pair{options_.root, fs::perms::owner_all | fs::perms::group_exec |
+                                     fs::perms::others_exec},
+        std::pair{options_.root + "/work",
+                  fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec},
+        std::pair{options_.root + "/logs", fs::perms::owner_all},
+        std::pair{options_.root + "/run", fs::perms::owner_all}}) {
+    fs::create_directories(dir, ec);
+    // A directory shared by every user (sticky, as /tmp) is not the agent's to close.
+    const fs::perms now = fs::status(dir, ec).permissions();
+    if (!ec && (now & fs::perms::sticky_bit) == fs::perms::none) fs::permissions(dir, mode, ec);
+  }
   runner_.Adopt();
+}
+
+TaskUsers Worker::UsersFor(const std::string& key) {
+  TaskUsers users;
+  const int64_t base = options_.task_uid_base, count = options_.task_uid_count;
+  if (count <= kMpsTaskUids || geteuid() != 0) return users;
+  for (const GpuInfo& g : gpus_.gpus) {
+    users.mps[g.uuid] = base + count - 1 - static_cast<int64_t>(g.index % kMpsTaskUids);
+  }
+  const int64_t slots = count - kMpsTaskUids;
+  // The uid it was given, kept in the run directory while the pod lives (an adopted pod keeps
+  // it); else its Job's; else the first free one from a slot the Job's key hashes to.
+  const std::string file = runner_.StateFile(key, ".uid");
+  int64_t uid = -1;
+  if (std::ifstream in(file); in >> uid && uid >= base && uid < base + slots) {
+    users.pod = uid;
+    return users;
+  }
+  // The pods of one Job share its uid: they work together (MPI's daemons accept only their
+  // launcher's own user). Other Jobs' uids are taken.
+  auto job_of = [](const std::string& k) { return k.substr(0, k.rfind('/')); };
+  const std::string job = job_of(key);
+  std::set<int64_t> used;
+  for (const auto& [k, p] : pods_) {
+    if (k == key || p.uid < 0) continue;
+    if (job_of(k) == job) {
+      users.pod = p.uid;
+      std::ofstream(file, std::ios::trunc) << users.pod << "\n";
+      return users;
+    }
+    used.insert(p.uid);
+  }
+  uint64_t hash = 1469598103934665603ULL;  // FNV-1a
+  for (unsigned char c : job) hash = (hash ^ c) * 1099511628211ULL;
+  for (int64_t i = 0; i < slots; ++i) {
+    const int64_t candidate = base + static_cast<int64_t>((hash + i) % slots);
+    if (!used.contains(candidate)) {
+      users.pod = candidate;
+      break;
+    }
+  }
+  std::ofstream(file, std::ios::trunc) << users.pod << "\n";
+  return users;
 }
 
 void Worker::Fence(int64_t now_ms) {
@@ -72,10 +133,14 @@ void Worker::AdoptPod(PodState& p) {
   } else {
     p.state = {{"phase", "Running"}, {"restarts", p.restarts}};
   }
-  if (!options_.cgroup_root.empty()) p.cgroup_dir = CgroupDir(options_.cgroup_root, key);
+  if (!options_.cgroup_root.empty()) {
+    p.cgroup_dir = CgroupDir(options_.cgroup_root, key, options_.cgroup_agent);
+  }
   // As it was started, for commands run in it.
+  const TaskUsers users = UsersFor(key);
+  p.uid = users.pod;
   auto spec = SpecFor(p.assignment, gpus_, options_.node, options_.root, options_.container_runtime,
-                      IsolationFor(p.assignment));
+                      IsolationFor(p.assignment), users);
   if (spec.ok()) {
     if (!p.cgroup_dir.empty()) spec->cgroup_procs = p.cgroup_dir + "/cgroup.procs";
     exec_targets_.Set(key, *std::move(spec));
@@ -141,9 +206,23 @@ void Worker::StartPods(const std::vector<PodState*>& pods) {
 }
 
 std::optional<Result<ProcessSpec>> Worker::PreparePod(PodState& p) {
+  const TaskUsers users = UsersFor(p.assignment.key);
+  p.uid = users.pod;
   auto spec = SpecFor(p.assignment, gpus_, options_.node, options_.root, options_.container_runtime,
-                      IsolationFor(p.assignment));
+                      IsolationFor(p.assignment), users);
   if (!spec.ok()) return Result<ProcessSpec>(spec.status());
+  {
+    // The directories above the pod's own, <root>/work/<ns>/<job> and <root>/work/<ns>, are
+    // passed, not listed.
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path job_dir = fs::path(options_.root) / "work" / p.assignment.ns / p.assignment.job;
+    fs::create_directories(job_dir, ec);
+    for (const fs::path& d : {job_dir, job_dir.parent_path()}) {
+      fs::permissions(d, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec,
+                      ec);
+    }
+  }
   if (p.assignment.mpi_launcher()) {
     // The launcher's rsh agent runs commands in the workers with a token for this Job only.
     const Assignment& a = p.assignment;
@@ -157,7 +236,7 @@ std::optional<Result<ProcessSpec>> Worker::PreparePod(PodState& p) {
   p.log_path = spec->log_path;
   if (!options_.cgroup_root.empty()) {
     auto cg = PrepareCgroup(options_.cgroup_root, p.assignment.key, p.assignment.cpu_milli,
-                            p.assignment.memory_mib);
+                            p.assignment.memory_mib, options_.cgroup_agent);
     if (cg.ok()) {
       spec->cgroup_procs = cg->procs_path;
       p.cgroup_dir = cg->dir;
@@ -446,6 +525,7 @@ Status Worker::Tick(int64_t now_ms) {
         static_cast<int64_t>(std::filesystem::file_size(p.log_path, ec)) <= p.log_offset || ec;
     if (jobs.ok() && !wanted.contains(it->first) && !runner_.Running(it->first) && shipped) {
       std::filesystem::remove(runner_.StateFile(it->first, ".shipped"), ec);
+      std::filesystem::remove(runner_.StateFile(it->first, ".uid"), ec);
       it = pods_.erase(it);
     } else {
       ++it;

@@ -41,6 +41,9 @@ class ApiClient {
   }
 };
 
+// The uids at the top of WorkerOptions' task range kept for MPS servers, one per card index.
+inline constexpr int64_t kMpsTaskUids = 64;
+
 struct WorkerOptions {
   std::string node;
   std::string root;  // working directories, logs, and the runner's state (<root>/run)
@@ -54,7 +57,14 @@ struct WorkerOptions {
   // Where the worker says what an operator should know (an MPS server that cannot run).
   std::function<void(const std::string&)> notice;
   int64_t stop_grace_ms = 10'000;
-  std::string cgroup_root;  // cgroup v2 mount for per-pod limits; empty: no limits
+  std::string cgroup_root;   // cgroup v2 hierarchy for pods' groups (cgroups.h); empty: none
+  std::string cgroup_agent;  // this agent's name among the groups there
+  // The uids of tasks without securityContext.runAsUser, when the agent is root: each pod
+  // takes one of [task_uid_base, task_uid_base + task_uid_count), its Job's own (its gid the
+  // same; the Job's pods share it), kept for as long as it runs; the top kMpsTaskUids are the cards' whose shares go through MPS.
+  // task_uid_count 0: such tasks run as the agent's user.
+  int64_t task_uid_base = 0;
+  int64_t task_uid_count = 0;
   // How an MPI launcher's rsh agent reaches the server (its token is made per launcher).
   LauncherAccess launcher_access;
 };
@@ -97,7 +107,10 @@ class Worker {
     std::string log_path;
     std::string cgroup_dir;
     std::string limits;  // what was applied, or why not
+    int64_t uid = -1;    // the pod's own uid (UsersFor), -1: none
   };
+  // Who the tasks of pod `key` run as when their spec names no user (see TaskUsers).
+  TaskUsers UsersFor(const std::string& key);
   void StartPod(PodState& p);
   // Starts them together (their starts overlap, see Runner::StartAll).
   void StartPods(const std::vector<PodState*>& pods);

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -22,6 +23,7 @@
 
 #include "agent/bindings.h"
 #include "agent/cdi.h"
+#include "agent/cgroups.h"
 #include "agent/container_runtime.h"
 #include "agent/exec.h"
 #include "agent/fake_gpus.h"
@@ -30,6 +32,7 @@
 #include "agent/mps.h"
 #include "agent/node_object.h"
 #include "agent/nvml.h"
+#include "agent/process_tree.h"
 #include "agent/telemetry.h"
 #include "agent/waker.h"
 #include "agent/worker.h"
@@ -199,7 +202,14 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentOptions& o) {
                   "such shares take the interposer")
       ->capture_default_str();
   cmd->add_option("--cgroup-root", o.cgroup_root,
-                  "cgroup v2 mount for per-pod CPU and memory limits (empty: none)")
+                  "cgroup v2 hierarchy for a group per pod: stops and fences reach every process "
+                  "through it, and CPU and memory are limited where its controllers allow (auto: "
+                  "/sys/fs/cgroup, else /sys/fs/cgroup/unified; empty: none)")
+      ->capture_default_str();
+  cmd->add_option("--task-uids", o.task_uids,
+                  "BASE:COUNT: when the agent is root, a task without securityContext.runAsUser "
+                  "runs as a uid of this range of its pod's own, never as root (none: as the "
+                  "agent's user)")
       ->capture_default_str();
   cmd->add_option("--health-quiet-seconds", o.health_quiet_seconds,
                   "Seconds without new XID/ECC errors before an unhealthy GPU is healthy again")
@@ -302,6 +312,7 @@ int PrepareAgent(const AgentOptions& o, AgentSetup* setup, std::ostream& err) {
 }
 
 int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
+  agent::StandInForInit();  // as a container's PID 1, orphans are reaped by a stand-in
   AgentSetup setup;
   if (int code = PrepareAgent(o, &setup, err); code != 0) return code;
   const json& node = setup.node;
@@ -473,7 +484,76 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
     }
   }
   wo.stop_grace_ms = int64_t{o.stop_grace_seconds} * 1000;
-  wo.cgroup_root = o.cgroup_root;
+  if (o.task_uids != "none") {
+    const size_t colon = o.task_uids.find(':');
+    int64_t base = -1, count = -1;
+    try {
+      if (colon == std::string::npos) throw std::invalid_argument("no colon");
+      size_t used = 0;
+      base = std::stoll(o.task_uids.substr(0, colon), &used);
+      if (used != colon) throw std::invalid_argument("base");
+      count = std::stoll(o.task_uids.substr(colon + 1), &used);
+      if (used != o.task_uids.size() - colon - 1) throw std::invalid_argument("count");
+    } catch (const std::exception&) {
+      base = -1;
+    }
+    if (base < 1 || count <= agent::kMpsTaskUids || base + count > 4294967294LL) {
+      err << "error: --task-uids: \"" << o.task_uids
+          << "\" is not BASE:COUNT with BASE at least 1 and COUNT over "
+          << agent::kMpsTaskUids << " (or none)\n";
+      return 2;
+    }
+    wo.task_uid_base = base;
+    wo.task_uid_count = count;
+    if (geteuid() == 0) {
+      // Tasks reach their working directories under --work-dir as other users: every directory
+      // above it must let them pass.
+      namespace fs = std::filesystem;
+      std::error_code ec;
+      for (fs::path d = fs::absolute(wo.root, ec).parent_path(); !d.empty();
+           d = d.parent_path()) {
+        const fs::file_status st = fs::status(d, ec);
+        if (!ec && fs::exists(st) &&
+            (st.permissions() & fs::perms::others_exec) == fs::perms::none) {
+          err << "error: --work-dir " << wo.root << ": tasks run as users of their own and cannot "
+              << "pass through " << d.string() << " (no search permission for others); allow "
+              << "it (chmod o+x " << d.string() << "), choose another --work-dir, or give "
+              << "--task-uids none to run tasks as the agent's user\n";
+          return 2;
+        }
+        if (d == d.parent_path()) break;
+      }
+      out << "tasks without securityContext.runAsUser run as a uid of their pod's own, "
+          << base << " to " << base + count - 1 << std::endl;
+    }
+  }
+  if (geteuid() != 0) {
+    out << "warning: the agent is not root: its tasks run as its own user and can read what it "
+           "can, its token included; run the agent as root (tasks then run as uids of their "
+           "own) or as a user that holds nothing else"
+        << std::endl;
+  }
+  if (!o.cgroup_root.empty()) {
+    auto root = agent::FindCgroupRoot(o.cgroup_root);
+    if (root.ok()) {
+      wo.cgroup_root = *root;
+      // Agents sharing a machine keep their groups apart: by node and work directory.
+      std::error_code ec;
+      const std::string where = std::filesystem::absolute(wo.root, ec).string();
+      char hash[17];
+      std::snprintf(hash, sizeof hash, "%016zx", std::hash<std::string>()(where));
+      wo.cgroup_agent = id.name + "-" + std::string(hash, 8);
+      out << "pods run in cgroups under " << wo.cgroup_root << "/tessera/" << wo.cgroup_agent
+          << ": stops and fences reach every process of a pod" << std::endl;
+    } else {
+      out << "warning: no cgroups for pods (" << root.status().message()
+          << "): stops and fences reach a pod's processes through its monitor (a child "
+             "subreaper) and process group; a process that leaves the pod's tree some other "
+             "way (a daemon started through another service) can outlive a fence, so a pod "
+             "may run twice after its node is fenced"
+          << std::endl;
+    }
+  }
   if (o.fence_seconds <= o.heartbeat_seconds) {
     err << "error: --fence-seconds (" << o.fence_seconds << ") must exceed --heartbeat-seconds ("
         << o.heartbeat_seconds << ")\n";

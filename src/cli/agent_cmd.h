@@ -50,8 +50,12 @@ struct AgentOptions {
   // Seconds without an accepted heartbeat after which the node's pods are stopped (fence.h).
   int fence_seconds = 20;
   int health_quiet_seconds = 300;
-  std::string cgroup_root = "/sys/fs/cgroup";  // cgroup v2 mount; empty: no limits
-  std::string ignored_xids;                    // "13,31,..."; empty: the default list
+  // The cgroup v2 hierarchy for pods' groups ("auto": found; empty: none, see cgroups.h).
+  std::string cgroup_root = "auto";
+  std::string ignored_xids;  // "13,31,..."; empty: the default list
+  // BASE:COUNT, the uids of tasks without runAsUser when the agent is root (a uid per pod);
+  // "none": they run as the agent's user.
+  std::string task_uids = "2000000000:65536";
 };
 
 CLI::App* AddAgentCommand(CLI::App& app, AgentOptions& opts);

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "agent/process_tree.h"
 #include "cli/agent_cmd.h"
 #include "cli/server_cmd.h"
 #include "server/api_server.h"
@@ -72,6 +73,7 @@ std::string Kubeconfig(const std::string& url, const std::string& ca, const std:
 }  // namespace
 
 int RunDev(const DevOptions& o, std::ostream& out, std::ostream& err) {
+  agent::StandInForInit();  // as a container's PID 1, orphans are reaped by a stand-in
   sigset_t stop = BlockStopSignals();
 
   const size_t colon = o.listen.rfind(':');

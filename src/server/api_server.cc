@@ -811,6 +811,7 @@ Status ApiServer::KeepSystemFields(const Principal& who, json* obj, store::Write
   if (who.role != Principal::Role::kAgent) {
     if (stored && w->key.kind == "Job") TESSERA_RETURN_IF_ERROR(CheckJobImmutable(*stored, *obj));
     TESSERA_RETURN_IF_ERROR(CheckVolcanoQueueOpen(*obj, stored ? &*stored : nullptr));
+    if (w->key.kind == "Job") TESSERA_RETURN_IF_ERROR(CheckRootTasks(*obj, w->key.ns));
   }
   if (stored) {
     const json& old = *stored;
@@ -838,6 +839,26 @@ Status ApiServer::KeepSystemFields(const Principal& who, json* obj, store::Write
     meta["uid"] = NewUid();
   }
   w->body = StoredBody(*obj);
+  return Status::Ok();
+}
+
+Status ApiServer::CheckRootTasks(const json& job, const std::string& ns) {
+  const json& tasks = Member(Member(job, "spec"), "tasks");
+  if (!tasks.is_array()) return Status::Ok();
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    if (Member(tasks[i], "runAsUser") != 0) continue;
+    auto space = ReadJson(*store_, {"Namespace", "", ns});
+    if (!space.ok()) return space.status();
+    const json& labels = Member(Member(*space, "metadata"), "labels");
+    if (Str(labels, std::string(kPodSecurityEnforce).c_str()) == "privileged") {
+      return Status::Ok();
+    }
+    return PermissionDenied(
+        "spec.tasks[" + std::to_string(i) + "].runAsUser: 0 (root) runs only in a namespace the "
+        "admin marks privileged (label " + std::string(kPodSecurityEnforce) +
+        "=privileged on Namespace " + ns +
+        "); without runAsUser a task runs as an unprivileged user of its pod's own");
+  }
   return Status::Ok();
 }
 
@@ -917,6 +938,19 @@ Result<std::unique_ptr<ApiServer>> ApiServer::Open(const std::string& data_dir) 
   auto accounting = Accountant::Open(data_dir + "/usage.db");
   if (!accounting.ok()) return accounting.status();
   server->accounting_ = std::move(accounting).value();
+  // The state is the server's alone: tasks on this machine run as other users (a `tessera dev`
+  // node's, say). The directory is passed (its tls/ca.crt is public), not listed.
+  {
+    namespace fs = std::filesystem;
+    fs::permissions(data_dir, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec,
+                    ec);
+    for (const char* db : {"state.db", "usage.db"}) {
+      for (const char* suffix : {"", "-wal", "-shm"}) {
+        const std::string file = data_dir + "/" + db + suffix;
+        if (fs::exists(file, ec)) fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write, ec);
+      }
+    }
+  }
   auto admin = server->tokens_.EnsureAdmin();
   if (!admin.ok()) return admin.status();
   if (admin->has_value()) {

@@ -96,6 +96,9 @@ namespace tessera::server {
 class Accountant;
 class EventCache;
 
+// The Namespace label by which the admin allows tasks to run as root in it.
+inline constexpr std::string_view kPodSecurityEnforce = "pod-security.kubernetes.io/enforce";
+
 class ApiServer {
  public:
   ~ApiServer();
@@ -246,6 +249,10 @@ class ApiServer {
   // immutable (a placed Job's tasks, queue, priority class, pod group), and a Job or PodGroup
   // sent to a Volcano Queue that is not Open (CheckVolcanoQueueOpen).
   Status KeepSystemFields(const Principal& who, nlohmann::json* obj, store::Write* w);
+  // A Job whose task asks for uid 0 (runAsUser: 0) is refused unless its namespace `ns` is
+  // marked privileged by the admin (Kubernetes' Pod Security label kPodSecurityEnforce set to
+  // privileged), as Pod Security Admission refuses a pod that runs as root.
+  Status CheckRootTasks(const nlohmann::json& job, const std::string& ns);
   // A Node as served, with status.heartbeat the later of its own and its Lease's renewTime.
   nlohmann::json WithLease(nlohmann::json node);
 

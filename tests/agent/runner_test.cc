@@ -2,6 +2,7 @@
 
 #include "agent/cgroups.h"
 #include "agent/fence.h"
+#include "agent/process_tree.h"
 
 #include <fcntl.h>
 #include <grp.h>
@@ -10,9 +11,11 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <thread>
 
@@ -298,6 +301,122 @@ TEST_P(RunnerTest, FenceKeeperStopsEveryRecordedGroupOnceTheLeaseExpires) {
   // A renewed lease lifts the fence.
   ASSERT_TRUE(WriteLease(run, 11'600).ok());
   EXPECT_FALSE(keeper.Check(11'700).fenced);
+}
+
+// The processes running `sleep <marker>` (not the shells whose command lines name it).
+std::vector<pid_t> Holding(const std::string& marker) {
+  std::vector<pid_t> out;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
+    std::ifstream in(e.path() / "cmdline");
+    std::string cmdline((std::istreambuf_iterator<char>(in)), {});
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline == "sleep " + marker + " ") out.push_back(std::stoi(name));
+  }
+  return out;
+}
+
+// Waits up to `ms` for no process to hold `marker`; returns whether none does.
+bool NoneHolds(const std::string& marker, int ms = 3000) {
+  for (int waited = 0; waited < ms; waited += 20) {
+    if (Holding(marker).empty()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return Holding(marker).empty();
+}
+
+// A task that starts `sleep <marker>` in a session of its own (setsid), ignoring SIGTERM, then
+// writes `ready` and runs on for `then` (a shell command): the process that ran twice after a
+// fence, because signals to the task's process group did not reach it.
+ProcessSpec Escaping(const std::string& key, const std::string& marker, const std::string& ready,
+                     const std::string& then, const std::string& log) {
+  return {key,
+          {"sh", "-c",
+           "setsid sh -c \"trap '' TERM; exec sleep " + marker + "\" & sleep 0.2; : > " + ready +
+               "; " + then},
+          {},
+          "",
+          log,
+          ""};
+}
+
+std::string Marker(int n) { return std::to_string(4000 + n) + "." + std::to_string(getpid()); }
+
+void WaitFor(const std::string& path) {
+  for (int i = 0; i < 500 && !std::filesystem::exists(path); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(std::filesystem::exists(path)) << path;
+}
+
+TEST_P(RunnerTest, AStopReachesAProcessThatLeftTheGroup) {
+  const std::string marker = Marker(1), ready = dir_ + "/ready";
+  Runner r("", monitor());
+  ASSERT_TRUE(r.Start(Escaping("esc", marker, ready, "sleep 300", dir_ + "/esc.log")).ok());
+  ASSERT_NO_FATAL_FAILURE(WaitFor(ready));
+  const std::vector<pid_t> escaped = Holding(marker);
+  ASSERT_EQ(escaped.size(), 1u);
+  EXPECT_NE(getpgid(escaped[0]), r.Pid("esc"));  // it left the task's group
+  r.Stop("esc", Now(), 200);
+  ASSERT_EQ(WaitExits(r, 1).size(), 1u);
+  EXPECT_TRUE(NoneHolds(marker)) << "the escaped process outlived the stop";
+}
+
+TEST_P(RunnerTest, WhatATaskLeavesRunningEndsWithIt) {
+  // The task ends at once; what it started in a session of its own is handed to the monitor (a
+  // child subreaper), which ends it before the task's end is reported.
+  const std::string marker = Marker(2), ready = dir_ + "/ready";
+  Runner r("", monitor());
+  ASSERT_TRUE(r.Start(Escaping("esc", marker, ready, "exit 3", dir_ + "/esc.log")).ok());
+  const std::vector<Exit> exits = WaitExits(r, 1, 10'000);
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].exit_code, 3);
+  EXPECT_TRUE(Holding(marker).empty()) << "the task's orphan outlived it";
+}
+
+TEST_P(RunnerTest, AFenceReachesAProcessThatLeftTheGroup) {
+  const std::string run = dir_ + "/run", marker = Marker(3), ready = dir_ + "/ready";
+  Runner r(run, monitor());
+  ASSERT_TRUE(r.Start(Escaping("ns/job/p-0", marker, ready, "sleep 300", dir_ + "/p.log")).ok());
+  ASSERT_NO_FATAL_FAILURE(WaitFor(ready));
+  ASSERT_EQ(Holding(marker).size(), 1u);
+  FenceKeeper keeper(run, 1000, 500);
+  ASSERT_TRUE(WriteLease(run, 10'000).ok());
+  EXPECT_TRUE(keeper.Check(11'001).fenced);
+  EXPECT_EQ(keeper.Check(11'501).killed, std::vector<std::string>{"ns/job/p-0"});
+  EXPECT_TRUE(NoneHolds(marker)) << "the escaped process outlived the fence";
+  ASSERT_EQ(WaitExits(r, 1).size(), 1u);
+  EXPECT_EQ(keeper.Check(11'600).live, 0);
+}
+
+// With a real cgroup v2 group (where the machine has a writable hierarchy), a process that
+// outlives the pod's monitor (killed outright, so that its tree is handed to init) is still the
+// pod's: the pod's end is reported only once cgroup.kill has emptied the group.
+TEST_P(RunnerTest, APodEndsOnlyWhenItsCgroupIsEmpty) {
+  auto root = FindCgroupRoot("auto");
+  if (!root.ok()) GTEST_SKIP() << "no writable cgroup v2 hierarchy: " << root.status().message();
+  const std::string agent = "runner-test-" + std::to_string(getpid());
+  auto cg = PrepareCgroup(
+      *root, "ns/job/cg-" + std::string(GetParam()).substr(0, 0) + std::to_string(Now()), 0, 0,
+      agent);
+  ASSERT_TRUE(cg.ok()) << cg.status().message();
+  const std::string marker = Marker(4), ready = dir_ + "/ready";
+  Runner r("", monitor());
+  ProcessSpec spec = Escaping("cg", marker, ready, "sleep 300", dir_ + "/cg.log");
+  spec.cgroup_procs = cg->procs_path;
+  ASSERT_TRUE(r.Start(spec).ok());
+  ASSERT_NO_FATAL_FAILURE(WaitFor(ready));
+  ASSERT_EQ(Holding(marker).size(), 1u);
+  EXPECT_TRUE(CgroupPopulated(cg->dir));
+  // The monitor and its group die at once: the escaped process is handed to init, out of reach
+  // of the group and of the monitor's tree, but still in the pod's cgroup.
+  kill(-r.Pid("cg"), SIGKILL);
+  ASSERT_EQ(WaitExits(r, 1).size(), 1u);
+  EXPECT_TRUE(NoneHolds(marker, 100)) << "the pod ended while its cgroup held a process";
+  EXPECT_FALSE(CgroupPopulated(cg->dir));
+  RemoveCgroup(cg->dir);
+  RemoveCgroup(*root + "/tessera/" + agent);
 }
 
 TEST_P(RunnerTest, RunsTheTaskAsItsUserAndGroupWhenTheAgentIsRoot) {

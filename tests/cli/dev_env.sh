@@ -2,6 +2,8 @@
 # exit, with dev stopped), fail(), and start_dev, which starts dev on a free loopback port with
 # the given flags and waits until it listens.
 WORK=$(mktemp -d "/tmp/tessera-${TEST_NAME:-dev}-XXXXXX")
+# Tasks run as users of their own (docs/SECURITY.md): they pass through it to their work.
+chmod 711 "$WORK"
 DEV_PID=
 cleanup() {
   if [ -n "$DEV_PID" ]; then kill "$DEV_PID" 2>/dev/null || true; wait "$DEV_PID" 2>/dev/null || true; fi

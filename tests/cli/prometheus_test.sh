@@ -8,6 +8,8 @@ TESSERA=$1
 FAKE_NVML=$2
 DEPLOY=$3
 WORK=$(mktemp -d /tmp/tessera-prom-XXXXXX)
+# Tasks run as users of their own (docs/SECURITY.md): they pass through it to their work.
+chmod 711 "$WORK"
 DEV_PID=
 PROM_PID=
 cleanup() {

@@ -3,6 +3,8 @@
 set -euo pipefail
 TESSERA=$1
 WORK=$(mktemp -d /tmp/tessera-cli-XXXXXX)
+# Tasks run as users of their own (docs/SECURITY.md): they pass through it to their work.
+chmod 711 "$WORK"
 SERVER_PID=
 cleanup() {
   if [ -n "$SERVER_PID" ]; then kill -9 "$SERVER_PID" 2>/dev/null || true; fi
