@@ -27,6 +27,20 @@ Result<CgroupLimits> PrepareCgroup(const std::string& root, const std::string& k
   std::error_code ec;
   fs::create_directories(out.dir, ec);
   if (ec) return FailedPrecondition("cannot create " + out.dir + ": " + ec.message());
+  // A group has cpu.max and memory.max only where every group above it hands it those
+  // controllers (cgroup.subtree_control); the groups above a pod's hold no process, so they may.
+  // From the top down: a group hands on only what its parent handed it.
+  std::vector<fs::path> above;
+  for (fs::path up = fs::path(out.dir).parent_path();; up = up.parent_path()) {
+    above.push_back(up);
+    if (up == fs::path(root) || up == up.parent_path()) break;
+  }
+  for (auto it = above.rbegin(); it != above.rend(); ++it) {
+    if (!fs::exists(*it / "cgroup.subtree_control")) continue;
+    for (const char* controller : {"+cpu", "+memory"}) {
+      std::ofstream(*it / "cgroup.subtree_control") << controller << "\n";
+    }
+  }
   const std::string cpu = cpu_milli > 0 ? std::to_string(cpu_milli * 100) + " 100000" : "max";
   const std::string mem = memory_mib > 0 ? std::to_string(memory_mib * 1024 * 1024) : "max";
   // A group made in a real hierarchy has a file per enabled controller; one standing in for

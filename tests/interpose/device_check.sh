@@ -2,7 +2,7 @@
 # The share interposer on a real GPU: share_probe reaches the real driver (libcuda.so.1) as
 # programs do, under a 4 GiB share, and prints what each call returned. Run from the repository
 # root on a machine with an NVIDIA GPU, after a build:
-#   bash tests/interpose/device_check.sh [build dir] [memory|compute|dev]  (default: all)
+#   bash tests/interpose/device_check.sh [build dir] [memory|compute|dev|stops]  (default: all)
 # dev: `tessera dev` on the machine's GPUs runs a Job granted 4096 MiB of card 0, whose
 # GpuSharingConfig asks for MPS.
 # It changes no GPU setting. Results are recorded in docs/ISOLATION.md.
@@ -12,6 +12,8 @@ part=${2:-all}
 probe=$build/tests/share_probe
 lib=$(readlink -f "$build/libtessera-share.so")
 dir=$(mktemp -d)
+# Tasks of `tessera dev` run as users of their own: they pass through it (docs/SECURITY.md).
+chmod 711 "$dir"
 trap 'rm -rf "$dir"' EXIT
 uuid=$(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -1)
 echo "== $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -1)"
@@ -54,8 +56,12 @@ PY
 }
 dev_check() {
   local tessera probe_abs work
-  tessera=$(readlink -f "$build/tessera")
-  probe_abs=$(readlink -f "$probe")
+  # Copies a task's user can reach wherever the build is: the probe, the interposer beside
+  # tessera, and the monitor.
+  mkdir -p "$dir/bin" && chmod 755 "$dir/bin"
+  cp "$build/tessera" "$build/tessera-monitor" "$lib" "$probe" "$dir/bin/"
+  tessera=$dir/bin/tessera
+  probe_abs=$dir/bin/share_probe
   work=$dir/dev
   mkdir -p "$work/home"
   (
@@ -77,7 +83,7 @@ metadata: {name: shared}
 spec:
   tasks:
   - name: main
-    command: ["sh", "-c", "echo isolation=\$TESSERA_SHARE_ISOLATION; exec $probe_abs proc init info alloc 3072 alloc 2048 info"]
+    command: ["sh", "-c", "echo uid=\$(id -u) isolation=\$TESSERA_SHARE_ISOLATION; exec $probe_abs proc init info alloc 3072 alloc 2048 info"]
     resources: {limits: {nvidia.com/gpumem: 4096}}
 YAML
     "$tessera" apply -f share.yaml
@@ -86,7 +92,7 @@ YAML
       sleep 0.1
     done
     echo "== tessera dev on this machine's GPUs: what it said"
-    grep -E "GPU|shares|MPS" dev.out
+    grep -E "GPU|shares|MPS|uid|cgroup" dev.out
     echo "== the Job's devices and output"
     "$tessera" get job shared -o json | grep -E '"(kind|uuid|memoryMiB|mps|phase)"'
     "$tessera" logs shared
@@ -94,7 +100,50 @@ YAML
     wait "$dev" 2> /dev/null
   )
 }
+# stops: on the machine's cgroup v2 hierarchy, a pod gets its CPU and memory limits, and a
+# process it starts in a session of its own (setsid) is gone once its Job is deleted.
+stops_check() {
+  local tessera work marker
+  mkdir -p "$dir/bin" && chmod 755 "$dir/bin"
+  cp "$build/tessera" "$build/tessera-monitor" "$lib" "$dir/bin/"
+  tessera=$dir/bin/tessera
+  work=$dir/stops
+  marker=4242.$$
+  mkdir -p "$work/home"
+  (
+    cd "$work" || exit 1
+    export HOME=$work/home
+    "$tessera" dev --listen 127.0.0.1:0 --container-runtime none > dev.out 2>&1 &
+    dev=$!
+    for _ in $(seq 200); do grep -q "listening on" dev.out && break; sleep 0.1; done
+    for _ in $(seq 100); do "$tessera" get nodes 2> /dev/null | grep -q "^dev" && break; sleep 0.1; done
+    cat > escape.yaml << YAML
+apiVersion: tessera.io/v1
+kind: Job
+metadata: {name: escape}
+spec:
+  tasks:
+  - name: main
+    command: ["sh", "-c", "setsid sh -c 'trap \"\" TERM; exec sleep $marker' & exec sleep 600"]
+    resources: {limits: {cpu: "2", memory: 1Gi}}
+YAML
+    "$tessera" apply -f escape.yaml
+    for _ in $(seq 100); do pgrep -f "^sleep $marker" > /dev/null && break; sleep 0.1; done
+    echo "== tessera dev: $(grep -E "cgroup|uid" dev.out | tr '\n' ' ')"
+    echo "== the pod's state: $("$tessera" get job escape -o json | grep -E '"limits": "')"
+    pid=$(pgrep -f "^sleep $marker" | head -1)
+    echo "== escaped: pid $pid, user $(ps -o user= -p "$pid"), session $(ps -o sid= -p "$pid"), cgroup $(cat /proc/"$pid"/cgroup)"
+    group=$(sed -n 's/^0:://p' /proc/"$pid"/cgroup)
+    echo "== its group: cpu.max $(cat /sys/fs/cgroup"$group"/cpu.max 2>&1), memory.max $(cat /sys/fs/cgroup"$group"/memory.max 2>&1)"
+    "$tessera" delete job escape
+    for _ in $(seq 200); do pgrep -f "^sleep $marker" > /dev/null || break; sleep 0.1; done
+    if pgrep -f "^sleep $marker" > /dev/null; then echo "== FAIL: the escaped process outlived the delete"; else echo "== after the delete: no process of the pod is left"; fi
+    kill "$dev"
+    wait "$dev" 2> /dev/null
+  )
+}
 case "$part" in
+  stops) stops_check; exit 0 ;;
   compute) compute_check; exit 0 ;;
   dev) dev_check; exit 0 ;;
 esac

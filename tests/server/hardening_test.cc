@@ -276,18 +276,6 @@ TEST_F(HardeningTest, ACommitBetweenAWatchReadAndItsSubscribeDoesNotDeadlock) {
 namespace tessera::server {
 namespace {
 
-// A Node with one H100 whose agent's clock says its heartbeat was a year ago.
-json OneGpuNode(const std::string& name) {
-  return {
-      {"apiVersion", "tessera.io/v1"},
-      {"kind", "Node"},
-      {"metadata", {{"name", name}}},
-      {"status",
-       {{"allocatable", {{"cpu", "8"}, {"memory", "64Gi"}}},
-        {"gpus", {{{"index", 0}, {"uuid", "GPU-0"}, {"model", "H100-80GB"}, {"memoryMiB", 81920}}}},
-        {"heartbeat", "2025-11-23T00:00:00Z"}}}};
-}
-
 TEST_F(HardeningTest, AnAgentsHeartbeatIsTimedByTheServerAndItsFenceDelaysRebinding) {
   const HttpResponse minted =
       Call("POST", "/apis/tessera.io/v1/tokens", R"({"role": "agent", "node": "n1"})");

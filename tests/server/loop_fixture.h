@@ -19,6 +19,18 @@
 
 namespace tessera::server {
 
+// A Node with one H100 whose agent's clock says its heartbeat was a year ago.
+inline nlohmann::json OneGpuNode(const std::string& name) {
+  return {
+      {"apiVersion", "tessera.io/v1"},
+      {"kind", "Node"},
+      {"metadata", {{"name", name}}},
+      {"status",
+       {{"allocatable", {{"cpu", "8"}, {"memory", "64Gi"}}},
+        {"gpus", {{{"index", 0}, {"uuid", "GPU-0"}, {"model", "H100-80GB"}, {"memoryMiB", 81920}}}},
+        {"heartbeat", "2025-11-23T00:00:00Z"}}}};
+}
+
 // The API server over a temporary data dir, driven through its request handler, and the
 // scheduling loop run cycle by cycle.
 class LoopTest : public ::testing::Test {

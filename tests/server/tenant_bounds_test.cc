@@ -57,18 +57,6 @@ class TenantBoundsTest : public LoopTest {
 
 const char kBatchJobs[] = "/apis/batch/v1/namespaces/team-a/jobs";
 
-// A Node with one H100, as its agent registers it.
-json AgentNode(const std::string& name) {
-  return {
-      {"apiVersion", "tessera.io/v1"},
-      {"kind", "Node"},
-      {"metadata", {{"name", name}}},
-      {"status",
-       {{"allocatable", {{"cpu", "8"}, {"memory", "64Gi"}}},
-        {"gpus", {{{"index", 0}, {"uuid", "GPU-0"}, {"model", "H100-80GB"}, {"memoryMiB", 81920}}}},
-        {"heartbeat", "2025-11-23T00:00:00Z"}}}};
-}
-
 json BatchJob(const std::string& name) {
   json job = json::parse(R"({"apiVersion": "batch/v1", "kind": "Job",
     "spec": {"template": {"spec": {"restartPolicy": "Never",
@@ -147,7 +135,7 @@ TEST_F(TenantBoundsTest, PatchBombsAreRefusedNamingTheBound) {
 // labels it reports, never the admin's cordon, taints, labels or annotations, on any path.
 TEST_F(TenantBoundsTest, ANodesTokenCannotUndoTheAdmin) {
   const std::string agent = Mint({{"role", "agent"}, {"node", "n1"}});
-  json node = AgentNode("n1");
+  json node = OneGpuNode("n1");
   node["metadata"]["labels"] = {{"nvidia.com/gpu.product", "NVIDIA-A100"}};
   ASSERT_EQ(
       Call("POST", "/apis/tessera.io/v1/nodes", node.dump(), "application/json", agent).status,
@@ -340,7 +328,7 @@ TEST_F(TenantFairnessTest, HeartbeatsGoOnWhileATenantSendsPatchBombs) {
   const std::string tenant = Mint({{"namespace", "team-a"}});
   const std::string agent = Mint({{"role", "agent"}, {"node", "n1"}});
   ASSERT_EQ(
-      Send(http::verb::post, "/apis/tessera.io/v1/nodes", agent, AgentNode("n1").dump()).status,
+      Send(http::verb::post, "/apis/tessera.io/v1/nodes", agent, OneGpuNode("n1").dump()).status,
       201);
   ASSERT_EQ(Send(http::verb::post, kBatchJobs, tenant, BatchJob("j").dump()).status, 201);
   std::atomic<bool> done{false};
@@ -409,7 +397,7 @@ TEST_F(TenantFairnessTest, AThousandWatchesFromOneTenantLeaveTheOthersServed) {
   // The others are served.
   EXPECT_EQ(Send(http::verb::get, "/apis/tessera.io/v1/jobs", admin_).status, 200);
   EXPECT_EQ(
-      Send(http::verb::post, "/apis/tessera.io/v1/nodes", agent, AgentNode("n1").dump()).status,
+      Send(http::verb::post, "/apis/tessera.io/v1/nodes", agent, OneGpuNode("n1").dump()).status,
       201);
   OpenWatch theirs(http_->port(), "/apis/tessera.io/v1/namespaces/team-b/jobs?watch=1", other);
   EXPECT_EQ(theirs.status, 200);
@@ -440,7 +428,7 @@ TEST_F(TenantFairnessTest, AtTheConnectionCapTheTenantHoldingMostMakesRoom) {
   }
   EXPECT_EQ(Send(http::verb::get, "/apis/tessera.io/v1/jobs", admin_).status, 200);
   EXPECT_EQ(
-      Send(http::verb::post, "/apis/tessera.io/v1/nodes", agent, AgentNode("n1").dump()).status,
+      Send(http::verb::post, "/apis/tessera.io/v1/nodes", agent, OneGpuNode("n1").dump()).status,
       201);
 }
 
