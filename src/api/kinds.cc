@@ -751,6 +751,16 @@ Result<core::NamespaceQuota> DecodeNamespaceQuota(const json& obj) {
   TESSERA_RETURN_IF_ERROR(spec.Finish());
   for (const auto& [key, value] : hard) {
     const std::string path = "spec.hard." + key;
+    if (key == "pods" || key == "count/pods") {
+      // An object count, as Kubernetes' quota counts pods: a plain number.
+      auto n = ParseQuantity(value, path);
+      if (!n.ok()) return n.status();
+      auto milli = ToMilli(*n, path);
+      if (!milli.ok()) return milli.status();
+      if (*milli < 0 || *milli % 1000 != 0) return FieldError(path, "must be a whole number >= 0");
+      nq.pods = nq.pods ? std::min(*nq.pods, *milli / 1000) : *milli / 1000;
+      continue;
+    }
     std::string resource = key;
     for (const char* prefix : {"requests.", "limits."}) {
       if (resource.starts_with(prefix)) resource = resource.substr(std::string_view(prefix).size());
@@ -758,7 +768,8 @@ Result<core::NamespaceQuota> DecodeNamespaceQuota(const json& obj) {
     auto r = QuotaResourceOf(resource, path);
     if (!r.ok()) {
       return FieldError(path, "unknown quota \"" + key +
-                                  "\" (known: [requests.|limits.]nvidia.com/gpu, cpu, memory)");
+                                  "\" (known: [requests.|limits.]nvidia.com/gpu, cpu, memory; "
+                                  "pods, count/pods)");
     }
     auto amount = QuotaAmount(*r, value, path);
     if (!amount.ok()) return amount.status();

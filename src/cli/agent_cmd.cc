@@ -499,8 +499,8 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
     }
     if (base < 1 || count <= agent::kMpsTaskUids || base + count > 4294967294LL) {
       err << "error: --task-uids: \"" << o.task_uids
-          << "\" is not BASE:COUNT with BASE at least 1 and COUNT over "
-          << agent::kMpsTaskUids << " (or none)\n";
+          << "\" is not BASE:COUNT with BASE at least 1 and COUNT over " << agent::kMpsTaskUids
+          << " (or none)\n";
       return 2;
     }
     wo.task_uid_base = base;
@@ -510,8 +510,7 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
       // above it must let them pass.
       namespace fs = std::filesystem;
       std::error_code ec;
-      for (fs::path d = fs::absolute(wo.root, ec).parent_path(); !d.empty();
-           d = d.parent_path()) {
+      for (fs::path d = fs::absolute(wo.root, ec).parent_path(); !d.empty(); d = d.parent_path()) {
         const fs::file_status st = fs::status(d, ec);
         if (!ec && fs::exists(st) &&
             (st.permissions() & fs::perms::others_exec) == fs::perms::none) {
@@ -523,8 +522,8 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
         }
         if (d == d.parent_path()) break;
       }
-      out << "tasks without securityContext.runAsUser run as a uid of their pod's own, "
-          << base << " to " << base + count - 1 << std::endl;
+      out << "tasks without securityContext.runAsUser run as a uid of their Job's own, " << base
+          << " to " << base + count - 1 << std::endl;
     }
   }
   if (geteuid() != 0) {

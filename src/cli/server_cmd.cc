@@ -49,6 +49,13 @@ CLI::App* AddServerCommand(CLI::App& app, ServerOptions& opts) {
                   "Requests all tenants may have in flight together (0: the server's threads "
                   "less two, kept for the admin and the agents)")
       ->capture_default_str();
+  cmd->add_option("--max-pods-per-namespace", opts.namespace_limits.pods,
+                  "Pods of a namespace's unfinished Jobs, all together (a ResourceQuota's pods "
+                  "may set less; 0: no limit of the server's)")
+      ->capture_default_str();
+  cmd->add_option("--max-objects-per-namespace", opts.namespace_limits.objects,
+                  "Jobs, PodGroups, LocalQueues and NamespaceQuotas in a namespace (0: no limit)")
+      ->capture_default_str();
   cmd->add_option("--policy", opts.policy, "Placement policy of the scheduling loop")
       ->capture_default_str();
   cmd->add_option("--node-grace-seconds", opts.node_grace_seconds,
@@ -188,7 +195,8 @@ int RunServer(const ServerOptions& opts, std::ostream& out, std::ostream& err) {
     return 2;
   }
   ControlPlane cp;
-  if (int code = StartControlPlane(opts.data_dir, http, loop_options, opts.accounting, &cp, err);
+  if (int code = StartControlPlane(opts.data_dir, http, loop_options, opts.accounting, &cp, err,
+                                   opts.namespace_limits);
       code != 0) {
     return code;
   }
@@ -236,7 +244,8 @@ void ControlPlane::Stop() {
 
 int StartControlPlane(const std::string& data_dir, const server::HttpServerOptions& http,
                       const server::SchedulingLoopOptions& loop_options,
-                      const AccountingFlags& accounting, ControlPlane* cp, std::ostream& err) {
+                      const AccountingFlags& accounting, ControlPlane* cp, std::ostream& err,
+                      const server::NamespaceLimits& namespace_limits) {
   auto accounting_options = ToAccountingOptions(accounting);
   if (!accounting_options.ok()) {
     err << "error: " << accounting_options.status().message() << "\n";
@@ -250,6 +259,7 @@ int StartControlPlane(const std::string& data_dir, const server::HttpServerOptio
   cp->api = std::move(api).value();
   cp->api->accounting().Configure(std::move(accounting_options).value());
   cp->api->set_node_grace_ms(loop_options.node_grace_ms);
+  cp->api->set_namespace_limits(namespace_limits);
   auto loop = server::SchedulingLoop::Create(*cp->api, loop_options);
   if (!loop.ok()) {
     err << "error: --policy: " << loop.status().message() << "\n";

@@ -48,9 +48,10 @@ struct ServerOptions {
   std::string tls_key;
   std::vector<std::string> tls_sans;  // more names the generated serving certificate covers
   size_t max_body_bytes = 4 << 20;
-  server::ClientLimits limits;      // per token and per namespace (server/fairness.h)
-  std::string policy = "fragpack";  // placement policy of the scheduling loop
-  int node_grace_seconds = 40;      // missed heartbeats before a node is NotReady
+  server::ClientLimits limits;               // per token and per namespace (server/fairness.h)
+  server::NamespaceLimits namespace_limits;  // pods and objects per namespace
+  std::string policy = "fragpack";           // placement policy of the scheduling loop
+  int node_grace_seconds = 40;               // missed heartbeats before a node is NotReady
   AccountingFlags accounting;
   QueueingFlags queueing;
 };
@@ -78,7 +79,8 @@ struct ControlPlane {
 // Errors are printed to `err`; returns the exit code (0: running).
 int StartControlPlane(const std::string& data_dir, const server::HttpServerOptions& http,
                       const server::SchedulingLoopOptions& loop, const AccountingFlags& accounting,
-                      ControlPlane* out, std::ostream& err);
+                      ControlPlane* out, std::ostream& err,
+                      const server::NamespaceLimits& namespace_limits = {});
 
 // Serves until SIGINT or SIGTERM; returns the exit code. Prints "listening on HOST:PORT".
 int RunServer(const ServerOptions& opts, std::ostream& out, std::ostream& err);

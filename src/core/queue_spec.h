@@ -145,6 +145,9 @@ struct LocalQueueSpec {
 struct NamespaceQuota {
   std::string namespace_name;
   std::array<std::optional<int64_t>, kNumQuotaResources> hard;
+  // ResourceQuota's `pods` (or `count/pods`): the pods of the namespace's unfinished Jobs, held
+  // by the API server when a Job is written (admission does not read it).
+  std::optional<int64_t> pods;
 };
 
 enum class PreemptionPolicyKind : uint8_t { kPreemptLowerPriority, kNever };

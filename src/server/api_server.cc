@@ -812,6 +812,7 @@ Status ApiServer::KeepSystemFields(const Principal& who, json* obj, store::Write
     if (stored && w->key.kind == "Job") TESSERA_RETURN_IF_ERROR(CheckJobImmutable(*stored, *obj));
     TESSERA_RETURN_IF_ERROR(CheckVolcanoQueueOpen(*obj, stored ? &*stored : nullptr));
     if (w->key.kind == "Job") TESSERA_RETURN_IF_ERROR(CheckRootTasks(*obj, w->key.ns));
+    TESSERA_RETURN_IF_ERROR(CheckNamespaceLimits(*obj, w->key, stored ? &*stored : nullptr));
   }
   if (stored) {
     const json& old = *stored;
@@ -842,6 +843,95 @@ Status ApiServer::KeepSystemFields(const Principal& who, json* obj, store::Write
   return Status::Ok();
 }
 
+namespace {
+
+// The pods a Job asks for: its tasks' replicas.
+int64_t PodsOf(const json& job) {
+  int64_t n = 0;
+  for (const json& t : ListOf(Member(Member(job, "spec"), "tasks"))) {
+    const json& replicas = Member(t, "replicas");
+    n += replicas.is_number_integer() ? std::max<int64_t>(0, replicas.get<int64_t>()) : 1;
+  }
+  return n;
+}
+
+bool Finished(const json& job) {
+  const std::string phase = Str(Member(job, "status"), "phase");
+  return phase == "Succeeded" || phase == "Failed";
+}
+
+// What the request under way has added to each namespace so far, beyond what is stored (the
+// items of one apply count for the next); HandleOnce starts it afresh.
+struct RequestCounts {
+  std::map<std::string, std::pair<int64_t, int64_t>, std::less<>> added;  // ns -> objects, pods
+};
+thread_local RequestCounts t_counts;
+
+// A Job's pods while it has not ended: what counts against its namespace's pods.
+int64_t PendingPods(const json& job) { return Finished(job) ? 0 : PodsOf(job); }
+
+}  // namespace
+
+Status ApiServer::CheckNamespaceLimits(const json& obj, const store::ObjectKey& key,
+                                       const json* stored) {
+  static constexpr std::string_view kCounted[] = {"Job", "PodGroup", "LocalQueue",
+                                                  "NamespaceQuota"};
+  if (key.ns.empty() ||
+      std::find(std::begin(kCounted), std::end(kCounted), key.kind) == std::end(kCounted)) {
+    return Status::Ok();
+  }
+  auto& [added_objects, added_pods] = t_counts.added[key.ns];
+  auto exceeded = [&](const std::string& quota, const char* what, int64_t requested, int64_t used,
+                      int64_t limited) {
+    const std::string r = std::string(what) + "=";
+    return PermissionDenied("exceeded quota: " + quota + ", requested: " + r +
+                            std::to_string(requested) + ", used: " + r + std::to_string(used) +
+                            ", limited: " + r + std::to_string(limited));
+  };
+  // The tallies are kept by the object cache as changes land: no listing is walked here.
+  ObjectCache::Tally jobs, quotas_here;
+  int64_t objects = added_objects;
+  for (std::string_view kind : kCounted) {
+    auto t = objects_.TallyOf(kind, key.ns, kind == "Job" ? &PendingPods : nullptr);
+    if (!t.ok()) return t.status();
+    objects += t->objects;
+    if (kind == "Job") jobs = *t;
+    if (kind == "NamespaceQuota") quotas_here = *t;
+  }
+  if (stored == nullptr && namespace_limits_.objects > 0 &&
+      objects + 1 > namespace_limits_.objects) {
+    return exceeded("tessera-objects (the server's --max-objects-per-namespace)", "objects", 1,
+                    objects, namespace_limits_.objects);
+  }
+  if (stored == nullptr) ++added_objects;
+  if (key.kind != "Job") return Status::Ok();
+  // The tightest of the server's limit and the namespace's ResourceQuotas' `pods`.
+  std::optional<int64_t> limit;
+  std::string quota;
+  if (namespace_limits_.pods > 0) {
+    limit = namespace_limits_.pods;
+    quota = "tessera-pods (the server's --max-pods-per-namespace)";
+  }
+  if (quotas_here.objects > 0) {
+    auto quotas = objects_.List("NamespaceQuota");
+    if (!quotas.ok()) return quotas.status();
+    for (const StoredJson& q : *quotas) {
+      if (Str(Member(q.obj(), "metadata"), "namespace") != key.ns) continue;
+      auto decoded = api::DecodeNamespaceQuota(q.obj());
+      if (!decoded.ok() || !decoded->pods || (limit && *decoded->pods >= *limit)) continue;
+      limit = decoded->pods;
+      quota = Str(Member(q.obj(), "metadata"), "name");
+    }
+  }
+  const int64_t requested = PodsOf(obj);
+  const int64_t used = jobs.measured + added_pods - (stored != nullptr ? PendingPods(*stored) : 0);
+  if (limit && used + requested > *limit) {
+    return exceeded(quota, "pods", requested, used, *limit);
+  }
+  added_pods += requested - (stored != nullptr ? PendingPods(*stored) : 0);
+  return Status::Ok();
+}
+
 Status ApiServer::CheckRootTasks(const json& job, const std::string& ns) {
   const json& tasks = Member(Member(job, "spec"), "tasks");
   if (!tasks.is_array()) return Status::Ok();
@@ -854,9 +944,10 @@ Status ApiServer::CheckRootTasks(const json& job, const std::string& ns) {
       return Status::Ok();
     }
     return PermissionDenied(
-        "spec.tasks[" + std::to_string(i) + "].runAsUser: 0 (root) runs only in a namespace the "
-        "admin marks privileged (label " + std::string(kPodSecurityEnforce) +
-        "=privileged on Namespace " + ns +
+        "spec.tasks[" + std::to_string(i) +
+        "].runAsUser: 0 (root) runs only in a namespace the "
+        "admin marks privileged (label " +
+        std::string(kPodSecurityEnforce) + "=privileged on Namespace " + ns +
         "); without runAsUser a task runs as an unprivileged user of its pod's own");
   }
   return Status::Ok();
@@ -947,7 +1038,8 @@ Result<std::unique_ptr<ApiServer>> ApiServer::Open(const std::string& data_dir) 
     for (const char* db : {"state.db", "usage.db"}) {
       for (const char* suffix : {"", "-wal", "-shm"}) {
         const std::string file = data_dir + "/" + db + suffix;
-        if (fs::exists(file, ec)) fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write, ec);
+        if (fs::exists(file, ec))
+          fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write, ec);
       }
     }
   }
@@ -1327,6 +1419,7 @@ HttpResponse ApiServer::Handle(const HttpRequest& req) {
 }
 
 HttpResponse ApiServer::HandleOnce(const HttpRequest& req) {
+  t_counts.added.clear();
   if (req.path == "/healthz") return Reply(200, "text/plain", "ok");
   if (req.path == "/readyz") {
     return Reply(200, "text/plain", "ok (revision " + std::to_string(store_->Revision()) + ")");

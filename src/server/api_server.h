@@ -96,6 +96,14 @@ namespace tessera::server {
 class Accountant;
 class EventCache;
 
+// Tessera's own limits per namespace, beside any ResourceQuota's (0: none). Counted when a
+// client writes: the pods of the namespace's unfinished Jobs, and its Jobs, PodGroups,
+// LocalQueues and NamespaceQuotas.
+struct NamespaceLimits {
+  int64_t pods = 1'000'000;
+  int64_t objects = 250'000;
+};
+
 // The Namespace label by which the admin allows tasks to run as root in it.
 inline constexpr std::string_view kPodSecurityEnforce = "pod-security.kubernetes.io/enforce";
 
@@ -133,6 +141,8 @@ class ApiServer {
   // Commits `writes` and lets watchers see them: the one way writers inside the server (the
   // scheduling loop) write.
   Result<std::vector<int64_t>> Commit(std::span<const store::Write> writes);
+
+  void set_namespace_limits(NamespaceLimits limits) { namespace_limits_ = limits; }
 
   // How long a node's heartbeat stays fresh: its core/v1 Ready condition is Unknown after.
   void set_node_grace_ms(int64_t ms) { node_grace_ms_ = ms; }
@@ -249,6 +259,13 @@ class ApiServer {
   // immutable (a placed Job's tasks, queue, priority class, pod group), and a Job or PodGroup
   // sent to a Volcano Queue that is not Open (CheckVolcanoQueueOpen).
   Status KeepSystemFields(const Principal& who, nlohmann::json* obj, store::Write* w);
+  // Kubernetes' quota admission for object counts: a new object in a namespace already holding
+  // NamespaceLimits::objects counted objects, or a Job whose pods would take the namespace's
+  // unfinished Jobs' pods past the tighter of NamespaceLimits::pods and its ResourceQuotas'
+  // `pods`, is refused (403, "exceeded quota: NAME, requested: pods=N, used: pods=U, limited:
+  // pods=L"). `stored`: the object being replaced, null for a create.
+  Status CheckNamespaceLimits(const nlohmann::json& obj, const store::ObjectKey& key,
+                              const nlohmann::json* stored);
   // A Job whose task asks for uid 0 (runAsUser: 0) is refused unless its namespace `ns` is
   // marked privileged by the admin (Kubernetes' Pod Security label kPodSecurityEnforce set to
   // privileged), as Pod Security Admission refuses a pod that runs as root.
@@ -271,6 +288,7 @@ class ApiServer {
   std::mutex write_mu_;                  // held by Commit for the store's commit only
   std::atomic<uint64_t> event_seq_ = 0;  // names events made by apply
   int64_t node_grace_ms_ = 40'000;
+  NamespaceLimits namespace_limits_;
   int64_t bookmark_interval_ms_ = 60'000;
 };
 

@@ -20,10 +20,10 @@ Status ObjectCache::Load(std::string_view kind, Kind* k) {
   auto list = store_.List(kind, std::nullopt);
   if (!list.ok()) return list.status();
   k->objects.clear();
+  k->tallies.clear();
   for (const store::StoredObject& o : *list) {
-    if (auto doc = Parse(o.body)) {
-      k->objects[{o.key.ns, o.key.name}] = StoredJson{std::move(doc), o.version};
-    }
+    if (auto doc = Parse(o.body))
+      Put(k, {o.key.ns, o.key.name}, StoredJson{std::move(doc), o.version});
   }
   k->revision = revision;
   return Status::Ok();
@@ -51,15 +51,10 @@ Status ObjectCache::CatchUp(int64_t head) {
     for (const auto& [key, c] : last) {
       auto it = kinds_.find(c->object.key.kind);
       if (it == kinds_.end() || c->revision <= it->second.revision) continue;
-      auto& objects = it->second.objects;
       const std::pair<std::string, std::string> id{c->object.key.ns, c->object.key.name};
       std::shared_ptr<const nlohmann::json> doc;
       if (c->type != store::ChangeType::kDeleted) doc = Parse(c->object.body);
-      if (doc) {
-        objects[id] = StoredJson{std::move(doc), c->object.version};
-      } else {
-        objects.erase(id);
-      }
+      Put(&it->second, id, StoredJson{std::move(doc), c->object.version});
     }
     from = changes->back().revision;
     for (auto& [name, k] : kinds_) k.revision = std::max(k.revision, from);
@@ -68,8 +63,24 @@ Status ObjectCache::CatchUp(int64_t head) {
   return Status::Ok();
 }
 
-Result<std::vector<StoredJson>> ObjectCache::List(std::string_view kind) {
-  std::lock_guard<std::mutex> lock(mu_);
+void ObjectCache::Put(Kind* k, const std::pair<std::string, std::string>& id, StoredJson doc) {
+  auto it = k->objects.find(id);
+  if (it != k->objects.end()) {
+    Tally& t = k->tallies[id.first];
+    --t.objects;
+    if (k->measure != nullptr) t.measured -= k->measure(it->second.obj());
+  }
+  if (!doc.doc) {
+    if (it != k->objects.end()) k->objects.erase(it);
+    return;
+  }
+  Tally& t = k->tallies[id.first];
+  ++t.objects;
+  if (k->measure != nullptr) t.measured += k->measure(doc.obj());
+  k->objects[id] = std::move(doc);
+}
+
+Result<ObjectCache::Kind*> ObjectCache::Current(std::string_view kind) {
   auto it = kinds_.find(kind);
   if (it == kinds_.end()) {
     Kind k;
@@ -77,10 +88,37 @@ Result<std::vector<StoredJson>> ObjectCache::List(std::string_view kind) {
     it = kinds_.emplace(std::string(kind), std::move(k)).first;
   }
   TESSERA_RETURN_IF_ERROR(CatchUp(feed_.head()));
+  return &it->second;
+}
+
+Result<std::vector<StoredJson>> ObjectCache::List(std::string_view kind) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto k = Current(kind);
+  if (!k.ok()) return k.status();
   std::vector<StoredJson> out;
-  out.reserve(it->second.objects.size());
-  for (const auto& [id, o] : it->second.objects) out.push_back(o);
+  out.reserve((*k)->objects.size());
+  for (const auto& [id, o] : (*k)->objects) out.push_back(o);
   return out;
+}
+
+Result<ObjectCache::Tally> ObjectCache::TallyOf(std::string_view kind, std::string_view ns,
+                                                Measure measure) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto k = Current(kind);
+  if (!k.ok()) return k.status();
+  Kind& entry = **k;
+  if (entry.measure != measure) {
+    // A new measure: the tallies are summed anew.
+    entry.measure = measure;
+    entry.tallies.clear();
+    for (const auto& [id, o] : entry.objects) {
+      Tally& t = entry.tallies[id.first];
+      ++t.objects;
+      if (measure != nullptr) t.measured += measure(o.obj());
+    }
+  }
+  auto t = entry.tallies.find(ns);
+  return t == entry.tallies.end() ? Tally{} : t->second;
 }
 
 }  // namespace tessera::server

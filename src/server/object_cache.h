@@ -34,12 +34,29 @@ class ObjectCache {
   // skipped). The first listing of a kind reads it whole; later ones apply the changes since.
   Result<std::vector<StoredJson>> List(std::string_view kind);
 
+  // How many objects of `kind` namespace `ns` holds, and the sum of `measure` over them, as of
+  // the feed's latest change. Kept per namespace as changes are applied (no listing is copied
+  // or walked per call). The first call for a kind sets its measure: later calls for it must
+  // pass the same function.
+  using Measure = int64_t (*)(const nlohmann::json&);
+  struct Tally {
+    int64_t objects = 0;
+    int64_t measured = 0;
+  };
+  Result<Tally> TallyOf(std::string_view kind, std::string_view ns, Measure measure);
+
  private:
   struct Kind {
     int64_t revision = 0;  // changes up to this one are applied
     std::map<std::pair<std::string, std::string>, StoredJson> objects;  // (ns, name)
+    Measure measure = nullptr;                                          // for `tallies`
+    std::map<std::string, Tally, std::less<>> tallies;                  // by namespace
   };
   Status Load(std::string_view kind, Kind* k);
+  // The kind's entry, loaded on first use and caught up with the feed.
+  Result<Kind*> Current(std::string_view kind);
+  // Puts `doc` (null: none) as object `id` of `k`, keeping its tallies.
+  static void Put(Kind* k, const std::pair<std::string, std::string>& id, StoredJson doc);
   Status CatchUp(int64_t head);
 
   store::Store& store_;

@@ -20,7 +20,7 @@ trap '[ -z "$AGENT_PID" ] || kill "$AGENT_PID" 2>/dev/null || true; cleanup' EXI
 AGENT_PID=$!
 for _ in $(seq 100); do grep -q "registered" "$WORK/agent.out" && break; sleep 0.05; done
 grep -q "registered" "$WORK/agent.out" || fail "agent did not register: $(cat "$WORK/agent.out")"
-grep -q "run as a uid of their pod's own" "$WORK/agent.out" || fail "no word on task users: $(cat "$WORK/agent.out")"
+grep -q "run as a uid of their Job's own" "$WORK/agent.out" || fail "no word on task users: $(cat "$WORK/agent.out")"
 
 job() {  # name, namespace, extra task field (YAML), command
   cat <<YAML

@@ -131,6 +131,86 @@ TEST_F(TenantBoundsTest, PatchBombsAreRefusedNamingTheBound) {
   EXPECT_NE(Message(out).find("object size limit"), std::string::npos) << Message(out);
 }
 
+// Kubernetes' quota admission for counts, with Tessera's own limits per namespace beside it: a
+// Job whose pods would take its namespace's unfinished Jobs past the tighter limit, and a new
+// object past the object limit, are refused with Kubernetes' "exceeded quota" words.
+TEST_F(TenantBoundsTest, NamespacesAreHeldToTheirPodAndObjectCounts) {
+  api_->set_namespace_limits({.pods = 100, .objects = 5});
+  const std::string tenant = Mint({{"namespace", "team-a"}});
+  auto job = [&](const std::string& name, int replicas) {
+    const json j = {
+        {"apiVersion", "tessera.io/v1"},
+        {"kind", "Job"},
+        {"metadata", {{"name", name}, {"namespace", "team-a"}}},
+        {"spec", {{"tasks", {{{"name", "main"}, {"replicas", replicas}, {"command", {"true"}}}}}}}};
+    return Call("POST", "/apis/tessera.io/v1/namespaces/team-a/jobs", j.dump(), "application/json",
+                tenant);
+  };
+  ASSERT_EQ(job("a", 60).status, 201);
+  HttpResponse out = job("b", 50);
+  EXPECT_EQ(out.status, 403) << out.body;
+  EXPECT_EQ(Message(out),
+            "exceeded quota: tessera-pods (the server's --max-pods-per-namespace), requested: "
+            "pods=50, used: pods=60, limited: pods=100");
+  // Another namespace has its own count.
+  EXPECT_EQ(Call("POST", "/apis/tessera.io/v1/namespaces/team-b/jobs",
+                 json{{"apiVersion", "tessera.io/v1"},
+                      {"kind", "Job"},
+                      {"metadata", {{"name", "b"}, {"namespace", "team-b"}}},
+                      {"spec", {{"tasks", {{{"name", "m"}, {"replicas", 90}}}}}}}
+                     .dump())
+                .status,
+            201);
+  // A ResourceQuota's pods is tighter: it holds, by its name.
+  Apply(R"(
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: small, namespace: team-a}
+spec: {hard: {pods: "70", requests.nvidia.com/gpu: "8"}}
+)");
+  out = job("c", 20);
+  EXPECT_EQ(out.status, 403) << out.body;
+  EXPECT_NE(Message(out).find("exceeded quota: small, requested: pods=20, used: pods=60, "
+                              "limited: pods=70"),
+            std::string::npos)
+      << out.body;
+  EXPECT_EQ(job("c", 10).status, 201);
+  // A finished Job's pods no longer count.
+  json done = Job("a", "team-a");
+  done["status"] = {{"phase", "Succeeded"}};
+  Put(done);
+  EXPECT_EQ(job("d", 40).status, 201);
+  // Objects: a, c, d and the quota make 4 of 5.
+  EXPECT_EQ(job("e", 1).status, 201);
+  out = job("f", 1);
+  EXPECT_EQ(out.status, 403) << out.body;
+  EXPECT_NE(Message(out).find("requested: objects=1, used: objects=5, limited: objects=5"),
+            std::string::npos)
+      << out.body;
+  // Replacing an object counts no new one.
+  json again = Job("e", "team-a");
+  again["metadata"]["labels"] = {{"x", "y"}};
+  Put(again);
+  // The documents of one apply count together: the second passes the limit, and nothing of
+  // the apply is written.
+  out = Apply(R"(
+apiVersion: tessera.io/v1
+kind: Job
+metadata: {name: one, namespace: team-c}
+spec: {tasks: [{name: main, replicas: 60, command: ["true"]}]}
+---
+apiVersion: tessera.io/v1
+kind: Job
+metadata: {name: two, namespace: team-c}
+spec: {tasks: [{name: main, replicas: 60, command: ["true"]}]}
+)",
+              403);
+  EXPECT_NE(Message(out).find("requested: pods=60, used: pods=60, limited: pods=100"),
+            std::string::npos)
+      << out.body;
+  EXPECT_EQ(Call("GET", "/apis/tessera.io/v1/namespaces/team-c/jobs/one", "").status, 404);
+}
+
 // Kubernetes' NodeRestriction: once registered, a node's agent changes its status and the
 // labels it reports, never the admin's cordon, taints, labels or annotations, on any path.
 TEST_F(TenantBoundsTest, ANodesTokenCannotUndoTheAdmin) {
