@@ -378,6 +378,80 @@ void BM_LoopTurnoverCycle(benchmark::State& st) {
 }
 BENCHMARK(BM_LoopTurnoverCycle)->Arg(1000)->Iterations(60)->Unit(benchmark::kMillisecond);
 
+// One large tenant and another's admission (issue 43): namespace `big` holds 4 Jobs of
+// <pods> one-GPU pods each, which never fit the one 8-GPU node; each iteration another
+// namespace's one-GPU Job arrives (not timed) and the cycle that admits it is timed.
+void BM_LargeTenantCycle(benchmark::State& st) {
+  Fixture f;
+  // The cycle itself is measured: the server's limits per namespace (which refuse 2.56 million
+  // pods in one namespace by default) are lifted.
+  f.api->set_namespace_limits({.pods = 0, .objects = 0});
+  auto call = [&](const char* method, const std::string& path, const std::string& body) {
+    HttpRequest r;
+    r.method = method;
+    r.path = path;
+    r.authorization = "Bearer " + f.token;
+    r.content_type = "application/yaml";
+    r.body = body;
+    return f.api->Handle(r);
+  };
+  std::string node =
+      "apiVersion: tessera.io/v1\nkind: Node\nmetadata: {name: n1}\nstatus:\n  allocatable: "
+      "{cpu: \"64\", memory: 512Gi}\n  gpus:\n";
+  for (int i = 0; i < 8; ++i) {
+    node += "  - {index: " + std::to_string(i) + ", uuid: GPU-" + std::to_string(i) +
+            ", model: A100-80GB, memoryMiB: 81920}\n";
+  }
+  call("POST", "/apis/tessera.io/v1/apply", node);
+  // Tasks of at most 10,000 replicas each (the per-task limit).
+  std::string big;
+  for (int i = 0; i < 4; ++i) {
+    big += "---\napiVersion: tessera.io/v1\nkind: Job\nmetadata: {name: big" + std::to_string(i) +
+           ", namespace: big}\nspec:\n  tasks:\n";
+    for (int64_t left = st.range(0), t = 0; left > 0; left -= 10'000, ++t) {
+      big += "  - name: t" + std::to_string(t) +
+             "\n    replicas: " + std::to_string(std::min<int64_t>(left, 10'000)) +
+             "\n    command: [\"true\"]\n    resources: {limits: {nvidia.com/gpu: 1}}\n";
+    }
+  }
+  if (call("POST", "/apis/tessera.io/v1/apply", big).status != 200) {
+    st.SkipWithError("cannot apply the large tenant's jobs");
+    return;
+  }
+  auto loop = SchedulingLoop::Create(*f.api).value();
+  int64_t now = 1'000'000;
+  (void)loop->RunOnce(now);
+  int64_t n = 0;
+  for (auto _ : st) {
+    st.PauseTiming();
+    const std::string name = "small" + std::to_string(n++);
+    call("POST", "/apis/tessera.io/v1/apply",
+         "apiVersion: tessera.io/v1\nkind: Job\nmetadata: {name: " + name +
+             ", namespace: small}\nspec:\n  tasks:\n  - name: main\n    command: [\"true\"]\n"
+             "    resources: {limits: {nvidia.com/gpu: 1}}\n");
+    now += 100;
+    st.ResumeTiming();
+    auto summary = loop->RunOnce(now);
+    st.PauseTiming();
+    if (!summary.ok() || summary->admitted != 1) {
+      st.SkipWithError("the cycle did not admit the small tenant's job");
+      return;
+    }
+    // It ends at once, leaving the node as it was.
+    HttpRequest del;
+    del.method = "DELETE";
+    del.path = "/apis/tessera.io/v1/namespaces/small/jobs/" + name;
+    del.authorization = "Bearer " + f.token;
+    f.api->Handle(del);
+    st.ResumeTiming();
+  }
+}
+BENCHMARK(BM_LargeTenantCycle)
+    ->Arg(1000)
+    ->Arg(640'000)
+    ->Iterations(5)
+    ->Unit(benchmark::kMillisecond);
+
 // <agents> idle node agents against one server, as `tessera agent` keeps them: each holds its
 // watch of the Jobs bound to its node (the watch-list protocol, with bookmarks) and renews its
 // Lease every 5 s over a kept connection. 1,000 Jobs are bound to another node, 100 of them
