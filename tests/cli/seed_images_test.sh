@@ -43,6 +43,12 @@ running() {  # running JOB PODS: until PODS pods of JOB run
 }
 running gpu-training 1
 running pytorch-distributed 4
+# A pod runs once its runtime process has started; the stand-in records its call a moment later.
+for _ in $(seq 200); do
+  [ "$(grep -c "^run --rm --name tessera-default_\(gpu-training\|pytorch-distributed\)_" \
+    "$WORK/bin/podman.calls" 2>/dev/null)" -ge 5 ] && break
+  sleep 0.05
+done
 calls=$(cat "$WORK/bin/podman.calls")
 pod=$(grep "^run --rm --name tessera-default_gpu-training_trainer-0 " <<<"$calls") ||
   fail "seed 01 not run: $calls"
