@@ -448,7 +448,12 @@ Status Worker::Tick(int64_t now_ms) {
   auto reap = [&] {
     for (const Exit& e : runner_.Poll(now_ms)) {
       auto it = pods_.find(e.key);
-      if (it == pods_.end() || e.stopped) continue;
+      if (it == pods_.end()) continue;
+      if (e.stopped) {
+        // Stopped here (deleted, moved, fenced): its group goes; a start makes it again.
+        if (!it->second.cgroup_dir.empty()) RemoveCgroup(it->second.cgroup_dir);
+        continue;
+      }
       PodState& p = it->second;
       const std::string& policy = p.assignment.restart_policy;
       const bool failed = e.exit_code != 0 || e.signal != 0;
