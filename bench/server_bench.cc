@@ -318,20 +318,20 @@ void BM_WatchFanout(benchmark::State& st) {
 }
 BENCHMARK(BM_WatchFanout)->Arg(1000)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-// One scheduling cycle of the turnover benchmark (bench/turnover.sh): one node of 8 GPUs, the 8
-// Jobs running on it just ended (their Succeeded status written, not timed), <pending> one-GPU
-// Jobs waiting; the cycle sees the ends and places the next 8.
-void BM_LoopTurnoverCycle(benchmark::State& st) {
-  Fixture f;
-  auto call = [&](const char* method, const std::string& path, const std::string& body) {
-    HttpRequest r;
-    r.method = method;
-    r.path = path;
-    r.authorization = "Bearer " + f.token;
-    r.content_type = body.starts_with("{") ? "application/json" : "application/yaml";
-    r.body = body;
-    return f.api->Handle(r);
-  };
+// A request to `f`'s handler as the admin: a JSON body as JSON, anything else as YAML.
+HttpResponse AdminCall(Fixture& f, const char* method, const std::string& path,
+                       const std::string& body) {
+  HttpRequest r;
+  r.method = method;
+  r.path = path;
+  r.authorization = "Bearer " + f.token;
+  r.content_type = body.starts_with("{") ? "application/json" : "application/yaml";
+  r.body = body;
+  return f.api->Handle(r);
+}
+
+// Node n1 with 8 A100s, applied through `f`.
+void ApplyEightGpuNode(Fixture& f) {
   std::string node =
       "apiVersion: tessera.io/v1\nkind: Node\nmetadata: {name: n1}\nstatus:\n  allocatable: "
       "{cpu: \"64\", memory: 512Gi}\n  gpus:\n";
@@ -339,7 +339,18 @@ void BM_LoopTurnoverCycle(benchmark::State& st) {
     node += "  - {index: " + std::to_string(i) + ", uuid: GPU-" + std::to_string(i) +
             ", model: A100-80GB, memoryMiB: 81920}\n";
   }
-  call("POST", "/apis/tessera.io/v1/apply", node);
+  AdminCall(f, "POST", "/apis/tessera.io/v1/apply", node);
+}
+
+// One scheduling cycle of the turnover benchmark (bench/turnover.sh): one node of 8 GPUs, the 8
+// Jobs running on it just ended (their Succeeded status written, not timed), <pending> one-GPU
+// Jobs waiting; the cycle sees the ends and places the next 8.
+void BM_LoopTurnoverCycle(benchmark::State& st) {
+  Fixture f;
+  auto call = [&](const char* method, const std::string& path, const std::string& body) {
+    return AdminCall(f, method, path, body);
+  };
+  ApplyEightGpuNode(f);
   const int64_t pending = st.range(0);
   std::string jobs;
   for (int64_t i = 0; i < pending + 8 * 64; ++i) {
@@ -387,22 +398,9 @@ void BM_LargeTenantCycle(benchmark::State& st) {
   // pods in one namespace by default) are lifted.
   f.api->set_namespace_limits({.pods = 0, .objects = 0});
   auto call = [&](const char* method, const std::string& path, const std::string& body) {
-    HttpRequest r;
-    r.method = method;
-    r.path = path;
-    r.authorization = "Bearer " + f.token;
-    r.content_type = "application/yaml";
-    r.body = body;
-    return f.api->Handle(r);
+    return AdminCall(f, method, path, body);
   };
-  std::string node =
-      "apiVersion: tessera.io/v1\nkind: Node\nmetadata: {name: n1}\nstatus:\n  allocatable: "
-      "{cpu: \"64\", memory: 512Gi}\n  gpus:\n";
-  for (int i = 0; i < 8; ++i) {
-    node += "  - {index: " + std::to_string(i) + ", uuid: GPU-" + std::to_string(i) +
-            ", model: A100-80GB, memoryMiB: 81920}\n";
-  }
-  call("POST", "/apis/tessera.io/v1/apply", node);
+  ApplyEightGpuNode(f);
   // Tasks of at most 10,000 replicas each (the per-task limit).
   std::string big;
   for (int i = 0; i < 4; ++i) {
@@ -438,11 +436,7 @@ void BM_LargeTenantCycle(benchmark::State& st) {
       return;
     }
     // It ends at once, leaving the node as it was.
-    HttpRequest del;
-    del.method = "DELETE";
-    del.path = "/apis/tessera.io/v1/namespaces/small/jobs/" + name;
-    del.authorization = "Bearer " + f.token;
-    f.api->Handle(del);
+    call("DELETE", "/apis/tessera.io/v1/namespaces/small/jobs/" + name, "");
     st.ResumeTiming();
   }
 }

@@ -54,23 +54,31 @@ PY
       CUDA_VISIBLE_DEVICES="$uuid" python3 "$dir/matmul.py" 10)"
   done
 }
-dev_check() {
-  local tessera probe_abs work
-  # Copies a task's user can reach wherever the build is: the probe, the interposer beside
-  # tessera, and the monitor.
+# Copies a task's user can reach wherever the build is (the probe, the interposer beside
+# tessera, and the monitor) in $dir/bin; sets tessera and probe_abs.
+copy_binaries() {
   mkdir -p "$dir/bin" && chmod 755 "$dir/bin"
   cp "$build/tessera" "$build/tessera-monitor" "$lib" "$probe" "$dir/bin/"
   tessera=$dir/bin/tessera
   probe_abs=$dir/bin/share_probe
+}
+# In the current directory (its HOME set): `tessera dev` on this machine's GPUs, its pid in
+# $dev, once its node is registered.
+start_dev() {
+  "$tessera" dev --listen 127.0.0.1:0 --container-runtime none > dev.out 2>&1 &
+  dev=$!
+  for _ in $(seq 200); do grep -q "listening on" dev.out && break; sleep 0.1; done
+  for _ in $(seq 100); do "$tessera" get nodes 2> /dev/null | grep -q "^dev" && break; sleep 0.1; done
+}
+dev_check() {
+  local tessera probe_abs work
+  copy_binaries
   work=$dir/dev
   mkdir -p "$work/home"
   (
     cd "$work" || exit 1
     export HOME=$work/home
-    "$tessera" dev --listen 127.0.0.1:0 --container-runtime none > dev.out 2>&1 &
-    dev=$!
-    for _ in $(seq 200); do grep -q "listening on" dev.out && break; sleep 0.1; done
-    for _ in $(seq 100); do "$tessera" get nodes 2> /dev/null | grep -q "^dev" && break; sleep 0.1; done
+    start_dev
     cat > share.yaml << YAML
 apiVersion: tessera.io/v1
 kind: GpuSharingConfig
@@ -103,20 +111,15 @@ YAML
 # stops: on the machine's cgroup v2 hierarchy, a pod gets its CPU and memory limits, and a
 # process it starts in a session of its own (setsid) is gone once its Job is deleted.
 stops_check() {
-  local tessera work marker
-  mkdir -p "$dir/bin" && chmod 755 "$dir/bin"
-  cp "$build/tessera" "$build/tessera-monitor" "$lib" "$dir/bin/"
-  tessera=$dir/bin/tessera
+  local tessera probe_abs work marker
+  copy_binaries
   work=$dir/stops
   marker=4242.$$
   mkdir -p "$work/home"
   (
     cd "$work" || exit 1
     export HOME=$work/home
-    "$tessera" dev --listen 127.0.0.1:0 --container-runtime none > dev.out 2>&1 &
-    dev=$!
-    for _ in $(seq 200); do grep -q "listening on" dev.out && break; sleep 0.1; done
-    for _ in $(seq 100); do "$tessera" get nodes 2> /dev/null | grep -q "^dev" && break; sleep 0.1; done
+    start_dev
     cat > escape.yaml << YAML
 apiVersion: tessera.io/v1
 kind: Job
