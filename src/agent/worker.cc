@@ -48,8 +48,8 @@ Worker::Worker(ApiClient& api, const NodeGpus& gpus, WorkerOptions options)
   namespace fs = std::filesystem;
   std::error_code ec;
   for (const auto& [dir, mode] :
-       {std::pair{options_.root, fs::perms::owner_all | fs::perms::group_exec |
-                                     fs::perms::others_exec},
+       {std::pair{options_.root,
+                  fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec},
         std::pair{options_.root + "/work",
                   fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec},
         std::pair{options_.root + "/logs", fs::perms::owner_all},
@@ -219,8 +219,7 @@ std::optional<Result<ProcessSpec>> Worker::PreparePod(PodState& p) {
     const fs::path job_dir = fs::path(options_.root) / "work" / p.assignment.ns / p.assignment.job;
     fs::create_directories(job_dir, ec);
     for (const fs::path& d : {job_dir, job_dir.parent_path()}) {
-      fs::permissions(d, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec,
-                      ec);
+      fs::permissions(d, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec, ec);
     }
   }
   if (p.assignment.mpi_launcher()) {

@@ -61,8 +61,8 @@ struct WorkerOptions {
   std::string cgroup_agent;  // this agent's name among the groups there
   // The uids of tasks without securityContext.runAsUser, when the agent is root: each pod
   // takes one of [task_uid_base, task_uid_base + task_uid_count), its Job's own (its gid the
-  // same; the Job's pods share it), kept for as long as it runs; the top kMpsTaskUids are the cards' whose shares go through MPS.
-  // task_uid_count 0: such tasks run as the agent's user.
+  // same; the Job's pods share it), kept for as long as it runs; the top kMpsTaskUids are the
+  // cards' whose shares go through MPS. task_uid_count 0: such tasks run as the agent's user.
   int64_t task_uid_base = 0;
   int64_t task_uid_count = 0;
   // How an MPI launcher's rsh agent reaches the server (its token is made per launcher).

@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "api/json_text.h"
-#include "api/patch.h"
 #include "api/manifest.h"
+#include "api/patch.h"
 #include "api/protobuf.h"
 #include "api/status_schema.h"
 #include "server/api_server.h"
@@ -172,8 +172,8 @@ Status PatchGrowth(std::string_view input) {
                                                        : before + kMergeGrowth * input.size() + 64;
     if (after > bound) {
       return Internal("a patch of " + std::to_string(input.size()) + " bytes grew an object of " +
-                      std::to_string(before) + " to " + std::to_string(after) +
-                      " bytes (bound " + std::to_string(bound) + ")");
+                      std::to_string(before) + " to " + std::to_string(after) + " bytes (bound " +
+                      std::to_string(bound) + ")");
     }
   }
   return Status::Ok();
