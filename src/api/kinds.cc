@@ -9,6 +9,7 @@
 #include "api/object.h"
 #include "api/quantity.h"
 #include "api/resources.h"
+#include "api/status_schema.h"
 #include "api/time.h"
 #include "core/mig.h"
 
@@ -506,6 +507,11 @@ Result<JobSpec> DecodeJob(const json& obj) {
     if (Status s = core::ValidatePodSpec(set.pod); !s.ok())
       return FieldError(t.path(), s.message());
     total += replicas;
+    if (total > kMaxJobPods) {
+      return FieldError(tpath, "more than " + std::to_string(kMaxJobPods) +
+                                   " pods in all (the tasks' replicas): a Job's status lists "
+                                   "each of its pods");
+    }
     job.tasks.push_back(std::move(run));
     w.pod_sets.push_back(std::move(set));
   }

@@ -165,8 +165,8 @@ Status JobStatus(const json& status) {
       }
     }
   }
-  TESSERA_RETURN_IF_ERROR(List(f, "pods", 100'000, Pod));
-  TESSERA_RETURN_IF_ERROR(List(f, "waitingPods", 100'000, WaitingPod));
+  TESSERA_RETURN_IF_ERROR(List(f, "pods", static_cast<size_t>(kMaxJobPods), Pod));
+  TESSERA_RETURN_IF_ERROR(List(f, "waitingPods", static_cast<size_t>(kMaxJobPods), WaitingPod));
   if (const json* idle = f.Get("idle")) TESSERA_RETURN_IF_ERROR(Idle(*idle, f.At("idle")));
   if (const json* r = f.Get("rendezvous")) {
     TESSERA_RETURN_IF_ERROR(Rendezvous(*r, f.At("rendezvous")));

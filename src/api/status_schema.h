@@ -21,6 +21,10 @@
 
 namespace tessera::api {
 
+// The most pods a Job may have in all (as Kubernetes' Indexed Jobs: 100,000 completions): its
+// status lists each of them (`pods`, `waitingPods`), and a status beyond this is unreadable.
+inline constexpr int64_t kMaxJobPods = 100'000;
+
 // Checks `status` (null: none) of an object of `kind`; errors name the field ("status.pods[0].
 // node: must be a string, got 5").
 Status ValidateStatus(std::string_view kind, const nlohmann::json& status);

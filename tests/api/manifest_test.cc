@@ -964,5 +964,29 @@ TEST(Manifest, VolcanoTaskMinAvailableAsVolcanoReadsIt) {
       << bad.status().message();
 }
 
+// A Job's status lists each of its pods: more than kMaxJobPods (Kubernetes' bound on an Indexed
+// Job's completions) is refused naming spec.tasks, however the tasks add up.
+TEST(Manifest, AJobHasAtMostOneHundredThousandPods) {
+  auto job_of = [](int tasks, int replicas) {
+    json t = json::array();
+    for (int i = 0; i < tasks; ++i) {
+      t.push_back({{"name", "t" + std::to_string(i)},
+                   {"replicas", replicas},
+                   {"command", {"true"}},
+                   {"resources", {{"limits", {{"nvidia.com/gpu", 1}}}}}});
+    }
+    return json{{"apiVersion", "tessera.io/v1"},
+                {"kind", "Job"},
+                {"metadata", {{"name", "big"}, {"namespace", "default"}}},
+                {"spec", {{"tasks", t}}}};
+  };
+  EXPECT_TRUE(DecodeJob(job_of(10, 10'000)).ok());
+  auto over = DecodeJob(job_of(11, 10'000));
+  ASSERT_FALSE(over.ok());
+  EXPECT_NE(over.status().message().find("spec.tasks: more than 100000 pods"), std::string::npos)
+      << over.status().message();
+  EXPECT_FALSE(ValidateSpec(job_of(64, 10'000)).ok());
+}
+
 }  // namespace
 }  // namespace tessera::api
