@@ -4,6 +4,8 @@
 #include <cctype>
 #include <cstdio>
 #include <map>
+#include <unordered_map>
+#include <utility>
 
 #include "api/job_array.h"
 #include "api/json_read.h"
@@ -154,9 +156,60 @@ json Condition(const char* type, bool is_true, const std::string& reason,
   return c;
 }
 
+// Why each of a Job's unplaced pods waits, by pod name: status.waitingPods, whose entries stand
+// for `count` pods from the one they name on (the same task's, by index); the Job's message for a
+// pod not listed. Built once per Job, looked up in log time.
+class WaitingReasons {
+ public:
+  explicit WaitingReasons(const json& status) : fallback_(Str(status, "message")) {
+    for (const json& w : ListOf(Member(status, "waitingPods"))) {
+      const auto [prefix, first] = Split(Str(w, "name"));
+      const json& count = Member(w, "count");
+      runs_[prefix].push_back(
+          {first, count.is_number_integer() ? count.get<int64_t>() : 1, Str(w, "reason")});
+    }
+    for (auto& [prefix, runs] : runs_) {
+      std::stable_sort(runs.begin(), runs.end(),
+                       [](const Run& a, const Run& b) { return a.first < b.first; });
+    }
+  }
+
+  const std::string& Of(const std::string& pod) const {
+    const auto [prefix, index] = Split(pod);
+    auto it = runs_.find(prefix);
+    if (it == runs_.end()) return fallback_;
+    // The last run starting at or before the pod's index.
+    const std::vector<Run>& runs = it->second;
+    auto after = std::upper_bound(runs.begin(), runs.end(), index,
+                                  [](int64_t i, const Run& r) { return i < r.first; });
+    if (after == runs.begin()) return fallback_;
+    const Run& run = *std::prev(after);
+    return index - run.first < run.count ? run.reason : fallback_;
+  }
+
+ private:
+  struct Run {
+    int64_t first, count;
+    std::string reason;
+  };
+  // "<prefix>-<index>"; a name without a numeric suffix is its own prefix, index 0.
+  static std::pair<std::string, int64_t> Split(const std::string& name) {
+    const size_t dash = name.rfind('-');
+    if (dash == std::string::npos || dash + 1 == name.size() || name.size() - dash > 10 ||
+        !std::all_of(name.begin() + static_cast<std::ptrdiff_t>(dash) + 1, name.end(),
+                     [](char c) { return c >= '0' && c <= '9'; })) {
+      return {name, 0};
+    }
+    return {name.substr(0, dash), std::stoll(name.substr(dash + 1))};
+  }
+
+  std::string fallback_;
+  std::map<std::string, std::vector<Run>, std::less<>> runs_;
+};
+
 // A core/v1 Pod's status (and spec.nodeName) from its Tessera Job and the Job's status entry
 // for the pod (null while it is not placed).
-void PodView(const json& job, const json& entry, json* pod) {
+void PodView(const json& job, const json& entry, const WaitingReasons& waiting_reasons, json* pod) {
   const json& st = Member(job, "status");
   const std::string phase = Str(st, "phase");
   const json& state = Member(entry, "state");
@@ -172,10 +225,7 @@ void PodView(const json& job, const json& entry, json* pod) {
   if (placed) (*pod)["spec"]["nodeName"] = Str(entry, "node");
   const std::string admitted = Str(st, "admittedAt");
   if (placed && !admitted.empty()) status["startTime"] = admitted;
-  std::string waiting = Str(st, "message");
-  for (const json& w : ListOf(Member(st, "waitingPods"))) {
-    if (Str(w, "name") == TesseraPodName(*pod)) waiting = Str(w, "reason");
-  }
+  const std::string& waiting = waiting_reasons.Of(TesseraPodName(*pod));
   json conditions = json::array();
   conditions.push_back(Condition("PodScheduled", placed, placed ? "" : "Unschedulable",
                                  placed ? "" : waiting, placed ? admitted : ""));
@@ -206,12 +256,13 @@ void PodView(const json& job, const json& entry, json* pod) {
 }
 
 // The Job's status entry for the pod named `name` ("<task>-<index>"), or null.
-const json& PodEntry(const json& job, const std::string& name) {
-  static const json kNone;
+// A Job's status.pods entries by pod name.
+std::unordered_map<std::string, const json*> PodEntries(const json& job) {
+  std::unordered_map<std::string, const json*> out;
   for (const json& p : ListOf(Member(Member(job, "status"), "pods"))) {
-    if (Str(p, "name") == name) return p;
+    if (p.is_object()) out.emplace(Str(p, "name"), &p);
   }
-  return kNone;
+  return out;
 }
 
 // A batch/v1 Job's status from the Tessera Job.
@@ -346,7 +397,7 @@ json KubeObject(const KubeKind& kind, const json& stored) {
     std::string tpod = (tasks.empty() ? "main" : Str(tasks[0], "name")) + "-0";
     if (entry.is_object()) tpod = Str(entry, "name");
     out["metadata"]["annotations"][std::string(kPodAnnotation)] = tpod;
-    PodView(stored, entry, &out);
+    PodView(stored, entry, WaitingReasons(Member(stored, "status")), &out);
   } else if (kind.group == "batch" && kind.kind == "Job") {
     // Kueue's admission un-suspends the Job, as it does the stored one.
     const json& suspend = Member(Member(stored, "spec"), "suspend");
@@ -408,6 +459,9 @@ std::vector<json> JobPods(const json& job) {
   labels["job-name"] = name;
   labels["batch.kubernetes.io/job-name"] = name;
   std::vector<json> out;
+  const std::unordered_map<std::string, const json*> entries = PodEntries(job);
+  const WaitingReasons waiting(Member(job, "status"));
+  static const json kNone;
   for (const json& task : ListOf(Member(Member(job, "spec"), "tasks"))) {
     const std::string task_name = Str(task, "name");
     const int64_t replicas =
@@ -457,7 +511,8 @@ std::vector<json> JobPods(const json& job) {
                     {"restartPolicy", Member(task, "restartPolicy").is_string()
                                           ? Member(task, "restartPolicy")
                                           : json("Never")}}}};
-      PodView(job, PodEntry(job, tpod), &pod);
+      auto entry = entries.find(tpod);
+      PodView(job, entry == entries.end() ? kNone : *entry->second, waiting, &pod);
       out.push_back(std::move(pod));
     }
   }

@@ -86,6 +86,8 @@ Status WaitingPod(const json& pod, const std::string& path) {
   std::string s;
   TESSERA_RETURN_IF_ERROR(f.String("name", &s, true));
   TESSERA_RETURN_IF_ERROR(f.String("reason", &s));
+  int64_t count = 1;  // the pods the entry stands for, from the one it names on
+  TESSERA_RETURN_IF_ERROR(f.Int("count", &count, 1, kMaxJobPods));
   return f.Finish();
 }
 

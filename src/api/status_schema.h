@@ -7,12 +7,15 @@
 //          else {name, node, cpuMilli, memoryMiB, devices[] {gpu, index, uuid, kind, milli,
 //          memoryMiB, gpuMilli, migInstance, migProfile, replicas}, state {phase (Running |
 //          Succeeded | Failed), restarts, exitCode, signal, message, limits, finishedAt}}),
-//          idle {since, pods[], message}
+//          waitingPods[] {name, reason, count (the pods it stands for, from the one it names
+//          on)}, idle {since, pods[], message}
 //   Queue  active, message
 //   Node   see DecodeNode
 //   others an object (nothing reads it)
 #ifndef TESSERA_API_STATUS_SCHEMA_H_
 #define TESSERA_API_STATUS_SCHEMA_H_
+
+#include <cstdint>
 
 #include <nlohmann/json.hpp>
 #include <string_view>

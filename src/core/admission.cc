@@ -223,7 +223,7 @@ class CycleRun {
                         const std::vector<QuotaVector>& amounts) const;
   // Pods constrained to the combo's flavors; false when a flavor contradicts the pods' own
   // selectors or GPU models.
-  bool ConstrainedPods(size_t idx, const Combo& combo, std::vector<PodSpec>* pods) const;
+  bool ConstrainedPods(size_t idx, const Combo& combo, GangPods* pods) const;
   // Index of the namespace's quota, -1 when it has none.
   int NamespaceOf(const std::string& ns);
   // Why `amount` more exceeds the quota of namespace index `ns`; empty when it fits.
@@ -233,22 +233,22 @@ class CycleRun {
   // Places the workload's gang for `combo`. With `keep`, holds it; otherwise rolls it back.
   // Reserved nodes are usable only by the reservation's owner and by work that ends before the
   // reservation starts.
-  GangOutcome PlaceGang(size_t idx, const std::vector<PodSpec>& pods, bool keep);
+  GangOutcome PlaceGang(size_t idx, const GangPods& pods, bool keep);
   enum class Fit : uint8_t { kNoQuota, kNoRoom, kYes };
   // Quota and room for the workload's `pods` under `combo` (a simulation; nothing stays held).
   // When it places, `*amount` is what the placement would charge and `*nodes` its nodes (also
   // when the exact charge then misses the quota: kNoQuota with nodes); otherwise nodes is empty.
-  Fit Check(size_t idx, const Combo& combo, const std::vector<PodSpec>& pods, Amounts* amount,
+  Fit Check(size_t idx, const Combo& combo, const GangPods& pods, Amounts* amount,
             std::vector<NodeId>* nodes);
   // Quota alone, for a charge of `amount` (namespace quota included).
   bool QuotaFits(size_t idx, const Combo& combo, const Amounts& amount) const;
   // True when some pod of `pods` passes the placement filters and device step on one of
   // `nodes` (with the reservations the workload may use open): necessary for the gang to fit
   // where it did not before these nodes gained room, and sufficient for a single pod.
-  bool AnyPodFeasible(size_t idx, std::vector<NodeId> nodes, const std::vector<PodSpec>& pods);
+  bool AnyPodFeasible(size_t idx, std::vector<NodeId> nodes, const GangPods& pods);
   // Whether the pods (under the flavor choice `key` names) fit once all work held in this cycle
   // has ended and no node is reserved: when not, neither preemption nor a reservation helps.
-  bool FitsWhenAllEnd(size_t idx, const std::string& key, const std::vector<PodSpec>& pods);
+  bool FitsWhenAllEnd(size_t idx, const std::string& key, const GangPods& pods);
   // Whether workload `idx` may preempt at all: its priority class and queue policy allow it
   // and no workload of its queue, priority and shape has failed to in this cycle.
   bool MayPreempt(size_t idx);
@@ -268,7 +268,7 @@ class CycleRun {
   struct Search {
     size_t idx = 0;
     const Combo* combo = nullptr;
-    const std::vector<PodSpec>* pods = nullptr;
+    const GangPods* pods = nullptr;
     QuotaCharge charge;  // the request's lower bound under the combo
     // Per part of `charge`: whether it needs preemption (Kueue's
     // resourcesRequiringPreemption).
@@ -322,7 +322,7 @@ class CycleRun {
   // use ("node(s) were unschedulable" alone would blame the nodes).
   std::string NameReservations(size_t idx, std::string reason) const;
   // Rolls back the placements of a gang this cycle placed (and told the reserve plugins of).
-  void Unplace(const std::vector<PodSpec>& pods, const GangOutcome& g);
+  void Unplace(const GangPods& pods, const GangOutcome& g);
   void Admit(size_t idx, const Combo& combo, const QuotaCharge& charge, const Amounts& amount,
              GangOutcome gang);
   // Places the members of running workloads that were admitted without them (beyond
@@ -703,15 +703,15 @@ bool ApplyFlavor(const ResourceFlavor& flavor, PodSpec* p) {
 
 }  // namespace
 
-bool CycleRun::ConstrainedPods(size_t idx, const Combo& combo, std::vector<PodSpec>* pods) const {
-  const Workload& w = pending_[idx];
-  *pods = ExpandPods(w);
-  const std::vector<size_t> set_of = SetOfPods(w);
+bool CycleRun::ConstrainedPods(size_t idx, const Combo& combo, GangPods* pods) const {
+  *pods = GangOf(pending_[idx]);
   const size_t num_groups = groups_[info_[idx].queue].size();
-  for (size_t i = 0; i < pods->size(); ++i) {
+  // A run per pod set.
+  for (size_t set = 0; set < pods->num_runs(); ++set) {
+    if (pods->run(set).count <= 0) continue;
     for (size_t g = 0; g < num_groups; ++g) {
-      const int f = combo[set_of[i] * num_groups + g];
-      if (f >= 0 && !ApplyFlavor(tree_.flavor(f), &(*pods)[i])) return false;
+      const int f = combo[set * num_groups + g];
+      if (f >= 0 && !ApplyFlavor(tree_.flavor(f), &pods->mutable_pod(set))) return false;
     }
   }
   return true;
@@ -741,50 +741,66 @@ void CycleRun::GrowRunning() {
                     [](const std::optional<Placement>& p) { return p.has_value(); })) {
       continue;
     }
-    std::vector<PodSpec> pods = ExpandPods(a.workload);
-    const std::vector<size_t> set_of = SetOfPods(a.workload);
-    for (size_t i = 0; i < a.placements.size() && i < pods.size(); ++i) {
-      if (a.placements[i]) continue;
-      auto wait = [&](std::string reason) {
-        out_.waiting.push_back({h.running_index, i, std::move(reason)});
+    GangPods pods = GangOf(a.workload);  // a run per pod set
+    for (size_t set = 0; set < pods.num_runs(); ++set) {
+      const size_t first = pods.start(set);
+      const size_t end = std::min(first + pods.run(set).count, a.placements.size());
+      // Why the set's unplaced members from `i` on wait (once one of them does not fit,
+      // nothing has changed for the next ones, which are alike), a run of them at a time.
+      auto wait_from = [&](size_t i, const std::string& reason) {
+        while (i < end) {
+          size_t j = i;
+          while (j < end && !a.placements[j]) ++j;
+          if (j > i) out_.waiting.push_back({h.running_index, i, j - i, reason});
+          i = j + 1;
+        }
       };
       if (tree_.queue(h.queue).stop != StopPolicy::kNone) {
         const std::string& why = tree_.queue(h.queue).stop_reason;
-        wait(why.empty() ? "queue " + tree_.queue(h.queue).name + " is stopped" : why);
+        wait_from(first, why.empty() ? "queue " + tree_.queue(h.queue).name + " is stopped" : why);
         continue;
       }
       const ResourceFlavors& set_flavors =
-          set_of[i] < h.set_flavors.size() ? h.set_flavors[set_of[i]] : kNoFlavors;
+          set < h.set_flavors.size() ? h.set_flavors[set] : kNoFlavors;
       bool allowed = true;
       for (int r = 0; r < kNumQuotaResources; ++r) {
         const int f = set_flavors[r];
         bool earlier = false;  // applied for an earlier resource already
         for (int k = 0; k < r; ++k) earlier = earlier || set_flavors[k] == f;
-        if (f != kNoFlavor && !earlier) allowed = allowed && ApplyFlavor(tree_.flavor(f), &pods[i]);
+        if (f != kNoFlavor && !earlier) {
+          allowed = allowed && ApplyFlavor(tree_.flavor(f), &pods.mutable_pod(set));
+        }
       }
       if (!allowed) {
-        wait("the pod's node selector or GPU models exclude the flavors its job was admitted to");
+        wait_from(first,
+                  "the pod's node selector or GPU models exclude the flavors its job was "
+                  "admitted to");
         continue;
       }
-      ++out_.placement_attempts;
-      GangOutcome g = placer_.ScheduleGang(state_, std::vector<PodSpec>{pods[i]}, 1);
-      if (!g.ok || !g.placements[0]) {
-        wait(g.reason);
-        continue;
+      const PodSpec& pod = pods.run(set).pod;
+      for (size_t i = first; i < end; ++i) {
+        if (a.placements[i]) continue;
+        ++out_.placement_attempts;
+        PlaceOutcome o = placer_.Schedule(state_, pod);
+        if (!o.ok) {
+          wait_from(i, o.reason);
+          break;
+        }
+        const std::optional<Placement> one = o.placement;
+        const QuotaVector amount = PlacedAmount(state_, std::span(&one, 1));
+        const QuotaCharge charge = ChargeOf(set_flavors, amount);
+        std::string over = NamespaceExplain(h.ns, amount);
+        if (over.empty() && !tree_.Fits(h.queue, charge)) over = tree_.Explain(h.queue, charge);
+        if (!over.empty()) {
+          (void)placer_.Unreserve(state_, pod, o.placement);
+          wait_from(i, over);
+          break;
+        }
+        ChargeUsage(h.queue, h.ns, charge, amount, +1);
+        for (int r = 0; r < kNumQuotaResources; ++r) h.amount[r] += amount[r];
+        h.charge.Add(charge);
+        out_.growths.push_back({h.running_index, i, std::move(o.placement)});
       }
-      const QuotaVector amount = PlacedAmount(state_, g.placements);
-      const QuotaCharge charge = ChargeOf(set_flavors, amount);
-      std::string over = NamespaceExplain(h.ns, amount);
-      if (over.empty() && !tree_.Fits(h.queue, charge)) over = tree_.Explain(h.queue, charge);
-      if (!over.empty()) {
-        (void)placer_.Unreserve(state_, pods[i], *g.placements[0]);
-        wait(over);
-        continue;
-      }
-      ChargeUsage(h.queue, h.ns, charge, amount, +1);
-      for (int r = 0; r < kNumQuotaResources; ++r) h.amount[r] += amount[r];
-      h.charge.Add(charge);
-      out_.growths.push_back({h.running_index, i, *g.placements[0]});
     }
   }
 }
@@ -874,35 +890,29 @@ void CycleRun::CloseReservations(const std::vector<size_t>& opened) {
   for (size_t r : opened) SetCordon(reservations_[r].nodes, true);
 }
 
-GangOutcome CycleRun::PlaceGang(size_t idx, const std::vector<PodSpec>& pods, bool keep) {
+GangOutcome CycleRun::PlaceGang(size_t idx, const GangPods& pods, bool keep) {
   const std::vector<size_t> opened = OpenReservations(idx);
   ++out_.placement_attempts;
-  GangOutcome g =
-      placer_.ScheduleGang(state_, pods, pending_[idx].min_member, RequiredMembers(pending_[idx]));
+  GangOutcome g = placer_.ScheduleGang(state_, pods, pending_[idx].min_member);
   CloseReservations(opened);
   if (g.ok && !keep) Unplace(pods, g);
   return g;
 }
 
-bool CycleRun::AnyPodFeasible(size_t idx, std::vector<NodeId> nodes,
-                              const std::vector<PodSpec>& pods) {
+bool CycleRun::AnyPodFeasible(size_t idx, std::vector<NodeId> nodes, const GangPods& pods) {
   std::sort(nodes.begin(), nodes.end());
   nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
   const std::vector<size_t> opened = OpenReservations(idx);
   bool any = false;
-  // Members of one pod set are alike: the set's first member stands for the rest.
-  size_t first = 0;
-  for (const PodSet& set : pending_[idx].pod_sets) {
-    if (set.count <= 0) continue;
-    if (!any && first < pods.size()) any = placer_.AnyFeasible(state_, pods[first], nodes);
-    first += static_cast<size_t>(set.count);
+  // Members of one run are alike: its pod stands for them all.
+  for (size_t r = 0; r < pods.num_runs() && !any; ++r) {
+    if (pods.run(r).count > 0) any = placer_.AnyFeasible(state_, pods.run(r).pod, nodes);
   }
   CloseReservations(opened);
   return any;
 }
 
-bool CycleRun::FitsWhenAllEnd(size_t idx, const std::string& key,
-                              const std::vector<PodSpec>& pods) {
+bool CycleRun::FitsWhenAllEnd(size_t idx, const std::string& key, const GangPods& pods) {
   auto it = fits_when_all_end_.find(key);
   if (it != fits_when_all_end_.end()) return it->second;
   if (!all_ended_) {
@@ -917,21 +927,18 @@ bool CycleRun::FitsWhenAllEnd(size_t idx, const std::string& key,
     }
   }
   ++out_.placement_attempts;
-  GangOutcome g = placer_.ScheduleGang(*all_ended_, pods, pending_[idx].min_member,
-                                       RequiredMembers(pending_[idx]));
-  if (g.ok) {
-    for (size_t i = 0; i < pods.size(); ++i) {
-      if (g.placements[i]) (void)placer_.Unreserve(*all_ended_, pods[i], *g.placements[i]);
-    }
+  GangOutcome g = placer_.ScheduleGang(*all_ended_, pods, pending_[idx].min_member);
+  for (size_t i = 0; i < g.placements.size(); ++i) {
+    if (g.placements[i]) (void)placer_.Unreserve(*all_ended_, pods.pod(i), *g.placements[i]);
   }
   fits_when_all_end_.emplace(key, g.ok);
   return g.ok;
 }
 
-void CycleRun::Unplace(const std::vector<PodSpec>& pods, const GangOutcome& g) {
-  for (size_t i = 0; i < pods.size(); ++i) {
+void CycleRun::Unplace(const GangPods& pods, const GangOutcome& g) {
+  for (size_t i = 0; i < g.placements.size(); ++i) {
     if (g.placements[i]) {
-      Status s = placer_.Unreserve(state_, pods[i], *g.placements[i]);
+      Status s = placer_.Unreserve(state_, pods.pod(i), *g.placements[i]);
       (void)s;
     }
   }
@@ -1028,7 +1035,7 @@ Attempt CycleRun::TryAdmit(size_t idx) {
       }
       continue;
     }
-    std::vector<PodSpec> pods;
+    GangPods pods;
     if (!ConstrainedPods(idx, combo, &pods)) {
       if (placement_reason.empty()) {
         placement_reason =
@@ -1137,8 +1144,8 @@ bool CycleRun::QuotaFits(size_t idx, const Combo& combo, const Amounts& amount) 
          tree_.Fits(info_[idx].queue, ChargeFor(idx, combo, amount.sets));
 }
 
-CycleRun::Fit CycleRun::Check(size_t idx, const Combo& combo, const std::vector<PodSpec>& pods,
-                              Amounts* amount, std::vector<NodeId>* nodes) {
+CycleRun::Fit CycleRun::Check(size_t idx, const Combo& combo, const GangPods& pods, Amounts* amount,
+                              std::vector<NodeId>* nodes) {
   nodes->clear();
   if (!QuotaFits(idx, combo, info_[idx].lower)) return Fit::kNoQuota;
   GangOutcome g = PlaceGang(idx, pods, /*keep=*/false);
@@ -1540,7 +1547,7 @@ bool CycleRun::PreemptIn(size_t idx, size_t ci, const Attempt& attempt, std::str
   const bool may_reclaim = root >= 0 && pol.reclaim_within_cohort != ReclaimPreemption::kNever;
   const int shape = ShapeOf(idx);
   const Combo& combo = Combos(idx)[ci];
-  std::vector<PodSpec> pods;
+  GangPods pods;
   if (!ConstrainedPods(idx, combo, &pods)) return false;
   Search s;
   s.idx = idx;
@@ -1748,7 +1755,7 @@ void CycleRun::TryReserve(size_t idx, const Attempt& attempt, std::string* reaso
   // The first flavor choice whose quota fits and whose pods fit once running work ends.
   const std::vector<Combo>& combos = Combos(idx);
   const int shape = ShapeOf(idx);
-  std::vector<PodSpec> pods;
+  GangPods pods;
   bool found = false;
   for (size_t ci = std::max(attempt.quota_fit_combo, 0); ci < combos.size() && !found; ++ci) {
     found = QuotaFits(idx, combos[ci], info_[idx].lower) &&
@@ -1766,8 +1773,10 @@ void CycleRun::TryReserve(size_t idx, const Attempt& attempt, std::string* reaso
     int8_t& ok = class_ok[state_.node(n).cls.value()];
     if (ok < 0) {
       const Labels& labels = state_.labels(n);
-      ok = std::any_of(pods.begin(), pods.end(),
-                       [&](const PodSpec& p) { return MatchesSelector(labels, p.node_selector); });
+      ok = false;
+      for (size_t r = 0; r < pods.num_runs() && !ok; ++r) {
+        ok = pods.run(r).count > 0 && MatchesSelector(labels, pods.run(r).pod.node_selector);
+      }
     }
     return ok == 1;
   };

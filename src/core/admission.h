@@ -94,9 +94,12 @@ struct Growth {
   size_t pod_index = 0;      // into the workload's pods (ExpandPods order)
   Placement placement;
 };
+// Members of a running workload that stay unplaced after the cycle, and why: the `count` pods
+// from `pod_index` on (ExpandPods order), none of them placed.
 struct WaitingPod {
   size_t running_index = 0;
   size_t pod_index = 0;
+  size_t count = 1;
   std::string reason;
 };
 

@@ -1,7 +1,6 @@
 #include "core/scheduler.h"
 
 #include <algorithm>
-#include <numeric>
 
 #include "core/check.h"
 #include "core/devices.h"
@@ -409,68 +408,98 @@ Status Scheduler::Unreserve(ClusterState& state, const PodSpec& pod, const Place
 
 GangOutcome Scheduler::ScheduleGang(ClusterState& state, std::span<const PodSpec> members,
                                     int min_member, std::span<const uint8_t> required) {
+  return ScheduleGang(state, GangPods::Each(members, required), min_member);
+}
+
+GangOutcome Scheduler::ScheduleGang(ClusterState& state, const GangPods& members, int min_member) {
   GangOutcome out;
-  out.placements.resize(members.size());
-  const int need = min_member <= 0 ? static_cast<int>(members.size())
-                                   : std::min<int>(min_member, static_cast<int>(members.size()));
-  auto is_required = [&](size_t i) { return i < required.size() && required[i] != 0; };
-  // Required members first, then largest GPU demand first: big members are the hard ones to
-  // fit.
-  std::vector<size_t> order(members.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    if (is_required(a) != is_required(b)) return is_required(a);
-    return NominalGpuMilli(members[a]) > NominalGpuMilli(members[b]);
-  });
-  std::string required_failure;
-  GangContext gang;
-  int placed = 0;
-  std::string first_failure;
-  for (size_t k = 0; k < order.size(); ++k) {
-    const size_t i = order[k];
-    PlaceOutcome o = Place(state, members[i], &gang);
-    if (o.ok) {
-      if (Status s = state.Allocate(o.placement); !s.ok()) {
-        o.ok = false;
-        o.reason = s.message();
-      }
-    }
-    if (!o.ok) {
-      if (first_failure.empty()) {
-        std::string name = members[i].name.empty() ? "#" + std::to_string(i) : members[i].name;
-        first_failure = "gang member " + name + " (" + std::to_string(k + 1) + "/" +
-                        std::to_string(members.size()) + "): " + o.reason;
-        if (is_required(i)) required_failure = first_failure;
-      }
-      continue;
-    }
-    gang.nodes.push_back(o.placement.node);
-    out.placements[i] = std::move(o.placement);
-    ++placed;
+  const size_t total = members.size();
+  const size_t need = min_member <= 0 ? total : std::min<size_t>(min_member, total);
+  // The order members are tried in: required members first, then largest GPU demand first (big
+  // members are the hard ones to fit), ties in member order. Members of one run are alike, so
+  // the order is made of segments of runs: [first, end) of run `run`.
+  struct Segment {
+    size_t run, first, end;
+  };
+  std::vector<Segment> order;
+  for (size_t r = 0; r < members.num_runs(); ++r) {
+    const GangPods::Run& run = members.run(r);
+    if (run.required > 0) order.push_back({r, members.start(r), members.start(r) + run.required});
   }
-  if (placed >= need && required_failure.empty()) {
-    out.ok = true;
-    for (size_t i = 0; i < members.size(); ++i) {
-      if (out.placements[i]) {
-        for (ReservePlugin* r : reservers_) r->Reserve(members[i], state, *out.placements[i]);
-      }
+  const size_t required_segments = order.size();
+  for (size_t r = 0; r < members.num_runs(); ++r) {
+    const GangPods::Run& run = members.run(r);
+    if (run.count > run.required) {
+      order.push_back({r, members.start(r) + run.required, members.start(r) + run.count});
     }
-    if (placed < static_cast<int>(members.size())) out.reason = first_failure;
+  }
+  std::stable_sort(order.begin() + static_cast<std::ptrdiff_t>(required_segments), order.end(),
+                   [&](const Segment& a, const Segment& b) {
+                     return NominalGpuMilli(members.run(a.run).pod) >
+                            NominalGpuMilli(members.run(b.run).pod);
+                   });
+  GangContext gang;
+  std::vector<std::pair<size_t, Placement>> placed;
+  size_t failed = 0, position = 0;
+  bool required_failed = false;
+  std::string first_failure;
+  for (size_t k = 0; k < order.size() && !required_failed; ++k) {
+    const Segment& seg = order[k];
+    const PodSpec& pod = members.run(seg.run).pod;
+    for (size_t i = seg.first; i < seg.end; ++i, ++position) {
+      PlaceOutcome o = Place(state, pod, &gang);
+      if (o.ok) {
+        if (Status s = state.Allocate(o.placement); !s.ok()) {
+          o.ok = false;
+          o.reason = s.message();
+        }
+      }
+      if (o.ok) {
+        gang.nodes.push_back(o.placement.node);
+        placed.emplace_back(i, std::move(o.placement));
+        continue;
+      }
+      if (first_failure.empty()) {
+        first_failure = "gang member " + members.Name(i) + " (" + std::to_string(position + 1) +
+                        "/" + std::to_string(total) + "): " + o.reason;
+      }
+      required_failed = k < required_segments;
+      // Nothing changed since this member failed: the rest of its run fail alike.
+      failed += seg.end - i;
+      position += seg.end - i;
+      break;
+    }
+    // Stop once the members left cannot make up the gang's need.
+    if (placed.size() + (total - placed.size() - failed) < need) break;
+  }
+  if (placed.size() >= need && !required_failed) {
+    out.ok = true;
+    out.placements.resize(total);
+    for (auto& [i, p] : placed) {
+      for (ReservePlugin* r : reservers_) r->Reserve(members.pod(i), state, p);
+      out.placements[i] = std::move(p);
+    }
+    if (placed.size() < total) out.reason = first_failure;
     return out;
   }
   // All-or-nothing: return everything this attempt took.
-  for (size_t i = 0; i < members.size(); ++i) {
-    if (out.placements[i]) {
-      Status s = state.Release(*out.placements[i]);
-      (void)s;
-      out.placements[i].reset();
-    }
+  for (const auto& [i, p] : placed) {
+    Status s = state.Release(p);
+    (void)s;
   }
-  out.reason = required_failure.empty()
-                   ? "gang needs " + std::to_string(need) + " of " +
-                         std::to_string(members.size()) + " members placed, could place " +
-                         std::to_string(placed) + "; " + first_failure
-                   : "gang needs the minimum of each of its tasks placed; " + required_failure;
+  const size_t tried = placed.size() + failed;
+  if (required_failed) {
+    out.reason = "gang needs the minimum of each of its tasks placed; " + first_failure;
+  } else if (tried == total) {
+    out.reason = "gang needs " + std::to_string(need) + " of " + std::to_string(total) +
+                 " members placed, could place " + std::to_string(placed.size()) + "; " +
+                 first_failure;
+  } else {
+    out.reason = "gang needs " + std::to_string(need) + " of " + std::to_string(total) +
+                 " members placed; with " + std::to_string(placed.size()) + " placed, the " +
+                 std::to_string(total - tried) + " not yet tried cannot make up the rest; " +
+                 first_failure;
+  }
   return out;
 }
 

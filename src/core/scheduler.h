@@ -17,6 +17,7 @@
 #include "core/cluster_state.h"
 #include "core/fgd.h"
 #include "core/framework.h"
+#include "core/gang_pods.h"
 #include "core/pod.h"
 #include "core/result_cache.h"
 
@@ -84,7 +85,7 @@ struct PlaceOutcome {
 
 struct GangOutcome {
   bool ok = false;
-  // Per member, in the order given: the placement (reserved in the state when ok).
+  // Per member, in the order given: the placement (reserved in the state). Empty when !ok.
   std::vector<std::optional<Placement>> placements;
   std::string reason;
 };
@@ -106,7 +107,12 @@ class Scheduler {
   // Places the members of a gang: succeeds when at least `min_member` of them (all when
   // min_member <= 0) are placed, among them every member `required` marks (per member; empty:
   // none), and then holds their placements in `state`; otherwise nothing stays reserved and
-  // the reason names the member that could not be placed. Required members are placed first.
+  // the reason names the member that could not be placed. Required members are placed first,
+  // then the largest. It stops as soon as the gang cannot succeed, and a member that does not
+  // fit stands for the rest of its run (alike, and nothing changed since): a gang that fails
+  // costs about as many placements as there is room for, however many members it has.
+  GangOutcome ScheduleGang(ClusterState& state, const GangPods& members, int min_member = 0);
+  // The same with members one by one, `required` per member (empty: none).
   GangOutcome ScheduleGang(ClusterState& state, std::span<const PodSpec> members,
                            int min_member = 0, std::span<const uint8_t> required = {});
 

@@ -5,29 +5,17 @@
 
 namespace tessera::core {
 
-std::vector<PodSpec> ExpandPods(const Workload& w) {
-  std::vector<PodSpec> pods;
-  pods.reserve(PodCount(w));
+GangPods GangOf(const Workload& w) {
+  GangPods g;
   for (const PodSet& set : w.pod_sets) {
-    for (int32_t i = 0; i < set.count; ++i) {
-      PodSpec& p = pods.emplace_back(set.pod);
-      p.name = w.name + "/" + set.name + "-" + std::to_string(i);
-    }
+    PodSpec pod = set.pod;
+    pod.name = w.name + "/" + set.name;
+    g.Add({.pod = std::move(pod), .count = set.count, .required = set.min_count});
   }
-  return pods;
+  return g;
 }
 
-std::vector<uint8_t> RequiredMembers(const Workload& w) {
-  std::vector<uint8_t> out;
-  if (std::none_of(w.pod_sets.begin(), w.pod_sets.end(),
-                   [](const PodSet& set) { return set.min_count > 0; })) {
-    return out;
-  }
-  for (const PodSet& set : w.pod_sets) {
-    for (int32_t i = 0; i < set.count; ++i) out.push_back(i < set.min_count ? 1 : 0);
-  }
-  return out;
-}
+std::vector<PodSpec> ExpandPods(const Workload& w) { return GangOf(w).Expand(); }
 
 int32_t PodCount(const Workload& w) {
   int32_t n = 0;
@@ -63,14 +51,6 @@ QuotaVector RequestLowerBound(const Workload& w) {
     for (int r = 0; r < kNumQuotaResources; ++r) v[r] += s[r];
   }
   return v;
-}
-
-std::vector<size_t> SetOfPods(const Workload& w) {
-  std::vector<size_t> out;
-  for (size_t s = 0; s < w.pod_sets.size(); ++s) {
-    out.insert(out.end(), static_cast<size_t>(std::max(0, w.pod_sets[s].count)), s);
-  }
-  return out;
 }
 
 namespace {

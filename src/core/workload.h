@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/cluster_state.h"
+#include "core/gang_pods.h"
 #include "core/pod.h"
 #include "core/queue_spec.h"
 
@@ -52,11 +53,11 @@ struct AdmittedWorkload {
   int64_t admitted_ms = 0;
 };
 
-// Pods of a workload in pod-set order, named "<workload>/<pod set>-<i>".
+// The workload's pods as a gang: a run per pod set, members named "<workload>/<pod set>-<i>",
+// the first min_count of each set required.
+GangPods GangOf(const Workload& w);
+// Pods of a workload in pod-set order, named "<workload>/<pod set>-<i>" (GangOf, expanded).
 std::vector<PodSpec> ExpandPods(const Workload& w);
-// Per pod in ExpandPods order, 1 for the pods a gang needs placed by their set's min_count
-// (the first min_count of each set); empty when no set has a minimum.
-std::vector<uint8_t> RequiredMembers(const Workload& w);
 int32_t PodCount(const Workload& w);
 
 // The least a workload can charge per quota resource before its devices are known: CPU and
@@ -65,8 +66,6 @@ int32_t PodCount(const Workload& w);
 QuotaVector RequestLowerBound(const Workload& w);
 // RequestLowerBound of each pod set, in pod-set order.
 std::vector<QuotaVector> SetLowerBounds(const Workload& w);
-// The pod set of each pod, in ExpandPods order.
-std::vector<size_t> SetOfPods(const Workload& w);
 
 // What placements hold, per quota resource: CPU and memory on the node, and the GPU equivalents
 // of their devices (see ClusterState::DeviceGpuMilli).

@@ -96,8 +96,8 @@ json DevicesJson(const core::ClusterState& s, const core::Placement& p) {
   return devices;
 }
 
-// A pod's name within its Job: "<pod set>-<i>" (ExpandPods names it "<workload>/<pod set>-<i>").
-std::string PodName(const core::PodSpec& pod) { return pod.name.substr(pod.name.rfind('/') + 1); }
+// A pod's name within its Job: "<pod set>-<i>" (GangOf names it "<workload>/<pod set>-<i>").
+std::string PodName(const std::string& name) { return name.substr(name.rfind('/') + 1); }
 
 // A placed pod as a Job's status.pods entry: where it runs, what it holds, its devices.
 // A placed pod as the Job's status records it; `address` is where its node is reached.
@@ -977,10 +977,10 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     admitted[a.pending_index] = 1;
     const Stored& s = *pending_obj[a.pending_index];
     json pods = json::array();
-    const std::vector<core::PodSpec> expanded = core::ExpandPods(a.admitted.workload);
+    const core::GangPods members = core::GangOf(a.admitted.workload);
     for (size_t i = 0; i < a.admitted.placements.size(); ++i) {
       const std::optional<core::Placement>& p = a.admitted.placements[i];
-      pods.push_back(p ? PodJson(state, PodName(expanded[i]), *p, addresses) : json());
+      pods.push_back(p ? PodJson(state, PodName(members.Name(i)), *p, addresses) : json());
     }
     // status.flavors: per resource, the flavor of the first pod set charged one; with
     // status.podSetFlavors per pod set when the sets' flavors differ.
@@ -1101,15 +1101,33 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   for (const core::WaitingPod& w : result.waiting) grown[w.running_index].second.push_back(&w);
   for (const auto& [ri, change] : grown) {
     const Stored& s = *running_obj[ri];
+    const core::GangPods pods = core::GangOf(running[ri].workload);
+    const auto array = arrays.find(&s);
+    // Why the others wait: a run of pods with one reason is one entry, named by its first pod,
+    // with its `count` (a large job's thousands of alike pods wait for one reason).
+    json waiting;
+    size_t slots = 0;
+    for (const core::WaitingPod* w : change.second) {
+      // An array's waiting slots have no index yet: they are named as such.
+      const std::string name = array == arrays.end()
+                                   ? PodName(pods.Name(w->pod_index))
+                                   : array->second.second + "-pending-" + std::to_string(slots);
+      slots += w->count;
+      json& entry = waiting.emplace_back(json{{"name", name}, {"reason", w->reason}});
+      if (w->count > 1) entry["count"] = w->count;
+    }
+    const bool advancing = array_objs.count(&s) != 0;
+    if (change.first.empty() && !advancing &&
+        Member(Member(s.obj(), "status"), "waitingPods") == waiting) {
+      continue;
+    }
     std::optional<json> advanced = take_advanced(s);
     json obj = advanced ? std::move(*advanced) : s.obj();
     json& status = obj["status"];
-    const std::vector<core::PodSpec> pods = core::ExpandPods(running[ri].workload);
-    const auto array = arrays.find(&s);
     if (!change.first.empty()) sum.follow_up = true;
     for (const core::Growth* g : change.first) {
       status["pods"][g->pod_index] =
-          PodJson(state, PodName(pods[g->pod_index]), g->placement, addresses);
+          PodJson(state, PodName(pods.Name(g->pod_index)), g->placement, addresses);
       status["pods"][g->pod_index]["boundAt"] = FormatTime(now_ms);
     }
     if (array != arrays.end()) {
@@ -1121,14 +1139,6 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
         placed.emplace_back(g->pod_index, &g->placement);
     }
     const std::string where = PlacedList(state, status["pods"], placed);
-    json waiting;
-    for (const core::WaitingPod* w : change.second) {
-      // An array's waiting slots have no index yet: they are named as such.
-      const std::string name = array == arrays.end() ? PodName(pods[w->pod_index])
-                                                     : array->second.second + "-pending-" +
-                                                           std::to_string(waiting.size());
-      waiting.push_back({{"name", name}, {"reason", w->reason}});
-    }
     if (change.first.empty() && Member(Member(s.obj(), "status"), "waitingPods") == waiting &&
         obj == s.obj())
       continue;

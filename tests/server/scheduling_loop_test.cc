@@ -1449,10 +1449,37 @@ spec:
   EXPECT_EQ(placed, 2);
   Cycle();
   job = Job("elastic");
-  ASSERT_EQ(job["status"]["waitingPods"].size(), 2u) << job.dump();
+  // The two waiting pods wait for one reason: one entry stands for both.
+  ASSERT_EQ(job["status"]["waitingPods"].size(), 1u) << job.dump();
+  EXPECT_EQ(job["status"]["waitingPods"][0]["name"], "worker-2") << job.dump();
+  EXPECT_EQ(job["status"]["waitingPods"][0]["count"], 2) << job.dump();
   EXPECT_NE(job["status"]["waitingPods"][0]["reason"].get<std::string>().find("insufficient"),
             std::string::npos)
       << job.dump();
+  {
+    // Each of them shows it as a Pod, as kubectl sees it; the placed ones do not.
+    HttpRequest get;
+    get.method = "GET";
+    get.path = "/api/v1/namespaces/default/pods";
+    get.authorization = "Bearer " + admin_;
+    const HttpResponse pods = api_->Handle(get);
+    ASSERT_EQ(pods.status, 200) << pods.body;
+    std::map<std::string, std::string> scheduled;  // pod -> its PodScheduled message
+    const json list = json::parse(pods.body);
+    for (const json& pod : list["items"]) {
+      for (const json& c : pod["status"]["conditions"]) {
+        if (c["type"] == "PodScheduled") {
+          scheduled[pod["metadata"]["name"].get<std::string>()] = c.value("message", "");
+        }
+      }
+    }
+    for (const char* name : {"elastic-worker-2", "elastic-worker-3"}) {
+      EXPECT_NE(scheduled[name].find("insufficient"), std::string::npos) << name;
+    }
+    for (const char* name : {"elastic-worker-0", "elastic-worker-1"}) {
+      EXPECT_EQ(scheduled[name], "") << name;
+    }
+  }
 
   HttpRequest r;
   r.method = "DELETE";
