@@ -49,6 +49,13 @@ json CoreApiVersions() {
 json CoreResourceList() {
   json list = KubeResourceList("", "v1");
   list["resources"].push_back(ApiResource("nodes", "Node", false, {"get", "list"}, {"no"}));
+  // The pods' subresources served: their logs, and the eviction API (kubectl drain looks for
+  // pods/eviction with its group and version before it evicts rather than deletes).
+  list["resources"].push_back(ApiResource("pods/log", "Pod", true, {"get"}, {}));
+  json eviction = ApiResource("pods/eviction", "Eviction", true, {"create"}, {});
+  eviction["group"] = "policy";
+  eviction["version"] = "v1";
+  list["resources"].push_back(std::move(eviction));
   return list;
 }
 
@@ -99,6 +106,21 @@ json DiscoveryGroup(const std::string& group, const std::vector<json>& lists) {
     const std::string version = gv.substr(gv.find('/') + 1);
     json resources = json::array();
     for (const json& r : ListOf(Member(list, "resources"))) {
+      const std::string name = Str(r, "name");
+      if (const size_t slash = name.find('/'); slash != std::string::npos) {
+        // A subresource: listed under its resource, with the kind it answers in.
+        for (json& parent : resources) {
+          if (Str(parent, "resource") != name.substr(0, slash)) continue;
+          json kind = {
+              {"group", Member(r, "group").is_string() ? Member(r, "group") : json(group)},
+              {"version", Member(r, "version").is_string() ? Member(r, "version") : json(version)},
+              {"kind", Member(r, "kind")}};
+          parent["subresources"].push_back({{"subresource", name.substr(slash + 1)},
+                                            {"responseKind", std::move(kind)},
+                                            {"verbs", Member(r, "verbs")}});
+        }
+        continue;
+      }
       std::string singular = Str(r, "kind");
       for (char& c : singular) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       json entry = {

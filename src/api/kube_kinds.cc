@@ -404,6 +404,12 @@ json KubeObject(const KubeKind& kind, const json& stored) {
     if (Member(Member(out, "spec"), "suspend") == true && suspend == false) {
       out["spec"]["suspend"] = false;
     }
+    // Kubernetes' default selector (manualSelector unset): the pods with the Job's uid, which
+    // kubectl logs job/X and kubectl describe use to find the Job's own pods.
+    if (!Member(Member(out, "spec"), "selector").is_object()) {
+      out["spec"]["selector"] = {
+          {"matchLabels", {{"batch.kubernetes.io/controller-uid", RefOf(stored).uid}}}};
+    }
     out["status"] = BatchJobStatus(stored, out);
   } else if (kind.group == "batch.volcano.sh") {
     out["status"] = VolcanoJobStatus(stored, out);
@@ -451,16 +457,29 @@ ObjectRef RefOf(const json& stored) {
 
 std::vector<json> JobPods(const json& job) {
   static const KubeKind& pod_kind = *FindKubeKind("", "v1", "pods");
-  if (MadeFrom(job, pod_kind, "", "")) return {KubeObject(pod_kind, job)};
+  if (MadeFrom(job, pod_kind, "", "")) {
+    // Evicted after it finished: gone (as the other Jobs' pods, below).
+    const json& pods = ListOf(Member(Member(job, "status"), "pods"));
+    if (!pods.empty() && Member(pods[0], "removed") == true) return {};
+    return {KubeObject(pod_kind, job)};
+  }
   const json& meta = Member(job, "metadata");
   const std::string name = Str(meta, "name");
   const ObjectRef owner = RefOf(job);
   json labels = Member(meta, "labels").is_object() ? Member(meta, "labels") : json::object();
   labels["job-name"] = name;
   labels["batch.kubernetes.io/job-name"] = name;
+  // What the Job's selector matches (Kubernetes' Job controller labels its pods so): the pods
+  // of this Job alone, whatever other Jobs' pods carry.
+  labels["controller-uid"] = owner.uid;
+  labels["batch.kubernetes.io/controller-uid"] = owner.uid;
   std::vector<json> out;
   const std::unordered_map<std::string, const json*> entries = PodEntries(job);
   const WaitingReasons waiting(Member(job, "status"));
+  // A pod's uid: its Job's, its name and when its Job was admitted. A Job placed again (after
+  // an eviction, a preemption, its node's failure) has new pods, as Kubernetes' Job controller
+  // makes new ones (kubectl drain waits for the evicted pod's uid to change).
+  const std::string admitted = Str(Member(job, "status"), "admittedAt");
   static const json kNone;
   for (const json& task : ListOf(Member(Member(job, "spec"), "tasks"))) {
     const std::string task_name = Str(task, "name");
@@ -484,6 +503,9 @@ std::vector<json> JobPods(const json& job) {
       tpods.emplace_back(task_name + "-" + std::to_string(i), -1);
     }
     for (const auto& [tpod, index] : tpods) {
+      auto entry = entries.find(tpod);
+      // Evicted after its Job finished: gone, as Kubernetes deletes an evicted pod.
+      if (entry != entries.end() && Member(*entry->second, "removed") == true) continue;
       json pod_labels = labels;
       pod_labels["volcano.sh/task-spec"] = task_name;
       json annotations = {{std::string(kPodAnnotation), tpod}};
@@ -496,7 +518,7 @@ std::vector<json> JobPods(const json& job) {
                   {"metadata",
                    {{"name", name + "-" + tpod},
                     {"namespace", Str(meta, "namespace")},
-                    {"uid", DerivedUid(owner.uid, tpod)},
+                    {"uid", DerivedUid(owner.uid, admitted.empty() ? tpod : tpod + "@" + admitted)},
                     {"creationTimestamp", Member(meta, "creationTimestamp")},
                     {"resourceVersion", Member(meta, "resourceVersion")},
                     {"labels", std::move(pod_labels)},
@@ -511,7 +533,6 @@ std::vector<json> JobPods(const json& job) {
                     {"restartPolicy", Member(task, "restartPolicy").is_string()
                                           ? Member(task, "restartPolicy")
                                           : json("Never")}}}};
-      auto entry = entries.find(tpod);
       PodView(job, entry == entries.end() ? kNone : *entry->second, waiting, &pod);
       out.push_back(std::move(pod));
     }

@@ -930,9 +930,25 @@ constexpr FieldUse kBatchJobFields[] = {
 // A pod template: metadata (labels, annotations) and spec.
 constexpr FieldUse kTemplateFields[] = {{"metadata", ""}, {"spec", ""}};
 
+// Kubernetes' default selector, which the served Job carries and kubectl edit and replace send
+// back: not a choice of the client's, so not warned of.
+bool DefaultSelector(const json& spec) {
+  const json& selector = Member(spec, "selector");
+  const json& labels = Member(selector, "matchLabels");
+  return selector.is_object() && selector.size() == 1 && labels.is_object() &&
+         labels.size() == 1 && labels.contains("batch.kubernetes.io/controller-uid") &&
+         Member(spec, "manualSelector") != true;
+}
+
 Result<std::vector<json>> BatchJob(const Doc& d, const json& doc, Warnings* warnings) {
   const json& spec = Member(doc, "spec");
-  TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", kBatchJobFields, warnings));
+  if (DefaultSelector(spec)) {
+    json rest = spec;
+    rest.erase("selector");
+    TESSERA_RETURN_IF_ERROR(KnownFields(rest, "spec", kBatchJobFields, warnings));
+  } else {
+    TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", kBatchJobFields, warnings));
+  }
   json job = json::object(), task = {{"name", "main"}};
   CopyLifetime(spec, &job);
   const json& tmpl = Member(spec, "template");

@@ -146,6 +146,22 @@ constexpr Field kJobFields[] = {{1, "metadata", Type::kMessage, &kObjectMeta},
                                 {3, "status", Type::kSkipped}};
 constexpr Message kJob{"Job", kJobFields};
 
+// What kubectl delete and kubectl drain send (k8s.io/apimachinery meta/v1, k8s.io/api policy/v1).
+constexpr Field kPreconditionsFields[] = {{1, "uid", Type::kString},
+                                          {2, "resourceVersion", Type::kString}};
+constexpr Message kPreconditions{"Preconditions", kPreconditionsFields};
+constexpr Field kDeleteOptionsFields[] = {
+    {1, "gracePeriodSeconds", Type::kInt, nullptr, false, false, true},
+    {2, "preconditions", Type::kMessage, &kPreconditions},
+    {3, "orphanDependents", Type::kBool, nullptr, false, false, true},
+    {4, "propagationPolicy", Type::kString},
+    {5, "dryRun", Type::kString, nullptr, true},
+    {6, "ignoreStoreReadErrorWithClusterBreakingPotential", Type::kBool}};
+constexpr Message kDeleteOptions{"DeleteOptions", kDeleteOptionsFields};
+constexpr Field kEvictionFields[] = {{1, "metadata", Type::kMessage, &kObjectMeta},
+                                     {2, "deleteOptions", Type::kMessage, &kDeleteOptions}};
+constexpr Message kEviction{"Eviction", kEvictionFields};
+
 struct Kind {
   std::string_view api_version, kind;
   const Message* message;
@@ -154,7 +170,11 @@ constexpr Kind kKinds[] = {{"v1", "Namespace", &kNamespace},
                            {"v1", "ConfigMap", &kConfigMap},
                            {"v1", "ResourceQuota", &kResourceQuota},
                            {"scheduling.k8s.io/v1", "PriorityClass", &kPriorityClass},
-                           {"batch/v1", "Job", &kJob}};
+                           {"batch/v1", "Job", &kJob},
+                           {"v1", "DeleteOptions", &kDeleteOptions},
+                           {"meta.k8s.io/v1", "DeleteOptions", &kDeleteOptions},
+                           {"policy/v1", "Eviction", &kEviction},
+                           {"policy/v1beta1", "Eviction", &kEviction}};
 
 constexpr int kMaxDepth = 16;
 

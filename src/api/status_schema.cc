@@ -75,6 +75,8 @@ Status Pod(const json& pod, const std::string& path) {
   TESSERA_RETURN_IF_ERROR(f.Int("memoryMiB", &n, 0, kMaxInt64));
   TESSERA_RETURN_IF_ERROR(f.Int("index", &n, 0, kMaxInt32));  // an array's task
   TESSERA_RETURN_IF_ERROR(f.String("boundAt", &s));
+  bool removed = false;  // evicted after its Job finished: gone from the Pod views
+  TESSERA_RETURN_IF_ERROR(f.Bool("removed", &removed));
   TESSERA_RETURN_IF_ERROR(List(f, "devices", 64, Device));
   if (const json* st = f.Get("state")) TESSERA_RETURN_IF_ERROR(PodState(*st, f.At("state")));
   return f.Finish();

@@ -598,34 +598,29 @@ std::optional<std::vector<json>> List(const ResourceOptions& o, const std::strin
   return out;
 }
 
-// Cordons the node, then sends every Job bound to it back to Pending: the scheduling loop places
-// them elsewhere.
+// Cordons the node, then evicts each pod on it through the eviction API, as kubectl drain does:
+// a running Job goes back to its queue whole, a finished one stays finished (its pod is removed).
 int Drain(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
   if (int code = Cordon(o, true, out, err); code != 0) return code;
   int code = 0;
-  auto jobs = List(o, "/apis/tessera.io/v1/jobs", err, &code);
-  if (!jobs) return code;
+  auto pods = List(o, "/api/v1/pods?fieldSelector=spec.nodeName%3D" + o.name, err, &code);
+  if (!pods) return code;
   int evicted = 0;
-  for (const json& job : *jobs) {
-    bool here = false;
-    for (const json& pod : job.value("status", json::object()).value("pods", json::array())) {
-      here = here || (pod.is_object() && pod.value("node", "") == o.name);
-    }
-    if (!here) continue;
-    const std::string ns = job["metadata"]["namespace"], name = job["metadata"]["name"];
-    code = Update(
-        o, "/apis/tessera.io/v1/namespaces/" + ns + "/jobs/" + name,
-        [&](json& j) {
-          j["status"] = {{"phase", "Pending"},
-                         {"message", "evicted: node " + o.name + " was drained"}};
-          return true;
-        },
-        err);
-    if (code != 0) return code;
-    out << "jobs/" << name << " (namespace " << ns << ") evicted\n";
+  for (const json& pod : *pods) {
+    const std::string ns = pod["metadata"]["namespace"], name = pod["metadata"]["name"];
+    const json eviction = {{"apiVersion", "policy/v1"},
+                           {"kind", "Eviction"},
+                           {"metadata", {{"name", name}, {"namespace", ns}}}};
+    auto r = Send(o, "POST", "/api/v1/namespaces/" + ns + "/pods/" + name + "/eviction",
+                  eviction.dump(), "application/json", err, &code);
+    if (!r) return code;
+    if (r->status == 404) continue;  // gone meanwhile
+    if (r->status != 201) return Refused(*r, err);
+    out << "pods/" << name << " (namespace " << ns
+        << "): " << json::parse(r->body).value("message", "evicted") << "\n";
     ++evicted;
   }
-  out << "nodes/" << o.name << " drained (" << evicted << " job" << (evicted == 1 ? "" : "s")
+  out << "nodes/" << o.name << " drained (" << evicted << " pod" << (evicted == 1 ? "" : "s")
       << " evicted)\n";
   return 0;
 }
@@ -973,7 +968,8 @@ void AddResourceCommands(CLI::App& app, ResourceOptions& o) {
   };
   o.cordon = node_command("cordon", "Mark a node unschedulable");
   o.uncordon = node_command("uncordon", "Mark a node schedulable again");
-  o.drain = node_command("drain", "Cordon a node and send its jobs back to the queue");
+  o.drain = node_command("drain",
+                         "Cordon a node and evict its pods: running jobs go back to their queues");
 
   o.top = app.add_subcommand("top", "What is allocated: per node, per GPU or per queue");
   o.top->add_option("what", o.top_what, "nodes, gpus or queues")->required();

@@ -28,7 +28,8 @@ struct KubeRoute {
   const api::KubeKind* kind = nullptr;
   std::optional<std::string> ns;
   std::optional<std::string> name;
-  bool log = false;  // pods/{name}/log
+  bool log = false;       // pods/{name}/log
+  bool eviction = false;  // pods/{name}/eviction
 };
 
 // nullopt when the path names no served Kubernetes kind; an error for a malformed one.
@@ -59,8 +60,10 @@ std::optional<Result<KubeRoute>> ParseKubeRoute(std::string_view path) {
   if (i + 1 < parts.size()) r.name = std::string(parts[i + 1]);
   const std::string plural(r.kind->plural);
   if (i + 2 < parts.size()) {
-    r.log = r.kind->kind == "Pod" && parts[i + 2] == "log" && i + 3 == parts.size();
-    if (!r.log) {
+    const bool pod_sub = r.kind->kind == "Pod" && i + 3 == parts.size();
+    r.log = pod_sub && parts[i + 2] == "log";
+    r.eviction = pod_sub && parts[i + 2] == "eviction";
+    if (!r.log && !r.eviction) {
       return Result<KubeRoute>(
           NotFound(plural + " has no subresource \"" + std::string(parts[i + 2]) + "\" here"));
     }
@@ -167,6 +170,7 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
     return Error(s);
   }
 
+  if (route.eviction) return Evict(req, *route.ns, *route.name);
   if (route.log) {
     if (req.method != "GET") {
       return Reply(405, "application/json",

@@ -138,8 +138,25 @@ TEST(Kube, DiscoveryNamesEveryServedResource) {
   std::vector<std::string> core_names;
   for (const json& r : core["resources"]) core_names.push_back(r["name"]);
   EXPECT_EQ(core_names, (std::vector<std::string>{"pods", "configmaps", "resourcequotas", "events",
-                                                  "namespaces", "nodes"}));
-  EXPECT_EQ(core["resources"].back()["namespaced"], false);
+                                                  "namespaces", "nodes", "pods/log",
+                                                  "pods/eviction"}));
+  EXPECT_EQ(core["resources"][5]["namespaced"], false);
+  // kubectl drain evicts only where pods/eviction names its group and version.
+  EXPECT_EQ(core["resources"].back()["kind"], "Eviction");
+  EXPECT_EQ(core["resources"].back()["group"], "policy");
+  EXPECT_EQ(core["resources"].back()["version"], "v1");
+  // Aggregated discovery lists them under pods, as subresources.
+  const json aggregated = AggregatedDiscovery(true);
+  json pods;
+  for (const json& r : aggregated["items"][0]["versions"][0]["resources"]) {
+    EXPECT_EQ(r["resource"].get<std::string>().find('/'), std::string::npos) << r.dump();
+    if (r["resource"] == "pods") pods = r;
+  }
+  ASSERT_TRUE(pods.is_object());
+  ASSERT_EQ(pods["subresources"].size(), 2u) << pods.dump();
+  EXPECT_EQ(pods["subresources"][1]["subresource"], "eviction");
+  EXPECT_EQ(pods["subresources"][1]["responseKind"],
+            json({{"group", "policy"}, {"version", "v1"}, {"kind", "Eviction"}}));
   EXPECT_EQ(core["resources"][0]["shortNames"], json::array({"po"}));
   // Kubernetes' groups first (kubectl resolves "jobs" to batch/v1 as with kube-apiserver), then
   // Kueue's, Volcano's and Kubeflow's, Tessera's last.

@@ -104,5 +104,23 @@ TEST(KubeProtobuf, WhatCannotBeReadIsAnErrorNamingIt) {
       KubeProtobufToJson(std::string("k8s\0", 4) + Varint(2 << 3 | 2) + Varint(1000)).ok());
 }
 
+// What kubectl drain sends (policy/v1 Eviction with its DeleteOptions), and what kubectl delete
+// sends when it cannot evict (v1 DeleteOptions): a grace period of 0 is a value, not left out.
+TEST(KubeProtobuf, AnEvictionAndDeleteOptionsAsKubectlSendsThem) {
+  const std::string options = Int(1, 0) + Bytes(2, Bytes(1, "uid-1")) + Bytes(5, "All");
+  const std::string raw =
+      Bytes(1, Bytes(1, "train-main-0") + Bytes(3, "team-a")) + Bytes(2, options);
+  auto obj = KubeProtobufToJson(Envelope("policy/v1", "Eviction", raw));
+  ASSERT_TRUE(obj.ok()) << obj.status().message();
+  EXPECT_EQ(*obj, json::parse(R"({"apiVersion": "policy/v1", "kind": "Eviction",
+      "metadata": {"name": "train-main-0", "namespace": "team-a"},
+      "deleteOptions": {"gracePeriodSeconds": 0, "preconditions": {"uid": "uid-1"},
+                        "dryRun": ["All"]}})"));
+  auto del = KubeProtobufToJson(Envelope("v1", "DeleteOptions", Bytes(4, "Background")));
+  ASSERT_TRUE(del.ok()) << del.status().message();
+  EXPECT_EQ(*del, json::parse(R"({"apiVersion": "v1", "kind": "DeleteOptions",
+      "propagationPolicy": "Background"})"));
+}
+
 }  // namespace
 }  // namespace tessera::api

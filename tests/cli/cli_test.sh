@@ -142,8 +142,8 @@ sed 's/gpu-node-1/gpu-node-2/; s/GPU-0/GPU-20/; s/GPU-1/GPU-21/; s/labels: {nvid
   "$WORK/node.yaml" >"$WORK/node2.yaml"
 expect_exit 0 "$TESSERA" apply -f "$WORK/node2.yaml"
 expect_exit 0 "$TESSERA" drain gpu-node-1
-expect_out "jobs/stdin-pod (namespace team-a) evicted"
-expect_out "nodes/gpu-node-1 drained (1 job evicted)"
+expect_out "pods/stdin-pod (namespace team-a): evicted: pod stdin-pod was evicted (policy/v1 Eviction); job stdin-pod goes back to its queue whole"
+expect_out "nodes/gpu-node-1 drained (1 pod evicted)"
 await_out '"node": "gpu-node-2"' "$TESSERA" get job stdin-pod -n team-a -o json
 expect_exit 0 "$TESSERA" describe job stdin-pod -n team-a
 expect_out "Scheduled to gpu-node-2 GPU 0"

@@ -366,6 +366,66 @@ out=$(kubectl get job indexed -o jsonpath='{.status.succeeded} {.status.complete
 out=$(kubectl get job indexed 2>&1) || fail "get indexed: $out"
 grep -qE '^indexed +Complete +6/6 ' <<<"$out" || fail "indexed job table: $out"
 
+# kubectl drain: cordon, then policy/v1 evictions of the node's pods. A Job that succeeded on
+# the node keeps its outcome and never runs again, after uncordon too (the issue's case: drain
+# re-queued it and it ran twice); running work goes back to its queue.
+mkdir -m 1777 "$WORK/runs"
+cat >"$WORK/once.yaml" <<YAML
+apiVersion: batch/v1
+kind: Job
+metadata: {name: once}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: main
+        command: ["sh", "-c", "echo ran >> $WORK/runs/once"]
+YAML
+kubectl apply -f "$WORK/once.yaml" >/dev/null 2>&1 || fail "apply once"
+for _ in $(seq 200); do
+  [ "$(kubectl get job once -o jsonpath='{.status.succeeded}' 2>/dev/null)" = 1 ] && break
+  sleep 0.05
+done
+[ "$(cat "$WORK/runs/once" 2>/dev/null)" = ran ] || fail "once did not run: $(kubectl get job once -o yaml 2>&1)"
+out=$(timeout 60 kubectl drain dev --ignore-daemonsets --timeout=45s 2>&1) || fail "drain: $out"
+grep -q "pod/once-main-0 evicted" <<<"$out" || fail "drain did not evict once: $out"
+grep -q "node/dev drained" <<<"$out" || fail "drain said: $out"
+out=$(kubectl get pods --field-selector spec.nodeName=dev -o name 2>&1)
+[ -z "$out" ] || fail "pods left on the drained node: $out"
+kubectl uncordon dev >/dev/null 2>&1 || fail "uncordon after drain"
+sleep 3
+[ "$(cat "$WORK/runs/once")" = ran ] || fail "once ran again: $(cat "$WORK/runs/once")"
+out=$(kubectl get job once -o jsonpath='{.status.succeeded} {.status.conditions[0].type}' 2>&1)
+[ "$out" = "1 Complete" ] || fail "once after drain: $out"
+
+# kubectl logs job/X reads X's pod: the Job's selector (Kubernetes' default, its uid) matches its
+# pods alone, among the other Jobs' pods here (the issue's case: "Found 16 pods, using" another's).
+cat >"$WORK/sayhi.yaml" <<'YAML'
+apiVersion: batch/v1
+kind: Job
+metadata: {name: sayhi}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: main, command: ["sh", "-c", "echo hi from sayhi"]}]
+YAML
+kubectl apply -f "$WORK/sayhi.yaml" >/dev/null 2>&1 || fail "apply sayhi"
+for _ in $(seq 200); do
+  [ "$(kubectl get job sayhi -o jsonpath='{.status.succeeded}' 2>/dev/null)" = 1 ] && break
+  sleep 0.05
+done
+out=$(kubectl logs job/sayhi 2>&1) || fail "logs job/sayhi: $out"
+[ "$out" = "hi from sayhi" ] || fail "logs job/sayhi said: $out"
+uid=$(kubectl get job sayhi -o jsonpath='{.metadata.uid}')
+out=$(kubectl get job sayhi -o jsonpath='{.spec.selector.matchLabels}' 2>&1)
+grep -q "\"batch.kubernetes.io/controller-uid\":\"$uid\"" <<<"$out" || fail "selector: $out"
+out=$(kubectl get pods -l "batch.kubernetes.io/controller-uid=$uid" -o name 2>&1)
+[ "$out" = pod/sayhi-main-0 ] || fail "the selector's pods: $out"
+out=$(kubectl get job sayhi -o yaml 2>&1 | kubectl replace -f - 2>&1) || fail "replace: $out"
+grep -qi "warning" <<<"$out" && fail "replace of the served Job warned: $out"
+
 # Delete through kubectl removes the Tessera objects too.
 out=$(kubectl delete -f "$SEEDS/01-pod-gpu-training.yaml" 2>&1) || fail "delete: $out"
 grep -q 'pod "gpu-training" deleted' <<<"$out" || fail "delete said: $out"

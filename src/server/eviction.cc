@@ -1,0 +1,143 @@
+// The eviction API (policy/v1 Eviction, POST pods/{name}/eviction), as kubectl drain uses it.
+// A pod here is one of its Job's pods, so evicting it acts on the Job:
+// - a running Job goes back to its queue whole (a gang is never left half-placed), keeping an
+//   array's progress, and its pods get new uids, as the replacement pods of Kubernetes' Job
+//   controller do (kubectl drain waits for the evicted pod's uid to change);
+// - a finished Job never runs again: the pod is removed from its views (404 from then on) and
+//   the Job keeps its outcome;
+// - a pod not placed anywhere has nothing to give back.
+// Disruption budgets do not exist here: an eviction is never refused with 429.
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "api/job_array.h"
+#include "api/json_read.h"
+#include "api/json_text.h"
+#include "api/kube_kinds.h"
+#include "api/time.h"
+#include "server/api_common.h"
+#include "server/api_server.h"
+
+namespace tessera::server {
+
+using api::ListOf;
+using api::Member;
+using api::Str;
+using nlohmann::json;
+
+namespace {
+
+json Condition(const std::string& type, const std::string& reason, const std::string& message,
+               bool is_true, const std::string& at) {
+  return {{"type", type},
+          {"status", is_true ? "True" : "False"},
+          {"reason", reason},
+          {"message", message},
+          {"lastTransitionTime", at}};
+}
+
+// 201 Created with a Success Status, as kube-apiserver answers an eviction.
+HttpResponse Evicted(const std::string& pod, const std::string& message) {
+  return Json(201, {{"kind", "Status"},
+                    {"apiVersion", "v1"},
+                    {"metadata", json::object()},
+                    {"status", "Success"},
+                    {"code", 201},
+                    {"message", message},
+                    {"details", {{"name", pod}, {"kind", "pods"}}}});
+}
+
+}  // namespace
+
+HttpResponse ApiServer::Evict(const HttpRequest& req, const std::string& ns,
+                              const std::string& pod) {
+  if (req.method != "POST") {
+    return Reply(405, "application/json",
+                 StatusJson(405, "MethodNotAllowed", "an eviction is created with POST"));
+  }
+  auto body = api::ParseJson(req.body);
+  if (!body.ok()) return Error(body.status());
+  if (!body->is_object()) return Error(InvalidArgument("body: must be a policy/v1 Eviction"));
+  const std::string kind = Str(*body, "kind"), version = Str(*body, "apiVersion");
+  if ((!kind.empty() && kind != "Eviction") ||
+      (!version.empty() && version != "policy/v1" && version != "policy/v1beta1")) {
+    return Error(
+        InvalidArgument("body: must be a policy/v1 Eviction, not " + version + " " + kind));
+  }
+  const std::string named = Str(Member(*body, "metadata"), "name");
+  if (!named.empty() && named != pod) {
+    return Error(InvalidArgument("name in URL does not match name in Eviction object"));
+  }
+  bool dry_run = DryRun(req);
+  for (const json& d : ListOf(Member(Member(*body, "deleteOptions"), "dryRun"))) {
+    dry_run = dry_run || d == "All";
+  }
+
+  // The Job behind the pod: the pod is "<job>-<task>-<i>" (or the Job itself, for one made from
+  // a Pod), so its Job's name is a prefix ending before a dash.
+  std::vector<std::string> candidates = {pod};
+  for (size_t dash = pod.rfind('-'); dash != std::string::npos && dash > 0;
+       dash = pod.rfind('-', dash - 1)) {
+    candidates.push_back(pod.substr(0, dash));
+  }
+  std::optional<store::StoredObject> job;
+  json pod_view;
+  for (const std::string& name : candidates) {
+    auto got = store_->Get({"Job", ns, name});
+    if (!got.ok()) return Error(got.status());
+    if (!got->has_value()) continue;
+    for (json& v : api::JobPods(Served(**got))) {
+      if (Str(v["metadata"], "name") == pod) {
+        job = std::move(**got);
+        pod_view = std::move(v);
+        break;
+      }
+    }
+    if (job) break;
+  }
+  if (!job) return Error(NotFound("pods \"" + pod + "\" not found"));
+  json obj = json::parse(job->body);
+  json& status = obj["status"];
+  const std::string phase = Str(status, "phase");
+  const std::string task_pod = api::TesseraPodName(pod_view);
+  const std::string job_name = Str(obj["metadata"], "name");
+  const std::string at = api::FormatTime(clock_());
+  std::string message;
+  if (phase == "Succeeded" || phase == "Failed") {
+    // Finished work never runs again: the pod goes, the Job keeps its outcome.
+    bool found = false;
+    for (json& p : status["pods"]) {
+      if (p.is_object() && Str(p, "name") == task_pod) {
+        p["removed"] = true;
+        found = true;
+      }
+    }
+    message = "pod " + pod + " removed; job " + job_name + " had " +
+              (phase == "Succeeded" ? "succeeded" : "failed") + " and does not run again";
+    if (!found) return Evicted(pod, message);
+  } else if (phase == "Admitted" && !Str(Member(pod_view, "spec"), "nodeName").empty()) {
+    message = "evicted: pod " + pod + " was evicted (policy/v1 Eviction); job " + job_name +
+              " goes back to its queue whole";
+    json next = {{"phase", "Pending"},
+                 {"message", message},
+                 {"conditions",
+                  {Condition("Evicted", "Evicted", message, true, at),
+                   Condition("QuotaReserved", "Pending", message, false, at),
+                   Condition("Admitted", "NoReservation", message, false, at)}}};
+    api::KeepProgress(status, &next);
+    status = std::move(next);
+  } else {
+    return Evicted(pod, "pod " + pod + " is not placed: nothing to evict");
+  }
+  if (!dry_run) {
+    const store::Write w{
+        store::Write::Op::kPut, {"Job", ns, job_name}, StoredBody(obj), job->version};
+    auto r = Commit(std::span<const store::Write>(&w, 1));
+    if (!r.ok()) return Error(r.status());
+  }
+  return Evicted(pod, message);
+}
+
+}  // namespace tessera::server
