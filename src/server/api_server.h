@@ -224,7 +224,10 @@ class ApiServer {
   HttpResponse VolcanoCommands(const HttpRequest& req, const Principal& who,
                                const std::optional<std::string>& ns,
                                const std::optional<std::string>& name);
-  // POST pods/{pod}/eviction in `ns` (a policy/v1 Eviction): see server/eviction.cc.
+  // The pods' subresources (server/pod_subresources.cc): GET pods/{pod}/log in `ns`, and POST
+  // pods/{pod}/eviction (a policy/v1 Eviction).
+  HttpResponse PodLog(const HttpRequest& req, const Principal& who, const std::string& ns,
+                      const std::string& pod);
   HttpResponse Evict(const HttpRequest& req, const std::string& ns, const std::string& pod);
   // Volcano's admission rule: a Job or PodGroup `obj` (Tessera kinds) created in, or moved to,
   // a Volcano Queue that is not Open is refused with Volcano's words. `old`: the stored object,

@@ -171,34 +171,7 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
   }
 
   if (route.eviction) return Evict(req, *route.ns, *route.name);
-  if (route.log) {
-    if (req.method != "GET") {
-      return Reply(405, "application/json",
-                   StatusJson(405, "MethodNotAllowed", "a pod's log is read with GET"));
-    }
-    auto pods = all_pods(*route.name);
-    if (!pods.ok()) return Error(pods.status());
-    if (pods->empty()) return Error(NotFound(Named(kind, *route.name) + " not found"));
-    const json& pod = (*pods)[0];
-    const json& container = Member(Member(pod, "spec"), "containers")[0];
-    if (auto c = req.query.find("container");
-        c != req.query.end() && !c->second.empty() && c->second != Str(container, "name")) {
-      return Error(InvalidArgument("container: pod " + *route.name + " has one container, \"" +
-                                   Str(container, "name") + "\""));
-    }
-    if (auto p = req.query.find("previous"); p != req.query.end() && p->second == "true") {
-      return Error(InvalidArgument(
-          "previous: a restarted container's output is kept in the same log; read it without "
-          "previous"));
-    }
-    const json& owners = Member(Member(pod, "metadata"), "ownerReferences");
-    const std::string job =
-        owners.is_array() && !owners.empty() ? Str(owners[0], "name") : *route.name;
-    HttpRequest inner = req;
-    inner.query["pod"] = api::TesseraPodName(pod);
-    if (Status s = AuthorizeLogs(inner, who, *route.ns, job); !s.ok()) return Error(s);
-    return Logs(inner, *route.ns, job);
-  }
+  if (route.log) return PodLog(req, who, *route.ns, *route.name);
 
   if (req.method == "GET") {
     const bool one = route.name.has_value();
@@ -523,6 +496,17 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
       for (const char* k :
            {"uid", "creationTimestamp", "generation", "managedFields", "selfLink"}) {
         doc["metadata"].erase(k);
+      }
+    }
+    // A placed Pod's spec.nodeName is the scheduler's (the view says where it runs): sent back
+    // as it was read, it does not ask to pin the pod there (it made labelling a running pod
+    // fail as a change of its node selector).
+    if (kind.kind == "Pod" && !before.empty() && Member(doc, "spec").is_object()) {
+      const json& sent = Member(doc["spec"], "nodeName");
+      if (sent.is_string() &&
+          !Member(Member(api::SourceOf(before[0].obj), "spec"), "nodeName").is_string() &&
+          sent == Member(Member(views(before)[0], "spec"), "nodeName")) {
+        doc["spec"].erase("nodeName");
       }
     }
   }

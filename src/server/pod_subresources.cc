@@ -1,4 +1,6 @@
-// The eviction API (policy/v1 Eviction, POST pods/{name}/eviction), as kubectl drain uses it.
+// The pods' subresources: log (GET pods/{name}/log) and the eviction API (policy/v1 Eviction,
+// POST pods/{name}/eviction), as kubectl logs and kubectl drain use them.
+//
 // A pod here is one of its Job's pods, so evicting it acts on the Job:
 // - a running Job goes back to its queue whole (a gang is never left half-placed), keeping an
 //   array's progress, and its pods get new uids, as the replacement pods of Kubernetes' Job
@@ -49,7 +51,62 @@ HttpResponse Evicted(const std::string& pod, const std::string& message) {
                     {"details", {{"name", pod}, {"kind", "pods"}}}});
 }
 
+// A pod and the stored Job whose view it is. The pod is "<job>-<task>-<i>" (or the Job itself,
+// for one made from a Pod), so its Job's name is a prefix of its name ending before a dash: a
+// few reads, not a walk over every Job of the namespace.
+struct FoundPod {
+  store::StoredObject job;
+  json view;
+};
+Result<std::optional<FoundPod>> FindPod(store::Store& store, const std::string& ns,
+                                        const std::string& pod) {
+  std::vector<std::string> candidates = {pod};
+  for (size_t dash = pod.rfind('-'); dash != std::string::npos && dash > 0;
+       dash = pod.rfind('-', dash - 1)) {
+    candidates.push_back(pod.substr(0, dash));
+  }
+  for (const std::string& name : candidates) {
+    auto got = store.Get({"Job", ns, name});
+    if (!got.ok()) return got.status();
+    if (!got->has_value()) continue;
+    for (json& v : api::JobPods(Served(**got))) {
+      if (Str(v["metadata"], "name") == pod) {
+        return std::optional<FoundPod>(FoundPod{std::move(**got), std::move(v)});
+      }
+    }
+  }
+  return std::optional<FoundPod>();
+}
+
 }  // namespace
+
+HttpResponse ApiServer::PodLog(const HttpRequest& req, const Principal& who, const std::string& ns,
+                               const std::string& pod) {
+  if (req.method != "GET") {
+    return Reply(405, "application/json",
+                 StatusJson(405, "MethodNotAllowed", "a pod's log is read with GET"));
+  }
+  auto found = FindPod(*store_, ns, pod);
+  if (!found.ok()) return Error(found.status());
+  if (!found->has_value()) return Error(NotFound("pods \"" + pod + "\" not found"));
+  const json& view = (*found)->view;
+  const json& container = Member(Member(view, "spec"), "containers")[0];
+  if (auto c = req.query.find("container");
+      c != req.query.end() && !c->second.empty() && c->second != Str(container, "name")) {
+    return Error(InvalidArgument("container: pod " + pod + " has one container, \"" +
+                                 Str(container, "name") + "\""));
+  }
+  if (auto p = req.query.find("previous"); p != req.query.end() && p->second == "true") {
+    return Error(InvalidArgument(
+        "previous: a restarted container's output is kept in the same log; read it without "
+        "previous"));
+  }
+  const std::string job = (*found)->job.key.name;
+  HttpRequest inner = req;
+  inner.query["pod"] = api::TesseraPodName(view);
+  if (Status s = AuthorizeLogs(inner, who, ns, job); !s.ok()) return Error(s);
+  return Logs(inner, ns, job);
+}
 
 HttpResponse ApiServer::Evict(const HttpRequest& req, const std::string& ns,
                               const std::string& pod) {
@@ -75,30 +132,11 @@ HttpResponse ApiServer::Evict(const HttpRequest& req, const std::string& ns,
     dry_run = dry_run || d == "All";
   }
 
-  // The Job behind the pod: the pod is "<job>-<task>-<i>" (or the Job itself, for one made from
-  // a Pod), so its Job's name is a prefix ending before a dash.
-  std::vector<std::string> candidates = {pod};
-  for (size_t dash = pod.rfind('-'); dash != std::string::npos && dash > 0;
-       dash = pod.rfind('-', dash - 1)) {
-    candidates.push_back(pod.substr(0, dash));
-  }
-  std::optional<store::StoredObject> job;
-  json pod_view;
-  for (const std::string& name : candidates) {
-    auto got = store_->Get({"Job", ns, name});
-    if (!got.ok()) return Error(got.status());
-    if (!got->has_value()) continue;
-    for (json& v : api::JobPods(Served(**got))) {
-      if (Str(v["metadata"], "name") == pod) {
-        job = std::move(**got);
-        pod_view = std::move(v);
-        break;
-      }
-    }
-    if (job) break;
-  }
-  if (!job) return Error(NotFound("pods \"" + pod + "\" not found"));
-  json obj = json::parse(job->body);
+  auto found = FindPod(*store_, ns, pod);
+  if (!found.ok()) return Error(found.status());
+  if (!found->has_value()) return Error(NotFound("pods \"" + pod + "\" not found"));
+  auto& [job, pod_view] = **found;
+  json obj = json::parse(job.body);
   json& status = obj["status"];
   const std::string phase = Str(status, "phase");
   const std::string task_pod = api::TesseraPodName(pod_view);
@@ -133,7 +171,7 @@ HttpResponse ApiServer::Evict(const HttpRequest& req, const std::string& ns,
   }
   if (!dry_run) {
     const store::Write w{
-        store::Write::Op::kPut, {"Job", ns, job_name}, StoredBody(obj), job->version};
+        store::Write::Op::kPut, {"Job", ns, job_name}, StoredBody(obj), job.version};
     auto r = Commit(std::span<const store::Write>(&w, 1));
     if (!r.ok()) return Error(r.status());
   }
