@@ -65,6 +65,7 @@ std::vector<Assignment> AssignedTo(const json& jobs, const std::string& node) {
       a.job = Str(meta, "name");
       a.pod = Str(pods[i], "name");
       a.key = a.ns + "/" + a.job + "/" + a.pod;
+      a.uid = Str(meta, "uid");
       a.pod_index = i;
       a.task = *task_of[i];
       a.devices = pods[i].value("devices", json::array());
@@ -155,8 +156,8 @@ std::string ShareRegionPath(const std::string& root, const std::string& key) {
   return std::filesystem::absolute(root + "/work/" + key + "/.tessera-share/region").string();
 }
 
-std::string PodLogPath(const std::string& root, const std::string& key) {
-  return root + "/logs/" + key + ".log";
+std::string PodLogPath(const std::string& root, const std::string& key, const std::string& uid) {
+  return root + "/logs/" + key + (uid.empty() ? "" : "." + uid) + ".log";
 }
 
 namespace {
@@ -274,7 +275,7 @@ Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std
   ProcessSpec spec;
   spec.key = a.key;
   spec.workdir = root + "/work/" + a.key;
-  spec.log_path = PodLogPath(root, a.key);
+  spec.log_path = PodLogPath(root, a.key, a.uid);
   int64_t uid = Int(a.task, "runAsUser", -1), gid = Int(a.task, "runAsGroup", -1);
   std::vector<std::string> command;
   for (const char* part : {"command", "args"}) {

@@ -17,6 +17,7 @@ namespace tessera::agent {
 struct Assignment {
   std::string key;  // "<ns>/<job>/<pod>"
   std::string ns, job, pod;
+  std::string uid;         // the Job's: its output goes to that Job alone
   size_t pod_index = 0;    // into the Job's status.pods
   nlohmann::json task;     // the Job's spec.tasks entry of this pod
   nlohmann::json devices;  // status.pods[i].devices
@@ -40,8 +41,9 @@ struct Assignment {
   bool mpi_launcher() const;
 };
 
-// Where pod `key`'s output is kept under the agent's root.
-std::string PodLogPath(const std::string& root, const std::string& key);
+// Where the output of pod `key` of the Job of `uid` is kept under the agent's root (a Job created
+// again under the same name writes another file).
+std::string PodLogPath(const std::string& root, const std::string& key, const std::string& uid);
 
 // The pods of Admitted Jobs bound to `node`.
 std::vector<Assignment> AssignedTo(const nlohmann::json& jobs, const std::string& node);

@@ -121,7 +121,7 @@ int64_t Worker::GraceMs(const std::string& key) const {
 
 void Worker::AdoptPod(PodState& p) {
   const std::string& key = p.assignment.key;
-  p.log_path = PodLogPath(options_.root, key);
+  p.log_path = PodLogPath(options_.root, key, p.assignment.uid);
   std::ifstream shipped(runner_.StateFile(key, ".shipped"));
   if (!(shipped >> p.log_offset)) p.log_offset = 0;
   const json& stored = p.assignment.state;
@@ -381,7 +381,8 @@ Status Worker::ShipLogs(PodState& p) {
   std::string data(static_cast<size_t>(n), '\0');
   in.read(data.data(), n);
   const Assignment& a = p.assignment;
-  auto r = api_.Call("POST", JobPath(a) + "/logs?pod=" + a.pod, data, "text/plain");
+  auto r =
+      api_.Call("POST", JobPath(a) + "/logs?pod=" + a.pod + "&uid=" + a.uid, data, "text/plain");
   if (!r.ok()) return r.status();
   if (r->status == 200 || r->status == 404) {
     p.log_offset += n;
@@ -530,6 +531,9 @@ Status Worker::Tick(int64_t now_ms) {
     if (jobs.ok() && !wanted.contains(it->first) && !runner_.Running(it->first) && shipped) {
       std::filesystem::remove(runner_.StateFile(it->first, ".shipped"), ec);
       std::filesystem::remove(runner_.StateFile(it->first, ".uid"), ec);
+      // Its output is on the server: a pod of the same name (a Job created again) starts with
+      // none of it.
+      if (!p.log_path.empty()) std::filesystem::remove(p.log_path, ec);
       it = pods_.erase(it);
     } else {
       ++it;

@@ -412,11 +412,12 @@ class WatchStream : public ResponseStream, public std::enable_shared_from_this<W
 // Follows one pod's log: what is there (its tail), then what is appended.
 class LogStream : public ResponseStream, public std::enable_shared_from_this<LogStream> {
  public:
-  LogStream(LogStore& logs, std::string ns, std::string job, std::string pod, std::string first,
-            LogStore::Position from)
+  LogStream(LogStore& logs, std::string ns, std::string job, std::string uid, std::string pod,
+            std::string first, LogStore::Position from)
       : logs_(logs),
         ns_(std::move(ns)),
         job_(std::move(job)),
+        uid_(std::move(uid)),
         pod_(std::move(pod)),
         first_(std::move(first)),
         from_(from) {}
@@ -424,13 +425,13 @@ class LogStream : public ResponseStream, public std::enable_shared_from_this<Log
   void Next(std::function<void(std::optional<std::string>)> emit) override {
     if (!first_.empty()) return emit(std::exchange(first_, std::string()));
     for (;;) {
-      auto more = logs_.Since(ns_, job_, pod_, &from_);
+      auto more = logs_.Since(ns_, job_, uid_, pod_, &from_);
       if (!more.ok()) return emit(std::nullopt);
       if (!more->empty()) return emit(std::move(more).value());
       std::weak_ptr<LogStream> weak = shared_from_this();
       std::lock_guard<std::mutex> lock(mu_);
       if (cancelled_) return;
-      auto sub = logs_.Subscribe(ns_, job_, pod_, from_, [weak, emit] {
+      auto sub = logs_.Subscribe(ns_, job_, uid_, pod_, from_, [weak, emit] {
         if (auto self = weak.lock()) self->Next(emit);
       });
       if (sub) {
@@ -447,7 +448,7 @@ class LogStream : public ResponseStream, public std::enable_shared_from_this<Log
 
  private:
   LogStore& logs_;
-  const std::string ns_, job_, pod_;
+  const std::string ns_, job_, uid_, pod_;
   std::string first_;
   LogStore::Position from_;
   std::mutex mu_;
@@ -1194,18 +1195,24 @@ HttpResponse ApiServer::Logs(const HttpRequest& req, const std::string& ns,
                              const std::string& job) {
   const auto pod_it = req.query.find("pod");
   std::string pod = pod_it == req.query.end() ? "" : pod_it->second;
-  if (req.method == "POST") {
-    if (pod.empty()) return Error(InvalidArgument("pod: name the pod whose output this is"));
-    if (Status s = logs_.Append(ns, job, pod, req.body); !s.ok()) return Error(s);
-    return Json(200, {{"kind", "Status"}, {"status", "Success"}});
-  }
-  if (req.method != "GET") {
+  if (req.method != "GET" && req.method != "POST") {
     return Reply(405, "application/json",
                  StatusJson(405, "MethodNotAllowed", "logs are read with GET, shipped with POST"));
   }
   auto job_obj = store_->Get({"Job", ns, job});
   if (!job_obj.ok()) return Error(job_obj.status());
   if (!job_obj->has_value()) return Error(NotFound("Job " + ns + "/" + job + " not found"));
+  // A log belongs to one Job: the one of this name now, by its uid.
+  const std::string uid = Str(Member(json::parse((*job_obj)->body), "metadata"), "uid");
+  if (req.method == "POST") {
+    if (pod.empty()) return Error(InvalidArgument("pod: name the pod whose output this is"));
+    // Output of a Job that was deleted (and perhaps created again under its name) is dropped.
+    if (auto sent = req.query.find("uid"); sent != req.query.end() && sent->second != uid) {
+      return Error(NotFound("Job " + ns + "/" + job + " of uid " + sent->second + " is gone"));
+    }
+    if (Status s = logs_.Append(ns, job, uid, pod, req.body); !s.ok()) return Error(s);
+    return Json(200, {{"kind", "Status"}, {"status", "Success"}});
+  }
   int64_t tail = -1;
   if (auto it = req.query.find("tailLines"); it != req.query.end()) {
     if (it->second.empty() || it->second.size() > 9 ||
@@ -1217,7 +1224,7 @@ HttpResponse ApiServer::Logs(const HttpRequest& req, const std::string& ns,
   }
   const bool follow = req.query.contains("follow") &&
                       (req.query.at("follow") == "1" || req.query.at("follow") == "true");
-  std::vector<std::string> pods = logs_.Pods(ns, job);
+  std::vector<std::string> pods = logs_.Pods(ns, job, uid);
   if (!pod.empty()) {
     if (Status s = api::ValidateName(pod, true, "pod"); !s.ok()) return Error(s);
     pods = {pod};
@@ -1230,11 +1237,11 @@ HttpResponse ApiServer::Logs(const HttpRequest& req, const std::string& ns,
     }
     if (pods.empty()) return Error(InvalidArgument("pod: no output yet; name the pod to follow"));
     LogStore::Position end;
-    auto first = logs_.Tail(ns, job, pods[0], tail, &end);
+    auto first = logs_.Tail(ns, job, uid, pods[0], tail, &end);
     if (!first.ok()) return Error(first.status());
     HttpResponse out;
     out.content_type = "text/plain";
-    out.stream = std::make_shared<LogStream>(logs_, ns, job, pods[0], *first, end);
+    out.stream = std::make_shared<LogStream>(logs_, ns, job, uid, pods[0], *first, end);
     if (auto it = req.query.find("timeoutSeconds"); it != req.query.end()) {
       out.stream_seconds = std::max(1, std::atoi(it->second.c_str()));
     }
@@ -1243,7 +1250,7 @@ HttpResponse ApiServer::Logs(const HttpRequest& req, const std::string& ns,
   std::string text;
   for (const std::string& p : pods) {
     LogStore::Position end;
-    auto t = logs_.Tail(ns, job, p, tail, &end);
+    auto t = logs_.Tail(ns, job, uid, p, tail, &end);
     if (!t.ok()) return Error(t.status());
     if (pods.size() == 1) {
       text = std::move(t).value();

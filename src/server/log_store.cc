@@ -38,19 +38,27 @@ std::string ReadRange(const std::string& path, int64_t from, int64_t* size) {
 
 }  // namespace
 
-Status LogStore::CheckNames(std::string_view ns, std::string_view job, std::string_view pod) const {
+Status LogStore::CheckNames(std::string_view ns, std::string_view job, std::string_view uid,
+                            std::string_view pod) const {
   if (Status s = api::ValidateName(ns, true, "namespace"); !s.ok()) return s;
   if (Status s = api::ValidateName(job, false, "job"); !s.ok()) return s;
+  if (uid.empty() || uid.size() > 64 || !std::all_of(uid.begin(), uid.end(), [](char c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == '-';
+      })) {
+    return InvalidArgument("uid: must be the Job's uid");
+  }
   return api::ValidateName(pod, true, "pod");
 }
 
-std::string LogStore::PathOf(std::string_view ns, std::string_view job,
+std::string LogStore::PathOf(std::string_view ns, std::string_view job, std::string_view uid,
                              std::string_view pod) const {
-  return dir_ + "/" + std::string(ns) + "/" + std::string(job) + "/" + std::string(pod) + ".log";
+  return dir_ + "/" + std::string(ns) + "/" + std::string(job) + "/" + std::string(uid) + "/" +
+         std::string(pod) + ".log";
 }
 
-std::string LogStore::Key(std::string_view ns, std::string_view job, std::string_view pod) {
-  return std::string(ns) + "/" + std::string(job) + "/" + std::string(pod);
+std::string LogStore::Key(std::string_view ns, std::string_view job, std::string_view uid,
+                          std::string_view pod) {
+  return std::string(ns) + "/" + std::string(job) + "/" + std::string(uid) + "/" + std::string(pod);
 }
 
 bool LogStore::Grown(const std::string& key, const Position& from) const {
@@ -59,10 +67,10 @@ bool LogStore::Grown(const std::string& key, const Position& from) const {
   return it->second.generation != from.generation || it->second.offset > from.offset;
 }
 
-Status LogStore::Append(std::string_view ns, std::string_view job, std::string_view pod,
-                        std::string_view data) {
-  if (Status s = CheckNames(ns, job, pod); !s.ok()) return s;
-  const std::string path = PathOf(ns, job, pod), key = Key(ns, job, pod);
+Status LogStore::Append(std::string_view ns, std::string_view job, std::string_view uid,
+                        std::string_view pod, std::string_view data) {
+  if (Status s = CheckNames(ns, job, uid, pod); !s.ok()) return s;
+  const std::string path = PathOf(ns, job, uid, pod), key = Key(ns, job, uid, pod);
   std::vector<std::function<void()>> wake;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -98,22 +106,23 @@ Status LogStore::Append(std::string_view ns, std::string_view job, std::string_v
   return Status::Ok();
 }
 
-std::vector<std::string> LogStore::Pods(std::string_view ns, std::string_view job) const {
+std::vector<std::string> LogStore::Pods(std::string_view ns, std::string_view job,
+                                        std::string_view uid) const {
   std::vector<std::string> out;
-  if (!CheckNames(ns, job, "x").ok()) return out;
+  if (!CheckNames(ns, job, uid, "x").ok()) return out;
   std::error_code ec;
-  for (const auto& e :
-       fs::directory_iterator(dir_ + "/" + std::string(ns) + "/" + std::string(job), ec)) {
+  for (const auto& e : fs::directory_iterator(
+           dir_ + "/" + std::string(ns) + "/" + std::string(job) + "/" + std::string(uid), ec)) {
     if (e.path().extension() == ".log") out.push_back(e.path().stem().string());
   }
   std::sort(out.begin(), out.end());
   return out;
 }
 
-Result<std::string> LogStore::Tail(std::string_view ns, std::string_view job, std::string_view pod,
-                                   int64_t tail_lines, Position* end) const {
-  if (Status s = CheckNames(ns, job, pod); !s.ok()) return s;
-  const std::string path = PathOf(ns, job, pod);
+Result<std::string> LogStore::Tail(std::string_view ns, std::string_view job, std::string_view uid,
+                                   std::string_view pod, int64_t tail_lines, Position* end) const {
+  if (Status s = CheckNames(ns, job, uid, pod); !s.ok()) return s;
+  const std::string path = PathOf(ns, job, uid, pod);
   std::lock_guard<std::mutex> lock(mu_);
   int64_t size = 0;
   std::string all = ReadRange(path, 0, &size);
@@ -129,10 +138,10 @@ Result<std::string> LogStore::Tail(std::string_view ns, std::string_view job, st
   return pos == std::string::npos || pos == 0 ? all : all.substr(pos + 1);
 }
 
-Result<std::string> LogStore::Since(std::string_view ns, std::string_view job, std::string_view pod,
-                                    Position* from) const {
-  if (Status s = CheckNames(ns, job, pod); !s.ok()) return s;
-  const std::string path = PathOf(ns, job, pod);
+Result<std::string> LogStore::Since(std::string_view ns, std::string_view job, std::string_view uid,
+                                    std::string_view pod, Position* from) const {
+  if (Status s = CheckNames(ns, job, uid, pod); !s.ok()) return s;
+  const std::string path = PathOf(ns, job, uid, pod);
   std::lock_guard<std::mutex> lock(mu_);
   const int64_t generation = ReadGeneration(path);
   if (generation != from->generation) *from = {generation, 0};
@@ -143,9 +152,9 @@ Result<std::string> LogStore::Since(std::string_view ns, std::string_view job, s
 }
 
 std::optional<uint64_t> LogStore::Subscribe(std::string_view ns, std::string_view job,
-                                            std::string_view pod, Position from,
-                                            std::function<void()> wake) {
-  const std::string key = Key(ns, job, pod);
+                                            std::string_view uid, std::string_view pod,
+                                            Position from, std::function<void()> wake) {
+  const std::string key = Key(ns, job, uid, pod);
   std::lock_guard<std::mutex> lock(mu_);
   if (Grown(key, from)) return std::nullopt;
   const uint64_t id = next_id_++;

@@ -1,4 +1,5 @@
-// Job logs shipped by the node agents: one file per pod under <data-dir>/logs/<ns>/<job>/,
+// Job logs shipped by the node agents: one file per pod under <data-dir>/logs/<ns>/<job>/<uid>/
+// (a log belongs to one Job: one deleted and created again under its name starts anew),
 // capped (the oldest half goes to <pod>.log.1 when a file outgrows the cap), read by tail or
 // followed as lines arrive. Thread-safe.
 #ifndef TESSERA_SERVER_LOG_STORE_H_
@@ -23,11 +24,12 @@ class LogStore {
       : dir_(std::move(dir)), max_bytes_(max_bytes_per_pod) {}
 
   // Appends to a pod's log. Names must be DNS labels (namespace, pod) or subdomains (job).
-  Status Append(std::string_view ns, std::string_view job, std::string_view pod,
-                std::string_view data);
+  Status Append(std::string_view ns, std::string_view job, std::string_view uid,
+                std::string_view pod, std::string_view data);
 
   // The pods that have logs, by name.
-  std::vector<std::string> Pods(std::string_view ns, std::string_view job) const;
+  std::vector<std::string> Pods(std::string_view ns, std::string_view job,
+                                std::string_view uid) const;
 
   // A position in a pod's log that survives rotation: the rotation count and the byte offset.
   struct Position {
@@ -36,18 +38,19 @@ class LogStore {
   };
 
   // The last `tail_lines` lines (all when < 0) of the current file, and the position after them.
-  Result<std::string> Tail(std::string_view ns, std::string_view job, std::string_view pod,
-                           int64_t tail_lines, Position* end) const;
+  Result<std::string> Tail(std::string_view ns, std::string_view job, std::string_view uid,
+                           std::string_view pod, int64_t tail_lines, Position* end) const;
   // What was appended since `*from` (from the start of the current file after a rotation);
   // advances `*from`.
-  Result<std::string> Since(std::string_view ns, std::string_view job, std::string_view pod,
-                            Position* from) const;
+  Result<std::string> Since(std::string_view ns, std::string_view job, std::string_view uid,
+                            std::string_view pod, Position* from) const;
 
   // Registers `wake` to be called once, by the appending thread with no lock held, when the
   // pod's log grows past `from`. Never calls `wake` itself: when the log already has, registers
   // nothing and returns nullopt (the caller reads again). Otherwise an id for Unsubscribe.
-  std::optional<uint64_t> Subscribe(std::string_view ns, std::string_view job, std::string_view pod,
-                                    Position from, std::function<void()> wake);
+  std::optional<uint64_t> Subscribe(std::string_view ns, std::string_view job, std::string_view uid,
+                                    std::string_view pod, Position from,
+                                    std::function<void()> wake);
   void Unsubscribe(uint64_t id);
 
  private:
@@ -56,9 +59,12 @@ class LogStore {
     Position from;
     std::function<void()> wake;
   };
-  Status CheckNames(std::string_view ns, std::string_view job, std::string_view pod) const;
-  std::string PathOf(std::string_view ns, std::string_view job, std::string_view pod) const;
-  static std::string Key(std::string_view ns, std::string_view job, std::string_view pod);
+  Status CheckNames(std::string_view ns, std::string_view job, std::string_view uid,
+                    std::string_view pod) const;
+  std::string PathOf(std::string_view ns, std::string_view job, std::string_view uid,
+                     std::string_view pod) const;
+  static std::string Key(std::string_view ns, std::string_view job, std::string_view uid,
+                         std::string_view pod);
   bool Grown(const std::string& key, const Position& from) const;  // mu_ held
 
   const std::string dir_;

@@ -425,6 +425,18 @@ out=$(kubectl get pods -l "batch.kubernetes.io/controller-uid=$uid" -o name 2>&1
 [ "$out" = pod/sayhi-main-0 ] || fail "the selector's pods: $out"
 out=$(kubectl get job sayhi -o yaml 2>&1 | kubectl replace -f - 2>&1) || fail "replace: $out"
 grep -qi "warning" <<<"$out" && fail "replace of the served Job warned: $out"
+# A log belongs to one Job: sayhi deleted and created again under its name shows the new run's
+# output alone (the issue's case: the old log went on, and the server's copy repeated lines).
+kubectl delete job sayhi >/dev/null 2>&1 || fail "delete sayhi"
+sed 's/echo hi from sayhi/echo hi again/' "$WORK/sayhi.yaml" | kubectl apply -f - >/dev/null 2>&1 ||
+  fail "apply sayhi again"
+for _ in $(seq 200); do
+  [ "$(kubectl get job sayhi -o jsonpath='{.status.succeeded}' 2>/dev/null)" = 1 ] && break
+  sleep 0.05
+done
+sleep 1.5  # the agent ships output each second
+out=$(kubectl logs job/sayhi 2>&1) || fail "logs job/sayhi again: $out"
+[ "$out" = "hi again" ] || fail "the second sayhi's log: $out"
 
 # Delete through kubectl removes the Tessera objects too.
 out=$(kubectl delete -f "$SEEDS/01-pod-gpu-training.yaml" 2>&1) || fail "delete: $out"

@@ -48,8 +48,10 @@ for _ in $(seq 100); do [ -f "$victim_dir/secret" ] && break; sleep 0.05; done
 [ -f "$victim_dir/secret" ] || fail "the victim wrote no secret"
 
 # Every path a task might read a credential or another's work from.
+victim_log=$(ls "$WORK/agent/logs/default/victim/"main-0.*.log | head -1)
+[ -f "$victim_log" ] || fail "the victim has no log file"
 files=("$WORK/agent/node.token" "$WORK/join.token" "$WORK/data/admin.token" "$WORK/data/state.db"
-  "$WORK/data/usage.db" "$WORK/agent/logs/default/victim/main-0.log" "$victim_dir/secret"
+  "$WORK/data/usage.db" "$victim_log" "$victim_dir/secret"
   "/proc/$AGENT_PID/environ" "/proc/$SERVER_PID/environ")
 dirs=("$WORK/agent" "$WORK/agent/run" "$WORK/agent/logs" "$WORK/agent/work"
   "$WORK/agent/work/default" "$victim_dir" "$WORK/data")

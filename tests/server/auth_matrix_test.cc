@@ -291,7 +291,7 @@ TEST_F(AuthMatrixTest, EndpointsOutsideTheObjectPaths) {
       {"POST",
        "/apis/tessera.io/v1/namespaces/team-a/jobs/nosuch/logs?pod=p-0",
        "shipped",
-       {{Who::kAdmin, 200},
+       {{Who::kAdmin, 404},  // a log belongs to a Job: none here
         {Who::kTeamA, 403},
         {Who::kAgentN1, 403},
         {Who::kJoin, 403},

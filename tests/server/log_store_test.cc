@@ -20,37 +20,49 @@ class LogStoreTest : public ::testing::Test {
 
 TEST_F(LogStoreTest, TailsAndFollowsAcrossRotation) {
   LogStore logs(dir_, /*max_bytes_per_pod=*/64);
-  ASSERT_TRUE(logs.Append("team-a", "train", "worker-0", "one\ntwo\nthree\n").ok());
+  ASSERT_TRUE(logs.Append("team-a", "train", "u-1", "worker-0", "one\ntwo\nthree\n").ok());
   LogStore::Position end;
-  EXPECT_EQ(*logs.Tail("team-a", "train", "worker-0", 2, &end), "two\nthree\n");
-  EXPECT_EQ(*logs.Tail("team-a", "train", "worker-0", -1, &end), "one\ntwo\nthree\n");
-  EXPECT_EQ(*logs.Tail("team-a", "train", "worker-0", 0, &end), "");
+  EXPECT_EQ(*logs.Tail("team-a", "train", "u-1", "worker-0", 2, &end), "two\nthree\n");
+  EXPECT_EQ(*logs.Tail("team-a", "train", "u-1", "worker-0", -1, &end), "one\ntwo\nthree\n");
+  EXPECT_EQ(*logs.Tail("team-a", "train", "u-1", "worker-0", 0, &end), "");
   EXPECT_EQ(end.offset, 14);
 
   // Appends after `end` arrive through Since; a subscriber is woken once.
   int woken = 0;
-  logs.Subscribe("team-a", "train", "worker-0", end, [&] { ++woken; });
-  ASSERT_TRUE(logs.Append("team-a", "train", "worker-0", "four\n").ok());
+  logs.Subscribe("team-a", "train", "u-1", "worker-0", end, [&] { ++woken; });
+  ASSERT_TRUE(logs.Append("team-a", "train", "u-1", "worker-0", "four\n").ok());
   EXPECT_EQ(woken, 1);
   LogStore::Position from = end;
-  EXPECT_EQ(*logs.Since("team-a", "train", "worker-0", &from), "four\n");
-  EXPECT_EQ(*logs.Since("team-a", "train", "worker-0", &from), "");
+  EXPECT_EQ(*logs.Since("team-a", "train", "u-1", "worker-0", &from), "four\n");
+  EXPECT_EQ(*logs.Since("team-a", "train", "u-1", "worker-0", &from), "");
 
   // Past the 64-byte cap the file rotates; a follower continues with the new file.
   const std::string big(60, 'x');
-  ASSERT_TRUE(logs.Append("team-a", "train", "worker-0", big + "\n").ok());
-  EXPECT_EQ(*logs.Since("team-a", "train", "worker-0", &from), big + "\n");
+  ASSERT_TRUE(logs.Append("team-a", "train", "u-1", "worker-0", big + "\n").ok());
+  EXPECT_EQ(*logs.Since("team-a", "train", "u-1", "worker-0", &from), big + "\n");
   EXPECT_EQ(from.generation, 1);
-  EXPECT_TRUE(std::filesystem::exists(dir_ + "/team-a/train/worker-0.log.1"));
-  EXPECT_EQ(logs.Pods("team-a", "train"), std::vector<std::string>{"worker-0"});
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/team-a/train/u-1/worker-0.log.1"));
+  EXPECT_EQ(logs.Pods("team-a", "train", "u-1"), std::vector<std::string>{"worker-0"});
 }
 
 TEST_F(LogStoreTest, NamesCannotEscapeTheDirectory) {
   LogStore logs(dir_);
-  EXPECT_FALSE(logs.Append("..", "train", "p", "x").ok());
-  EXPECT_FALSE(logs.Append("team-a", "../../etc", "p", "x").ok());
-  EXPECT_FALSE(logs.Append("team-a", "train", "a/b", "x").ok());
-  EXPECT_TRUE(logs.Pods("..", "x").empty());
+  EXPECT_FALSE(logs.Append("..", "train", "u", "p", "x").ok());
+  EXPECT_FALSE(logs.Append("team-a", "../../etc", "u", "p", "x").ok());
+  EXPECT_FALSE(logs.Append("team-a", "train", "u", "a/b", "x").ok());
+  EXPECT_FALSE(logs.Append("team-a", "train", "../u", "p", "x").ok());
+  EXPECT_FALSE(logs.Append("team-a", "train", "", "p", "x").ok());
+  EXPECT_TRUE(logs.Pods("..", "x", "u").empty());
+}
+
+// A log belongs to one Job: another of the same name (another uid) starts with none.
+TEST_F(LogStoreTest, AJobCreatedAgainUnderItsNameHasAFreshLog) {
+  LogStore logs(dir_);
+  ASSERT_TRUE(logs.Append("team-a", "train", "uid-1", "main-0", "first run\n").ok());
+  ASSERT_TRUE(logs.Append("team-a", "train", "uid-2", "main-0", "second run\n").ok());
+  LogStore::Position end;
+  EXPECT_EQ(*logs.Tail("team-a", "train", "uid-2", "main-0", -1, &end), "second run\n");
+  EXPECT_EQ(*logs.Tail("team-a", "train", "uid-1", "main-0", -1, &end), "first run\n");
 }
 
 }  // namespace
