@@ -9,6 +9,7 @@
 //   the Job keeps its outcome;
 // - a pod not placed anywhere has nothing to give back.
 // Disruption budgets do not exist here: an eviction is never refused with 429.
+#include <algorithm>
 #include <optional>
 #include <span>
 #include <string>
@@ -105,6 +106,31 @@ HttpResponse ApiServer::PodLog(const HttpRequest& req, const Principal& who, con
   HttpRequest inner = req;
   inner.query["pod"] = api::TesseraPodName(view);
   if (Status s = AuthorizeLogs(inner, who, ns, job); !s.ok()) return Error(s);
+  // As kube-apiserver and the kubelet answer: a pod with no node, or whose container has not
+  // started, has no log to read or follow yet (unless it wrote some before: a Job placed
+  // again keeps the output of its earlier run).
+  const json& status = Member(view, "status");
+  const std::string phase = Str(status, "phase");
+  const std::string uid = Str(Member(json::parse((*found)->job.body), "metadata"), "uid");
+  const std::vector<std::string> written = logs_.Pods(ns, job, uid);
+  if (std::find(written.begin(), written.end(), inner.query["pod"]) == written.end()) {
+    if (Str(Member(view, "spec"), "nodeName").empty()) {
+      return Error(InvalidArgument("pod " + pod + " does not have a host assigned"));
+    }
+    if (phase == "Pending") {
+      const json& statuses = ListOf(Member(status, "containerStatuses"));
+      const json waiting = statuses.empty()
+                               ? json()
+                               : Member(Member(Member(statuses[0], "state"), "waiting"), "reason");
+      return Error(InvalidArgument(
+          "container \"" + Str(container, "name") + "\" in pod \"" + pod +
+          "\" is waiting to start: " +
+          (waiting.is_string() ? waiting.get<std::string>() : std::string("ContainerCreating"))));
+    }
+  }
+  // A pod that has ended has all its output: following it returns at once, as kubectl logs -f
+  // does for a completed pod.
+  if (phase == "Succeeded" || phase == "Failed") inner.query.erase("follow");
   return Logs(inner, ns, job);
 }
 

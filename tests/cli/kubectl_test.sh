@@ -334,6 +334,13 @@ out=$(kubectl logs hello 2>&1) || fail "logs: $out"
 [ "$out" = "$(printf 'hello from kubectl\nsecond line')" ] || fail "logs said: $out"
 out=$(kubectl logs hello --tail=1 -c main 2>&1) || fail "logs --tail: $out"
 [ "$out" = "second line" ] || fail "logs --tail said: $out"
+# -f on a pod that has ended returns its output at once; a pod with no node yet is refused as
+# kube-apiserver refuses it, not waited on (the issue's case: both hung).
+out=$(timeout 10 kubectl logs -f hello 2>&1) || fail "logs -f of an ended pod: $out"
+[ "$out" = "$(printf 'hello from kubectl\nsecond line')" ] || fail "logs -f said: $out"
+out=$(timeout 10 kubectl logs -f pytorch-distributed-worker-3 2>&1) && rc=0 || rc=$?
+[ $rc = 1 ] || fail "logs -f of a pending pod: exit $rc: $out"
+grep -q "does not have a host assigned" <<<"$out" || fail "logs -f of a pending pod said: $out"
 for _ in $(seq 100); do grep -qE '^hello +0/1 +Completed' "$WORK/watch.out" && break; sleep 0.05; done
 kill "$WATCH_PID" 2>/dev/null || true
 grep -qE '^hello +0/1 +Completed' "$WORK/watch.out" || fail "watch: $(cat "$WORK/watch.out")"

@@ -1199,6 +1199,11 @@ TEST_F(ApiServerTest, PodsOfEveryJobTheirLogsAndEventsAsKubernetesServesThem) {
             "epoch 1\nepoch 2\n");
   EXPECT_EQ(Get("/api/v1/namespaces/team-a/pods/j-main-1/log?container=other", admin_).status, 400);
   EXPECT_EQ(Get("/api/v1/namespaces/team-a/pods/nope/log", admin_).status, 404);
+  // A pod with no node and no output: refused as kube-apiserver refuses it, not waited on.
+  Reply unplaced = Get("/api/v1/namespaces/team-a/pods/j-main-0/log?follow=true", admin_);
+  EXPECT_EQ(unplaced.status, 400);
+  EXPECT_NE(unplaced.raw.find("pod j-main-0 does not have a host assigned"), std::string::npos)
+      << unplaced.raw;
 
   // Events name the object as the Kubernetes API serves it, so kubectl describe finds them.
   json batch = {
