@@ -127,11 +127,14 @@ void Worker::AdoptPod(PodState& p) {
   const json& stored = p.assignment.state;
   const json restarts = stored.is_object() ? stored.value("restarts", json()) : json();
   p.restarts = restarts.is_number_integer() ? restarts.get<int>() : 0;
+  const json failures = stored.is_object() ? stored.value("failures", json()) : json();
+  p.failures = failures.is_number_integer() ? failures.get<int>() : 0;
   if (stored.is_object() && stored.value("phase", json()) == "Running") {
     p.state = stored;
     p.reported = p.state;
   } else {
     p.state = {{"phase", "Running"}, {"restarts", p.restarts}};
+    if (p.failures > 0) p.state["failures"] = p.failures;
   }
   if (!options_.cgroup_root.empty()) {
     p.cgroup_dir = CgroupDir(options_.cgroup_root, key, options_.cgroup_agent);
@@ -331,6 +334,8 @@ Status Worker::Report(const std::vector<PodState*>& group) {
       const json& st = failed->state;
       status["phase"] = "Failed";
       status["finishedAt"] = finished_at;
+      // Retried up to its limit (a batch Job's backoffLimit): Kubernetes' reason.
+      if (failed->assignment.max_retries > 0) status["reason"] = "BackoffLimitExceeded";
       status["message"] =
           "pod " + failed->assignment.pod + " failed: " +
           (st.contains("message")  ? st["message"].get<std::string>()
@@ -463,11 +468,20 @@ Status Worker::Tick(int64_t now_ms) {
         StartPod(p);
         continue;
       }
+      // Never: a failed attempt is another pod to Kubernetes; here the same pod starts again,
+      // the attempt counted as a failure, while maxRetries (a batch Job's backoffLimit) allows.
+      if (policy == "Never" && failed && p.failures < p.assignment.max_retries) {
+        ++p.failures;
+        p.state = {{"phase", "Running"}, {"restarts", p.restarts}, {"failures", p.failures}};
+        StartPod(p);
+        continue;
+      }
       p.finished = true;
       if (!p.cgroup_dir.empty()) RemoveCgroup(p.cgroup_dir);
       p.state = {{"phase", failed ? "Failed" : "Succeeded"},
                  {"restarts", p.restarts},
                  {"finishedAt", api::FormatTime(now_ms)}};
+      if (p.failures > 0) p.state["failures"] = p.failures;
       if (!p.limits.empty()) p.state["limits"] = p.limits;
       if (e.signal != 0) {
         p.state["signal"] = e.signal;

@@ -102,6 +102,9 @@ class Worker {
     nlohmann::json state;     // {phase, exitCode?, signal?, restarts, message?}
     nlohmann::json reported;  // the last state the server accepted
     int restarts = 0;
+    // Failed attempts of a restartPolicy Never pod started again (Kubernetes' Job controller
+    // makes a new pod for each, counted in status.failed against backoffLimit).
+    int failures = 0;
     bool finished = false;
     int64_t log_offset = 0;
     std::string log_path;

@@ -477,7 +477,7 @@ Result<JobSpec> DecodeJob(const json& obj) {
     int restart = 0;
     TESSERA_RETURN_IF_ERROR(t.Enum("restartPolicy", {"Never", "OnFailure", "Always"}, &restart));
     run.restart_policy = std::vector<std::string>{"Never", "OnFailure", "Always"}[restart];
-    TESSERA_RETURN_IF_ERROR(t.Int("maxRetries", &retries, 0, 1000));
+    TESSERA_RETURN_IF_ERROR(t.Int("maxRetries", &retries, 0, INT32_MAX));
     constexpr int64_t kMaxId = (int64_t{1} << 31) - 2;  // uid_t, without (uid_t)-1
     TESSERA_RETURN_IF_ERROR(t.Int("runAsUser", &run.run_as_user, 0, kMaxId));
     TESSERA_RETURN_IF_ERROR(t.Int("runAsGroup", &run.run_as_group, 0, kMaxId));

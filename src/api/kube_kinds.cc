@@ -130,6 +130,7 @@ constexpr std::string_view kPodAnnotation = "tessera.io/pod";
 // The counts of a Tessera Job's pods by state.
 struct PodCounts {
   int running = 0, succeeded = 0, failed = 0, placed = 0, restarts = 0;
+  int failed_attempts = 0;  // of restartPolicy Never pods started again
 };
 
 PodCounts CountPods(const json& status) {
@@ -143,6 +144,7 @@ PodCounts CountPods(const json& status) {
     if (phase == "Succeeded") ++c.succeeded;
     if (phase == "Failed") ++c.failed;
     c.restarts += static_cast<int>(Num(st, "restarts"));
+    c.failed_attempts += static_cast<int>(Num(st, "failures"));
   }
   return c;
 }
@@ -272,7 +274,7 @@ json BatchJobStatus(const json& job, const json& source) {
   const PodCounts c = CountPods(st);
   json status = {{"active", c.placed - c.succeeded - c.failed},
                  {"succeeded", c.succeeded},
-                 {"failed", c.failed},
+                 {"failed", c.failed + c.failed_attempts},
                  {"ready", c.running}};
   // An array counts its tasks as they end (api/job_array.h); its slots hold the running ones.
   if (IsArrayJob(job)) {

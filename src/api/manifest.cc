@@ -935,8 +935,8 @@ constexpr FieldUse kTemplateFields[] = {{"metadata", ""}, {"spec", ""}};
 bool DefaultSelector(const json& spec) {
   const json& selector = Member(spec, "selector");
   const json& labels = Member(selector, "matchLabels");
-  return selector.is_object() && selector.size() == 1 && labels.is_object() &&
-         labels.size() == 1 && labels.contains("batch.kubernetes.io/controller-uid") &&
+  return selector.is_object() && selector.size() == 1 && labels.is_object() && labels.size() == 1 &&
+         labels.contains("batch.kubernetes.io/controller-uid") &&
          Member(spec, "manualSelector") != true;
 }
 
@@ -983,8 +983,10 @@ Result<std::vector<json>> BatchJob(const Doc& d, const json& doc, Warnings* warn
                           "maxFailedIndexes"}) {
       if (spec.contains(k)) job[k] = spec[k];
     }
-  } else if (spec.contains("backoffLimit")) {
-    task["maxRetries"] = spec["backoffLimit"];
+  } else {
+    // Kubernetes' backoffLimit (default 6): failed attempts retried before the Job fails,
+    // restarts (OnFailure) or new attempts (Never) alike.
+    task["maxRetries"] = spec.contains("backoffLimit") ? spec["backoffLimit"] : json(6);
   }
   if (spec.contains("suspend")) job["suspend"] = spec["suspend"];
   job["tasks"] = json::array({task});

@@ -54,6 +54,7 @@ Status PodState(const json& st, const std::string& path) {
   int phase = 0;
   TESSERA_RETURN_IF_ERROR(f.Enum("phase", {"Running", "Succeeded", "Failed"}, &phase));
   TESSERA_RETURN_IF_ERROR(f.Int("restarts", &n, 0, kMaxInt32));
+  TESSERA_RETURN_IF_ERROR(f.Int("failures", &n, 0, kMaxInt32));  // failed attempts (Never)
   TESSERA_RETURN_IF_ERROR(f.Int("exitCode", &n, -1, 255));
   TESSERA_RETURN_IF_ERROR(f.Int("signal", &n, 0, 128));
   TESSERA_RETURN_IF_ERROR(f.String("message", &s));

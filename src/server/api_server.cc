@@ -118,8 +118,8 @@ std::string EventLine(std::string_view type, std::string_view object) {
 }
 
 // What an agent may change in a bound Job's status: the state of the pods bound to its node,
-// and the Job's outcome (phase Succeeded or Failed, message, finishedAt). Everything else must
-// be as stored.
+// and the Job's outcome (phase Succeeded or Failed, message, reason, finishedAt). Everything else
+// must be as stored.
 Status CheckAgentStatus(const Principal& p, const json& stored, const json& wanted) {
   const json& old_status = Member(stored, "status");
   const json& new_status = Member(wanted, "status");
@@ -136,6 +136,14 @@ Status CheckAgentStatus(const Principal& p, const json& stored, const json& want
   }
   for (const std::string& key : keys) {
     if (key == "message" || key == "finishedAt") continue;
+    if (key == "reason") {
+      // Why it failed (BackoffLimitExceeded): written with a Failed outcome only.
+      if (Member(old_status, "reason") != Member(new_status, "reason") &&
+          Member(new_status, "phase") != "Failed") {
+        return deny(key);
+      }
+      continue;
+    }
     const json& a = Member(old_status, key.c_str());
     const json& b = Member(new_status, key.c_str());
     if (key == "phase") {

@@ -406,6 +406,37 @@ sleep 3
 out=$(kubectl get job once -o jsonpath='{.status.succeeded} {.status.conditions[0].type}' 2>&1)
 [ "$out" = "1 Complete" ] || fail "once after drain: $out"
 
+# backoffLimit as Kubernetes' Job controller counts it: with restartPolicy Never (what kubectl
+# create job writes) a failed pod is tried again until status.failed passes the limit, 6 when
+# none is given (the issue's case: backoffLimit 2 failed after one attempt; absent, it was 0).
+# Ported from Kubernetes' test/e2e/apps/job.go, "should fail to exceed backoffLimit": a Never
+# Job that always fails ends Failed with reason BackoffLimitExceeded after backoffLimit + 1 pods
+# (here attempts, counted in status.failed).
+for case in "limited|  backoffLimit: 2|3" "default||7"; do
+  IFS='|' read -r name limit runs <<<"$case"
+  cat >"$WORK/$name.yaml" <<YAML
+apiVersion: batch/v1
+kind: Job
+metadata: {name: $name}
+spec:
+$limit
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: main
+        command: ["sh", "-c", "echo try >> $WORK/runs/$name; exit 3"]
+YAML
+  kubectl apply -f "$WORK/$name.yaml" >/dev/null 2>&1 || fail "apply $name"
+  for _ in $(seq 300); do
+    [ "$(kubectl get job "$name" -o jsonpath='{.status.conditions[0].type}' 2>/dev/null)" = Failed ] && break
+    sleep 0.05
+  done
+  out=$(kubectl get job "$name" -o jsonpath='{.status.failed} {.status.conditions[0].type} {.status.conditions[0].reason}' 2>&1)
+  [ "$out" = "$runs Failed BackoffLimitExceeded" ] || fail "$name: $out $(kubectl get jobs.tessera.io "$name" -o json 2>&1)"
+  [ "$(wc -l <"$WORK/runs/$name")" = "$runs" ] || fail "$name ran $(wc -l <"$WORK/runs/$name") times"
+done
+
 # kubectl logs job/X reads X's pod: the Job's selector (Kubernetes' default, its uid) matches its
 # pods alone, among the other Jobs' pods here (the issue's case: "Found 16 pods, using" another's).
 cat >"$WORK/sayhi.yaml" <<'YAML'
