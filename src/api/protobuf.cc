@@ -162,19 +162,49 @@ constexpr Field kEvictionFields[] = {{1, "metadata", Type::kMessage, &kObjectMet
                                      {2, "deleteOptions", Type::kMessage, &kDeleteOptions}};
 constexpr Message kEviction{"Eviction", kEvictionFields};
 
+// What kubectl auth can-i and kubectl auth whoami send (k8s.io/api authorization/v1 and
+// authentication/v1).
+constexpr Field kResourceAttributesFields[] = {
+    {1, "namespace", Type::kString}, {2, "verb", Type::kString},
+    {3, "group", Type::kString},     {4, "version", Type::kString},
+    {5, "resource", Type::kString},  {6, "subresource", Type::kString},
+    {7, "name", Type::kString}};
+constexpr Message kResourceAttributes{"ResourceAttributes", kResourceAttributesFields};
+constexpr Field kNonResourceAttributesFields[] = {{1, "path", Type::kString},
+                                                  {2, "verb", Type::kString}};
+constexpr Message kNonResourceAttributes{"NonResourceAttributes", kNonResourceAttributesFields};
+constexpr Field kSelfSubjectAccessReviewSpecFields[] = {
+    {1, "resourceAttributes", Type::kMessage, &kResourceAttributes},
+    {2, "nonResourceAttributes", Type::kMessage, &kNonResourceAttributes}};
+constexpr Message kSelfSubjectAccessReviewSpec{"SelfSubjectAccessReviewSpec",
+                                               kSelfSubjectAccessReviewSpecFields};
+constexpr Field kSelfSubjectAccessReviewFields[] = {
+    {1, "metadata", Type::kMessage, &kObjectMeta},
+    {2, "spec", Type::kMessage, &kSelfSubjectAccessReviewSpec},
+    {3, "status", Type::kSkipped}};
+constexpr Message kSelfSubjectAccessReview{"SelfSubjectAccessReview",
+                                           kSelfSubjectAccessReviewFields};
+constexpr Field kSelfSubjectReviewFields[] = {{1, "metadata", Type::kMessage, &kObjectMeta},
+                                              {2, "status", Type::kSkipped}};
+constexpr Message kSelfSubjectReview{"SelfSubjectReview", kSelfSubjectReviewFields};
+
 struct Kind {
   std::string_view api_version, kind;
   const Message* message;
 };
-constexpr Kind kKinds[] = {{"v1", "Namespace", &kNamespace},
-                           {"v1", "ConfigMap", &kConfigMap},
-                           {"v1", "ResourceQuota", &kResourceQuota},
-                           {"scheduling.k8s.io/v1", "PriorityClass", &kPriorityClass},
-                           {"batch/v1", "Job", &kJob},
-                           {"v1", "DeleteOptions", &kDeleteOptions},
-                           {"meta.k8s.io/v1", "DeleteOptions", &kDeleteOptions},
-                           {"policy/v1", "Eviction", &kEviction},
-                           {"policy/v1beta1", "Eviction", &kEviction}};
+constexpr Kind kKinds[] = {
+    {"v1", "Namespace", &kNamespace},
+    {"v1", "ConfigMap", &kConfigMap},
+    {"v1", "ResourceQuota", &kResourceQuota},
+    {"scheduling.k8s.io/v1", "PriorityClass", &kPriorityClass},
+    {"batch/v1", "Job", &kJob},
+    {"v1", "DeleteOptions", &kDeleteOptions},
+    {"meta.k8s.io/v1", "DeleteOptions", &kDeleteOptions},
+    {"policy/v1", "Eviction", &kEviction},
+    {"policy/v1beta1", "Eviction", &kEviction},
+    {"authorization.k8s.io/v1", "SelfSubjectAccessReview", &kSelfSubjectAccessReview},
+    {"authentication.k8s.io/v1", "SelfSubjectReview", &kSelfSubjectReview},
+    {"authentication.k8s.io/v1beta1", "SelfSubjectReview", &kSelfSubjectReview}};
 
 constexpr int kMaxDepth = 16;
 

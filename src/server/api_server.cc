@@ -41,6 +41,30 @@ using nlohmann::json;
 
 namespace {
 
+// Whether a path names a resource this server serves (or is no resource path at all): the
+// Kubernetes kinds' views, Tessera's own group, the core kinds answered by Core, the reviews.
+bool ServedPath(std::string_view path) {
+  const std::vector<std::string_view> parts = PathSegments(path);
+  std::string_view group, version;
+  size_t i = 0;
+  if (parts.size() >= 3 && parts[0] == "api" && parts[1] == "v1") {
+    i = 2;
+  } else if (parts.size() >= 4 && parts[0] == "apis") {
+    group = parts[1];
+    version = parts[2];
+    i = 3;
+    if (group == api::kGroup || group == "authorization.k8s.io" ||
+        group == "authentication.k8s.io") {
+      return true;
+    }
+  } else {
+    return true;
+  }
+  if (parts[i] == "namespaces" && parts.size() > i + 2) i += 2;
+  return api::FindKubeKind(group, version, parts[i]) != nullptr ||
+         (group.empty() && (parts[i] == "namespaces" || parts[i] == "nodes"));
+}
+
 // A path of Tessera's group: /apis/tessera.io/v1 followed by `rest`.
 std::string GroupPath(std::string_view rest) {
   return std::string(api::kGroupPath) + std::string(rest);
@@ -1443,9 +1467,21 @@ HttpResponse ApiServer::HandleOnce(const HttpRequest& req) {
   if (req.path == "/version" && req.method == "GET") return Json(200, api::VersionInfo());
   Result<Principal> who = tokens_.Authenticate(req.authorization);
   if (!who.ok()) return Error(who.status());
+  // Answering as the token while the client asked as another user would mislead it.
+  if (req.impersonates) {
+    return Error(PermissionDenied(
+        "impersonation (Impersonate-User, Impersonate-Group: kubectl --as) is not supported; "
+        "use the token of that user"));
+  }
   // kubectl's typed clients send built-in kinds as protobuf: read as the JSON they encode.
   if (req.content_type.starts_with(api::kProtobufContentType)) {
     auto obj = api::KubeProtobufToJson(req.body);
+    // A kind not served at all is Kubernetes' 404 (kubectl: "the server doesn't have a resource
+    // type"), whatever its body.
+    if (!obj.ok() && !ServedPath(req.path)) {
+      return Error(NotFound("the server could not find the requested resource (" + req.method +
+                            " " + req.path + ")"));
+    }
     if (!obj.ok() && obj.status().code() == StatusCode::kFailedPrecondition) {
       return Reply(415, "application/json",
                    StatusJson(415, "UnsupportedMediaType", obj.status().message()));
@@ -1485,6 +1521,7 @@ HttpResponse ApiServer::HandleOnce(const HttpRequest& req) {
   if (auto r = Exec(req, *who)) return std::move(r).value();
   // Requests run side by side, writes too: each reads, patches and checks on its own, and takes
   // the write lock only to commit (Commit), against the versions it read.
+  if (std::optional<HttpResponse> r = Reviews(req, *who)) return std::move(*r);
   if (std::optional<HttpResponse> r = Kube(req, *who)) return std::move(*r);
   if (req.path == "/api/v1" || req.path.starts_with("/api/v1/")) return Core(req, *who);
 

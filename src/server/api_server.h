@@ -224,6 +224,9 @@ class ApiServer {
   HttpResponse VolcanoCommands(const HttpRequest& req, const Principal& who,
                                const std::optional<std::string>& ns,
                                const std::optional<std::string>& name);
+  // SelfSubjectAccessReview and SelfSubjectReview (server/access_review.cc); nullopt for any
+  // other path.
+  std::optional<HttpResponse> Reviews(const HttpRequest& req, const Principal& who);
   // The pods' subresources (server/pod_subresources.cc): GET pods/{pod}/log in `ns`, and POST
   // pods/{pod}/eviction (a policy/v1 Eviction).
   HttpResponse PodLog(const HttpRequest& req, const Principal& who, const std::string& ns,

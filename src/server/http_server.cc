@@ -200,6 +200,11 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     r.accept = std::string(req[http::field::accept].data(), req[http::field::accept].size());
     r.user_agent =
         std::string(req[http::field::user_agent].data(), req[http::field::user_agent].size());
+    for (const auto& field : req) {
+      const beast::string_view name = field.name_string();
+      r.impersonates = r.impersonates ||
+                       (name.size() >= 12 && beast::iequals(name.substr(0, 12), "impersonate-"));
+    }
     r.body = std::move(req.body());
     if (!fairness_) {
       // On this connection's strand, on one of the server's threads: a long handler holds that

@@ -30,6 +30,8 @@ struct HttpRequest {
   std::string content_type;
   std::string accept;  // the Accept header, verbatim
   std::string user_agent;
+  // Whether it sends an Impersonate-* header (kubectl --as, --as-group): refused, not ignored.
+  bool impersonates = false;
   std::string body;
 };
 

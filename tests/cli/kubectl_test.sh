@@ -484,6 +484,21 @@ out=$(kubectl delete -f "$SEEDS/06-kueue-queue-and-job.yaml" 2>&1) || fail "dele
 out=$(kubectl get cq 2>&1) || fail "get cq: $out"
 grep -q "No resources found" <<<"$out" || fail "cq left: $out"
 
+# kubectl auth can-i and whoami, answered from the token's scope (the issue's case: both 415).
+out=$(kubectl auth can-i create jobs 2>&1) || fail "auth can-i create jobs: $out"
+[ "$out" = yes ] || fail "auth can-i said: $out"
+out=$(kubectl auth can-i create deployments 2>&1) || true
+grep -q "the server doesn't have a resource type 'deployments'" <<<"$out" ||
+  fail "can-i deployments said: $out"
+# Impersonation is refused, not answered as the token's own user.
+out=$(kubectl auth can-i get pods --as=nobody 2>&1) && fail "impersonation honoured: $out"
+grep -q "impersonation .* is not supported" <<<"$out" || fail "impersonation said: $out"
+out=$(kubectl auth whoami -o jsonpath='{.status.userInfo.username}' 2>&1) || fail "whoami: $out"
+[ "$out" = tessera:admin ] || fail "whoami said: $out"
+out=$(kubectl create deployment web --image=busybox 2>&1) && fail "deployment created: $out"
+grep -qi "the server could not find the requested resource\|doesn't have a resource type" <<<"$out" ||
+  fail "create deployment: $out"
+
 # What is not served says so, and a bad token is refused.
 out=$(kubectl get deployments 2>&1) && fail "deployments listed: $out"
 grep -qi "the server doesn't have a resource type\|could not find the requested resource" <<<"$out" ||
