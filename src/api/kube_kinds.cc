@@ -258,6 +258,23 @@ void PodView(const json& job, const json& entry, const WaitingReasons& waiting_r
 }
 
 // The Job's status entry for the pod named `name` ("<task>-<index>"), or null.
+// The name the user gave the container of `task`'s pods in the document the Job was made from
+// (a batch/v1 Job's template, a Volcano Job's task), so that kubectl logs -c NAME and the client
+// libraries' container= find it; the task's name when there is none.
+std::string SourceContainerName(const json& source, const std::string& task) {
+  auto first = [](const json& tmpl) {
+    const json& containers = ListOf(Member(Member(tmpl, "spec"), "containers"));
+    return containers.empty() ? std::string() : Str(containers[0], "name");
+  };
+  std::string name;
+  const json& spec = Member(source, "spec");
+  if (Member(spec, "template").is_object()) name = first(Member(spec, "template"));
+  for (const json& t : ListOf(Member(spec, "tasks"))) {
+    if (Str(t, "name") == task && Member(t, "template").is_object()) name = first(t["template"]);
+  }
+  return name.empty() ? task : name;
+}
+
 // A Job's status.pods entries by pod name.
 std::unordered_map<std::string, const json*> PodEntries(const json& job) {
   std::unordered_map<std::string, const json*> out;
@@ -476,6 +493,7 @@ std::vector<json> JobPods(const json& job) {
   labels["controller-uid"] = owner.uid;
   labels["batch.kubernetes.io/controller-uid"] = owner.uid;
   std::vector<json> out;
+  const json source = SourceOf(job);
   const std::unordered_map<std::string, const json*> entries = PodEntries(job);
   const WaitingReasons waiting(Member(job, "status"));
   // A pod's uid: its Job's, its name and when its Job was admitted. A Job placed again (after
@@ -487,7 +505,8 @@ std::vector<json> JobPods(const json& job) {
     const std::string task_name = Str(task, "name");
     const int64_t replicas =
         Member(task, "replicas").is_number_integer() ? Member(task, "replicas").get<int64_t>() : 1;
-    json container = {{"name", task_name}, {"image", Member(task, "image")}};
+    json container = {{"name", SourceContainerName(source, task_name)},
+                      {"image", Member(task, "image")}};
     for (const char* k : {"command", "args", "resources"}) {
       if (task.contains(k)) container[k] = task[k];
     }

@@ -30,6 +30,7 @@ struct KubeRoute {
   std::optional<std::string> name;
   bool log = false;       // pods/{name}/log
   bool eviction = false;  // pods/{name}/eviction
+  bool status = false;    // {plural}/{name}/status: the object, read (Tessera writes status)
 };
 
 // nullopt when the path names no served Kubernetes kind; an error for a malformed one.
@@ -63,7 +64,8 @@ std::optional<Result<KubeRoute>> ParseKubeRoute(std::string_view path) {
     const bool pod_sub = r.kind->kind == "Pod" && i + 3 == parts.size();
     r.log = pod_sub && parts[i + 2] == "log";
     r.eviction = pod_sub && parts[i + 2] == "eviction";
-    if (!r.log && !r.eviction) {
+    r.status = parts[i + 2] == "status" && i + 3 == parts.size();
+    if (!r.log && !r.eviction && !r.status) {
       return Result<KubeRoute>(
           NotFound(plural + " has no subresource \"" + std::string(parts[i + 2]) + "\" here"));
     }
@@ -171,6 +173,12 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
   }
 
   if (route.eviction) return Evict(req, *route.ns, *route.name);
+  if (route.status && req.method != "GET") {
+    return Reply(405, "application/json",
+                 StatusJson(405, "MethodNotAllowed",
+                            "status is Tessera's: the scheduler and the node agents write it; "
+                            "it is read with GET (the whole object, as kube-apiserver serves it)"));
+  }
   if (route.log) return PodLog(req, who, *route.ns, *route.name);
 
   if (req.method == "GET") {

@@ -447,7 +447,7 @@ spec:
   template:
     spec:
       restartPolicy: Never
-      containers: [{name: main, command: ["sh", "-c", "echo hi from sayhi"]}]
+      containers: [{name: greeter, command: ["sh", "-c", "echo hi from sayhi"]}]
 YAML
 kubectl apply -f "$WORK/sayhi.yaml" >/dev/null 2>&1 || fail "apply sayhi"
 for _ in $(seq 200); do
@@ -456,6 +456,11 @@ for _ in $(seq 200); do
 done
 out=$(kubectl logs job/sayhi 2>&1) || fail "logs job/sayhi: $out"
 [ "$out" = "hi from sayhi" ] || fail "logs job/sayhi said: $out"
+# The container keeps the name it was given (it was rewritten to main).
+out=$(kubectl logs job/sayhi -c greeter 2>&1) || fail "logs -c greeter: $out"
+[ "$out" = "hi from sayhi" ] || fail "logs -c greeter said: $out"
+out=$(kubectl get pod sayhi-main-0 -o jsonpath='{.spec.containers[0].name}' 2>&1)
+[ "$out" = greeter ] || fail "the pod's container: $out"
 uid=$(kubectl get job sayhi -o jsonpath='{.metadata.uid}')
 out=$(kubectl get job sayhi -o jsonpath='{.spec.selector.matchLabels}' 2>&1)
 grep -q "\"batch.kubernetes.io/controller-uid\":\"$uid\"" <<<"$out" || fail "selector: $out"
