@@ -243,8 +243,12 @@ void PodView(const json& job, const json& entry, const WaitingReasons& waiting_r
     if (out_phase == "Running") {
       cs["state"] = {{"running", {{"startedAt", admitted}}}};
     } else if (out_phase == "Succeeded" || out_phase == "Failed") {
-      json t = {{"exitCode", static_cast<int>(Num(state, "exitCode"))},
+      // Killed by a signal: 128 + the signal, as the container runtimes report it (137 for
+      // SIGKILL), not 0.
+      const int signal = static_cast<int>(Num(state, "signal"));
+      json t = {{"exitCode", signal > 0 ? 128 + signal : static_cast<int>(Num(state, "exitCode"))},
                 {"reason", out_phase == "Succeeded" ? "Completed" : "Error"}};
+      if (signal > 0) t["signal"] = signal;
       if (!Str(state, "finishedAt").empty()) t["finishedAt"] = Str(state, "finishedAt");
       if (!Str(state, "message").empty()) t["message"] = Str(state, "message");
       cs["state"] = {{"terminated", std::move(t)}};
@@ -282,6 +286,17 @@ std::unordered_map<std::string, const json*> PodEntries(const json& job) {
     if (p.is_object()) out.emplace(Str(p, "name"), &p);
   }
   return out;
+}
+
+// Whether a Job (pending, or not yet seen by the scheduler) waits suspended as Kubernetes shows
+// it: spec.suspend, or queued and not admitted
+// (Kueue keeps a queued Job suspended until it admits it, and suspends it again when it evicts
+// it). Such a Job has no pods.
+bool WaitsSuspended(const json& stored) {
+  const json& spec = Member(stored, "spec");
+  const std::string phase = Str(Member(stored, "status"), "phase");
+  return (phase == "Pending" || phase.empty()) &&
+         (!Str(spec, "queue").empty() || Member(spec, "suspend") == true);
 }
 
 // A batch/v1 Job's status from the Tessera Job.
@@ -423,6 +438,12 @@ json KubeObject(const KubeKind& kind, const json& stored) {
     if (Member(Member(out, "spec"), "suspend") == true && suspend == false) {
       out["spec"]["suspend"] = false;
     }
+    // A queued Job is Kueue's to suspend: so while it waits, not once admitted.
+    if (WaitsSuspended(stored)) {
+      out["spec"]["suspend"] = true;
+    } else if (!Str(Member(stored, "spec"), "queue").empty()) {
+      out["spec"]["suspend"] = false;
+    }
     // Kubernetes' default selector (manualSelector unset): the pods with the Job's uid, which
     // kubectl logs job/X and kubectl describe use to find the Job's own pods.
     if (!Member(Member(out, "spec"), "selector").is_object()) {
@@ -494,6 +515,11 @@ std::vector<json> JobPods(const json& job) {
   labels["batch.kubernetes.io/controller-uid"] = owner.uid;
   std::vector<json> out;
   const json source = SourceOf(job);
+  // A batch/v1 Job waiting suspended has no pods, as Kubernetes' Job controller makes none.
+  if (Str(source, "apiVersion") == "batch/v1" && Str(source, "kind") == "Job" &&
+      WaitsSuspended(job)) {
+    return out;
+  }
   const std::unordered_map<std::string, const json*> entries = PodEntries(job);
   const WaitingReasons waiting(Member(job, "status"));
   // A pod's uid: its Job's, its name and when its Job was admitted. A Job placed again (after

@@ -137,9 +137,9 @@ TEST(Kube, DiscoveryNamesEveryServedResource) {
   EXPECT_EQ(core["groupVersion"], "v1");
   std::vector<std::string> core_names;
   for (const json& r : core["resources"]) core_names.push_back(r["name"]);
-  EXPECT_EQ(core_names, (std::vector<std::string>{"pods", "configmaps", "resourcequotas", "events",
-                                                  "namespaces", "nodes", "pods/log",
-                                                  "pods/eviction"}));
+  EXPECT_EQ(core_names,
+            (std::vector<std::string>{"pods", "configmaps", "resourcequotas", "events",
+                                      "namespaces", "nodes", "pods/log", "pods/eviction"}));
   EXPECT_EQ(core["resources"][5]["namespaced"], false);
   // kubectl drain evicts only where pods/eviction names its group and version.
   EXPECT_EQ(core["resources"].back()["kind"], "Eviction");
@@ -187,6 +187,24 @@ TEST(Kube, DiscoveryNamesEveryServedResource) {
   EXPECT_TRUE(jobs);
   EXPECT_TRUE(WantsTable("application/json;as=Table;v=v1;g=meta.k8s.io,application/json"));
   EXPECT_FALSE(WantsTable("application/json"));
+}
+
+// A container killed by a signal ends with 128 + the signal, as the container runtimes report it
+// (the issue's case: a killed worker read exitCode 0).
+TEST(Kube, AKilledContainerEndsWith128PlusItsSignal) {
+  const json job = json::parse(R"({"apiVersion": "tessera.io/v1", "kind": "Job",
+      "metadata": {"name": "j", "namespace": "default", "uid": "u-1"},
+      "spec": {"tasks": [{"name": "worker", "replicas": 2, "command": ["true"]}]},
+      "status": {"phase": "Failed", "admittedAt": "2026-01-01T00:00:00Z", "pods": [
+        {"name": "worker-0", "node": "n1", "state": {"phase": "Failed", "signal": 9}},
+        {"name": "worker-1", "node": "n1", "state": {"phase": "Failed", "exitCode": 3}}]}})");
+  const std::vector<json> pods = JobPods(job);
+  ASSERT_EQ(pods.size(), 2u);
+  const json killed = pods[0]["status"]["containerStatuses"][0]["state"]["terminated"];
+  EXPECT_EQ(killed["exitCode"], 137) << killed.dump();
+  EXPECT_EQ(killed["signal"], 9);
+  EXPECT_EQ(killed["reason"], "Error");
+  EXPECT_EQ(pods[1]["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"], 3);
 }
 
 }  // namespace

@@ -56,5 +56,38 @@ spec:
   EXPECT_NE(out.body.find("immutable"), std::string::npos) << out.body;
 }
 
+// A queued batch/v1 Job that waits for its quota reads Suspended and has no pods, as Kueue keeps
+// it suspended and Kubernetes' Job controller makes no pods for it (the issue's case: it read
+// Running, with a Pending pod); admitted, it runs and its pod appears.
+TEST_F(LoopTest, AQueuedJobWaitingForQuotaIsSuspendedWithNoPods) {
+  ApplyNode("n1", 2);
+  ApplyKueueQueue(1);
+  Apply(R"(
+apiVersion: batch/v1
+kind: Job
+metadata: {name: big, labels: {kueue.x-k8s.io/queue-name: main}}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, command: ["true"], resources: {limits: {nvidia.com/gpu: 2}}}]
+)");
+  Cycle();
+  ASSERT_EQ(Job("big")["status"]["phase"], "Pending");
+  json view = Get("/apis/batch/v1/namespaces/default/jobs/big");
+  EXPECT_EQ(view["spec"]["suspend"], true) << view.dump();
+  ASSERT_FALSE(view["status"]["conditions"].empty()) << view.dump();
+  EXPECT_EQ(view["status"]["conditions"][0]["type"], "Suspended");
+  EXPECT_EQ(view["status"]["active"], 0);
+  EXPECT_TRUE(Get("/api/v1/namespaces/default/pods?labelSelector=job-name%3Dbig")["items"].empty());
+  ApplyKueueQueue(2);
+  Cycle();
+  ASSERT_EQ(Job("big")["status"]["phase"], "Admitted");
+  view = Get("/apis/batch/v1/namespaces/default/jobs/big");
+  EXPECT_EQ(view["spec"]["suspend"], false) << view.dump();
+  EXPECT_EQ(Get("/api/v1/namespaces/default/pods?labelSelector=job-name%3Dbig")["items"].size(),
+            1u);
+}
+
 }  // namespace
 }  // namespace tessera::server
