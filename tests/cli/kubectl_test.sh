@@ -373,6 +373,14 @@ out=$(kubectl get job indexed -o jsonpath='{.status.succeeded} {.status.complete
 out=$(kubectl get job indexed 2>&1) || fail "get indexed: $out"
 grep -qE '^indexed +Complete +6/6 ' <<<"$out" || fail "indexed job table: $out"
 
+# Waits (15 s at most) until kubectl get job $1 -o jsonpath=$2 prints $3.
+await_job() {
+  for _ in $(seq 300); do
+    [ "$(kubectl get job "$1" -o jsonpath="$2" 2>/dev/null)" = "$3" ] && return 0
+    sleep 0.05
+  done
+}
+
 # kubectl drain: cordon, then policy/v1 evictions of the node's pods. A Job that succeeded on
 # the node keeps its outcome and never runs again, after uncordon too (the issue's case: drain
 # re-queued it and it ran twice); running work goes back to its queue.
@@ -390,10 +398,7 @@ spec:
         command: ["sh", "-c", "echo ran >> $WORK/runs/once"]
 YAML
 kubectl apply -f "$WORK/once.yaml" >/dev/null 2>&1 || fail "apply once"
-for _ in $(seq 200); do
-  [ "$(kubectl get job once -o jsonpath='{.status.succeeded}' 2>/dev/null)" = 1 ] && break
-  sleep 0.05
-done
+await_job once '{.status.succeeded}' 1
 [ "$(cat "$WORK/runs/once" 2>/dev/null)" = ran ] || fail "once did not run: $(kubectl get job once -o yaml 2>&1)"
 out=$(timeout 60 kubectl drain dev --ignore-daemonsets --timeout=45s 2>&1) || fail "drain: $out"
 grep -q "pod/once-main-0 evicted" <<<"$out" || fail "drain did not evict once: $out"
@@ -428,10 +433,7 @@ $limit
         command: ["sh", "-c", "echo try >> $WORK/runs/$name; exit 3"]
 YAML
   kubectl apply -f "$WORK/$name.yaml" >/dev/null 2>&1 || fail "apply $name"
-  for _ in $(seq 300); do
-    [ "$(kubectl get job "$name" -o jsonpath='{.status.conditions[0].type}' 2>/dev/null)" = Failed ] && break
-    sleep 0.05
-  done
+  await_job "$name" '{.status.conditions[0].type}' Failed
   out=$(kubectl get job "$name" -o jsonpath='{.status.failed} {.status.conditions[0].type} {.status.conditions[0].reason}' 2>&1)
   [ "$out" = "$runs Failed BackoffLimitExceeded" ] || fail "$name: $out $(kubectl get jobs.tessera.io "$name" -o json 2>&1)"
   [ "$(wc -l <"$WORK/runs/$name")" = "$runs" ] || fail "$name ran $(wc -l <"$WORK/runs/$name") times"
@@ -450,10 +452,7 @@ spec:
       containers: [{name: greeter, command: ["sh", "-c", "echo hi from sayhi"]}]
 YAML
 kubectl apply -f "$WORK/sayhi.yaml" >/dev/null 2>&1 || fail "apply sayhi"
-for _ in $(seq 200); do
-  [ "$(kubectl get job sayhi -o jsonpath='{.status.succeeded}' 2>/dev/null)" = 1 ] && break
-  sleep 0.05
-done
+await_job sayhi '{.status.succeeded}' 1
 out=$(kubectl logs job/sayhi 2>&1) || fail "logs job/sayhi: $out"
 [ "$out" = "hi from sayhi" ] || fail "logs job/sayhi said: $out"
 # The container keeps the name it was given (it was rewritten to main).
@@ -473,10 +472,7 @@ grep -qi "warning" <<<"$out" && fail "replace of the served Job warned: $out"
 kubectl delete job sayhi >/dev/null 2>&1 || fail "delete sayhi"
 sed 's/echo hi from sayhi/echo hi again/' "$WORK/sayhi.yaml" | kubectl apply -f - >/dev/null 2>&1 ||
   fail "apply sayhi again"
-for _ in $(seq 200); do
-  [ "$(kubectl get job sayhi -o jsonpath='{.status.succeeded}' 2>/dev/null)" = 1 ] && break
-  sleep 0.05
-done
+await_job sayhi '{.status.succeeded}' 1
 sleep 1.5  # the agent ships output each second
 out=$(kubectl logs job/sayhi 2>&1) || fail "logs job/sayhi again: $out"
 [ "$out" = "hi again" ] || fail "the second sayhi's log: $out"

@@ -39,9 +39,9 @@ class EvictionTest : public LoopTest {
     r.authorization = "Bearer " + admin_;
     return api_->Handle(r);
   }
-  void Cordon(const std::string& node) {
+  void Cordon(const std::string& node, bool on = true) {
     json n = Get("/apis/tessera.io/v1/nodes/" + node);
-    n["spec"]["unschedulable"] = true;
+    n["spec"]["unschedulable"] = on;
     HttpRequest r;
     r.method = "PUT";
     r.path = "/apis/tessera.io/v1/nodes/" + node;
@@ -89,15 +89,7 @@ spec:
   EXPECT_EQ(GetPod(pod).status, 404);
   EXPECT_TRUE(PodsOn("n1").empty());
   // Uncordoned, and cycle after cycle: still Succeeded, never admitted again.
-  json n = Get("/apis/tessera.io/v1/nodes/n1");
-  n["spec"]["unschedulable"] = false;
-  HttpRequest put;
-  put.method = "PUT";
-  put.path = "/apis/tessera.io/v1/nodes/n1";
-  put.authorization = "Bearer " + admin_;
-  put.content_type = "application/json";
-  put.body = n.dump();
-  ASSERT_EQ(api_->Handle(put).status, 200);
+  Cordon("n1", false);
   for (int i = 0; i < 3; ++i) Cycle();
   job = Job("done");
   EXPECT_EQ(job["status"]["phase"], "Succeeded") << job.dump();
