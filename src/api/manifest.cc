@@ -1775,15 +1775,38 @@ Result<json> DevicePluginConfig(const std::string& text, const std::string& path
   }
   TESSERA_RETURN_IF_ERROR(
       OnlyFields(res[0], tp + ".resources[0]", {"name", "replicas", "devices"}, kNotRun));
-  if (res[0].contains("devices")) {
-    return FieldError(tp + ".resources[0].devices",
-                      "pick GPUs with a GpuSharingConfig's gpus list (indices or UUIDs)");
+  // devices: "all", or the GPUs (indices or UUIDs) time-sliced; the node's others stay whole.
+  json gpus = json::array();
+  if (const json& devices = Member(res[0], "devices");
+      res[0].contains("devices") && devices != "all") {
+    const std::string dp = tp + ".resources[0].devices";
+    if (!devices.is_array() || devices.empty()) {
+      return FieldError(dp, "must be \"all\" or a list of GPU indices or UUIDs");
+    }
+    for (size_t i = 0; i < devices.size(); ++i) {
+      const json& d = devices[i];
+      std::string id = d.is_number_integer() && d.get<int64_t>() >= 0
+                           ? std::to_string(d.get<int64_t>())
+                       : d.is_string() ? d.get<std::string>()
+                                       : std::string();
+      const bool index =
+          !id.empty() && id.size() <= 4 &&
+          std::all_of(id.begin(), id.end(), [](char c) { return c >= '0' && c <= '9'; });
+      if (!index && !id.starts_with("GPU-")) {
+        return FieldError(Index(dp, i),
+                          "must be a GPU index or a GPU UUID (GPU-...); MIG devices are set per "
+                          "GPU with a GpuSharingConfig mig block");
+      }
+      gpus.push_back(id);
+    }
   }
   json out = {{"replicas", Member(res[0], "replicas")}};
   for (const char* k : {"renameByDefault", "failRequestsGreaterThanOne"}) {
     if (ts.contains(k)) out[k] = ts[k];
   }
-  return json{{"timeSlicing", out}};
+  json spec = {{"timeSlicing", out}};
+  if (!gpus.empty()) spec["gpus"] = std::move(gpus);
+  return spec;
 }
 
 constexpr std::string_view kConfigLabel = "nvidia.com/device-plugin.config";

@@ -71,6 +71,34 @@ TEST(Manifest, TimeSlicingConfigMapCoversEveryNode) {
   EXPECT_FALSE(cfg->sharing.rename);
 }
 
+// The device plugin's timeSlicing.resources[].devices: the listed GPUs (indices or UUIDs) are
+// time-sliced and the node's others stay whole; "all" is every GPU. It was refused.
+TEST(Manifest, TimeSlicingOfSomeDevicesPicksThoseGpus) {
+  auto config = [](const std::string& devices) {
+    return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: dp, namespace: gpu-operator}\n"
+           "data:\n  any: |-\n    version: v1\n    sharing:\n      timeSlicing:\n"
+           "        resources:\n        - name: nvidia.com/gpu\n          replicas: 4\n" +
+           devices;
+  };
+  auto objs = TranslateManifest(config("          devices: [0, \"2\", GPU-8f3c]\n"), "dp.yaml",
+                                "default");
+  ASSERT_TRUE(objs.ok()) << objs.status().message();
+  ASSERT_EQ(objs->size(), 1u);
+  auto cfg = DecodeGpuSharingConfig((*objs)[0]);
+  ASSERT_TRUE(cfg.ok()) << cfg.status().message();
+  EXPECT_EQ(cfg->gpus, (std::vector<std::string>{"0", "2", "GPU-8f3c"}));
+  EXPECT_EQ(cfg->sharing.replicas, 4);
+  objs = TranslateManifest(config("          devices: all\n"), "dp.yaml", "default");
+  ASSERT_TRUE(objs.ok()) << objs.status().message();
+  cfg = DecodeGpuSharingConfig((*objs)[0]);
+  ASSERT_TRUE(cfg.ok());
+  EXPECT_TRUE(cfg->gpus.empty());
+  objs = TranslateManifest(config("          devices: [\"0:1\"]\n"), "dp.yaml", "default");
+  ASSERT_FALSE(objs.ok());
+  EXPECT_NE(objs.status().message().find("resources[0].devices[0]"), std::string::npos)
+      << objs.status().message();
+}
+
 TEST(Manifest, CgpuSharesByMemoryAndCompute) {
   auto objs = Translate("03-cgpu-pods.yaml");
   ASSERT_EQ(objs.size(), 2u);
