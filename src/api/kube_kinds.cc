@@ -495,6 +495,15 @@ ObjectRef RefOf(const json& stored) {
   return {Str(stored, "apiVersion"), Str(stored, "kind"), Str(meta, "uid")};
 }
 
+json WorkloadCondition(const char* type, bool status, const std::string& reason,
+                       const std::string& message, int64_t now_ms) {
+  return {{"type", type},
+          {"status", status ? "True" : "False"},
+          {"reason", reason},
+          {"message", message},
+          {"lastTransitionTime", FormatTime(now_ms)}};
+}
+
 std::vector<json> JobPods(const json& job) {
   static const KubeKind& pod_kind = *FindKubeKind("", "v1", "pods");
   if (MadeFrom(job, pod_kind, "", "")) {

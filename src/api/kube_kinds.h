@@ -97,6 +97,10 @@ nlohmann::json KubeEvent(const nlohmann::json& event, const ObjectRef* involved)
 // resource) and the QuotaReserved, Admitted and Finished conditions. Null for a Job without a
 // queue.
 nlohmann::json KueueWorkload(const nlohmann::json& job);
+// A condition of a Job's status as Kueue writes a Workload's (QuotaReserved, Admitted, Evicted,
+// Preempted): every field set, its transition at `now_ms`.
+nlohmann::json WorkloadCondition(const char* type, bool status, const std::string& reason,
+                                 const std::string& message, int64_t now_ms);
 
 // The status Kueue keeps on a ClusterQueue or LocalQueue view (`view`, kind read from it):
 // pendingWorkloads, reservingWorkloads, admittedWorkloads and flavorsUsage (for LocalQueues

@@ -43,10 +43,6 @@ bool GangPods::Required(size_t i) const {
   return i - starts_[r] < static_cast<size_t>(runs_[r].required);
 }
 
-bool GangPods::AnyRequired() const {
-  return std::any_of(runs_.begin(), runs_.end(), [](const Run& r) { return r.required > 0; });
-}
-
 std::vector<PodSpec> GangPods::Expand() const {
   std::vector<PodSpec> out;
   out.reserve(size_);

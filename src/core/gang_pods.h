@@ -48,7 +48,6 @@ class GangPods {
   const PodSpec& pod(size_t i) const { return runs_[RunOf(i)].pod; }
   std::string Name(size_t i) const;
   bool Required(size_t i) const;
-  bool AnyRequired() const;
   // One named pod per member: for callers that need them all.
   std::vector<PodSpec> Expand() const;
 

@@ -42,27 +42,19 @@ using nlohmann::json;
 namespace {
 
 // Whether a path names a resource this server serves (or is no resource path at all): the
-// Kubernetes kinds' views, Tessera's own group, the core kinds answered by Core, the reviews.
+// Kubernetes kinds' views (ApiServer::Kube), Tessera's own group, core Nodes (Core), the reviews.
 bool ServedPath(std::string_view path) {
   const std::vector<std::string_view> parts = PathSegments(path);
-  std::string_view group, version;
-  size_t i = 0;
-  if (parts.size() >= 3 && parts[0] == "api" && parts[1] == "v1") {
-    i = 2;
-  } else if (parts.size() >= 4 && parts[0] == "apis") {
-    group = parts[1];
-    version = parts[2];
-    i = 3;
-    if (group == api::kGroup || group == "authorization.k8s.io" ||
-        group == "authentication.k8s.io") {
+  if (parts.size() >= 2 && parts[0] == "apis") {
+    if (parts[1] == api::kGroup || parts[1] == "authorization.k8s.io" ||
+        parts[1] == "authentication.k8s.io") {
       return true;
     }
-  } else {
+  } else if (parts.empty() || parts[0] != "api") {
     return true;
   }
-  if (parts[i] == "namespaces" && parts.size() > i + 2) i += 2;
-  return api::FindKubeKind(group, version, parts[i]) != nullptr ||
-         (group.empty() && (parts[i] == "namespaces" || parts[i] == "nodes"));
+  return ApiServer::NamesKubeKind(path) ||
+         (parts.size() >= 3 && parts[0] == "api" && parts[2] == "nodes");
 }
 
 // A path of Tessera's group: /apis/tessera.io/v1 followed by `rest`.

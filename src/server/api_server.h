@@ -109,6 +109,8 @@ inline constexpr std::string_view kPodSecurityEnforce = "pod-security.kubernetes
 
 class ApiServer {
  public:
+  // Whether `path` names a Kubernetes kind Kube serves (server/kube_api.cc).
+  static bool NamesKubeKind(std::string_view path);
   ~ApiServer();
   // Opens (or creates) the state in `data_dir`. On first start writes the admin token to
   // `<data_dir>/admin.token` with mode 0600.

@@ -97,6 +97,8 @@ struct Made {
 
 }  // namespace
 
+bool ApiServer::NamesKubeKind(std::string_view path) { return ParseKubeRoute(path).has_value(); }
+
 std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Principal& who) {
   std::optional<Result<KubeRoute>> parsed = ParseKubeRoute(req.path);
   if (!parsed) return std::nullopt;

@@ -19,7 +19,6 @@
 #include "api/json_read.h"
 #include "api/json_text.h"
 #include "api/kube_kinds.h"
-#include "api/time.h"
 #include "server/api_common.h"
 #include "server/api_server.h"
 
@@ -31,15 +30,6 @@ using api::Str;
 using nlohmann::json;
 
 namespace {
-
-json Condition(const std::string& type, const std::string& reason, const std::string& message,
-               bool is_true, const std::string& at) {
-  return {{"type", type},
-          {"status", is_true ? "True" : "False"},
-          {"reason", reason},
-          {"message", message},
-          {"lastTransitionTime", at}};
-}
 
 // 201 Created with a Success Status, as kube-apiserver answers an eviction.
 HttpResponse Evicted(const std::string& pod, const std::string& message) {
@@ -57,6 +47,7 @@ HttpResponse Evicted(const std::string& pod, const std::string& message) {
 // few reads, not a walk over every Job of the namespace.
 struct FoundPod {
   store::StoredObject job;
+  json obj;  // the Job, parsed (served: with its resourceVersion)
   json view;
 };
 Result<std::optional<FoundPod>> FindPod(store::Store& store, const std::string& ns,
@@ -70,9 +61,10 @@ Result<std::optional<FoundPod>> FindPod(store::Store& store, const std::string& 
     auto got = store.Get({"Job", ns, name});
     if (!got.ok()) return got.status();
     if (!got->has_value()) continue;
-    for (json& v : api::JobPods(Served(**got))) {
+    json obj = Served(**got);
+    for (json& v : api::JobPods(obj)) {
       if (Str(v["metadata"], "name") == pod) {
-        return std::optional<FoundPod>(FoundPod{std::move(**got), std::move(v)});
+        return std::optional<FoundPod>(FoundPod{std::move(**got), std::move(obj), std::move(v)});
       }
     }
   }
@@ -111,7 +103,7 @@ HttpResponse ApiServer::PodLog(const HttpRequest& req, const Principal& who, con
   // again keeps the output of its earlier run).
   const json& status = Member(view, "status");
   const std::string phase = Str(status, "phase");
-  const std::string uid = Str(Member(json::parse((*found)->job.body), "metadata"), "uid");
+  const std::string uid = Str(Member((*found)->obj, "metadata"), "uid");
   const std::vector<std::string> written = logs_.Pods(ns, job, uid);
   if (std::find(written.begin(), written.end(), inner.query["pod"]) == written.end()) {
     if (Str(Member(view, "spec"), "nodeName").empty()) {
@@ -161,13 +153,12 @@ HttpResponse ApiServer::Evict(const HttpRequest& req, const std::string& ns,
   auto found = FindPod(*store_, ns, pod);
   if (!found.ok()) return Error(found.status());
   if (!found->has_value()) return Error(NotFound("pods \"" + pod + "\" not found"));
-  auto& [job, pod_view] = **found;
-  json obj = json::parse(job.body);
+  auto& [job, obj, pod_view] = **found;
   json& status = obj["status"];
   const std::string phase = Str(status, "phase");
   const std::string task_pod = api::TesseraPodName(pod_view);
   const std::string job_name = Str(obj["metadata"], "name");
-  const std::string at = api::FormatTime(clock_());
+  const int64_t now = clock_();
   std::string message;
   if (phase == "Succeeded" || phase == "Failed") {
     // Finished work never runs again: the pod goes, the Job keeps its outcome.
@@ -187,9 +178,9 @@ HttpResponse ApiServer::Evict(const HttpRequest& req, const std::string& ns,
     json next = {{"phase", "Pending"},
                  {"message", message},
                  {"conditions",
-                  {Condition("Evicted", "Evicted", message, true, at),
-                   Condition("QuotaReserved", "Pending", message, false, at),
-                   Condition("Admitted", "NoReservation", message, false, at)}}};
+                  {api::WorkloadCondition("Evicted", true, "Evicted", message, now),
+                   api::WorkloadCondition("QuotaReserved", false, "Pending", message, now),
+                   api::WorkloadCondition("Admitted", false, "NoReservation", message, now)}}};
     api::KeepProgress(status, &next);
     status = std::move(next);
   } else {

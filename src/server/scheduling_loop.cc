@@ -13,6 +13,7 @@
 #include "api/json_read.h"
 #include "api/json_text.h"
 #include "api/kinds.h"
+#include "api/kube_kinds.h"
 #include "api/quantity.h"
 #include "api/status_schema.h"
 #include "core/mig.h"
@@ -51,15 +52,7 @@ struct SchedulingLoop::View {
 
 namespace {
 
-// A condition as Kueue writes a Workload's (QuotaReserved, Admitted, Evicted, Preempted).
-json Condition(const char* type, bool status, const std::string& reason, const std::string& message,
-               int64_t now_ms) {
-  return {{"type", type},
-          {"status", status ? "True" : "False"},
-          {"reason", reason},
-          {"message", message},
-          {"lastTransitionTime", FormatTime(now_ms)}};
-}
+using api::WorkloadCondition;
 
 constexpr char kUnqueued[] = "tessera-unqueued";
 
@@ -932,7 +925,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     for (const json& c : ListOf(Member(Member(s.obj(), "status"), "conditions"))) {
       if (Str(c, "type") == "Evicted" || Str(c, "type") == "Preempted") conditions.push_back(c);
     }
-    conditions.push_back(Condition("QuotaReserved", false, "Pending", message, now_ms));
+    conditions.push_back(WorkloadCondition("QuotaReserved", false, "Pending", message, now_ms));
     obj["status"] = {{"phase", "Pending"}, {"message", message}, {"conditions", conditions}};
     keep_progress(s, &obj["status"]);
     writes.Put(obj, s.version, CycleWrites::Note{"Normal", "Pending", message});
@@ -1042,9 +1035,9 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
         {"admittedAt", FormatTime(now_ms)},
         {"pods", pods},
         {"conditions",
-         {Condition("QuotaReserved", true, "QuotaReserved",
-                    "Quota reserved in queue " + a.admitted.queue, now_ms),
-          Condition("Admitted", true, "Admitted", "The workload is admitted", now_ms)}}};
+         {WorkloadCondition("QuotaReserved", true, "QuotaReserved",
+                            "Quota reserved in queue " + a.admitted.queue, now_ms),
+          WorkloadCondition("Admitted", true, "Admitted", "The workload is admitted", now_ms)}}};
     if (!uniform) obj["status"]["podSetFlavors"] = std::move(set_flavors);
     if (!rendezvous.is_null()) obj["status"]["rendezvous"] = std::move(rendezvous);
     if (array != arrays.end()) {
@@ -1080,11 +1073,13 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     // Kueue's conditions: evicted by preemption (with the preemption's reason), or evicted
     // because its ClusterQueue was stopped.
     const bool stopped = p.cause == core::PreemptionCause::kClusterQueueStopped;
-    json conditions = {Condition("Evicted", true, stopped ? cause : "Preempted", p.reason, now_ms)};
-    if (!stopped) conditions.push_back(Condition("Preempted", true, cause, p.reason, now_ms));
+    json conditions = {
+        WorkloadCondition("Evicted", true, stopped ? cause : "Preempted", p.reason, now_ms)};
+    if (!stopped)
+      conditions.push_back(WorkloadCondition("Preempted", true, cause, p.reason, now_ms));
     conditions.push_back(
-        Condition("QuotaReserved", false, stopped ? cause : "Preempted", p.reason, now_ms));
-    conditions.push_back(Condition("Admitted", false, "NoReservation", p.reason, now_ms));
+        WorkloadCondition("QuotaReserved", false, stopped ? cause : "Preempted", p.reason, now_ms));
+    conditions.push_back(WorkloadCondition("Admitted", false, "NoReservation", p.reason, now_ms));
     obj["status"] = {{"phase", "Pending"}, {"message", p.reason}, {"conditions", conditions}};
     keep_progress(s, &obj["status"]);  // an array keeps what it has done
     sum.follow_up = true;

@@ -80,8 +80,8 @@ TEST(Manifest, TimeSlicingOfSomeDevicesPicksThoseGpus) {
            "        resources:\n        - name: nvidia.com/gpu\n          replicas: 4\n" +
            devices;
   };
-  auto objs = TranslateManifest(config("          devices: [0, \"2\", GPU-8f3c]\n"), "dp.yaml",
-                                "default");
+  auto objs =
+      TranslateManifest(config("          devices: [0, \"2\", GPU-8f3c]\n"), "dp.yaml", "default");
   ASSERT_TRUE(objs.ok()) << objs.status().message();
   ASSERT_EQ(objs->size(), 1u);
   auto cfg = DecodeGpuSharingConfig((*objs)[0]);

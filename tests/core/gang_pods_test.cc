@@ -45,7 +45,8 @@ TEST(GangPods, RunsNameAndMarkTheirMembersAsExpandPodsDoes) {
   EXPECT_TRUE(g.Required(0));
   EXPECT_TRUE(g.Required(2));
   EXPECT_FALSE(g.Required(3));
-  EXPECT_TRUE(g.AnyRequired());
+  EXPECT_EQ(g.run(0).required, 1);
+  EXPECT_EQ(g.run(2).required, 2);
 
   const std::vector<PodSpec> pods = {MakePod("a", {}), MakePod("b", {})};
   const std::vector<uint8_t> required = {0, 1};
