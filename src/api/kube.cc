@@ -411,11 +411,21 @@ json TableColumn(const char* name, const char* type, const char* description, in
 }
 
 json TableRow(json cells, const json& obj) {
-  return {{"cells", std::move(cells)},
-          {"object",
-           {{"kind", "PartialObjectMetadata"},
-            {"apiVersion", "meta.k8s.io/v1"},
-            {"metadata", Member(obj, "metadata")}}}};
+  return {{"cells", std::move(cells)}, {"object", obj}};
+}
+
+void IncludeObjects(std::string_view include, json* table) {
+  if (include == "Object") return;
+  for (json& row : (*table)["rows"]) {
+    if (include == "None") {
+      row.erase("object");
+      continue;
+    }
+    json& obj = row["object"];
+    obj = {{"kind", "PartialObjectMetadata"},
+           {"apiVersion", "meta.k8s.io/v1"},
+           {"metadata", Member(obj, "metadata")}};
+  }
 }
 
 json TableOf(json columns, json rows, const std::string& version) {

@@ -83,12 +83,16 @@ Result<nlohmann::json> NodeWithKubeChanges(const nlohmann::json& stored, const n
 bool WantsTable(std::string_view accept);
 
 // Building meta.k8s.io/v1 Tables: a column definition (priority 1: shown with -o wide only), a
-// row of cells describing `obj` (its metadata rides along as PartialObjectMetadata), the table,
-// and an object's age as kubectl shows it.
+// row of cells describing `obj` (the whole object rides along), the table, and an object's age
+// as kubectl shows it.
 nlohmann::json TableColumn(const char* name, const char* type, const char* description,
                            int priority, const char* format = "");
 nlohmann::json TableRow(nlohmann::json cells, const nlohmann::json& obj);
 nlohmann::json TableOf(nlohmann::json columns, nlohmann::json rows, const std::string& version);
+// What each row of `table` carries, as the request's includeObject asks: "Object" the whole
+// object (kubectl asks so for --sort-by and -w), "None" nothing, and otherwise ("Metadata", the
+// default) its metadata as a PartialObjectMetadata.
+void IncludeObjects(std::string_view include, nlohmann::json* table);
 std::string AgeOf(const nlohmann::json& obj, int64_t now_ms);
 
 // A meta.k8s.io/v1 Table of tessera.io/v1 objects of `kind`: NAME and AGE, and for Jobs PHASE,
@@ -98,7 +102,7 @@ nlohmann::json TesseraTable(std::string_view kind, const std::vector<nlohmann::j
 
 // A meta.k8s.io/v1 Table of core/v1 Nodes with kubectl's columns (NAME, STATUS, ROLES, AGE,
 // VERSION) and GPUS (healthy/all); wide adds GPU-MODEL, INTERNAL-IP, OS-IMAGE and DRIVER. Each
-// row carries the node's metadata as PartialObjectMetadata.
+// row carries the node.
 nlohmann::json NodeTable(const std::vector<nlohmann::json>& nodes, const std::string& version,
                          int64_t now_ms);
 

@@ -5,12 +5,16 @@
 #include <random>
 #include <set>
 
+#include "api/json_read.h"
+#include "api/json_text.h"
 #include "api/kinds.h"
+#include "api/kube.h"
 #include "api/object.h"
 #include "api/status_schema.h"
 
 namespace tessera::server {
 
+using api::Member;
 using nlohmann::json;
 
 namespace {
@@ -84,6 +88,16 @@ HttpResponse Error(const Status& s) {
 
 HttpResponse Json(int code, const json& body) {
   return Reply(code, "application/json", body.dump());
+}
+
+std::string IncludeObject(const HttpRequest& req) {
+  auto it = req.query.find("includeObject");
+  return it == req.query.end() ? "Metadata" : it->second;
+}
+
+HttpResponse TableReply(const HttpRequest& req, json table) {
+  api::IncludeObjects(IncludeObject(req), &table);
+  return Json(200, table);
 }
 
 std::string NewUid() {
@@ -339,7 +353,13 @@ Status CheckObject(const json& obj) {
 
 bool DryRun(const HttpRequest& req) {
   auto it = req.query.find("dryRun");
-  return it != req.query.end() && it->second == "All";
+  if (it != req.query.end() && it->second == "All") return true;
+  // A delete may ask in its DeleteOptions body instead (kubectl delete --dry-run=server does).
+  if (req.method != "DELETE" || req.body.empty()) return false;
+  auto options = api::ParseJson(req.body);
+  if (!options.ok() || !options->is_object()) return false;
+  const json& dry = Member(*options, "dryRun");
+  return dry.is_array() && std::find(dry.begin(), dry.end(), "All") != dry.end();
 }
 
 }  // namespace tessera::server

@@ -24,6 +24,10 @@ HttpResponse Reply(int code, std::string content_type, std::string body);
 // A Kubernetes Status object with the HTTP code and reason of `s`.
 HttpResponse Error(const Status& s);
 HttpResponse Json(int code, const nlohmann::json& body);
+// The request's includeObject ("Metadata" when absent): what each row of a Table carries.
+std::string IncludeObject(const HttpRequest& req);
+// A 200 with a meta.k8s.io/v1 Table, its rows carrying what the request's includeObject asks.
+HttpResponse TableReply(const HttpRequest& req, nlohmann::json table);
 
 // A random RFC 4122 version 4 UUID, as Kubernetes gives every object.
 std::string NewUid();
@@ -94,7 +98,8 @@ inline constexpr size_t kWarningTotalBytes = 4096;
 inline constexpr size_t kWarningItemBytes = 256;
 inline constexpr size_t kMaxWarningHeaders = 50;
 void AddWarningHeaders(const std::vector<std::string>& warnings, HttpResponse* r);
-// Whether a write asks only to be checked (dryRun=All), as Kubernetes' dry run.
+// Whether a write asks only to be checked (dryRun=All in the query, or in a delete's
+// DeleteOptions), as Kubernetes' dry run.
 bool DryRun(const HttpRequest& req);
 
 }  // namespace tessera::server

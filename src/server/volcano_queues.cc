@@ -104,7 +104,8 @@ HttpResponse ApiServer::VolcanoCommands(const HttpRequest& req, const Principal&
   if (req.method == "GET") {
     if (name) return Error(NotFound(std::string(kCommandsOf) + " \"" + *name + "\" not found"));
     const std::string version = std::to_string(store_->Revision());
-    if (api::WantsTable(req.accept)) return Json(200, api::KubeTable(kind, {}, version, clock_()));
+    if (api::WantsTable(req.accept))
+      return TableReply(req, api::KubeTable(kind, {}, version, clock_()));
     return Json(200, {{"kind", "CommandList"},
                       {"apiVersion", kind.GroupVersion()},
                       {"metadata", {{"resourceVersion", version}}},

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "api/kube_kinds.h"
+#include "api/manifest.h"
 #include "api/time.h"
 
 namespace tessera::api {
@@ -128,8 +129,29 @@ TEST(Kube, NodeViewCarriesGpusReadinessAndCordon) {
   EXPECT_EQ(cells[3], "120m");  // created two hours before now
   EXPECT_EQ(cells[5], "3/4");
   EXPECT_EQ(table["rows"][1]["cells"][1], "Unknown,SchedulingDisabled");
-  EXPECT_EQ(table["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+  EXPECT_EQ(table["rows"][0]["object"]["kind"], "Node");
   EXPECT_EQ(table["columnDefinitions"].size(), cells.size());
+}
+
+// What a row carries, as includeObject asks (k8s.io/apimachinery's IncludeObjectPolicy):
+// Metadata by default, the whole object (kubectl get --sort-by, -w), or nothing.
+TEST(Kube, TableRowsCarryWhatIncludeObjectAsks) {
+  const json node = {{"apiVersion", "v1"},
+                     {"kind", "Node"},
+                     {"metadata", {{"name", "gpu-a"}, {"uid", "u1"}}},
+                     {"status", {{"capacity", {{"nvidia.com/gpu", "4"}}}}}};
+  json whole = NodeTable({node}, "9", 0);
+  IncludeObjects("Object", &whole);
+  EXPECT_EQ(whole["rows"][0]["object"]["status"]["capacity"]["nvidia.com/gpu"], "4");
+  json meta = NodeTable({node}, "9", 0);
+  IncludeObjects("Metadata", &meta);
+  EXPECT_EQ(meta["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+  EXPECT_EQ(meta["rows"][0]["object"]["metadata"]["uid"], "u1");
+  EXPECT_FALSE(meta["rows"][0]["object"].contains("status"));
+  json none = NodeTable({node}, "9", 0);
+  IncludeObjects("None", &none);
+  EXPECT_FALSE(none["rows"][0].contains("object"));
+  EXPECT_EQ(none["rows"][0]["cells"][0], "gpu-a");
 }
 
 TEST(Kube, DiscoveryNamesEveryServedResource) {
@@ -205,6 +227,46 @@ TEST(Kube, AKilledContainerEndsWith128PlusItsSignal) {
   EXPECT_EQ(killed["signal"], 9);
   EXPECT_EQ(killed["reason"], "Error");
   EXPECT_EQ(pods[1]["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"], 3);
+}
+
+// A Volcano Job whose Tessera Job failed counts no pod as running, as its pods read (the
+// issue's case: state Failed while running read 3, the workers not yet reported stopped).
+// A pod that succeeded stays Succeeded.
+TEST(Kube, AFailedVolcanoJobCountsNoPodRunning) {
+  auto objs = TranslateManifest(R"(
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: train}
+spec:
+  minAvailable: 4
+  tasks:
+  - replicas: 4
+    name: worker
+    template:
+      spec:
+        containers: [{name: main, image: busybox}]
+        restartPolicy: Never
+)",
+                                "inline", "default");
+  ASSERT_TRUE(objs.ok()) << objs.status().message();
+  json job = (*objs)[0];
+  job["metadata"]["uid"] = "u-1";
+  job["metadata"]["resourceVersion"] = "7";
+  job["status"] = json::parse(R"({"phase": "Failed", "admittedAt": "2026-01-01T00:00:00Z",
+      "pods": [{"name": "worker-0", "node": "n1", "state": {"phase": "Failed", "exitCode": 1}},
+               {"name": "worker-1", "node": "n1", "state": {"phase": "Running"}},
+               {"name": "worker-2", "node": "n1", "state": {"phase": "Running"}},
+               {"name": "worker-3", "node": "n1", "state": {"phase": "Succeeded"}}]})");
+  const json view = KubeObject(*FindKubeKind("batch.volcano.sh", "v1alpha1", "jobs"), job);
+  ASSERT_TRUE(view.is_object()) << job.dump();
+  EXPECT_EQ(view["status"]["state"]["phase"], "Failed") << view["status"].dump();
+  EXPECT_EQ(view["status"]["running"], 0);
+  EXPECT_EQ(view["status"]["failed"], 3);
+  EXPECT_EQ(view["status"]["succeeded"], 1);
+  const std::vector<json> pods = JobPods(job);
+  ASSERT_EQ(pods.size(), 4u);
+  EXPECT_EQ(pods[1]["status"]["phase"], "Failed");
+  EXPECT_EQ(pods[3]["status"]["phase"], "Succeeded");
 }
 
 }  // namespace
