@@ -374,7 +374,7 @@ class WatchStream : public ResponseStream, public std::enable_shared_from_this<W
 
  private:
   bool Wanted(const store::ObjectKey& key) const {
-    return key.kind == kind_ && (!ns_ || key.ns == *ns_);
+    return (kind_.empty() || key.kind == kind_) && (!ns_ || key.ns == *ns_);
   }
 
   // For a watch bound to a node, the routes of the changes that concern it (feed router):
@@ -1136,7 +1136,8 @@ HttpResponse ApiServer::Usage(const HttpRequest& req, const Principal& who) {
 HttpResponse ApiServer::Watch(const HttpRequest& req, const std::string& kind,
                               const std::optional<std::string>& ns,
                               std::optional<api::LabelSelector> selector, WatchRender render,
-                              json watched, std::optional<std::string> bound_to) {
+                              json watched, std::optional<std::string> bound_to,
+                              InitialObjects initial) {
   auto digits = [](const std::string& v, size_t max) {
     return !v.empty() && v.size() <= max &&
            std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -1193,7 +1194,9 @@ HttpResponse ApiServer::Watch(const HttpRequest& req, const std::string& kind,
                                    std::to_string(store_->Revision()) + ")"));
     }
     const int64_t at = store_->Revision();
-    auto list = store_->List(kind, ns ? std::optional<std::string_view>(*ns) : std::nullopt);
+    auto list = initial
+                    ? initial()
+                    : store_->List(kind, ns ? std::optional<std::string_view>(*ns) : std::nullopt);
     if (!list.ok()) return Error(list.status());
     stream->Start(at, *list, initial_events);
   } else if (from == 0) {
@@ -1317,7 +1320,7 @@ HttpResponse ApiServer::Core(const HttpRequest& req, const Principal& who) {
     if (!got->has_value()) return Error(NotFound("nodes \"" + *name + "\" not found"));
     json node = api::KubeNode(WithLease(Served(**got)), now, node_grace_ms_, SharingConfigs());
     if (api::WantsTable(req.accept)) {
-      return Json(200, api::NodeTable({node}, std::to_string((*got)->version), now));
+      return TableReply(req, api::NodeTable({node}, std::to_string((*got)->version), now));
     }
     return Json(200, node);
   }
@@ -1326,12 +1329,16 @@ HttpResponse ApiServer::Core(const HttpRequest& req, const Principal& who) {
   auto fields = FieldSelectorOf(req);
   if (!fields.ok()) return Error(fields.status());
   if (Watching(req)) {
-    WatchRender render = [this, sel = *selector, fs = *fields, table = api::WantsTable(req.accept)](
+    WatchRender render = [this, sel = *selector, fs = *fields, table = api::WantsTable(req.accept),
+                          include = IncludeObject(req)](
                              const char* type, const store::StoredObject& o, std::string* out) {
       const int64_t at = clock_();
       json node = api::KubeNode(WithLease(Served(o)), at, node_grace_ms_, SharingConfigs());
       if (!Selected(sel, fs, node)) return;
-      if (table) node = api::NodeTable({node}, std::to_string(o.version), at);
+      if (table) {
+        node = api::NodeTable({node}, std::to_string(o.version), at);
+        api::IncludeObjects(include, &node);
+      }
       *out += json{{"type", type}, {"object", std::move(node)}}.dump();
       *out += '\n';
     };
@@ -1349,7 +1356,7 @@ HttpResponse ApiServer::Core(const HttpRequest& req, const Principal& who) {
     nodes.push_back(std::move(node));
   }
   const std::string version = std::to_string(store_->Revision());
-  if (api::WantsTable(req.accept)) return Json(200, api::NodeTable(nodes, version, now));
+  if (api::WantsTable(req.accept)) return TableReply(req, api::NodeTable(nodes, version, now));
   return Json(200, {{"kind", "NodeList"},
                     {"apiVersion", "v1"},
                     {"metadata", {{"resourceVersion", version}}},
@@ -1405,6 +1412,11 @@ HttpResponse ApiServer::NodeChange(const HttpRequest& req, const Principal& who,
   if (Status s = CheckObject(*next); !s.ok()) return Error(s);
   store::Write w{store::Write::Op::kPut, key, "", (*got)->version};
   if (Status s = KeepSystemFields(who, &*next, &w); !s.ok()) return Error(s);
+  // A server dry run (kubectl taint/cordon --dry-run=server) answers what would be written.
+  if (DryRun(req)) {
+    return Json(200, api::KubeNode(WithLease(Served({key, (*got)->version, w.body})), clock_(),
+                                   node_grace_ms_, SharingConfigs()));
+  }
   auto r = Commit(std::span<const store::Write>(&w, 1));
   if (!r.ok()) return Error(r.status());
   return Json(200, api::KubeNode(WithLease(Served({key, (*r)[0], w.body})), clock_(),
@@ -1654,7 +1666,7 @@ HttpResponse ApiServer::HandleOnce(const HttpRequest& req) {
     if (api::WantsTable(req.accept)) {
       json table = api::TesseraTable(kind, page, meta["resourceVersion"], clock_());
       table["metadata"] = std::move(meta);
-      return Json(200, table);
+      return TableReply(req, std::move(table));
     }
     return Json(200, {{"kind", kind + "List"},
                       {"apiVersion", api::kApiVersion},
@@ -1672,7 +1684,8 @@ HttpResponse ApiServer::HandleOnce(const HttpRequest& req) {
       return Error(NotFound(store::Describe(key) + " not found"));
     }
     if (api::WantsTable(req.accept)) {
-      return Json(200, api::TesseraTable(kind, {obj}, std::to_string((*got)->version), clock_()));
+      return TableReply(req,
+                        api::TesseraTable(kind, {obj}, std::to_string((*got)->version), clock_()));
     }
     return Json(200, obj);
   }

@@ -62,6 +62,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -73,6 +74,7 @@
 #include <vector>
 
 #include "api/kinds.h"
+#include "api/kube_kinds.h"
 #include "api/object.h"
 #include "api/time.h"
 #include "server/api_common.h"
@@ -183,12 +185,21 @@ class ApiServer {
   // when it is not empty, each naming its object as the Kubernetes API serves it.
   Result<std::vector<nlohmann::json>> EventViews(const std::optional<std::string>& ns,
                                                  const std::string& name);
+  // One stored Event as core/v1 shows it, about the object it names (looked up through
+  // `refs`, each object once).
+  Result<nlohmann::json> EventView(const store::StoredObject& o,
+                                   std::map<store::ObjectKey, std::optional<api::ObjectRef>>* refs);
   // Kueue Workloads of the Jobs in `ns` (every namespace without one) that name a queue.
   Result<std::vector<nlohmann::json>> Workloads(const std::optional<std::string>& ns,
                                                 const std::string& name);
   // core/v1 Namespaces, read and deleted: those written, those in use and default for the
   // admin, its own for a namespace token. Deleting one deletes every object in it, in one
   // write (the admin's; default, kube-system and kube-public stay). Written through Kube.
+  // The namespaces `who` sees (an admin: those written, those in use and default; a namespace
+  // token: its own), as views of kind Namespace and version 0, by name.
+  Result<std::vector<store::StoredObject>> NamespaceViews(const Principal& who);
+  // A watch of Namespaces: those written and those in use, as objects in them come and go.
+  HttpResponse WatchNamespaces(const HttpRequest& req, const Principal& who);
   HttpResponse Namespaces(const HttpRequest& req, const Principal& who,
                           const std::optional<std::string>& name);
   // Every namespaced object in `ns` (every namespace when empty).
@@ -258,11 +269,14 @@ class ApiServer {
   // object filtered by `selector`. `watched` ({"apiVersion", "kind"} of what the watcher sees)
   // heads the BOOKMARK events sent when the request allows them; null sends none. With
   // `bound_to` (an agent's watch of Jobs) only the Jobs bound to that node are shown, and one
-  // that leaves it as DELETED.
+  // that leaves it as DELETED. An empty `kind` watches changes of every kind; `initial`, when
+  // set, gives the objects a watch from the current state starts with (else those of `kind`).
+  using InitialObjects = std::function<Result<std::vector<store::StoredObject>>()>;
   HttpResponse Watch(const HttpRequest& req, const std::string& kind,
                      const std::optional<std::string>& ns,
                      std::optional<api::LabelSelector> selector, WatchRender render,
-                     nlohmann::json watched, std::optional<std::string> bound_to = std::nullopt);
+                     nlohmann::json watched, std::optional<std::string> bound_to = std::nullopt,
+                     InitialObjects initial = {});
   // An object's status and creation time are the system's: a write keeps the stored status
   // unless an admin or agent sends one, and keeps the creation time (set on creation). Fills
   // `w->body` and pins `w->expected_version` to the version read. Refuses a change to what is

@@ -212,7 +212,7 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
       // Each change of a stored object, as the changes of the views it makes.
       // kubectl get -w asks for Tables here too: each event's object is then a Table of one row.
       WatchRender render = [this, k = &kind, ns = route.ns, sel = *selector, fs = *fields,
-                            table = api::WantsTable(req.accept)](
+                            table = api::WantsTable(req.accept), include = IncludeObject(req)](
                                const char* type, const store::StoredObject& o, std::string* out) {
         const json obj = Served(o);
         std::vector<json> views;
@@ -221,14 +221,20 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
         } else if (k->kind == "Workload") {
           if (json w = api::KueueWorkload(obj); !w.is_null()) views.push_back(std::move(w));
         } else if (k->kind == "Event") {
-          views.push_back(api::KubeEvent(obj, nullptr));
+          // About the object the event names, as listed (a Pod's Job reads as the Pod).
+          std::map<store::ObjectKey, std::optional<api::ObjectRef>> refs;
+          auto e = EventView(o, &refs);
+          views.push_back(e.ok() ? std::move(e).value() : api::KubeEvent(obj, nullptr));
           if (k->group == "events.k8s.io") views.back() = api::EventsV1(views.back());
         } else if (api::MadeFrom(obj, *k, ns.value_or(""), "")) {
           views.push_back(api::KubeObject(*k, obj));
         }
         for (json& v : views) {
           if (!Selected(sel, fs, v)) continue;
-          if (table) v = api::KubeTable(*k, {v}, std::to_string(o.version), clock_());
+          if (table) {
+            v = api::KubeTable(*k, {v}, std::to_string(o.version), clock_());
+            api::IncludeObjects(include, &v);
+          }
           *out += json{{"type", type}, {"object", std::move(v)}}.dump();
           *out += '\n';
         }
@@ -291,7 +297,7 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
     if (api::WantsTable(req.accept)) {
       json table = api::KubeTable(kind, items, version, clock_());
       table["metadata"] = meta;
-      return Json(200, table);
+      return TableReply(req, std::move(table));
     }
     if (one) return Json(200, items[0]);
     return Json(200, {{"kind", std::string(kind.kind) + "List"},
@@ -664,24 +670,31 @@ Result<std::vector<json>> ApiServer::EventViews(const std::optional<std::string>
   std::vector<json> out;
   for (const store::StoredObject& o : *events) {
     if (!name.empty() && o.key.name != name) continue;
-    const json e = Served(o);
-    const json& obj = Member(Member(e, "spec"), "involvedObject");
-    const api::KindInfo* info = api::FindKind(Str(obj, "kind"));
-    std::optional<api::ObjectRef>* ref = nullptr;
-    if (info != nullptr) {
-      const store::ObjectKey key{std::string(info->kind), info->namespaced ? o.key.ns : "",
-                                 Str(obj, "name")};
-      auto [it, fresh] = refs.try_emplace(key);
-      if (fresh) {
-        auto got = store_->Get(key);
-        if (!got.ok()) return got.status();
-        if (got->has_value()) it->second = api::RefOf(Served(**got));
-      }
-      ref = &it->second;
-    }
-    out.push_back(api::KubeEvent(e, ref != nullptr && *ref ? &**ref : nullptr));
+    auto view = EventView(o, &refs);
+    if (!view.ok()) return view.status();
+    out.push_back(std::move(view).value());
   }
   return out;
+}
+
+Result<json> ApiServer::EventView(const store::StoredObject& o,
+                                  std::map<store::ObjectKey, std::optional<api::ObjectRef>>* refs) {
+  const json e = Served(o);
+  const json& obj = Member(Member(e, "spec"), "involvedObject");
+  const api::KindInfo* info = api::FindKind(Str(obj, "kind"));
+  std::optional<api::ObjectRef>* ref = nullptr;
+  if (info != nullptr) {
+    const store::ObjectKey key{std::string(info->kind), info->namespaced ? o.key.ns : "",
+                               Str(obj, "name")};
+    auto [it, fresh] = refs->try_emplace(key);
+    if (fresh) {
+      auto got = store_->Get(key);
+      if (!got.ok()) return got.status();
+      if (got->has_value()) it->second = api::RefOf(Served(**got));
+    }
+    ref = &it->second;
+  }
+  return api::KubeEvent(e, ref != nullptr && *ref ? &**ref : nullptr);
 }
 
 Result<std::vector<json>> ApiServer::Workloads(const std::optional<std::string>& ns,
@@ -708,109 +721,6 @@ Status ApiServer::AddKueueStatus(std::vector<json>* views) {
   for (const store::StoredObject& o : *local_queues) lq_objs.push_back(json::parse(o.body));
   for (json& v : *views) api::AddQueueStatus(job_objs, lq_objs, &v);
   return Status::Ok();
-}
-
-Result<std::vector<store::StoredObject>> ApiServer::NamespaceContents(const std::string& ns) {
-  std::vector<store::StoredObject> out;
-  for (const api::KindInfo& k : api::Kinds()) {
-    if (!k.namespaced) continue;
-    auto list = store_->List(std::string(k.kind),
-                             ns.empty() ? std::nullopt : std::optional<std::string_view>(ns));
-    if (!list.ok()) return list.status();
-    for (store::StoredObject& o : *list) out.push_back(std::move(o));
-  }
-  return out;
-}
-
-Result<json> ApiServer::ImplicitNamespace(const std::string& name) {
-  if (name == "default") return api::KubeNamespace(name);
-  auto inside = NamespaceContents(name);
-  if (!inside.ok()) return inside.status();
-  return inside->empty() ? json() : api::KubeNamespace(name);
-}
-
-HttpResponse ApiServer::Namespaces(const HttpRequest& req, const Principal& who,
-                                   const std::optional<std::string>& name) {
-  if (req.method != "GET" && !(req.method == "DELETE" && name)) {
-    return Reply(405, "application/json",
-                 StatusJson(405, "MethodNotAllowed",
-                            "method " + req.method + " is not allowed on " + req.path));
-  }
-  if (Watching(req)) return Error(InvalidArgument("watch is not served on namespaces"));
-  const api::KubeKind& kind = *api::FindKubeKind("", "v1", "namespaces");
-  const bool admin = who.role == Principal::Role::kAdmin;
-  // Those written as objects, by name.
-  auto stored = store_->List("Namespace", std::nullopt);
-  if (!stored.ok()) return Error(stored.status());
-  std::map<std::string, const store::StoredObject*> held;
-  for (const store::StoredObject& o : *stored) held[o.key.name] = &o;
-  auto contents = [&](const std::string& ns) { return NamespaceContents(ns); };
-  auto view = [&](const std::string& n) {
-    auto it = held.find(n);
-    return it == held.end() ? api::KubeNamespace(n) : api::KubeObject(kind, Served(*it->second));
-  };
-  if (name) {
-    if (Status s = api::ValidateName(*name, true, "metadata.name"); !s.ok()) return Error(s);
-    if (!admin && *name != who.ns) {
-      return Error(PermissionDenied("this token is limited to namespace " + who.ns));
-    }
-    auto inside = contents(*name);
-    if (!inside.ok()) return Error(inside.status());
-    // A namespace is there when it was written, holds objects, or is default (or the token's).
-    if (!held.contains(*name) && inside->empty() && *name != "default" && *name != who.ns) {
-      return Error(NotFound("namespaces \"" + *name + "\" not found"));
-    }
-    if (req.method == "GET") return Json(200, view(*name));
-    if (!admin) {
-      return Error(PermissionDenied("a namespace token may not delete its namespace"));
-    }
-    if (*name == "default" || *name == "kube-system" || *name == "kube-public") {
-      return Error(PermissionDenied("namespaces \"" + *name +
-                                    "\" is forbidden: this namespace may not be deleted"));
-    }
-    // The namespace and everything in it, in one write.
-    std::vector<store::Write> writes;
-    for (const store::StoredObject& o : *inside) {
-      writes.push_back({store::Write::Op::kDelete, o.key, "", o.version});
-    }
-    if (auto it = held.find(*name); it != held.end()) {
-      writes.push_back({store::Write::Op::kDelete, it->second->key, "", it->second->version});
-    }
-    json gone = view(*name);
-    if (!DryRun(req)) {
-      auto r = Commit(writes);
-      if (!r.ok()) return Error(r.status());
-    }
-    gone["metadata"]["deletionTimestamp"] = FormatTime(clock_());
-    gone["status"]["phase"] = "Terminating";
-    return Json(200, gone);
-  }
-  // Those written, those in use, and default.
-  std::set<std::string> names = {admin ? "default" : who.ns};
-  if (admin) {
-    auto all = contents("");
-    if (!all.ok()) return Error(all.status());
-    for (const store::StoredObject& o : *all) names.insert(o.key.ns);
-    for (const auto& [n, o] : held) names.insert(n);
-  }
-  auto selector = SelectorOf(req);
-  if (!selector.ok()) return Error(selector.status());
-  auto fields = FieldSelectorOf(req);
-  if (!fields.ok()) return Error(fields.status());
-  std::vector<json> items;
-  for (const std::string& n : names) {
-    json ns = view(n);
-    if (!Selected(*selector, *fields, ns)) continue;
-    items.push_back(std::move(ns));
-  }
-  const std::string version = std::to_string(store_->Revision());
-  if (api::WantsTable(req.accept)) {
-    return Json(200, api::KubeTable(kind, items, version, clock_()));
-  }
-  return Json(200, {{"kind", "NamespaceList"},
-                    {"apiVersion", "v1"},
-                    {"metadata", {{"resourceVersion", version}}},
-                    {"items", std::move(items)}});
 }
 
 }  // namespace tessera::server
