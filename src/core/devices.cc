@@ -15,6 +15,9 @@ constexpr std::string_view kInsufficientGpuMemory = "insufficient GPU memory";
 constexpr std::string_view kInsufficientGpuCompute = "insufficient GPU compute";
 constexpr std::string_view kNoTimeSlice = "no time-sliced GPU";
 constexpr std::string_view kInsufficientReplicas = "insufficient time-slice replicas";
+// More whole GPUs than the node has of the model asked, free or not: waiting cannot help (as
+// kube-scheduler says of a request above a node's allocatable).
+constexpr std::string_view kTooFewGpus = "node has fewer GPUs than the pod asks: it can never fit";
 constexpr std::string_view kOneReplicaOnly = "time-slicing allows one replica per request";
 
 bool ModelAllowed(const PodSpec& pod, const std::string& model) {
@@ -188,6 +191,18 @@ std::string_view ProposeCandidates(const DeviceRequest& req, const ClusterState&
     case GpuRequestKind::kNone:
       break;
     case GpuRequestKind::kWhole: {
+      // All the node's cards of the model asked, healthy or not, and time-sliced ones as their
+      // replicas: fewer than asked never fit.
+      int capacity = 0;
+      for (int g = 0; g < ngpus; ++g) {
+        if (!any_model && !ModelAllowed(*req.pod, node.gpus[g].model)) continue;
+        const GpuSharing& s = node.gpus[g].sharing;
+        capacity += usage.gpus[g].mode == SharingMode::kTimeSlice && !s.rename &&
+                            !s.fail_requests_greater_than_one
+                        ? s.replicas
+                        : 1;
+      }
+      if (capacity < gr.count) return kTooFewGpus;
       GpuList free;
       GpuList ts;  // time-sliced cards advertised as plain nvidia.com/gpu
       for (int g : eligible) {

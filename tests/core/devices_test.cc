@@ -44,10 +44,17 @@ INSTANTIATE_TEST_SUITE_P(
     Reasons, DeviceReasonTest,
     ::testing::Values(
         ReasonCase{"whole_ok", SharingMode::kExclusive, {{"nvidia.com/gpu", "2"}}, ""},
-        ReasonCase{"whole_short",
+        // More GPUs than the node has: no wait helps, and the reason says so.
+        ReasonCase{"whole_more_than_node",
                    SharingMode::kExclusive,
                    {{"nvidia.com/gpu", "3"}},
-                   "insufficient free GPUs"},
+                   "node has fewer GPUs than the pod asks: it can never fit"},
+        // Time-sliced cards count as their replicas (2 cards x 4).
+        ReasonCase{"whole_on_replicas", SharingMode::kTimeSlice, {{"nvidia.com/gpu", "8"}}, ""},
+        ReasonCase{"whole_more_than_replicas",
+                   SharingMode::kTimeSlice,
+                   {{"nvidia.com/gpu", "9"}},
+                   "node has fewer GPUs than the pod asks: it can never fit"},
         ReasonCase{"share_on_exclusive",
                    SharingMode::kExclusive,
                    {{"tessera.io/gpu-milli", "100"}},
