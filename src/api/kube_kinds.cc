@@ -133,13 +133,26 @@ struct PodCounts {
   int failed_attempts = 0;  // of restartPolicy Never pods started again
 };
 
+// A pod's phase as Kubernetes shows it, from its Job's phase and its status entry (null while
+// not placed): a pod that succeeded stays Succeeded; once its Job has failed, a pod that has
+// not succeeded reads Failed (it is being stopped, or was); once its Job has succeeded, every
+// placed pod reads Succeeded.
+std::string PodPhase(std::string_view job_phase, const json& entry) {
+  const std::string pod_phase = Str(Member(entry, "state"), "phase");
+  if (pod_phase == "Succeeded") return "Succeeded";
+  if (pod_phase == "Failed" || job_phase == "Failed") return "Failed";
+  if (job_phase == "Succeeded" && entry.is_object()) return "Succeeded";
+  return pod_phase == "Running" ? "Running" : "Pending";
+}
+
 PodCounts CountPods(const json& status) {
   PodCounts c;
+  const std::string job_phase = Str(status, "phase");
   for (const json& p : ListOf(Member(status, "pods"))) {
     if (!p.is_object()) continue;
     ++c.placed;
     const json& st = Member(p, "state");
-    const std::string phase = Str(st, "phase");
+    const std::string phase = PodPhase(job_phase, p);
     if (phase == "Running") ++c.running;
     if (phase == "Succeeded") ++c.succeeded;
     if (phase == "Failed") ++c.failed;
@@ -215,13 +228,7 @@ void PodView(const json& job, const json& entry, const WaitingReasons& waiting_r
   const json& st = Member(job, "status");
   const std::string phase = Str(st, "phase");
   const json& state = Member(entry, "state");
-  const std::string pod_phase = Str(state, "phase");
-  std::string out_phase = "Pending";
-  if (pod_phase == "Succeeded" || (phase == "Succeeded" && entry.is_object())) {
-    out_phase = "Succeeded";
-  }
-  if (pod_phase == "Failed" || phase == "Failed") out_phase = "Failed";
-  if (out_phase == "Pending" && pod_phase == "Running") out_phase = "Running";
+  const std::string out_phase = PodPhase(phase, entry);
   json status = {{"phase", out_phase}, {"qosClass", "BestEffort"}};
   const bool placed = entry.is_object() && !Str(entry, "node").empty();
   if (placed) (*pod)["spec"]["nodeName"] = Str(entry, "node");
