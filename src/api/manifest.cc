@@ -1812,8 +1812,10 @@ Result<json> DevicePluginConfig(const std::string& text, const std::string& path
 constexpr std::string_view kConfigLabel = "nvidia.com/device-plugin.config";
 
 // GpuSharingConfigs from device-plugin configs by name; `default_name` covers unlabeled nodes.
+// A default config reaches every node without the label: `warnings` says so, naming the key.
 Result<std::vector<json>> SharingConfigs(const std::string& prefix, const json& data,
-                                         const std::string& path, const std::string& default_name) {
+                                         const std::string& path, const std::string& default_name,
+                                         Warnings* warnings) {
   if (!data.is_object() || data.empty())
     return FieldError(path, "must map config names to configs");
   std::vector<json> out;
@@ -1825,6 +1827,13 @@ Result<std::vector<json>> SharingConfigs(const std::string& prefix, const json& 
     const bool is_default = key == default_name;
     if (is_default) {
       (*spec)["default"] = true;
+      if (warnings != nullptr) {
+        warnings->push_back(path + "." + key +
+                            ": applies to every GPU of every node without the label " +
+                            std::string(kConfigLabel) +
+                            " (it is the default config); label nodes with other configs to "
+                            "keep them out of its reach");
+      }
     } else {
       (*spec)["nodeSelector"] = {{kConfigLabel, key}};
     }
@@ -1914,7 +1923,7 @@ Result<std::vector<json>> TranslateDocument(const json& doc, std::string_view de
           OnlyFields(cfg, "devicePlugin.config", {"name", "create", "default", "data"}, kNotRun));
       const std::string name = Text(cfg, "name").empty() ? "device-plugin" : Text(cfg, "name");
       return SharingConfigs(name, Member(cfg, "data"), "devicePlugin.config.data",
-                            Text(cfg, "default"));
+                            Text(cfg, "default"), warnings);
     }
     return InvalidArgument("document: has no apiVersion and kind");
   }
@@ -1940,6 +1949,14 @@ Result<std::vector<json>> TranslateDocument(const json& doc, std::string_view de
         "(tessera apply, kubectl create); it is not an object to translate");
   }
   TESSERA_RETURN_IF_ERROR(KnownFields(d.meta, "metadata", kMetaFields, warnings));
+  // Labels and annotations are maps of strings (a patch may have set them to anything).
+  for (const char* m : {"labels", "annotations"}) {
+    const json& v = Member(d.meta, m);
+    const bool strings =
+        v.is_null() || (v.is_object() && std::all_of(v.begin(), v.end(),
+                                                     [](const json& e) { return e.is_string(); }));
+    if (!strings) return FieldError(std::string("metadata.") + m, "must be a map of strings");
+  }
   if (d.name.empty()) return FieldError("metadata.name", "must be set");
   if (d.ns.empty()) d.ns = std::string(default_namespace);
   Result<std::vector<json>> objs = TranslateKube(d, doc, warnings);
@@ -2026,7 +2043,7 @@ Result<std::vector<json>> TranslateKube(const Doc& d, const json& doc, Warnings*
   if (d.api == "v1" && d.kind == "ConfigMap") {
     // The NVIDIA device plugin's config map: each key a config; "any" (the chart's usual
     // default name) covers nodes without a config label.
-    return SharingConfigs(d.name, Member(doc, "data"), "data", "any");
+    return SharingConfigs(d.name, Member(doc, "data"), "data", "any", warnings);
   }
   return InvalidArgument(Rejection(d.api, d.kind));
 }

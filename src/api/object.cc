@@ -222,20 +222,52 @@ ObjectId IdOf(const json& obj) {
 
 Result<LabelSelector> LabelSelector::Parse(std::string_view text) {
   LabelSelector sel;
+  auto trim = [](std::string_view s) {
+    while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+    while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+    return s;
+  };
+  auto valid_value = [](const std::string& v) {
+    return v.empty() || (v.size() <= 63 && ValidKey(v) && v.find('/') == std::string::npos);
+  };
   while (!text.empty()) {
-    const size_t comma = text.find(',');
+    // Terms are split at the commas outside a set's parentheses.
+    size_t comma = 0;
+    for (int depth = 0; comma < text.size(); ++comma) {
+      if (text[comma] == '(') ++depth;
+      if (text[comma] == ')') --depth;
+      if (text[comma] == ',' && depth == 0) break;
+    }
     std::string_view term = text.substr(0, comma);
-    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
-    auto trim = [](std::string_view s) {
-      while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
-      while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
-      return s;
-    };
+    text = comma >= text.size() ? std::string_view() : text.substr(comma + 1);
     term = trim(term);
     if (term.empty()) return InvalidArgument("labelSelector: empty term");
     Term t;
     size_t at;
-    if ((at = term.find("!=")) != std::string_view::npos) {
+    if (const size_t open = term.find('(');
+        open != std::string_view::npos && term.find('=') == std::string_view::npos) {
+      // Set-based: "key in (a,b)", "key notin (a,b)".
+      std::string_view head = trim(term.substr(0, open));
+      const size_t space = head.rfind(' ');
+      const std::string_view op =
+          space == std::string_view::npos ? std::string_view() : head.substr(space + 1);
+      if ((op != "in" && op != "notin") || term.back() != ')') {
+        return InvalidArgument("labelSelector: \"" + SafeText(std::string(term), 300) +
+                               "\": a set is written \"key in (a,b)\" or \"key notin (a,b)\"");
+      }
+      t = {std::string(trim(head.substr(0, space))), op == "in" ? Op::kIn : Op::kNotIn, "", {}};
+      std::string_view values = term.substr(open + 1, term.size() - open - 2);
+      while (true) {
+        const size_t c = values.find(',');
+        t.values.emplace_back(trim(values.substr(0, c)));
+        if (!valid_value(t.values.back())) {
+          return InvalidArgument("labelSelector: invalid value \"" +
+                                 SafeText(t.values.back(), 300) + "\"");
+        }
+        if (c == std::string_view::npos) break;
+        values.remove_prefix(c + 1);
+      }
+    } else if ((at = term.find("!=")) != std::string_view::npos) {
       t = {std::string(trim(term.substr(0, at))), Op::kNe, std::string(trim(term.substr(at + 2)))};
     } else if ((at = term.find("==")) != std::string_view::npos) {
       t = {std::string(trim(term.substr(0, at))), Op::kEq, std::string(trim(term.substr(at + 2)))};
@@ -249,8 +281,7 @@ Result<LabelSelector> LabelSelector::Parse(std::string_view text) {
     if (!ValidKey(t.key)) {
       return InvalidArgument("labelSelector: invalid key \"" + SafeText(t.key, 300) + "\"");
     }
-    if (!t.value.empty() &&
-        (t.value.size() > 63 || !ValidKey(t.value) || t.value.find('/') != std::string::npos)) {
+    if (!valid_value(t.value)) {
       return InvalidArgument("labelSelector: invalid value \"" + SafeText(t.value, 300) + "\"");
     }
     sel.terms_.push_back(std::move(t));

@@ -47,8 +47,8 @@ struct ObjectId {
 };
 ObjectId IdOf(const nlohmann::json& obj);
 
-// Label selectors: equality-based as kubectl writes them ("a=b,c!=d,e,!f", also "a==b"), or
-// set-based from a LabelSelector object.
+// Label selectors as kubectl writes them: equality-based ("a=b,c!=d,e,!f", also "a==b") and
+// set-based ("a in (x,y),b notin (z)"), or from a LabelSelector object.
 class LabelSelector {
  public:
   static Result<LabelSelector> Parse(std::string_view text);

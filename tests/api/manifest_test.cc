@@ -88,7 +88,15 @@ TEST(Manifest, TimeSlicingOfSomeDevicesPicksThoseGpus) {
   ASSERT_TRUE(cfg.ok()) << cfg.status().message();
   EXPECT_EQ(cfg->gpus, (std::vector<std::string>{"0", "2", "GPU-8f3c"}));
   EXPECT_EQ(cfg->sharing.replicas, 4);
-  objs = TranslateManifest(config("          devices: all\n"), "dp.yaml", "default");
+  // "any" is the default config: it reaches every unlabeled node's GPUs, and a warning says so.
+  std::vector<std::vector<std::string>> warnings;
+  objs = TranslateManifest(config("          devices: all\n"), "dp.yaml", "default", &warnings);
+  ASSERT_EQ(warnings.size(), 1u);
+  ASSERT_EQ(warnings[0].size(), 1u);
+  EXPECT_NE(warnings[0][0].find("data.any: applies to every GPU of every node without the label "
+                                "nvidia.com/device-plugin.config"),
+            std::string::npos)
+      << warnings[0][0];
   ASSERT_TRUE(objs.ok()) << objs.status().message();
   cfg = DecodeGpuSharingConfig((*objs)[0]);
   ASSERT_TRUE(cfg.ok());
