@@ -500,6 +500,37 @@ out=$(kubectl create deployment web --image=busybox 2>&1) && fail "deployment cr
 grep -qi "the server could not find the requested resource\|doesn't have a resource type" <<<"$out" ||
   fail "create deployment: $out"
 
+# kubectl get ns -w: a namespace is ADDED with its first object and DELETED with it (the
+# issue's case: namespace watches were not served).
+kubectl get ns -w --output-watch-events -o jsonpath='{.type} {.object.metadata.name}{"\n"}' \
+  >"$WORK/ns.watch" 2>&1 &
+watcher=$!
+sleep 1
+kubectl create job nsw -n watched --image=busybox -- true >/dev/null 2>&1 || fail "create job nsw"
+kubectl delete namespace watched >/dev/null 2>&1 || fail "delete namespace watched"
+for _ in $(seq 100); do grep -q "^DELETED watched" "$WORK/ns.watch" && break; sleep 0.05; done
+kill "$watcher" 2>/dev/null || true
+wait "$watcher" 2>/dev/null || true
+grep -q "^ADDED default" "$WORK/ns.watch" || fail "ns watch did not start with default: $(cat "$WORK/ns.watch")"
+grep -q "^ADDED watched" "$WORK/ns.watch" || fail "ns watch: no ADDED watched: $(cat "$WORK/ns.watch")"
+grep -q "^DELETED watched" "$WORK/ns.watch" || fail "ns watch: no DELETED watched: $(cat "$WORK/ns.watch")"
+
+# A pod asking more GPUs than any node has says it can never fit (the issue's case: it read
+# "insufficient free GPUs", as if waiting could help). The seed's time-slicing goes first: its
+# replicas count as GPUs.
+kubectl delete -f "$SEEDS/02-time-slicing-config.yaml" >/dev/null 2>&1 || fail "delete 02"
+out=$(kubectl run big --image=busybox --restart=Never \
+  --overrides='{"spec":{"containers":[{"name":"big","image":"busybox","resources":{"limits":{"nvidia.com/gpu":"16"}}}]}}' \
+  2>&1) || fail "run big: $out"
+for _ in $(seq 100); do
+  out=$(kubectl get pod big -o jsonpath='{.status.conditions[0].message}' 2>&1)
+  grep -q "fewer GPUs than the pod asks: it can never fit" <<<"$out" && break
+  sleep 0.05
+done
+grep -q "1 node has fewer GPUs than the pod asks: it can never fit" <<<"$out" ||
+  fail "big: $out $(kubectl get pod big -o yaml 2>&1)"
+kubectl delete pod big >/dev/null 2>&1 || fail "delete big"
+
 # What is not served says so, and a bad token is refused.
 out=$(kubectl get deployments 2>&1) && fail "deployments listed: $out"
 grep -qi "the server doesn't have a resource type\|could not find the requested resource" <<<"$out" ||
