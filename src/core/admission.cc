@@ -1655,21 +1655,33 @@ bool CycleRun::PreemptIn(size_t idx, size_t ci, const Attempt& attempt, std::str
   for (const Cand& c : cands) {
     if (holders_[c.holder].queue == q) same_queue.push_back(c);
   }
+  // Kueue's fitsResourceQuota: a queue that may not preempt while borrowing (no
+  // borrowWithinCohort, no fair sharing) looks for victims only when the request fits its
+  // nominal quota, or by reclaiming what others borrow in its cohort; a request only borrowing
+  // can admit waits for quota instead (Kueue issue #1974).
+  bool within_nominal = true;
+  for (size_t i = 0; i < s.charge.parts.size(); ++i) {
+    const QuotaCharge::Part& part = s.charge.parts[i];
+    if (s.needs[i] && part.amount > tree_.Nominal(q, part.flavor, part.resource)) {
+      within_nominal = false;
+    }
+  }
+  std::optional<int32_t> threshold;
+  if (pol.borrow_within_cohort != BorrowWithinCohort::kNever) {
+    threshold = p.priority;
+    if (pol.max_priority_threshold && *pol.max_priority_threshold < *threshold) {
+      threshold = *pol.max_priority_threshold + 1;
+    }
+  }
+  const bool may_borrow_after = within_nominal || threshold || c_.options_.fair_sharing;
   // Kueue's GetTargets.
   bool fits = false;
   if (kube) {
     fits = pods.size() == 1 ? KubeNodeVictims(s, cands)
                             : Minimal(s, cands, /*allow_borrowing=*/true, std::nullopt);
   } else if (same_queue.size() == cands.size()) {
-    fits = Minimal(s, cands, /*allow_borrowing=*/true, std::nullopt);
+    fits = Minimal(s, cands, /*allow_borrowing=*/may_borrow_after, std::nullopt);
   } else {
-    std::optional<int32_t> threshold;
-    if (pol.borrow_within_cohort != BorrowWithinCohort::kNever) {
-      threshold = p.priority;
-      if (pol.max_priority_threshold && *pol.max_priority_threshold < *threshold) {
-        threshold = *pol.max_priority_threshold + 1;
-      }
-    }
     bool under_nominal = true;
     for (size_t i = 0; i < s.charge.parts.size(); ++i) {
       const QuotaCharge::Part& part = s.charge.parts[i];
@@ -1693,7 +1705,7 @@ bool CycleRun::PreemptIn(size_t idx, size_t ci, const Attempt& attempt, std::str
       // under its nominal quota, and the preemptor must not borrow after it; then only the
       // own queue's work, borrowing allowed.
       if (under_nominal) fits = Minimal(s, cands, /*allow_borrowing=*/false, std::nullopt);
-      if (!fits) {
+      if (!fits && within_nominal) {
         fresh();
         fits = Minimal(s, same_queue, /*allow_borrowing=*/true, std::nullopt);
       }

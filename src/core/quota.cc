@@ -217,6 +217,10 @@ bool QuotaTree::BorrowingIn(int q, int flavor, QuotaResource r) const {
   return n.usage[fr] > n.subtree[fr];
 }
 
+int64_t QuotaTree::Nominal(int q, int flavor, QuotaResource r) const {
+  return nodes_[q].nominal[Fr(flavor, r)];
+}
+
 int64_t QuotaTree::UnusedNominal(int q, int flavor, QuotaResource r) const {
   const int fr = Fr(flavor, r);
   return std::max<int64_t>(0, nodes_[q].nominal[fr] - nodes_[q].usage[fr]);

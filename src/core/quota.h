@@ -81,6 +81,8 @@ class QuotaTree {
   bool BorrowingIn(int q, int flavor, QuotaResource r) const;
   // True when the queue uses less than its nominal quota of this flavor/resource.
   bool UnderNominal(int q, int flavor, QuotaResource r) const;
+  // The queue's nominal quota of this flavor/resource.
+  int64_t Nominal(int q, int flavor, QuotaResource r) const;
   // How much of its nominal quota of this flavor/resource the queue does not use (>= 0).
   int64_t UnusedNominal(int q, int flavor, QuotaResource r) const;
   // Why `c` does not fit: "queue team-a: nvidia.com/gpu in flavor h100 needs 8 GPUs, 4 GPUs

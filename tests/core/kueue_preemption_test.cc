@@ -426,6 +426,47 @@ TEST(KueuePreemption, ClassicCasesFromKueue) {
   }
 }
 
+// Kueue's fitsResourceQuota (pkg/scheduler/flavorassigner/flavorassigner.go): when a request
+// does not fit the unused quota, preemption is looked for only when the request is within the
+// queue's nominal quota, reclaiming in the cohort may help, or the queue may preempt while
+// borrowing (borrowWithinCohort; fair sharing). Otherwise the flavor is NoFit and nothing is
+// preempted (Kueue issue #1974). Queue "a" (nominal 4 CPUs) and "b" (4) share cohort "c"; b
+// runs 3 CPUs, a runs "low" (4 CPUs, priority -1): one CPU of the cohort is free.
+TEST(KueuePreemption, FitsResourceQuotaGatesPreemptionWhileBorrowing) {
+  auto queues = [](BorrowWithinCohort borrow) {
+    return std::vector<QueueSpec>{With(CQ("a", "c", {4 * kCpu}), kLower, kRLower, borrow),
+                                  With(CQ("b", "c", {4 * kCpu}), kLower, kRLower)};
+  };
+  auto cpu = [](std::string n, std::string q, int32_t prio, int64_t cpus) {
+    return W{std::move(n), std::move(q), prio, cpus * kCpu, 0, 0, 0};
+  };
+  const std::vector<W> admitted = {cpu("low", "a", -1, 4), cpu("b-work", "b", 0, 3)};
+  // 5 CPUs > nominal 4: admitting needs borrowing, which a may not do while preempting.
+  EXPECT_EQ(Preempted({"request above nominal, no borrowWithinCohort",
+                       queues(BorrowWithinCohort::kNever),
+                       admitted,
+                       cpu("in", "a", 1, 5),
+                       {}},
+                      false),
+            std::set<std::string>{});
+  // With borrowWithinCohort the same request preempts in its own queue and borrows.
+  EXPECT_EQ(Preempted({"request above nominal, borrowWithinCohort",
+                       queues(kBLower),
+                       admitted,
+                       cpu("in", "a", 1, 5),
+                       {}},
+                      false),
+            (std::set<std::string>{"low:InClusterQueue"}));
+  // Within nominal (4 CPUs), preemption in the own queue is looked for as before.
+  EXPECT_EQ(Preempted({"request within nominal",
+                       queues(BorrowWithinCohort::kNever),
+                       admitted,
+                       cpu("in", "a", 1, 4),
+                       {}},
+                      false),
+            (std::set<std::string>{"low:InClusterQueue"}));
+}
+
 // Kueue's TestFairPreemptions (default strategies: LessThanOrEqualToFinalShare, then
 // LessThanInitialShare).
 TEST(KueuePreemption, FairSharingCasesFromKueue) {
