@@ -177,6 +177,13 @@ Status JobStatus(const json& status) {
     TESSERA_RETURN_IF_ERROR(Rendezvous(*r, f.At("rendezvous")));
   }
   TESSERA_RETURN_IF_ERROR(List(f, "conditions", 16, Condition));
+  // A preempted Job's preemptor, which holds the quota it freed (core::Workload::yields_to).
+  if (const json* by = f.Get("preemptedBy"); by != nullptr && !by->is_null()) {
+    Fields b(*by, f.At("preemptedBy"));
+    TESSERA_RETURN_IF_ERROR(b.String("workload", &s, /*required=*/true));
+    TESSERA_RETURN_IF_ERROR(b.String("holdUntil", &s));
+    TESSERA_RETURN_IF_ERROR(b.Finish());
+  }
   return f.Finish();
 }
 

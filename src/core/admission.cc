@@ -1615,6 +1615,10 @@ bool CycleRun::PreemptIn(size_t idx, size_t ci, const Attempt& attempt, std::str
       });
     }
   }
+  // Never the workload's own preemptor: the quota it freed stays with it.
+  if (!w.yields_to.empty()) {
+    std::erase_if(cands, [&](const Cand& c) { return holders_[c.holder].w->name == w.yields_to; });
+  }
   if (cands.empty()) return false;
   // Quota alone, with every candidate gone: when it does not fit then, no set of victims
   // helps (checked on the quota tree only, no placement moved).
@@ -1976,10 +1980,18 @@ CycleResult CycleRun::Run(std::span<const Reservation> held) {
     reservation_owner_.push_back(it->second);
   }
 
-  // Per queue, pending workloads by priority (high first), then age, then name.
+  // Per queue, pending workloads by priority (high first), then age, then name. A workload
+  // whose preemptor still waits for the quota it freed stands aside.
   std::vector<std::vector<size_t>> lists(tree_.num_queues());
   for (size_t i = 0; i < pending_.size(); ++i) {
-    if (info_[i].queue >= 0) lists[info_[i].queue].push_back(i);
+    if (info_[i].queue < 0) continue;
+    const Workload& w = pending_[i];
+    if (!w.yields_to.empty() && now_ < w.yield_until_ms && by_name.contains(w.yields_to)) {
+      out_.pending_reasons[i] =
+          "waiting: " + w.yields_to + " preempted it and holds the quota it freed until admitted";
+      continue;
+    }
+    lists[info_[i].queue].push_back(i);
   }
   for (std::vector<size_t>& l : lists) {
     std::sort(l.begin(), l.end(), [&](size_t a, size_t b) {

@@ -37,6 +37,13 @@ struct Workload {
   int32_t min_member = 0;
   // Expected run time, for backfill; 0: unknown.
   int64_t estimated_runtime_ms = 0;
+  // Set on a workload that `yields_to` (another workload's name) preempted: the quota that
+  // preemptor freed is its own until it is admitted or gives up. While the preemptor waits
+  // (until `yield_until_ms`), this one is not admitted ahead of it; and while this one waits,
+  // it never takes its preemptor as a victim. So two workloads of equal share and priority do
+  // not trade the same room back and forth (Kueue issue #13662).
+  std::string yields_to;
+  int64_t yield_until_ms = 0;
 };
 
 struct AdmittedWorkload {

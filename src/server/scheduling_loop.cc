@@ -829,6 +829,10 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
       volcano_users.insert(w.namespace_name + "/" + w.local_queue);
     }
     w.created_ms = view.created_ms;
+    if (const json& by = Member(status, "preemptedBy"); by.is_object()) {
+      w.yields_to = Str(by, "workload");
+      w.yield_until_ms = ParseTime(Str(by, "holdUntil"));
+    }
     if (phase == "Admitted") {
       core::AdmittedWorkload a;
       a.workload = w;
@@ -927,6 +931,10 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     }
     conditions.push_back(WorkloadCondition("QuotaReserved", false, "Pending", message, now_ms));
     obj["status"] = {{"phase", "Pending"}, {"message", message}, {"conditions", conditions}};
+    // A preempted job keeps standing aside for its preemptor while that one holds the quota.
+    if (const json& by = Member(Member(s.obj(), "status"), "preemptedBy"); by.is_object()) {
+      obj["status"]["preemptedBy"] = by;
+    }
     keep_progress(s, &obj["status"]);
     writes.Put(obj, s.version, CycleWrites::Note{"Normal", "Pending", message});
   };
@@ -1081,6 +1089,11 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
         WorkloadCondition("QuotaReserved", false, stopped ? cause : "Preempted", p.reason, now_ms));
     conditions.push_back(WorkloadCondition("Admitted", false, "NoReservation", p.reason, now_ms));
     obj["status"] = {{"phase", "Pending"}, {"message", p.reason}, {"conditions", conditions}};
+    if (!stopped) {
+      obj["status"]["preemptedBy"] = {
+          {"workload", p.preemptor},
+          {"holdUntil", FormatTime(now_ms + options_.preemption_hold_ms)}};
+    }
     keep_progress(s, &obj["status"]);  // an array keeps what it has done
     sum.follow_up = true;
     writes.Put(obj, s.version,

@@ -59,6 +59,9 @@ struct SchedulingLoopOptions {
   // max_gap_ms, before it follows the next change: busy, it spends at most about half a core.
   int min_gap_ms = 2;
   int max_gap_ms = 50;
+  // How long a preemptor holds the quota it freed from its victims while it waits to be
+  // admitted (core::Workload::yields_to): its victims stand aside that long at most.
+  int64_t preemption_hold_ms = 300'000;
   // Fair sharing and its strategies (Kueue's fairSharing config); classic preemption by default.
   core::CycleOptions cycle;
 };

@@ -429,8 +429,12 @@ spec:
   EXPECT_EQ(condition("train", "Evicted"), "True/Preempted");
   EXPECT_EQ(condition("train", "Preempted"), "True/InClusterQueue");
   EXPECT_EQ(condition("train", "QuotaReserved"), "False/Preempted");
+  // The victim names its preemptor, which holds the quota it freed until admitted.
+  EXPECT_EQ(Job("train", "team-a")["status"]["preemptedBy"]["workload"], "team-a/urgent")
+      << Job("train", "team-a").dump();
   Cycle();
   EXPECT_EQ(Job("urgent", "team-a")["status"]["phase"], "Admitted");
+  EXPECT_EQ(Job("train", "team-a")["status"]["preemptedBy"]["workload"], "team-a/urgent");
   EXPECT_EQ(condition("urgent", "QuotaReserved"), "True/QuotaReserved");
   EXPECT_EQ(condition("urgent", "Admitted"), "True/Admitted");
   // Waiting again, the preempted job still says why it was evicted.
