@@ -245,6 +245,14 @@ class ApiServer {
   HttpResponse PodLog(const HttpRequest& req, const Principal& who, const std::string& ns,
                       const std::string& pod);
   HttpResponse Evict(const HttpRequest& req, const std::string& ns, const std::string& pod);
+  // pods/{name}/exec over a WebSocket (v5/v4.channel.k8s.io), as kubectl exec opens it: a
+  // session of the exec hub, its output framed as Kubernetes' stream protocol (exec_api.cc).
+  HttpResponse PodExec(const HttpRequest& req, const Principal& who, const std::string& ns,
+                       const std::string& pod);
+  // A pod of namespace `ns` by its Kubernetes name: its Job's name and its view; nullopt when
+  // there is none.
+  Result<std::optional<std::pair<std::string, nlohmann::json>>> FindPodOf(const std::string& ns,
+                                                                          const std::string& pod);
   // Volcano's admission rule: a Job or PodGroup `obj` (Tessera kinds) created in, or moved to,
   // a Volcano Queue that is not Open is refused with Volcano's words. `old`: the stored object,
   // null on create.

@@ -3,16 +3,19 @@
 // output and the end.
 #include <algorithm>
 #include <atomic>
+#include <deque>
 #include <memory>
 #include <mutex>
 
 #include "api/json_read.h"
 #include "api/kube.h"
+#include "api/kube_kinds.h"
 #include "api/object.h"
 #include "api/time.h"
 #include "server/api_common.h"
 #include "server/api_server.h"
 #include "server/auth.h"
+#include "server/websocket.h"
 
 namespace tessera::server {
 
@@ -57,6 +60,93 @@ class ExecStream : public ResponseStream, public std::enable_shared_from_this<Ex
   ExecHub& hub_;
   const std::string id_;
   std::atomic<bool> done_ = false;
+};
+
+// A session's output as Kubernetes' stream protocol (v4/v5.channel.k8s.io) over a WebSocket:
+// one message per frame, its first byte the channel (1 stdout, 2 stderr), then how the command
+// ended on channel 3 as a v1 Status, which kubectl turns into its exit code.
+class KubeExecStream : public ResponseStream, public std::enable_shared_from_this<KubeExecStream> {
+ public:
+  KubeExecStream(ExecHub& hub, std::string id, std::vector<std::string> command)
+      : inner_(std::make_shared<ExecStream>(hub, std::move(id))), command_(std::move(command)) {}
+
+  void Next(std::function<void(std::optional<std::string>)> emit) override {
+    if (!ready_.empty()) {
+      std::string m = std::move(ready_.front());
+      ready_.pop_front();
+      return emit(std::move(m));
+    }
+    if (ended_) return emit(std::nullopt);
+    std::weak_ptr<KubeExecStream> weak = shared_from_this();
+    inner_->Next([weak, emit](std::optional<std::string> frames) {
+      auto self = weak.lock();
+      if (!self) return;
+      if (!frames) {
+        self->ended_ = true;
+        return emit(std::nullopt);
+      }
+      self->Translate(*frames);
+      if (self->ready_.empty()) return emit(std::string());  // asks again
+      std::string m = std::move(self->ready_.front());
+      self->ready_.pop_front();
+      emit(std::move(m));
+    });
+  }
+  void Cancel() override { inner_->Cancel(); }
+
+ private:
+  void Translate(const std::string& frames) {
+    size_t at = 0;
+    while (at < frames.size()) {
+      size_t nl = frames.find('\n', at);
+      if (nl == std::string::npos) nl = frames.size();
+      const json f = json::parse(frames.substr(at, nl - at), nullptr, false);
+      at = nl + 1;
+      if (!f.is_object()) continue;
+      if (f.contains("stdout") || f.contains("stderr")) {
+        const bool out = f.contains("stdout");
+        const json& text = f[out ? "stdout" : "stderr"];
+        if (text.is_string() && !text.get_ref<const std::string&>().empty()) {
+          ready_.push_back(std::string(1, out ? '\x01' : '\x02') + text.get<std::string>());
+        }
+        continue;
+      }
+      ready_.push_back("\x03" + EndStatus(f).dump());
+    }
+  }
+
+  // How the command ended as kube-apiserver reports it on the error channel.
+  json EndStatus(const json& end) const {
+    int code = -1;
+    if (end.contains("exitCode") && end["exitCode"].is_number_integer()) {
+      code = end["exitCode"].get<int>();
+    } else if (end.contains("signal") && end["signal"].is_number_integer()) {
+      code = 128 + end["signal"].get<int>();
+    }
+    if (code == 0) return {{"metadata", json::object()}, {"status", "Success"}};
+    if (code < 0) {
+      return {{"metadata", json::object()},
+              {"status", "Failure"},
+              {"message", end.contains("error") && end["error"].is_string()
+                              ? end["error"].get<std::string>()
+                              : std::string("the command ended without an exit code")}};
+    }
+    std::string argv;
+    for (const std::string& a : command_) argv += (argv.empty() ? "" : " ") + a;
+    return {
+        {"metadata", json::object()},
+        {"status", "Failure"},
+        {"message", "command terminated with non-zero exit code: error executing command [" + argv +
+                        "], exit code " + std::to_string(code)},
+        {"reason", "NonZeroExitCode"},
+        {"details",
+         {{"causes", json::array({{{"reason", "ExitCode"}, {"message", std::to_string(code)}}})}}}};
+  }
+
+  std::shared_ptr<ExecStream> inner_;
+  const std::vector<std::string> command_;
+  std::deque<std::string> ready_;
+  bool ended_ = false;
 };
 
 // The agent's long poll: the sessions opened for its node, as soon as there are any.
@@ -132,6 +222,61 @@ Status CheckEnd(const json& end) {
 }
 
 }  // namespace
+
+HttpResponse ApiServer::PodExec(const HttpRequest& req, const Principal& who, const std::string& ns,
+                                const std::string& pod) {
+  if (req.method != "GET" && req.method != "POST") {
+    return Reply(405, "application/json",
+                 StatusJson(405, "MethodNotAllowed", "pods/exec is opened with GET or POST"));
+  }
+  // Running a command is a write (Kubernetes' create on pods/exec).
+  if (Status s = Authorize(who, *api::FindKind("Job"), ns, std::nullopt, Verb::kWrite); !s.ok()) {
+    return Error(s);
+  }
+  if (QueryFlag(req, "stdin")) {
+    return Error(InvalidArgument(
+        "stdin: not supported: a command's input cannot be sent (kubectl exec without -i; "
+        "kubectl cp copies nothing into a pod)"));
+  }
+  if (req.commands.empty() || req.commands.size() > kMaxArgs || req.commands[0].empty()) {
+    return Error(InvalidArgument("command: must name a program and its arguments"));
+  }
+  auto found = FindPodOf(ns, pod);
+  if (!found.ok()) return Error(found.status());
+  if (!found->has_value()) return Error(NotFound("pods \"" + pod + "\" not found"));
+  const json& view = (**found).second;
+  const json& container = Member(Member(view, "spec"), "containers")[0];
+  if (auto c = req.query.find("container");
+      c != req.query.end() && !c->second.empty() && c->second != Str(container, "name")) {
+    return Error(InvalidArgument("container: pod " + pod + " has one container, \"" +
+                                 Str(container, "name") + "\""));
+  }
+  if (Str(Member(view, "status"), "phase") != "Running") {
+    return Error(FailedPrecondition("pod " + pod + " is not running"));
+  }
+  // Checked last, so that a client falling back to SPDY after a refusal hears the reason.
+  const std::string protocol = websocket::ChooseProtocol(
+      req.websocket_protocols, {"v5.channel.k8s.io", "v4.channel.k8s.io"});
+  if (req.websocket_key.empty() || protocol.empty()) {
+    return Error(InvalidArgument(
+        "pods/exec is served over a WebSocket with the v5.channel.k8s.io or v4.channel.k8s.io "
+        "protocol (kubectl 1.29 and later), not SPDY; or run `tessera exec`"));
+  }
+  auto id = RandomHex(16);
+  if (!id.ok()) return Error(id.status());
+  ExecRequest request{ns,
+                      (**found).first,
+                      api::TesseraPodName(view),
+                      Str(Member(view, "spec"), "nodeName"),
+                      req.commands,
+                      OwnerOf(who)};
+  if (Status s = exec_.Open(*id, std::move(request), clock_()); !s.ok()) return Error(s);
+  HttpResponse out;
+  out.stream = std::make_shared<KubeExecStream>(exec_, *id, req.commands);
+  out.stream_seconds = kExecStreamSeconds;
+  out.websocket_protocol = protocol;
+  return out;
+}
 
 Result<int> ApiServer::RevokeExecTokens(const std::set<std::string>& running) {
   auto tokens = tokens_.List();

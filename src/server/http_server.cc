@@ -10,6 +10,7 @@
 #include <boost/beast.hpp>
 #include <boost/beast/ssl.hpp>
 #include <cstdio>
+#include <deque>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "api/json_text.h"
+#include "server/websocket.h"
 
 namespace tessera::server {
 
@@ -171,7 +173,8 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     const std::string_view target(req.target().data(), req.target().size());
     const size_t q = target.find('?');
     const bool path_ok = PercentDecode(target.substr(0, q), false, &r.path);
-    const bool query_ok = q == std::string_view::npos || ParseQuery(target.substr(q + 1), &r.query);
+    const bool query_ok =
+        q == std::string_view::npos || ParseQuery(target.substr(q + 1), &r.query, &r.commands);
     if (!path_ok || !query_ok) {
       Reply(400, "application/json",
             StatusJson(400, "BadRequest", "malformed percent-escape in the request target"),
@@ -200,6 +203,12 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     r.accept = std::string(req[http::field::accept].data(), req[http::field::accept].size());
     r.user_agent =
         std::string(req[http::field::user_agent].data(), req[http::field::user_agent].size());
+    if (beast::iequals(req[http::field::upgrade], "websocket")) {
+      const auto key = req[http::field::sec_websocket_key];
+      const auto protocols = req[http::field::sec_websocket_protocol];
+      r.websocket_key = std::string(key.data(), key.size());
+      r.websocket_protocols = std::string(protocols.data(), protocols.size());
+    }
     for (const auto& field : req) {
       const beast::string_view name = field.name_string();
       r.impersonates = r.impersonates ||
@@ -210,7 +219,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
       // On this connection's strand, on one of the server's threads: a long handler holds that
       // thread only.
       HttpResponse out = Call(r);
-      if (out.stream) return StartStream(std::move(out));
+      if (out.stream) return StartStream(std::move(out), r.websocket_key);
       Reply(out.status, out.content_type, std::move(out.body), req.keep_alive(), out.headers);
       return;
     }
@@ -234,7 +243,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
         return TooMany(What::kWatch, who, false);
       }
       watching_ = true;
-      return StartStream(std::move(out));
+      return StartStream(std::move(out), r.websocket_key);
     }
     Reply(out.status, out.content_type, std::move(out.body), req.keep_alive(), out.headers);
   }
@@ -263,7 +272,8 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
 
   // Streams a response body: headers, then chunks as the stream emits them, until it ends,
   // times out or the client goes away.
-  void StartStream(HttpResponse out) {
+  void StartStream(HttpResponse out, const std::string& websocket_key) {
+    if (!out.websocket_protocol.empty()) return StartWebSocket(std::move(out), websocket_key);
     Lowest().expires_never();
     body_stream_ = out.stream;
     timer_.emplace(Lowest().get_executor());
@@ -290,6 +300,79 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
                       });
   }
 
+  // A stream over a WebSocket: 101, then each chunk a binary message; the client's frames are
+  // read meanwhile (pings answered, a close or a broken frame ends it).
+  void StartWebSocket(HttpResponse out, const std::string& key) {
+    Lowest().expires_never();
+    body_stream_ = out.stream;
+    websocket_ = true;
+    timer_.emplace(Lowest().get_executor());
+    timer_->expires_after(std::chrono::seconds(out.stream_seconds));
+    timer_->async_wait([self = this->shared_from_this()](beast::error_code ec) {
+      if (!ec) self->EndStream();
+    });
+    streaming_ = true;
+    ReadFrames();
+    Send(
+        "HTTP/1.1 101 Switching Protocols\r\nServer: tessera\r\nUpgrade: websocket\r\n"
+        "Connection: Upgrade\r\nSec-WebSocket-Accept: " +
+            websocket::AcceptKey(key) + "\r\nSec-WebSocket-Protocol: " + out.websocket_protocol +
+            "\r\n\r\n",
+        /*then_pull=*/true);
+  }
+
+  void ReadFrames() {
+    stream_.async_read_some(asio::buffer(frame_buf_), [self = this->shared_from_this()](
+                                                          beast::error_code ec, size_t n) {
+      if (ec) {
+        self->streaming_ = false;
+        return self->StopStream();
+      }
+      self->frames_in_.append(self->frame_buf_.data(), n);
+      bool bad = false;
+      while (auto f = websocket::TakeFrame(&self->frames_in_, 1 << 20, &bad)) {
+        if (f->op == websocket::Opcode::kPing) {
+          self->Send(websocket::Frame(websocket::Opcode::kPong, f->payload), false);
+        } else if (f->op == websocket::Opcode::kClose) {
+          self->streaming_ = false;
+          return self->StopStream();
+        }
+        // Data from the client (stdin, a terminal's size) is not read by any stream.
+      }
+      if (bad || self->frames_in_.size() > (2 << 20)) {
+        self->streaming_ = false;
+        return self->StopStream();
+      }
+      self->ReadFrames();
+    });
+  }
+
+  // Writes `data` after what is queued; a data write (`then_pull`) pulls the next chunk once
+  // written.
+  void Send(std::string data, bool then_pull) {
+    out_queue_.emplace_back(std::move(data), then_pull);
+    if (!sending_) SendNext();
+  }
+
+  void SendNext() {
+    if (out_queue_.empty()) {
+      sending_ = false;
+      return;
+    }
+    sending_ = true;
+    auto item = std::make_shared<std::pair<std::string, bool>>(std::move(out_queue_.front()));
+    out_queue_.pop_front();
+    asio::async_write(stream_, asio::buffer(item->first),
+                      [self = this->shared_from_this(), item](beast::error_code ec, size_t) {
+                        if (ec) return self->StopStream();
+                        if (item->second) {
+                          if (self->closing_) return self->StopStream();
+                          self->PullChunk();
+                        }
+                        self->SendNext();
+                      });
+  }
+
   void PullChunk() {
     if (!streaming_) return StopStream();
     // Emitted from any thread: hop onto this connection's executor, if the connection (and so
@@ -308,6 +391,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     if (!streaming_) return StopStream();
     if (!chunk) return EndStream();
     if (chunk->empty()) return PullChunk();
+    if (websocket_) return Send(websocket::Frame(websocket::Opcode::kBinary, *chunk), true);
     std::ostringstream hex;
     hex << std::hex << chunk->size();
     auto data = std::make_shared<std::string>(hex.str() + "\r\n" + *chunk + "\r\n");
@@ -321,6 +405,11 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   // Ends the body properly, then closes.
   void EndStream() {
     if (!streaming_) return StopStream();
+    if (websocket_) {
+      // A normal close, then the connection ends once it is written.
+      closing_ = true;
+      return Send(websocket::CloseFrame(1000), true);
+    }
     streaming_ = false;
     auto last = std::make_shared<std::string>("0\r\n\r\n");
     asio::async_write(
@@ -383,6 +472,13 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   std::optional<asio::steady_timer> timer_;
   std::array<char, 1> probe_{};
   bool streaming_ = false;
+  // A WebSocket stream: the client's bytes not yet parsed, and what waits to be written.
+  bool websocket_ = false;
+  bool closing_ = false;
+  bool sending_ = false;
+  std::array<char, 4096> frame_buf_{};
+  std::string frames_in_;
+  std::deque<std::pair<std::string, bool>> out_queue_;
   std::shared_ptr<Fairness> fairness_;  // null: no client is limited
   std::optional<ClientId> client_;      // counted in fairness_ for this connection
   bool watching_ = false;               // a watch of client_'s is counted
@@ -586,7 +682,8 @@ bool PercentDecode(std::string_view in, bool plus_is_space, std::string* out) {
   return true;
 }
 
-bool ParseQuery(std::string_view query, std::map<std::string, std::string>* out) {
+bool ParseQuery(std::string_view query, std::map<std::string, std::string>* out,
+                std::vector<std::string>* commands) {
   while (!query.empty()) {
     const size_t amp = query.find('&');
     const std::string_view pair = query.substr(0, amp);
@@ -598,6 +695,7 @@ bool ParseQuery(std::string_view query, std::map<std::string, std::string>* out)
     if (eq != std::string_view::npos && !PercentDecode(pair.substr(eq + 1), true, &value)) {
       return false;
     }
+    if (commands != nullptr && key == "command") commands->push_back(value);
     (*out)[key] = value;
   }
   return true;

@@ -26,12 +26,18 @@ struct HttpRequest {
   std::string method;  // "GET", "POST", ...
   std::string path;    // without the query, percent-decoded
   std::map<std::string, std::string> query;
+  // Every `command` of the query in order (pods/exec repeats it, one per argument).
+  std::vector<std::string> commands;
   std::string authorization;  // the Authorization header, verbatim
   std::string content_type;
   std::string accept;  // the Accept header, verbatim
   std::string user_agent;
   // Whether it sends an Impersonate-* header (kubectl --as, --as-group): refused, not ignored.
   bool impersonates = false;
+  // A WebSocket upgrade (Upgrade: websocket): its Sec-WebSocket-Key and the subprotocols it
+  // offers (Sec-WebSocket-Protocol); both empty otherwise.
+  std::string websocket_key;
+  std::string websocket_protocols;
   std::string body;
 };
 
@@ -56,6 +62,10 @@ struct HttpResponse {
   // `stream_seconds` at the latest; the connection closes after it.
   std::shared_ptr<ResponseStream> stream;
   int stream_seconds = 1800;
+  // With a stream, to a WebSocket upgrade request: the subprotocol chosen. The server answers
+  // 101 Switching Protocols and sends each chunk as one binary message, then a close frame; it
+  // answers the client's pings and ends when the client closes.
+  std::string websocket_protocol;
 };
 
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
@@ -106,8 +116,10 @@ class HttpServer {
 // A Kubernetes-style Status object: {"kind":"Status",...,"reason":R,"message":M,"code":C}.
 std::string StatusJson(int code, std::string_view reason, std::string_view message);
 
-// Splits "a=1&b=x%20y" into decoded pairs; false on a malformed escape.
-bool ParseQuery(std::string_view query, std::map<std::string, std::string>* out);
+// Splits "a=1&b=x%20y" into decoded pairs (the last of a repeated name); false on a malformed
+// escape. With `commands`, every value of "command", in order, is added to it too.
+bool ParseQuery(std::string_view query, std::map<std::string, std::string>* out,
+                std::vector<std::string>* commands = nullptr);
 // Decodes %XX escapes (and '+' as a space only when `plus_is_space`); false when malformed.
 bool PercentDecode(std::string_view in, bool plus_is_space, std::string* out);
 

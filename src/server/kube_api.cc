@@ -30,6 +30,7 @@ struct KubeRoute {
   std::optional<std::string> name;
   bool log = false;       // pods/{name}/log
   bool eviction = false;  // pods/{name}/eviction
+  bool exec = false;      // pods/{name}/exec
   bool status = false;    // {plural}/{name}/status: the object, read (Tessera writes status)
 };
 
@@ -64,8 +65,9 @@ std::optional<Result<KubeRoute>> ParseKubeRoute(std::string_view path) {
     const bool pod_sub = r.kind->kind == "Pod" && i + 3 == parts.size();
     r.log = pod_sub && parts[i + 2] == "log";
     r.eviction = pod_sub && parts[i + 2] == "eviction";
+    r.exec = pod_sub && parts[i + 2] == "exec";
     r.status = parts[i + 2] == "status" && i + 3 == parts.size();
-    if (!r.log && !r.eviction && !r.status) {
+    if (!r.log && !r.eviction && !r.exec && !r.status) {
       return Result<KubeRoute>(
           NotFound(plural + " has no subresource \"" + std::string(parts[i + 2]) + "\" here"));
     }
@@ -175,6 +177,7 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
   }
 
   if (route.eviction) return Evict(req, *route.ns, *route.name);
+  if (route.exec) return PodExec(req, who, *route.ns, *route.name);
   if (route.status && req.method != "GET") {
     return Reply(405, "application/json",
                  StatusJson(405, "MethodNotAllowed",

@@ -73,6 +73,15 @@ Result<std::optional<FoundPod>> FindPod(store::Store& store, const std::string& 
 
 }  // namespace
 
+Result<std::optional<std::pair<std::string, json>>> ApiServer::FindPodOf(const std::string& ns,
+                                                                         const std::string& pod) {
+  auto found = FindPod(*store_, ns, pod);
+  if (!found.ok()) return found.status();
+  if (!found->has_value()) return std::optional<std::pair<std::string, json>>();
+  return std::optional<std::pair<std::string, json>>(
+      std::make_pair((*found)->job.key.name, std::move((*found)->view)));
+}
+
 HttpResponse ApiServer::PodLog(const HttpRequest& req, const Principal& who, const std::string& ns,
                                const std::string& pod) {
   if (req.method != "GET") {

@@ -347,6 +347,28 @@ has "valid-pod condition met"
 has "agnhost-primary condition met"
 wait "$deleter"
 
+# ---- test/cmd/exec.sh, run_kubectl_exec_pod_tests and run_kubectl_exec_resource_name_tests
+# (the pod is Pending on the cordoned node, as test/cmd's never runs) ----
+ported "exec.sh: Test execute non-existing POD"
+refused exec abc -- date
+has 'pods "abc" not found'
+ported "exec.sh: Test execute multiple resources"
+OUT=$(printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: test}\nspec: {containers: [{name: c, image: busybox}]}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: test2}\nspec: {containers: [{name: c, image: busybox}]}\n' |
+  kubectl exec -f - -- echo test 2>&1) && fail "[$CASE] exec -f of two pods: $OUT"
+has "cannot exec into multiple objects at a time"
+ported "exec.sh: Test execute existing POD"
+run create -f "$VALID_POD"
+refused exec valid-pod -- date
+hasnt 'pods "valid-pod" not found'
+hasnt "pod or type/name must be specified"
+ported "exec.sh: Test execute invalid resource type"
+refused exec foo/bar -- date
+has "error:"
+ported "exec.sh: Test execute exists and valid resource type"
+refused exec pods/valid-pod -- date
+hasnt "not found"
+run delete pod valid-pod --grace-period=0 --force
+
 # ---- test/cmd/auth_whoami.sh and authorization.sh ----
 ported "auth_whoami.sh: should return user attributes"
 run auth whoami -o json

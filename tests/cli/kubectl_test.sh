@@ -531,6 +531,45 @@ grep -q "1 node has fewer GPUs than the pod asks: it can never fit" <<<"$out" ||
   fail "big: $out $(kubectl get pod big -o yaml 2>&1)"
 kubectl delete pod big >/dev/null 2>&1 || fail "delete big"
 
+# kubectl exec over the WebSocket stream protocol (v5.channel.k8s.io): output on stdout and
+# stderr, the command's exit code as kubectl's; what is not served says why (the issue's case:
+# "pods has no subresource exec").
+kubectl uncordon dev >/dev/null 2>&1 || true
+cat >"$WORK/sleeper.yaml" <<'YAML'
+apiVersion: batch/v1
+kind: Job
+metadata: {name: sleeper}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: main, command: ["sh", "-c", "sleep 120"]}]
+YAML
+kubectl apply -f "$WORK/sleeper.yaml" >/dev/null 2>&1 || fail "apply sleeper"
+await_job sleeper '{.status.active}' 1
+for _ in $(seq 100); do
+  [ "$(kubectl get pod sleeper-main-0 -o jsonpath='{.status.phase}' 2>&1)" = Running ] && break
+  sleep 0.05
+done
+out=$(timeout 30 kubectl exec sleeper-main-0 -- echo hello from exec 2>&1) || fail "exec: $out"
+[ "$out" = "hello from exec" ] || fail "exec said: $out"
+out=$(timeout 30 kubectl exec sleeper-main-0 -- sh -c 'echo out; echo err >&2; exit 3' 2>"$WORK/exec.err") &&
+  rc=0 || rc=$?
+[ "$rc" = 3 ] || fail "exec exit code: $rc ($out $(cat "$WORK/exec.err"))"
+[ "$out" = out ] || fail "exec stdout: $out"
+grep -q "^err$" "$WORK/exec.err" || fail "exec stderr: $(cat "$WORK/exec.err")"
+grep -q "command terminated with exit code 3" "$WORK/exec.err" || fail "exec: $(cat "$WORK/exec.err")"
+out=$(timeout 30 kubectl exec job/sleeper -- sh -c 'echo $((6*7))' 2>&1) || fail "exec job/: $out"
+[ "$out" = 42 ] || fail "exec job/sleeper said: $out"
+out=$(echo in | timeout 30 kubectl exec -i sleeper-main-0 -- cat 2>&1) && fail "exec -i: $out"
+grep -q "stdin: not supported" <<<"$out" || fail "exec -i said: $out"
+out=$(timeout 30 kubectl exec sleeper-main-0 -c other -- true 2>&1) && fail "exec -c other: $out"
+grep -q 'has one container, "main"' <<<"$out" || fail "exec -c other said: $out"
+printf 'copied text\n' >"$WORK/runs/to-copy"
+out=$(timeout 30 kubectl cp "sleeper-main-0:$WORK/runs/to-copy" "$WORK/copied" 2>&1) || fail "cp: $out"
+[ "$(cat "$WORK/copied")" = "copied text" ] || fail "cp copied: $(cat "$WORK/copied" 2>&1)"
+kubectl delete job sleeper >/dev/null 2>&1 || fail "delete sleeper"
+
 # What is not served says so, and a bad token is refused.
 out=$(kubectl get deployments 2>&1) && fail "deployments listed: $out"
 grep -qi "the server doesn't have a resource type\|could not find the requested resource" <<<"$out" ||
