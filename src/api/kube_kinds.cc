@@ -333,14 +333,20 @@ json BatchJobStatus(const json& job, const json& source) {
         Condition("Suspended", true, "JobSuspended",
                   Str(st, "message").empty() ? "Job suspended" : Str(st, "message"), ""));
   }
+  // As Kubernetes' Job controller since 1.31 (KEP-4368): the interim condition
+  // (SuccessCriteriaMet, FailureTarget), then the terminal one with the same reason.
   if (phase == "Succeeded") {
     status["completionTime"] = finished;
-    conditions.push_back(Condition("Complete", true, "", "", finished));
+    const std::string message = "Reached expected number of succeeded pods";
+    conditions.push_back(
+        Condition("SuccessCriteriaMet", true, "CompletionsReached", message, finished));
+    conditions.push_back(Condition("Complete", true, "CompletionsReached", message, finished));
   }
   if (phase == "Failed") {
-    const std::string reason = Str(st, "reason");
-    conditions.push_back(Condition("Failed", true, reason.empty() ? "BackoffLimitExceeded" : reason,
-                                   Str(st, "message"), finished));
+    const std::string reason =
+        Str(st, "reason").empty() ? "BackoffLimitExceeded" : Str(st, "reason");
+    conditions.push_back(Condition("FailureTarget", true, reason, Str(st, "message"), finished));
+    conditions.push_back(Condition("Failed", true, reason, Str(st, "message"), finished));
   }
   if (!conditions.empty()) status["conditions"] = std::move(conditions);
   return status;

@@ -368,8 +368,8 @@ for _ in $(seq 200); do
   [ "$(kubectl get job indexed -o jsonpath='{.status.succeeded}' 2>/dev/null)" = 6 ] && break
   sleep 0.05
 done
-out=$(kubectl get job indexed -o jsonpath='{.status.succeeded} {.status.completedIndexes} {.status.conditions[0].type}' 2>&1)
-[ "$out" = "6 0-5 Complete" ] || fail "indexed job status: $out"
+out=$(kubectl get job indexed -o jsonpath='{.status.succeeded} {.status.completedIndexes} {.status.conditions[*].type}' 2>&1)
+[ "$out" = "6 0-5 SuccessCriteriaMet Complete" ] || fail "indexed job status: $out"
 out=$(kubectl get job indexed 2>&1) || fail "get indexed: $out"
 grep -qE '^indexed +Complete +6/6 ' <<<"$out" || fail "indexed job table: $out"
 
@@ -408,7 +408,7 @@ out=$(kubectl get pods --field-selector spec.nodeName=dev -o name 2>&1)
 kubectl uncordon dev >/dev/null 2>&1 || fail "uncordon after drain"
 sleep 3
 [ "$(cat "$WORK/runs/once")" = ran ] || fail "once ran again: $(cat "$WORK/runs/once")"
-out=$(kubectl get job once -o jsonpath='{.status.succeeded} {.status.conditions[0].type}' 2>&1)
+out=$(kubectl get job once -o jsonpath='{.status.succeeded} {.status.conditions[1].type}' 2>&1)
 [ "$out" = "1 Complete" ] || fail "once after drain: $out"
 
 # backoffLimit as Kubernetes' Job controller counts it: with restartPolicy Never (what kubectl
@@ -433,9 +433,10 @@ $limit
         command: ["sh", "-c", "echo try >> $WORK/runs/$name; exit 3"]
 YAML
   kubectl apply -f "$WORK/$name.yaml" >/dev/null 2>&1 || fail "apply $name"
-  await_job "$name" '{.status.conditions[0].type}' Failed
-  out=$(kubectl get job "$name" -o jsonpath='{.status.failed} {.status.conditions[0].type} {.status.conditions[0].reason}' 2>&1)
-  [ "$out" = "$runs Failed BackoffLimitExceeded" ] || fail "$name: $out $(kubectl get jobs.tessera.io "$name" -o json 2>&1)"
+  await_job "$name" '{.status.conditions[1].type}' Failed
+  # Kubernetes 1.31+: FailureTarget, then Failed, with the same reason.
+  out=$(kubectl get job "$name" -o jsonpath='{.status.failed} {.status.conditions[*].type} {.status.conditions[1].reason}' 2>&1)
+  [ "$out" = "$runs FailureTarget Failed BackoffLimitExceeded" ] || fail "$name: $out $(kubectl get jobs.tessera.io "$name" -o json 2>&1)"
   [ "$(wc -l <"$WORK/runs/$name")" = "$runs" ] || fail "$name ran $(wc -l <"$WORK/runs/$name") times"
 done
 

@@ -115,7 +115,10 @@ spec:
   EXPECT_EQ(batch["status"]["succeeded"], 100);
   EXPECT_EQ(batch["status"]["failed"], 1);
   EXPECT_EQ(batch["status"]["completedIndexes"], "0-99");
-  EXPECT_EQ(batch["status"]["conditions"][0]["type"], "Complete") << batch.dump();
+  // Kubernetes 1.31+: SuccessCriteriaMet, then Complete, both CompletionsReached.
+  EXPECT_EQ(batch["status"]["conditions"][0]["type"], "SuccessCriteriaMet") << batch.dump();
+  EXPECT_EQ(batch["status"]["conditions"][1]["type"], "Complete") << batch.dump();
+  EXPECT_EQ(batch["status"]["conditions"][1]["reason"], "CompletionsReached");
 }
 
 // Each task is charged as it starts: a queue of 3 GPUs runs 3 of an array's 8 at a time, and
@@ -168,7 +171,9 @@ spec:
   EXPECT_EQ(job["status"]["succeeded"], 1);
   EXPECT_EQ(job["status"]["failed"], 2);
   const json batch = Get("/apis/batch/v1/namespaces/default/jobs/arr");
-  EXPECT_EQ(batch["status"]["conditions"][0]["reason"], "BackoffLimitExceeded") << batch.dump();
+  EXPECT_EQ(batch["status"]["conditions"][0]["type"], "FailureTarget") << batch.dump();
+  EXPECT_EQ(batch["status"]["conditions"][1]["type"], "Failed") << batch.dump();
+  EXPECT_EQ(batch["status"]["conditions"][1]["reason"], "BackoffLimitExceeded") << batch.dump();
 }
 
 // An array suspended in the cycle that sees one of its tasks end keeps that task's success:
