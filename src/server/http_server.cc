@@ -40,8 +40,12 @@ int HexValue(char c) {
 }  // namespace
 
 std::string StatusJson(int code, std::string_view reason, std::string_view message) {
+  // With metadata and details, as kube-apiserver writes every Status (kubectl debug reads
+  // details of a 404 and crashed without it).
   return api::DumpJson(nlohmann::json{{"kind", "Status"},
                                       {"apiVersion", "v1"},
+                                      {"metadata", nlohmann::json::object()},
+                                      {"details", nlohmann::json::object()},
                                       {"status", "Failure"},
                                       {"reason", api::SafeText(reason, 64)},
                                       {"message", api::SafeText(message, 4096)},

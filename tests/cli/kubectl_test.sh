@@ -569,6 +569,10 @@ grep -q 'has one container, "main"' <<<"$out" || fail "exec -c other said: $out"
 printf 'copied text\n' >"$WORK/runs/to-copy"
 out=$(timeout 30 kubectl cp "sleeper-main-0:$WORK/runs/to-copy" "$WORK/copied" 2>&1) || fail "cp: $out"
 [ "$(cat "$WORK/copied")" = "copied text" ] || fail "cp copied: $(cat "$WORK/copied" 2>&1)"
+# kubectl debug hears that there are no ephemeral containers (it crashed on a Status without
+# details).
+out=$(timeout 30 kubectl debug sleeper-main-0 --image=busybox --profile=general 2>&1) && rc=0 || rc=$?
+grep -q "ephemeral containers are disabled for this cluster" <<<"$out" || fail "debug ($rc): $out"
 kubectl delete job sleeper >/dev/null 2>&1 || fail "delete sleeper"
 
 # What is not served says so, and a bad token is refused.
