@@ -622,6 +622,14 @@ json KubeEvent(const json& event, const ObjectRef* involved) {
     ref["apiVersion"] = involved->api_version;
     if (!involved->uid.empty()) ref["uid"] = involved->uid;
   }
+  // A pod that no node can take is kube-scheduler's Warning FailedScheduling, which is what
+  // kubectl describe pod readers look for (Tessera's own event says Pending).
+  json reason = Member(spec, "reason"), type = Member(spec, "type");
+  if (ref["kind"] == "Pod" && reason == "Pending" &&
+      Str(spec, "message").find("nodes are available") != std::string::npos) {
+    reason = "FailedScheduling";
+    type = "Warning";
+  }
   return {{"apiVersion", "v1"},
           {"kind", "Event"},
           {"metadata",
@@ -631,9 +639,9 @@ json KubeEvent(const json& event, const ObjectRef* involved) {
             {"resourceVersion", Member(meta, "resourceVersion")},
             {"creationTimestamp", Member(meta, "creationTimestamp")}}},
           {"involvedObject", std::move(ref)},
-          {"reason", Member(spec, "reason")},
+          {"reason", std::move(reason)},
           {"message", Member(spec, "message")},
-          {"type", Member(spec, "type")},
+          {"type", std::move(type)},
           {"source", {{"component", "tessera-scheduler"}}},
           {"reportingComponent", "tessera-scheduler"},
           {"firstTimestamp", time},

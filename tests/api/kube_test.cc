@@ -229,6 +229,26 @@ TEST(Kube, AKilledContainerEndsWith128PlusItsSignal) {
   EXPECT_EQ(pods[1]["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"], 3);
 }
 
+// A Pod no node can take reads as kube-scheduler's Warning FailedScheduling; a queue's wait
+// and other kinds' events keep Tessera's reason.
+TEST(Kube, UnschedulablePodEventsReadFailedScheduling) {
+  auto event = [](const char* message) {
+    return json{{"metadata", {{"name", "e1"}, {"namespace", "default"}}},
+                {"spec",
+                 {{"involvedObject", {{"kind", "Job"}, {"name", "p"}}},
+                  {"reason", "Pending"},
+                  {"type", "Normal"},
+                  {"message", message}}}};
+  };
+  const ObjectRef pod{"v1", "Pod", "u1"};
+  const json e = KubeEvent(event("0/2 nodes are available: 2 insufficient free GPUs."), &pod);
+  EXPECT_EQ(e["reason"], "FailedScheduling");
+  EXPECT_EQ(e["type"], "Warning");
+  EXPECT_EQ(KubeEvent(event("queue team-a: nvidia.com/gpu ..."), &pod)["reason"], "Pending");
+  const ObjectRef job{"batch/v1", "Job", "u2"};
+  EXPECT_EQ(KubeEvent(event("0/2 nodes are available."), &job)["reason"], "Pending");
+}
+
 // A Volcano Job whose Tessera Job failed counts no pod as running, as its pods read (the
 // issue's case: state Failed while running read 3, the workers not yet reported stopped).
 // A pod that succeeded stays Succeeded.

@@ -307,7 +307,8 @@ out=$(kubectl get pods -A 2>&1) || fail "get pods -A: $out"
 grep -qE '^default +pytorch-distributed-worker-3 +0/1 +Pending' <<<"$out" || fail "gang pods: $out"
 out=$(kubectl describe pod gpu-training 2>&1) || fail "describe: $out"
 grep -q "Node-Selectors: *accelerator=nvidia-tesla-v100" <<<"$out" || fail "describe spec: $out"
-grep -qE "Pending +[0-9]+s +tessera-scheduler .*node selector mismatch" <<<"$out" ||
+# kube-scheduler's Warning FailedScheduling, as kubectl describe readers look for it.
+grep -qE "Warning +FailedScheduling +[0-9]+s +tessera-scheduler .*node selector mismatch" <<<"$out" ||
   fail "describe shows no scheduler event: $out"
 cat >"$WORK/hello.yaml" <<'YAML'
 apiVersion: v1
