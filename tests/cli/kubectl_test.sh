@@ -458,6 +458,11 @@ await_job sayhi '{.status.succeeded}' 1
 out=$(kubectl logs job/sayhi 2>&1) || fail "logs job/sayhi: $out"
 [ "$out" = "hi from sayhi" ] || fail "logs job/sayhi said: $out"
 # The container keeps the name it was given (it was rewritten to main).
+# What a log cannot honour is said, not dropped (it keeps no time per line).
+out=$(kubectl logs job/sayhi --since=1h --timestamps 2>&1) || fail "logs --since: $out"
+grep -q "^hi from sayhi" <<<"$out" || fail "logs --since said: $out"
+grep -q "Warning: sinceSeconds (--since): not acted on" <<<"$out" || fail "logs --since: $out"
+grep -q "Warning: timestamps (--timestamps): not acted on" <<<"$out" || fail "logs --timestamps: $out"
 out=$(kubectl logs job/sayhi -c greeter 2>&1) || fail "logs -c greeter: $out"
 [ "$out" = "hi from sayhi" ] || fail "logs -c greeter said: $out"
 out=$(kubectl get pod sayhi-main-0 -o jsonpath='{.spec.containers[0].name}' 2>&1)
