@@ -1663,12 +1663,14 @@ bool CycleRun::PreemptIn(size_t idx, size_t ci, const Attempt& attempt, std::str
   // borrowWithinCohort, no fair sharing) looks for victims only when the request fits its
   // nominal quota, or by reclaiming what others borrow in its cohort; a request only borrowing
   // can admit waits for quota instead (Kueue issue #1974).
-  bool within_nominal = true;
+  // And whether the queue uses less than its nominal quota of each: reclaiming in the cohort
+  // is tried only then.
+  bool within_nominal = true, under_nominal = true;
   for (size_t i = 0; i < s.charge.parts.size(); ++i) {
     const QuotaCharge::Part& part = s.charge.parts[i];
-    if (s.needs[i] && part.amount > tree_.Nominal(q, part.flavor, part.resource)) {
-      within_nominal = false;
-    }
+    if (!s.needs[i]) continue;
+    within_nominal = within_nominal && part.amount <= tree_.Nominal(q, part.flavor, part.resource);
+    under_nominal = under_nominal && tree_.UnderNominal(q, part.flavor, part.resource);
   }
   std::optional<int32_t> threshold;
   if (pol.borrow_within_cohort != BorrowWithinCohort::kNever) {
@@ -1686,13 +1688,6 @@ bool CycleRun::PreemptIn(size_t idx, size_t ci, const Attempt& attempt, std::str
   } else if (same_queue.size() == cands.size()) {
     fits = Minimal(s, cands, /*allow_borrowing=*/may_borrow_after, std::nullopt);
   } else {
-    bool under_nominal = true;
-    for (size_t i = 0; i < s.charge.parts.size(); ++i) {
-      const QuotaCharge::Part& part = s.charge.parts[i];
-      if (s.needs[i] && !tree_.UnderNominal(q, part.flavor, part.resource)) {
-        under_nominal = false;
-      }
-    }
     if (c_.options_.fair_sharing) {
       fits = FairMinimal(s, cands);
     } else if (threshold) {

@@ -351,6 +351,13 @@ Status CheckObject(const json& obj) {
   return Status::Ok();
 }
 
+Status CheckContainerParam(const HttpRequest& req, const json& pod_view, const std::string& pod) {
+  const std::string name = api::Str(Member(Member(pod_view, "spec"), "containers")[0], "name");
+  auto c = req.query.find("container");
+  if (c == req.query.end() || c->second.empty() || c->second == name) return Status::Ok();
+  return InvalidArgument("container: pod " + pod + " has one container, \"" + name + "\"");
+}
+
 bool DryRun(const HttpRequest& req) {
   auto it = req.query.find("dryRun");
   if (it != req.query.end() && it->second == "All") return true;

@@ -98,6 +98,11 @@ inline constexpr size_t kWarningTotalBytes = 4096;
 inline constexpr size_t kWarningItemBytes = 256;
 inline constexpr size_t kMaxWarningHeaders = 50;
 void AddWarningHeaders(const std::vector<std::string>& warnings, HttpResponse* r);
+// A pod subresource's `container` query parameter (kubectl -c): empty or the one container of
+// `pod_view` (named `pod`), else an error naming it.
+Status CheckContainerParam(const HttpRequest& req, const nlohmann::json& pod_view,
+                           const std::string& pod);
+
 // Whether a write asks only to be checked (dryRun=All in the query, or in a delete's
 // DeleteOptions), as Kubernetes' dry run.
 bool DryRun(const HttpRequest& req);

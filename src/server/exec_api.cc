@@ -245,12 +245,7 @@ HttpResponse ApiServer::PodExec(const HttpRequest& req, const Principal& who, co
   if (!found.ok()) return Error(found.status());
   if (!found->has_value()) return Error(NotFound("pods \"" + pod + "\" not found"));
   const json& view = (**found).second;
-  const json& container = Member(Member(view, "spec"), "containers")[0];
-  if (auto c = req.query.find("container");
-      c != req.query.end() && !c->second.empty() && c->second != Str(container, "name")) {
-    return Error(InvalidArgument("container: pod " + pod + " has one container, \"" +
-                                 Str(container, "name") + "\""));
-  }
+  if (Status s = CheckContainerParam(req, view, pod); !s.ok()) return Error(s);
   if (Str(Member(view, "status"), "phase") != "Running") {
     return Error(FailedPrecondition("pod " + pod + " is not running"));
   }

@@ -18,6 +18,16 @@ namespace tessera::server {
 
 using nlohmann::json;
 
+namespace {
+
+// A namespace as core/v1 shows it: the one written (`written`, stored), or one in use.
+json NamespaceView(const std::string& name, const store::StoredObject* written) {
+  if (written == nullptr) return api::KubeNamespace(name);
+  return api::KubeObject(*api::FindKubeKind("", "v1", "namespaces"), Served(*written));
+}
+
+}  // namespace
+
 Result<std::vector<store::StoredObject>> ApiServer::NamespaceContents(const std::string& ns) {
   std::vector<store::StoredObject> out;
   for (const api::KindInfo& k : api::Kinds()) {
@@ -50,13 +60,12 @@ Result<std::vector<store::StoredObject>> ApiServer::NamespaceViews(const Princip
     for (const store::StoredObject& o : *all) names.insert(o.key.ns);
     for (const auto& [n, o] : held) names.insert(n);
   }
-  const api::KubeKind& kind = *api::FindKubeKind("", "v1", "namespaces");
   std::vector<store::StoredObject> out;
   for (const std::string& n : names) {
     auto it = held.find(n);
-    json view =
-        it == held.end() ? api::KubeNamespace(n) : api::KubeObject(kind, Served(*it->second));
-    out.push_back({{"Namespace", "", n}, 0, view.dump()});
+    out.push_back({{"Namespace", "", n},
+                   0,
+                   NamespaceView(n, it == held.end() ? nullptr : it->second).dump()});
   }
   return out;
 }
@@ -100,14 +109,13 @@ HttpResponse ApiServer::WatchNamespaces(const HttpRequest& req, const Principal&
       auto inside = NamespaceContents(n);
       if (!held.ok() || !inside.ok() || held->has_value() || !inside->empty()) return;
       shown->erase(n);
-      return emit("DELETED", written ? api::KubeObject(kind, Served(o)) : api::KubeNamespace(n));
+      return emit("DELETED", NamespaceView(n, written ? &o : nullptr));
     }
     // The initial state comes as views already made (version 0), each one ADDED.
     if (o.version == 0) return emit("ADDED", json::parse(o.body));
     const bool added = shown->insert(n).second;
     if (!written && !added) return;  // one more object in a namespace already shown
-    emit(added ? "ADDED" : "MODIFIED",
-         written ? api::KubeObject(kind, Served(o)) : api::KubeNamespace(n));
+    emit(added ? "ADDED" : "MODIFIED", NamespaceView(n, written ? &o : nullptr));
   };
   // A watch from now starts with the namespaces there are now.
   InitialObjects initial = [now = std::move(*now)]() -> Result<std::vector<store::StoredObject>> {
@@ -132,28 +140,22 @@ HttpResponse ApiServer::Namespaces(const HttpRequest& req, const Principal& who,
   }
   const api::KubeKind& kind = *api::FindKubeKind("", "v1", "namespaces");
   const bool admin = who.role == Principal::Role::kAdmin;
-  // Those written as objects, by name.
-  auto stored = store_->List("Namespace", std::nullopt);
-  if (!stored.ok()) return Error(stored.status());
-  std::map<std::string, const store::StoredObject*> held;
-  for (const store::StoredObject& o : *stored) held[o.key.name] = &o;
-  auto contents = [&](const std::string& ns) { return NamespaceContents(ns); };
-  auto view = [&](const std::string& n) {
-    auto it = held.find(n);
-    return it == held.end() ? api::KubeNamespace(n) : api::KubeObject(kind, Served(*it->second));
-  };
   if (name) {
     if (Status s = api::ValidateName(*name, true, "metadata.name"); !s.ok()) return Error(s);
     if (!admin && *name != who.ns) {
       return Error(PermissionDenied("this token is limited to namespace " + who.ns));
     }
-    auto inside = contents(*name);
+    // Written as an object, or not.
+    auto held = store_->Get({"Namespace", "", *name});
+    if (!held.ok()) return Error(held.status());
+    const store::StoredObject* written = held->has_value() ? &**held : nullptr;
+    auto inside = NamespaceContents(*name);
     if (!inside.ok()) return Error(inside.status());
     // A namespace is there when it was written, holds objects, or is default (or the token's).
-    if (!held.contains(*name) && inside->empty() && *name != "default" && *name != who.ns) {
+    if (written == nullptr && inside->empty() && *name != "default" && *name != who.ns) {
       return Error(NotFound("namespaces \"" + *name + "\" not found"));
     }
-    if (req.method == "GET") return Json(200, view(*name));
+    if (req.method == "GET") return Json(200, NamespaceView(*name, written));
     if (!admin) {
       return Error(PermissionDenied("a namespace token may not delete its namespace"));
     }
@@ -166,10 +168,10 @@ HttpResponse ApiServer::Namespaces(const HttpRequest& req, const Principal& who,
     for (const store::StoredObject& o : *inside) {
       writes.push_back({store::Write::Op::kDelete, o.key, "", o.version});
     }
-    if (auto it = held.find(*name); it != held.end()) {
-      writes.push_back({store::Write::Op::kDelete, it->second->key, "", it->second->version});
+    if (written != nullptr) {
+      writes.push_back({store::Write::Op::kDelete, written->key, "", written->version});
     }
-    json gone = view(*name);
+    json gone = NamespaceView(*name, written);
     if (!DryRun(req)) {
       auto r = Commit(writes);
       if (!r.ok()) return Error(r.status());

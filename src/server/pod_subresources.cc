@@ -93,11 +93,7 @@ HttpResponse ApiServer::PodLog(const HttpRequest& req, const Principal& who, con
   if (!found->has_value()) return Error(NotFound("pods \"" + pod + "\" not found"));
   const json& view = (*found)->view;
   const json& container = Member(Member(view, "spec"), "containers")[0];
-  if (auto c = req.query.find("container");
-      c != req.query.end() && !c->second.empty() && c->second != Str(container, "name")) {
-    return Error(InvalidArgument("container: pod " + pod + " has one container, \"" +
-                                 Str(container, "name") + "\""));
-  }
+  if (Status s = CheckContainerParam(req, view, pod); !s.ok()) return Error(s);
   if (auto p = req.query.find("previous"); p != req.query.end() && p->second == "true") {
     return Error(InvalidArgument(
         "previous: a restarted container's output is kept in the same log; read it without "
