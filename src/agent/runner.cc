@@ -392,6 +392,11 @@ pid_t Runner::Pid(const std::string& key) const {
   return it == procs_.end() ? 0 : it->second.pid;
 }
 
+std::string Runner::Cgroup(const std::string& key) const {
+  auto it = procs_.find(key);
+  return it == procs_.end() ? "" : it->second.cgroup;
+}
+
 std::vector<std::string> Runner::Keys() const {
   std::vector<std::string> out;
   for (const auto& [k, p] : procs_) out.push_back(k);

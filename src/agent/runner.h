@@ -116,6 +116,8 @@ class Runner {
   std::vector<Status> StartAll(const std::vector<const ProcessSpec*>& specs);
   bool Running(const std::string& key) const { return procs_.contains(key); }
   pid_t Pid(const std::string& key) const;
+  // The pod's cgroup v2 group; "" when it has none (or is not running).
+  std::string Cgroup(const std::string& key) const;
   std::vector<std::string> Keys() const;
 
   // Sends SIGTERM to every process of the pod now and SIGKILL at `now_ms + grace_ms` (by

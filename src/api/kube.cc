@@ -7,6 +7,7 @@
 #include "api/json_read.h"
 #include "api/kube_kinds.h"
 #include "api/object.h"
+#include "api/resource_metrics.h"
 #include "api/time.h"
 #include "core/mig.h"
 
@@ -75,6 +76,7 @@ json ApiGroupList() {
   group.erase("kind");
   group.erase("apiVersion");
   groups.push_back(std::move(group));
+  groups.push_back(MetricsGroupEntry());
   return {{"kind", "APIGroupList"}, {"apiVersion", "v1"}, {"groups", std::move(groups)}};
 }
 
@@ -150,8 +152,9 @@ json AggregatedDiscovery(bool core) {
       const std::string name = Str(g, "name");
       std::vector<json> lists;
       for (const json& v : ListOf(Member(g, "versions"))) {
-        lists.push_back(name == kGroup ? TesseraResourceList()
-                                       : KubeResourceList(name, Str(v, "version")));
+        lists.push_back(name == kGroup          ? TesseraResourceList()
+                        : name == kMetricsGroup ? MetricsResourceList()
+                                                : KubeResourceList(name, Str(v, "version")));
       }
       items.push_back(DiscoveryGroup(name, lists));
     }

@@ -34,6 +34,7 @@
 #include "agent/nvml.h"
 #include "agent/process_tree.h"
 #include "agent/telemetry.h"
+#include "agent/usage.h"
 #include "agent/waker.h"
 #include "agent/worker.h"
 #include "api/json_read.h"
@@ -154,6 +155,36 @@ int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+// Measures the node and its pods (agent/usage.h) and reports the usage over the window since
+// the last beat, for metrics.k8s.io. A pod in a container is not measured: its processes are
+// the runtime's, outside the pod's process tree and group.
+void ReportUsage(const Endpoint& ep, const std::string& node, const agent::Worker& worker,
+                 agent::UsageMeter* meter, std::ostream& err) {
+  const int64_t at = NowMs();
+  const auto node_usage = meter->Observe("", at, agent::ReadNodeUsage());
+  std::vector<agent::PodProcesses> pods;
+  std::vector<std::string> live = {""};
+  for (const std::string& key : worker.runner().Keys()) {
+    auto spec = worker.exec_targets().Get(key);
+    if (spec && !spec->container.empty()) continue;
+    pods.push_back({key, worker.runner().Pid(key), worker.runner().Cgroup(key)});
+    live.push_back(key);
+  }
+  std::map<std::string, agent::UsageMeter::Usage> pod_usage;
+  for (const auto& [key, c] : agent::ReadPodUsage(pods)) {
+    if (auto u = meter->Observe(key, at, c)) pod_usage[key] = *u;
+  }
+  meter->Keep(live);
+  if (!node_usage) return;
+  auto r = Request(ep, "PUT", "/apis/tessera.io/v1/nodes/" + node + "/usage",
+                   agent::UsageReport(*node_usage, pod_usage).dump(), "application/json");
+  if (!r.ok()) {
+    err << "warning: usage report: " << r.status().message() << "\n";
+  } else if (r->status != 200) {
+    err << "warning: usage report refused: " << r->body << "\n";
+  }
 }
 
 }  // namespace
@@ -606,7 +637,8 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
   worker.FollowBindings([&bindings] { return bindings.Items(); });
   bindings.Start();
   int64_t next_sample = 0;
-  json status_written;  // the Node's status as last written
+  agent::UsageMeter meter;  // CPU and memory of the node and its pods, for kubectl top
+  json status_written;      // the Node's status as last written
   int64_t node_written_at = 0;
   for (bool first = true;; first = false) {
     if (!first) {
@@ -731,6 +763,7 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
         registered = true;
         out << "registered with " << ep->host << ":" << ep->port << std::endl;
       }
+      ReportUsage(*ep, id.name, worker, &meter, err);
     }
   }
   out << "stopped" << std::endl;

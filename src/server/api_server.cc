@@ -26,6 +26,7 @@
 #include "api/patch.h"
 #include "api/protobuf.h"
 #include "api/quantity.h"
+#include "api/resource_metrics.h"
 #include "api/status_schema.h"
 #include "server/accountant.h"
 #include "server/api_common.h"
@@ -1506,6 +1507,12 @@ HttpResponse ApiServer::HandleOnce(const HttpRequest& req) {
     if (req.path == "/api/v1") return Json(200, api::CoreResourceList());
     if (req.path == "/apis") return Json(200, api::ApiGroupList());
     if (req.path == "/apis/" + std::string(api::kGroup)) return Json(200, api::TesseraGroup());
+    if (req.path == "/apis/" + std::string(api::kMetricsGroup))
+      return Json(200, api::MetricsGroup());
+    if (req.path ==
+        "/apis/" + std::string(api::kMetricsGroup) + "/" + std::string(api::kMetricsVersion)) {
+      return Json(200, api::MetricsResourceList());
+    }
     if (req.path == api::kGroupPath) return Json(200, api::TesseraResourceList());
     if (json d = Discovery(req.path); !d.is_null()) return Json(200, d);
     if (req.path == "/openapi/v2") {
@@ -1521,8 +1528,9 @@ HttpResponse ApiServer::HandleOnce(const HttpRequest& req) {
       if (!doc.is_null()) return Json(200, doc);
     }
   }
-  // Exec sessions are not stored: they take no write turn.
+  // Exec sessions are not stored: they take no write turn; nor are usage reports.
   if (auto r = Exec(req, *who)) return std::move(r).value();
+  if (auto r = ResourceMetrics(req, *who)) return std::move(r).value();
   // Requests run side by side, writes too: each reads, patches and checks on its own, and takes
   // the write lock only to commit (Commit), against the versions it read.
   if (std::optional<HttpResponse> r = Reviews(req, *who)) return std::move(*r);

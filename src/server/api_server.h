@@ -87,6 +87,7 @@
 #include "server/log_store.h"
 #include "server/metrics.h"
 #include "server/object_cache.h"
+#include "server/usage_book.h"
 #include "store/store.h"
 
 namespace tessera::api {
@@ -249,6 +250,10 @@ class ApiServer {
   // session of the exec hub, its output framed as Kubernetes' stream protocol (exec_api.cc).
   HttpResponse PodExec(const HttpRequest& req, const Principal& who, const std::string& ns,
                        const std::string& pod);
+  // metrics.k8s.io (server/resource_metrics.cc): NodeMetrics and PodMetrics from what the
+  // agents report, and the agents' reports (PUT /apis/tessera.io/v1/nodes/{name}/usage);
+  // nullopt for any other path.
+  std::optional<HttpResponse> ResourceMetrics(const HttpRequest& req, const Principal& who);
   // A pod of namespace `ns` by its Kubernetes name: its Job's name and its view; nullopt when
   // there is none.
   Result<std::optional<std::pair<std::string, nlohmann::json>>> FindPodOf(const std::string& ns,
@@ -316,6 +321,7 @@ class ApiServer {
   std::unique_ptr<Accountant> accounting_;
   ObjectCache objects_;
   LeaseBook leases_;
+  UsageBook usage_;
   std::function<int64_t()> clock_;
   std::mutex write_mu_;                  // held by Commit for the store's commit only
   std::atomic<uint64_t> event_seq_ = 0;  // names events made by apply

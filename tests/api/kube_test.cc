@@ -185,16 +185,19 @@ TEST(Kube, DiscoveryNamesEveryServedResource) {
   const json groups = ApiGroupList();
   std::vector<std::string> names;
   for (const json& g : groups["groups"]) names.push_back(g["name"]);
-  EXPECT_EQ(names,
-            (std::vector<std::string>{"batch", "scheduling.k8s.io", "kueue.x-k8s.io",
-                                      "scheduling.volcano.sh", "batch.volcano.sh", "bus.volcano.sh",
-                                      "kubeflow.org", "events.k8s.io", "tessera.io"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"batch", "scheduling.k8s.io", "kueue.x-k8s.io",
+                                             "scheduling.volcano.sh", "batch.volcano.sh",
+                                             "bus.volcano.sh", "kubeflow.org", "events.k8s.io",
+                                             "tessera.io", "metrics.k8s.io"}));
   // Volcano's Commands are carried out when created: create, get and list only.
   const json bus = KubeResourceList("bus.volcano.sh", "v1alpha1");
   ASSERT_EQ(bus["resources"].size(), 1u) << bus.dump();
   EXPECT_EQ(bus["resources"][0]["name"], "commands");
   EXPECT_EQ(bus["resources"][0]["verbs"], json::array({"create", "get", "list"}));
-  EXPECT_EQ(groups["groups"].back()["preferredVersion"]["groupVersion"], "tessera.io/v1");
+  const json& groups_list = groups["groups"];
+  EXPECT_EQ(groups_list[groups_list.size() - 2]["preferredVersion"]["groupVersion"],
+            "tessera.io/v1");
+  EXPECT_EQ(groups_list.back()["preferredVersion"]["groupVersion"], "metrics.k8s.io/v1beta1");
   EXPECT_EQ(groups["groups"][2]["versions"].size(), 2u);  // Kueue: v1beta1 and v1alpha1
   const json tessera = TesseraResourceList();
   bool jobs = false;

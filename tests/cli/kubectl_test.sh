@@ -579,6 +579,17 @@ out=$(timeout 30 kubectl cp "sleeper-main-0:$WORK/runs/to-copy" "$WORK/copied" 2
 # details).
 out=$(timeout 30 kubectl debug sleeper-main-0 --image=busybox --profile=general 2>&1) && rc=0 || rc=$?
 grep -q "ephemeral containers are disabled for this cluster" <<<"$out" || fail "debug ($rc): $out"
+# kubectl top: metrics.k8s.io, from what the agent measures of the node and the pod each beat
+# (the issue's case: "Metrics API not available"). A rate needs two beats.
+for _ in $(seq 200); do
+  out=$(kubectl top pod sleeper-main-0 --no-headers 2>&1) && break
+  sleep 0.1
+done
+grep -Eq '^sleeper-main-0 +[0-9]+m +[0-9]+Mi *$' <<<"$out" || fail "top pod: $out"
+out=$(kubectl top pod --containers --no-headers 2>&1) || fail "top pod --containers: $out"
+grep -Eq '^sleeper-main-0 +main +[0-9]+m +[0-9]+Mi *$' <<<"$out" || fail "top --containers: $out"
+out=$(kubectl top node --no-headers 2>&1) || fail "top node: $out"
+grep -Eq '^dev +[0-9]+m +[0-9]+% +[0-9]+Mi +[0-9]+% *$' <<<"$out" || fail "top node said: $out"
 kubectl delete job sleeper >/dev/null 2>&1 || fail "delete sleeper"
 
 # What is not served says so, and a bad token is refused.

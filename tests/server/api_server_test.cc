@@ -794,7 +794,11 @@ TEST_F(ApiServerTest, DiscoveryAndTheCoreNodeView) {
   // Kubernetes' groups first, as kube-apiserver lists its own before the others.
   const json groups = Get("/apis", admin_).body["groups"];
   EXPECT_EQ(groups[0]["name"], "batch");
-  EXPECT_EQ(groups.back()["name"], "tessera.io");
+  EXPECT_EQ(groups[groups.size() - 2]["name"], "tessera.io");
+  // The resource metrics API, as metrics-server registers it, last.
+  EXPECT_EQ(groups.back()["name"], "metrics.k8s.io");
+  EXPECT_EQ(Get("/apis/metrics.k8s.io/v1beta1", admin_).body["resources"][0]["kind"],
+            "NodeMetrics");
   EXPECT_EQ(Get("/apis/tessera.io/v1", admin_).body["groupVersion"], "tessera.io/v1");
   EXPECT_EQ(Get("/api/v1", admin_).body["resources"][5]["name"], "nodes");
 
@@ -1092,7 +1096,9 @@ TEST_F(ApiServerTest, DiscoveryAndOpenApiOfEveryServedGroup) {
   EXPECT_EQ(jobs["resource"], "jobs");
   EXPECT_EQ(jobs["scope"], "Namespaced");
   EXPECT_EQ(jobs["responseKind"]["group"], "batch");
-  EXPECT_EQ(groups["items"].back()["metadata"]["name"], "tessera.io");
+  EXPECT_EQ(groups["items"][groups["items"].size() - 2]["metadata"]["name"], "tessera.io");
+  EXPECT_EQ(groups["items"].back()["metadata"]["name"], "metrics.k8s.io");
+  EXPECT_EQ(groups["items"].back()["versions"][0]["resources"][1]["resource"], "pods");
   agg.path = "/api";
   const json core = json::parse(api_->Handle(agg).body);
   EXPECT_EQ(core["items"][0]["metadata"]["name"], "");
