@@ -14,6 +14,7 @@
 #include "api/fields.h"
 #include "api/json_text.h"
 #include "api/kinds.h"
+#include "api/kube_fields.h"
 #include "api/kube_kinds.h"
 #include "api/object.h"
 #include "api/quantity.h"
@@ -363,156 +364,6 @@ Status AddResources(const json& list, const std::string& path, json* sum) {
   return Status::Ok();
 }
 
-// What Tessera does with a field of a Kubernetes object: acts on it (`ignored` empty), or
-// accepts it with a warning saying what happens instead.
-struct FieldUse {
-  std::string_view name;
-  std::string_view ignored;
-};
-
-// A value that asks for nothing (null, false, 0, "", {} or []): accepted without a warning.
-bool AsksNothing(const json& v) {
-  return v.is_null() || (v.is_boolean() && !v.get<bool>()) || (v.is_number() && v == 0) ||
-         (v.is_string() && v.get<std::string>().empty()) ||
-         ((v.is_object() || v.is_array()) && v.empty());
-}
-
-// Checks `obj`'s fields against `known`: a field not listed is an error, "unknown field" with
-// the closest known name; a listed one with a note adds the warning "<path>.<field>: <note>".
-Status KnownFields(const json& obj, const std::string& path, std::span<const FieldUse> known,
-                   Warnings* warnings) {
-  if (obj.is_null()) return Status::Ok();
-  if (!obj.is_object()) return FieldError(path, "must be an object");
-  for (const auto& [k, v] : obj.items()) {
-    const std::string at = path.empty() ? k : path + "." + k;
-    const auto it =
-        std::find_if(known.begin(), known.end(), [&](const FieldUse& f) { return f.name == k; });
-    if (it == known.end()) {
-      std::vector<std::string_view> names;
-      for (const FieldUse& f : known) names.push_back(f.name);
-      return UnknownField(at, k, names);
-    }
-    if (!it->ignored.empty() && !AsksNothing(v)) {
-      warnings->push_back(at + ": " + std::string(it->ignored));
-    }
-  }
-  return Status::Ok();
-}
-
-constexpr std::string_view kNoServiceAccounts =
-    "not acted on: Tessera has no service accounts and mounts no token";
-constexpr std::string_view kNodeNamespaces =
-    "not acted on: a process shares the node's namespaces, a container gets the runtime's "
-    "defaults";
-constexpr std::string_view kNoDns = "not acted on: Tessera has no cluster DNS";
-
-// Kubernetes' PodSpec, field by field.
-constexpr FieldUse kPodFields[] = {
-    {"containers", ""},
-    {"nodeSelector", ""},
-    {"nodeName", ""},
-    {"affinity", ""},
-    {"tolerations", ""},
-    {"restartPolicy", ""},
-    {"priorityClassName", ""},
-    {"schedulerName", ""},
-    {"schedulingGates", ""},
-    {"terminationGracePeriodSeconds", ""},
-    {"securityContext", ""},
-    {"volumes", ""},
-    {"initContainers", "not acted on: init containers are not run"},
-    {"ephemeralContainers", "not acted on: ephemeral containers are not run"},
-    {"priority", "not acted on: the priority comes from priorityClassName"},
-    {"preemptionPolicy", "not acted on: the preemption policy comes from the PriorityClass"},
-    {"serviceAccountName", kNoServiceAccounts},
-    {"serviceAccount", kNoServiceAccounts},
-    {"automountServiceAccountToken", kNoServiceAccounts},
-    {"imagePullSecrets",
-     "not acted on: images are pulled with the container runtime's own credentials"},
-    {"hostNetwork", kNodeNamespaces},
-    {"hostPID", kNodeNamespaces},
-    {"hostIPC", kNodeNamespaces},
-    {"hostUsers", kNodeNamespaces},
-    {"shareProcessNamespace", kNodeNamespaces},
-    {"dnsPolicy", kNoDns},
-    {"dnsConfig", kNoDns},
-    {"hostAliases", kNoDns},
-    {"hostname", kNoDns},
-    {"subdomain", kNoDns},
-    {"setHostnameAsFQDN", kNoDns},
-    {"enableServiceLinks", "not acted on: Tessera has no Services"},
-    {"activeDeadlineSeconds", "not acted on: no deadline is enforced"},
-    {"topologySpreadConstraints",
-     "not acted on: pods are spread or packed by the placement policy"},
-    {"readinessGates", "not acted on: Tessera has no readiness"},
-    {"runtimeClassName", "not acted on: the node's container runtime runs every image"},
-    {"overhead", "not acted on: only container requests are counted"},
-    {"resources", "not acted on: pod-level resources; set them per container"},
-    {"os", "not acted on: every node runs Linux"},
-    {"resourceClaims", "not acted on: Tessera has no dynamic resource allocation"},
-};
-
-constexpr std::string_view kNoProbes =
-    "not acted on: probes are not run; the pod is running while its process runs";
-
-// Kubernetes' Container.
-constexpr FieldUse kContainerFields[] = {
-    {"name", ""},
-    {"image", ""},
-    {"command", ""},
-    {"args", ""},
-    {"env", ""},
-    {"resources", ""},
-    {"imagePullPolicy", ""},
-    {"securityContext", ""},
-    {"workingDir", ""},
-    {"ports", ""},
-    {"volumeMounts", ""},
-    {"livenessProbe", kNoProbes},
-    {"readinessProbe", kNoProbes},
-    {"startupProbe", kNoProbes},
-    {"lifecycle", "not acted on: lifecycle hooks are not run"},
-    {"envFrom", "not acted on: Tessera has no ConfigMaps or Secrets; these variables are not set"},
-    {"terminationMessagePath", "not acted on: the pod's log is kept instead"},
-    {"terminationMessagePolicy", "not acted on: the pod's log is kept instead"},
-    {"stdin", "not acted on: a task has no terminal"},
-    {"stdinOnce", "not acted on: a task has no terminal"},
-    {"tty", "not acted on: a task has no terminal"},
-    {"resizePolicy", "not acted on: resources are fixed while a pod runs"},
-    {"restartPolicy", "not acted on: sidecar containers are not run"},
-    {"volumeDevices", "not acted on: Tessera has no block volumes"},
-};
-
-constexpr std::string_view kNotApplied = "not acted on: the task runs without it";
-
-// Kubernetes' PodSecurityContext and SecurityContext (runAsUser and runAsGroup are applied).
-constexpr FieldUse kSecurityFields[] = {
-    {"runAsUser", ""},
-    {"runAsGroup", ""},
-    {"runAsNonRoot", ""},
-    {"fsGroup", kNotApplied},
-    {"fsGroupChangePolicy", kNotApplied},
-    {"supplementalGroups", kNotApplied},
-    {"supplementalGroupsPolicy", kNotApplied},
-    {"seLinuxOptions", kNotApplied},
-    {"seLinuxChangePolicy", kNotApplied},
-    {"seccompProfile", kNotApplied},
-    {"appArmorProfile", kNotApplied},
-    {"sysctls", kNotApplied},
-    {"windowsOptions", kNotApplied},
-    {"allowPrivilegeEscalation", kNotApplied},
-    {"capabilities", kNotApplied},
-    {"privileged", kNotApplied},
-    {"procMount", kNotApplied},
-    {"readOnlyRootFilesystem", kNotApplied},
-};
-
-constexpr FieldUse kAffinityFields[] = {
-    {"nodeAffinity", ""},
-    {"podAffinity", "not acted on: Tessera places by node labels, not by other pods"},
-    {"podAntiAffinity", "not acted on: Tessera places by node labels, not by other pods"},
-};
-
 // What a pod template's translation knows besides its spec.
 struct PodContext {
   std::string ns;
@@ -525,7 +376,7 @@ struct PodContext {
 // securityContext: runAsUser and runAsGroup onto the task; runAsNonRoot checked against them.
 Status RunAs(const json& context, const std::string& path, json* task, Warnings* warnings) {
   if (context.is_null()) return Status::Ok();
-  TESSERA_RETURN_IF_ERROR(KnownFields(context, path, kSecurityFields, warnings));
+  TESSERA_RETURN_IF_ERROR(KnownFields(context, path, KubeFieldsOf("SecurityContext"), warnings));
   for (const char* k : {"runAsUser", "runAsGroup"}) {
     if (!context.contains(k)) continue;
     const json& v = context[k];
@@ -590,14 +441,7 @@ Result<std::string> ResourceFieldValue(const json& ref, const json& resources,
 // which Tessera does not have, leave the variable unset with a warning. False when unset.
 Status EnvFrom(const json& from, const std::string& path, const std::string& var,
                const json& resources, const PodContext& ctx, json* env, json* field_env) {
-  static const FieldUse kSources[] = {
-      {"fieldRef", ""},
-      {"resourceFieldRef", ""},
-      {"configMapKeyRef", "not acted on: Tessera has no ConfigMaps; the variable is not set"},
-      {"secretKeyRef", "not acted on: Tessera has no Secrets; the variable is not set"},
-      {"fileKeyRef", "not acted on: the variable is not set"},
-  };
-  TESSERA_RETURN_IF_ERROR(KnownFields(from, path, kSources, ctx.warnings));
+  TESSERA_RETURN_IF_ERROR(KnownFields(from, path, KubeFieldsOf("EnvVarSource"), ctx.warnings));
   if (const json& ref = Member(from, "fieldRef"); !ref.empty()) {
     const std::string fp = Text(ref, "fieldPath");
     const std::string at = path + ".fieldRef.fieldPath";
@@ -649,13 +493,7 @@ Status Ports(const json& ports, const std::string& path, json* env, Warnings* wa
   std::string all;
   for (size_t i = 0; i < ports.size(); ++i) {
     const std::string p = Index(path, i);
-    static const FieldUse kPort[] = {
-        {"name", ""},
-        {"containerPort", ""},
-        {"protocol", ""},
-        {"hostPort", ""},
-        {"hostIP", "not acted on: the task binds the addresses it chooses"}};
-    TESSERA_RETURN_IF_ERROR(KnownFields(ports[i], p, kPort, warnings));
+    TESSERA_RETURN_IF_ERROR(KnownFields(ports[i], p, KubeFieldsOf("ContainerPort"), warnings));
     const json& port = Member(ports[i], "containerPort");
     if (!port.is_number_integer() || port.get<int64_t>() < 1 || port.get<int64_t>() > 65535) {
       return FieldError(p + ".containerPort", "must be a port number from 1 to 65535");
@@ -696,14 +534,7 @@ Status Volumes(const json& pod, const json& container, const std::string& path,
   json out = json::array();
   for (size_t i = 0; mounts.is_array() && i < mounts.size(); ++i) {
     const std::string mp = Index(cpath + ".volumeMounts", i);
-    static const FieldUse kMount[] = {{"name", ""},
-                                      {"mountPath", ""},
-                                      {"readOnly", ""},
-                                      {"subPath", "not acted on: the whole volume is provided"},
-                                      {"subPathExpr", "not acted on: the whole volume is provided"},
-                                      {"mountPropagation", "not acted on"},
-                                      {"recursiveReadOnly", "not acted on"}};
-    TESSERA_RETURN_IF_ERROR(KnownFields(mounts[i], mp, kMount, warnings));
+    TESSERA_RETURN_IF_ERROR(KnownFields(mounts[i], mp, KubeFieldsOf("VolumeMount"), warnings));
     const std::string name = Text(mounts[i], "name"), mount_path = Text(mounts[i], "mountPath");
     auto v = by_name.find(name);
     if (v == by_name.end())
@@ -760,7 +591,7 @@ Status Volumes(const json& pod, const json& container, const std::string& path,
 Status PodSpecToTask(const json& pod, const std::string& path, const PodContext& ctx, json* task,
                      json* job) {
   Warnings* warnings = ctx.warnings;
-  TESSERA_RETURN_IF_ERROR(KnownFields(pod, path, kPodFields, warnings));
+  TESSERA_RETURN_IF_ERROR(KnownFields(pod, path, KubeFieldsOf("PodSpec"), warnings));
   TESSERA_RETURN_IF_ERROR(
       RunAs(Member(pod, "securityContext"), path + ".securityContext", task, warnings));
   const json& containers = Member(pod, "containers");
@@ -773,11 +604,10 @@ Status PodSpecToTask(const json& pod, const std::string& path, const PodContext&
   for (size_t i = 0; i < containers.size(); ++i) {
     const json& c = containers[i];
     const std::string p = Index(cpath, i);
-    TESSERA_RETURN_IF_ERROR(KnownFields(c, p, kContainerFields, warnings));
+    TESSERA_RETURN_IF_ERROR(KnownFields(c, p, KubeFieldsOf("Container"), warnings));
     const json& res = Member(c, "resources");
-    static const FieldUse kResources[] = {
-        {"limits", ""}, {"requests", ""}, {"claims", "not acted on: no dynamic resources"}};
-    TESSERA_RETURN_IF_ERROR(KnownFields(res, p + ".resources", kResources, warnings));
+    TESSERA_RETURN_IF_ERROR(
+        KnownFields(res, p + ".resources", KubeFieldsOf("ResourceRequirements"), warnings));
     // Checked here too, so that errors name the field as the user wrote it.
     Fields rf(res, p + ".resources");
     ResourceList own_limits, own_requests;
@@ -808,8 +638,7 @@ Status PodSpecToTask(const json& pod, const std::string& path, const PodContext&
     if (!e.is_array() && !e.empty()) return FieldError(p + ".env", "must be a list");
     for (size_t k = 0; e.is_array() && k < e.size(); ++k) {
       const std::string ep = Index(p + ".env", k);
-      static const FieldUse kEnv[] = {{"name", ""}, {"value", ""}, {"valueFrom", ""}};
-      TESSERA_RETURN_IF_ERROR(KnownFields(e[k], ep, kEnv, warnings));
+      TESSERA_RETURN_IF_ERROR(KnownFields(e[k], ep, KubeFieldsOf("EnvVar"), warnings));
       if (!Member(e[k], "name").is_string()) return FieldError(ep + ".name", "must be a string");
       const std::string var = Text(e[k], "name");
       if (const json& from = Member(e[k], "valueFrom"); !from.empty()) {
@@ -836,7 +665,8 @@ Status PodSpecToTask(const json& pod, const std::string& path, const PodContext&
     (*task)["nodeSelector"]["kubernetes.io/hostname"] = node;
   }
   if (const json& affinity = Member(pod, "affinity"); !affinity.empty()) {
-    TESSERA_RETURN_IF_ERROR(KnownFields(affinity, path + ".affinity", kAffinityFields, warnings));
+    TESSERA_RETURN_IF_ERROR(
+        KnownFields(affinity, path + ".affinity", KubeFieldsOf("Affinity"), warnings));
     if (affinity.contains("nodeAffinity")) {
       (*task)["affinity"] = {{"nodeAffinity", affinity["nodeAffinity"]}};
     }
@@ -907,29 +737,6 @@ void CopyLifetime(const json& from, json* job) {
   }
 }
 
-// Kubernetes' JobSpec.
-constexpr FieldUse kBatchJobFields[] = {
-    {"template", ""},
-    {"parallelism", ""},
-    {"completions", ""},
-    {"backoffLimit", ""},
-    {"suspend", ""},
-    {"activeDeadlineSeconds", ""},
-    {"ttlSecondsAfterFinished", ""},
-    {"completionMode", ""},
-    {"backoffLimitPerIndex", ""},
-    {"maxFailedIndexes", ""},
-    {"podFailurePolicy", "not acted on: failures count against backoffLimit"},
-    {"podReplacementPolicy", "not acted on: a failed pod is replaced once it has ended"},
-    {"successPolicy", "not acted on: the Job succeeds when all its pods do"},
-    {"selector", "not acted on: a Job owns the pods of its template"},
-    {"manualSelector", "not acted on: a Job owns the pods of its template"},
-    {"managedBy", "not acted on: Tessera manages every Job it is given"},
-};
-
-// A pod template: metadata (labels, annotations) and spec.
-constexpr FieldUse kTemplateFields[] = {{"metadata", ""}, {"spec", ""}};
-
 // Kubernetes' default selector, which the served Job carries and kubectl edit and replace send
 // back: not a choice of the client's, so not warned of.
 bool DefaultSelector(const json& spec) {
@@ -945,14 +752,15 @@ Result<std::vector<json>> BatchJob(const Doc& d, const json& doc, Warnings* warn
   if (DefaultSelector(spec)) {
     json rest = spec;
     rest.erase("selector");
-    TESSERA_RETURN_IF_ERROR(KnownFields(rest, "spec", kBatchJobFields, warnings));
+    TESSERA_RETURN_IF_ERROR(KnownFields(rest, "spec", KubeFieldsOf("JobSpec"), warnings));
   } else {
-    TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", kBatchJobFields, warnings));
+    TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", KubeFieldsOf("JobSpec"), warnings));
   }
   json job = json::object(), task = {{"name", "main"}};
   CopyLifetime(spec, &job);
   const json& tmpl = Member(spec, "template");
-  TESSERA_RETURN_IF_ERROR(KnownFields(tmpl, "spec.template", kTemplateFields, warnings));
+  TESSERA_RETURN_IF_ERROR(
+      KnownFields(tmpl, "spec.template", KubeFieldsOf("PodTemplateSpec"), warnings));
   const PodContext ctx{d.ns, &Member(tmpl, "metadata"), false, "", warnings};
   TESSERA_RETURN_IF_ERROR(
       PodSpecToTask(Member(tmpl, "spec"), "spec.template.spec", ctx, &task, &job));
@@ -1143,7 +951,8 @@ Result<std::vector<json>> VolcanoJob(const Doc& d, const json& doc, Warnings* wa
                                                       : json("task" + std::to_string(i))},
         {"replicas", Member(tasks[i], "replicas").is_number() ? tasks[i]["replicas"] : json(1)}};
     const json& tmpl = Member(tasks[i], "template");
-    TESSERA_RETURN_IF_ERROR(KnownFields(tmpl, p + ".template", kTemplateFields, warnings));
+    TESSERA_RETURN_IF_ERROR(
+        KnownFields(tmpl, p + ".template", KubeFieldsOf("PodTemplateSpec"), warnings));
     const PodContext ctx{d.ns, &Member(tmpl, "metadata"), false, "", warnings};
     TESSERA_RETURN_IF_ERROR(
         PodSpecToTask(Member(tmpl, "spec"), p + ".template.spec", ctx, &task, &job));
@@ -1391,7 +1200,8 @@ Result<json> KubeflowTask(const Doc& d, const json& rs, const std::string& p,
   }
   json task = {{"name", name}, {"replicas", replicas.empty() ? 1 : replicas.get<int64_t>()}};
   const json& tmpl = Member(rs, "template");
-  TESSERA_RETURN_IF_ERROR(KnownFields(tmpl, p + ".template", kTemplateFields, warnings));
+  TESSERA_RETURN_IF_ERROR(
+      KnownFields(tmpl, p + ".template", KubeFieldsOf("PodTemplateSpec"), warnings));
   const PodContext ctx{d.ns, &Member(tmpl, "metadata"), false, "", warnings};
   TESSERA_RETURN_IF_ERROR(
       PodSpecToTask(Member(tmpl, "spec"), p + ".template.spec", ctx, &task, job));
@@ -1871,27 +1681,6 @@ Result<std::vector<json>> ParseYamlDocuments(std::string_view text) {
   return loader.Documents();
 }
 
-// Kubernetes' ObjectMeta: what the server sets is accepted (as `kubectl get -o yaml` writes it)
-// and not acted on.
-constexpr std::string_view kServerSets = "not acted on: set by the server";
-constexpr FieldUse kMetaFields[] = {
-    {"name", ""},
-    {"namespace", ""},
-    {"labels", ""},
-    {"annotations", ""},
-    {"generateName", ""},
-    {"uid", kServerSets},
-    {"resourceVersion", kServerSets},
-    {"generation", kServerSets},
-    {"creationTimestamp", kServerSets},
-    {"deletionTimestamp", kServerSets},
-    {"deletionGracePeriodSeconds", kServerSets},
-    {"selfLink", kServerSets},
-    {"managedFields", kServerSets},
-    {"ownerReferences", "not acted on: Tessera deletes nothing by ownership"},
-    {"finalizers", "not acted on: objects are deleted at once"},
-};
-
 // A Kubernetes object's top level, status included (as `kubectl get -o yaml` writes it).
 constexpr FieldUse kObjectFields[] = {
     {"apiVersion", ""},
@@ -1948,7 +1737,7 @@ Result<std::vector<json>> TranslateDocument(const json& doc, std::string_view de
         "Command: a bus.volcano.sh Command is carried out by the server when it is created "
         "(tessera apply, kubectl create); it is not an object to translate");
   }
-  TESSERA_RETURN_IF_ERROR(KnownFields(d.meta, "metadata", kMetaFields, warnings));
+  TESSERA_RETURN_IF_ERROR(KnownFields(d.meta, "metadata", KubeFieldsOf("ObjectMeta"), warnings));
   // Labels and annotations are maps of strings (a patch may have set them to anything).
   for (const char* m : {"labels", "annotations"}) {
     const json& v = Member(d.meta, m);
@@ -2068,7 +1857,7 @@ Result<VolcanoCommand> ParseVolcanoCommand(const json& doc, std::string_view def
                                       {"message", ""}};
   TESSERA_RETURN_IF_ERROR(KnownFields(doc, "", kCommand, warnings));
   const json& meta = Member(doc, "metadata");
-  TESSERA_RETURN_IF_ERROR(KnownFields(meta, "metadata", kMetaFields, warnings));
+  TESSERA_RETURN_IF_ERROR(KnownFields(meta, "metadata", KubeFieldsOf("ObjectMeta"), warnings));
   VolcanoCommand c;
   c.name = Text(meta, "name");
   c.generate_name = Text(meta, "generateName");

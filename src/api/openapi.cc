@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "api/kube.h"
+#include "api/kube_fields.h"
 #include "api/kube_kinds.h"
 #include "api/object.h"
 
@@ -115,10 +116,42 @@ void AddPaths(const Served& s, bool v3, json* paths) {
     (*paths)[base + "/" + s.plural] = {{"get", Operation(s, "list", "listAll", v3)}};
 }
 
-json Schema(const Served& s) {
+// The kinds whose fields are described (api/kube_fields.h): their spec's type.
+std::string_view SpecType(const Served& s) {
+  if (s.group.empty() && s.kind == "Pod") return "PodSpec";
+  if (s.group == "batch" && s.kind == "Job") return "JobSpec";
+  return {};
+}
+
+// What a described kind is, as kubectl explain opens with it.
+std::string_view KindDescription(const Served& s) {
+  if (s.kind == "Pod") {
+    return "A program run on a node, placed by Tessera's scheduler: a Tessera Job of one task.";
+  }
+  return "Pods run to completion, counted as Kubernetes' Job controller counts them: a Tessera "
+         "Job.";
+}
+
+json Schema(const Served& s, bool v3) {
+  const std::string description =
+      s.kind + " (" + (s.group.empty() ? "core" : s.group) + "/" + s.version + ")";
+  const std::string_view spec_type = v3 ? SpecType(s) : std::string_view();
+  if (!spec_type.empty()) {
+    constexpr std::string_view kRef = "#/components/schemas/";
+    json properties = {
+        {"apiVersion", FieldSchema("string", "The object's group and version.", kRef)},
+        {"kind", FieldSchema("string", "The object's kind.", kRef)},
+        {"metadata", FieldSchema("ObjectMeta", "The object's name, namespace and labels.", kRef)},
+        {"spec", FieldSchema(spec_type, "The " + s.kind + "'s specification.", kRef)},
+        {"status",
+         FieldSchema("object", "Written by Tessera: the scheduler and the node agents.", kRef)}};
+    return {{"type", "object"},
+            {"description", description + ". " + std::string(KindDescription(s))},
+            {"properties", std::move(properties)},
+            {"x-kubernetes-group-version-kind", json::array({Gvk(s)})}};
+  }
   return {{"type", "object"},
-          {"description", s.kind + " (" + (s.group.empty() ? "core" : s.group) + "/" + s.version +
-                              "); every field is checked by the server"},
+          {"description", description + "; every field is checked by the server"},
           {"properties",
            {{"apiVersion", {{"type", "string"}}},
             {"kind", {{"type", "string"}}},
@@ -151,7 +184,14 @@ json OpenApiV3(std::string_view gv_path) {
   for (const Served& s : AllServed()) {
     if (GvPath(s.group, s.version) != gv_path) continue;
     AddPaths(s, true, &paths);
-    schemas[s.group + "." + s.version + "." + s.kind] = Schema(s);
+    schemas[s.group + "." + s.version + "." + s.kind] = Schema(s, true);
+    if (!SpecType(s).empty()) {
+      // The described types, under the names Kubernetes gives them (a group's document holds
+      // the types of other groups it refers to, as kube-apiserver's do).
+      for (const KubeType& t : KubeTypes()) {
+        schemas[std::string(t.schema)] = TypeSchema(t, "#/components/schemas/");
+      }
+    }
   }
   if (paths.empty()) return json();
   return {{"openapi", "3.0.0"},
@@ -164,7 +204,7 @@ json OpenApiV2() {
   json paths = json::object(), definitions = json::object();
   for (const Served& s : AllServed()) {
     AddPaths(s, false, &paths);
-    definitions[s.group + "." + s.version + "." + s.kind] = Schema(s);
+    definitions[s.group + "." + s.version + "." + s.kind] = Schema(s, false);
   }
   return {{"swagger", "2.0"},
           {"info", Info()},

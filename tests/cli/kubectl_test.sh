@@ -21,6 +21,20 @@ out=$(kubectl api-resources 2>&1) || fail "api-resources: $out"
 grep -qE '^nodes +no +v1 +false +Node' <<<"$out" || fail "core nodes not discovered: $out"
 grep -qE '^jobs +tessera.io/v1 +true +Job' <<<"$out" || fail "tessera jobs not discovered: $out"
 grep -qE '^podgroups +pg +tessera.io/v1 +true +PodGroup' <<<"$out" || fail "podgroups: $out"
+grep -qE '^pods +metrics.k8s.io/v1beta1 +true +PodMetrics' <<<"$out" || fail "podmetrics: $out"
+
+# kubectl explain walks into Pods' and Jobs' fields (the issue's case: no field was found), and
+# says which fields Tessera does not act on.
+out=$(kubectl explain pod.spec.containers 2>&1) || fail "explain pod.spec.containers: $out"
+grep -q "FIELD: containers <\[\]Container>" <<<"$out" || fail "explain containers: $out"
+grep -qE '^  resources	<ResourceRequirements>' <<<"$out" || fail "explain fields: $out"
+out=$(kubectl explain pod.spec.hostNetwork 2>&1) || fail "explain hostNetwork: $out"
+grep -q "not acted on" <<<"$out" || fail "explain hostNetwork said: $out"
+out=$(kubectl explain job.spec.template.spec.containers.resources.limits 2>&1) ||
+  fail "explain job limits: $out"
+grep -q "FIELD: limits <map\[string\]Quantity>" <<<"$out" || fail "explain limits: $out"
+out=$(kubectl explain pod.spec.nope 2>&1) && fail "explain nope: $out"
+grep -q 'field "nope" does not exist' <<<"$out" || fail "explain nope said: $out"
 
 for _ in $(seq 200); do kubectl get nodes 2>/dev/null | grep -q "^dev " && break; sleep 0.05; done
 out=$(kubectl get nodes 2>&1) || fail "get nodes: $out"
