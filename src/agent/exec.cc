@@ -42,28 +42,31 @@ int64_t SteadyMs() {
       .count();
 }
 
-// A started command: its pid (the leader of its own process group) and the read ends of its
-// stdout and stderr.
+// A started command: its pid (the leader of its own process group), the read ends of its
+// stdout and stderr, and the write end of its stdin (-1: it reads /dev/null).
 struct Child {
   pid_t pid = -1;
-  int out = -1, err = -1;
+  int out = -1, err = -1, in = -1;
 };
 
-Result<Child> Spawn(const ProcessSpec& spec) {
+Result<Child> Spawn(const ProcessSpec& spec, bool with_stdin) {
   if (spec.argv.empty() || spec.argv[0].empty()) return InvalidArgument("no command to run");
   const PreparedTask task = PrepareTask(spec);
   const char* cgroup = spec.cgroup_procs.empty() ? nullptr : spec.cgroup_procs.c_str();
-  int out[2], err[2];
+  int out[2], err[2], in[2] = {-1, -1};
   if (pipe2(out, O_CLOEXEC) != 0) return Internal(std::string("pipe: ") + std::strerror(errno));
-  if (pipe2(err, O_CLOEXEC) != 0) {
-    close(out[0]);
-    close(out[1]);
+  if (pipe2(err, O_CLOEXEC) != 0 || (with_stdin && pipe2(in, O_CLOEXEC) != 0)) {
+    for (int fd : {out[0], out[1], err[0], err[1], in[0], in[1]}) {
+      if (fd >= 0) close(fd);
+    }
     return Internal(std::string("pipe: ") + std::strerror(errno));
   }
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
-    for (int fd : {out[0], out[1], err[0], err[1]}) close(fd);
+    for (int fd : {out[0], out[1], err[0], err[1], in[0], in[1]}) {
+      if (fd >= 0) close(fd);
+    }
     return Internal(std::string("fork: ") + std::strerror(errno));
   }
   if (pid == 0) {
@@ -74,8 +77,8 @@ Result<Child> Spawn(const ProcessSpec& spec) {
     if (cgroup != nullptr && !JoinCgroup(cgroup)) _exit(125);
     dup2(out[1], STDOUT_FILENO);
     dup2(err[1], STDERR_FILENO);
-    const int null = open("/dev/null", O_RDONLY);
-    if (null >= 0) dup2(null, STDIN_FILENO);
+    const int input = with_stdin ? in[0] : open("/dev/null", O_RDONLY);
+    if (input >= 0) dup2(input, STDIN_FILENO);
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
     sigaction(SIGPIPE, &dfl, nullptr);
@@ -86,7 +89,46 @@ Result<Child> Spawn(const ProcessSpec& spec) {
   }
   close(out[1]);
   close(err[1]);
-  return Child{pid, out[0], err[0]};
+  if (in[0] >= 0) close(in[0]);
+  return Child{pid, out[0], err[0], in[1]};
+}
+
+// Feeds session `id`'s input to `fd`, the command's stdin, until the client says there is no
+// more, the command stops reading (its end of the pipe closed), or the session ends; then
+// closes `fd`. Runs on a thread of its own: a write waits for the command to read.
+void PumpInput(std::shared_ptr<ApiClient> api, std::string id, int fd, int wait_seconds) {
+  // A write to a command that stopped reading fails (EPIPE) instead of signalling the agent.
+  sigset_t pipe_signal;
+  sigemptyset(&pipe_signal);
+  sigaddset(&pipe_signal, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_signal, nullptr);
+  const std::string path =
+      "/apis/tessera.io/v1/execs/" + id + "/input?timeoutSeconds=" + std::to_string(wait_seconds);
+  bool open = true;
+  for (int failures = 0; open && failures < 30;) {
+    auto r = api->Call("GET", path, "", "");
+    if (!r.ok()) {
+      ++failures;  // the server is away: the session may still be there
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      continue;
+    }
+    failures = 0;
+    if (r->status != 200) break;
+    const std::string& body = r->body;
+    if (body.empty()) continue;  // nothing came in time
+    if (body[0] != 'D') break;   // no more (E), or the session ended (X)
+    for (size_t at = 1; at < body.size();) {
+      const ssize_t n = write(fd, body.data() + at, body.size() - at);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        open = false;
+        break;
+      }
+      at += static_cast<size_t>(n);
+    }
+  }
+  close(fd);
+  // A SIGPIPE left pending for this thread goes with it.
 }
 
 // Tells the server how session `id` ended.
@@ -213,10 +255,13 @@ void ExecAgent::Serve(const json& session) {
               "pod " + session.value("pod", "") + " is not running on node " + options_.node}});
     return;
   }
-  auto child = Spawn(ExecSpec(*pod, command));
+  auto child = Spawn(ExecSpec(*pod, command), session.value("stdin", false));
   if (!child.ok()) {
     End(id, {{"error", child.status().message()}});
     return;
+  }
+  if (child->in >= 0) {
+    std::thread(PumpInput, api_, id, child->in, options_.claim_wait_seconds).detach();
   }
   struct pollfd fds[2] = {{child->out, POLLIN, 0}, {child->err, POLLIN, 0}};
   const char* names[2] = {"stdout", "stderr"};

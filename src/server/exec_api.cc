@@ -62,13 +62,16 @@ class ExecStream : public ResponseStream, public std::enable_shared_from_this<Ex
   std::atomic<bool> done_ = false;
 };
 
-// A session's output as Kubernetes' stream protocol (v4/v5.channel.k8s.io) over a WebSocket:
-// one message per frame, its first byte the channel (1 stdout, 2 stderr), then how the command
-// ended on channel 3 as a v1 Status, which kubectl turns into its exit code.
+// A session as Kubernetes' stream protocol (v4/v5.channel.k8s.io) over a WebSocket: each piece
+// of output one message, its first byte the channel (1 stdout, 2 stderr) and then its bytes as
+// the command wrote them; then how the command ended on channel 3 as a v1 Status, which kubectl
+// turns into its exit code. The client's messages on channel 0 are the command's input; v5's
+// close signal (channel 255 naming channel 0) ends it. A terminal's size (channel 4) is not
+// acted on: a command runs without a terminal.
 class KubeExecStream : public ResponseStream, public std::enable_shared_from_this<KubeExecStream> {
  public:
   KubeExecStream(ExecHub& hub, std::string id, std::vector<std::string> command)
-      : inner_(std::make_shared<ExecStream>(hub, std::move(id))), command_(std::move(command)) {}
+      : hub_(hub), id_(std::move(id)), command_(std::move(command)) {}
 
   void Next(std::function<void(std::optional<std::string>)> emit) override {
     if (!ready_.empty()) {
@@ -78,43 +81,38 @@ class KubeExecStream : public ResponseStream, public std::enable_shared_from_thi
     }
     if (ended_) return emit(std::nullopt);
     std::weak_ptr<KubeExecStream> weak = shared_from_this();
-    inner_->Next([weak, emit](std::optional<std::string> frames) {
-      auto self = weak.lock();
-      if (!self) return;
-      if (!frames) {
-        self->ended_ = true;
-        return emit(std::nullopt);
-      }
-      self->Translate(*frames);
-      if (self->ready_.empty()) return emit(std::string());  // asks again
-      std::string m = std::move(self->ready_.front());
-      self->ready_.pop_front();
-      emit(std::move(m));
+    bool done = false;
+    auto frames = hub_.ReadFrames(id_, &done, [weak, emit] {
+      if (auto self = weak.lock()) self->Next(emit);
     });
+    if (!frames) return;  // woken when there is more
+    ended_ = done;
+    for (ExecFrame& f : *frames) {
+      if (f.stream.empty()) {
+        ready_.push_back("\x03" + EndStatus(f.end).dump());
+      } else if (!f.data.empty()) {
+        ready_.push_back(std::string(1, f.stream == "stdout" ? '\x01' : '\x02') + f.data);
+      }
+    }
+    if (ready_.empty()) return emit(ended_ ? std::nullopt : std::optional<std::string>(""));
+    std::string m = std::move(ready_.front());
+    ready_.pop_front();
+    emit(std::move(m));
   }
-  void Cancel() override { inner_->Cancel(); }
+  void Cancel() override {
+    if (!ended_) hub_.Abandon(id_);
+  }
+  bool Receive(std::string_view message, std::function<void()> resume) override {
+    if (message.empty()) return true;
+    const unsigned char channel = static_cast<unsigned char>(message[0]);
+    if (channel == 0) return hub_.Input(id_, message.substr(1), false, std::move(resume));
+    if (channel == 255 && message.size() >= 2 && message[1] == 0) {
+      return hub_.Input(id_, "", true, std::move(resume));
+    }
+    return true;  // a terminal's size (4), or a channel that is not the client's
+  }
 
  private:
-  void Translate(const std::string& frames) {
-    size_t at = 0;
-    while (at < frames.size()) {
-      size_t nl = frames.find('\n', at);
-      if (nl == std::string::npos) nl = frames.size();
-      const json f = json::parse(frames.substr(at, nl - at), nullptr, false);
-      at = nl + 1;
-      if (!f.is_object()) continue;
-      if (f.contains("stdout") || f.contains("stderr")) {
-        const bool out = f.contains("stdout");
-        const json& text = f[out ? "stdout" : "stderr"];
-        if (text.is_string() && !text.get_ref<const std::string&>().empty()) {
-          ready_.push_back(std::string(1, out ? '\x01' : '\x02') + text.get<std::string>());
-        }
-        continue;
-      }
-      ready_.push_back("\x03" + EndStatus(f).dump());
-    }
-  }
-
   // How the command ended as kube-apiserver reports it on the error channel.
   json EndStatus(const json& end) const {
     int code = -1;
@@ -143,10 +141,39 @@ class KubeExecStream : public ResponseStream, public std::enable_shared_from_thi
          {{"causes", json::array({{{"reason", "ExitCode"}, {"message", std::to_string(code)}}})}}}};
   }
 
-  std::shared_ptr<ExecStream> inner_;
+  ExecHub& hub_;
+  const std::string id_;
   const std::vector<std::string> command_;
   std::deque<std::string> ready_;
-  bool ended_ = false;
+  std::atomic<bool> ended_ = false;
+};
+
+// The agent's long poll for a session's input: "D" and the bytes, "E" once the client said
+// there is no more, "X" when the session ended meanwhile; an empty body when nothing came in
+// time.
+class InputStream : public ResponseStream, public std::enable_shared_from_this<InputStream> {
+ public:
+  InputStream(ExecHub& hub, std::string id, std::string node)
+      : hub_(hub), id_(std::move(id)), node_(std::move(node)) {}
+
+  void Next(std::function<void(std::optional<std::string>)> emit) override {
+    if (done_) return emit(std::nullopt);
+    std::weak_ptr<InputStream> weak = shared_from_this();
+    bool eof = false;
+    auto got = hub_.TakeInput(id_, node_, &eof, [weak, emit] {
+      if (auto self = weak.lock()) self->Next(emit);
+    });
+    if (got.ok() && !got->has_value()) return;  // woken when there is some
+    done_ = true;
+    if (!got.ok()) return emit(std::string("X"));
+    emit(eof ? std::string("E") : "D" + **got);
+  }
+  void Cancel() override {}
+
+ private:
+  ExecHub& hub_;
+  const std::string id_, node_;
+  std::atomic<bool> done_ = false;
 };
 
 // The agent's long poll: the sessions opened for its node, as soon as there are any.
@@ -233,11 +260,6 @@ HttpResponse ApiServer::PodExec(const HttpRequest& req, const Principal& who, co
   if (Status s = Authorize(who, *api::FindKind("Job"), ns, std::nullopt, Verb::kWrite); !s.ok()) {
     return Error(s);
   }
-  if (QueryFlag(req, "stdin")) {
-    return Error(InvalidArgument(
-        "stdin: not supported: a command's input cannot be sent (kubectl exec without -i; "
-        "kubectl cp copies nothing into a pod)"));
-  }
   if (req.commands.empty() || req.commands.size() > kMaxArgs || req.commands[0].empty()) {
     return Error(InvalidArgument("command: must name a program and its arguments"));
   }
@@ -264,7 +286,8 @@ HttpResponse ApiServer::PodExec(const HttpRequest& req, const Principal& who, co
                       api::TesseraPodName(view),
                       Str(Member(view, "spec"), "nodeName"),
                       req.commands,
-                      OwnerOf(who)};
+                      OwnerOf(who),
+                      QueryFlag(req, "stdin")};
   if (Status s = exec_.Open(*id, std::move(request), clock_()); !s.ok()) return Error(s);
   HttpResponse out;
   out.stream = std::make_shared<KubeExecStream>(exec_, *id, req.commands);
@@ -444,6 +467,30 @@ std::optional<HttpResponse> ApiServer::Exec(const HttpRequest& req, const Princi
     out.content_type = "application/x-ndjson";
     out.stream = std::make_shared<ExecStream>(exec_, id);
     out.stream_seconds = kExecStreamSeconds;
+    return out;
+  }
+  // GET .../execs/{id}/input?timeoutSeconds=N: the agent's long poll for the command's input.
+  if (what == "input") {
+    if (req.method != "GET") {
+      return Reply(405, "application/json",
+                   StatusJson(405, "MethodNotAllowed", "a session's input is read with GET"));
+    }
+    if (who.role != Role::kAgent) return Error(PermissionDenied("only node agents read input"));
+    bool eof = false;
+    // Checked now, so that a session that is not the node's is a 404 and an ended one a 410.
+    auto first = exec_.TakeInput(id, who.node, &eof, nullptr);
+    if (!first.ok()) return HubError(first.status());
+    if (first->has_value()) {
+      return Reply(200, "application/octet-stream", eof ? std::string("E") : "D" + **first);
+    }
+    int seconds = 30;
+    if (auto it = req.query.find("timeoutSeconds"); it != req.query.end()) {
+      seconds = std::clamp(std::atoi(it->second.c_str()), 1, kMaxClaimWaitSeconds);
+    }
+    HttpResponse out;
+    out.content_type = "application/octet-stream";
+    out.stream = std::make_shared<InputStream>(exec_, id, who.node);
+    out.stream_seconds = seconds;
     return out;
   }
   // POST .../execs/{id}/output?stream=stdout|stderr and .../execs/{id}/end: the agent's.

@@ -14,6 +14,8 @@ std::string Frame(const json& frame) {
   return frame.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
+ExecFrame EndFrame(json end) { return ExecFrame{"", "", std::move(end)}; }
+
 }  // namespace
 
 Status ExecHub::Open(const std::string& id, ExecRequest request, int64_t now_ms) {
@@ -55,11 +57,13 @@ json ExecHub::Claim(const std::string& node, int64_t now_ms) {
     if (s.claimed || s.ended || s.request.node != node) continue;
     s.claimed = true;
     s.heard_ms = now_ms;
-    out.push_back({{"id", id},
-                   {"namespace", s.request.ns},
-                   {"job", s.request.job},
-                   {"pod", s.request.pod},
-                   {"command", s.request.command}});
+    json session = {{"id", id},
+                    {"namespace", s.request.ns},
+                    {"job", s.request.job},
+                    {"pod", s.request.pod},
+                    {"command", s.request.command}};
+    if (s.request.stdin) session["stdin"] = true;
+    out.push_back(std::move(session));
   }
   return out;
 }
@@ -88,9 +92,19 @@ Result<ExecHub::Session*> ExecHub::AgentSession(const std::string& id, const std
   return &it->second;
 }
 
-std::function<void()> ExecHub::Push(Session& s, const json& frame) {
-  s.frames += Frame(frame);
-  return std::exchange(s.reader, nullptr);
+std::function<void()> ExecHub::Push(Session& s, ExecFrame frame) {
+  s.frame_bytes += frame.data.size();
+  const bool end = frame.stream.empty();
+  s.frames.push_back(std::move(frame));
+  std::function<void()> reader = std::exchange(s.reader, nullptr);
+  if (!end) return reader;
+  std::function<void()> input_reader = std::exchange(s.input_reader, nullptr);
+  std::function<void()> room = std::exchange(s.input_room, nullptr);
+  return [reader, input_reader, room] {
+    for (const auto& f : {reader, input_reader, room}) {
+      if (f) f();
+    }
+  };
 }
 
 Status ExecHub::Append(const std::string& id, const std::string& node, const std::string& stream,
@@ -104,11 +118,11 @@ Status ExecHub::Append(const std::string& id, const std::string& node, const std
     auto open = AgentSession(id, node);
     if (!open.ok()) return open.status();
     Session& s = **open;
-    if (s.frames.size() + data.size() > limits_.max_buffered) {
+    if (s.frame_bytes + data.size() > limits_.max_buffered) {
       return ResourceExhausted("the client has not read the output yet; send it again");
     }
     s.heard_ms = now_ms;
-    if (!data.empty()) wake = Push(s, {{stream, data}});
+    if (!data.empty()) wake = Push(s, ExecFrame{stream, data, nullptr});
   }
   if (wake) wake();
   return Status::Ok();
@@ -124,7 +138,7 @@ Status ExecHub::Finish(const std::string& id, const std::string& node, const jso
     Session& s = **open;
     s.heard_ms = now_ms;
     s.ended = true;
-    wake = Push(s, end);
+    wake = Push(s, EndFrame(end));
   }
   if (wake) wake();
   return Status::Ok();
@@ -140,30 +154,98 @@ Status ExecHub::CheckOwner(const std::string& id, const std::string& owner) cons
   return Status::Ok();
 }
 
-std::optional<std::string> ExecHub::Read(const std::string& id, bool* done,
-                                         std::function<void()> wake) {
-  std::lock_guard<std::mutex> lock(mu_);
+std::optional<std::vector<ExecFrame>> ExecHub::ReadFrames(const std::string& id, bool* done,
+                                                          std::function<void()> wake) {
+  std::unique_lock<std::mutex> lock(mu_);
   *done = false;
   auto it = sessions_.find(id);
   if (it == sessions_.end()) {
     *done = true;
-    return Frame({{"error", "the session ended on the server"}});
+    return std::vector<ExecFrame>{EndFrame({{"error", "the session ended on the server"}})};
   }
   Session& s = it->second;
   if (s.frames.empty()) {
     s.reader = std::move(wake);
     return std::nullopt;
   }
-  std::string out = std::exchange(s.frames, std::string());
+  std::vector<ExecFrame> out(std::make_move_iterator(s.frames.begin()),
+                             std::make_move_iterator(s.frames.end()));
+  s.frames.clear();
+  s.frame_bytes = 0;
   if (s.ended) {
     *done = true;
+    // Ended for the agent too: its input poll hears of it.
+    std::function<void()> input_reader = std::exchange(s.input_reader, nullptr);
     sessions_.erase(it);
+    lock.unlock();
+    if (input_reader) input_reader();
   }
   return out;
 }
 
+std::optional<std::string> ExecHub::Read(const std::string& id, bool* done,
+                                         std::function<void()> wake) {
+  std::optional<std::vector<ExecFrame>> frames = ReadFrames(id, done, std::move(wake));
+  if (!frames) return std::nullopt;
+  std::string out;
+  for (const ExecFrame& f : *frames) {
+    out += f.stream.empty() ? Frame(f.end) : Frame({{f.stream, f.data}});
+  }
+  return out;
+}
+
+bool ExecHub::Input(const std::string& id, std::string_view data, bool eof,
+                    std::function<void()> room) {
+  std::function<void()> wake;
+  bool has_room = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = sessions_.find(id);
+    if (it == sessions_.end() || !it->second.request.stdin || it->second.ended) return true;
+    Session& s = it->second;
+    if (s.input_eof) return true;
+    s.input.append(data);
+    s.input_eof = eof;
+    wake = std::exchange(s.input_reader, nullptr);
+    if (s.input.size() >= limits_.max_buffered) {
+      has_room = false;
+      s.input_room = std::move(room);
+    }
+  }
+  if (wake) wake();
+  return has_room;
+}
+
+Result<std::optional<std::string>> ExecHub::TakeInput(const std::string& id,
+                                                      const std::string& node, bool* eof,
+                                                      std::function<void()> wake) {
+  std::function<void()> room;
+  std::optional<std::string> out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto open = AgentSession(id, node);
+    if (!open.ok()) return open.status();
+    Session& s = **open;
+    *eof = false;
+    if (!s.input.empty()) {
+      // At most what the client may buffer, so one answer stays bounded.
+      const size_t n = std::min(s.input.size(), limits_.max_buffered);
+      out = s.input.substr(0, n);
+      s.input.erase(0, n);
+      room = std::exchange(s.input_room, nullptr);
+    } else if (s.input_eof) {
+      *eof = true;
+      out = std::string();
+    } else {
+      s.input_reader = std::move(wake);
+    }
+  }
+  if (room) room();
+  return out;
+}
+
 void ExecHub::Abandon(const std::string& id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   auto it = sessions_.find(id);
   if (it == sessions_.end()) return;
   if (!it->second.claimed) {
@@ -173,7 +255,13 @@ void ExecHub::Abandon(const std::string& id) {
   // Kept, ended, until the agent hears of it (or Expire): its calls fail.
   it->second.ended = true;
   it->second.frames.clear();
+  it->second.frame_bytes = 0;
   it->second.reader = nullptr;
+  it->second.input_room = nullptr;
+  if (auto input_reader = std::exchange(it->second.input_reader, nullptr)) {
+    lock.unlock();
+    input_reader();  // the agent's input poll hears that the session ended
+  }
 }
 
 void ExecHub::Expire(int64_t now_ms) {
@@ -191,13 +279,15 @@ void ExecHub::Expire(int64_t now_ms) {
         }
       } else if (!s.claimed && now_ms - s.heard_ms > limits_.claim_timeout_ms) {
         s.ended = true;
-        if (auto w = Push(s, {{"error", "the agent of node " + s.request.node +
-                                            " did not take the command up; is it running?"}}))
+        if (auto w = Push(s, EndFrame({{"error", "the agent of node " + s.request.node +
+                                                     " did not take the command up; is it "
+                                                     "running?"}})))
           wake.push_back(std::move(w));
       } else if (s.claimed && now_ms - s.heard_ms > limits_.silence_timeout_ms) {
         s.ended = true;
-        if (auto w = Push(s, {{"error", "the agent of node " + s.request.node +
-                                            " stopped answering; the command may still run"}}))
+        if (auto w = Push(s, EndFrame({{"error", "the agent of node " + s.request.node +
+                                                     " stopped answering; the command may "
+                                                     "still run"}})))
           wake.push_back(std::move(w));
       }
       ++it;

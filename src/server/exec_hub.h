@@ -28,7 +28,16 @@ namespace tessera::server {
 struct ExecRequest {
   std::string ns, job, pod, node;
   std::vector<std::string> command;
-  std::string owner;  // who may read it: the principal that opened it (role/namespace)
+  std::string owner;   // who may read it: the principal that opened it (role/namespace)
+  bool stdin = false;  // the client sends the command's input (Input); else it reads none
+};
+
+// A piece of a session's output as sent: `stream` "stdout" or "stderr" with its bytes as they
+// came, or (stream empty) how the command ended.
+struct ExecFrame {
+  std::string stream;
+  std::string data;
+  nlohmann::json end;
 };
 
 class ExecHub {
@@ -66,10 +75,25 @@ class ExecHub {
 
   // The client's side: whether `owner` may read session `id`.
   Status CheckOwner(const std::string& id, const std::string& owner) const;
-  // The frames not yet read (one JSON text per line: {"stdout"|"stderr": text} then the end);
-  // `*done` once the end was read, after which the session is gone. nullopt when there is
-  // nothing new; then `wake` (if given) is called once when there is.
+  // The frames not yet read, their bytes as sent; `*done` once the end was read, after which
+  // the session is gone. nullopt when there is nothing new; then `wake` (if given) is called
+  // once when there is.
+  std::optional<std::vector<ExecFrame>> ReadFrames(const std::string& id, bool* done,
+                                                   std::function<void()> wake);
+  // ReadFrames as text: one JSON text per line, {"stdout"|"stderr": text} then the end (bytes
+  // that are not UTF-8 replaced).
   std::optional<std::string> Read(const std::string& id, bool* done, std::function<void()> wake);
+
+  // The client's input to a session opened with stdin (`eof`: there is no more). True while
+  // there is room for more; false when the input not yet taken by the agent is at the limit,
+  // and then `room` is called once when there is (the caller stops reading its client till
+  // then). Input to a session that is gone or takes none is dropped.
+  bool Input(const std::string& id, std::string_view data, bool eof, std::function<void()> room);
+  // The agent of `node` takes the input not yet taken: the bytes, or "" with `*eof` once the
+  // client said there is no more. nullopt when there is nothing yet; then `wake` is called
+  // once when there is, or when the session ends. NotFound / FailedPrecondition as Append.
+  Result<std::optional<std::string>> TakeInput(const std::string& id, const std::string& node,
+                                               bool* eof, std::function<void()> wake);
   // The client left: the session ends (the agent is told at its next call).
   void Abandon(const std::string& id);
 
@@ -82,15 +106,21 @@ class ExecHub {
   struct Session {
     ExecRequest request;
     bool claimed = false;
-    int64_t heard_ms = 0;  // opened, claimed, or last heard from the agent
-    std::string frames;    // not yet read
-    bool ended = false;    // the end frame is in `frames`
+    int64_t heard_ms = 0;          // opened, claimed, or last heard from the agent
+    std::deque<ExecFrame> frames;  // not yet read
+    size_t frame_bytes = 0;
+    bool ended = false;  // the end frame is in `frames`
     std::function<void()> reader;
+    std::string input;  // from the client, not yet taken by the agent
+    bool input_eof = false;
+    std::function<void()> input_reader;  // the agent's long poll
+    std::function<void()> input_room;    // the client, waiting for room
   };
   // The session `id` as `node`'s agent may write it: claimed by it and not ended (mu_ held).
   Result<Session*> AgentSession(const std::string& id, const std::string& node);
-  // Appends a frame and takes the reader to wake (mu_ held).
-  std::function<void()> Push(Session& s, const nlohmann::json& frame);
+  // Appends a frame and takes the readers to wake (mu_ held): the client's, and the agent's
+  // input poll when the session ends.
+  std::function<void()> Push(Session& s, ExecFrame frame);
 
   const Limits limits_;
   mutable std::mutex mu_;

@@ -326,29 +326,46 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   }
 
   void ReadFrames() {
-    stream_.async_read_some(asio::buffer(frame_buf_), [self = this->shared_from_this()](
-                                                          beast::error_code ec, size_t n) {
-      if (ec) {
-        self->streaming_ = false;
-        return self->StopStream();
+    stream_.async_read_some(asio::buffer(frame_buf_),
+                            [self = this->shared_from_this()](beast::error_code ec, size_t n) {
+                              if (ec) {
+                                self->streaming_ = false;
+                                return self->StopStream();
+                              }
+                              self->frames_in_.append(self->frame_buf_.data(), n);
+                              self->TakeFrames();
+                            });
+  }
+
+  // Handles the client's frames received: pings answered, a close or a broken frame ends the
+  // stream, data (stdin, a terminal's size) goes to the stream, which may ask to wait; then
+  // reads on.
+  void TakeFrames() {
+    bool bad = false;
+    while (auto f = websocket::TakeFrame(&frames_in_, 1 << 20, &bad)) {
+      if (f->op == websocket::Opcode::kPing) {
+        Send(websocket::Frame(websocket::Opcode::kPong, f->payload), false);
+      } else if (f->op == websocket::Opcode::kClose) {
+        streaming_ = false;
+        return StopStream();
+      } else if ((f->op == websocket::Opcode::kBinary || f->op == websocket::Opcode::kText) &&
+                 body_stream_) {
+        std::weak_ptr<Session> weak = this->shared_from_this();
+        const bool more = body_stream_->Receive(f->payload, [weak] {
+          if (auto self = weak.lock()) {
+            asio::post(self->Lowest().get_executor(), [self] {
+              if (self->streaming_) self->TakeFrames();
+            });
+          }
+        });
+        if (!more) return;  // resumed by the stream
       }
-      self->frames_in_.append(self->frame_buf_.data(), n);
-      bool bad = false;
-      while (auto f = websocket::TakeFrame(&self->frames_in_, 1 << 20, &bad)) {
-        if (f->op == websocket::Opcode::kPing) {
-          self->Send(websocket::Frame(websocket::Opcode::kPong, f->payload), false);
-        } else if (f->op == websocket::Opcode::kClose) {
-          self->streaming_ = false;
-          return self->StopStream();
-        }
-        // Data from the client (stdin, a terminal's size) is not read by any stream.
-      }
-      if (bad || self->frames_in_.size() > (2 << 20)) {
-        self->streaming_ = false;
-        return self->StopStream();
-      }
-      self->ReadFrames();
-    });
+    }
+    if (bad || frames_in_.size() > (2 << 20)) {
+      streaming_ = false;
+      return StopStream();
+    }
+    ReadFrames();
   }
 
   // Writes `data` after what is queued; a data write (`then_pull`) pulls the next chunk once

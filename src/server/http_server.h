@@ -50,6 +50,14 @@ class ResponseStream {
   virtual void Next(std::function<void(std::optional<std::string>)> emit) = 0;
   // The client left, the stream timed out or the server stops: a pending Next may be dropped.
   virtual void Cancel() = 0;
+  // Over a WebSocket: a data message from the client. True when the stream takes more at
+  // once; false when it cannot yet, and then it calls `resume` once when it can (the server
+  // reads nothing more from the client until then). By default messages are ignored.
+  virtual bool Receive(std::string_view message, std::function<void()> resume) {
+    (void)message;
+    (void)resume;
+    return true;
+  }
 };
 
 struct HttpResponse {

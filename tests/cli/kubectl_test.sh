@@ -582,13 +582,24 @@ grep -q "^err$" "$WORK/exec.err" || fail "exec stderr: $(cat "$WORK/exec.err")"
 grep -q "command terminated with exit code 3" "$WORK/exec.err" || fail "exec: $(cat "$WORK/exec.err")"
 out=$(timeout 30 kubectl exec job/sleeper -- sh -c 'echo $((6*7))' 2>&1) || fail "exec job/: $out"
 [ "$out" = 42 ] || fail "exec job/sleeper said: $out"
-out=$(echo in | timeout 30 kubectl exec -i sleeper-main-0 -- cat 2>&1) && fail "exec -i: $out"
-grep -q "stdin: not supported" <<<"$out" || fail "exec -i said: $out"
+# stdin (-i): the command reads what kubectl sends, to its end (v5's close of stdin).
+out=$(printf 'line one\nline two\n' | timeout 30 kubectl exec -i sleeper-main-0 -- wc -l 2>&1) ||
+  fail "exec -i: $out"
+[ "$out" = 2 ] || fail "exec -i counted: $out"
 out=$(timeout 30 kubectl exec sleeper-main-0 -c other -- true 2>&1) && fail "exec -c other: $out"
 grep -q 'has one container, "main"' <<<"$out" || fail "exec -c other said: $out"
 printf 'copied text\n' >"$WORK/runs/to-copy"
 out=$(timeout 30 kubectl cp "sleeper-main-0:$WORK/runs/to-copy" "$WORK/copied" 2>&1) || fail "cp: $out"
 [ "$(cat "$WORK/copied")" = "copied text" ] || fail "cp copied: $(cat "$WORK/copied" 2>&1)"
+# Binary files both ways, byte for byte (1 MiB of every byte value; the output was JSON text).
+head -c 1048576 /dev/urandom >"$WORK/blob"
+mkdir -p "$WORK/runs/into" && chmod 777 "$WORK/runs/into"  # the task runs as its Job's own uid
+out=$(timeout 60 kubectl cp "$WORK/blob" "sleeper-main-0:$WORK/runs/into/blob" 2>&1) ||
+  fail "cp into the pod: $out"
+cmp "$WORK/blob" "$WORK/runs/into/blob" || fail "cp into the pod changed the file"
+out=$(timeout 60 kubectl cp "sleeper-main-0:$WORK/runs/into/blob" "$WORK/blob.back" 2>&1) ||
+  fail "cp from the pod: $out"
+cmp "$WORK/blob" "$WORK/blob.back" || fail "cp from the pod changed the file"
 # kubectl debug hears that there are no ephemeral containers (it crashed on a Status without
 # details).
 out=$(timeout 30 kubectl debug sleeper-main-0 --image=busybox --profile=general 2>&1) && rc=0 || rc=$?

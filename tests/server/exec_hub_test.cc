@@ -156,3 +156,94 @@ TEST(ExecHub, AnAgentWaitingForWorkIsWokenWhenASessionOpensForItsNode) {
 
 }  // namespace
 }  // namespace tessera::server
+
+namespace tessera::server {
+namespace {
+
+// kubectl exec -i and kubectl cp into a pod: the client's input reaches the agent in order, to
+// its end; the client waits while the agent has not taken what is buffered; output keeps its
+// bytes as the command wrote them.
+TEST(ExecHub, InputGoesToTheAgentInOrderWithRoomForTheClient) {
+  ExecHub::Limits limits;
+  limits.max_buffered = 8;
+  ExecHub hub(limits);
+  ExecRequest r = On("n1");
+  r.stdin = true;
+  ASSERT_TRUE(hub.Open("s1", r, 0).ok());
+  // Sent before the agent claims it: kept.
+  EXPECT_TRUE(hub.Input("s1", "abc", false, nullptr));
+  const json claimed = hub.Claim("n1", 1);
+  ASSERT_EQ(claimed.size(), 1u);
+  EXPECT_EQ(claimed[0]["stdin"], true);
+
+  bool eof = true;
+  auto got = hub.TakeInput("s1", "n1", &eof, nullptr);
+  ASSERT_TRUE(got.ok());
+  ASSERT_TRUE(got->has_value());
+  EXPECT_EQ(**got, "abc");
+  EXPECT_FALSE(eof);
+  EXPECT_EQ(hub.TakeInput("s1", "n2", &eof, nullptr).status().code(), StatusCode::kNotFound);
+
+  // Nothing yet: the agent's poll is woken by the next input.
+  int polled = 0;
+  got = hub.TakeInput("s1", "n1", &eof, [&] { ++polled; });
+  ASSERT_TRUE(got.ok());
+  EXPECT_FALSE(got->has_value());
+  // Past the limit: the client is told to wait, and resumed once the agent took it.
+  int resumed = 0;
+  EXPECT_FALSE(hub.Input("s1", "0123456789", false, [&] { ++resumed; }));
+  EXPECT_EQ(polled, 1);
+  EXPECT_EQ(resumed, 0);
+  got = hub.TakeInput("s1", "n1", &eof, nullptr);
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ(**got, "01234567");  // one answer stays within the limit
+  EXPECT_EQ(resumed, 1);
+  got = hub.TakeInput("s1", "n1", &eof, nullptr);
+  EXPECT_EQ(**got, "89");
+  // The end of the input.
+  EXPECT_TRUE(hub.Input("s1", "", true, nullptr));
+  got = hub.TakeInput("s1", "n1", &eof, nullptr);
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ(**got, "");
+  EXPECT_TRUE(eof);
+  EXPECT_TRUE(hub.Input("s1", "late", false, nullptr));  // after the end: dropped
+  got = hub.TakeInput("s1", "n1", &eof, nullptr);
+  EXPECT_TRUE(eof);
+
+  // Output as the command wrote it, every byte.
+  const std::string bytes("\x00\xff\xfe\x80\n", 5);
+  ASSERT_TRUE(hub.Append("s1", "n1", "stdout", bytes, 2).ok());
+  bool done = false;
+  auto frames = hub.ReadFrames("s1", &done, nullptr);
+  ASSERT_TRUE(frames.has_value());
+  ASSERT_EQ(frames->size(), 1u);
+  EXPECT_EQ((*frames)[0].stream, "stdout");
+  EXPECT_EQ((*frames)[0].data, bytes);
+}
+
+TEST(ExecHub, TheEndOfASessionWakesTheAgentsInputPoll) {
+  ExecHub hub;
+  ExecRequest r = On("n1");
+  r.stdin = true;
+  ASSERT_TRUE(hub.Open("s1", r, 0).ok());
+  hub.Claim("n1", 1);
+  bool eof = false;
+  int woken = 0;
+  auto got = hub.TakeInput("s1", "n1", &eof, [&] { ++woken; });
+  ASSERT_TRUE(got.ok());
+  EXPECT_FALSE(got->has_value());
+  hub.Abandon("s1");  // the client left
+  EXPECT_EQ(woken, 1);
+  EXPECT_EQ(hub.TakeInput("s1", "n1", &eof, nullptr).status().code(),
+            StatusCode::kFailedPrecondition);
+  // A session without stdin takes none.
+  ASSERT_TRUE(hub.Open("s2", On("n1"), 0).ok());
+  EXPECT_TRUE(hub.Input("s2", "x", false, nullptr));
+  hub.Claim("n1", 1);
+  got = hub.TakeInput("s2", "n1", &eof, nullptr);
+  ASSERT_TRUE(got.ok());
+  EXPECT_FALSE(got->has_value());
+}
+
+}  // namespace
+}  // namespace tessera::server
