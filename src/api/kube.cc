@@ -327,6 +327,13 @@ json KubeNode(const json& node, int64_t now_ms, int64_t grace_ms,
                   {"allocatable", std::move(allocatable)},
                   {"conditions", json::array({std::move(ready)})},
                   {"nodeInfo", std::move(info)}};
+  // Where other nodes, and the node's pods' clients, reach it (the agent's advertised address).
+  json addresses = json::array();
+  if (const std::string address = Str(status, "address"); !address.empty()) {
+    addresses.push_back({{"type", "InternalIP"}, {"address", address}});
+  }
+  addresses.push_back({{"type", "Hostname"}, {"address", Str(Member(node, "metadata"), "name")}});
+  kstatus["addresses"] = std::move(addresses);
   return {{"apiVersion", "v1"},
           {"kind", "Node"},
           {"metadata", std::move(out_meta)},

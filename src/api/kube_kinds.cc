@@ -232,6 +232,14 @@ void PodView(const json& job, const json& entry, const WaitingReasons& waiting_r
   json status = {{"phase", out_phase}, {"qosClass", "BestEffort"}};
   const bool placed = entry.is_object() && !Str(entry, "node").empty();
   if (placed) (*pod)["spec"]["nodeName"] = Str(entry, "node");
+  if (const std::string address = Str(entry, "address"); placed && !address.empty()) {
+    // A pod shares its node's network, as a hostNetwork pod: its address is the node's.
+    const json ips = json::array({{{"ip", address}}});
+    status["hostIP"] = address;
+    status["hostIPs"] = ips;
+    status["podIP"] = address;
+    status["podIPs"] = ips;
+  }
   const std::string admitted = Str(st, "admittedAt");
   if (placed && !admitted.empty()) status["startTime"] = admitted;
   const std::string& waiting = waiting_reasons.Of(TesseraPodName(*pod));

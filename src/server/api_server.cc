@@ -31,6 +31,7 @@
 #include "server/accountant.h"
 #include "server/api_common.h"
 #include "server/files.h"
+#include "server/log_stream.h"
 
 namespace tessera::server {
 
@@ -434,53 +435,6 @@ class WatchStream : public ResponseStream, public std::enable_shared_from_this<W
   uint64_t subscription_ = 0;
 };
 
-// Follows one pod's log: what is there (its tail), then what is appended.
-class LogStream : public ResponseStream, public std::enable_shared_from_this<LogStream> {
- public:
-  LogStream(LogStore& logs, std::string ns, std::string job, std::string uid, std::string pod,
-            std::string first, LogStore::Position from)
-      : logs_(logs),
-        ns_(std::move(ns)),
-        job_(std::move(job)),
-        uid_(std::move(uid)),
-        pod_(std::move(pod)),
-        first_(std::move(first)),
-        from_(from) {}
-
-  void Next(std::function<void(std::optional<std::string>)> emit) override {
-    if (!first_.empty()) return emit(std::exchange(first_, std::string()));
-    for (;;) {
-      auto more = logs_.Since(ns_, job_, uid_, pod_, &from_);
-      if (!more.ok()) return emit(std::nullopt);
-      if (!more->empty()) return emit(std::move(more).value());
-      std::weak_ptr<LogStream> weak = shared_from_this();
-      std::lock_guard<std::mutex> lock(mu_);
-      if (cancelled_) return;
-      auto sub = logs_.Subscribe(ns_, job_, uid_, pod_, from_, [weak, emit] {
-        if (auto self = weak.lock()) self->Next(emit);
-      });
-      if (sub) {
-        subscription_ = *sub;
-        return;
-      }
-    }
-  }
-  void Cancel() override {
-    std::lock_guard<std::mutex> lock(mu_);
-    cancelled_ = true;
-    if (subscription_ != 0) logs_.Unsubscribe(subscription_);
-  }
-
- private:
-  LogStore& logs_;
-  const std::string ns_, job_, uid_, pod_;
-  std::string first_;
-  LogStore::Position from_;
-  std::mutex mu_;
-  bool cancelled_ = false;
-  uint64_t subscription_ = 0;
-};
-
 // The objects of an apply request, each with the warnings of the document it came from, and
 // the Volcano Commands it carries out.
 struct ApplyRequest {
@@ -650,6 +604,15 @@ HttpResponse ApiServer::Tokens(const HttpRequest& req, const Principal& who) {
   reply["id"] = token->substr(0, token->find('.'));
   reply["token"] = *token;
   return Json(201, reply);
+}
+
+void ApiServer::EndFinishedLogs(const json& job, const std::string& node) {
+  const json& meta = Member(job, "metadata");
+  for (const json& p : ListOf(Member(Member(job, "status"), "pods"))) {
+    const std::string phase = Str(Member(p, "state"), "phase");
+    if (Str(p, "node") != node || (phase != "Succeeded" && phase != "Failed")) continue;
+    logs_.End(Str(meta, "namespace"), Str(meta, "name"), Str(meta, "uid"), Str(p, "name"));
+  }
 }
 
 json ApiServer::WithLease(json node) {
@@ -1737,6 +1700,7 @@ HttpResponse ApiServer::HandleOnce(const HttpRequest& req) {
     if (Status s = KeepSystemFields(*who, &*obj, &w); !s.ok()) return Error(s);
     auto r = Commit(std::span<const store::Write>(&w, 1));
     if (!r.ok()) return Error(r.status());
+    if (kind == "Job" && who->role == Principal::Role::kAgent) EndFinishedLogs(*obj, who->node);
     return Json(create ? 201 : 200, Served({w.key, (*r)[0], w.body}));
   }
   return Reply(405, "application/json",

@@ -254,6 +254,11 @@ class ApiServer {
   // agents report, and the agents' reports (PUT /apis/tessera.io/v1/nodes/{name}/usage);
   // nullopt for any other path.
   std::optional<HttpResponse> ResourceMetrics(const HttpRequest& req, const Principal& who);
+  // pods/{name}/attach over a WebSocket, as kubectl attach opens it: the running pod's output
+  // from now on, on the stream protocol's stdout channel, until the pod ends (its input is not
+  // attached: a task has no terminal).
+  HttpResponse PodAttach(const HttpRequest& req, const Principal& who, const std::string& ns,
+                         const std::string& pod);
   // A pod of namespace `ns` by its Kubernetes name: its Job's name and its view; nullopt when
   // there is none.
   Result<std::optional<std::pair<std::string, nlohmann::json>>> FindPodOf(const std::string& ns,
@@ -307,6 +312,9 @@ class ApiServer {
   // marked privileged by the admin (Kubernetes' Pod Security label kPodSecurityEnforce set to
   // privileged), as Pod Security Admission refuses a pod that runs as root.
   Status CheckRootTasks(const nlohmann::json& job, const std::string& ns);
+  // After an agent's write of `job`: the logs of its pods on `node` that have ended are whole
+  // (LogStore::End), so that their followers end.
+  void EndFinishedLogs(const nlohmann::json& job, const std::string& node);
   // A Node as served, with status.heartbeat the later of its own and its Lease's renewTime.
   nlohmann::json WithLease(nlohmann::json node);
 

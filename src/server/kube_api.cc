@@ -31,6 +31,7 @@ struct KubeRoute {
   bool log = false;       // pods/{name}/log
   bool eviction = false;  // pods/{name}/eviction
   bool exec = false;      // pods/{name}/exec
+  bool attach = false;    // pods/{name}/attach
   bool status = false;    // {plural}/{name}/status: the object, read (Tessera writes status)
 };
 
@@ -66,8 +67,16 @@ std::optional<Result<KubeRoute>> ParseKubeRoute(std::string_view path) {
     r.log = pod_sub && parts[i + 2] == "log";
     r.eviction = pod_sub && parts[i + 2] == "eviction";
     r.exec = pod_sub && parts[i + 2] == "exec";
+    r.attach = pod_sub && parts[i + 2] == "attach";
     r.status = parts[i + 2] == "status" && i + 3 == parts.size();
-    if (!r.log && !r.eviction && !r.exec && !r.status) {
+    if (pod_sub && parts[i + 2] == "portforward") {
+      // Pods share their node's network: what a pod listens on is at its node's address.
+      return Result<KubeRoute>(InvalidArgument(
+          "pods/portforward is not served: a pod shares its node's network, so the ports it "
+          "listens on are reached at its node's address (status.hostIP; kubectl get pod -o "
+          "wide); `tessera exec` runs commands in it"));
+    }
+    if (!r.log && !r.eviction && !r.exec && !r.attach && !r.status) {
       return Result<KubeRoute>(
           NotFound(plural + " has no subresource \"" + std::string(parts[i + 2]) + "\" here"));
     }
@@ -178,6 +187,7 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
 
   if (route.eviction) return Evict(req, *route.ns, *route.name);
   if (route.exec) return PodExec(req, who, *route.ns, *route.name);
+  if (route.attach) return PodAttach(req, who, *route.ns, *route.name);
   if (route.status && req.method != "GET") {
     return Reply(405, "application/json",
                  StatusJson(405, "MethodNotAllowed",

@@ -93,6 +93,7 @@ Status LogStore::Append(std::string_view ns, std::string_view job, std::string_v
     out.write(data.data(), static_cast<std::streamsize>(data.size()));
     if (!out) return Internal("logs: cannot write " + path);
     end.offset += static_cast<int64_t>(data.size());
+    ended_.erase(key);
     for (auto it = waiting_.begin(); it != waiting_.end();) {
       if (it->second.key == key && Grown(key, it->second.from)) {
         wake.push_back(std::move(it->second.wake));
@@ -156,7 +157,7 @@ std::optional<uint64_t> LogStore::Subscribe(std::string_view ns, std::string_vie
                                             Position from, std::function<void()> wake) {
   const std::string key = Key(ns, job, uid, pod);
   std::lock_guard<std::mutex> lock(mu_);
-  if (Grown(key, from)) return std::nullopt;
+  if (Grown(key, from) || ended_.contains(key)) return std::nullopt;
   const uint64_t id = next_id_++;
   waiting_.emplace(id, Waiter{key, from, std::move(wake)});
   return id;
@@ -165,6 +166,31 @@ std::optional<uint64_t> LogStore::Subscribe(std::string_view ns, std::string_vie
 void LogStore::Unsubscribe(uint64_t id) {
   std::lock_guard<std::mutex> lock(mu_);
   waiting_.erase(id);
+}
+
+void LogStore::End(std::string_view ns, std::string_view job, std::string_view uid,
+                   std::string_view pod) {
+  const std::string key = Key(ns, job, uid, pod);
+  std::vector<std::function<void()>> wake;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!ended_.insert(key).second) return;
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      if (it->second.key == key) {
+        wake.push_back(std::move(it->second.wake));
+        it = waiting_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& w : wake) w();
+}
+
+bool LogStore::Ended(std::string_view ns, std::string_view job, std::string_view uid,
+                     std::string_view pod) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ended_.contains(Key(ns, job, uid, pod));
 }
 
 }  // namespace tessera::server

@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,12 +47,20 @@ class LogStore {
                             std::string_view pod, Position* from) const;
 
   // Registers `wake` to be called once, by the appending thread with no lock held, when the
-  // pod's log grows past `from`. Never calls `wake` itself: when the log already has, registers
-  // nothing and returns nullopt (the caller reads again). Otherwise an id for Unsubscribe.
+  // pod's log grows past `from` or ends. Never calls `wake` itself: when the log already has
+  // grown or ended, registers nothing and returns nullopt (the caller reads again). Otherwise
+  // an id for Unsubscribe.
   std::optional<uint64_t> Subscribe(std::string_view ns, std::string_view job, std::string_view uid,
                                     std::string_view pod, Position from,
                                     std::function<void()> wake);
   void Unsubscribe(uint64_t id);
+
+  // The pod has ended: its log is whole (its agent ships the output before it reports the
+  // end). Followers are woken and end once they have read it all (Ended). A later Append (the
+  // pod started again) opens it again. Held in memory: after a restart the pod's phase tells.
+  void End(std::string_view ns, std::string_view job, std::string_view uid, std::string_view pod);
+  bool Ended(std::string_view ns, std::string_view job, std::string_view uid,
+             std::string_view pod) const;
 
  private:
   struct Waiter {
@@ -71,6 +80,7 @@ class LogStore {
   const int64_t max_bytes_;
   mutable std::mutex mu_;
   std::map<std::string, Position> ends_;  // per pod: where its log ends now
+  std::set<std::string> ended_;           // the pods whose log is whole
   uint64_t next_id_ = 1;
   std::map<uint64_t, Waiter> waiting_;
 };

@@ -1,5 +1,6 @@
-// The pods' subresources: log (GET pods/{name}/log) and the eviction API (policy/v1 Eviction,
-// POST pods/{name}/eviction), as kubectl logs and kubectl drain use them.
+// The pods' subresources: log (GET pods/{name}/log), attach (pods/{name}/attach over a
+// WebSocket) and the eviction API (policy/v1 Eviction, POST pods/{name}/eviction), as kubectl
+// logs, attach and drain use them.
 //
 // A pod here is one of its Job's pods, so evicting it acts on the Job:
 // - a running Job goes back to its queue whole (a gang is never left half-placed), keeping an
@@ -21,6 +22,8 @@
 #include "api/kube_kinds.h"
 #include "server/api_common.h"
 #include "server/api_server.h"
+#include "server/log_stream.h"
+#include "server/websocket.h"
 
 namespace tessera::server {
 
@@ -71,7 +74,80 @@ Result<std::optional<FoundPod>> FindPod(store::Store& store, const std::string& 
   return std::optional<FoundPod>();
 }
 
+// A pod's output as kubectl attach reads it: each piece on the stream protocol's stdout
+// channel (1), then, once the pod has ended, success on the error channel (3), which ends
+// kubectl attach.
+class AttachStream : public ResponseStream, public std::enable_shared_from_this<AttachStream> {
+ public:
+  explicit AttachStream(std::shared_ptr<LogStream> log) : log_(std::move(log)) {}
+
+  void Next(std::function<void(std::optional<std::string>)> emit) override {
+    if (ended_) return emit(std::nullopt);
+    std::weak_ptr<AttachStream> weak = shared_from_this();
+    log_->Next([weak, emit](std::optional<std::string> chunk) {
+      auto self = weak.lock();
+      if (!self) return;
+      if (chunk) return emit(chunk->empty() ? std::string() : "\x01" + *chunk);
+      self->ended_ = true;
+      emit("\x03" + json{{"metadata", json::object()}, {"status", "Success"}}.dump());
+    });
+  }
+  void Cancel() override { log_->Cancel(); }
+
+ private:
+  std::shared_ptr<LogStream> log_;
+  std::atomic<bool> ended_ = false;
+};
+
 }  // namespace
+
+HttpResponse ApiServer::PodAttach(const HttpRequest& req, const Principal& who,
+                                  const std::string& ns, const std::string& pod) {
+  if (req.method != "GET" && req.method != "POST") {
+    return Reply(405, "application/json",
+                 StatusJson(405, "MethodNotAllowed", "pods/attach is opened with GET or POST"));
+  }
+  // Attaching is a write, as Kubernetes' create on pods/attach.
+  if (Status s = Authorize(who, *api::FindKind("Job"), ns, std::nullopt, Verb::kWrite); !s.ok()) {
+    return Error(s);
+  }
+  auto found = FindPod(*store_, ns, pod);
+  if (!found.ok()) return Error(found.status());
+  if (!found->has_value()) return Error(NotFound("pods \"" + pod + "\" not found"));
+  const json& view = (*found)->view;
+  if (Status s = CheckContainerParam(req, view, pod); !s.ok()) return Error(s);
+  if (QueryFlag(req, "stdin")) {
+    return Error(InvalidArgument(
+        "stdin: a pod's task reads no input (containers' stdin is not acted on); attach without "
+        "-i shows its output, and kubectl exec -i runs a command that reads input"));
+  }
+  const std::string phase = Str(Member(view, "status"), "phase");
+  if (phase == "Succeeded" || phase == "Failed") {
+    return Error(
+        InvalidArgument("cannot attach a container in a completed pod; current phase is " + phase));
+  }
+  if (phase != "Running") return Error(FailedPrecondition("pod " + pod + " is not running"));
+  const std::string protocol = websocket::ChooseProtocol(
+      req.websocket_protocols, {"v5.channel.k8s.io", "v4.channel.k8s.io"});
+  if (req.websocket_key.empty() || protocol.empty()) {
+    return Error(InvalidArgument(
+        "pods/attach is served over a WebSocket with the v5.channel.k8s.io or v4.channel.k8s.io "
+        "protocol (kubectl 1.29 and later), not SPDY; kubectl logs -f follows the output too"));
+  }
+  const std::string job = (*found)->job.key.name;
+  const std::string uid = Str(Member((*found)->obj, "metadata"), "uid");
+  const std::string task_pod = api::TesseraPodName(view);
+  // From now on: the output already written is the log's.
+  LogStore::Position end;
+  auto tail = logs_.Tail(ns, job, uid, task_pod, 0, &end);
+  if (!tail.ok()) return Error(tail.status());
+  HttpResponse out;
+  out.stream = std::make_shared<AttachStream>(
+      std::make_shared<LogStream>(logs_, ns, job, uid, task_pod, "", end));
+  out.stream_seconds = 7 * 24 * 3600;
+  out.websocket_protocol = protocol;
+  return out;
+}
 
 Result<std::optional<std::pair<std::string, json>>> ApiServer::FindPodOf(const std::string& ns,
                                                                          const std::string& pod) {

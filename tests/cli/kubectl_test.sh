@@ -353,6 +353,34 @@ out=$(kubectl logs hello --tail=1 -c main 2>&1) || fail "logs --tail: $out"
 # kube-apiserver refuses it, not waited on (the issue's case: both hung).
 out=$(timeout 10 kubectl logs -f hello 2>&1) || fail "logs -f of an ended pod: $out"
 [ "$out" = "$(printf 'hello from kubectl\nsecond line')" ] || fail "logs -f said: $out"
+# A pod that ends while followed: logs -f and attach return when it does (the issue's case:
+# logs -f never returned). attach shows what comes after it attached.
+cat >"$WORK/ticker.yaml" <<'YAML'
+apiVersion: v1
+kind: Pod
+metadata: {name: ticker}
+spec:
+  restartPolicy: Never
+  containers: [{name: tick, command: ["sh", "-c", "sleep 1; for i in 1 2 3; do echo tick $i; sleep 0.5; done"]}]
+YAML
+kubectl apply -f "$WORK/ticker.yaml" >/dev/null 2>&1 || fail "apply ticker"
+for _ in $(seq 100); do
+  [ "$(kubectl get pod ticker -o jsonpath='{.status.phase}' 2>&1)" = Running ] && break
+  sleep 0.05
+done
+out=$(timeout 20 kubectl attach ticker 2>/dev/null) || fail "attach: $out"
+grep -q "^tick 3$" <<<"$out" || fail "attach said: $out"
+out=$(timeout 10 kubectl attach -i ticker 2>&1) && fail "attach -i: $out"
+grep -q "completed pod\|stdin" <<<"$out" || fail "attach -i said: $out"
+kubectl delete pod ticker >/dev/null 2>&1 || fail "delete ticker"
+kubectl apply -f "$WORK/ticker.yaml" >/dev/null 2>&1 || fail "apply ticker again"
+for _ in $(seq 100); do
+  [ "$(kubectl get pod ticker -o jsonpath='{.status.phase}' 2>&1)" = Running ] && break
+  sleep 0.05
+done
+out=$(timeout 20 kubectl logs -f ticker 2>&1) || fail "logs -f while it runs: $out"
+[ "$out" = "$(printf 'tick 1\ntick 2\ntick 3')" ] || fail "logs -f while it runs said: $out"
+kubectl delete pod ticker >/dev/null 2>&1 || fail "delete ticker"
 out=$(timeout 10 kubectl logs -f pytorch-distributed-worker-3 2>&1) && rc=0 || rc=$?
 [ $rc = 1 ] || fail "logs -f of a pending pod: exit $rc: $out"
 grep -q "does not have a host assigned" <<<"$out" || fail "logs -f of a pending pod said: $out"
@@ -582,6 +610,14 @@ grep -q "^err$" "$WORK/exec.err" || fail "exec stderr: $(cat "$WORK/exec.err")"
 grep -q "command terminated with exit code 3" "$WORK/exec.err" || fail "exec: $(cat "$WORK/exec.err")"
 out=$(timeout 30 kubectl exec job/sleeper -- sh -c 'echo $((6*7))' 2>&1) || fail "exec job/: $out"
 [ "$out" = 42 ] || fail "exec job/sleeper said: $out"
+# A pod shares its node's network: its IP is its node's InternalIP.
+node_ip=$(kubectl get node dev -o jsonpath='{.status.addresses[?(@.type=="InternalIP")].address}')
+[ -n "$node_ip" ] || fail "node dev has no InternalIP: $(kubectl get node dev -o yaml)"
+[ "$(kubectl get pod sleeper-main-0 -o jsonpath='{.status.podIP}')" = "$node_ip" ] ||
+  fail "pod IP: $(kubectl get pod sleeper-main-0 -o jsonpath='{.status}')"
+# port-forward says why it is not served and where the pod's ports are.
+out=$(timeout 10 kubectl port-forward sleeper-main-0 18080:80 2>&1) && fail "port-forward: $out"
+grep -q "shares its node's network" <<<"$out" || fail "port-forward said: $out"
 # stdin (-i): the command reads what kubectl sends, to its end (v5's close of stdin).
 out=$(printf 'line one\nline two\n' | timeout 30 kubectl exec -i sleeper-main-0 -- wc -l 2>&1) ||
   fail "exec -i: $out"

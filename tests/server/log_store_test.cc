@@ -67,3 +67,32 @@ TEST_F(LogStoreTest, AJobCreatedAgainUnderItsNameHasAFreshLog) {
 
 }  // namespace
 }  // namespace tessera::server
+
+namespace tessera::server {
+namespace {
+
+// kubectl logs -f and kubectl attach end when the pod does: its end wakes the followers, who
+// then read what is left and stop; the pod started again opens its log again.
+TEST_F(LogStoreTest, TheEndOfAPodWakesItsFollowers) {
+  LogStore logs(dir_);
+  ASSERT_TRUE(logs.Append("a", "train", "u-1", "worker-0", "one\n").ok());
+  LogStore::Position end;
+  ASSERT_TRUE(logs.Tail("a", "train", "u-1", "worker-0", 0, &end).ok());
+  int woken = 0;
+  ASSERT_TRUE(logs.Subscribe("a", "train", "u-1", "worker-0", end, [&] { ++woken; }));
+  EXPECT_FALSE(logs.Ended("a", "train", "u-1", "worker-0"));
+  logs.End("a", "train", "u-1", "worker-0");
+  EXPECT_EQ(woken, 1);
+  EXPECT_TRUE(logs.Ended("a", "train", "u-1", "worker-0"));
+  logs.End("a", "train", "u-1", "worker-0");  // once
+  EXPECT_EQ(woken, 1);
+  // Ended: nothing to wait for.
+  EXPECT_FALSE(logs.Subscribe("a", "train", "u-1", "worker-0", end, [&] { ++woken; }));
+  EXPECT_FALSE(logs.Ended("a", "train", "u-1", "worker-1"));
+  // Started again (a retry): open.
+  ASSERT_TRUE(logs.Append("a", "train", "u-1", "worker-0", "two\n").ok());
+  EXPECT_FALSE(logs.Ended("a", "train", "u-1", "worker-0"));
+}
+
+}  // namespace
+}  // namespace tessera::server

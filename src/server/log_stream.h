@@ -1,0 +1,45 @@
+// Follows one pod's log as a response body (kubectl logs -f): what is there (its tail), then
+// what is appended, until the pod has ended and all of it was sent (LogStore::End).
+#ifndef TESSERA_SERVER_LOG_STREAM_H_
+#define TESSERA_SERVER_LOG_STREAM_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "server/http_server.h"
+#include "server/log_store.h"
+
+namespace tessera::server {
+
+class LogStream : public ResponseStream, public std::enable_shared_from_this<LogStream> {
+ public:
+  LogStream(LogStore& logs, std::string ns, std::string job, std::string uid, std::string pod,
+            std::string first, LogStore::Position from)
+      : logs_(logs),
+        ns_(std::move(ns)),
+        job_(std::move(job)),
+        uid_(std::move(uid)),
+        pod_(std::move(pod)),
+        first_(std::move(first)),
+        from_(from) {}
+
+  void Next(std::function<void(std::optional<std::string>)> emit) override;
+  void Cancel() override;
+
+ private:
+  LogStore& logs_;
+  const std::string ns_, job_, uid_, pod_;
+  std::string first_;
+  LogStore::Position from_;
+  std::mutex mu_;
+  bool cancelled_ = false;
+  uint64_t subscription_ = 0;
+};
+
+}  // namespace tessera::server
+
+#endif  // TESSERA_SERVER_LOG_STREAM_H_
