@@ -11,6 +11,7 @@
 #include "agent/share_pids.h"
 #include "api/job_array.h"
 #include "api/json_read.h"
+#include "api/pod_failure_policy.h"
 #include "api/time.h"
 
 namespace tessera::agent {
@@ -334,13 +335,21 @@ Status Worker::Report(const std::vector<PodState*>& group) {
       const json& st = failed->state;
       status["phase"] = "Failed";
       status["finishedAt"] = finished_at;
-      // Retried up to its limit (a batch Job's backoffLimit): Kubernetes' reason.
-      if (failed->assignment.max_retries > 0) status["reason"] = "BackoffLimitExceeded";
+      // Failed by a podFailurePolicy rule, or retried up to its limit (a batch Job's
+      // backoffLimit): Kubernetes' reasons.
+      if (Str(st, "reason") == "PodFailurePolicy") {
+        status["reason"] = "PodFailurePolicy";
+      } else if (failed->assignment.max_retries > 0) {
+        status["reason"] = "BackoffLimitExceeded";
+      }
       status["message"] =
-          "pod " + failed->assignment.pod + " failed: " +
-          (st.contains("message")  ? st["message"].get<std::string>()
-           : st.contains("signal") ? "killed by signal " + std::to_string(st["signal"].get<int>())
-                                   : "exit code " + std::to_string(st.value("exitCode", 0)));
+          Str(st, "reason") == "PodFailurePolicy"
+              ? Str(st, "message")
+              : "pod " + failed->assignment.pod + " failed: " +
+                    (st.contains("message") ? st["message"].get<std::string>()
+                     : st.contains("signal")
+                         ? "killed by signal " + std::to_string(st["signal"].get<int>())
+                         : "exit code " + std::to_string(st.value("exitCode", 0)));
     } else if (!array) {
       bool all = true;
       for (const json& pod : pods) {
@@ -470,7 +479,22 @@ Status Worker::Tick(int64_t now_ms) {
       }
       // Never: a failed attempt is another pod to Kubernetes; here the same pod starts again,
       // the attempt counted as a failure, while maxRetries (a batch Job's backoffLimit) allows.
-      if (policy == "Never" && failed && p.failures < p.assignment.max_retries) {
+      // Its podFailurePolicy decides first: not counted (Ignore), or the end (FailJob,
+      // FailIndex).
+      api::FailureVerdict verdict;
+      if (policy == "Never" && failed) {
+        const Assignment& a = p.assignment;
+        verdict = api::JudgeFailure(Member(a.task, "podFailurePolicy"),
+                                    e.signal != 0 ? 128 + e.signal : e.exit_code,
+                                    a.ns + "/" + a.job + "-" + a.pod);
+      }
+      if (verdict.action == "Ignore") {
+        p.state = {{"phase", "Running"}, {"restarts", p.restarts}, {"failures", p.failures}};
+        StartPod(p);
+        continue;
+      }
+      if (policy == "Never" && failed && verdict.action == "Count" &&
+          p.failures < p.assignment.max_retries) {
         ++p.failures;
         p.state = {{"phase", "Running"}, {"restarts", p.restarts}, {"failures", p.failures}};
         StartPod(p);
@@ -483,6 +507,10 @@ Status Worker::Tick(int64_t now_ms) {
                  {"finishedAt", api::FormatTime(now_ms)}};
       if (p.failures > 0) p.state["failures"] = p.failures;
       if (!p.limits.empty()) p.state["limits"] = p.limits;
+      if (verdict.rule >= 0) {
+        p.state["reason"] = "PodFailurePolicy";
+        p.state["message"] = verdict.message;
+      }
       if (e.signal != 0) {
         p.state["signal"] = e.signal;
       } else {

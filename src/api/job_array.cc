@@ -5,6 +5,7 @@
 #include <set>
 
 #include "api/json_read.h"
+#include "api/pod_failure_policy.h"
 
 namespace tessera::api {
 
@@ -230,8 +231,28 @@ ArrayStep AdvanceArray(const ArraySpec& spec, json* status) {
       p.index_failures.erase(index);
       continue;
     }
+    // Kubernetes' podFailurePolicy decides first what the failure means.
+    const json& state = Member(entry, "state");
+    const int code = Member(state, "signal").is_number_integer()
+                         ? 128 + Member(state, "signal").get<int>()
+                         : static_cast<int>(Member(state, "exitCode").is_number_integer()
+                                                ? Member(state, "exitCode").get<int64_t>()
+                                                : 1);
+    const FailureVerdict verdict =
+        JudgeFailure(spec.pod_failure_policy, code, spec.pod_prefix + Str(entry, "name"));
+    if (verdict.action == "Ignore") continue;  // not counted: the index runs again
     ++p.failed;
+    if (verdict.action == "FailJob" && step.outcome.empty()) {
+      step.outcome = "Failed";
+      step.reason = "PodFailurePolicy";
+      step.message = verdict.message;
+    }
     if (index < 0 || index >= spec.completions) continue;
+    if (verdict.action == "FailIndex") {
+      p.failed_indexes.Insert(index);
+      p.index_failures.erase(index);
+      continue;
+    }
     const int32_t failures = ++p.index_failures[index];
     if (spec.backoff_limit_per_index >= 0 && failures > spec.backoff_limit_per_index) {
       p.failed_indexes.Insert(index);
@@ -239,7 +260,9 @@ ArrayStep AdvanceArray(const ArraySpec& spec, json* status) {
     }
   }
   const int32_t done = p.completed.Count() + p.failed_indexes.Count();
-  if (spec.backoff_limit_per_index < 0 && p.failed > spec.backoff_limit) {
+  if (!step.outcome.empty()) {
+    // Failed by a FailJob rule.
+  } else if (spec.backoff_limit_per_index < 0 && p.failed > spec.backoff_limit) {
     step.outcome = "Failed";
     step.reason = "BackoffLimitExceeded";
     step.message = "Job has reached the specified backoff limit (" +

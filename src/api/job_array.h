@@ -29,6 +29,8 @@ struct ArraySpec {
   int32_t backoff_limit = 6;             // failed pods the Job survives (Kubernetes' default)
   int32_t backoff_limit_per_index = -1;  // -1: none (failures count against backoff_limit)
   int32_t max_failed_indexes = -1;       // -1: no limit
+  nlohmann::json pod_failure_policy;     // api/pod_failure_policy.h; null: none
+  std::string pod_prefix;                // "<ns>/<job>-": a pod's Kubernetes name is this + its own
 };
 
 // Indexes in [0, completions) as sorted, disjoint, non-adjacent ranges; Kubernetes' text form is

@@ -7,6 +7,7 @@
 #include "api/json_read.h"
 #include "api/json_text.h"
 #include "api/object.h"
+#include "api/pod_failure_policy.h"
 #include "api/quantity.h"
 #include "api/resources.h"
 #include "api/status_schema.h"
@@ -419,6 +420,11 @@ Status DecodeArray(Fields& spec, JobSpec* job) {
   a.backoff_limit = static_cast<int32_t>(backoff);
   a.backoff_limit_per_index = static_cast<int32_t>(per_index);
   a.max_failed_indexes = static_cast<int32_t>(max_failed);
+  if (const json* tasks = spec.Get("tasks"); tasks != nullptr && tasks->is_array()) {
+    a.pod_failure_policy = Member((*tasks)[0], "podFailurePolicy");
+  }
+  // The Kubernetes names of its pods, "<ns>/<job>-<task>-<index>", for the policy's messages.
+  a.pod_prefix = job->workload.name + "-";
   // More tasks than run at once: one placed is enough to start; as many as run at once: they
   // start together, as a Job's pods do under Kueue.
   if (a.completions > a.parallelism) job->workload.min_member = 1;
@@ -478,6 +484,20 @@ Result<JobSpec> DecodeJob(const json& obj) {
     TESSERA_RETURN_IF_ERROR(t.Enum("restartPolicy", {"Never", "OnFailure", "Always"}, &restart));
     run.restart_policy = std::vector<std::string>{"Never", "OnFailure", "Always"}[restart];
     TESSERA_RETURN_IF_ERROR(t.Int("maxRetries", &retries, 0, INT32_MAX));
+    if (const json* policy = t.Get("podFailurePolicy"); policy != nullptr && !policy->is_null()) {
+      // As a batch/v1 Job's translation writes it: {container, rules}.
+      json rules = *policy;
+      const json container =
+          rules.is_object() && rules.contains("container") ? rules["container"] : json("main");
+      if (!container.is_string()) {
+        return FieldError(t.At("podFailurePolicy") + ".container", "must be a container name");
+      }
+      if (rules.is_object()) rules.erase("container");
+      auto checked = CheckPodFailurePolicy(
+          rules, t.At("podFailurePolicy"), json::array({{{"name", container}}}), run.restart_policy,
+          t.At("restartPolicy"), spec.Get("backoffLimitPerIndex") != nullptr);
+      if (!checked.ok()) return checked.status();
+    }
     constexpr int64_t kMaxId = (int64_t{1} << 31) - 2;  // uid_t, without (uid_t)-1
     TESSERA_RETURN_IF_ERROR(t.Int("runAsUser", &run.run_as_user, 0, kMaxId));
     TESSERA_RETURN_IF_ERROR(t.Int("runAsGroup", &run.run_as_group, 0, kMaxId));

@@ -209,7 +209,10 @@ constexpr FieldUse kJobSpec[] = {
      "NonIndexed, or Indexed: each pod gets an index (JOB_COMPLETION_INDEX)."},
     {"backoffLimitPerIndex", "", "integer", "Failures allowed per index (Indexed Jobs)."},
     {"maxFailedIndexes", "", "integer", "Failed indexes allowed before the Job fails."},
-    {"podFailurePolicy", "not acted on: failures count against backoffLimit", "object", ""},
+    {"podFailurePolicy", "", "object",
+     "Rules on a failed pod's exit code, in order: FailJob fails the Job at once, FailIndex "
+     "fails the index, Ignore does not count the failure, Count counts it. Rules on pod "
+     "conditions never match: a disrupted pod's Job goes back to its queue, uncounted."},
     {"podReplacementPolicy", "not acted on: a failed pod is replaced once it has ended", "string",
      ""},
     {"successPolicy", "not acted on: the Job succeeds when all its pods do", "object", ""},

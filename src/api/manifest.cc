@@ -17,6 +17,7 @@
 #include "api/kube_fields.h"
 #include "api/kube_kinds.h"
 #include "api/object.h"
+#include "api/pod_failure_policy.h"
 #include "api/quantity.h"
 #include "api/resources.h"
 
@@ -797,6 +798,14 @@ Result<std::vector<json>> BatchJob(const Doc& d, const json& doc, Warnings* warn
     task["maxRetries"] = spec.contains("backoffLimit") ? spec["backoffLimit"] : json(6);
   }
   if (spec.contains("suspend")) job["suspend"] = spec["suspend"];
+  if (const json& policy = Member(spec, "podFailurePolicy"); !policy.empty()) {
+    auto checked = CheckPodFailurePolicy(
+        policy, "spec.podFailurePolicy", Member(Member(tmpl, "spec"), "containers"),
+        Text(Member(tmpl, "spec"), "restartPolicy"), "spec.template.spec.restartPolicy",
+        Member(spec, "backoffLimitPerIndex").is_number_integer());
+    if (!checked.ok()) return checked.status();
+    task["podFailurePolicy"] = std::move(checked).value();
+  }
   job["tasks"] = json::array({task});
   QueueFromLabel(d.meta, &job);
   return std::vector<json>{

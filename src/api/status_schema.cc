@@ -58,6 +58,7 @@ Status PodState(const json& st, const std::string& path) {
   TESSERA_RETURN_IF_ERROR(f.Int("exitCode", &n, -1, 255));
   TESSERA_RETURN_IF_ERROR(f.Int("signal", &n, 0, 128));
   TESSERA_RETURN_IF_ERROR(f.String("message", &s));
+  TESSERA_RETURN_IF_ERROR(f.String("reason", &s));  // PodFailurePolicy: a rule ended it
   TESSERA_RETURN_IF_ERROR(f.String("limits", &s));
   TESSERA_RETURN_IF_ERROR(f.String("finishedAt", &s));
   return f.Finish();

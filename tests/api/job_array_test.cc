@@ -161,3 +161,50 @@ TEST(ArrayProgress, MalformedProgressIsAnErrorAndIsKeptAcrossRewrites) {
 
 }  // namespace
 }  // namespace tessera::api
+
+namespace tessera::api {
+namespace {
+
+using nlohmann::json;
+
+// podFailurePolicy in an array (Kubernetes' pkg/controller/job tests "FailIndex rule matched
+// for exit codes", "ignore rule matched for exit codes" and "FailJob rule matched", through the
+// array's count): FailIndex fails the index at once, Ignore does not count the failure and the
+// index runs again, FailJob fails the Job with reason PodFailurePolicy.
+TEST(AdvanceArray, PodFailurePolicyDecidesWhatAFailedIndexMeans) {
+  ArraySpec spec;
+  spec.completions = 4;
+  spec.parallelism = 2;
+  spec.backoff_limit_per_index = 3;
+  spec.pod_prefix = "default/train-";
+  spec.pod_failure_policy = {
+      {"container", "main"},
+      {"rules",
+       {{{"action", "FailIndex"}, {"onExitCodes", {{"operator", "In"}, {"values", {42}}}}},
+        {{"action", "Ignore"}, {"onExitCodes", {{"operator", "In"}, {"values", {3}}}}},
+        {{"action", "FailJob"}, {"onExitCodes", {{"operator", "In"}, {"values", {9}}}}}}}};
+  json failed42 = Slot(0, "Failed");
+  failed42["state"]["exitCode"] = 42;
+  json failed3 = Slot(1, "Failed");
+  failed3["state"]["exitCode"] = 3;
+  json status = {{"pods", {failed42, failed3}}};
+  ArrayStep step = AdvanceArray(spec, &status);
+  EXPECT_EQ(step.outcome, "");
+  EXPECT_EQ(status["failedIndexes"], "0");     // FailIndex: at once, not after 3 retries
+  EXPECT_EQ(status["failed"], 1);              // the ignored failure is not counted
+  EXPECT_EQ(IndexesToStart(spec, status), 3);  // index 1 runs again, with 2 and 3
+
+  json failed9 = Slot(2, "Failed");
+  failed9["name"] = "main-2";
+  failed9["state"]["exitCode"] = 9;
+  status["pods"] = {failed9};
+  step = AdvanceArray(spec, &status);
+  EXPECT_EQ(step.outcome, "Failed");
+  EXPECT_EQ(step.reason, "PodFailurePolicy");
+  EXPECT_EQ(step.message,
+            "Container main for pod default/train-main-2 failed with exit code 9 matching FailJob "
+            "rule at index 2");
+}
+
+}  // namespace
+}  // namespace tessera::api

@@ -483,6 +483,73 @@ YAML
   [ "$(wc -l <"$WORK/runs/$name")" = "$runs" ] || fail "$name ran $(wc -l <"$WORK/runs/$name") times"
 done
 
+# podFailurePolicy, ported from Kubernetes' test/e2e/apps/job.go: "should allow to use the pod
+# failure policy on exit code to fail the job early" (a FailJob rule on the exit code ends the
+# Job after one pod, whatever its backoffLimit, with reason PodFailurePolicy) and "should allow
+# to use the pod failure policy to not count the failure towards the backoffLimit" (an Ignore
+# rule: the pod that failed once runs again uncounted and the Job completes with backoffLimit 0).
+cat >"$WORK/pfp.yaml" <<YAML
+apiVersion: batch/v1
+kind: Job
+metadata: {name: fail-early}
+spec:
+  backoffLimit: 6
+  podFailurePolicy:
+    rules:
+    - action: FailJob
+      onExitCodes: {containerName: main, operator: In, values: [42]}
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: main
+        command: ["sh", "-c", "echo try >> $WORK/runs/fail-early; exit 42"]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: fail-once}
+spec:
+  backoffLimit: 0
+  podFailurePolicy:
+    rules:
+    - action: Ignore
+      onExitCodes: {operator: In, values: [3]}
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: main
+        command: ["sh", "-c", "if [ -e $WORK/runs/failed-once ]; then exit 0; fi; touch $WORK/runs/failed-once; exit 3"]
+YAML
+kubectl apply -f "$WORK/pfp.yaml" >/dev/null 2>&1 || fail "apply pod failure policies"
+await_job fail-early '{.status.conditions[1].type}' Failed
+out=$(kubectl get job fail-early -o jsonpath='{.status.failed} {.status.conditions[1].reason}' 2>&1)
+[ "$out" = "1 PodFailurePolicy" ] || fail "fail-early: $out $(kubectl get job fail-early -o yaml 2>&1)"
+kubectl get job fail-early -o jsonpath='{.status.conditions[1].message}' |
+  grep -q "^Container main for pod default/fail-early-main-0 failed with exit code 42 matching FailJob rule at index 0$" ||
+  fail "fail-early's message: $(kubectl get job fail-early -o jsonpath='{.status.conditions}')"
+[ "$(wc -l <"$WORK/runs/fail-early")" = 1 ] || fail "fail-early ran $(wc -l <"$WORK/runs/fail-early") times"
+await_job fail-once '{.status.succeeded}' 1
+out=$(kubectl get job fail-once -o jsonpath='{.status.failed}' 2>&1)
+[ "$out" = "" ] || [ "$out" = 0 ] || fail "fail-once counted its ignored failure: $out"
+# Kubernetes' validation: only with restartPolicy Never.
+out=$(kubectl create -f - 2>&1 <<'YAML'
+apiVersion: batch/v1
+kind: Job
+metadata: {name: pfp-onfailure}
+spec:
+  podFailurePolicy:
+    rules: [{action: FailJob, onExitCodes: {operator: In, values: [1]}}]
+  template:
+    spec:
+      restartPolicy: OnFailure
+      containers: [{name: main, command: ["true"]}]
+YAML
+) && fail "podFailurePolicy with OnFailure accepted: $out"
+grep -q 'spec.template.spec.restartPolicy: Invalid value: "OnFailure": only "Never" is supported' <<<"$out" ||
+  fail "podFailurePolicy with OnFailure: $out"
+kubectl delete job fail-early fail-once >/dev/null 2>&1 || fail "delete pod failure policy jobs"
+
 # kubectl logs job/X reads X's pod: the Job's selector (Kubernetes' default, its uid) matches its
 # pods alone, among the other Jobs' pods here (the issue's case: "Found 16 pods, using" another's).
 cat >"$WORK/sayhi.yaml" <<'YAML'
