@@ -732,8 +732,19 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
             "DeadlineExceeded: the job was active longer than its "
             "activeDeadlineSeconds (" +
             std::to_string(deadline.get<int64_t>()) + ")";
+        // As Kubernetes' Job controller: the pods still active are stopped and count as
+        // failed (an array counts them itself; a Job's view reads them Failed).
+        int64_t stopped = 0;
+        for (const json& p : ListOf(Member(status, "pods"))) {
+          const std::string pod_phase = Str(Member(p, "state"), "phase");
+          if (p.is_object() && pod_phase != "Succeeded" && pod_phase != "Failed") ++stopped;
+        }
+        if (api::IsArrayJob(obj) && stopped > 0) {
+          obj["status"]["failed"] = static_cast<int64_t>(api::Num(status, "failed")) + stopped;
+        }
         obj["status"]["phase"] = "Failed";
-        obj["status"]["message"] = message;
+        obj["status"]["reason"] = "DeadlineExceeded";
+        obj["status"]["message"] = "Job was active longer than specified deadline";
         obj["status"]["finishedAt"] = FormatTime(now_ms);
         writes.Put(obj, s.version, CycleWrites::Note{"Warning", "DeadlineExceeded", message});
         sum.follow_up = true;

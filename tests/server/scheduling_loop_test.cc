@@ -230,7 +230,8 @@ spec:
   Cycle();  // 5 s
   const json failed = Job("bounded")["status"];
   EXPECT_EQ(failed["phase"], "Failed");
-  EXPECT_NE(failed["message"].get<std::string>().find("DeadlineExceeded"), std::string::npos);
+  EXPECT_EQ(failed["reason"], "DeadlineExceeded");
+  EXPECT_EQ(failed["message"], "Job was active longer than specified deadline");
   const std::vector<std::string> events = Events("bounded");
   ASSERT_FALSE(events.empty());
   EXPECT_TRUE(events.back().starts_with("DeadlineExceeded: ")) << events.back();
