@@ -106,6 +106,13 @@ struct Made {
   int64_t version = 0;
 };
 
+// The Kubernetes kinds whose objects are each one Tessera Job of their own name, which
+// Kubernetes keeps in separate name spaces: core/v1 Pods and batch/v1 Jobs.
+bool SharesJobNames(const api::KubeKind& kind) {
+  return (kind.group.empty() && kind.kind == "Pod") ||
+         (kind.group == "batch" && kind.kind == "Job");
+}
+
 }  // namespace
 
 bool ApiServer::NamesKubeKind(std::string_view path) { return ParseKubeRoute(path).has_value(); }
@@ -591,6 +598,20 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
   for (size_t i = 0; i < items.size(); ++i) {
     json& obj = items[i];
     if (Status s = CheckObject(obj); !s.ok()) return Error(s);
+    if (create && SharesJobNames(kind) && Str(obj, "kind") == "Job" &&
+        api::MadeFrom(obj, kind, ns, Str(meta, "name"))) {
+      // Kubernetes keeps a Pod and a Job of one name apart; both are Tessera Jobs here. A name
+      // another kind's object holds (kubectl run hello while Job hello runs) is taken as
+      // "<name>.<kind>": the views still show the object's own name.
+      auto held =
+          store_->Get({"Job", Str(obj["metadata"], "namespace"), Str(obj["metadata"], "name")});
+      if (!held.ok()) return Error(held.status());
+      if (held->has_value()) {
+        std::string suffix(kind.kind);
+        for (char& c : suffix) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        obj["metadata"]["name"] = Str(obj["metadata"], "name") + "." + suffix;
+      }
+    }
     const api::ObjectId id = api::IdOf(obj);
     if (Status s = Authorize(who, *id.kind,
                              id.ns.empty() ? std::nullopt : std::optional<std::string>(id.ns),

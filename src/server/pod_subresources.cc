@@ -46,8 +46,8 @@ HttpResponse Evicted(const std::string& pod, const std::string& message) {
 }
 
 // A pod and the stored Job whose view it is. The pod is "<job>-<task>-<i>" (or the Job itself,
-// for one made from a Pod), so its Job's name is a prefix of its name ending before a dash: a
-// few reads, not a walk over every Job of the namespace.
+// or "<pod>.pod", for one made from a Pod), so its Job's name is a prefix of its name ending
+// before a dash: a few reads, not a walk over every Job of the namespace.
 struct FoundPod {
   store::StoredObject job;
   json obj;  // the Job, parsed (served: with its resourceVersion)
@@ -55,7 +55,8 @@ struct FoundPod {
 };
 Result<std::optional<FoundPod>> FindPod(store::Store& store, const std::string& ns,
                                         const std::string& pod) {
-  std::vector<std::string> candidates = {pod};
+  // A Pod whose name a Job held when it was made lives as "<pod>.pod" (kube_api.cc).
+  std::vector<std::string> candidates = {pod, pod + ".pod"};
   for (size_t dash = pod.rfind('-'); dash != std::string::npos && dash > 0;
        dash = pod.rfind('-', dash - 1)) {
     candidates.push_back(pod.substr(0, dash));

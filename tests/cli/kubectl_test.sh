@@ -353,6 +353,40 @@ out=$(kubectl logs hello --tail=1 -c main 2>&1) || fail "logs --tail: $out"
 # kube-apiserver refuses it, not waited on (the issue's case: both hung).
 out=$(timeout 10 kubectl logs -f hello 2>&1) || fail "logs -f of an ended pod: $out"
 [ "$out" = "$(printf 'hello from kubectl\nsecond line')" ] || fail "logs -f said: $out"
+# A Pod and a Job of one name live side by side, as in Kubernetes (the issue's case: kubectl run
+# hello failed with AlreadyExists while Job hello existed); each is read, logged and deleted as
+# itself.
+cat >"$WORK/twins.yaml" <<'YAML'
+apiVersion: batch/v1
+kind: Job
+metadata: {name: twin}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: main, command: ["sh", "-c", "echo from the job; sleep 60"]}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: twin}
+spec:
+  restartPolicy: Never
+  containers: [{name: main, command: ["sh", "-c", "echo from the pod; sleep 60"]}]
+YAML
+out=$(kubectl apply -f "$WORK/twins.yaml" 2>&1) || fail "twins: $out"
+for _ in $(seq 100); do
+  [ "$(kubectl get pod twin -o jsonpath='{.status.phase}' 2>&1)" = Running ] &&
+    [ "$(kubectl get pod twin-main-0 -o jsonpath='{.status.phase}' 2>&1)" = Running ] && break
+  sleep 0.05
+done
+for _ in $(seq 100); do [ -n "$(kubectl logs twin 2>/dev/null)" ] && break; sleep 0.05; done
+[ "$(kubectl logs twin 2>&1)" = "from the pod" ] || fail "pod twin's log: $(kubectl logs twin 2>&1)"
+for _ in $(seq 100); do [ -n "$(kubectl logs job/twin 2>/dev/null)" ] && break; sleep 0.05; done
+[ "$(kubectl logs job/twin 2>&1)" = "from the job" ] || fail "job twin's log: $(kubectl logs job/twin 2>&1)"
+kubectl delete pod twin >/dev/null 2>&1 || fail "delete pod twin"
+kubectl get job twin >/dev/null 2>&1 || fail "deleting pod twin took job twin"
+kubectl delete job twin >/dev/null 2>&1 || fail "delete job twin"
+
 # A pod that ends while followed: logs -f and attach return when it does (the issue's case:
 # logs -f never returned). attach shows what comes after it attached.
 cat >"$WORK/ticker.yaml" <<'YAML'
