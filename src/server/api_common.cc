@@ -11,6 +11,7 @@
 #include "api/kube.h"
 #include "api/object.h"
 #include "api/status_schema.h"
+#include "server/websocket.h"
 
 namespace tessera::server {
 
@@ -349,6 +350,19 @@ Status CheckObject(const json& obj) {
     if (Status s = api::ValidateStatus(id.kind->kind, *st); !s.ok()) return s;
   }
   return Status::Ok();
+}
+
+Result<std::string> StreamProtocol(const HttpRequest& req, std::string_view subresource,
+                                   std::string_view instead) {
+  const std::string protocol = websocket::ChooseProtocol(
+      req.websocket_protocols, {"v5.channel.k8s.io", "v4.channel.k8s.io"});
+  if (req.websocket_key.empty() || protocol.empty()) {
+    return InvalidArgument(std::string(subresource) +
+                           " is served over a WebSocket with the v5.channel.k8s.io or "
+                           "v4.channel.k8s.io protocol (kubectl 1.29 and later), not SPDY; " +
+                           std::string(instead));
+  }
+  return protocol;
 }
 
 Status CheckContainerParam(const HttpRequest& req, const json& pod_view, const std::string& pod) {

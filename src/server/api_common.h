@@ -103,6 +103,13 @@ void AddWarningHeaders(const std::vector<std::string>& warnings, HttpResponse* r
 Status CheckContainerParam(const HttpRequest& req, const nlohmann::json& pod_view,
                            const std::string& pod);
 
+// The stream protocol of a pods/exec or pods/attach request (`subresource`): v5.channel.k8s.io
+// or v4.channel.k8s.io over a WebSocket, as kubectl 1.29 and later speak it; otherwise an error
+// saying so, ending with `instead` (what else to use). Checked after the request's other
+// checks, so that a client falling back to SPDY after a refusal hears the reason.
+Result<std::string> StreamProtocol(const HttpRequest& req, std::string_view subresource,
+                                   std::string_view instead);
+
 // Whether a write asks only to be checked (dryRun=All in the query, or in a delete's
 // DeleteOptions), as Kubernetes' dry run.
 bool DryRun(const HttpRequest& req);

@@ -15,7 +15,6 @@
 #include "server/api_common.h"
 #include "server/api_server.h"
 #include "server/auth.h"
-#include "server/websocket.h"
 
 namespace tessera::server {
 
@@ -271,14 +270,8 @@ HttpResponse ApiServer::PodExec(const HttpRequest& req, const Principal& who, co
   if (Str(Member(view, "status"), "phase") != "Running") {
     return Error(FailedPrecondition("pod " + pod + " is not running"));
   }
-  // Checked last, so that a client falling back to SPDY after a refusal hears the reason.
-  const std::string protocol = websocket::ChooseProtocol(
-      req.websocket_protocols, {"v5.channel.k8s.io", "v4.channel.k8s.io"});
-  if (req.websocket_key.empty() || protocol.empty()) {
-    return Error(InvalidArgument(
-        "pods/exec is served over a WebSocket with the v5.channel.k8s.io or v4.channel.k8s.io "
-        "protocol (kubectl 1.29 and later), not SPDY; or run `tessera exec`"));
-  }
+  auto protocol = StreamProtocol(req, "pods/exec", "or run `tessera exec`");
+  if (!protocol.ok()) return Error(protocol.status());
   auto id = RandomHex(16);
   if (!id.ok()) return Error(id.status());
   ExecRequest request{ns,
@@ -292,7 +285,7 @@ HttpResponse ApiServer::PodExec(const HttpRequest& req, const Principal& who, co
   HttpResponse out;
   out.stream = std::make_shared<KubeExecStream>(exec_, *id, req.commands);
   out.stream_seconds = kExecStreamSeconds;
-  out.websocket_protocol = protocol;
+  out.websocket_protocol = *protocol;
   return out;
 }
 

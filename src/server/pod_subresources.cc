@@ -23,7 +23,6 @@
 #include "server/api_common.h"
 #include "server/api_server.h"
 #include "server/log_stream.h"
-#include "server/websocket.h"
 
 namespace tessera::server {
 
@@ -128,13 +127,8 @@ HttpResponse ApiServer::PodAttach(const HttpRequest& req, const Principal& who,
         InvalidArgument("cannot attach a container in a completed pod; current phase is " + phase));
   }
   if (phase != "Running") return Error(FailedPrecondition("pod " + pod + " is not running"));
-  const std::string protocol = websocket::ChooseProtocol(
-      req.websocket_protocols, {"v5.channel.k8s.io", "v4.channel.k8s.io"});
-  if (req.websocket_key.empty() || protocol.empty()) {
-    return Error(InvalidArgument(
-        "pods/attach is served over a WebSocket with the v5.channel.k8s.io or v4.channel.k8s.io "
-        "protocol (kubectl 1.29 and later), not SPDY; kubectl logs -f follows the output too"));
-  }
+  auto protocol = StreamProtocol(req, "pods/attach", "kubectl logs -f follows the output too");
+  if (!protocol.ok()) return Error(protocol.status());
   const std::string job = (*found)->job.key.name;
   const std::string uid = Str(Member((*found)->obj, "metadata"), "uid");
   const std::string task_pod = api::TesseraPodName(view);
@@ -146,7 +140,7 @@ HttpResponse ApiServer::PodAttach(const HttpRequest& req, const Principal& who,
   out.stream = std::make_shared<AttachStream>(
       std::make_shared<LogStream>(logs_, ns, job, uid, task_pod, "", end));
   out.stream_seconds = 7 * 24 * 3600;
-  out.websocket_protocol = protocol;
+  out.websocket_protocol = *protocol;
   return out;
 }
 

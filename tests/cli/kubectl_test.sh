@@ -14,6 +14,16 @@ export KUBECONFIG=$HOME/.tessera/kubeconfig
 [ "$(stat -c %a "$KUBECONFIG")" = 600 ] || fail "kubeconfig is not private"
 echo "kubectl: $(kubectl version --client 2>/dev/null | head -1)"
 
+# Waits (5 s at most) until each pod named is Running.
+await_running() {
+  for pod in "$@"; do
+    for _ in $(seq 100); do
+      [ "$(kubectl get pod "$pod" -o jsonpath='{.status.phase}' 2>&1)" = Running ] && break
+      sleep 0.05
+    done
+  done
+}
+
 out=$(kubectl version 2>&1) || fail "kubectl version: $out"
 grep -q "Server Version" <<<"$out" || fail "no server version: $out"
 
@@ -374,11 +384,7 @@ spec:
   containers: [{name: main, command: ["sh", "-c", "echo from the pod; sleep 60"]}]
 YAML
 out=$(kubectl apply -f "$WORK/twins.yaml" 2>&1) || fail "twins: $out"
-for _ in $(seq 100); do
-  [ "$(kubectl get pod twin -o jsonpath='{.status.phase}' 2>&1)" = Running ] &&
-    [ "$(kubectl get pod twin-main-0 -o jsonpath='{.status.phase}' 2>&1)" = Running ] && break
-  sleep 0.05
-done
+await_running twin twin-main-0
 for _ in $(seq 100); do [ -n "$(kubectl logs twin 2>/dev/null)" ] && break; sleep 0.05; done
 [ "$(kubectl logs twin 2>&1)" = "from the pod" ] || fail "pod twin's log: $(kubectl logs twin 2>&1)"
 for _ in $(seq 100); do [ -n "$(kubectl logs job/twin 2>/dev/null)" ] && break; sleep 0.05; done
@@ -398,20 +404,14 @@ spec:
   containers: [{name: tick, command: ["sh", "-c", "sleep 1; for i in 1 2 3; do echo tick $i; sleep 0.5; done"]}]
 YAML
 kubectl apply -f "$WORK/ticker.yaml" >/dev/null 2>&1 || fail "apply ticker"
-for _ in $(seq 100); do
-  [ "$(kubectl get pod ticker -o jsonpath='{.status.phase}' 2>&1)" = Running ] && break
-  sleep 0.05
-done
+await_running ticker
 out=$(timeout 20 kubectl attach ticker 2>/dev/null) || fail "attach: $out"
 grep -q "^tick 3$" <<<"$out" || fail "attach said: $out"
 out=$(timeout 10 kubectl attach -i ticker 2>&1) && fail "attach -i: $out"
 grep -q "completed pod\|stdin" <<<"$out" || fail "attach -i said: $out"
 kubectl delete pod ticker >/dev/null 2>&1 || fail "delete ticker"
 kubectl apply -f "$WORK/ticker.yaml" >/dev/null 2>&1 || fail "apply ticker again"
-for _ in $(seq 100); do
-  [ "$(kubectl get pod ticker -o jsonpath='{.status.phase}' 2>&1)" = Running ] && break
-  sleep 0.05
-done
+await_running ticker
 out=$(timeout 20 kubectl logs -f ticker 2>&1) || fail "logs -f while it runs: $out"
 [ "$out" = "$(printf 'tick 1\ntick 2\ntick 3')" ] || fail "logs -f while it runs said: $out"
 kubectl delete pod ticker >/dev/null 2>&1 || fail "delete ticker"
@@ -697,10 +697,7 @@ spec:
 YAML
 kubectl apply -f "$WORK/sleeper.yaml" >/dev/null 2>&1 || fail "apply sleeper"
 await_job sleeper '{.status.active}' 1
-for _ in $(seq 100); do
-  [ "$(kubectl get pod sleeper-main-0 -o jsonpath='{.status.phase}' 2>&1)" = Running ] && break
-  sleep 0.05
-done
+await_running sleeper-main-0
 out=$(timeout 30 kubectl exec sleeper-main-0 -- echo hello from exec 2>&1) || fail "exec: $out"
 [ "$out" = "hello from exec" ] || fail "exec said: $out"
 out=$(timeout 30 kubectl exec sleeper-main-0 -- sh -c 'echo out; echo err >&2; exit 3' 2>"$WORK/exec.err") &&
