@@ -1201,18 +1201,47 @@ HttpResponse ApiServer::Logs(const HttpRequest& req, const std::string& ns,
     if (auto sent = req.query.find("uid"); sent != req.query.end() && sent->second != uid) {
       return Error(NotFound("Job " + ns + "/" + job + " of uid " + sent->second + " is gone"));
     }
-    if (Status s = logs_.Append(ns, job, uid, pod, req.body); !s.ok()) return Error(s);
+    if (Status s = logs_.Append(ns, job, uid, pod, req.body, clock_()); !s.ok()) return Error(s);
     return Json(200, {{"kind", "Status"}, {"status", "Success"}});
   }
-  int64_t tail = -1;
-  if (auto it = req.query.find("tailLines"); it != req.query.end()) {
-    if (it->second.empty() || it->second.size() > 9 ||
+  // Kubernetes' PodLogOptions: tailLines, sinceSeconds or sinceTime, timestamps, limitBytes.
+  LogStore::ReadOptions options;
+  auto count = [&](const char* param, const char* what, int64_t* out) -> Status {
+    auto it = req.query.find(param);
+    if (it == req.query.end()) return Status::Ok();
+    if (it->second.empty() || it->second.size() > 12 ||
         !std::all_of(it->second.begin(), it->second.end(),
                      [](char c) { return c >= '0' && c <= '9'; })) {
-      return Error(InvalidArgument("tailLines: must be a number of lines"));
+      return InvalidArgument(std::string(param) + ": must be " + what);
     }
-    tail = std::stoll(it->second);
+    *out = std::stoll(it->second);
+    return Status::Ok();
+  };
+  int64_t since_seconds = -1;
+  if (Status s = count("tailLines", "a number of lines", &options.tail_lines); !s.ok()) {
+    return Error(s);
   }
+  if (Status s = count("sinceSeconds", "a number of seconds", &since_seconds); !s.ok()) {
+    return Error(s);
+  }
+  if (Status s = count("limitBytes", "a number of bytes", &options.limit_bytes); !s.ok()) {
+    return Error(s);
+  }
+  if (since_seconds == 0 || options.limit_bytes == 0) {
+    return Error(InvalidArgument(std::string(since_seconds == 0 ? "sinceSeconds" : "limitBytes") +
+                                 ": must be greater than 0"));
+  }
+  if (since_seconds > 0) options.since_ms = clock_() - since_seconds * 1000;
+  if (auto it = req.query.find("sinceTime"); it != req.query.end()) {
+    if (since_seconds > 0) {
+      return Error(InvalidArgument("sinceTime: at most one of sinceTime or sinceSeconds"));
+    }
+    options.since_ms = ParseTime(it->second);
+    if (options.since_ms < 0) {
+      return Error(InvalidArgument("sinceTime: must be an RFC 3339 time"));
+    }
+  }
+  options.timestamps = QueryFlag(req, "timestamps");
   const bool follow = req.query.contains("follow") &&
                       (req.query.at("follow") == "1" || req.query.at("follow") == "true");
   std::vector<std::string> pods = logs_.Pods(ns, job, uid);
@@ -1228,11 +1257,17 @@ HttpResponse ApiServer::Logs(const HttpRequest& req, const std::string& ns,
     }
     if (pods.empty()) return Error(InvalidArgument("pod: no output yet; name the pod to follow"));
     LogStore::Position end;
-    auto first = logs_.Tail(ns, job, uid, pods[0], tail, &end);
+    auto first = logs_.Read(ns, job, uid, pods[0], options, &end);
     if (!first.ok()) return Error(first.status());
     HttpResponse out;
     out.content_type = "text/plain";
-    out.stream = std::make_shared<LogStream>(logs_, ns, job, uid, pods[0], *first, end);
+    LogStream::Options follow_options;
+    follow_options.timestamps = options.timestamps;
+    if (options.limit_bytes > 0) {
+      follow_options.limit_bytes = options.limit_bytes - static_cast<int64_t>(first->size());
+    }
+    out.stream = std::make_shared<LogStream>(logs_, ns, job, uid, pods[0], *first, end,
+                                             follow_options, clock_);
     if (auto it = req.query.find("timeoutSeconds"); it != req.query.end()) {
       out.stream_seconds = std::max(1, std::atoi(it->second.c_str()));
     }
@@ -1241,7 +1276,7 @@ HttpResponse ApiServer::Logs(const HttpRequest& req, const std::string& ns,
   std::string text;
   for (const std::string& p : pods) {
     LogStore::Position end;
-    auto t = logs_.Tail(ns, job, uid, p, tail, &end);
+    auto t = logs_.Read(ns, job, uid, p, options, &end);
     if (!t.ok()) return Error(t.status());
     if (pods.size() == 1) {
       text = std::move(t).value();

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "api/object.h"
+#include "api/time.h"
 
 namespace tessera::server {
 
@@ -33,6 +34,18 @@ std::string ReadRange(const std::string& path, int64_t from, int64_t* size) {
   std::string out(static_cast<size_t>(*size - from), '\0');
   in.read(out.data(), static_cast<std::streamsize>(out.size()));
   out.resize(static_cast<size_t>(in.gcount()));
+  return out;
+}
+
+// The times of a log's pieces (its side file <log>.times: "<offset> <ms>" per piece), in
+// order of offset.
+std::vector<std::pair<int64_t, int64_t>> ReadTimes(const std::string& path) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  std::ifstream in(path + ".times");
+  int64_t offset = 0, ms = 0;
+  while (in >> offset >> ms) {
+    if (out.empty() || offset >= out.back().first) out.emplace_back(offset, ms);
+  }
   return out;
 }
 
@@ -68,7 +81,7 @@ bool LogStore::Grown(const std::string& key, const Position& from) const {
 }
 
 Status LogStore::Append(std::string_view ns, std::string_view job, std::string_view uid,
-                        std::string_view pod, std::string_view data) {
+                        std::string_view pod, std::string_view data, int64_t at_ms) {
   if (Status s = CheckNames(ns, job, uid, pod); !s.ok()) return s;
   const std::string path = PathOf(ns, job, uid, pod), key = Key(ns, job, uid, pod);
   std::vector<std::function<void()>> wake;
@@ -85,9 +98,14 @@ Status LogStore::Append(std::string_view ns, std::string_view job, std::string_v
     if (end.offset + static_cast<int64_t>(data.size()) > max_bytes_ && end.offset > 0) {
       fs::rename(path, path + ".1", ec);
       if (ec) return Internal("logs: " + ec.message());
+      fs::rename(path + ".times", path + ".times.1", ec);
+      ec.clear();
       ++end.generation;
       end.offset = 0;
       std::ofstream(path + ".gen", std::ios::trunc) << end.generation;
+    }
+    if (at_ms > 0 && !data.empty()) {
+      std::ofstream(path + ".times", std::ios::app) << end.offset << " " << at_ms << "\n";
     }
     std::ofstream out(path, std::ios::binary | std::ios::app);
     out.write(data.data(), static_cast<std::streamsize>(data.size()));
@@ -117,6 +135,59 @@ std::vector<std::string> LogStore::Pods(std::string_view ns, std::string_view jo
     if (e.path().extension() == ".log") out.push_back(e.path().stem().string());
   }
   std::sort(out.begin(), out.end());
+  return out;
+}
+
+Result<std::string> LogStore::Read(std::string_view ns, std::string_view job, std::string_view uid,
+                                   std::string_view pod, const ReadOptions& o,
+                                   Position* end) const {
+  if (o.since_ms < 0 && !o.timestamps) {
+    auto text = Tail(ns, job, uid, pod, o.tail_lines, end);
+    if (text.ok() && o.limit_bytes >= 0 && static_cast<int64_t>(text->size()) > o.limit_bytes) {
+      text->resize(static_cast<size_t>(o.limit_bytes));
+    }
+    return text;
+  }
+  if (Status s = CheckNames(ns, job, uid, pod); !s.ok()) return s;
+  const std::string path = PathOf(ns, job, uid, pod);
+  std::string all;
+  std::vector<std::pair<int64_t, int64_t>> times;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    int64_t size = 0;
+    all = ReadRange(path, 0, &size);
+    times = ReadTimes(path);
+    end->generation = ReadGeneration(path);
+    end->offset = size;
+  }
+  // Each line with the time of the piece it starts in (0: unknown, before times were kept).
+  struct Line {
+    size_t at, size;
+    int64_t ms;
+  };
+  std::vector<Line> lines;
+  size_t piece = 0;
+  for (size_t at = 0; at < all.size();) {
+    const size_t nl = all.find('\n', at);
+    const size_t stop = nl == std::string::npos ? all.size() : nl + 1;
+    while (piece + 1 < times.size() && times[piece + 1].first <= static_cast<int64_t>(at)) ++piece;
+    const int64_t ms =
+        !times.empty() && times[piece].first <= static_cast<int64_t>(at) ? times[piece].second : 0;
+    if (o.since_ms < 0 || ms >= o.since_ms) lines.push_back({at, stop - at, ms});
+    at = stop;
+  }
+  size_t first = 0;
+  if (o.tail_lines >= 0 && static_cast<int64_t>(lines.size()) > o.tail_lines) {
+    first = lines.size() - static_cast<size_t>(o.tail_lines);
+  }
+  std::string out;
+  for (size_t i = first; i < lines.size(); ++i) {
+    if (o.timestamps) out += (lines[i].ms > 0 ? api::FormatTime(lines[i].ms) : "-") + " ";
+    out.append(all, lines[i].at, lines[i].size);
+  }
+  if (o.limit_bytes >= 0 && static_cast<int64_t>(out.size()) > o.limit_bytes) {
+    out.resize(static_cast<size_t>(o.limit_bytes));
+  }
   return out;
 }
 

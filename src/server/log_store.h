@@ -24,9 +24,11 @@ class LogStore {
   LogStore(std::string dir, int64_t max_bytes_per_pod = 4 << 20)
       : dir_(std::move(dir)), max_bytes_(max_bytes_per_pod) {}
 
-  // Appends to a pod's log. Names must be DNS labels (namespace, pod) or subdomains (job).
+  // Appends to a pod's log, received at `at_ms` (ms since the epoch; 0: unknown), which the
+  // lines that start in `data` take as their time. Names must be DNS labels (namespace, pod)
+  // or subdomains (job).
   Status Append(std::string_view ns, std::string_view job, std::string_view uid,
-                std::string_view pod, std::string_view data);
+                std::string_view pod, std::string_view data, int64_t at_ms = 0);
 
   // The pods that have logs, by name.
   std::vector<std::string> Pods(std::string_view ns, std::string_view job,
@@ -41,6 +43,21 @@ class LogStore {
   // The last `tail_lines` lines (all when < 0) of the current file, and the position after them.
   Result<std::string> Tail(std::string_view ns, std::string_view job, std::string_view uid,
                            std::string_view pod, int64_t tail_lines, Position* end) const;
+  // What to read of a pod's log, as Kubernetes' PodLogOptions: lines received at or after
+  // `since_ms` (-1: all), then the last `tail_lines` of them (-1: all), each prefixed with its
+  // time ("2026-11-28T04:55:00.123Z ") with `timestamps`, and at most `limit_bytes` (-1: all).
+  // A line's time is when the server received the piece of output it starts in: its agent
+  // ships output about once a second.
+  struct ReadOptions {
+    int64_t since_ms = -1;
+    int64_t tail_lines = -1;
+    bool timestamps = false;
+    int64_t limit_bytes = -1;
+  };
+  // The current file read so, and the position at its end (to follow from).
+  Result<std::string> Read(std::string_view ns, std::string_view job, std::string_view uid,
+                           std::string_view pod, const ReadOptions& options, Position* end) const;
+
   // What was appended since `*from` (from the start of the current file after a rotation);
   // advances `*from`.
   Result<std::string> Since(std::string_view ns, std::string_view job, std::string_view uid,

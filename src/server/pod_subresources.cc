@@ -199,20 +199,7 @@ HttpResponse ApiServer::PodLog(const HttpRequest& req, const Principal& who, con
   // A pod that has ended has all its output: following it returns at once, as kubectl logs -f
   // does for a completed pod.
   if (phase == "Succeeded" || phase == "Failed") inner.query.erase("follow");
-  // What the log cannot honour (it keeps no time per line, and is read whole) is said, not
-  // dropped: kubectl prints the warnings of a log it reads whole.
-  std::vector<std::string> warnings;
-  for (const auto& [param, flag] :
-       {std::pair{"sinceSeconds", "--since"}, std::pair{"sinceTime", "--since-time"},
-        std::pair{"timestamps", "--timestamps"}, std::pair{"limitBytes", "--limit-bytes"}}) {
-    auto it = req.query.find(param);
-    if (it == req.query.end() || it->second.empty() || it->second == "false") continue;
-    warnings.push_back(std::string(param) + " (" + flag +
-                       "): not acted on: the log keeps no time per line and is sent whole");
-  }
-  HttpResponse out = Logs(inner, ns, job);
-  AddWarningHeaders(warnings, &out);
-  return out;
+  return Logs(inner, ns, job);
 }
 
 HttpResponse ApiServer::Evict(const HttpRequest& req, const std::string& ns,

@@ -4,6 +4,8 @@
 
 #include <filesystem>
 
+#include "api/time.h"
+
 namespace tessera::server {
 namespace {
 
@@ -92,6 +94,42 @@ TEST_F(LogStoreTest, TheEndOfAPodWakesItsFollowers) {
   // Started again (a retry): open.
   ASSERT_TRUE(logs.Append("a", "train", "u-1", "worker-0", "two\n").ok());
   EXPECT_FALSE(logs.Ended("a", "train", "u-1", "worker-0"));
+}
+
+}  // namespace
+}  // namespace tessera::server
+
+namespace tessera::server {
+namespace {
+
+// Kubernetes' PodLogOptions as the kubelet answers them: sinceTime/sinceSeconds by each line's
+// time (when the piece it starts in was received), tailLines of those, timestamps, limitBytes.
+TEST_F(LogStoreTest, ReadsSinceATimeWithTimestampsAndALimit) {
+  LogStore logs(dir_);
+  const int64_t t0 = 1'800'000'000'000;
+  ASSERT_TRUE(logs.Append("a", "train", "u-1", "w-0", "one\ntw", t0).ok());
+  ASSERT_TRUE(logs.Append("a", "train", "u-1", "w-0", "o\nthree\n", t0 + 5000).ok());
+  ASSERT_TRUE(logs.Append("a", "train", "u-1", "w-0", "four\n", t0 + 9000).ok());
+  LogStore::Position end;
+  LogStore::ReadOptions o;
+  o.since_ms = t0 + 1;  // "two" started in the first piece: it is older
+  EXPECT_EQ(*logs.Read("a", "train", "u-1", "w-0", o, &end), "three\nfour\n");
+  EXPECT_EQ(end.offset, 19);
+  o.tail_lines = 1;
+  EXPECT_EQ(*logs.Read("a", "train", "u-1", "w-0", o, &end), "four\n");
+  o = {};
+  o.timestamps = true;
+  o.tail_lines = 2;
+  EXPECT_EQ(*logs.Read("a", "train", "u-1", "w-0", o, &end),
+            api::FormatTime(t0 + 5000) + " three\n" + api::FormatTime(t0 + 9000) + " four\n");
+  o = {};
+  o.limit_bytes = 6;
+  EXPECT_EQ(*logs.Read("a", "train", "u-1", "w-0", o, &end), "one\ntw");
+  // Output from before times were kept reads as unknown: never newer than a since.
+  ASSERT_TRUE(logs.Append("a", "train", "u-1", "w-1", "old\n").ok());
+  o = {};
+  o.since_ms = 1;
+  EXPECT_EQ(*logs.Read("a", "train", "u-1", "w-1", o, &end), "");
 }
 
 }  // namespace
