@@ -89,6 +89,18 @@ try:
 except client.exceptions.ApiException as e:
     assert e.status == 400 and "cohortt" in e.body, e.body
 
+# metrics.k8s.io through CustomObjectsApi, as the client's users read kubectl top's figures: the
+# node's usage once its agent has measured two beats.
+import time
+deadline = time.time() + 20
+while True:
+    nodes = custom.list_cluster_custom_object("metrics.k8s.io", "v1beta1", "nodes")["items"]
+    if nodes or time.time() > deadline:
+        break
+    time.sleep(0.2)
+assert [n["metadata"]["name"] for n in nodes] == ["dev"], nodes
+assert nodes[0]["usage"]["cpu"].endswith("n") and nodes[0]["usage"]["memory"].endswith("Ki"), nodes
+
 # Deletes: one by name, a collection by label.
 core.delete_namespaced_pod("hello", "default")
 batch.delete_collection_namespaced_job("default", label_selector="app!=none")
