@@ -782,7 +782,7 @@ Result<std::vector<json>> BatchJob(const Doc& d, const json& doc, Warnings* warn
     if (comp.is_number_integer() && par.is_number_integer() && comp < par) {
       task["replicas"] = comp;
     }
-    if (task.value("restartPolicy", "") == "OnFailure") {
+    if (Text(task, "restartPolicy") == "OnFailure") {
       warnings->push_back(
           "spec.template.spec.restartPolicy: OnFailure runs as Never in an array: a failed "
           "index is retried as a new pod, counted against backoffLimit or backoffLimitPerIndex");

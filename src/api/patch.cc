@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "api/fields.h"
+#include "api/json_read.h"
 #include "api/json_text.h"
 
 namespace tessera::api {
@@ -35,12 +36,21 @@ std::optional<std::string> KeyOf(const json& element, const std::string& key) {
 
 Result<std::optional<json>> MergeMap(json original, const json& patch, const std::string& path);
 
+// An object's "$patch" directive: its text, "" when there is none, and "?" when it is not a
+// string (which no directive is).
+std::string Directive(const json& o) {
+  if (!o.is_object()) return "";
+  const auto it = o.find("$patch");
+  if (it == o.end()) return "";
+  return it->is_string() ? it->get<std::string>() : "?";
+}
+
 // Merges a list of objects on `key`; `patch` is the patch's list for the field. The original's
 // elements are found by their key's identity in a hash table: linear in both lists.
 Result<json> MergeList(json original, const json& patch, const std::string& key,
                        const std::string& path) {
   for (const json& e : patch) {
-    if (e.is_object() && e.size() == 1 && e.value("$patch", "") == "replace") {
+    if (e.is_object() && e.size() == 1 && Directive(e) == "replace") {
       json out = json::array();
       for (const json& x : patch) {
         if (&x == &e) continue;
@@ -67,7 +77,7 @@ Result<json> MergeList(json original, const json& patch, const std::string& key,
     std::optional<std::string> k = KeyOf(e, key);
     if (!k) return FieldError(at, "must be an object with the merge key \"" + key + "\"");
     auto found = where.find(*k);
-    if (e.value("$patch", "") == "delete") {
+    if (Directive(e) == "delete") {
       if (found != where.end()) {
         for (size_t x : found->second) items[x].reset();
         where.erase(found);
@@ -143,12 +153,14 @@ std::unordered_set<std::string> Identities(const json& list) {
 Result<std::optional<json>> MergeMap(json original, const json& patch, const std::string& path) {
   if (!patch.is_object()) return std::optional<json>(patch);
   if (!original.is_object()) original = json::object();
-  const std::string directive = patch.value("$patch", "");
+  const std::string directive = Directive(patch);
   if (directive == "delete") return std::optional<json>();
   if (directive == "replace") original = json::object();
   if (!directive.empty() && directive != "replace" && directive != "merge") {
     return FieldError(path.empty() ? "$patch" : path + ".$patch",
-                      "unknown directive \"" + directive + "\" (replace, delete or merge)");
+                      directive == "?"
+                          ? "must be a string: replace, delete or merge"
+                          : "unknown directive \"" + directive + "\" (replace, delete or merge)");
   }
   for (const auto& [k, v] : patch.items()) {
     if (k == "$patch" || k == "$retainKeys" || k.starts_with(kOrderPrefix) ||
@@ -253,7 +265,8 @@ class JsonPatcher {
  private:
   Status Operation(const json& op) {
     if (!op.is_object()) return FieldError(at_, "must be an object");
-    const std::string name = op.value("op", "");
+    const json& op_name = Member(op, "op");
+    const std::string name = op_name.is_string() ? op_name.get<std::string>() : "";
     Result<json::json_pointer> path = Pointer(op, "path");
     if (!path.ok()) return path.status();
     auto value = [&]() -> Result<const json*> {

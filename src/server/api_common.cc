@@ -183,9 +183,9 @@ bool Watching(const HttpRequest& req) { return QueryFlag(req, "watch"); }
 namespace {
 
 std::pair<std::string, std::string> NsName(const json& obj) {
-  const json& meta = obj.contains("metadata") ? obj["metadata"] : json();
-  return {meta.is_object() ? meta.value("namespace", "") : "",
-          meta.is_object() ? meta.value("name", "") : ""};
+  // Strings only: these are of objects from outside, checked later.
+  const json& meta = api::Member(obj, "metadata");
+  return {api::Str(meta, "namespace"), api::Str(meta, "name")};
 }
 
 std::string Hex(std::string_view text) {

@@ -281,3 +281,33 @@ TEST(Patch, ContentTypesNameThePatch) {
 
 }  // namespace
 }  // namespace tessera::api
+
+namespace tessera::api {
+namespace {
+
+// Directives and operations that are not strings are refused, never thrown on (found by
+// tessera_fuzz: "$patch": ["y","z"] ended the process).
+TEST(Patch, DirectivesThatAreNotStringsAreRefused) {
+  const json pod = json::parse(R"({"metadata":{"name":"p","finalizers":["x"]},
+                                   "spec":{"containers":[{"name":"a"},{"name":"b"}]}})");
+  const char* patches[] = {
+      R"({"metadata":{"$deleteFromPrimitiveList/finalizers":["x"],"finalizers":"b",
+                      "$patch":["y","z"]},
+          "spec":{"$setElementOrder/containers":[{"name":"b"},{"name":"a"}],
+                  "containers":[{"name":"a","env":[{"name":"E","value":"1"}]},
+                                {"name":"b","$patch":"delete"}],
+                  "$retainKeys":["containers"]}})",
+      R"({"spec":{"containers":[{"name":"a","$patch":7}]}})",
+      R"({"spec":{"containers":[{"$patch":{"x":1}}]}})",
+  };
+  for (const char* p : patches) {
+    Result<json> r = ApplyPatch(pod, json::parse(p), PatchType::kStrategicMerge);
+    EXPECT_FALSE(r.ok()) << p;
+  }
+  Result<json> r =
+      ApplyPatch(pod, json::parse(R"([{"op":7,"path":"/metadata/name"}])"), PatchType::kJson);
+  EXPECT_FALSE(r.ok());
+}
+
+}  // namespace
+}  // namespace tessera::api
