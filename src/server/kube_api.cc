@@ -606,7 +606,8 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
       auto held =
           store_->Get({"Job", Str(obj["metadata"], "namespace"), Str(obj["metadata"], "name")});
       if (!held.ok()) return Error(held.status());
-      if (held->has_value()) {
+      // (A name too long to take the suffix stays, and its create is refused as taken.)
+      if (held->has_value() && Str(obj["metadata"], "name").size() + kind.kind.size() < 253) {
         std::string suffix(kind.kind);
         for (char& c : suffix) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
         obj["metadata"]["name"] = Str(obj["metadata"], "name") + "." + suffix;
