@@ -167,6 +167,37 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
     return out;
   };
 
+  // The status the views of some kinds carry, computed from other objects: Kueue's queue
+  // counts and flavor usage, Volcano's queue state, a PodGroup's phase. Read and write answers
+  // alike, so that a write that changes nothing answers what a read does (kubectl patch then
+  // says "(no change)").
+  auto add_status = [&](const std::vector<Made>& made, std::vector<json>* found) -> Status {
+    if (found->empty()) return Status::Ok();
+    if (kind.group == "kueue.x-k8s.io" &&
+        (kind.kind == "ClusterQueue" || kind.kind == "LocalQueue")) {
+      return AddKueueStatus(found);
+    }
+    if (kind.group == "scheduling.volcano.sh" && kind.kind == "Queue") {
+      std::vector<json> jobs, pod_groups;
+      TESSERA_RETURN_IF_ERROR(JobsAndPodGroups(&jobs, &pod_groups));
+      for (json& v : *found) {
+        const auto m = std::find_if(made.begin(), made.end(), [&](const Made& x) {
+          return x.key.name == Str(v["metadata"], "name");
+        });
+        if (m != made.end()) api::AddVolcanoQueueStatus(m->obj, jobs, pod_groups, &v);
+      }
+    }
+    if (kind.kind == "PodGroup") {
+      auto jobs =
+          store_->List("Job", route.ns ? std::optional<std::string_view>(*route.ns) : std::nullopt);
+      if (!jobs.ok()) return jobs.status();
+      std::vector<json> job_objs;
+      for (const store::StoredObject& o : *jobs) job_objs.push_back(json::parse(o.body));
+      for (json& v : *found) api::AddPodGroupStatus(job_objs, &v);
+    }
+    return Status::Ok();
+  };
+
   // Every Pod of the Jobs in the route's namespace (all namespaces without one), or the one
   // named `name`.
   auto all_pods = [&](const std::string& name) -> Result<std::vector<json>> {
@@ -278,28 +309,7 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
       auto made = made_from(route.ns.value_or(""), route.name.value_or(""));
       if (!made.ok()) return Error(made.status());
       found = views(*made);
-      if (kind.group == "kueue.x-k8s.io" &&
-          (kind.kind == "ClusterQueue" || kind.kind == "LocalQueue")) {
-        if (Status s = AddKueueStatus(&*found); !s.ok()) return Error(s);
-      }
-      if (kind.group == "scheduling.volcano.sh" && kind.kind == "Queue" && !found->empty()) {
-        std::vector<json> jobs, pod_groups;
-        if (Status s = JobsAndPodGroups(&jobs, &pod_groups); !s.ok()) return Error(s);
-        for (json& v : *found) {
-          const auto m = std::find_if(made->begin(), made->end(), [&](const Made& x) {
-            return x.key.name == Str(v["metadata"], "name");
-          });
-          if (m != made->end()) api::AddVolcanoQueueStatus(m->obj, jobs, pod_groups, &v);
-        }
-      }
-      if (kind.kind == "PodGroup" && !found->empty()) {
-        auto jobs = store_->List(
-            "Job", route.ns ? std::optional<std::string_view>(*route.ns) : std::nullopt);
-        if (!jobs.ok()) return Error(jobs.status());
-        std::vector<json> job_objs;
-        for (const store::StoredObject& o : *jobs) job_objs.push_back(json::parse(o.body));
-        for (json& v : *found) api::AddPodGroupStatus(job_objs, &v);
-      }
+      if (Status s = add_status(*made, &*found); !s.ok()) return Error(s);
     }
     if (!found.ok()) return Error(found.status());
     std::vector<json> items;
@@ -691,7 +701,11 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
     if (!versions.ok()) return Error(versions.status());
     stored["metadata"]["resourceVersion"] = std::to_string((*versions)[primary]);
   }
-  HttpResponse r = Json(create ? 201 : 200, api::KubeObject(kind, stored));
+  std::vector<json> answer = {api::KubeObject(kind, stored)};
+  if (Status s = add_status({Made{stored, writes[primary].key, 0}}, &answer); !s.ok()) {
+    return Error(s);
+  }
+  HttpResponse r = Json(create ? 201 : 200, answer[0]);
   AddWarningHeaders(warned, &r);
   return r;
 }

@@ -276,6 +276,13 @@ out=$(kubectl get workload job-llm-training -o jsonpath='{.spec.queueName}' 2>&1
 out=$(kubectl get cq gpu-cluster-queue -o jsonpath='{.status.admittedWorkloads}' 2>&1) ||
   fail "cq status: $out"
 [ "$out" = 0 ] || fail "cq admitted: $out"
+# A patch that changes nothing is answered as the object reads, status included, so kubectl
+# says so (the issue's case: it printed "patched").
+kubectl label cq gpu-cluster-queue tier=gold >/dev/null 2>&1 || fail "label cq"
+out=$(kubectl patch cq gpu-cluster-queue -p '{"metadata":{"labels":{"tier":"gold"}}}' 2>&1) ||
+  fail "patch cq: $out"
+grep -q "clusterqueue.kueue.x-k8s.io/gpu-cluster-queue patched (no change)" <<<"$out" ||
+  fail "no-op patch: $out"
 out=$(kubectl get namespaces 2>&1) || fail "get namespaces: $out"
 grep -qE '^default +Active' <<<"$out" || fail "namespaces: $out"
 
