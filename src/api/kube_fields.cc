@@ -246,6 +246,119 @@ constexpr FieldUse kObjectMeta[] = {
     {"finalizers", "not acted on: objects are deleted at once", "[]string", ""},
 };
 
+// Volcano's Job (batch.volcano.sh/v1alpha1).
+constexpr FieldUse kVolcanoJobSpec[] = {
+    {"minAvailable", "", "integer",
+     "Pods that must be placed together before any starts (the gang); without it, the sum of "
+     "the tasks' minAvailable, else every pod."},
+    {"schedulerName", "", "string",
+     "Which scheduler places the job; Tessera's own places every job, whatever is named."},
+    {"plugins", "", "object",
+     "Volcano's job plugins: ssh, svc and env (the pods' network identity) are known, others "
+     "refused."},
+    {"tasks", "", "[]VolcanoTaskSpec", "The job's pod sets, each from its template."},
+    {"queue", "", "string",
+     "The queue: Volcano's default queue is work without a queue; another name is the queue "
+     "of that name."},
+    {"maxRetry", "", "integer", "Restarts of a failed pod allowed; a task's own wins."},
+    {"priorityClassName", "", "string",
+     "The PriorityClass whose value orders and may preempt queued work."},
+    {"policies", "", "[]LifecyclePolicy",
+     "What events do: an evicted or preempted gang goes back to its queue whole (PodEvicted -> "
+     "RestartJob); other policies are accepted with a warning."},
+    {"volumes", "not acted on: Tessera has no persistent volume claims", "[]object", ""},
+    {"ttlSecondsAfterFinished", "", "integer", "Seconds after the job ends that it is deleted."},
+    {"minSuccess", "not acted on: the job succeeds when all its pods do", "integer", ""},
+    {"runningEstimate", "", "string",
+     "How long the job is expected to run (a duration such as 2h): backfill plans with it."},
+    {"networkTopology", "not acted on: Tessera places by its own topology (NVLink, NUMA)", "object",
+     ""},
+};
+
+// Volcano's TaskSpec.
+constexpr FieldUse kVolcanoTaskSpec[] = {
+    {"name", "", "string", "The task's name, unique in the job."},
+    {"replicas", "", "integer", "How many pods the task runs."},
+    {"template", "", "PodTemplateSpec", "The task's pods."},
+    {"maxRetry", "", "integer", "Restarts of a failed pod allowed."},
+    {"policies", "", "[]LifecyclePolicy", "What events do to this task (see the job's)."},
+    {"minAvailable", "", "integer",
+     "Pods of the task that must be placed for the job to start, 0 to replicas."},
+    {"topologyPolicy",
+     "not acted on: Tessera keeps a pod's GPUs in one NVLink domain or NUMA node when it can",
+     "string", ""},
+    {"dependsOn", "not acted on: the tasks start together", "object", ""},
+    {"partitionPolicy", "not acted on: the tasks start together", "object", ""},
+};
+
+constexpr FieldUse kLifecyclePolicy[] = {
+    {"event", "", "string", "The event (PodEvicted, PodFailed, TaskCompleted ...)."},
+    {"events", "", "[]string", "Several events with one action."},
+    {"action", "", "string", "What to do (RestartJob, AbortJob, CompleteJob ...)."},
+    {"exitCode", "", "integer", "A pod's exit code that triggers the action."},
+    {"timeout", "", "string", "How long after the event the action is taken."},
+};
+
+// Kubeflow's training jobs (kubeflow.org/v1).
+constexpr std::string_view kStaticRendezvous =
+    "not acted on: members meet at MASTER_ADDR:MASTER_PORT, which Tessera gives them";
+
+constexpr FieldUse kPyTorchJobSpec[] = {
+    {"pytorchReplicaSpecs", "", "map[string]ReplicaSpec",
+     "Master (one) and Worker replicas, one gang: they meet at MASTER_ADDR:MASTER_PORT, which "
+     "Tessera gives them, with WORLD_SIZE and RANK."},
+    {"runPolicy", "", "RunPolicy", "Queue, priority, gang size, suspend and lifetime."},
+    {"elasticPolicy", "", "ElasticPolicy", "torchrun's elastic bounds."},
+    {"nprocPerNode", "", "string", "torchrun's processes per pod (PET_NPROC_PER_NODE)."},
+};
+
+constexpr FieldUse kReplicaSpec[] = {
+    {"replicas", "", "integer", "How many pods of this type."},
+    {"template", "", "PodTemplateSpec", "The pods."},
+    {"restartPolicy", "", "string",
+     "Always, OnFailure or Never; ExitCode is warned of and runs as OnFailure."},
+};
+
+constexpr FieldUse kRunPolicy[] = {
+    {"schedulingPolicy", "", "SchedulingPolicy", "Queue, priority class and gang size."},
+    {"suspend", "", "boolean", "While true the job does not run."},
+    {"backoffLimit", "", "integer", "Restarts of a failed pod allowed before the job fails."},
+    {"cleanPodPolicy", "not acted on: a finished job's pods stop; the Job is kept until deleted",
+     "string", ""},
+    {"activeDeadlineSeconds", "", "integer",
+     "Seconds from the job's start after which it fails (DeadlineExceeded)."},
+    {"ttlSecondsAfterFinished", "", "integer", "Seconds after the job ends that it is deleted."},
+    {"managedBy", "not acted on: Tessera runs the job itself", "string", ""},
+};
+
+constexpr FieldUse kSchedulingPolicy[] = {
+    {"queue", "", "string", "The queue (else Kueue's queue-name label)."},
+    {"priorityClass", "", "string", "The PriorityClass of the job."},
+    {"minAvailable", "", "integer",
+     "Pods placed together before any starts (1 to the job's replicas); without it, the "
+     "elastic minimum, else every replica."},
+    {"minResources", "not acted on: the gang's members' own requests are what is placed",
+     "map[string]Quantity", ""},
+    {"scheduleTimeoutSeconds", "not acted on: a gang waits until it fits", "integer", ""},
+};
+
+constexpr FieldUse kElasticPolicy[] = {
+    {"minReplicas", "", "integer",
+     "The fewest workers the job starts with: the gang is the master and these."},
+    {"maxReplicas", "", "integer", "The most workers: Worker replicas may not exceed it."},
+    {"nProcPerNode", "", "integer",
+     "torchrun's processes per pod (PET_NPROC_PER_NODE), unless spec.nprocPerNode is set."},
+    {"rdzvBackend", kStaticRendezvous, "string", ""},
+    {"rdzvPort", kStaticRendezvous, "integer", ""},
+    {"rdzvHost", kStaticRendezvous, "string", ""},
+    {"rdzvId", kStaticRendezvous, "string", ""},
+    {"rdzvConf", kStaticRendezvous, "[]object", ""},
+    {"standalone", kStaticRendezvous, "boolean", ""},
+    {"maxRestarts", "not acted on: a failed pod restarts by its restartPolicy and backoffLimit",
+     "integer", ""},
+    {"metrics", "not acted on: Tessera does not scale jobs by metrics", "[]object", ""},
+};
+
 constexpr KubeType kTypes[] = {
     {"ObjectMeta", "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
      "Metadata every object has: name, namespace, labels and annotations.", kObjectMeta},
@@ -267,6 +380,21 @@ constexpr KubeType kTypes[] = {
     {"JobSpec", "io.k8s.api.batch.v1.JobSpec", "How a batch Job runs its pods.", kJobSpec},
     {"PodTemplateSpec", "io.k8s.api.core.v1.PodTemplateSpec", "The pods a controller makes.",
      kPodTemplateSpec},
+    {"VolcanoJobSpec", "io.volcano.batch.v1alpha1.JobSpec", "How a Volcano Job runs its tasks.",
+     kVolcanoJobSpec},
+    {"VolcanoTaskSpec", "io.volcano.batch.v1alpha1.TaskSpec", "One pod set of a Volcano Job.",
+     kVolcanoTaskSpec},
+    {"LifecyclePolicy", "io.volcano.batch.v1alpha1.LifecyclePolicy",
+     "What an event does to a Volcano Job.", kLifecyclePolicy},
+    {"PyTorchJobSpec", "org.kubeflow.v1.PyTorchJobSpec", "A PyTorch training job.",
+     kPyTorchJobSpec},
+    {"ReplicaSpec", "org.kubeflow.v1.ReplicaSpec", "Pods of one type of a training job.",
+     kReplicaSpec},
+    {"RunPolicy", "org.kubeflow.v1.RunPolicy", "How a training job is run.", kRunPolicy},
+    {"SchedulingPolicy", "org.kubeflow.v1.SchedulingPolicy", "How a training job is queued.",
+     kSchedulingPolicy},
+    {"ElasticPolicy", "org.kubeflow.v1.ElasticPolicy", "torchrun's elastic training.",
+     kElasticPolicy},
     {"Quantity",
      "io.k8s.apimachinery.pkg.api.resource.Quantity",
      "A number with an optional suffix: 500m, 2, 16Gi, 1.5.",

@@ -834,9 +834,7 @@ Status VolcanoPolicies(const json& policies, const std::string& path, Warnings* 
   if (!policies.is_array()) return FieldError(path, "must be a list");
   for (size_t i = 0; i < policies.size(); ++i) {
     const std::string p = Index(path, i);
-    static const FieldUse kPolicy[] = {
-        {"event", ""}, {"events", ""}, {"action", ""}, {"exitCode", ""}, {"timeout", ""}};
-    TESSERA_RETURN_IF_ERROR(KnownFields(policies[i], p, kPolicy, warnings));
+    TESSERA_RETURN_IF_ERROR(KnownFields(policies[i], p, KubeFieldsOf("LifecyclePolicy"), warnings));
     std::vector<std::string> events;
     if (Member(policies[i], "event").is_string()) events.push_back(Text(policies[i], "event"));
     const json& list = Member(policies[i], "events");
@@ -862,40 +860,9 @@ Status VolcanoPolicies(const json& policies, const std::string& path, Warnings* 
 }
 
 // Volcano's JobSpec.
-constexpr FieldUse kVolcanoJobFields[] = {
-    {"minAvailable", ""},
-    {"schedulerName", ""},
-    {"plugins", ""},
-    {"tasks", ""},
-    {"queue", ""},
-    {"maxRetry", ""},
-    {"priorityClassName", ""},
-    {"policies", ""},
-    {"volumes", "not acted on: Tessera has no persistent volume claims"},
-    {"ttlSecondsAfterFinished", ""},
-    {"minSuccess", "not acted on: the job succeeds when all its pods do"},
-    {"runningEstimate", ""},
-    {"networkTopology", "not acted on: Tessera places by its own topology (NVLink, NUMA)"},
-};
-
-// Volcano's TaskSpec.
-constexpr FieldUse kVolcanoTaskFields[] = {
-    {"name", ""},
-    {"replicas", ""},
-    {"template", ""},
-    {"maxRetry", ""},
-    {"policies", ""},
-    {"minAvailable", ""},
-    {"topologyPolicy",
-     "not acted on: Tessera keeps a pod's GPUs in one NVLink domain or NUMA node "
-     "when it can"},
-    {"dependsOn", "not acted on: the tasks start together"},
-    {"partitionPolicy", "not acted on: the tasks start together"},
-};
-
 Result<std::vector<json>> VolcanoJob(const Doc& d, const json& doc, Warnings* warnings) {
   const json& spec = Member(doc, "spec");
-  TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", kVolcanoJobFields, warnings));
+  TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", KubeFieldsOf("VolcanoJobSpec"), warnings));
   TESSERA_RETURN_IF_ERROR(VolcanoPolicies(Member(spec, "policies"), "spec.policies", warnings));
   json job = json::object(), annotations = Member(d.meta, "annotations");
   CopyLifetime(spec, &job);
@@ -952,7 +919,7 @@ Result<std::vector<json>> VolcanoJob(const Doc& d, const json& doc, Warnings* wa
   json out = json::array();
   for (size_t i = 0; i < tasks.size(); ++i) {
     const std::string p = Index("spec.tasks", i);
-    TESSERA_RETURN_IF_ERROR(KnownFields(tasks[i], p, kVolcanoTaskFields, warnings));
+    TESSERA_RETURN_IF_ERROR(KnownFields(tasks[i], p, KubeFieldsOf("VolcanoTaskSpec"), warnings));
     TESSERA_RETURN_IF_ERROR(
         VolcanoPolicies(Member(tasks[i], "policies"), p + ".policies", warnings));
     json task = {
@@ -977,58 +944,16 @@ Result<std::vector<json>> VolcanoJob(const Doc& d, const json& doc, Warnings* wa
 
 // Kubeflow's PyTorchJob (kubeflow.org/v1): a Master and Workers, one gang (the training
 // operator's schedulingPolicy.minAvailable, else the elastic minimum, else every replica).
-constexpr FieldUse kPyTorchJobFields[] = {
-    {"pytorchReplicaSpecs", ""},
-    {"runPolicy", ""},
-    {"elasticPolicy", ""},
-    {"nprocPerNode", ""},
-};
-constexpr FieldUse kRunPolicyFields[] = {
-    {"schedulingPolicy", ""},
-    {"suspend", ""},
-    {"backoffLimit", ""},
-    {"cleanPodPolicy", "not acted on: a finished job's pods stop; the Job is kept until deleted"},
-    {"activeDeadlineSeconds", ""},
-    {"ttlSecondsAfterFinished", ""},
-    {"managedBy", "not acted on: Tessera runs the job itself"},
-};
-constexpr FieldUse kSchedulingPolicyFields[] = {
-    {"queue", ""},
-    {"priorityClass", ""},
-    {"minAvailable", ""},
-    {"minResources", "not acted on: the gang's members' own requests are what is placed"},
-    {"scheduleTimeoutSeconds", "not acted on: a gang waits until it fits"},
-};
-constexpr std::string_view kStaticRendezvous =
-    "not acted on: members meet at MASTER_ADDR:MASTER_PORT, which Tessera gives them";
-constexpr FieldUse kElasticPolicyFields[] = {
-    {"minReplicas", ""},
-    {"maxReplicas", ""},
-    {"nProcPerNode", ""},
-    {"rdzvBackend", kStaticRendezvous},
-    {"rdzvPort", kStaticRendezvous},
-    {"rdzvHost", kStaticRendezvous},
-    {"rdzvId", kStaticRendezvous},
-    {"rdzvConf", kStaticRendezvous},
-    {"standalone", kStaticRendezvous},
-    {"maxRestarts", "not acted on: a failed pod restarts by its restartPolicy and backoffLimit"},
-    {"metrics", "not acted on: Tessera does not scale jobs by metrics"},
-};
-constexpr FieldUse kReplicaSpecFields[] = {
-    {"replicas", ""},
-    {"template", ""},
-    {"restartPolicy", ""},
-};
 
 // A Kubeflow job's runPolicy: its queue (schedulingPolicy.queue, else Kueue's label), priority
 // class and suspend; what Tessera does not act on is warned.
 Status KubeflowRunPolicy(const Doc& d, const json& run, json* job, json* annotations,
                          Warnings* warnings) {
-  TESSERA_RETURN_IF_ERROR(KnownFields(run, "spec.runPolicy", kRunPolicyFields, warnings));
+  TESSERA_RETURN_IF_ERROR(KnownFields(run, "spec.runPolicy", KubeFieldsOf("RunPolicy"), warnings));
   QueueFromLabel(d.meta, job);
   const json& sched = Member(run, "schedulingPolicy");
-  TESSERA_RETURN_IF_ERROR(
-      KnownFields(sched, "spec.runPolicy.schedulingPolicy", kSchedulingPolicyFields, warnings));
+  TESSERA_RETURN_IF_ERROR(KnownFields(sched, "spec.runPolicy.schedulingPolicy",
+                                      KubeFieldsOf("SchedulingPolicy"), warnings));
   VolcanoQueue(sched, job, annotations);
   if (Member(sched, "priorityClass").is_string()) {
     (*job)["priorityClassName"] = sched["priorityClass"];
@@ -1202,7 +1127,7 @@ Result<std::vector<json>> TfJob(const Doc& d, const json& doc, Warnings* warning
 // backoffLimit.
 Result<json> KubeflowTask(const Doc& d, const json& rs, const std::string& p,
                           const std::string& name, const json& run, json* job, Warnings* warnings) {
-  TESSERA_RETURN_IF_ERROR(KnownFields(rs, p, kReplicaSpecFields, warnings));
+  TESSERA_RETURN_IF_ERROR(KnownFields(rs, p, KubeFieldsOf("ReplicaSpec"), warnings));
   const json& replicas = Member(rs, "replicas");
   if (!replicas.empty() && (!replicas.is_number_integer() || replicas.get<int64_t>() < 1)) {
     return FieldError(p + ".replicas", "must be a positive integer");
@@ -1234,7 +1159,7 @@ Result<json> KubeflowTask(const Doc& d, const json& rs, const std::string& p,
 
 Result<std::vector<json>> PyTorchJob(const Doc& d, const json& doc, Warnings* warnings) {
   const json& spec = Member(doc, "spec");
-  TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", kPyTorchJobFields, warnings));
+  TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", KubeFieldsOf("PyTorchJobSpec"), warnings));
   const json& run = Member(spec, "runPolicy");
   json job = json::object(), annotations = Member(d.meta, "annotations");
   TESSERA_RETURN_IF_ERROR(KubeflowRunPolicy(d, run, &job, &annotations, warnings));
@@ -1250,7 +1175,7 @@ Result<std::vector<json>> PyTorchJob(const Doc& d, const json& doc, Warnings* wa
   }
   const json& elastic = Member(spec, "elasticPolicy");
   TESSERA_RETURN_IF_ERROR(
-      KnownFields(elastic, "spec.elasticPolicy", kElasticPolicyFields, warnings));
+      KnownFields(elastic, "spec.elasticPolicy", KubeFieldsOf("ElasticPolicy"), warnings));
   json tasks = json::array();
   int64_t total = 0, masters = 0;
   for (const char* type : {"Master", "Worker"}) {

@@ -268,15 +268,24 @@ Result<LabelSelector> LabelSelector::Parse(std::string_view text) {
         values.remove_prefix(c + 1);
       }
     } else if ((at = term.find("!=")) != std::string_view::npos) {
-      t = {std::string(trim(term.substr(0, at))), Op::kNe, std::string(trim(term.substr(at + 2)))};
+      t = {std::string(trim(term.substr(0, at))),
+           Op::kNe,
+           std::string(trim(term.substr(at + 2))),
+           {}};
     } else if ((at = term.find("==")) != std::string_view::npos) {
-      t = {std::string(trim(term.substr(0, at))), Op::kEq, std::string(trim(term.substr(at + 2)))};
+      t = {std::string(trim(term.substr(0, at))),
+           Op::kEq,
+           std::string(trim(term.substr(at + 2))),
+           {}};
     } else if ((at = term.find('=')) != std::string_view::npos) {
-      t = {std::string(trim(term.substr(0, at))), Op::kEq, std::string(trim(term.substr(at + 1)))};
+      t = {std::string(trim(term.substr(0, at))),
+           Op::kEq,
+           std::string(trim(term.substr(at + 1))),
+           {}};
     } else if (term.front() == '!') {
-      t = {std::string(trim(term.substr(1))), Op::kNotExists, ""};
+      t = {std::string(trim(term.substr(1))), Op::kNotExists, "", {}};
     } else {
-      t = {std::string(term), Op::kExists, ""};
+      t = {std::string(term), Op::kExists, "", {}};
     }
     if (!ValidKey(t.key)) {
       return InvalidArgument("labelSelector: invalid key \"" + SafeText(t.key, 300) + "\"");

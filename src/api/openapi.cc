@@ -120,6 +120,8 @@ void AddPaths(const Served& s, bool v3, json* paths) {
 std::string_view SpecType(const Served& s) {
   if (s.group.empty() && s.kind == "Pod") return "PodSpec";
   if (s.group == "batch" && s.kind == "Job") return "JobSpec";
+  if (s.group == "batch.volcano.sh" && s.kind == "Job") return "VolcanoJobSpec";
+  if (s.group == "kubeflow.org" && s.kind == "PyTorchJob") return "PyTorchJobSpec";
   return {};
 }
 
@@ -127,6 +129,11 @@ std::string_view SpecType(const Served& s) {
 std::string_view KindDescription(const Served& s) {
   if (s.kind == "Pod") {
     return "A program run on a node, placed by Tessera's scheduler: a Tessera Job of one task.";
+  }
+  if (s.group == "batch.volcano.sh") return "A gang of tasks, as Volcano runs it: a Tessera Job.";
+  if (s.group == "kubeflow.org") {
+    return "Distributed PyTorch training, as the training operator runs it: a Tessera Job, one "
+           "gang.";
   }
   return "Pods run to completion, counted as Kubernetes' Job controller counts them: a Tessera "
          "Job.";

@@ -43,6 +43,10 @@ grep -q "not acted on" <<<"$out" || fail "explain hostNetwork said: $out"
 out=$(kubectl explain job.spec.template.spec.containers.resources.limits 2>&1) ||
   fail "explain job limits: $out"
 grep -q "FIELD: limits <map\[string\]Quantity>" <<<"$out" || fail "explain limits: $out"
+out=$(kubectl explain vcjob.spec.tasks 2>&1) || fail "explain vcjob.spec.tasks: $out"
+grep -q "FIELD: tasks <\[\]TaskSpec>" <<<"$out" || fail "explain vcjob tasks: $out"
+out=$(kubectl explain pytorchjob.spec.elasticPolicy.rdzvBackend 2>&1) || fail "explain rdzv: $out"
+grep -q "not acted on" <<<"$out" || fail "explain rdzvBackend said: $out"
 out=$(kubectl explain pod.spec.nope 2>&1) && fail "explain nope: $out"
 grep -q 'field "nope" does not exist' <<<"$out" || fail "explain nope said: $out"
 
