@@ -359,6 +359,50 @@ constexpr FieldUse kElasticPolicy[] = {
     {"metrics", "not acted on: Tessera does not scale jobs by metrics", "[]object", ""},
 };
 
+// Kueue's ClusterQueue, LocalQueue and ResourceFlavor (kueue.x-k8s.io). Their nested quota and
+// preemption fields are checked when the queue is decoded (api/kinds.h).
+constexpr std::string_view kNoAdmissionChecks =
+    "not acted on: Tessera has no admission check controllers; workloads are admitted on quota "
+    "and room alone";
+constexpr FieldUse kClusterQueueSpec[] = {
+    {"cohort", "", "string",
+     "The cohort whose queues lend and borrow unused quota (cohortName in v1beta2)."},
+    {"cohortName", "", "string", "The cohort (v1beta2's name for cohort)."},
+    {"queueingStrategy", "", "string",
+     "StrictFIFO (a blocked head holds the queue) or BestEffortFIFO (later workloads may go "
+     "first)."},
+    {"fairSharing", "", "object", "weight: the queue's share when fair sharing divides a cohort."},
+    {"preemption", "", "object",
+     "reclaimWithinCohort, borrowWithinCohort and withinClusterQueue: whom a pending workload "
+     "may preempt, as Kueue decides it."},
+    {"resourceGroups", "", "[]object",
+     "Quota per flavor and resource: nominalQuota, borrowingLimit, lendingLimit."},
+    {"namespaceSelector", "", "object",
+     "The namespaces whose workloads it admits: none when unset, every one with {}."},
+    {"stopPolicy", "", "string", "Hold admits nothing more; HoldAndDrain also evicts what runs."},
+    {"flavorFungibility", "", "object",
+     "whenCanBorrow and whenCanPreempt: whether the next flavor is tried before borrowing or "
+     "preempting."},
+    {"admissionChecks", kNoAdmissionChecks, "[]string", ""},
+    {"admissionChecksStrategy", kNoAdmissionChecks, "object", ""},
+    {"admissionScope", "not acted on", "object", ""},
+};
+
+constexpr FieldUse kLocalQueueSpec[] = {
+    {"clusterQueue", "", "string", "The ClusterQueue its namespace's workloads go to."},
+    {"stopPolicy", "not acted on: stop the ClusterQueue (its stopPolicy) instead", "string", ""},
+    {"fairSharing", "not acted on: fair sharing weighs ClusterQueues", "object", ""},
+};
+
+constexpr FieldUse kResourceFlavorSpec[] = {
+    {"nodeLabels", "", "map[string]string", "Labels of the nodes the flavor stands for."},
+    {"nodeTaints", "", "[]object",
+     "Taints of its nodes: a workload that does not tolerate them is not given this flavor."},
+    {"tolerations", "", "[]object", "Tolerations the flavor's workloads are given."},
+    {"topologyName", "not acted on: Tessera places by its own topology (NVLink, NUMA)", "string",
+     ""},
+};
+
 constexpr KubeType kTypes[] = {
     {"ObjectMeta", "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
      "Metadata every object has: name, namespace, labels and annotations.", kObjectMeta},
@@ -395,6 +439,12 @@ constexpr KubeType kTypes[] = {
      kSchedulingPolicy},
     {"ElasticPolicy", "org.kubeflow.v1.ElasticPolicy", "torchrun's elastic training.",
      kElasticPolicy},
+    {"ClusterQueueSpec", "x-k8s.io.kueue.v1beta1.ClusterQueueSpec",
+     "A queue's quota, cohort and policies.", kClusterQueueSpec},
+    {"LocalQueueSpec", "x-k8s.io.kueue.v1beta1.LocalQueueSpec",
+     "A namespace's way into a ClusterQueue.", kLocalQueueSpec},
+    {"ResourceFlavorSpec", "x-k8s.io.kueue.v1beta1.ResourceFlavorSpec",
+     "A kind of node quota is counted in.", kResourceFlavorSpec},
     {"Quantity",
      "io.k8s.apimachinery.pkg.api.resource.Quantity",
      "A number with an optional suffix: 500m, 2, 16Gi, 1.5.",

@@ -1404,25 +1404,7 @@ Status V1beta1Name(json* spec, const char* v1beta2, const char* v1beta1) {
 Result<std::vector<json>> Kueue(const Doc& d, const json& doc, Warnings* warnings) {
   const json& spec = Member(doc, "spec");
   if (d.kind == "ClusterQueue") {
-    static const FieldUse kClusterQueue[] = {
-        {"cohort", ""},
-        {"cohortName", ""},
-        {"queueingStrategy", ""},
-        {"fairSharing", ""},
-        {"preemption", ""},
-        {"resourceGroups", ""},
-        {"namespaceSelector", ""},
-        {"stopPolicy", ""},
-        {"flavorFungibility", ""},
-        {"admissionChecks",
-         "not acted on: Tessera has no admission check controllers; workloads are admitted on "
-         "quota and room alone"},
-        {"admissionChecksStrategy",
-         "not acted on: Tessera has no admission check controllers; workloads are admitted on "
-         "quota and room alone"},
-        {"admissionScope", "not acted on"},
-    };
-    TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", kClusterQueue, warnings));
+    TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", KubeFieldsOf("ClusterQueueSpec"), warnings));
     json q = spec;
     for (const char* k : {"admissionChecks", "admissionChecksStrategy", "admissionScope"}) {
       q.erase(k);
@@ -1449,23 +1431,15 @@ Result<std::vector<json>> Kueue(const Doc& d, const json& doc, Warnings* warning
         Object("Queue", d.name, "", Member(d.meta, "labels"), Member(d.meta, "annotations"), q)};
   }
   if (d.kind == "LocalQueue") {
-    static const FieldUse kLocalQueue[] = {
-        {"clusterQueue", ""},
-        {"stopPolicy", "not acted on: stop the ClusterQueue (its stopPolicy) instead"},
-        {"fairSharing", "not acted on: fair sharing weighs ClusterQueues"}};
-    TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", kLocalQueue, warnings));
+    TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", KubeFieldsOf("LocalQueueSpec"), warnings));
     json l = json::object();
     if (spec.contains("clusterQueue")) l["clusterQueue"] = spec["clusterQueue"];
     return std::vector<json>{Object("LocalQueue", d.name, d.ns, Member(d.meta, "labels"),
                                     Member(d.meta, "annotations"), l)};
   }
   if (d.kind == "ResourceFlavor") {
-    static const FieldUse kFlavor[] = {
-        {"nodeLabels", ""},
-        {"nodeTaints", ""},
-        {"tolerations", ""},
-        {"topologyName", "not acted on: Tessera places by its own topology (NVLink, NUMA)"}};
-    TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", kFlavor, warnings));
+    TESSERA_RETURN_IF_ERROR(
+        KnownFields(spec, "spec", KubeFieldsOf("ResourceFlavorSpec"), warnings));
     json f = spec;
     if (f.is_object()) f.erase("topologyName");
     return std::vector<json>{Object("ResourceFlavor", d.name, "", Member(d.meta, "labels"),

@@ -122,6 +122,9 @@ std::string_view SpecType(const Served& s) {
   if (s.group == "batch" && s.kind == "Job") return "JobSpec";
   if (s.group == "batch.volcano.sh" && s.kind == "Job") return "VolcanoJobSpec";
   if (s.group == "kubeflow.org" && s.kind == "PyTorchJob") return "PyTorchJobSpec";
+  if (s.group == "kueue.x-k8s.io" && s.kind == "ClusterQueue") return "ClusterQueueSpec";
+  if (s.group == "kueue.x-k8s.io" && s.kind == "LocalQueue") return "LocalQueueSpec";
+  if (s.group == "kueue.x-k8s.io" && s.kind == "ResourceFlavor") return "ResourceFlavorSpec";
   return {};
 }
 
@@ -131,6 +134,9 @@ std::string_view KindDescription(const Served& s) {
     return "A program run on a node, placed by Tessera's scheduler: a Tessera Job of one task.";
   }
   if (s.group == "batch.volcano.sh") return "A gang of tasks, as Volcano runs it: a Tessera Job.";
+  if (s.group == "kueue.x-k8s.io") {
+    return "Kueue's queueing and quota, as Tessera's admission carries it out.";
+  }
   if (s.group == "kubeflow.org") {
     return "Distributed PyTorch training, as the training operator runs it: a Tessera Job, one "
            "gang.";

@@ -47,6 +47,8 @@ out=$(kubectl explain vcjob.spec.tasks 2>&1) || fail "explain vcjob.spec.tasks: 
 grep -q "FIELD: tasks <\[\]TaskSpec>" <<<"$out" || fail "explain vcjob tasks: $out"
 out=$(kubectl explain pytorchjob.spec.elasticPolicy.rdzvBackend 2>&1) || fail "explain rdzv: $out"
 grep -q "not acted on" <<<"$out" || fail "explain rdzvBackend said: $out"
+out=$(kubectl explain clusterqueue.spec.admissionChecks 2>&1) || fail "explain cq: $out"
+grep -q "not acted on: Tessera has no admission check controllers" <<<"$out" || fail "explain cq said: $out"
 out=$(kubectl explain pod.spec.nope 2>&1) && fail "explain nope: $out"
 grep -q 'field "nope" does not exist' <<<"$out" || fail "explain nope said: $out"
 
