@@ -359,6 +359,37 @@ constexpr FieldUse kElasticPolicy[] = {
     {"metrics", "not acted on: Tessera does not scale jobs by metrics", "[]object", ""},
 };
 
+constexpr FieldUse kMpiJobSpec[] = {
+    {"mpiReplicaSpecs", "", "map[string]ReplicaSpec",
+     "Launcher (one) and Worker replicas, one gang; the launcher reaches its workers through "
+     "tessera exec, with a hostfile and an rsh agent."},
+    {"runPolicy", "", "RunPolicy", "Queue, priority, gang size, suspend and lifetime."},
+    {"slotsPerWorker", "", "integer", "Slots per worker in the hostfile, 1 to 1024 (default 1)."},
+    {"mpiImplementation", "", "string", "OpenMPI, Intel or MPICH."},
+    {"cleanPodPolicy", "not acted on: the workers stop when the launcher ends", "string", ""},
+    {"mainContainer", "not acted on: a pod runs its one container", "string", ""},
+    {"sshAuthMountPath",
+     "not acted on: the launcher reaches its workers through tessera exec, not ssh", "string", ""},
+    {"launcherCreationPolicy",
+     "not acted on: the launcher starts with its workers, one gang; its rsh agent waits for "
+     "each worker to run",
+     "string", ""},
+    {"runLauncherAsWorker", "", "boolean",
+     "Must be false: the launcher runs no ranks; add a worker instead."},
+};
+
+constexpr FieldUse kTfJobSpec[] = {
+    {"tfReplicaSpecs", "", "map[string]ReplicaSpec",
+     "Chief (or Master), PS, Worker and Evaluator replicas, one gang; each pod gets TF_CONFIG "
+     "with every server's address and a port Tessera reserves on its node."},
+    {"runPolicy", "", "RunPolicy", "Queue, priority, gang size, suspend and lifetime."},
+    {"successPolicy", "", "string",
+     "When the job has succeeded: \"\" (with its chief, else worker 0) or AllWorkers."},
+    {"enableDynamicWorker",
+     "not acted on: every pod is in TF_CONFIG's cluster, as without dynamic workers", "boolean",
+     ""},
+};
+
 // Kueue's ClusterQueue, LocalQueue and ResourceFlavor (kueue.x-k8s.io). Their nested quota and
 // preemption fields are checked when the queue is decoded (api/kinds.h).
 constexpr std::string_view kNoAdmissionChecks =
@@ -439,6 +470,9 @@ constexpr KubeType kTypes[] = {
      kSchedulingPolicy},
     {"ElasticPolicy", "org.kubeflow.v1.ElasticPolicy", "torchrun's elastic training.",
      kElasticPolicy},
+    {"MPIJobSpec", "org.kubeflow.v2beta1.MPIJobSpec", "An MPI job: a launcher and its workers.",
+     kMpiJobSpec},
+    {"TFJobSpec", "org.kubeflow.v1.TFJobSpec", "A TensorFlow training job.", kTfJobSpec},
     {"ClusterQueueSpec", "x-k8s.io.kueue.v1beta1.ClusterQueueSpec",
      "A queue's quota, cohort and policies.", kClusterQueueSpec},
     {"LocalQueueSpec", "x-k8s.io.kueue.v1beta1.LocalQueueSpec",

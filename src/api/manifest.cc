@@ -979,27 +979,12 @@ Result<int64_t> KubeflowGang(const json& sched, int64_t total, int64_t otherwise
 // Launcher that runs mpirun and Workers, one gang. The launcher reaches the workers through
 // tessera exec (the agent gives it a hostfile and an rsh agent), not ssh; a worker without a
 // command waits for it, as the operator's do.
-constexpr FieldUse kMpiJobFields[] = {
-    {"mpiReplicaSpecs", ""},
-    {"runPolicy", ""},
-    {"slotsPerWorker", ""},
-    {"mpiImplementation", ""},
-    {"cleanPodPolicy", "not acted on: the workers stop when the launcher ends"},
-    {"mainContainer", "not acted on: a pod runs its one container"},
-    {"sshAuthMountPath",
-     "not acted on: the launcher reaches its workers through tessera exec, not ssh"},
-    {"launcherCreationPolicy",
-     "not acted on: the launcher starts with its workers, one gang; its rsh agent waits for "
-     "each worker to run"},
-    {"runLauncherAsWorker", ""},
-};
-
 Result<json> KubeflowTask(const Doc& d, const json& rs, const std::string& p,
                           const std::string& name, const json& run, json* job, Warnings* warnings);
 
 Result<std::vector<json>> MpiJob(const Doc& d, const json& doc, Warnings* warnings) {
   const json& spec = Member(doc, "spec");
-  TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", kMpiJobFields, warnings));
+  TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", KubeFieldsOf("MPIJobSpec"), warnings));
   const json& run = Member(spec, "runPolicy");
   json job = json::object(), annotations = Member(d.meta, "annotations");
   TESSERA_RETURN_IF_ERROR(KubeflowRunPolicy(d, run, &job, &annotations, warnings));
@@ -1055,17 +1040,9 @@ Result<std::vector<json>> MpiJob(const Doc& d, const json& doc, Warnings* warnin
 // Kubeflow's TFJob (kubeflow.org/v1): Chief (or Master), PS, Worker and Evaluator replicas,
 // one gang; each pod gets TF_CONFIG with every server's address and port (a port Tessera
 // reserves on its node). The job completes with its chief, else as its successPolicy says.
-constexpr FieldUse kTfJobFields[] = {
-    {"tfReplicaSpecs", ""},
-    {"runPolicy", ""},
-    {"successPolicy", ""},
-    {"enableDynamicWorker",
-     "not acted on: every pod is in TF_CONFIG's cluster, as without dynamic workers"},
-};
-
 Result<std::vector<json>> TfJob(const Doc& d, const json& doc, Warnings* warnings) {
   const json& spec = Member(doc, "spec");
-  TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", kTfJobFields, warnings));
+  TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", KubeFieldsOf("TFJobSpec"), warnings));
   const json& run = Member(spec, "runPolicy");
   json job = json::object(), annotations = Member(d.meta, "annotations");
   TESSERA_RETURN_IF_ERROR(KubeflowRunPolicy(d, run, &job, &annotations, warnings));

@@ -122,6 +122,8 @@ std::string_view SpecType(const Served& s) {
   if (s.group == "batch" && s.kind == "Job") return "JobSpec";
   if (s.group == "batch.volcano.sh" && s.kind == "Job") return "VolcanoJobSpec";
   if (s.group == "kubeflow.org" && s.kind == "PyTorchJob") return "PyTorchJobSpec";
+  if (s.group == "kubeflow.org" && s.kind == "MPIJob") return "MPIJobSpec";
+  if (s.group == "kubeflow.org" && s.kind == "TFJob") return "TFJobSpec";
   if (s.group == "kueue.x-k8s.io" && s.kind == "ClusterQueue") return "ClusterQueueSpec";
   if (s.group == "kueue.x-k8s.io" && s.kind == "LocalQueue") return "LocalQueueSpec";
   if (s.group == "kueue.x-k8s.io" && s.kind == "ResourceFlavor") return "ResourceFlavorSpec";
@@ -138,8 +140,7 @@ std::string_view KindDescription(const Served& s) {
     return "Kueue's queueing and quota, as Tessera's admission carries it out.";
   }
   if (s.group == "kubeflow.org") {
-    return "Distributed PyTorch training, as the training operator runs it: a Tessera Job, one "
-           "gang.";
+    return "Distributed training, as Kubeflow's operators run it: a Tessera Job, one gang.";
   }
   return "Pods run to completion, counted as Kubernetes' Job controller counts them: a Tessera "
          "Job.";

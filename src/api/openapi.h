@@ -8,13 +8,13 @@
 //   GET /openapi/v2                 Swagger 2.0, as JSON or, when asked as kubectl asks, as
 //                                   the protocol buffer encoding of gnostic's openapi_v2
 //
-// Pod, batch/v1 Job, Volcano's Job, Kubeflow's PyTorchJob and Kueue's ClusterQueue, LocalQueue
-// and ResourceFlavor carry their fields' schemas in v3 (api/kube_fields.h: the tables the server
-// checks documents against), so that `kubectl explain pod.spec.containers` shows each field, its
-// type and what Tessera does with it. The other kinds' schemas are open
-// (x-kubernetes-preserve-unknown-fields), as are v2's: Tessera validates every field on the
-// server (api/manifest.h) and answers unknown ones with a 400 naming them; kubectl, seeing
-// fieldValidation served, leaves validation to the server.
+// Pod, batch/v1 Job, Volcano's Job, Kubeflow's PyTorchJob, MPIJob and TFJob, and Kueue's
+// ClusterQueue, LocalQueue and ResourceFlavor carry their fields' schemas in v3
+// (api/kube_fields.h: the tables the server checks documents against), so that `kubectl explain
+// pod.spec.containers` shows each field, its type and what Tessera does with it. The other kinds'
+// schemas are open (x-kubernetes-preserve-unknown-fields), as are v2's: Tessera validates every
+// field on the server (api/manifest.h) and answers unknown ones with a 400 naming them; kubectl,
+// seeing fieldValidation served, leaves validation to the server.
 #ifndef TESSERA_API_OPENAPI_H_
 #define TESSERA_API_OPENAPI_H_
 
