@@ -1,10 +1,11 @@
 #include "api/pod_failure_policy.h"
 
-#include <algorithm>
+#include <span>
 #include <vector>
 
 #include "api/fields.h"
 #include "api/json_read.h"
+#include "api/kube_fields.h"
 
 namespace tessera::api {
 
@@ -16,14 +17,21 @@ constexpr size_t kMaxRules = 20;          // Kubernetes' maxPodFailurePolicyRule
 constexpr size_t kMaxExitCodes = 255;     // maxPodFailurePolicyOnExitCodesValues
 constexpr size_t kMaxPodConditions = 20;  // maxPodFailurePolicyOnPodConditionsPatterns
 
+// The fields of the policy's parts: every one acted on.
+constexpr FieldUse kPolicyFields[] = {{"rules", ""}};
+constexpr FieldUse kRuleFields[] = {{"action", ""}, {"onExitCodes", ""}, {"onPodConditions", ""}};
+constexpr FieldUse kExitCodesFields[] = {{"containerName", ""}, {"operator", ""}, {"values", ""}};
+constexpr FieldUse kConditionFields[] = {{"type", ""}, {"status", ""}};
+
+// `obj` at `path` is an object of `known` fields only (KnownFields, which warns of none here).
+Status ObjectOf(const json& obj, const std::string& path, std::span<const FieldUse> known) {
+  if (!obj.is_object()) return FieldError(path, "must be an object");
+  Warnings none;
+  return KnownFields(obj, path, known, &none);
+}
+
 Status CheckExitCodes(const json& on, const std::string& path, const json& containers, json* out) {
-  const std::vector<std::string_view> fields = {"containerName", "operator", "values"};
-  if (!on.is_object()) return FieldError(path, "must be an object");
-  for (const auto& [k, v] : on.items()) {
-    if (std::find(fields.begin(), fields.end(), k) == fields.end()) {
-      return UnknownField(path + "." + k, k, fields);
-    }
-  }
+  TESSERA_RETURN_IF_ERROR(ObjectOf(on, path, kExitCodesFields));
   if (on.contains("containerName") && !on["containerName"].is_null()) {
     const json& name = on["containerName"];
     bool found = false;
@@ -65,13 +73,7 @@ Status CheckPodConditions(const json& on, const std::string& path, json* out) {
   *out = json::array();
   for (size_t i = 0; i < on.size(); ++i) {
     const std::string at = Index(path, i);
-    const std::vector<std::string_view> fields = {"type", "status"};
-    if (!on[i].is_object()) return FieldError(at, "must be an object");
-    for (const auto& [k, v] : on[i].items()) {
-      if (std::find(fields.begin(), fields.end(), k) == fields.end()) {
-        return UnknownField(at + "." + k, k, fields);
-      }
-    }
+    TESSERA_RETURN_IF_ERROR(ObjectOf(on[i], at, kConditionFields));
     if (!Member(on[i], "type").is_string() || Str(on[i], "type").empty()) {
       return FieldError(at + ".type", "Required value");
     }
@@ -90,10 +92,7 @@ Status CheckPodConditions(const json& on, const std::string& path, json* out) {
 Result<json> CheckPodFailurePolicy(const json& policy, const std::string& path,
                                    const json& containers, std::string_view restart_policy,
                                    const std::string& restart_path, bool per_index) {
-  if (!policy.is_object()) return FieldError(path, "must be an object");
-  for (const auto& [k, v] : policy.items()) {
-    if (k != "rules") return UnknownField(path + "." + k, k, {"rules"});
-  }
+  TESSERA_RETURN_IF_ERROR(ObjectOf(policy, path, kPolicyFields));
   if (restart_policy != "Never") {
     return FieldError(restart_path,
                       "Invalid value: \"" + std::string(restart_policy) +
@@ -108,13 +107,7 @@ Result<json> CheckPodFailurePolicy(const json& policy, const std::string& path,
   for (size_t i = 0; i < rules.size(); ++i) {
     const std::string at = Index(path + ".rules", i);
     const json& r = rules[i];
-    const std::vector<std::string_view> fields = {"action", "onExitCodes", "onPodConditions"};
-    if (!r.is_object()) return FieldError(at, "must be an object");
-    for (const auto& [k, v] : r.items()) {
-      if (std::find(fields.begin(), fields.end(), k) == fields.end()) {
-        return UnknownField(at + "." + k, k, fields);
-      }
-    }
+    TESSERA_RETURN_IF_ERROR(ObjectOf(r, at, kRuleFields));
     const json& action = Member(r, "action");
     if (action != "FailJob" && action != "FailIndex" && action != "Ignore" && action != "Count") {
       return FieldError(at + ".action",
