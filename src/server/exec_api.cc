@@ -185,6 +185,11 @@ class ClaimStream : public ResponseStream, public std::enable_shared_from_this<C
     if (done_) return emit(std::nullopt);
     std::weak_ptr<ClaimStream> weak = shared_from_this();
     for (;;) {
+      {
+        // A poll that has ended claims nothing (its agent would never see the sessions).
+        std::lock_guard<std::mutex> lock(mu_);
+        if (cancelled_) return;
+      }
       json items = hub_.Claim(node_, clock_());
       if (!items.empty()) {
         done_ = true;
@@ -205,6 +210,16 @@ class ClaimStream : public ResponseStream, public std::enable_shared_from_this<C
     std::lock_guard<std::mutex> lock(mu_);
     cancelled_ = true;
     if (waiter_ != 0) hub_.StopWaiting(waiter_);
+  }
+  // The poll ended (timed out, the agent left) as its sessions were claimed: the agent never
+  // saw them, so its next poll gets them.
+  void Undelivered(std::string chunk) override {
+    const json list = json::parse(chunk, nullptr, false);
+    std::vector<std::string> ids;
+    for (const json& item : list.value("items", json::array())) {
+      if (item.contains("id") && item["id"].is_string()) ids.push_back(item["id"]);
+    }
+    hub_.Unclaim(ids, node_);
   }
 
  private:

@@ -18,6 +18,19 @@ ExecFrame EndFrame(json end) { return ExecFrame{"", "", std::move(end)}; }
 
 }  // namespace
 
+std::vector<std::function<void()>> ExecHub::TakeWaiters(const std::string& node) {
+  std::vector<std::function<void()>> wake;
+  for (auto it = waiters_.begin(); it != waiters_.end();) {
+    if (it->second.first == node) {
+      wake.push_back(std::move(it->second.second));
+      it = waiters_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return wake;
+}
+
 Status ExecHub::Open(const std::string& id, ExecRequest request, int64_t now_ms) {
   std::vector<std::function<void()>> wake;
   {
@@ -34,14 +47,7 @@ Status ExecHub::Open(const std::string& id, ExecRequest request, int64_t now_ms)
       return ResourceExhausted("this token has " + std::to_string(mine) +
                                " exec sessions open, the most it may; end one first");
     }
-    for (auto it = waiters_.begin(); it != waiters_.end();) {
-      if (it->second.first == request.node) {
-        wake.push_back(std::move(it->second.second));
-        it = waiters_.erase(it);
-      } else {
-        ++it;
-      }
-    }
+    wake = TakeWaiters(request.node);
     Session& s = sessions_[id];
     s.request = std::move(request);
     s.heard_ms = now_ms;
@@ -66,6 +72,20 @@ json ExecHub::Claim(const std::string& node, int64_t now_ms) {
     out.push_back(std::move(session));
   }
   return out;
+}
+
+void ExecHub::Unclaim(const std::vector<std::string>& ids, const std::string& node) {
+  std::vector<std::function<void()>> wake;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const std::string& id : ids) {
+      auto it = sessions_.find(id);
+      if (it == sessions_.end() || it->second.request.node != node || it->second.ended) continue;
+      it->second.claimed = false;
+    }
+    wake = TakeWaiters(node);
+  }
+  for (auto& w : wake) w();
 }
 
 std::optional<uint64_t> ExecHub::WaitForWork(const std::string& node, std::function<void()> wake) {

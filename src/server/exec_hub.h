@@ -59,6 +59,9 @@ class ExecHub {
   // The sessions opened for `node` and not yet claimed, now claimed by the caller: each
   // {"id", "namespace", "job", "pod", "command"}. Each is handed out once.
   nlohmann::json Claim(const std::string& node, int64_t now_ms);
+  // Hands back sessions `ids` of `node` claimed but never delivered to its agent (the poll's
+  // response had ended): they are open to the next claim again.
+  void Unclaim(const std::vector<std::string>& ids, const std::string& node);
   // Registers `wake`, called once (no lock held) when a session is opened for `node`; nullopt
   // (nothing registered) when one is waiting already.
   std::optional<uint64_t> WaitForWork(const std::string& node, std::function<void()> wake);
@@ -125,6 +128,9 @@ class ExecHub {
   const Limits limits_;
   mutable std::mutex mu_;
   std::map<std::string, Session> sessions_;
+  // The waiters for `node`, removed, to be woken once mu_ is released.
+  std::vector<std::function<void()>> TakeWaiters(const std::string& node);
+
   uint64_t next_waiter_ = 1;
   std::map<uint64_t, std::pair<std::string, std::function<void()>>> waiters_;  // node, wake
 };

@@ -399,17 +399,27 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     // Emitted from any thread: hop onto this connection's executor, if the connection (and so
     // the server's I/O context) still exists.
     std::weak_ptr<Session> weak = this->shared_from_this();
-    body_stream_->Next([weak](std::optional<std::string> chunk) {
-      if (auto self = weak.lock()) {
-        asio::post(self->Lowest().get_executor(), [self, chunk = std::move(chunk)]() mutable {
-          self->WriteChunk(std::move(chunk));
-        });
+    std::weak_ptr<ResponseStream> from = body_stream_;
+    body_stream_->Next([weak, from](std::optional<std::string> chunk) {
+      auto stream = from.lock();
+      auto self = weak.lock();
+      if (!self) {
+        if (stream && chunk) stream->Undelivered(std::move(*chunk));
+        return;
       }
+      asio::post(self->Lowest().get_executor(),
+                 [self, stream = std::move(stream), chunk = std::move(chunk)]() mutable {
+                   self->WriteChunk(std::move(chunk), stream.get());
+                 });
     });
   }
 
-  void WriteChunk(std::optional<std::string> chunk) {
-    if (!streaming_) return StopStream();
+  // `from`: the stream that emitted it (null when it is gone), told when it arrives too late.
+  void WriteChunk(std::optional<std::string> chunk, ResponseStream* from) {
+    if (!streaming_) {
+      if (from != nullptr && chunk) from->Undelivered(std::move(*chunk));
+      return StopStream();
+    }
     if (!chunk) return EndStream();
     if (chunk->empty()) return PullChunk();
     if (websocket_) return Send(websocket::Frame(websocket::Opcode::kBinary, *chunk), true);

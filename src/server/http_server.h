@@ -58,6 +58,10 @@ class ResponseStream {
     (void)resume;
     return true;
   }
+  // A chunk emitted after the response ended (it timed out, or the client left): it never
+  // reached the client. A stream that hands out work takes the work back here; by default the
+  // chunk is dropped.
+  virtual void Undelivered(std::string chunk) { (void)chunk; }
 };
 
 struct HttpResponse {

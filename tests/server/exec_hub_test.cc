@@ -154,6 +154,28 @@ TEST(ExecHub, AnAgentWaitingForWorkIsWokenWhenASessionOpensForItsNode) {
   EXPECT_EQ(woken_n2, 0);
 }
 
+// An agent's poll that ended (timed out) just as it claimed a session never delivers it: the
+// session goes back, the node's next poll is woken and gets it; another node's agent cannot
+// take it back, and an ended session stays ended.
+TEST(ExecHub, ASessionClaimedByAPollThatEndedGoesToTheNextPoll) {
+  ExecHub hub;
+  ASSERT_TRUE(hub.Open("s1", On("n1"), 0).ok());
+  ASSERT_EQ(hub.Claim("n1", 1).size(), 1u);
+  int woken = 0;
+  EXPECT_TRUE(hub.WaitForWork("n1", [&] { ++woken; }).has_value());
+  hub.Unclaim({"s1"}, "n2");
+  EXPECT_EQ(woken, 0);
+  EXPECT_TRUE(hub.Claim("n1", 2).empty());
+  hub.Unclaim({"s1", "unknown"}, "n1");
+  EXPECT_EQ(woken, 1);
+  const json again = hub.Claim("n1", 3);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0]["id"], "s1");
+  ASSERT_TRUE(hub.Finish("s1", "n1", {{"exitCode", 0}}, 4).ok());
+  hub.Unclaim({"s1"}, "n1");
+  EXPECT_TRUE(hub.Claim("n1", 5).empty());
+}
+
 }  // namespace
 }  // namespace tessera::server
 
