@@ -727,8 +727,10 @@ Result<core::LocalQueueSpec> DecodeLocalQueue(const json& obj) {
   l.namespace_name = MetaString(obj, "namespace");
   l.name = MetaString(obj, "name");
   Fields spec(Spec(obj), "spec");
+  std::string older_name;
   TESSERA_RETURN_IF_ERROR(spec.String("clusterQueue", &l.queue));
-  if (l.queue.empty()) TESSERA_RETURN_IF_ERROR(spec.String("queue", &l.queue));
+  TESSERA_RETURN_IF_ERROR(spec.String("queue", &older_name));
+  if (l.queue.empty()) l.queue = older_name;
   if (l.queue.empty()) return FieldError("spec.clusterQueue", "is required");
   TESSERA_RETURN_IF_ERROR(spec.Finish());
   return l;

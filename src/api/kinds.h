@@ -8,7 +8,8 @@
 //                    gpuModels; completions, completionMode (Indexed | NonIndexed),
 //                    backoffLimit, backoffLimitPerIndex, maxFailedIndexes: an array (see
 //                    api/job_array.h)
-//   PodGroup         spec: minMember, queue, priorityClassName, minResources (a Volcano gang)
+//   PodGroup         spec: minMember, minTaskMember, queue, priorityClassName (a Volcano gang);
+//                    minResources is checked and not acted on
 //   Queue            spec as Kueue's ClusterQueue: cohort, allowedNamespaces (namespaces whose
 //                    tokens may point LocalQueues at it; "*": all), queueingStrategy,
 //                    fairSharing.weight,
@@ -84,7 +85,7 @@ struct PodGroupSpec {
   int32_t min_member = 1;
   std::string queue;
   std::string priority_class;
-  // Resources that must be free before the group's pods are placed (Volcano minResources).
+  // Volcano's minResources, checked and not acted on: the gang's needs are its pods' requests.
   core::PodSpec min_resources;
   // Volcano's minTaskMember: pods of each task (by name) a member Job must have placed.
   std::map<std::string, int32_t> min_task_member;

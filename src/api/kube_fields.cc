@@ -246,192 +246,92 @@ constexpr FieldUse kObjectMeta[] = {
     {"finalizers", "not acted on: objects are deleted at once", "[]string", ""},
 };
 
-// Volcano's Job (batch.volcano.sh/v1alpha1).
-constexpr FieldUse kVolcanoJobSpec[] = {
-    {"minAvailable", "", "integer",
-     "Pods that must be placed together before any starts (the gang); without it, the sum of "
-     "the tasks' minAvailable, else every pod."},
-    {"schedulerName", "", "string",
-     "Which scheduler places the job; Tessera's own places every job, whatever is named."},
-    {"plugins", "", "object",
-     "Volcano's job plugins: ssh, svc and env (the pods' network identity) are known, others "
-     "refused."},
-    {"tasks", "", "[]VolcanoTaskSpec", "The job's pod sets, each from its template."},
-    {"queue", "", "string",
-     "The queue: Volcano's default queue is work without a queue; another name is the queue "
-     "of that name."},
-    {"maxRetry", "", "integer", "Restarts of a failed pod allowed; a task's own wins."},
-    {"priorityClassName", "", "string",
-     "The PriorityClass whose value orders and may preempt queued work."},
-    {"policies", "", "[]LifecyclePolicy",
-     "What events do: an evicted or preempted gang goes back to its queue whole (PodEvicted -> "
-     "RestartJob); other policies are accepted with a warning."},
-    {"volumes", "not acted on: Tessera has no persistent volume claims", "[]object", ""},
-    {"ttlSecondsAfterFinished", "", "integer", "Seconds after the job ends that it is deleted."},
-    {"minSuccess", "not acted on: the job succeeds when all its pods do", "integer", ""},
-    {"runningEstimate", "", "string",
-     "How long the job is expected to run (a duration such as 2h): backfill plans with it."},
-    {"networkTopology", "not acted on: Tessera places by its own topology (NVLink, NUMA)", "object",
+// Objects whose fields sit at the top (ConfigMap, PriorityClass, Event) list apiVersion, kind
+// and metadata too.
+constexpr FieldUse kTop[] = {
+    {"apiVersion", "", "string", "The object's group and version."},
+    {"kind", "", "string", "The object's kind."},
+    {"metadata", "", "ObjectMeta", "The object's name, namespace and labels."},
+};
+
+// A ConfigMap: the NVIDIA device plugin's config, each key one config.
+constexpr FieldUse kConfigMap[] = {
+    kTop[0],
+    kTop[1],
+    kTop[2],
+    {"data", "", "map[string]string",
+     "Each key an NVIDIA device-plugin config (sharing.timeSlicing, sharing.mps, "
+     "flags.migStrategy): nodes labelled nvidia.com/device-plugin.config=<key> take it; the key "
+     "any covers nodes without the label. Becomes GpuSharingConfigs."},
+    {"binaryData", "not acted on: device-plugin configs are text, in data", "map[string]string",
      ""},
+    {"immutable", "not acted on: the configs may be replaced", "boolean", ""},
 };
 
-// Volcano's TaskSpec.
-constexpr FieldUse kVolcanoTaskSpec[] = {
-    {"name", "", "string", "The task's name, unique in the job."},
-    {"replicas", "", "integer", "How many pods the task runs."},
-    {"template", "", "PodTemplateSpec", "The task's pods."},
-    {"maxRetry", "", "integer", "Restarts of a failed pod allowed."},
-    {"policies", "", "[]LifecyclePolicy", "What events do to this task (see the job's)."},
-    {"minAvailable", "", "integer",
-     "Pods of the task that must be placed for the job to start, 0 to replicas."},
-    {"topologyPolicy",
-     "not acted on: Tessera keeps a pod's GPUs in one NVLink domain or NUMA node when it can",
-     "string", ""},
-    {"dependsOn", "not acted on: the tasks start together", "object", ""},
-    {"partitionPolicy", "not acted on: the tasks start together", "object", ""},
+constexpr FieldUse kResourceQuotaSpec[] = {
+    {"hard", "", "map[string]Quantity",
+     "Limits on the namespace's unfinished work: [requests.|limits.]nvidia.com/gpu, cpu, memory; "
+     "pods, count/pods."},
+    {"scopes", "not supported: Tessera quotas are hard limits only", "[]string", ""},
+    {"scopeSelector", "not supported: Tessera quotas are hard limits only", "object", ""},
 };
 
-constexpr FieldUse kLifecyclePolicy[] = {
-    {"event", "", "string", "The event (PodEvicted, PodFailed, TaskCompleted ...)."},
-    {"events", "", "[]string", "Several events with one action."},
-    {"action", "", "string", "What to do (RestartJob, AbortJob, CompleteJob ...)."},
-    {"exitCode", "", "integer", "A pod's exit code that triggers the action."},
-    {"timeout", "", "string", "How long after the event the action is taken."},
+constexpr FieldUse kPriorityClass[] = {
+    kTop[0],
+    kTop[1],
+    kTop[2],
+    {"value", "", "integer",
+     "The priority of pods that name this class: higher is queued first and may preempt lower."},
+    {"globalDefault", "", "boolean", "The class of pods that name none."},
+    {"preemptionPolicy", "", "string",
+     "PreemptLowerPriority (default) or Never: whether its pods may preempt others."},
+    {"description", "", "string", "What the class is for."},
 };
 
-// Kubeflow's training jobs (kubeflow.org/v1).
-constexpr std::string_view kStaticRendezvous =
-    "not acted on: members meet at MASTER_ADDR:MASTER_PORT, which Tessera gives them";
-
-constexpr FieldUse kPyTorchJobSpec[] = {
-    {"pytorchReplicaSpecs", "", "map[string]ReplicaSpec",
-     "Master (one) and Worker replicas, one gang: they meet at MASTER_ADDR:MASTER_PORT, which "
-     "Tessera gives them, with WORLD_SIZE and RANK."},
-    {"runPolicy", "", "RunPolicy", "Queue, priority, gang size, suspend and lifetime."},
-    {"elasticPolicy", "", "ElasticPolicy", "torchrun's elastic bounds."},
-    {"nprocPerNode", "", "string", "torchrun's processes per pod (PET_NPROC_PER_NODE)."},
+constexpr FieldUse kNamespaceSpec[] = {
+    {"finalizers", "", "[]string", "kubernetes only; a namespace's objects are deleted with it."},
 };
 
-constexpr FieldUse kReplicaSpec[] = {
-    {"replicas", "", "integer", "How many pods of this type."},
-    {"template", "", "PodTemplateSpec", "The pods."},
-    {"restartPolicy", "", "string",
-     "Always, OnFailure or Never; ExitCode is warned of and runs as OnFailure."},
+// A Node as served (read from what its agent reports; cordon and taints may be changed).
+constexpr FieldUse kNodeSpec[] = {
+    {"unschedulable", "", "boolean", "Cordoned: no new pod is placed on it (kubectl cordon)."},
+    {"taints", "", "[]object",
+     "key, value, effect: pods that do not tolerate a NoSchedule or NoExecute taint are not "
+     "placed here."},
 };
 
-constexpr FieldUse kRunPolicy[] = {
-    {"schedulingPolicy", "", "SchedulingPolicy", "Queue, priority class and gang size."},
-    {"suspend", "", "boolean", "While true the job does not run."},
-    {"backoffLimit", "", "integer", "Restarts of a failed pod allowed before the job fails."},
-    {"cleanPodPolicy", "not acted on: a finished job's pods stop; the Job is kept until deleted",
-     "string", ""},
-    {"activeDeadlineSeconds", "", "integer",
-     "Seconds from the job's start after which it fails (DeadlineExceeded)."},
-    {"ttlSecondsAfterFinished", "", "integer", "Seconds after the job ends that it is deleted."},
-    {"managedBy", "not acted on: Tessera runs the job itself", "string", ""},
+// Events (read-only): what the scheduler did and why.
+constexpr FieldUse kEvent[] = {
+    kTop[0],
+    kTop[1],
+    kTop[2],
+    {"involvedObject", "", "object", "The object it is about: apiVersion, kind, name, uid."},
+    {"reason", "", "string", "Why, in one word (Scheduled, Preempted, FailedScheduling, ...)."},
+    {"message", "", "string", "What happened."},
+    {"type", "", "string", "Normal or Warning."},
+    {"source", "", "object", "component: tessera-scheduler."},
+    {"reportingComponent", "", "string", "tessera-scheduler."},
+    {"firstTimestamp", "", "string", "When it happened."},
+    {"lastTimestamp", "", "string", "When it happened (each event is recorded once)."},
+    {"count", "", "integer", "1."},
 };
 
-constexpr FieldUse kSchedulingPolicy[] = {
-    {"queue", "", "string", "The queue (else Kueue's queue-name label)."},
-    {"priorityClass", "", "string", "The PriorityClass of the job."},
-    {"minAvailable", "", "integer",
-     "Pods placed together before any starts (1 to the job's replicas); without it, the "
-     "elastic minimum, else every replica."},
-    {"minResources", "not acted on: the gang's members' own requests are what is placed",
-     "map[string]Quantity", ""},
-    {"scheduleTimeoutSeconds", "not acted on: a gang waits until it fits", "integer", ""},
-};
-
-constexpr FieldUse kElasticPolicy[] = {
-    {"minReplicas", "", "integer",
-     "The fewest workers the job starts with: the gang is the master and these."},
-    {"maxReplicas", "", "integer", "The most workers: Worker replicas may not exceed it."},
-    {"nProcPerNode", "", "integer",
-     "torchrun's processes per pod (PET_NPROC_PER_NODE), unless spec.nprocPerNode is set."},
-    {"rdzvBackend", kStaticRendezvous, "string", ""},
-    {"rdzvPort", kStaticRendezvous, "integer", ""},
-    {"rdzvHost", kStaticRendezvous, "string", ""},
-    {"rdzvId", kStaticRendezvous, "string", ""},
-    {"rdzvConf", kStaticRendezvous, "[]object", ""},
-    {"standalone", kStaticRendezvous, "boolean", ""},
-    {"maxRestarts", "not acted on: a failed pod restarts by its restartPolicy and backoffLimit",
-     "integer", ""},
-    {"metrics", "not acted on: Tessera does not scale jobs by metrics", "[]object", ""},
-};
-
-constexpr FieldUse kMpiJobSpec[] = {
-    {"mpiReplicaSpecs", "", "map[string]ReplicaSpec",
-     "Launcher (one) and Worker replicas, one gang; the launcher reaches its workers through "
-     "tessera exec, with a hostfile and an rsh agent."},
-    {"runPolicy", "", "RunPolicy", "Queue, priority, gang size, suspend and lifetime."},
-    {"slotsPerWorker", "", "integer", "Slots per worker in the hostfile, 1 to 1024 (default 1)."},
-    {"mpiImplementation", "", "string", "OpenMPI, Intel or MPICH."},
-    {"cleanPodPolicy", "not acted on: the workers stop when the launcher ends", "string", ""},
-    {"mainContainer", "not acted on: a pod runs its one container", "string", ""},
-    {"sshAuthMountPath",
-     "not acted on: the launcher reaches its workers through tessera exec, not ssh", "string", ""},
-    {"launcherCreationPolicy",
-     "not acted on: the launcher starts with its workers, one gang; its rsh agent waits for "
-     "each worker to run",
-     "string", ""},
-    {"runLauncherAsWorker", "", "boolean",
-     "Must be false: the launcher runs no ranks; add a worker instead."},
-};
-
-constexpr FieldUse kTfJobSpec[] = {
-    {"tfReplicaSpecs", "", "map[string]ReplicaSpec",
-     "Chief (or Master), PS, Worker and Evaluator replicas, one gang; each pod gets TF_CONFIG "
-     "with every server's address and a port Tessera reserves on its node."},
-    {"runPolicy", "", "RunPolicy", "Queue, priority, gang size, suspend and lifetime."},
-    {"successPolicy", "", "string",
-     "When the job has succeeded: \"\" (with its chief, else worker 0) or AllWorkers."},
-    {"enableDynamicWorker",
-     "not acted on: every pod is in TF_CONFIG's cluster, as without dynamic workers", "boolean",
-     ""},
-};
-
-// Kueue's ClusterQueue, LocalQueue and ResourceFlavor (kueue.x-k8s.io). Their nested quota and
-// preemption fields are checked when the queue is decoded (api/kinds.h).
-constexpr std::string_view kNoAdmissionChecks =
-    "not acted on: Tessera has no admission check controllers; workloads are admitted on quota "
-    "and room alone";
-constexpr FieldUse kClusterQueueSpec[] = {
-    {"cohort", "", "string",
-     "The cohort whose queues lend and borrow unused quota (cohortName in v1beta2)."},
-    {"cohortName", "", "string", "The cohort (v1beta2's name for cohort)."},
-    {"queueingStrategy", "", "string",
-     "StrictFIFO (a blocked head holds the queue) or BestEffortFIFO (later workloads may go "
-     "first)."},
-    {"fairSharing", "", "object", "weight: the queue's share when fair sharing divides a cohort."},
-    {"preemption", "", "object",
-     "reclaimWithinCohort, borrowWithinCohort and withinClusterQueue: whom a pending workload "
-     "may preempt, as Kueue decides it."},
-    {"resourceGroups", "", "[]object",
-     "Quota per flavor and resource: nominalQuota, borrowingLimit, lendingLimit."},
-    {"namespaceSelector", "", "object",
-     "The namespaces whose workloads it admits: none when unset, every one with {}."},
-    {"stopPolicy", "", "string", "Hold admits nothing more; HoldAndDrain also evicts what runs."},
-    {"flavorFungibility", "", "object",
-     "whenCanBorrow and whenCanPreempt: whether the next flavor is tried before borrowing or "
-     "preempting."},
-    {"admissionChecks", kNoAdmissionChecks, "[]string", ""},
-    {"admissionChecksStrategy", kNoAdmissionChecks, "object", ""},
-    {"admissionScope", "not acted on", "object", ""},
-};
-
-constexpr FieldUse kLocalQueueSpec[] = {
-    {"clusterQueue", "", "string", "The ClusterQueue its namespace's workloads go to."},
-    {"stopPolicy", "not acted on: stop the ClusterQueue (its stopPolicy) instead", "string", ""},
-    {"fairSharing", "not acted on: fair sharing weighs ClusterQueues", "object", ""},
-};
-
-constexpr FieldUse kResourceFlavorSpec[] = {
-    {"nodeLabels", "", "map[string]string", "Labels of the nodes the flavor stands for."},
-    {"nodeTaints", "", "[]object",
-     "Taints of its nodes: a workload that does not tolerate them is not given this flavor."},
-    {"tolerations", "", "[]object", "Tolerations the flavor's workloads are given."},
-    {"topologyName", "not acted on: Tessera places by its own topology (NVLink, NUMA)", "string",
-     ""},
+constexpr FieldUse kEventsV1[] = {
+    kTop[0],
+    kTop[1],
+    kTop[2],
+    {"regarding", "", "object", "The object it is about: apiVersion, kind, name, uid."},
+    {"reason", "", "string", "Why, in one word."},
+    {"action", "", "string", "What was done (the reason again)."},
+    {"note", "", "string", "What happened."},
+    {"type", "", "string", "Normal or Warning."},
+    {"eventTime", "", "string", "When it happened, in microseconds."},
+    {"reportingController", "", "string", "tessera.io/scheduler."},
+    {"reportingInstance", "", "string", "tessera-scheduler."},
+    {"deprecatedSource", "", "object", "core/v1's source."},
+    {"deprecatedFirstTimestamp", "", "string", "core/v1's firstTimestamp."},
+    {"deprecatedLastTimestamp", "", "string", "core/v1's lastTimestamp."},
+    {"deprecatedCount", "", "integer", "core/v1's count."},
 };
 
 constexpr KubeType kTypes[] = {
@@ -455,30 +355,17 @@ constexpr KubeType kTypes[] = {
     {"JobSpec", "io.k8s.api.batch.v1.JobSpec", "How a batch Job runs its pods.", kJobSpec},
     {"PodTemplateSpec", "io.k8s.api.core.v1.PodTemplateSpec", "The pods a controller makes.",
      kPodTemplateSpec},
-    {"VolcanoJobSpec", "io.volcano.batch.v1alpha1.JobSpec", "How a Volcano Job runs its tasks.",
-     kVolcanoJobSpec},
-    {"VolcanoTaskSpec", "io.volcano.batch.v1alpha1.TaskSpec", "One pod set of a Volcano Job.",
-     kVolcanoTaskSpec},
-    {"LifecyclePolicy", "io.volcano.batch.v1alpha1.LifecyclePolicy",
-     "What an event does to a Volcano Job.", kLifecyclePolicy},
-    {"PyTorchJobSpec", "org.kubeflow.v1.PyTorchJobSpec", "A PyTorch training job.",
-     kPyTorchJobSpec},
-    {"ReplicaSpec", "org.kubeflow.v1.ReplicaSpec", "Pods of one type of a training job.",
-     kReplicaSpec},
-    {"RunPolicy", "org.kubeflow.v1.RunPolicy", "How a training job is run.", kRunPolicy},
-    {"SchedulingPolicy", "org.kubeflow.v1.SchedulingPolicy", "How a training job is queued.",
-     kSchedulingPolicy},
-    {"ElasticPolicy", "org.kubeflow.v1.ElasticPolicy", "torchrun's elastic training.",
-     kElasticPolicy},
-    {"MPIJobSpec", "org.kubeflow.v2beta1.MPIJobSpec", "An MPI job: a launcher and its workers.",
-     kMpiJobSpec},
-    {"TFJobSpec", "org.kubeflow.v1.TFJobSpec", "A TensorFlow training job.", kTfJobSpec},
-    {"ClusterQueueSpec", "x-k8s.io.kueue.v1beta1.ClusterQueueSpec",
-     "A queue's quota, cohort and policies.", kClusterQueueSpec},
-    {"LocalQueueSpec", "x-k8s.io.kueue.v1beta1.LocalQueueSpec",
-     "A namespace's way into a ClusterQueue.", kLocalQueueSpec},
-    {"ResourceFlavorSpec", "x-k8s.io.kueue.v1beta1.ResourceFlavorSpec",
-     "A kind of node quota is counted in.", kResourceFlavorSpec},
+    {"ConfigMap", "io.k8s.api.core.v1.ConfigMap", "Named configs: here the device plugin's.",
+     kConfigMap},
+    {"ResourceQuotaSpec", "io.k8s.api.core.v1.ResourceQuotaSpec",
+     "Limits on what a namespace's work may ask for.", kResourceQuotaSpec},
+    {"PriorityClass", "io.k8s.api.scheduling.v1.PriorityClass", "A named priority.",
+     kPriorityClass},
+    {"NamespaceSpec", "io.k8s.api.core.v1.NamespaceSpec", "A namespace's finalizers.",
+     kNamespaceSpec},
+    {"NodeSpec", "io.k8s.api.core.v1.NodeSpec", "Whether and to whom a node is open.", kNodeSpec},
+    {"Event", "io.k8s.api.core.v1.Event", "Something the scheduler did, and why.", kEvent},
+    {"EventsV1", "io.k8s.api.events.v1.Event", "Something the scheduler did, and why.", kEventsV1},
     {"Quantity",
      "io.k8s.apimachinery.pkg.api.resource.Quantity",
      "A number with an optional suffix: 500m, 2, 16Gi, 1.5.",
@@ -493,10 +380,19 @@ bool AsksNothing(const json& v) {
          ((v.is_object() || v.is_array()) && v.empty());
 }
 
-std::span<const KubeType> KubeTypes() { return kTypes; }
+std::span<const KubeType> KubeTypes() {
+  static const std::vector<KubeType> all = [] {
+    std::vector<KubeType> out(std::begin(kTypes), std::end(kTypes));
+    for (auto family : {CrdKubeTypes(), TesseraKubeTypes()}) {
+      out.insert(out.end(), family.begin(), family.end());
+    }
+    return out;
+  }();
+  return all;
+}
 
 const KubeType& KubeTypeNamed(std::string_view name) {
-  for (const KubeType& t : kTypes) {
+  for (const KubeType& t : KubeTypes()) {
     if (t.name == name) return t;
   }
   std::abort();

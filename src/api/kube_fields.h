@@ -39,9 +39,13 @@ struct KubeType {
   std::span<const FieldUse> fields;
 };
 
-// Every described type: ObjectMeta, PodSpec, Container and what they hold, JobSpec,
-// PodTemplateSpec, Quantity.
+// Every described type: Kubernetes' (ObjectMeta, PodSpec, Container and what they hold,
+// JobSpec, PodTemplateSpec, Quantity, ...), then each family's.
 std::span<const KubeType> KubeTypes();
+// One family's types: Volcano's, Kubeflow's and Kueue's (api/crd_fields.cc); Tessera's own
+// tessera.io/v1 kinds' (api/tessera_fields.cc).
+std::span<const KubeType> CrdKubeTypes();
+std::span<const KubeType> TesseraKubeTypes();
 // The type named `name`; aborts on a name not in KubeTypes() (a programming error).
 const KubeType& KubeTypeNamed(std::string_view name);
 // Its fields, for KnownFields.

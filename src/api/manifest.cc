@@ -1205,16 +1205,9 @@ Result<std::vector<json>> PyTorchJob(const Doc& d, const json& doc, Warnings* wa
 
 Result<std::vector<json>> VolcanoPodGroup(const Doc& d, const json& doc, Warnings* warnings) {
   const json& spec = Member(doc, "spec");
-  static const FieldUse kPodGroup[] = {
-      {"minMember", ""},
-      {"minResources", ""},
-      {"queue", ""},
-      {"priorityClassName", ""},
-      {"minTaskMember", ""},
-      {"networkTopology", "not acted on: Tessera places by its own topology (NVLink, NUMA)"}};
-  TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", kPodGroup, warnings));
+  TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", KubeFieldsOf("PodGroupSpec"), warnings));
   json pg = json::object(), annotations = Member(d.meta, "annotations");
-  for (const char* k : {"minMember", "priorityClassName", "minResources", "minTaskMember"}) {
+  for (const char* k : {"minMember", "priorityClassName", "minTaskMember"}) {
     if (spec.contains(k)) pg[k] = spec[k];
   }
   VolcanoQueue(spec, &pg, &annotations);
@@ -1232,17 +1225,7 @@ constexpr char kVolcanoCohort[] = "volcano";
 // Cohort it needs. Jobs and PodGroups name it with `queue` from any namespace.
 Result<std::vector<json>> VolcanoQueueKind(const Doc& d, const json& doc, Warnings* warnings) {
   const json& spec = Member(doc, "spec");
-  static const FieldUse kQueue[] = {
-      {"weight", ""},
-      {"capability", ""},
-      {"reclaimable", ""},
-      {"guarantee", ""},
-      {"deserved", ""},
-      {"parent", "not acted on: Volcano queues are one level here (the cohort volcano)"},
-      {"affinity", "not acted on: use a node selector in the jobs"},
-      {"extendClusters", "not acted on"},
-      {"type", "not acted on"}};
-  TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", kQueue, warnings));
+  TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", KubeFieldsOf("VolcanoQueueSpec"), warnings));
   static const char* kResources[] = {"nvidia.com/gpu", "cpu", "memory"};
   auto amounts = [&](const char* field) -> Result<json> {
     const json& m = field == std::string("guarantee") ? Member(Member(spec, field), "resource")
@@ -1423,8 +1406,7 @@ Result<std::vector<json>> Kueue(const Doc& d, const json& doc, Warnings* warning
                                     Member(d.meta, "annotations"), f)};
   }
   if (d.kind == "Cohort") {
-    TESSERA_RETURN_IF_ERROR(OnlyFields(
-        spec, "spec", {"parent", "parentName", "resourceGroups", "fairSharing"}, kNotRun));
+    TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", KubeFieldsOf("CohortSpec"), warnings));
     json c = spec;
     if (!c.is_object()) c = json::object();
     TESSERA_RETURN_IF_ERROR(V1beta1Name(&c, "parentName", "parent"));
@@ -1660,14 +1642,22 @@ Result<std::vector<json>> TranslateKube(const Doc& d, const json& doc, Warnings*
     TESSERA_RETURN_IF_ERROR(KnownFields(doc, "", kObjectFields, warnings));
     return BatchJob(d, doc, warnings);
   }
-  if (group == "batch.volcano.sh" && d.kind == "Job") return VolcanoJob(d, doc, warnings);
-  if (group == "scheduling.volcano.sh" && d.kind == "PodGroup")
+  if (group == "batch.volcano.sh" && d.kind == "Job") {
+    TESSERA_RETURN_IF_ERROR(KnownFields(doc, "", kObjectFields, warnings));
+    return VolcanoJob(d, doc, warnings);
+  }
+  if (group == "scheduling.volcano.sh" && d.kind == "PodGroup") {
+    TESSERA_RETURN_IF_ERROR(KnownFields(doc, "", kObjectFields, warnings));
     return VolcanoPodGroup(d, doc, warnings);
+  }
   if (group == "scheduling.volcano.sh" && d.kind == "Queue") {
     TESSERA_RETURN_IF_ERROR(KnownFields(doc, "", kObjectFields, warnings));
     return VolcanoQueueKind(d, doc, warnings);
   }
-  if (group == "kueue.x-k8s.io") return Kueue(d, doc, warnings);
+  if (group == "kueue.x-k8s.io") {
+    TESSERA_RETURN_IF_ERROR(KnownFields(doc, "", kObjectFields, warnings));
+    return Kueue(d, doc, warnings);
+  }
   if (d.api == "kubeflow.org/v1" && d.kind == "TFJob") {
     TESSERA_RETURN_IF_ERROR(KnownFields(doc, "", kObjectFields, warnings));
     return TfJob(d, doc, warnings);
@@ -1681,6 +1671,7 @@ Result<std::vector<json>> TranslateKube(const Doc& d, const json& doc, Warnings*
     return PyTorchJob(d, doc, warnings);
   }
   if (d.api == "v1" && d.kind == "ResourceQuota") {
+    TESSERA_RETURN_IF_ERROR(KnownFields(doc, "", kObjectFields, warnings));
     const json& spec = Member(doc, "spec");
     TESSERA_RETURN_IF_ERROR(
         OnlyFields(spec, "spec", {"hard"}, "not supported: Tessera quotas are hard limits only"));
@@ -1688,10 +1679,7 @@ Result<std::vector<json>> TranslateKube(const Doc& d, const json& doc, Warnings*
                                     Member(d.meta, "annotations"), spec)};
   }
   if (group == "scheduling.k8s.io" && d.kind == "PriorityClass") {
-    TESSERA_RETURN_IF_ERROR(OnlyFields(doc, "",
-                                       {"apiVersion", "kind", "metadata", "value",
-                                        "preemptionPolicy", "globalDefault", "description"},
-                                       kNotRun));
+    TESSERA_RETURN_IF_ERROR(KnownFields(doc, "", KubeFieldsOf("PriorityClass"), warnings));
     json spec = json::object();
     for (const char* k : {"value", "preemptionPolicy", "globalDefault", "description"}) {
       if (doc.contains(k)) spec[k] = doc[k];
@@ -1717,6 +1705,7 @@ Result<std::vector<json>> TranslateKube(const Doc& d, const json& doc, Warnings*
   if (d.api == "v1" && d.kind == "ConfigMap") {
     // The NVIDIA device plugin's config map: each key a config; "any" (the chart's usual
     // default name) covers nodes without a config label.
+    TESSERA_RETURN_IF_ERROR(KnownFields(doc, "", KubeFieldsOf("ConfigMap"), warnings));
     return SharingConfigs(d.name, Member(doc, "data"), "data", "any", warnings);
   }
   return InvalidArgument(Rejection(d.api, d.kind));
@@ -1737,10 +1726,7 @@ Result<VolcanoCommand> ParseVolcanoCommand(const json& doc, std::string_view def
   if (Text(doc, "apiVersion") != "bus.volcano.sh/v1alpha1") {
     return FieldError("apiVersion", "must be bus.volcano.sh/v1alpha1");
   }
-  static const FieldUse kCommand[] = {{"apiVersion", ""}, {"kind", ""},   {"metadata", ""},
-                                      {"action", ""},     {"target", ""}, {"reason", ""},
-                                      {"message", ""}};
-  TESSERA_RETURN_IF_ERROR(KnownFields(doc, "", kCommand, warnings));
+  TESSERA_RETURN_IF_ERROR(KnownFields(doc, "", KubeFieldsOf("VolcanoCommand"), warnings));
   const json& meta = Member(doc, "metadata");
   TESSERA_RETURN_IF_ERROR(KnownFields(meta, "metadata", KubeFieldsOf("ObjectMeta"), warnings));
   VolcanoCommand c;

@@ -116,51 +116,97 @@ void AddPaths(const Served& s, bool v3, json* paths) {
     (*paths)[base + "/" + s.plural] = {{"get", Operation(s, "list", "listAll", v3)}};
 }
 
-// The kinds whose fields are described (api/kube_fields.h): their spec's type.
-std::string_view SpecType(const Served& s) {
-  if (s.group.empty() && s.kind == "Pod") return "PodSpec";
-  if (s.group == "batch" && s.kind == "Job") return "JobSpec";
-  if (s.group == "batch.volcano.sh" && s.kind == "Job") return "VolcanoJobSpec";
-  if (s.group == "kubeflow.org" && s.kind == "PyTorchJob") return "PyTorchJobSpec";
-  if (s.group == "kubeflow.org" && s.kind == "MPIJob") return "MPIJobSpec";
-  if (s.group == "kubeflow.org" && s.kind == "TFJob") return "TFJobSpec";
-  if (s.group == "kueue.x-k8s.io" && s.kind == "ClusterQueue") return "ClusterQueueSpec";
-  if (s.group == "kueue.x-k8s.io" && s.kind == "LocalQueue") return "LocalQueueSpec";
-  if (s.group == "kueue.x-k8s.io" && s.kind == "ResourceFlavor") return "ResourceFlavorSpec";
-  return {};
-}
+// How a served kind is described: the type of its spec (api/kube_fields.h), or of its whole
+// body for kinds whose fields sit at the top (ConfigMap, PriorityClass, Event); and what it is,
+// as kubectl explain opens with it.
+struct KindDoc {
+  std::string_view group, kind, spec, body, what;
+};
 
-// What a described kind is, as kubectl explain opens with it.
-std::string_view KindDescription(const Served& s) {
-  if (s.kind == "Pod") {
-    return "A program run on a node, placed by Tessera's scheduler: a Tessera Job of one task.";
+constexpr std::string_view kTesseraJob = "A Tessera Job: pods placed by Tessera's scheduler.";
+constexpr std::string_view kKueue = "Kueue's queueing and quota, as Tessera's admission does it.";
+constexpr std::string_view kKubeflow =
+    "Distributed training, as Kubeflow's operators run it: a Tessera Job, one gang.";
+
+constexpr KindDoc kKindDocs[] = {
+    {"", "Pod", "PodSpec", "",
+     "A program run on a node, placed by Tessera's scheduler: a Tessera Job of one task."},
+    {"", "ConfigMap", "", "ConfigMap",
+     "The NVIDIA device plugin's sharing configs: Tessera GpuSharingConfigs."},
+    {"", "ResourceQuota", "ResourceQuotaSpec", "", "A namespace's limits: a NamespaceQuota."},
+    {"", "Namespace", "NamespaceSpec", "", "A tenant's room: its objects and its tokens."},
+    {"", "Node", "NodeSpec", "", "A machine whose agent runs pods and reports its GPUs."},
+    {"", "Event", "", "Event", "What the scheduler did, and why (read-only)."},
+    {"events.k8s.io", "Event", "", "EventsV1", "What the scheduler did, and why (read-only)."},
+    {"batch", "Job", "JobSpec", "",
+     "Pods run to completion, counted as Kubernetes' Job controller counts them: a Tessera Job."},
+    {"scheduling.k8s.io", "PriorityClass", "", "PriorityClass",
+     "A priority that pods name: queue order and preemption."},
+    {"batch.volcano.sh", "Job", "VolcanoJobSpec", "",
+     "A gang of tasks, as Volcano runs it: a Tessera Job."},
+    {"scheduling.volcano.sh", "PodGroup", "PodGroupSpec", "",
+     "Volcano's gang: pods placed together or not at all."},
+    {"scheduling.volcano.sh", "Queue", "VolcanoQueueSpec", "",
+     "Volcano's queue: a Tessera Queue in the cohort volcano."},
+    {"bus.volcano.sh", "Command", "", "VolcanoCommand",
+     "OpenQueue or CloseQueue, carried out when it is created."},
+    {"kueue.x-k8s.io", "ClusterQueue", "ClusterQueueSpec", "", kKueue},
+    {"kueue.x-k8s.io", "LocalQueue", "LocalQueueSpec", "", kKueue},
+    {"kueue.x-k8s.io", "ResourceFlavor", "ResourceFlavorSpec", "", kKueue},
+    {"kueue.x-k8s.io", "Cohort", "CohortSpec", "", kKueue},
+    {"kueue.x-k8s.io", "Workload", "WorkloadSpec", "",
+     "A queued job as Kueue shows it (read-only): its pod sets, admission and conditions."},
+    {"kubeflow.org", "PyTorchJob", "PyTorchJobSpec", "", kKubeflow},
+    {"kubeflow.org", "MPIJob", "MPIJobSpec", "", kKubeflow},
+    {"kubeflow.org", "TFJob", "TFJobSpec", "", kKubeflow},
+    {"tessera.io", "Job", "TesseraJobSpec", "", kTesseraJob},
+    {"tessera.io", "PodGroup", "TesseraPodGroupSpec", "", "A gang of several jobs' pods."},
+    {"tessera.io", "Queue", "TesseraQueueSpec", "",
+     "A queue with quota per flavor, in a cohort (Kueue's ClusterQueue)."},
+    {"tessera.io", "Cohort", "TesseraCohortSpec", "", "Queues that lend each other quota."},
+    {"tessera.io", "LocalQueue", "TesseraLocalQueueSpec", "", "A namespace's way into a Queue."},
+    {"tessera.io", "ResourceFlavor", "TesseraResourceFlavorSpec", "",
+     "A kind of node that quota is counted in."},
+    {"tessera.io", "PriorityClass", "TesseraPriorityClassSpec", "", "A named priority."},
+    {"tessera.io", "NamespaceQuota", "NamespaceQuotaSpec", "", "A namespace's hard limits."},
+    {"tessera.io", "GpuSharingConfig", "GpuSharingConfigSpec", "",
+     "How the selected nodes' GPUs are offered: whole, time-sliced, shared or MIG."},
+    {"tessera.io", "Event", "TesseraEventSpec", "", "What the scheduler did and why."},
+    {"tessera.io", "Node", "TesseraNodeSpec", "",
+     "A machine: its spec set by administrators, its status by its agent."},
+    {"tessera.io", "Lease", "LeaseSpec", "", "A node agent's liveness, renewed each beat."},
+    {"tessera.io", "Namespace", "", "", "A tenant's room; it has no settings."},
+};
+
+const KindDoc* DocOf(const Served& s) {
+  for (const KindDoc& d : kKindDocs) {
+    if (d.group == s.group && d.kind == s.kind) return &d;
   }
-  if (s.group == "batch.volcano.sh") return "A gang of tasks, as Volcano runs it: a Tessera Job.";
-  if (s.group == "kueue.x-k8s.io") {
-    return "Kueue's queueing and quota, as Tessera's admission carries it out.";
-  }
-  if (s.group == "kubeflow.org") {
-    return "Distributed training, as Kubeflow's operators run it: a Tessera Job, one gang.";
-  }
-  return "Pods run to completion, counted as Kubernetes' Job controller counts them: a Tessera "
-         "Job.";
+  return nullptr;
 }
 
 json Schema(const Served& s, bool v3) {
   const std::string description =
       s.kind + " (" + (s.group.empty() ? "core" : s.group) + "/" + s.version + ")";
-  const std::string_view spec_type = v3 ? SpecType(s) : std::string_view();
-  if (!spec_type.empty()) {
+  const KindDoc* doc = v3 ? DocOf(s) : nullptr;
+  if (doc != nullptr) {
     constexpr std::string_view kRef = "#/components/schemas/";
-    json properties = {
-        {"apiVersion", FieldSchema("string", "The object's group and version.", kRef)},
-        {"kind", FieldSchema("string", "The object's kind.", kRef)},
-        {"metadata", FieldSchema("ObjectMeta", "The object's name, namespace and labels.", kRef)},
-        {"spec", FieldSchema(spec_type, "The " + s.kind + "'s specification.", kRef)},
-        {"status",
-         FieldSchema("object", "Written by Tessera: the scheduler and the node agents.", kRef)}};
+    json properties;
+    if (!doc->body.empty()) {
+      properties = TypeSchema(KubeTypeNamed(doc->body), kRef)["properties"];
+    } else {
+      properties = {
+          {"apiVersion", FieldSchema("string", "The object's group and version.", kRef)},
+          {"kind", FieldSchema("string", "The object's kind.", kRef)},
+          {"metadata", FieldSchema("ObjectMeta", "The object's name, namespace and labels.", kRef)},
+          {"spec", doc->spec.empty()
+                       ? FieldSchema("object", "Empty: nothing to set.", kRef)
+                       : FieldSchema(doc->spec, "The " + s.kind + "'s specification.", kRef)},
+          {"status",
+           FieldSchema("object", "Written by Tessera: the scheduler and the node agents.", kRef)}};
+    }
     return {{"type", "object"},
-            {"description", description + ". " + std::string(KindDescription(s))},
+            {"description", description + ". " + std::string(doc->what)},
             {"properties", std::move(properties)},
             {"x-kubernetes-group-version-kind", json::array({Gvk(s)})}};
   }
@@ -199,7 +245,7 @@ json OpenApiV3(std::string_view gv_path) {
     if (GvPath(s.group, s.version) != gv_path) continue;
     AddPaths(s, true, &paths);
     schemas[s.group + "." + s.version + "." + s.kind] = Schema(s, true);
-    if (!SpecType(s).empty()) {
+    if (DocOf(s) != nullptr && !schemas.contains(std::string(KubeTypes()[0].schema))) {
       // The described types, under the names Kubernetes gives them (a group's document holds
       // the types of other groups it refers to, as kube-apiserver's do).
       for (const KubeType& t : KubeTypes()) {

@@ -137,7 +137,14 @@ TEST(Manifest, VolcanoGangIsOneJobOfFourPodsOfEightGpus) {
   // Volcano's default queue always exists: work without a queue, recorded as such.
   EXPECT_EQ(pg->queue, "");
   EXPECT_EQ(objs[0]["metadata"]["annotations"]["tessera.io/volcano-queue"], "default");
-  EXPECT_EQ(pg->min_resources.gpu.count, 32);
+  // minResources is not acted on (a gang's needs are its pods' requests): warned, not kept.
+  EXPECT_EQ(pg->min_resources.gpu.count, 0);
+  std::vector<std::vector<std::string>> warnings;
+  ASSERT_TRUE(TranslateManifest(Seed("05-volcano-gang.yaml"), "05", "default", &warnings).ok());
+  ASSERT_FALSE(warnings.empty());
+  EXPECT_NE(::testing::PrintToString(warnings[0]).find("spec.minResources: not acted on"),
+            std::string::npos)
+      << ::testing::PrintToString(warnings);
   auto job = DecodeJob(objs[1]);
   ASSERT_TRUE(job.ok()) << job.status().message();
   ASSERT_EQ(job->workload.pod_sets.size(), 1u);

@@ -53,6 +53,24 @@ out=$(kubectl explain tfjob.spec.tfReplicaSpecs 2>&1) || fail "explain tfjob: $o
 grep -q "FIELD: tfReplicaSpecs <map\[string\]ReplicaSpec>" <<<"$out" || fail "explain tfjob said: $out"
 out=$(kubectl explain clusterqueue.spec.admissionChecks 2>&1) || fail "explain cq: $out"
 grep -q "not acted on: Tessera has no admission check controllers" <<<"$out" || fail "explain cq said: $out"
+# Every served kind is described: Volcano's queues and gangs, Kueue's cohorts and workloads,
+# the device plugin's ConfigMaps, PriorityClasses, and Tessera's own kinds.
+out=$(kubectl explain podgroup.spec.minResources 2>&1) || fail "explain podgroup: $out"
+grep -q "not acted on: a gang's needs are counted from its pods' requests" <<<"$out" ||
+  fail "explain podgroup said: $out"
+out=$(kubectl explain queues.spec.guarantee --api-version=scheduling.volcano.sh/v1beta1 2>&1) ||
+  fail "explain volcano queue: $out"
+grep -q "nominal quota" <<<"$out" || fail "explain volcano queue said: $out"
+out=$(kubectl explain cohort.spec 2>&1) || fail "explain cohort: $out"
+grep -qE '^  parentName	<string>' <<<"$out" || fail "explain cohort said: $out"
+out=$(kubectl explain workload.spec.podSets 2>&1) || fail "explain workload: $out"
+out=$(kubectl explain configmap.binaryData 2>&1) || fail "explain configmap: $out"
+grep -q "not acted on: device-plugin configs are text" <<<"$out" || fail "explain cm said: $out"
+out=$(kubectl explain priorityclass.value 2>&1) || fail "explain pc: $out"
+out=$(kubectl explain jobs.spec.tasks.resources --api-version=tessera.io/v1 2>&1) ||
+  fail "explain tessera job: $out"
+grep -q "nvidia.com/gpu.shared" <<<"$out" || fail "explain tessera job said: $out"
+out=$(kubectl explain gpusharingconfig.spec.timeSlicing 2>&1) || fail "explain gsc: $out"
 out=$(kubectl explain pod.spec.nope 2>&1) && fail "explain nope: $out"
 grep -q 'field "nope" does not exist' <<<"$out" || fail "explain nope said: $out"
 
