@@ -5,8 +5,8 @@
 
 #include "api/fields.h"
 #include "api/json_text.h"
-#include "api/manifest.h"
 #include "api/patch.h"
+#include "api/yaml.h"
 
 namespace tessera::api {
 

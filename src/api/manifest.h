@@ -21,6 +21,8 @@
 //                                           -> carried out by the server, not stored
 //                                              (ParseVolcanoCommand)
 //
+// The YAML loader is api/yaml.h; each family's translation is its own file (api/translate.h).
+//
 // Kinds Tessera does not take are an error that says what to use instead (the device plugin
 // DaemonSet, Prometheus rules, Deployments ...). In the kinds it takes, every field of the
 // original's schema is either acted on or accepted with a warning saying what happens instead,
@@ -36,12 +38,6 @@
 #include "core/status.h"
 
 namespace tessera::api {
-
-// Parses YAML text (one or more documents; JSON is YAML) into JSON values. Plain scalars become
-// booleans, integers, floats or null as YAML 1.2's core schema says; quoted ones stay strings.
-// Errors give the line; nesting deeper than 64 or more than 1,000,000 nodes after alias
-// expansion are errors.
-Result<std::vector<nlohmann::json>> ParseYamlDocuments(std::string_view text);
 
 // Translates one document into Tessera objects (usually one; none for an empty document).
 // Objects without a namespace get `default_namespace` when their kind is namespaced. A field

@@ -39,7 +39,7 @@
 #include "agent/worker.h"
 #include "api/json_read.h"
 #include "api/kinds.h"
-#include "api/manifest.h"
+#include "api/yaml.h"
 #include "cli/client.h"
 #include "cli/server_cmd.h"
 #include "server/api_server.h"

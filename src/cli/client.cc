@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "api/manifest.h"
+#include "api/yaml.h"
 
 namespace tessera::cli {
 

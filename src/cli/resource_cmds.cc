@@ -16,10 +16,10 @@
 #include <thread>
 
 #include "api/job_array.h"
-#include "api/manifest.h"
 #include "api/object.h"
 #include "api/quantity.h"
 #include "api/time.h"
+#include "api/yaml.h"
 #include "cli/client.h"
 
 namespace tessera::cli {

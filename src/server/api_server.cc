@@ -28,6 +28,7 @@
 #include "api/quantity.h"
 #include "api/resource_metrics.h"
 #include "api/status_schema.h"
+#include "api/yaml.h"
 #include "server/accountant.h"
 #include "server/api_common.h"
 #include "server/files.h"

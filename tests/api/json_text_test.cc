@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "api/manifest.h"
 #include "api/object.h"
+#include "api/yaml.h"
 
 namespace tessera::api {
 namespace {
