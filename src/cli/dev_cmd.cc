@@ -34,6 +34,8 @@ CLI::App* AddDevCommand(CLI::App& app, DevOptions& o) {
   cmd->add_option("--fake-gpus", o.fake_gpus,
                   "Simulated GPUs, e.g. 8xH100-80GB (default: NVML's, else 8xH100-80GB)");
   cmd->add_option("--policy", o.policy, "Placement policy")->capture_default_str();
+  cmd->add_flag("--fsync-every-commit", o.store.fsync_every_commit,
+                "fsync the state database on every commit (survives power loss; slower)");
   cmd->add_flag("!--no-config", o.write_config,
                 "Do not write ~/.tessera/config and ~/.tessera/kubeconfig");
   cmd->add_flag("--plain-http", o.plain_http,
@@ -101,8 +103,8 @@ int RunDev(const DevOptions& o, std::ostream& out, std::ostream& err) {
     ca = std::filesystem::absolute(*made).string();
   }
   ControlPlane cp;
-  if (int code =
-          StartControlPlane(o.data_dir + "/server", http, loop_options, o.accounting, &cp, err);
+  if (int code = StartControlPlane(o.data_dir + "/server", http, loop_options, o.accounting, &cp,
+                                   err, {}, o.store);
       code != 0) {
     return code;
   }

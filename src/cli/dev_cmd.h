@@ -18,6 +18,7 @@ struct DevOptions {
   std::string listen = "127.0.0.1:8443";
   std::string fake_gpus;  // empty: NVML, falling back to 8xH100-80GB
   std::string policy = "fragpack";
+  store::SqliteOptions store;  // --fsync-every-commit
   bool write_config = true;
   bool plain_http = false;  // serve HTTP instead of HTTPS with the own CA
   std::string nvml_library = "libnvidia-ml.so.1";

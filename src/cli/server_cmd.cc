@@ -56,6 +56,9 @@ CLI::App* AddServerCommand(CLI::App& app, ServerOptions& opts) {
   cmd->add_option("--max-objects-per-namespace", opts.namespace_limits.objects,
                   "Jobs, PodGroups, LocalQueues and NamespaceQuotas in a namespace (0: no limit)")
       ->capture_default_str();
+  cmd->add_flag("--fsync-every-commit", opts.store.fsync_every_commit,
+                "fsync the state database on every commit: acknowledged writes survive power "
+                "loss, not only a killed server (slower writes)");
   cmd->add_option("--policy", opts.policy, "Placement policy of the scheduling loop")
       ->capture_default_str();
   cmd->add_option("--node-grace-seconds", opts.node_grace_seconds,
@@ -196,7 +199,7 @@ int RunServer(const ServerOptions& opts, std::ostream& out, std::ostream& err) {
   }
   ControlPlane cp;
   if (int code = StartControlPlane(opts.data_dir, http, loop_options, opts.accounting, &cp, err,
-                                   opts.namespace_limits);
+                                   opts.namespace_limits, opts.store);
       code != 0) {
     return code;
   }
@@ -245,13 +248,14 @@ void ControlPlane::Stop() {
 int StartControlPlane(const std::string& data_dir, const server::HttpServerOptions& http,
                       const server::SchedulingLoopOptions& loop_options,
                       const AccountingFlags& accounting, ControlPlane* cp, std::ostream& err,
-                      const server::NamespaceLimits& namespace_limits) {
+                      const server::NamespaceLimits& namespace_limits,
+                      const store::SqliteOptions& store) {
   auto accounting_options = ToAccountingOptions(accounting);
   if (!accounting_options.ok()) {
     err << "error: " << accounting_options.status().message() << "\n";
     return 2;
   }
-  auto api = server::ApiServer::Open(data_dir);
+  auto api = server::ApiServer::Open(data_dir, server::ApiServer::Sqlite(store));
   if (!api.ok()) {
     err << "error: " << api.status().message() << "\n";
     return 1;

@@ -50,6 +50,7 @@ struct ServerOptions {
   size_t max_body_bytes = 4 << 20;
   server::ClientLimits limits;               // per token and per namespace (server/fairness.h)
   server::NamespaceLimits namespace_limits;  // pods and objects per namespace
+  store::SqliteOptions store;                // --fsync-every-commit
   std::string policy = "fragpack";           // placement policy of the scheduling loop
   int node_grace_seconds = 40;               // missed heartbeats before a node is NotReady
   AccountingFlags accounting;
@@ -80,7 +81,8 @@ struct ControlPlane {
 int StartControlPlane(const std::string& data_dir, const server::HttpServerOptions& http,
                       const server::SchedulingLoopOptions& loop, const AccountingFlags& accounting,
                       ControlPlane* out, std::ostream& err,
-                      const server::NamespaceLimits& namespace_limits = {});
+                      const server::NamespaceLimits& namespace_limits = {},
+                      const store::SqliteOptions& store = {});
 
 // Serves until SIGINT or SIGTERM; returns the exit code. Prints "listening on HOST:PORT".
 int RunServer(const ServerOptions& opts, std::ostream& out, std::ostream& err);

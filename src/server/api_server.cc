@@ -1006,13 +1006,20 @@ Result<std::vector<int64_t>> ApiServer::Commit(std::span<const store::Write> wri
   return r;
 }
 
-Result<std::unique_ptr<ApiServer>> ApiServer::Open(const std::string& data_dir) {
+ApiServer::StoreOpener ApiServer::Sqlite(store::SqliteOptions options) {
+  return [options](const std::string& data_dir) {
+    return store::OpenSqliteStore(data_dir + "/state.db", options);
+  };
+}
+
+Result<std::unique_ptr<ApiServer>> ApiServer::Open(const std::string& data_dir,
+                                                   StoreOpener open_store) {
   std::error_code ec;
   std::filesystem::create_directories(data_dir, ec);
   if (ec) return FailedPrecondition("cannot create data dir " + data_dir + ": " + ec.message());
   auto owner = DirLock::Acquire(data_dir);
   if (!owner.ok()) return owner.status();
-  auto store = store::OpenSqliteStore(data_dir + "/state.db");
+  auto store = open_store(data_dir);
   if (!store.ok()) return store.status();
   std::unique_ptr<ApiServer> server(new ApiServer(std::move(store).value(), data_dir));
   server->owner_ = std::move(owner).value();

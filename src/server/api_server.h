@@ -117,7 +117,16 @@ class ApiServer {
   ~ApiServer();
   // Opens (or creates) the state in `data_dir`. On first start writes the admin token to
   // `<data_dir>/admin.token` with mode 0600.
-  static Result<std::unique_ptr<ApiServer>> Open(const std::string& data_dir);
+  // Opens the object store once the data directory is this server's (locked).
+  using StoreOpener =
+      std::function<Result<std::unique_ptr<store::Store>>(const std::string& data_dir)>;
+  // The SQLite store at <data_dir>/state.db with `options`.
+  static StoreOpener Sqlite(store::SqliteOptions options = {});
+  // Creates and locks `data_dir`, opens the store with `open_store` (the server and dev
+  // commands choose its options; tests hand in a fault-injecting MemoryStore) and the
+  // accounting database, and makes the admin token on first start.
+  static Result<std::unique_ptr<ApiServer>> Open(const std::string& data_dir,
+                                                 StoreOpener open_store = Sqlite());
 
   // Safe to call from several threads at once. Requests run side by side; a write is parsed,
   // patched and checked outside any lock, then committed against the versions it read; when

@@ -26,10 +26,13 @@ SERVER_PID=
 acked=$(wc -l <"$WORK/acked")
 [ "$acked" -ge 40 ] || fail "only $acked applies acknowledged before the kill"
 
-start_server
+# Restarted with --fsync-every-commit: the same database opens, and writes go on.
+SERVER_ARGS="${SERVER_ARGS:-} --fsync-every-commit" start_server
 expect_exit 0 "$TESSERA" get jobs -o json
 present=$(echo "$OUT" | grep -c '"name": "p[0-9]*"' || true)
 last=$(tail -n 1 "$WORK/acked")
 expect_exit 0 "$TESSERA" get job "p$last" -o json
 [ "$present" -ge "$acked" ] || fail "$acked acknowledged, $present present after restart"
+printf 'apiVersion: tessera.io/v1\nkind: Job\nmetadata: {name: after}\nspec: {tasks: [{name: main, command: ["true"]}]}\n' >"$WORK/after.yaml"
+expect_exit 0 "$TESSERA" apply -f "$WORK/after.yaml"
 echo "server_kill9_test: $acked acknowledged, $present present after kill -9 and restart: ok"

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "server/http_server.h"
+#include "store/memory_store.h"
 
 namespace tessera::server {
 namespace {
@@ -46,8 +47,9 @@ class ApiServerTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
 
-  void StartServer(size_t max_body = 1 << 20) {
-    auto api = ApiServer::Open(dir_);
+  void StartServer(size_t max_body = 1 << 20,
+                   ApiServer::StoreOpener open_store = ApiServer::Sqlite()) {
+    auto api = ApiServer::Open(dir_, std::move(open_store));
     ASSERT_TRUE(api.ok()) << api.status().message();
     api_ = std::move(api).value();
     HttpServerOptions o;
@@ -195,6 +197,30 @@ class WatchClient {
   std::vector<json> events_;
   bool ended_ = false;
 };
+
+// The store fails (a full disk, a lost leader): the write is answered 500 with the store's
+// error, nothing of it is kept or served, and the server goes on once the store does.
+TEST_F(ApiServerTest, AFailingStoreFailsTheRequestAndNothingElse) {
+  StopServer();
+  store::MemoryStore* mem = nullptr;
+  StartServer(1 << 20, [&mem](const std::string&) -> Result<std::unique_ptr<store::Store>> {
+    auto s = std::make_unique<store::MemoryStore>();
+    mem = s.get();
+    return std::unique_ptr<store::Store>(std::move(s));
+  });
+  ASSERT_NE(mem, nullptr);
+  std::ifstream in(dir_ + "/admin.token");
+  std::getline(in, admin_);
+  const std::string kJobs = "/apis/tessera.io/v1/namespaces/team-a/jobs";
+  mem->FailCommits(1, Internal("store commit: database or disk is full"));
+  Reply failed = Post(kJobs, admin_, JobObj("team-a", "j"));
+  EXPECT_EQ(failed.status, 500) << failed.raw;
+  EXPECT_NE(failed.raw.find("disk is full"), std::string::npos) << failed.raw;
+  EXPECT_EQ(Get(kJobs + "/j", admin_).status, 404);
+  Reply ok = Post(kJobs, admin_, JobObj("team-a", "j"));
+  EXPECT_EQ(ok.status, 201) << ok.raw;
+  EXPECT_EQ(Get(kJobs + "/j", admin_).status, 200);
+}
 
 TEST_F(ApiServerTest, HealthNeedsNoTokenEverythingElseDoes) {
   EXPECT_EQ(Get("/healthz", "").status, 200);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "store/memory_store.h"
 #include "store/store.h"
 
 namespace tessera::store {
@@ -35,6 +36,18 @@ class StoreTest : public ::testing::Test {
   std::string dir_, path_;
 };
 
+// The Store contract, held by every implementation: "sqlite" and "memory".
+class StoreContract : public StoreTest, public ::testing::WithParamInterface<std::string> {
+ protected:
+  std::unique_ptr<Store> Open(SqliteOptions o = {}) {
+    if (GetParam() == "memory") return std::make_unique<MemoryStore>(o.retained_changes);
+    return StoreTest::Open(o);
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Stores, StoreContract, ::testing::Values("sqlite", "memory"),
+                         [](const auto& info) { return info.param; });
+
 ObjectKey Job(std::string name, std::string ns = "team-a") { return {"Job", ns, name}; }
 
 Write Create(ObjectKey k, std::string body) { return {Write::Op::kCreate, k, body, {}}; }
@@ -42,7 +55,7 @@ Write Put(ObjectKey k, std::string body, std::optional<int64_t> v = {}) {
   return {Write::Op::kPut, k, body, v};
 }
 
-TEST_F(StoreTest, WritesGetsAndListsWithVersions) {
+TEST_P(StoreContract, WritesGetsAndListsWithVersions) {
   auto s = Open();
   auto r = s->Commit(std::vector<Write>{Create(Job("a"), "{\"a\":1}"),
                                         Create(Job("b", "team-b"), "{\"b\":1}"),
@@ -61,7 +74,7 @@ TEST_F(StoreTest, WritesGetsAndListsWithVersions) {
   EXPECT_EQ((*only_b)[0].key.name, "b");
 }
 
-TEST_F(StoreTest, StaleVersionsConflictAndCreateDoesNotOverwrite) {
+TEST_P(StoreContract, StaleVersionsConflictAndCreateDoesNotOverwrite) {
   auto s = Open();
   ASSERT_TRUE(s->Commit(std::vector<Write>{Create(Job("a"), "v1")}).ok());
   auto dup = s->Commit(std::vector<Write>{Create(Job("a"), "v2")});
@@ -79,7 +92,7 @@ TEST_F(StoreTest, StaleVersionsConflictAndCreateDoesNotOverwrite) {
   EXPECT_EQ((*s->Get(Job("a")))->body, "v2");
 }
 
-TEST_F(StoreTest, ACommitIsAllOrNothing) {
+TEST_P(StoreContract, ACommitIsAllOrNothing) {
   // The third write fails (deletes a missing object): the first two, and the revision, stay as
   // they were.
   auto s = Open();
@@ -96,7 +109,7 @@ TEST_F(StoreTest, ACommitIsAllOrNothing) {
   EXPECT_EQ((*s->Commit(std::vector<Write>{Create(Job("y"), "y")}))[0], 2);
 }
 
-TEST_F(StoreTest, IdenticalPutIsANoOp) {
+TEST_P(StoreContract, IdenticalPutIsANoOp) {
   auto s = Open();
   ASSERT_TRUE(s->Commit(std::vector<Write>{Put(Job("a"), "same")}).ok());
   auto again = s->Commit(std::vector<Write>{Put(Job("a"), "same")});
@@ -106,7 +119,7 @@ TEST_F(StoreTest, IdenticalPutIsANoOp) {
   EXPECT_EQ(s->ChangesAfter(0, 100)->size(), 1u);
 }
 
-TEST_F(StoreTest, ChangesAreOrderedAndDeletesCarryTheLastBody) {
+TEST_P(StoreContract, ChangesAreOrderedAndDeletesCarryTheLastBody) {
   auto s = Open();
   ASSERT_TRUE(s->Commit(std::vector<Write>{Create(Job("a"), "1")}).ok());
   ASSERT_TRUE(s->Commit(std::vector<Write>{Put(Job("a"), "2")}).ok());
@@ -135,7 +148,7 @@ TEST_F(StoreTest, ReopenRestoresObjectsAndRevision) {
   EXPECT_EQ((*s->Commit(std::vector<Write>{Create(Job("c"), "3")}))[0], 3);
 }
 
-TEST_F(StoreTest, OldChangesAreCompacted) {
+TEST_P(StoreContract, OldChangesAreCompacted) {
   // Keep 10 changes: after 1,020 writes, changes up to 1,010 may be gone (compaction runs in
   // batches of 1,000), and asking from before what is kept is an error, not a silent gap.
   auto s = Open({.retained_changes = 10});
@@ -191,6 +204,26 @@ TEST_F(StoreTest, UnopenablePathIsAnError) {
   auto s = OpenSqliteStore("/nonexistent-dir/x/state.db");
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("cannot open store"), std::string::npos);
+}
+
+// The fault-injecting store: a failed commit changes nothing and later ones go on from where
+// the store was; failed reads fail only as many times as asked.
+TEST(MemoryStoreTest, InjectedFaultsFailWithoutChangingAnything) {
+  MemoryStore s;
+  ASSERT_TRUE(s.Commit(std::vector<Write>{Create(Job("a"), "1")}).ok());
+  s.FailCommits(2, Internal("disk full"));
+  for (int i = 0; i < 2; ++i) {
+    auto r = s.Commit(std::vector<Write>{Create(Job("b"), "2")});
+    EXPECT_EQ(r.status().code(), StatusCode::kInternal);
+    EXPECT_EQ(r.status().message(), "disk full");
+  }
+  EXPECT_EQ(s.Revision(), 1);
+  EXPECT_FALSE(s.Get(Job("b"))->has_value());
+  EXPECT_EQ((*s.Commit(std::vector<Write>{Create(Job("b"), "2")}))[0], 2);
+  EXPECT_EQ(s.commits(), 4);
+  s.FailReads(1, Internal("io error"));
+  EXPECT_EQ(s.List("Job", std::nullopt).status().code(), StatusCode::kInternal);
+  EXPECT_EQ(s.List("Job", std::nullopt)->size(), 2u);
 }
 
 }  // namespace

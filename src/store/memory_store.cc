@@ -1,0 +1,127 @@
+#include "store/memory_store.h"
+
+#include <utility>
+
+namespace tessera::store {
+
+MemoryStore::MemoryStore(int64_t retained_changes) : retained_(retained_changes) {}
+
+std::optional<Status> MemoryStore::TakeFault(int* left, const Status& why) {
+  if (*left <= 0) return std::nullopt;
+  --*left;
+  return why;
+}
+
+Result<std::vector<int64_t>> MemoryStore::Commit(std::span<const Write> writes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++commits_;
+  if (auto fault = TakeFault(&failing_commits_, commit_error_)) return *fault;
+  // Applied to a copy: on the first error nothing of the transaction remains.
+  std::map<ObjectKey, StoredObject> objects = objects_;
+  std::vector<Change> log;
+  std::vector<int64_t> revisions;
+  int64_t revision = revision_;
+  for (const Write& w : writes) {
+    const auto it = objects.find(w.key);
+    const bool exists = it != objects.end();
+    const int64_t current = exists ? it->second.version : 0;
+    if (w.expected_version && *w.expected_version != current) {
+      return Conflict(Describe(w.key) + ": version " + std::to_string(*w.expected_version) +
+                      " is stale, the object is at " +
+                      (exists ? "version " + std::to_string(current) : "no version (deleted)"));
+    }
+    if (w.op == Write::Op::kCreate && exists) {
+      return AlreadyExists(Describe(w.key) + " already exists");
+    }
+    if (w.op == Write::Op::kDelete && !exists) return NotFound(Describe(w.key) + " not found");
+    if (w.op == Write::Op::kPut && exists && it->second.body == w.body) {
+      revisions.push_back(current);
+      continue;
+    }
+    const int64_t rev = ++revision;
+    Change c;
+    c.revision = rev;
+    if (w.op == Write::Op::kDelete) {
+      c.type = ChangeType::kDeleted;
+      c.object = {w.key, rev, it->second.body};
+      objects.erase(it);
+    } else {
+      c.type = exists ? ChangeType::kModified : ChangeType::kAdded;
+      c.object = {w.key, rev, w.body};
+      objects[w.key] = c.object;
+    }
+    log.push_back(std::move(c));
+    revisions.push_back(rev);
+  }
+  objects_ = std::move(objects);
+  revision_ = revision;
+  for (Change& c : log) changes_.push_back(std::move(c));
+  // The SQLite store's window: compacted in steps of 1,000 revisions.
+  const int64_t floor = revision_ - retained_;
+  if (floor >= compacted_ + 1000) {
+    while (!changes_.empty() && changes_.front().revision <= floor) changes_.pop_front();
+    compacted_ = floor;
+  }
+  return revisions;
+}
+
+Result<std::optional<StoredObject>> MemoryStore::Get(const ObjectKey& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto fault = TakeFault(&failing_reads_, read_error_)) return *fault;
+  const auto it = objects_.find(key);
+  if (it == objects_.end()) return std::optional<StoredObject>();
+  return std::optional<StoredObject>(it->second);
+}
+
+Result<std::vector<StoredObject>> MemoryStore::List(std::string_view kind,
+                                                    std::optional<std::string_view> ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto fault = TakeFault(&failing_reads_, read_error_)) return *fault;
+  std::vector<StoredObject> out;
+  // Keys order by kind, then namespace and name: one kind's objects are one run.
+  for (auto it = objects_.lower_bound(ObjectKey{std::string(kind), "", ""});
+       it != objects_.end() && it->first.kind == kind; ++it) {
+    if (!ns || it->first.ns == *ns) out.push_back(it->second);
+  }
+  return out;
+}
+
+Result<std::vector<Change>> MemoryStore::ChangesAfter(int64_t after, size_t limit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto fault = TakeFault(&failing_reads_, read_error_)) return *fault;
+  if (after < compacted_) {
+    return FailedPrecondition("resource version " + std::to_string(after) +
+                              " is too old: changes up to " + std::to_string(compacted_) +
+                              " were compacted; list again");
+  }
+  std::vector<Change> out;
+  for (const Change& c : changes_) {
+    if (out.size() >= limit) break;
+    if (c.revision > after) out.push_back(c);
+  }
+  return out;
+}
+
+int64_t MemoryStore::Revision() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return revision_;
+}
+
+void MemoryStore::FailCommits(int n, Status why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  failing_commits_ = n;
+  commit_error_ = std::move(why);
+}
+
+void MemoryStore::FailReads(int n, Status why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  failing_reads_ = n;
+  read_error_ = std::move(why);
+}
+
+int MemoryStore::commits() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return commits_;
+}
+
+}  // namespace tessera::store
