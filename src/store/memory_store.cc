@@ -25,15 +25,7 @@ Result<std::vector<int64_t>> MemoryStore::Commit(std::span<const Write> writes) 
     const auto it = objects.find(w.key);
     const bool exists = it != objects.end();
     const int64_t current = exists ? it->second.version : 0;
-    if (w.expected_version && *w.expected_version != current) {
-      return Conflict(Describe(w.key) + ": version " + std::to_string(*w.expected_version) +
-                      " is stale, the object is at " +
-                      (exists ? "version " + std::to_string(current) : "no version (deleted)"));
-    }
-    if (w.op == Write::Op::kCreate && exists) {
-      return AlreadyExists(Describe(w.key) + " already exists");
-    }
-    if (w.op == Write::Op::kDelete && !exists) return NotFound(Describe(w.key) + " not found");
+    TESSERA_RETURN_IF_ERROR(CheckWrite(w, exists, current));
     if (w.op == Write::Op::kPut && exists && it->second.body == w.body) {
       revisions.push_back(current);
       continue;

@@ -13,10 +13,6 @@
 
 namespace tessera::store {
 
-std::string Describe(const ObjectKey& key) {
-  return key.kind + " " + (key.ns.empty() ? "" : key.ns + "/") + key.name;
-}
-
 namespace {
 
 constexpr const char* kGetSql =
@@ -174,15 +170,7 @@ class SqliteStore : public Store {
       const bool exists = rc == SQLITE_ROW;
       const int64_t current = exists ? get.Int(0) : 0;
       const std::string body = exists ? get.Text(1) : std::string();
-      if (w.expected_version && *w.expected_version != current) {
-        return Conflict(Describe(w.key) + ": version " + std::to_string(*w.expected_version) +
-                        " is stale, the object is at " +
-                        (exists ? "version " + std::to_string(current) : "no version (deleted)"));
-      }
-      if (w.op == Write::Op::kCreate && exists) {
-        return AlreadyExists(Describe(w.key) + " already exists");
-      }
-      if (w.op == Write::Op::kDelete && !exists) return NotFound(Describe(w.key) + " not found");
+      TESSERA_RETURN_IF_ERROR(CheckWrite(w, exists, current));
       if (w.op == Write::Op::kPut && exists && body == w.body) {
         revisions.push_back(current);
         continue;

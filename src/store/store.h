@@ -57,6 +57,11 @@ struct Write {
   std::optional<int64_t> expected_version;
 };
 
+// Whether write `w` may apply to its object, which `exists` at version `current` (0 when
+// not): Conflict for a stale expected_version, AlreadyExists for a create, NotFound for a
+// delete. Every Store implementation checks its writes with it.
+Status CheckWrite(const Write& w, bool exists, int64_t current);
+
 class Store {
  public:
   virtual ~Store() = default;
