@@ -4,12 +4,14 @@
 #include <nlohmann/json.hpp>
 
 #include "api/json_read.h"
+#include "api/time.h"
 
 namespace tessera::server {
 
 using api::ListOf;
 using api::Member;
 using api::Num;
+using api::ParseTime;
 using api::Str;
 
 using nlohmann::json;

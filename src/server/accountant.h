@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "core/accounting.h"
-#include "server/api_server.h"
+#include "server/object_cache.h"
 #include "store/usage_store.h"
 
 namespace tessera::server {

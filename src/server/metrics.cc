@@ -11,7 +11,6 @@
 
 #include "api/json_read.h"
 #include "api/kinds.h"
-#include "server/api_server.h"
 
 namespace tessera::server {
 
