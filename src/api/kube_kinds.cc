@@ -9,7 +9,6 @@
 
 #include "api/job_array.h"
 #include "api/json_read.h"
-#include "api/kube.h"
 #include "api/object.h"
 #include "api/quantity.h"
 #include "api/time.h"
@@ -127,12 +126,6 @@ namespace {
 
 constexpr std::string_view kPodAnnotation = "tessera.io/pod";
 
-// The counts of a Tessera Job's pods by state.
-struct PodCounts {
-  int running = 0, succeeded = 0, failed = 0, placed = 0, restarts = 0;
-  int failed_attempts = 0;  // of restartPolicy Never pods started again
-};
-
 // A pod's phase as Kubernetes shows it, from its Job's phase and its status entry (null while
 // not placed): a pod that succeeded stays Succeeded; once its Job has failed, a pod that has
 // not succeeded reads Failed (it is being stopped, or was); once its Job has succeeded, every
@@ -144,6 +137,8 @@ std::string PodPhase(std::string_view job_phase, const json& entry) {
   if (job_phase == "Succeeded" && entry.is_object()) return "Succeeded";
   return pod_phase == "Running" ? "Running" : "Pending";
 }
+
+}  // namespace
 
 PodCounts CountPods(const json& status) {
   PodCounts c;
@@ -162,14 +157,16 @@ PodCounts CountPods(const json& status) {
   return c;
 }
 
-json Condition(const char* type, bool is_true, const std::string& reason,
-               const std::string& message, const std::string& time) {
+json KubeCondition(const char* type, bool is_true, const std::string& reason,
+                   const std::string& message, const std::string& time) {
   json c = {{"type", type}, {"status", is_true ? "True" : "False"}};
   if (!reason.empty()) c["reason"] = reason;
   if (!message.empty()) c["message"] = message;
   if (!time.empty()) c["lastTransitionTime"] = time;
   return c;
 }
+
+namespace {
 
 // Why each of a Job's unplaced pods waits, by pod name: status.waitingPods, whose entries stand
 // for `count` pods from the one they name on (the same task's, by index); the Job's message for a
@@ -244,9 +241,9 @@ void PodView(const json& job, const json& entry, const WaitingReasons& waiting_r
   if (placed && !admitted.empty()) status["startTime"] = admitted;
   const std::string& waiting = waiting_reasons.Of(TesseraPodName(*pod));
   json conditions = json::array();
-  conditions.push_back(Condition("PodScheduled", placed, placed ? "" : "Unschedulable",
-                                 placed ? "" : waiting, placed ? admitted : ""));
-  conditions.push_back(Condition("Ready", out_phase == "Running", "", "", ""));
+  conditions.push_back(KubeCondition("PodScheduled", placed, placed ? "" : "Unschedulable",
+                                     placed ? "" : waiting, placed ? admitted : ""));
+  conditions.push_back(KubeCondition("Ready", out_phase == "Running", "", "", ""));
   status["conditions"] = std::move(conditions);
   json containers = json::array();
   for (const json& c : ListOf(Member(Member(*pod, "spec"), "containers"))) {
@@ -338,8 +335,8 @@ json BatchJobStatus(const json& job, const json& source) {
   const std::string finished = Str(st, "finishedAt");
   if (phase == "Pending" && Member(Member(source, "spec"), "suspend") == true) {
     conditions.push_back(
-        Condition("Suspended", true, "JobSuspended",
-                  Str(st, "message").empty() ? "Job suspended" : Str(st, "message"), ""));
+        KubeCondition("Suspended", true, "JobSuspended",
+                      Str(st, "message").empty() ? "Job suspended" : Str(st, "message"), ""));
   }
   // As Kubernetes' Job controller since 1.31 (KEP-4368): the interim condition
   // (SuccessCriteriaMet, FailureTarget), then the terminal one with the same reason.
@@ -347,14 +344,15 @@ json BatchJobStatus(const json& job, const json& source) {
     status["completionTime"] = finished;
     const std::string message = "Reached expected number of succeeded pods";
     conditions.push_back(
-        Condition("SuccessCriteriaMet", true, "CompletionsReached", message, finished));
-    conditions.push_back(Condition("Complete", true, "CompletionsReached", message, finished));
+        KubeCondition("SuccessCriteriaMet", true, "CompletionsReached", message, finished));
+    conditions.push_back(KubeCondition("Complete", true, "CompletionsReached", message, finished));
   }
   if (phase == "Failed") {
     const std::string reason =
         Str(st, "reason").empty() ? "BackoffLimitExceeded" : Str(st, "reason");
-    conditions.push_back(Condition("FailureTarget", true, reason, Str(st, "message"), finished));
-    conditions.push_back(Condition("Failed", true, reason, Str(st, "message"), finished));
+    conditions.push_back(
+        KubeCondition("FailureTarget", true, reason, Str(st, "message"), finished));
+    conditions.push_back(KubeCondition("Failed", true, reason, Str(st, "message"), finished));
   }
   if (!conditions.empty()) status["conditions"] = std::move(conditions);
   return status;
@@ -389,18 +387,18 @@ json KubeflowJobStatus(const json& job, const json& source) {
   const std::string phase = Str(st, "phase"), message = Str(st, "message");
   const PodCounts c = CountPods(st);
   const std::string kind = Str(source, "kind");
-  json conditions = {Condition("Created", true, kind + "Created", kind + " is created.", "")};
+  json conditions = {KubeCondition("Created", true, kind + "Created", kind + " is created.", "")};
   if (phase != "Admitted" && Member(Member(job, "spec"), "suspend") == true) {
-    conditions.push_back(Condition("Suspended", true, kind + "Suspended", message, ""));
+    conditions.push_back(KubeCondition("Suspended", true, kind + "Suspended", message, ""));
   }
   if (phase == "Admitted" && c.running > 0) {
-    conditions.push_back(Condition("Running", true, kind + "Running", "", ""));
+    conditions.push_back(KubeCondition("Running", true, kind + "Running", "", ""));
   }
   if (phase == "Succeeded") {
-    conditions.push_back(Condition("Succeeded", true, kind + "Succeeded", message, ""));
+    conditions.push_back(KubeCondition("Succeeded", true, kind + "Succeeded", message, ""));
   }
   if (phase == "Failed") {
-    conditions.push_back(Condition("Failed", true, kind + "Failed", message, ""));
+    conditions.push_back(KubeCondition("Failed", true, kind + "Failed", message, ""));
   }
   // Pods are named <task>-<index>; the task is the replica type in lower case.
   json replicas = json::object();
@@ -427,8 +425,8 @@ json ClusterQueueStatus(const json& queue) {
   const json& st = Member(queue, "status");
   if (!st.is_object() || !Member(st, "active").is_boolean()) return json();
   const bool active = Member(st, "active") == true;
-  return {{"conditions", json::array({Condition("Active", active, active ? "Ready" : "Inactive",
-                                                Str(st, "message"), "")})}};
+  return {{"conditions", json::array({KubeCondition("Active", active, active ? "Ready" : "Inactive",
+                                                    Str(st, "message"), "")})}};
 }
 
 }  // namespace
@@ -490,9 +488,6 @@ json KubeObject(const KubeKind& kind, const json& stored) {
   return out;
 }
 
-namespace {
-
-// A UUID-shaped name derived from `base` and `suffix` (FNV-1a), stable across reads.
 std::string DerivedUid(const std::string& base, const std::string& suffix) {
   auto fnv = [](std::string_view text, uint64_t h) {
     for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
@@ -503,8 +498,6 @@ std::string DerivedUid(const std::string& base, const std::string& suffix) {
   return UuidText(a, fnv(key, a));
 }
 
-}  // namespace
-
 std::string TesseraPodName(const json& pod) {
   return Str(Member(Member(pod, "metadata"), "annotations"), std::string(kPodAnnotation).c_str());
 }
@@ -514,15 +507,6 @@ ObjectRef RefOf(const json& stored) {
   const json& meta = Member(stored, "metadata");
   if (src.is_object()) return {Str(src, "apiVersion"), Str(src, "kind"), Str(meta, "uid")};
   return {Str(stored, "apiVersion"), Str(stored, "kind"), Str(meta, "uid")};
-}
-
-json WorkloadCondition(const char* type, bool status, const std::string& reason,
-                       const std::string& message, int64_t now_ms) {
-  return {{"type", type},
-          {"status", status ? "True" : "False"},
-          {"reason", reason},
-          {"message", message},
-          {"lastTransitionTime", FormatTime(now_ms)}};
 }
 
 std::vector<json> JobPods(const json& job) {
@@ -657,181 +641,6 @@ json KubeEvent(const json& event, const ObjectRef* involved) {
           {"count", 1}};
 }
 
-namespace {
-
-// The total of each resource a task asks for (limits, else requests, times replicas), in
-// nano-units.
-std::map<std::string, __int128> TaskResources(const json& task) {
-  std::map<std::string, __int128> out;
-  const json& replicas = Member(task, "replicas");
-  const int64_t n = replicas.is_number_integer() ? replicas.get<int64_t>() : 1;
-  const json& res = Member(task, "resources");
-  for (const char* part : {"requests", "limits"}) {
-    const json& amounts = Member(res, part);
-    if (!amounts.is_object()) continue;
-    for (const auto& [name, v] : amounts.items()) {
-      const std::string text = v.is_string() ? v.get<std::string>() : v.dump();
-      Result<Quantity> q = ParseQuantity(text, name);
-      if (!q.ok()) continue;
-      out[name] = q->nano * n;  // limits, read last, win over requests
-    }
-  }
-  return out;
-}
-
-std::string QuantityText(__int128 nano) {
-  if (nano % 1'000'000'000 == 0) return std::to_string(static_cast<int64_t>(nano / 1'000'000'000));
-  return std::to_string(static_cast<int64_t>((nano + 999'999) / 1'000'000)) + "m";
-}
-
-// The flavors a Job's task `i` (its pod set) was admitted with, per resource:
-// status.podSetFlavors[i] where pod sets differ, else status.flavors.
-json AdmittedFlavors(const json& job, size_t i) {
-  const json& st = Member(job, "status");
-  const json& per_set = Member(st, "podSetFlavors");
-  const json& f = per_set.is_array() && i < per_set.size() ? per_set[i] : Member(st, "flavors");
-  return f.is_object() ? f : json::object();
-}
-
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), ::tolower);
-  return s;
-}
-
-}  // namespace
-
-json KueueWorkload(const json& job) {
-  const json& meta = Member(job, "metadata");
-  const json& spec = Member(job, "spec");
-  const std::string queue = Str(spec, "queue");
-  if (queue.empty()) return json();
-  const ObjectRef owner = RefOf(job);
-  const std::string name = Str(meta, "name");
-  const std::string prefix = owner.api_version == "tessera.io/v1"               ? "tessera-job"
-                             : owner.api_version == "batch.volcano.sh/v1alpha1" ? "vcjob"
-                                                                                : Lower(owner.kind);
-  json pod_sets = json::array();
-  for (const json& task : ListOf(Member(spec, "tasks"))) {
-    json container = {{"name", Member(task, "name")}, {"image", Str(task, "image")}};
-    if (task.contains("resources")) container["resources"] = task["resources"];
-    pod_sets.push_back(
-        {{"name", Member(task, "name")},
-         {"count", Member(task, "replicas").is_number() ? Member(task, "replicas") : json(1)},
-         {"template", {{"spec", {{"containers", json::array({container})}}}}}});
-  }
-  json wspec = {{"queueName", queue}, {"podSets", std::move(pod_sets)}, {"active", true}};
-  if (!Str(spec, "priorityClassName").empty()) {
-    wspec["priorityClassName"] = Str(spec, "priorityClassName");
-  }
-  const json& st = Member(job, "status");
-  if (Member(st, "priority").is_number()) wspec["priority"] = Member(st, "priority");
-  const std::string phase = Str(st, "phase");
-  json status = json::object();
-  json conditions = json::array();
-  const bool admitted = phase == "Admitted" || phase == "Succeeded" || phase == "Failed";
-  const std::string at = Str(st, "admittedAt");
-  if (admitted && !Str(st, "queue").empty()) {
-    json assignments = json::array();
-    const json& tasks = ListOf(Member(spec, "tasks"));
-    for (size_t i = 0; i < tasks.size(); ++i) {
-      json usage = json::object();
-      for (const auto& [r, nano] : TaskResources(tasks[i])) usage[r] = QuantityText(nano);
-      assignments.push_back({{"name", wspec["podSets"][i]["name"]},
-                             {"flavors", AdmittedFlavors(job, i)},
-                             {"resourceUsage", std::move(usage)},
-                             {"count", wspec["podSets"][i]["count"]}});
-    }
-    status["admission"] = {{"clusterQueue", Str(st, "queue")},
-                           {"podSetAssignments", std::move(assignments)}};
-    conditions.push_back(Condition("QuotaReserved", true, "QuotaReserved",
-                                   "Quota reserved in ClusterQueue " + Str(st, "queue"), at));
-    conditions.push_back(Condition("Admitted", true, "Admitted", "The workload is admitted", at));
-  } else {
-    conditions.push_back(Condition("QuotaReserved", false, "Pending", Str(st, "message"), ""));
-  }
-  if (phase == "Succeeded" || phase == "Failed") {
-    conditions.push_back(
-        Condition("Finished", true, phase,
-                  phase == "Succeeded" ? "Job finished successfully" : Str(st, "message"),
-                  Str(st, "finishedAt")));
-  }
-  status["conditions"] = std::move(conditions);
-  json labels = json::object();
-  labels["kueue.x-k8s.io/job-uid"] = owner.uid;
-  return {{"apiVersion", "kueue.x-k8s.io/v1beta1"},
-          {"kind", "Workload"},
-          {"metadata",
-           {{"name", prefix + "-" + name},
-            {"namespace", Member(meta, "namespace")},
-            {"uid", DerivedUid(owner.uid, "workload")},
-            {"resourceVersion", Member(meta, "resourceVersion")},
-            {"creationTimestamp", Member(meta, "creationTimestamp")},
-            {"labels", std::move(labels)},
-            {"ownerReferences", json::array({{{"apiVersion", owner.api_version},
-                                              {"kind", owner.kind},
-                                              {"name", name},
-                                              {"uid", owner.uid},
-                                              {"controller", true}}})}}},
-          {"spec", std::move(wspec)},
-          {"status", std::move(status)}};
-}
-
-void AddQueueStatus(const std::vector<json>& jobs, const std::vector<json>& local_queues,
-                    json* view) {
-  const bool cluster = Str(*view, "kind") == "ClusterQueue";
-  const json& vmeta = Member(*view, "metadata");
-  const std::string name = Str(vmeta, "name"), ns = Str(vmeta, "namespace");
-  // The ClusterQueue a job's spec.queue names: a LocalQueue of its namespace, else the queue.
-  auto cluster_queue_of = [&](const json& job) {
-    const std::string q = Str(Member(job, "spec"), "queue");
-    const std::string job_ns = Str(Member(job, "metadata"), "namespace");
-    for (const json& lq : local_queues) {
-      const json& m = Member(lq, "metadata");
-      if (Str(m, "name") == q && Str(m, "namespace") == job_ns) {
-        const json& spec = Member(lq, "spec");
-        return Str(spec, "clusterQueue").empty() ? Str(spec, "queue") : Str(spec, "clusterQueue");
-      }
-    }
-    return q;
-  };
-  int pending = 0, admitted = 0;
-  std::map<std::string, std::map<std::string, __int128>> usage;  // flavor -> resource -> nano
-  for (const json& job : jobs) {
-    const json& st = Member(job, "status");
-    const std::string phase = Str(st, "phase");
-    const bool ours =
-        cluster ? (phase == "Admitted" ? Str(st, "queue") == name : cluster_queue_of(job) == name)
-                : Str(Member(job, "metadata"), "namespace") == ns &&
-                      Str(Member(job, "spec"), "queue") == name;
-    if (!ours) continue;
-    if (phase == "Pending" || phase.empty()) ++pending;
-    if (phase != "Admitted") continue;
-    ++admitted;
-    const json& tasks = ListOf(Member(Member(job, "spec"), "tasks"));
-    for (size_t i = 0; i < tasks.size(); ++i) {
-      const json flavors = AdmittedFlavors(job, i);
-      for (const auto& [r, nano] : TaskResources(tasks[i])) {
-        const std::string flavor = Str(flavors, r.c_str());
-        if (!flavor.empty()) usage[flavor][r] += nano;
-      }
-    }
-  }
-  json flavors = json::array();
-  for (const auto& [flavor, resources] : usage) {
-    json rs = json::array();
-    for (const auto& [r, nano] : resources) {
-      rs.push_back({{"name", r}, {"total", QuantityText(nano)}});
-    }
-    flavors.push_back({{"name", flavor}, {"resources", std::move(rs)}});
-  }
-  json& status = (*view)["status"];
-  if (!status.is_object()) status = json::object();
-  status["pendingWorkloads"] = pending;
-  status["reservingWorkloads"] = admitted;
-  status["admittedWorkloads"] = admitted;
-  status[cluster ? "flavorsUsage" : "flavorUsage"] = std::move(flavors);
-}
-
 json KubeNamespace(const std::string& name) {
   return {{"apiVersion", "v1"},
           {"kind", "Namespace"},
@@ -841,103 +650,6 @@ json KubeNamespace(const std::string& name) {
             {"labels", {{"kubernetes.io/metadata.name", name}}}}},
           {"spec", {{"finalizers", json::array({"kubernetes"})}}},
           {"status", {{"phase", "Active"}}}};
-}
-
-namespace {
-
-// What Volcano counts of a PodGroup: its phase (Pending; Inqueue once a member Job is admitted;
-// Running once `min_member` pods run; Completed when every member Job succeeded) and the pods of
-// its member Jobs.
-struct GroupState {
-  std::string phase;
-  PodCounts pods;
-};
-
-GroupState GroupOf(const std::vector<const json*>& members, int min_member) {
-  GroupState g;
-  int admitted = 0, succeeded = 0;
-  for (const json* job : members) {
-    const json& st = Member(*job, "status");
-    const std::string phase = Str(st, "phase");
-    if (phase == "Admitted" || phase == "Succeeded" || phase == "Failed") ++admitted;
-    if (phase == "Succeeded") ++succeeded;
-    const PodCounts c = CountPods(st);
-    g.pods.running += c.running;
-    g.pods.succeeded += c.succeeded;
-    g.pods.failed += c.failed;
-  }
-  g.phase = "Pending";
-  if (admitted > 0) g.phase = "Inqueue";
-  if (g.pods.running >= min_member && g.pods.running > 0) g.phase = "Running";
-  if (!members.empty() && succeeded == static_cast<int>(members.size())) g.phase = "Completed";
-  return g;
-}
-
-int MinMember(const json& spec) {
-  const json& min = Member(spec, "minMember");
-  return min.is_number_integer() ? min.get<int>() : 1;
-}
-
-// The Jobs (served form) of namespace `ns` that join PodGroup `name`.
-std::vector<const json*> MembersOf(const std::vector<json>& jobs, const std::string& ns,
-                                   const std::string& name) {
-  std::vector<const json*> out;
-  for (const json& job : jobs) {
-    if (Str(Member(job, "metadata"), "namespace") == ns &&
-        Str(Member(job, "spec"), "podGroup") == name) {
-      out.push_back(&job);
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
-void AddPodGroupStatus(const std::vector<json>& jobs, json* view) {
-  const json& meta = Member(*view, "metadata");
-  const GroupState g = GroupOf(MembersOf(jobs, Str(meta, "namespace"), Str(meta, "name")),
-                               MinMember(Member(*view, "spec")));
-  (*view)["status"] = {{"phase", g.phase},
-                       {"running", g.pods.running},
-                       {"succeeded", g.pods.succeeded},
-                       {"failed", g.pods.failed}};
-}
-
-bool VolcanoQueueClosed(const json& queue) {
-  return Str(Member(Member(queue, "metadata"), "annotations"), "tessera.io/volcano-queue") ==
-             "true" &&
-         !Str(Member(queue, "spec"), "stopPolicy").empty() &&
-         Str(Member(queue, "spec"), "stopPolicy") != "None";
-}
-
-void AddVolcanoQueueStatus(const json& queue, const std::vector<json>& jobs,
-                           const std::vector<json>& pod_groups, json* view) {
-  const std::string name = Str(Member(*view, "metadata"), "name");
-  std::map<std::string, int> phases;
-  int groups = 0;
-  for (const json& pg : pod_groups) {
-    if (Str(Member(pg, "spec"), "queue") != name) continue;
-    const json& meta = Member(pg, "metadata");
-    ++groups;
-    ++phases[GroupOf(MembersOf(jobs, Str(meta, "namespace"), Str(meta, "name")),
-                     MinMember(Member(pg, "spec")))
-                 .phase];
-  }
-  for (const json& job : jobs) {
-    const json& spec = Member(job, "spec");
-    if (Str(spec, "queue") != name || !Str(spec, "podGroup").empty()) continue;
-    ++groups;
-    ++phases[GroupOf({&job}, MinMember(spec)).phase];
-  }
-  // Volcano's queue controller: a closed queue is Closing while any PodGroup is in it.
-  const bool closed = VolcanoQueueClosed(queue);
-  json& status = (*view)["status"];
-  status = {{"state", !closed ? "Open" : groups > 0 ? "Closing" : "Closed"}};
-  for (const char* phase : {"Pending", "Inqueue", "Running", "Completed"}) {
-    std::string key = phase;
-    key[0] = static_cast<char>(std::tolower(key[0]));
-    status[key] = phases[phase];
-  }
 }
 
 json EventsV1(const json& e) {
@@ -964,169 +676,6 @@ json EventsV1(const json& e) {
           {"deprecatedFirstTimestamp", Member(e, "firstTimestamp")},
           {"deprecatedLastTimestamp", Member(e, "lastTimestamp")},
           {"deprecatedCount", Member(e, "count")}};
-}
-
-namespace {
-
-json GroupEntry(std::string_view group) {
-  json versions = json::array();
-  for (const KubeKind& k : KubeKinds()) {
-    if (k.group != group) continue;
-    const json v = {{"groupVersion", k.GroupVersion()}, {"version", k.version}};
-    if (std::find(versions.begin(), versions.end(), v) == versions.end()) versions.push_back(v);
-  }
-  if (versions.empty()) return json();
-  return {{"name", group}, {"versions", versions}, {"preferredVersion", versions[0]}};
-}
-
-std::vector<std::string> Split(std::string_view text) {
-  std::vector<std::string> out;
-  while (!text.empty()) {
-    const size_t comma = text.find(',');
-    out.emplace_back(text.substr(0, comma));
-    text.remove_prefix(comma == std::string_view::npos ? text.size() : comma + 1);
-  }
-  return out;
-}
-
-}  // namespace
-
-json KubeGroups() {
-  json groups = json::array();
-  std::vector<std::string_view> seen;
-  for (const KubeKind& k : KubeKinds()) {
-    if (k.group.empty() || std::find(seen.begin(), seen.end(), k.group) != seen.end()) continue;
-    seen.push_back(k.group);
-    groups.push_back(GroupEntry(k.group));
-  }
-  return groups;
-}
-
-json KubeGroup(std::string_view group) {
-  json g = GroupEntry(group);
-  if (g.is_null() || group.empty()) return json();
-  g["kind"] = "APIGroup";
-  g["apiVersion"] = "v1";
-  return g;
-}
-
-json KubeResourceList(std::string_view group, std::string_view version) {
-  json resources = json::array();
-  for (const KubeKind& k : KubeKinds()) {
-    if (k.group != group || k.version != version) continue;
-    resources.push_back(ApiResource(
-        k.plural, k.kind, k.namespaced,
-        k.stored.empty() ? std::vector<std::string>{"create", "get", "list"}
-        : k.writable     ? std::vector<std::string>{"create", "delete", "deletecollection", "get",
-                                                    "list", "patch", "update", "watch"}
-        : k.kind == "Namespace" ? std::vector<std::string>{"get", "list"}
-                                : std::vector<std::string>{"get", "list", "watch"},
-        Split(k.short_names)));
-  }
-  if (resources.empty()) return json();
-  const std::string gv =
-      group.empty() ? std::string(version) : std::string(group) + "/" + std::string(version);
-  return {{"kind", "APIResourceList"},
-          {"apiVersion", "v1"},
-          {"groupVersion", gv},
-          {"resources", std::move(resources)}};
-}
-
-json KubeTable(const KubeKind& kind, const std::vector<json>& objects, const std::string& version,
-               int64_t now_ms) {
-  json columns = json::array({TableColumn("Name", "string", "The object's name.", 0, "name")});
-  const bool pod = kind.kind == "Pod";
-  const bool batch_job = kind.group == "batch" && kind.kind == "Job";
-  const bool volcano_job = kind.group == "batch.volcano.sh";
-  if (kind.kind == "Event") {
-    json ecols = json::array({
-        TableColumn("Last Seen", "string", "When the event last happened.", 0),
-        TableColumn("Type", "string", "Normal or Warning.", 0),
-        TableColumn("Reason", "string", "Why, in one word.", 0),
-        TableColumn("Object", "string", "The object it is about.", 0),
-        TableColumn("Message", "string", "What happened.", 0),
-    });
-    json erows = json::array();
-    for (const json& e : objects) {
-      const bool v1 = Member(e, "regarding").is_object();
-      const int64_t at = ParseTime(Str(e, v1 ? "deprecatedLastTimestamp" : "lastTimestamp"));
-      const json& obj = Member(e, v1 ? "regarding" : "involvedObject");
-      const std::string kind_name = Lower(Str(obj, "kind"));
-      erows.push_back(TableRow(
-          {at < 0 ? "<unknown>" : HumanDuration(now_ms - at), Str(e, "type"), Str(e, "reason"),
-           kind_name + "/" + Str(obj, "name"), Str(e, v1 ? "note" : "message")},
-          e));
-    }
-    return TableOf(std::move(ecols), std::move(erows), version);
-  }
-  if (pod) {
-    columns.push_back(TableColumn("Ready", "string", "Ready containers / containers.", 0));
-    columns.push_back(TableColumn("Status", "string", "The pod's phase.", 0));
-    columns.push_back(TableColumn("Restarts", "integer", "Restarts of its containers.", 0));
-  } else if (batch_job) {
-    columns.push_back(TableColumn("Status", "string", "Running, Complete, Failed, Suspended.", 0));
-    columns.push_back(TableColumn("Completions", "string", "Succeeded / wanted pods.", 0));
-  } else if (volcano_job) {
-    columns.push_back(TableColumn("Status", "string", "The job's phase.", 0));
-    columns.push_back(TableColumn("MinAvailable", "integer", "The gang's minimum.", 0));
-    columns.push_back(TableColumn("Running", "integer", "Running pods.", 0));
-  }
-  const bool ns_kind = kind.kind == "Namespace";
-  if (ns_kind) columns.push_back(TableColumn("Status", "string", "The namespace's phase.", 0));
-  columns.push_back(TableColumn("Age", "string", "Time since the object was created.", 0));
-  if (pod) {
-    columns.push_back(TableColumn("Node", "string", "The node the pod runs on.", 1));
-    columns.push_back(TableColumn("GPUs", "string", "The nvidia.com/gpu limit of its pod.", 1));
-  }
-  json rows = json::array();
-  for (const json& o : objects) {
-    const json& st = Member(o, "status");
-    json cells = json::array({Str(Member(o, "metadata"), "name")});
-    if (pod) {
-      int ready = 0, total = 0, restarts = 0;
-      for (const json& c : ListOf(Member(st, "containerStatuses"))) {
-        ++total;
-        if (Member(c, "ready") == true) ++ready;
-        restarts += static_cast<int>(Num(c, "restartCount"));
-      }
-      std::string phase = Str(st, "phase");
-      if (phase == "Succeeded") phase = "Completed";
-      if (phase == "Failed") phase = "Error";
-      cells.push_back(std::to_string(ready) + "/" + std::to_string(total));
-      cells.push_back(phase);
-      cells.push_back(restarts);
-    } else if (batch_job) {
-      std::string state = "Running";
-      for (const json& c : ListOf(Member(st, "conditions"))) {
-        if (Str(c, "status") == "True") state = Str(c, "type");
-      }
-      const json& spec = Member(o, "spec");
-      const json& want = Member(spec, "completions").is_number()   ? Member(spec, "completions")
-                         : Member(spec, "parallelism").is_number() ? Member(spec, "parallelism")
-                                                                   : json(1);
-      cells.push_back(state);
-      cells.push_back(std::to_string(static_cast<int>(Num(st, "succeeded"))) + "/" + want.dump());
-    } else if (volcano_job) {
-      cells.push_back(Str(Member(st, "state"), "phase"));
-      cells.push_back(static_cast<int>(Num(st, "minAvailable")));
-      cells.push_back(static_cast<int>(Num(st, "running")));
-    }
-    if (ns_kind) cells.push_back(Str(st, "phase"));
-    cells.push_back(AgeOf(o, now_ms));
-    if (pod) {
-      const std::string node = Str(Member(o, "spec"), "nodeName");
-      int64_t gpus = 0;
-      for (const json& c : ListOf(Member(Member(o, "spec"), "containers"))) {
-        const json& g = Member(Member(Member(c, "resources"), "limits"), "nvidia.com/gpu");
-        if (g.is_number_integer()) gpus += g.get<int64_t>();
-        if (g.is_string()) gpus += std::atoll(g.get<std::string>().c_str());
-      }
-      cells.push_back(node.empty() ? "<none>" : node);
-      cells.push_back(std::to_string(gpus));
-    }
-    rows.push_back(TableRow(std::move(cells), o));
-  }
-  return TableOf(std::move(columns), std::move(rows), version);
 }
 
 }  // namespace tessera::api

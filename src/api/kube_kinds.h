@@ -87,62 +87,32 @@ struct ObjectRef {
 };
 ObjectRef RefOf(const nlohmann::json& stored);
 
+// The counts of a Tessera Job's pods by state, from its status as Kubernetes reads them (a
+// pod of a failed Job that has not succeeded counts failed; of a succeeded Job, succeeded).
+struct PodCounts {
+  int running = 0, succeeded = 0, failed = 0, placed = 0, restarts = 0;
+  int failed_attempts = 0;  // of restartPolicy Never pods started again
+};
+PodCounts CountPods(const nlohmann::json& status);
+
+// A condition in Kubernetes' shape: type, status, and reason, message and lastTransitionTime
+// when given.
+nlohmann::json KubeCondition(const char* type, bool is_true, const std::string& reason,
+                             const std::string& message, const std::string& time);
+// A UUID-shaped name derived from `base` and `suffix` (FNV-1a), stable across reads: the uid
+// of a view that has no stored object of its own (a Job's pods, its Workload).
+std::string DerivedUid(const std::string& base, const std::string& suffix);
+
 // A core/v1 Event of a Tessera Event (served form); `involved` is what its involvedObject
 // names in the Kubernetes API, when known.
 nlohmann::json KubeEvent(const nlohmann::json& event, const ObjectRef* involved);
 
-// Kueue's view of the work that goes through queues. A Workload per Job that names a queue
-// (spec.queue), named <kind>-<job> as Kueue names them ("job-llm-training", "pod-x",
-// "tessera-job-y"): spec.queueName and podSets, status.admission (clusterQueue, flavors per
-// resource) and the QuotaReserved, Admitted and Finished conditions. Null for a Job without a
-// queue.
-nlohmann::json KueueWorkload(const nlohmann::json& job);
-// A condition of a Job's status as Kueue writes a Workload's (QuotaReserved, Admitted, Evicted,
-// Preempted): every field set, its transition at `now_ms`.
-nlohmann::json WorkloadCondition(const char* type, bool status, const std::string& reason,
-                                 const std::string& message, int64_t now_ms);
-
-// The status Kueue keeps on a ClusterQueue or LocalQueue view (`view`, kind read from it):
-// pendingWorkloads, reservingWorkloads, admittedWorkloads and flavorsUsage (for LocalQueues
-// flavorUsage), from the Jobs (served form) and the LocalQueues (stored Tessera objects, to tell
-// which ClusterQueue a pending job's queue points at).
-void AddQueueStatus(const std::vector<nlohmann::json>& jobs,
-                    const std::vector<nlohmann::json>& local_queues, nlohmann::json* view);
-
 // A core/v1 Namespace. Namespaces are implicit in Tessera: every valid name is one, Active.
 nlohmann::json KubeNamespace(const std::string& name);
-
-// Volcano's status on a PodGroup view: phase (Pending; Inqueue once a member Job is admitted;
-// Running once minMember pods run; Completed when every member Job succeeded), and the running,
-// succeeded and failed pod counts of the Jobs (served form) that join it (spec.podGroup).
-void AddPodGroupStatus(const std::vector<nlohmann::json>& jobs, nlohmann::json* view);
-
-// Whether a stored Tessera Queue is a Volcano Queue closed by a CloseQueue command (its
-// stopPolicy is set).
-bool VolcanoQueueClosed(const nlohmann::json& queue);
-
-// Volcano's status on a Queue view made from the Tessera Queue `queue`: state (Open; a closed
-// queue is Closing while any PodGroup is in it and Closed once none is, as Volcano's queue
-// controller keeps it) and the number of its PodGroups by phase (pending, inqueue, running,
-// completed). Its PodGroups are the PodGroups (stored) that name it and the Jobs (served form)
-// that name it without joining a PodGroup.
-void AddVolcanoQueueStatus(const nlohmann::json& queue, const std::vector<nlohmann::json>& jobs,
-                           const std::vector<nlohmann::json>& pod_groups, nlohmann::json* view);
 
 // The events.k8s.io/v1 shape of a core/v1 Event view: regarding, note, eventTime (microseconds),
 // reportingController and the deprecated* copies of the core fields.
 nlohmann::json EventsV1(const nlohmann::json& core_event);
-
-// APIGroup documents for /apis (every group with served kinds, Tessera's last) and one group.
-nlohmann::json KubeGroups();
-nlohmann::json KubeGroup(std::string_view group);  // null for a group not served
-// APIResourceList of one group version's kinds; null for one not served.
-nlohmann::json KubeResourceList(std::string_view group, std::string_view version);
-
-// A meta.k8s.io/v1 Table of objects of `kind` with the columns kubectl shows for it (Pods:
-// READY, STATUS, RESTARTS, AGE, NODE and GPUS; Jobs: STATUS, COMPLETIONS, AGE ...).
-nlohmann::json KubeTable(const KubeKind& kind, const std::vector<nlohmann::json>& objects,
-                         const std::string& version, int64_t now_ms);
 
 }  // namespace tessera::api
 

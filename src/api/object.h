@@ -16,6 +16,8 @@
 namespace tessera::api {
 
 inline constexpr std::string_view kApiVersion = "tessera.io/v1";
+inline constexpr std::string_view kGroup = "tessera.io";
+inline constexpr std::string_view kGroupPath = "/apis/tessera.io/v1";
 
 struct KindInfo {
   std::string_view kind;    // "Job"

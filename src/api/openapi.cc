@@ -3,7 +3,6 @@
 #include <functional>
 #include <vector>
 
-#include "api/kube.h"
 #include "api/kube_fields.h"
 #include "api/kube_kinds.h"
 #include "api/object.h"

@@ -3,7 +3,6 @@
 #include <cstdio>
 
 #include "api/json_read.h"
-#include "api/kube.h"
 #include "api/time.h"
 
 namespace tessera::api {
@@ -31,28 +30,6 @@ json UsageOf(const MeasuredUsage& u) {
 }
 
 }  // namespace
-
-json MetricsGroupEntry() {
-  const json version = {{"groupVersion", GroupVersion()}, {"version", kMetricsVersion}};
-  return {
-      {"name", kMetricsGroup}, {"versions", json::array({version})}, {"preferredVersion", version}};
-}
-
-json MetricsGroup() {
-  json g = MetricsGroupEntry();
-  g["kind"] = "APIGroup";
-  g["apiVersion"] = "v1";
-  return g;
-}
-
-json MetricsResourceList() {
-  return {
-      {"kind", "APIResourceList"},
-      {"apiVersion", "v1"},
-      {"groupVersion", GroupVersion()},
-      {"resources", json::array({ApiResource("nodes", "NodeMetrics", false, {"get", "list"}, {}),
-                                 ApiResource("pods", "PodMetrics", true, {"get", "list"}, {})})}};
-}
 
 std::string CpuQuantity(int64_t nano_cores) { return std::to_string(nano_cores) + "n"; }
 

@@ -16,12 +16,6 @@ namespace tessera::api {
 inline constexpr std::string_view kMetricsGroup = "metrics.k8s.io";
 inline constexpr std::string_view kMetricsVersion = "v1beta1";
 
-// Discovery: the group's entry in an APIGroupList (no kind or apiVersion), the APIGroup and
-// the group version's APIResourceList (nodes and pods, get and list).
-nlohmann::json MetricsGroupEntry();
-nlohmann::json MetricsGroup();
-nlohmann::json MetricsResourceList();
-
 // What was measured of one node or one container.
 struct MeasuredUsage {
   int64_t nano_cores = 0;

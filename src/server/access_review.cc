@@ -7,7 +7,6 @@
 #include "api/json_read.h"
 #include "api/json_text.h"
 #include "api/kinds.h"
-#include "api/kube.h"
 #include "api/kube_kinds.h"
 #include "api/object.h"
 #include "server/api_common.h"

@@ -8,7 +8,7 @@
 #include "api/json_read.h"
 #include "api/json_text.h"
 #include "api/kinds.h"
-#include "api/kube.h"
+#include "api/kube_table.h"
 #include "api/object.h"
 #include "api/status_schema.h"
 #include "server/websocket.h"

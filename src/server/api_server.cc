@@ -15,17 +15,20 @@
 #include <utility>
 #include <vector>
 
+#include "api/discovery.h"
 #include "api/fields.h"
 #include "api/json_read.h"
 #include "api/kinds.h"
-#include "api/kube.h"
 #include "api/kube_kinds.h"
+#include "api/kube_node.h"
+#include "api/kube_table.h"
 #include "api/manifest.h"
 #include "api/object.h"
 #include "api/openapi.h"
 #include "api/patch.h"
 #include "api/protobuf.h"
 #include "api/quantity.h"
+#include "api/queue_views.h"
 #include "api/resource_metrics.h"
 #include "api/status_schema.h"
 #include "api/yaml.h"

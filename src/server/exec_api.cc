@@ -8,7 +8,6 @@
 #include <mutex>
 
 #include "api/json_read.h"
-#include "api/kube.h"
 #include "api/kube_kinds.h"
 #include "api/object.h"
 #include "api/time.h"

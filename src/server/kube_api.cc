@@ -7,10 +7,11 @@
 
 #include "api/json_read.h"
 #include "api/json_text.h"
-#include "api/kube.h"
 #include "api/kube_kinds.h"
+#include "api/kube_table.h"
 #include "api/manifest.h"
 #include "api/patch.h"
+#include "api/queue_views.h"
 #include "server/api_common.h"
 #include "server/api_server.h"
 

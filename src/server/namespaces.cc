@@ -7,8 +7,8 @@
 
 #include "api/json_read.h"
 #include "api/kinds.h"
-#include "api/kube.h"
 #include "api/kube_kinds.h"
+#include "api/kube_table.h"
 #include "api/object.h"
 #include "api/time.h"
 #include "server/api_common.h"

@@ -20,6 +20,7 @@
 #include "api/json_read.h"
 #include "api/json_text.h"
 #include "api/kube_kinds.h"
+#include "api/queue_views.h"
 #include "server/api_common.h"
 #include "server/api_server.h"
 #include "server/log_stream.h"

@@ -15,7 +15,6 @@
 
 #include "api/json_read.h"
 #include "api/kinds.h"
-#include "api/kube.h"
 #include "api/kube_kinds.h"
 #include "api/resource_metrics.h"
 #include "server/api_common.h"

@@ -15,6 +15,7 @@
 #include "api/kinds.h"
 #include "api/kube_kinds.h"
 #include "api/quantity.h"
+#include "api/queue_views.h"
 #include "api/status_schema.h"
 #include "core/mig.h"
 #include "core/workload.h"

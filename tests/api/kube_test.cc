@@ -1,11 +1,13 @@
-#include "api/kube.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "api/discovery.h"
 #include "api/kube_kinds.h"
+#include "api/kube_node.h"
+#include "api/kube_table.h"
 #include "api/manifest.h"
 #include "api/time.h"
 

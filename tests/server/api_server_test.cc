@@ -14,6 +14,7 @@
 #include <sstream>
 #include <string>
 
+#include "api/queue_views.h"
 #include "server/http_server.h"
 #include "store/memory_store.h"
 
