@@ -43,6 +43,7 @@
 #include "cli/client.h"
 #include "cli/server_cmd.h"
 #include "server/api_server.h"
+#include "server/files.h"
 
 namespace tessera::cli {
 
@@ -432,13 +433,7 @@ Result<std::string> AgentToken(const AgentOptions& o, const std::string& node, E
   if (token.empty()) return Internal("the server's reply has no token");
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  const std::string line = token + "\n";
-  const bool ok = fd >= 0 &&
-                  ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
-                  ::fsync(fd) == 0;
-  if (fd >= 0) ::close(fd);
-  if (!ok) return Internal("cannot write " + path + ": " + std::strerror(errno));
+  TESSERA_RETURN_IF_ERROR(server::WriteFileDurably(path, token + "\n", 0600));
   return token;
 }
 
