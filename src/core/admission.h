@@ -115,6 +115,10 @@ struct CycleResult {
   int placement_cache_hits = 0;
 };
 
+namespace cycle {
+class CycleRun;
+}  // namespace cycle
+
 class AdmissionCycle {
  public:
   static Result<AdmissionCycle> Create(const QueueConfig& config, CycleOptions options = {});
@@ -129,7 +133,7 @@ class AdmissionCycle {
                   int64_t now_ms, std::span<const Reservation> held = {}) const;
 
  private:
-  friend class CycleRun;
+  friend class cycle::CycleRun;
   CycleOptions options_;
   QuotaTree tree_;
   std::unordered_map<std::string, std::string> local_queues_;  // "ns/name" -> queue
