@@ -21,6 +21,8 @@
 #include "api/time.h"
 #include "api/yaml.h"
 #include "cli/client.h"
+#include "cli/command_io.h"
+#include "cli/report_cmds.h"
 
 namespace tessera::cli {
 
@@ -28,10 +30,6 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
-
-constexpr int kRefused = 1;
-constexpr int kUsage = 2;
-constexpr int kUnreachable = 3;
 
 void AddConnectionFlags(CLI::App* cmd, ResourceOptions& o) {
   cmd->add_option("--server", o.server, "Server HOST:PORT (else TESSERA_ADDR, ~/.tessera/config)");
@@ -90,36 +88,6 @@ std::string KnownKinds() {
   std::string s;
   for (const api::KindInfo& k : api::Kinds()) s += (s.empty() ? "" : ", ") + std::string(k.plural);
   return s;
-}
-
-// Prints a server refusal the way kubectl does; returns the exit code.
-int Refused(const Response& r, std::ostream& err) {
-  const json body = json::parse(r.body, nullptr, false);
-  if (body.is_object() && body.contains("message")) {
-    err << "Error from server (" << body.value("reason", std::to_string(r.status))
-        << "): " << body["message"].get<std::string>() << "\n";
-  } else {
-    err << "Error from server (HTTP " << r.status << "): " << r.body << "\n";
-  }
-  return kRefused;
-}
-
-std::optional<Response> Send(const ResourceOptions& o, const std::string& method,
-                             const std::string& target, const std::string& body,
-                             const std::string& content_type, std::ostream& err, int* code) {
-  auto ep = ResolveEndpoint(o.server, o.token, o.ca_file);
-  if (!ep.ok()) {
-    err << "error: " << ep.status().message() << "\n";
-    *code = kUsage;
-    return std::nullopt;
-  }
-  auto r = Request(*ep, method, target, body, content_type);
-  if (!r.ok()) {
-    err << "error: " << r.status().message() << "\n";
-    *code = kUnreachable;
-    return std::nullopt;
-  }
-  return *r;
 }
 
 void EmitYaml(YAML::Emitter& e, const json& v) {
@@ -214,20 +182,6 @@ std::vector<std::pair<std::string, std::string>> Columns(const json& obj, bool w
     cols.emplace_back("RESOURCEVERSION", obj["metadata"].value("resourceVersion", std::string("")));
   }
   return cols;
-}
-
-// Rows (the first is the header) in columns three spaces apart.
-void PrintRows(const std::vector<std::vector<std::string>>& rows, std::ostream& out) {
-  std::vector<size_t> width;
-  for (const auto& r : rows) {
-    width.resize(std::max(width.size(), r.size()), 0);
-    for (size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
-  }
-  for (const auto& r : rows) {
-    for (size_t i = 0; i < r.size(); ++i) {
-      out << r[i] << (i + 1 < r.size() ? std::string(width[i] - r[i].size() + 3, ' ') : "\n");
-    }
-  }
 }
 
 void PrintTable(const std::vector<json>& items, bool with_ns, bool wide, std::ostream& out) {
@@ -384,113 +338,6 @@ int Get(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
   return 0;
 }
 
-// `v` with `digits` decimals.
-std::string Fixed(double v, int digits) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
-int Usage(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
-  if (o.usage_by != "namespace" && o.usage_by != "queue" && o.usage_by != "job") {
-    err << "error: --by: must be namespace, queue or job, got \"" << o.usage_by << "\"\n";
-    return kUsage;
-  }
-  if (o.output != "" && o.output != "json" && o.output != "csv") {
-    err << "error: -o: unknown output format \"" << o.output << "\" (csv, json)\n";
-    return kUsage;
-  }
-  for (const auto& [flag, value] : {std::pair{"--since", &o.since}, {"--until", &o.until}}) {
-    if (value->empty() || api::ParseTime(*value) >= 0) continue;
-    if (auto d = api::ParseDurationMs(*value, flag); !d.ok()) {
-      err << "error: " << d.status().message() << " (or an RFC 3339 time)\n";
-      return kUsage;
-    }
-  }
-  std::string target = "/apis/tessera.io/v1/usage?by=" + o.usage_by + "&since=" + o.since;
-  if (!o.until.empty()) target += "&until=" + o.until;
-  int code = 0;
-  auto r = Send(o, "GET", target, "", "", err, &code);
-  if (!r) return code;
-  if (r->status != 200) return Refused(*r, err);
-  const json body = json::parse(r->body, nullptr, false);
-  if (o.output == "json") {
-    out << body.dump(2) << "\n";
-    return 0;
-  }
-  const std::string currency = body.value("currency", "");
-  std::vector<std::vector<std::string>> rows;
-  if (o.usage_by == "job") {
-    rows.push_back({"NAMESPACE", "JOB"});
-  } else {
-    std::string h = o.usage_by;
-    std::transform(h.begin(), h.end(), h.begin(), ::toupper);
-    rows.push_back({h});
-  }
-  for (const char* h : {"GPU-HOURS", "IDLE-GPU-HOURS", "COST", "WASTED-COST"}) {
-    rows[0].push_back(h);
-  }
-  if (o.output != "csv") {  // the table names the currency
-    rows[0][rows[0].size() - 2] += "(" + currency + ")";
-    rows[0].back() += "(" + currency + ")";
-  }
-  const bool csv = o.output == "csv";
-  double total[4] = {0, 0, 0, 0};
-  bool unpriced = false;
-  for (const json& i : body.value("items", json::array())) {
-    std::vector<std::string> row;
-    if (o.usage_by == "job") {
-      row = {i.value("namespace", ""), i.value("job", "")};
-    } else {
-      row = {i.value(o.usage_by, "")};
-    }
-    const double v[4] = {i.value("gpuHours", 0.0), i.value("idleGpuHours", 0.0),
-                         i.value("cost", 0.0), i.value("wastedCost", 0.0)};
-    const bool priced = i.value("priced", true);
-    unpriced |= !priced;
-    for (int k = 0; k < 4; ++k) {
-      total[k] += v[k];
-      // csv: hours to the microhour, and no footnote marks.
-      row.push_back(Fixed(v[k], csv && k < 2 ? 6 : 2) + (!csv && k >= 2 && !priced ? "*" : ""));
-    }
-    rows.push_back(std::move(row));
-  }
-  if (csv) {
-    // Machine-readable: lower-case column names.
-    for (std::string& h : rows[0]) {
-      std::transform(h.begin(), h.end(), h.begin(),
-                     [](char c) { return c == '-' ? '_' : static_cast<char>(std::tolower(c)); });
-    }
-    for (auto& row : rows) {
-      for (size_t k = 0; k < row.size(); ++k) {
-        std::string cell = row[k];
-        if (cell.find_first_of(",\"\n") != std::string::npos) {
-          std::string q = "\"";
-          for (char c : cell) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-          cell = q + "\"";
-        }
-        out << cell << (k + 1 < row.size() ? "," : "\n");
-      }
-    }
-    return 0;
-  }
-  if (rows.size() == 1) {
-    out << "No usage between " << body.value("since", "") << " and " << body.value("until", "")
-        << ".\n";
-    return 0;
-  }
-  std::vector<std::string> sum = {"TOTAL"};
-  if (o.usage_by == "job") sum.push_back("");
-  for (double t : total) sum.push_back(Fixed(t, 2));
-  rows.push_back(std::move(sum));
-  PrintRows(rows, out);
-  out << "from " << body.value("since", "") << " to " << body.value("until", "")
-      << "; idle: GPUs below the idle threshold while allocated";
-  if (unpriced) out << "; * some GPU models have no price";
-  out << "\n";
-  return 0;
-}
-
 int Delete(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
   const api::KindInfo* kind = KindOrComplain(o.kind, err);
   if (kind == nullptr) return kUsage;
@@ -502,9 +349,6 @@ int Delete(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
   out << kind->plural << "/" << o.name << " deleted\n";
   return 0;
 }
-
-std::optional<std::vector<json>> List(const ResourceOptions& o, const std::string& target,
-                                      std::ostream& err, int* code);
 
 int TokenCreate(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
   const int kinds = int{o.token_agent} + int{o.token_metrics} + int{!o.token_namespace.empty()};
@@ -584,20 +428,6 @@ int Cordon(const ResourceOptions& o, bool on, std::ostream& out, std::ostream& e
   return code;
 }
 
-// GETs a list; nullopt (with the exit code in *code) when it fails.
-std::optional<std::vector<json>> List(const ResourceOptions& o, const std::string& target,
-                                      std::ostream& err, int* code) {
-  auto r = Send(o, "GET", target, "", "", err, code);
-  if (!r) return std::nullopt;
-  if (r->status != 200) {
-    *code = Refused(*r, err);
-    return std::nullopt;
-  }
-  std::vector<json> out;
-  for (json& i : json::parse(r->body).value("items", json::array())) out.push_back(std::move(i));
-  return out;
-}
-
 // Cordons the node, then evicts each pod on it through the eviction API, as kubectl drain does:
 // a running Job goes back to its queue whole, a finished one stays finished (its pod is removed).
 int Drain(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
@@ -672,142 +502,6 @@ int Describe(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
     out << "  " << ev["spec"].value("time", "") << "  " << ev["spec"].value("type", "") << "  "
         << ev["spec"].value("reason", "") << "  " << ev["spec"].value("message", "") << "\n";
   }
-  return 0;
-}
-
-std::string Gpus(int64_t milli) {
-  std::ostringstream s;
-  s << std::fixed << std::setprecision(milli % 1000 == 0 ? 0 : 2) << milli / 1000.0;
-  return s.str();
-}
-
-// Allocation, from the bindings the scheduling loop wrote into Jobs' status.
-int Top(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
-  int code = 0;
-  auto jobs = List(o, "/apis/tessera.io/v1/jobs", err, &code);
-  if (!jobs) return code;
-  std::vector<std::vector<std::string>> rows;
-  if (o.top_what == "nodes" || o.top_what == "gpus") {
-    auto nodes = List(o, "/apis/tessera.io/v1/nodes", err, &code);
-    if (!nodes) return code;
-    std::map<std::string, int64_t> by_node, by_gpu, cpu_by_node;
-    std::map<std::string, int> pods_by_node, pods_by_gpu;
-    for (const json& j : *jobs) {
-      const json status = j.value("status", json::object());
-      if (status.value("phase", "") != "Admitted") continue;
-      for (const json& pod : status.value("pods", json::array())) {
-        if (!pod.is_object()) continue;
-        const std::string node = pod.value("node", "");
-        ++pods_by_node[node];
-        cpu_by_node[node] += pod.value("cpuMilli", int64_t{0});
-        for (const json& d : pod.value("devices", json::array())) {
-          by_node[node] += d.value("gpuMilli", int64_t{0});
-          by_gpu[d.value("uuid", "")] += d.value("gpuMilli", int64_t{0});
-          ++pods_by_gpu[d.value("uuid", "")];
-        }
-      }
-    }
-    if (o.top_what == "nodes") {
-      rows.push_back({"NAME", "GPUS", "GPU ALLOCATED", "CPU ALLOCATED", "PODS", "SCHEDULABLE"});
-      for (const json& n : *nodes) {
-        const std::string name = n["metadata"].value("name", "");
-        const json status = n.value("status", json::object());
-        const size_t gpus = status.value("gpus", json::array()).size();
-        const int64_t cpu = cpu_by_node[name];
-        rows.push_back(
-            {name, std::to_string(gpus),
-             Gpus(by_node[name]) + " (" +
-                 std::to_string(gpus ? by_node[name] / static_cast<int64_t>(gpus) / 10 : 0) + "%)",
-             std::to_string(cpu) + "m", std::to_string(pods_by_node[name]),
-             n.value("spec", json::object()).value("unschedulable", false) ? "no" : "yes"});
-      }
-    } else {
-      rows.push_back({"NODE", "INDEX", "UUID", "MODEL", "ALLOCATED", "PODS", "HEALTH"});
-      for (const json& n : *nodes) {
-        for (const json& g : n.value("status", json::object()).value("gpus", json::array())) {
-          const std::string uuid = g.value("uuid", "");
-          rows.push_back({n["metadata"].value("name", ""), std::to_string(g.value("index", 0)),
-                          uuid, g.value("model", ""), std::to_string(by_gpu[uuid] / 10) + "%",
-                          std::to_string(pods_by_gpu[uuid]), g.value("health", "Healthy")});
-        }
-      }
-    }
-  } else if (o.top_what == "queues") {
-    auto queues = List(o, "/apis/tessera.io/v1/queues", err, &code);
-    if (!queues) return code;
-    auto locals = List(o, "/apis/tessera.io/v1/localqueues", err, &code);
-    if (!locals) return code;
-    std::map<std::string, std::string> queue_of;  // "ns/local" -> queue
-    for (const json& l : *locals) {
-      queue_of[l["metadata"].value("namespace", "") + "/" + l["metadata"].value("name", "")] =
-          l.value("spec", json::object()).value("clusterQueue", "");
-    }
-    std::map<std::string, int64_t> used;
-    std::map<std::string, int> admitted, pending;
-    for (const json& j : *jobs) {
-      const json status = j.value("status", json::object());
-      if (status.value("phase", "") == "Admitted") {
-        const std::string q = status.value("queue", "");
-        ++admitted[q];
-        for (const json& pod : status.value("pods", json::array())) {
-          if (!pod.is_object()) continue;
-          for (const json& d : pod.value("devices", json::array())) {
-            used[q] += d.value("gpuMilli", int64_t{0});
-          }
-        }
-      } else {
-        const std::string lq = j.value("spec", json::object()).value("queue", "");
-        auto it = queue_of.find(j["metadata"].value("namespace", "") + "/" + lq);
-        if (it != queue_of.end()) ++pending[it->second];
-      }
-    }
-    rows.push_back(
-        {"QUEUE", "COHORT", "GPU ALLOCATED", "GPU NOMINAL", "ADMITTED", "PENDING", "ACTIVE"});
-    for (const json& q : *queues) {
-      const std::string name = q["metadata"].value("name", "");
-      const json spec = q.value("spec", json::object());
-      double nominal = 0;
-      for (const json& g : spec.value("resourceGroups", json::array())) {
-        for (const json& f : g.value("flavors", json::array())) {
-          for (const json& r : f.value("resources", json::array())) {
-            if (r.value("name", "") != "nvidia.com/gpu") continue;
-            const json n = r.value("nominalQuota", json(0));
-            nominal += n.is_number() ? n.get<double>() : std::atof(n.get<std::string>().c_str());
-          }
-        }
-      }
-      const json status = q.value("status", json::object());
-      std::ostringstream nom;
-      nom << nominal;
-      rows.push_back({name, spec.value("cohort", "<none>"), Gpus(used[name]), nom.str(),
-                      std::to_string(admitted[name]), std::to_string(pending[name]),
-                      status.contains("active") ? (status["active"].get<bool>() ? "true" : "false")
-                                                : "unknown"});
-    }
-  } else {
-    err << "error: top: expected nodes, gpus or queues, got \"" << o.top_what << "\"\n";
-    return kUsage;
-  }
-  PrintRows(rows, out);
-  return 0;
-}
-
-// A streamed GET of `target`, each piece to `on_data`; 0 when the server answered 200, else the
-// exit code with the error written to `err`.
-int Stream(const ResourceOptions& o, const std::string& target,
-           const std::function<void(std::string_view)>& on_data, std::ostream& err) {
-  auto ep = ResolveEndpoint(o.server, o.token, o.ca_file);
-  if (!ep.ok()) {
-    err << "error: " << ep.status().message() << "\n";
-    return kUsage;
-  }
-  std::string error_body;
-  auto status = RequestStream(*ep, target, on_data, &error_body);
-  if (!status.ok()) {
-    err << "error: " << status.status().message() << "\n";
-    return kUnreachable;
-  }
-  if (*status != 200) return Refused({*status, error_body}, err);
   return 0;
 }
 
@@ -1021,11 +715,11 @@ int RunResourceCommand(const ResourceOptions& o, std::istream& in, std::ostream&
     if (o.cordon && o.cordon->parsed()) return Cordon(o, true, out, err);
     if (o.uncordon && o.uncordon->parsed()) return Cordon(o, false, out, err);
     if (o.drain && o.drain->parsed()) return Drain(o, out, err);
-    if (o.top && o.top->parsed()) return Top(o, out, err);
+    if (o.top && o.top->parsed()) return TopCommand(o, out, err);
     if (o.events && o.events->parsed()) return Events(o, out, err);
     if (o.logs && o.logs->parsed()) return Logs(o, out, err);
     if (o.exec && o.exec->parsed()) return Exec(o, out, err);
-    if (o.usage && o.usage->parsed()) return Usage(o, out, err);
+    if (o.usage && o.usage->parsed()) return UsageCommand(o, out, err);
   } catch (const json::exception& e) {
     // Only a server that is not Tessera's, or a broken one, answers what cannot be read.
     err << "error: unexpected response from the server: " << e.what() << "\n";
