@@ -1,3 +1,7 @@
+// Longer than 800 lines for now: SchedulingLoop::Cycle still reads, decides, writes and reports
+// in one function over ApiServer's state. It splits into typed stages (read: a snapshot; decide:
+// the core; write: decisions, statuses, events; report: metrics, accounting), each in its own
+// file, once that state is a layer the loop is handed.
 #include "server/scheduling_loop.h"
 
 #include <algorithm>
