@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
@@ -125,6 +126,8 @@ void Worker::AdoptPod(PodState& p) {
   p.log_path = PodLogPath(options_.root, key, p.assignment.uid);
   std::ifstream shipped(runner_.StateFile(key, ".shipped"));
   if (!(shipped >> p.log_offset)) p.log_offset = 0;
+  int64_t at = 0;
+  for (std::string token; shipped >> at >> token;) p.run_starts.emplace_back(at, token);
   const json& stored = p.assignment.state;
   const json restarts = stored.is_object() ? stored.value("restarts", json()) : json();
   p.restarts = restarts.is_number_integer() ? restarts.get<int>() : 0;
@@ -200,6 +203,13 @@ void Worker::StartPods(const std::vector<PodState*>& pods) {
     PodState& p = *starting[i];
     if (started[i].ok()) {
       exec_targets_.Set(p.assignment.key, specs[i]);
+      // A new run of its container: its output begins where the log ends now.
+      std::error_code ec;
+      const auto size = std::filesystem::file_size(p.log_path, ec);
+      p.run_starts.emplace_back(
+          ec ? 0 : static_cast<int64_t>(size),
+          options_.node + "." + std::to_string(now_ms_) + "." + std::to_string(++runs_started_));
+      SaveShipped(p);
       p.state = {{"phase", "Running"}, {"restarts", p.restarts}};
       if (!p.limits.empty()) p.state["limits"] = p.limits;
     } else {
@@ -386,24 +396,45 @@ Status Worker::Report(const std::vector<PodState*>& group) {
 Status Worker::ShipLogs(PodState& p) {
   if (p.log_path.empty()) return Status::Ok();
   std::ifstream in(p.log_path, std::ios::binary);
-  if (!in) return Status::Ok();
-  in.seekg(0, std::ios::end);
-  const int64_t size = static_cast<int64_t>(in.tellg());
-  if (size <= p.log_offset) return Status::Ok();
-  const int64_t n = std::min<int64_t>(size - p.log_offset, 1 << 20);
-  in.seekg(p.log_offset);
+  int64_t size = 0;
+  if (in) {
+    in.seekg(0, std::ios::end);
+    size = static_cast<int64_t>(in.tellg());
+  }
+  // A run that starts where shipping stands is told with its first output (or alone); the
+  // output before the next run's start goes first, on its own.
+  auto& starts = p.run_starts;
+  const bool starting = !starts.empty() && starts.front().first <= p.log_offset;
+  const size_t next = starting ? 1 : 0;
+  const int64_t until = next < starts.size() ? std::min(size, starts[next].first) : size;
+  const int64_t n = std::clamp<int64_t>(until - p.log_offset, 0, 1 << 20);
+  // A run with no output yet is told when it has some, or when it is over (ended, or another
+  // run started): no request for every start.
+  if (n == 0 && (!starting || (starts.size() == 1 && !p.finished))) return Status::Ok();
   std::string data(static_cast<size_t>(n), '\0');
-  in.read(data.data(), n);
+  if (n > 0) {
+    in.seekg(p.log_offset);
+    in.read(data.data(), n);
+  }
   const Assignment& a = p.assignment;
-  auto r =
-      api_.Call("POST", JobPath(a) + "/logs?pod=" + a.pod + "&uid=" + a.uid, data, "text/plain");
+  auto r = api_.Call("POST",
+                     JobPath(a) + "/logs?pod=" + a.pod + "&uid=" + a.uid +
+                         (starting ? "&start=" + starts.front().second : std::string()),
+                     data, "text/plain");
   if (!r.ok()) return r.status();
   if (r->status == 200 || r->status == 404) {
     p.log_offset += n;
-    // What was shipped survives the agent: a successor that adopts the pod goes on from there.
-    std::ofstream(runner_.StateFile(a.key, ".shipped"), std::ios::trunc) << p.log_offset << "\n";
+    if (starting) starts.erase(starts.begin());
+    SaveShipped(p);
   }
   return Status::Ok();
+}
+
+void Worker::SaveShipped(const PodState& p) {
+  // What was shipped survives the agent: a successor that adopts the pod goes on from there.
+  std::ofstream out(runner_.StateFile(p.assignment.key, ".shipped"), std::ios::trunc);
+  out << p.log_offset << "\n";
+  for (const auto& [at, token] : p.run_starts) out << at << " " << token << "\n";
 }
 
 Result<json> Worker::BoundJobs() {
@@ -422,6 +453,7 @@ Result<json> Worker::BoundJobs() {
 }
 
 Status Worker::Tick(int64_t now_ms) {
+  now_ms_ = now_ms;
   const Result<json> jobs = BoundJobs();
   Status result = Status::Ok();
   std::set<std::string> wanted;

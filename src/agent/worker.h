@@ -106,8 +106,11 @@ class Worker {
     // makes a new pod for each, counted in status.failed against backoffLimit).
     int failures = 0;
     bool finished = false;
-    int64_t log_offset = 0;
+    int64_t log_offset = 0;  // how much of the log was shipped
     std::string log_path;
+    // Runs of the container whose start the server has not been told yet: where in the log
+    // each begins, and its token (LogStore's `start`).
+    std::vector<std::pair<int64_t, std::string>> run_starts;
     std::string cgroup_dir;
     std::string limits;  // what was applied, or why not
     int64_t uid = -1;    // the pod's own uid (UsersFor), -1: none
@@ -125,6 +128,8 @@ class Worker {
   int64_t GraceMs(const std::string& key) const;
   // Takes on a pod found running at start (adopted from the previous agent).
   void AdoptPod(PodState& p);
+  // Keeps what was shipped of `p`'s log, and the runs not yet told, for a successor agent.
+  void SaveShipped(const PodState& p);
   // Writes the states of `group`, pods of one Job whose state changed since reported, into the
   // Job in one write, with the Job's outcome when they decide it.
   Status Report(const std::vector<PodState*>& group);
@@ -148,6 +153,9 @@ class Worker {
   // API path -> the Job as last read or written, the base of the next report.
   std::map<std::string, nlohmann::json> known_jobs_;
   bool fenced_ = false;
+  // For the tokens of container runs (node, time, count: unique to this pod's runs).
+  int64_t now_ms_ = 0;
+  uint64_t runs_started_ = 0;
 };
 
 }  // namespace tessera::agent

@@ -505,12 +505,14 @@ int Describe(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
   return 0;
 }
 
-// A job's output, as the node agents shipped it; with --follow, as it arrives.
+// A job's output, as the node agents shipped it (every run of each pod's container, or the
+// previous one); with --follow, as it arrives.
 int Logs(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
   std::string target = "/apis/tessera.io/v1/namespaces/" + o.ns + "/jobs/" + o.name + "/logs?";
   if (!o.pod.empty()) target += "pod=" + o.pod + "&";
   if (o.tail >= 0) target += "tailLines=" + std::to_string(o.tail) + "&";
-  if (!o.follow) {
+  if (o.previous) target += "previous=true&";
+  if (!o.follow || o.previous) {
     int code = 0;
     auto r = Send(o, "GET", target, "", "", err, &code);
     if (!r) return code;
@@ -675,6 +677,8 @@ void AddResourceCommands(CLI::App& app, ResourceOptions& o) {
   o.logs->add_option("-p,--pod", o.pod, "One pod of the job, e.g. worker-0");
   o.logs->add_option("--tail", o.tail, "Only the last N lines");
   o.logs->add_flag("-f,--follow", o.follow, "Keep streaming new output");
+  o.logs->add_flag("--previous", o.previous,
+                   "The run of each pod's container before its current one (it restarted)");
   AddConnectionFlags(o.logs, o);
 
   o.exec = app.add_subcommand("exec", "Run a command inside a running pod of a job");

@@ -50,6 +50,7 @@ struct ResourceOptions {
   std::string pod;
   int64_t tail = -1;
   bool follow = false;
+  bool previous = false;  // logs: each pod's previous run of its container
   bool idle = false;  // get jobs --idle
   CLI::App* exec = nullptr;
   std::vector<std::string> command;  // exec JOB [-p POD] -- COMMAND...

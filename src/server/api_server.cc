@@ -857,8 +857,8 @@ HttpResponse ApiServer::Usage(const HttpRequest& req, const Principal& who) {
                     {"items", std::move(items)}});
 }
 
-HttpResponse ApiServer::Logs(const HttpRequest& req, const std::string& ns,
-                             const std::string& job) {
+HttpResponse ApiServer::Logs(const HttpRequest& req, const std::string& ns, const std::string& job,
+                             LogStore::Runs runs) {
   const auto pod_it = req.query.find("pod");
   std::string pod = pod_it == req.query.end() ? "" : pod_it->second;
   if (req.method != "GET" && req.method != "POST") {
@@ -876,7 +876,14 @@ HttpResponse ApiServer::Logs(const HttpRequest& req, const std::string& ns,
     if (auto sent = req.query.find("uid"); sent != req.query.end() && sent->second != uid) {
       return Error(NotFound("Job " + ns + "/" + job + " of uid " + sent->second + " is gone"));
     }
-    if (Status s = logs_.Append(ns, job, uid, pod, req.body, clock_()); !s.ok()) return Error(s);
+    // `start`: the agent's token for a new run of the pod's container, sent with its first
+    // output (or alone, when the run begins).
+    const auto start = req.query.find("start");
+    if (Status s = logs_.Append(ns, job, uid, pod, req.body, clock_(),
+                                start == req.query.end() ? "" : start->second);
+        !s.ok()) {
+      return Error(s);
+    }
     return Json(200, {{"kind", "Status"}, {"status", "Success"}});
   }
   // Kubernetes' PodLogOptions: tailLines, sinceSeconds or sinceTime, timestamps, limitBytes.
@@ -917,7 +924,9 @@ HttpResponse ApiServer::Logs(const HttpRequest& req, const std::string& ns,
     }
   }
   options.timestamps = QueryFlag(req, "timestamps");
-  const bool follow = req.query.contains("follow") &&
+  options.runs = QueryFlag(req, "previous") ? LogStore::Runs::kPrevious : runs;
+  // A previous run is over: there is nothing to follow.
+  const bool follow = options.runs != LogStore::Runs::kPrevious && req.query.contains("follow") &&
                       (req.query.at("follow") == "1" || req.query.at("follow") == "true");
   std::vector<std::string> pods = logs_.Pods(ns, job, uid);
   if (!pod.empty()) {
@@ -952,6 +961,7 @@ HttpResponse ApiServer::Logs(const HttpRequest& req, const std::string& ns,
   for (const std::string& p : pods) {
     LogStore::Position end;
     auto t = logs_.Read(ns, job, uid, p, options, &end);
+    if (!t.ok() && pods.size() > 1 && t.status().code() == StatusCode::kNotFound) continue;
     if (!t.ok()) return Error(t.status());
     if (pods.size() == 1) {
       text = std::move(t).value();

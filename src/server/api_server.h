@@ -178,7 +178,10 @@ class ApiServer {
   HttpResponse HandleOnce(const HttpRequest& request);
   // GET (read, follow) and POST (ship, agents) of
   // /apis/tessera.io/v1/namespaces/{ns}/jobs/{name}/logs.
-  HttpResponse Logs(const HttpRequest& req, const std::string& ns, const std::string& job);
+  // A Job's logs (`runs`: which runs of each pod's container; Tessera's own jobs/logs reads
+  // all, unless asked for the previous run).
+  HttpResponse Logs(const HttpRequest& req, const std::string& ns, const std::string& job,
+                    LogStore::Runs runs = LogStore::Runs::kAll);
 
   HttpResponse Usage(const HttpRequest& req, const Principal& who);
   // `tessera exec` (exec_api.cc): POST /apis/tessera.io/v1/namespaces/{ns}/jobs/{job}/exec

@@ -1,5 +1,6 @@
 #include "server/log_store.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -74,14 +75,55 @@ std::string LogStore::Key(std::string_view ns, std::string_view job, std::string
   return std::string(ns) + "/" + std::string(job) + "/" + std::string(uid) + "/" + std::string(pod);
 }
 
-bool LogStore::Grown(const std::string& key, const Position& from) const {
+LogStore::Starts& LogStore::StartsOf(const std::string& key, const std::string& path) const {
+  auto [it, added] = starts_.try_emplace(key);
+  if (added) {
+    std::ifstream in(path + ".starts");
+    Start s;
+    std::string token;
+    while (in >> s.generation >> s.offset >> token) {
+      it->second.tokens.insert(token);
+      if (s.generation != 0 || s.offset != 0) it->second.later.push_back(s);
+    }
+  }
+  return it->second;
+}
+
+bool LogStore::Grown(const std::string& key, const std::string& path, const Position& from) const {
+  if (static_cast<int64_t>(StartsOf(key, path).later.size()) > from.run) return true;
   auto it = ends_.find(key);
   if (it == ends_.end()) return false;
   return it->second.generation != from.generation || it->second.offset > from.offset;
 }
 
+Status LogStore::RangeOf(const std::string& key, const std::string& path, Runs runs,
+                         int64_t generation, int64_t size, int64_t* lo, int64_t* hi,
+                         int64_t* run) const {
+  const std::vector<Start>& later = StartsOf(key, path).later;
+  const int64_t n = static_cast<int64_t>(later.size());
+  *lo = 0;
+  *hi = size;
+  *run = n;
+  // A start in this file bounds a run; one in an older file began before all of this one.
+  auto here = [&](int64_t i) {
+    return i >= 0 && later[i].generation == generation ? std::min(later[i].offset, size) : 0;
+  };
+  if (runs == Runs::kCurrent) *lo = here(n - 1);
+  if (runs == Runs::kPrevious) {
+    if (n == 0) return NotFound("the container has not run before");
+    if (later[n - 1].generation != generation) {
+      return NotFound("the previous run's output was rotated away (the log outgrew its cap)");
+    }
+    *hi = here(n - 1);
+    *lo = std::min(here(n - 2), *hi);
+    *run = n - 1;
+  }
+  return Status::Ok();
+}
+
 Status LogStore::Append(std::string_view ns, std::string_view job, std::string_view uid,
-                        std::string_view pod, std::string_view data, int64_t at_ms) {
+                        std::string_view pod, std::string_view data, int64_t at_ms,
+                        std::string_view start) {
   if (Status s = CheckNames(ns, job, uid, pod); !s.ok()) return s;
   const std::string path = PathOf(ns, job, uid, pod), key = Key(ns, job, uid, pod);
   std::vector<std::function<void()>> wake;
@@ -104,6 +146,22 @@ Status LogStore::Append(std::string_view ns, std::string_view job, std::string_v
       end.offset = 0;
       std::ofstream(path + ".gen", std::ios::trunc) << end.generation;
     }
+    // A new run begins here (its token not seen before: a retried Append marks it once).
+    bool run_started = false;
+    if (!start.empty()) {
+      if (start.size() > 128 || start.find_first_of(" \t\r\n") != std::string_view::npos) {
+        return InvalidArgument("start: must be a token of at most 128 characters, no spaces");
+      }
+      Starts& starts = StartsOf(key, path);
+      if (starts.tokens.insert(std::string(start)).second) {
+        std::ofstream(path + ".starts", std::ios::app)
+            << end.generation << " " << end.offset << " " << start << "\n";
+        if (end.generation != 0 || end.offset != 0) {
+          starts.later.push_back({end.generation, end.offset});
+          run_started = true;
+        }
+      }
+    }
     if (at_ms > 0 && !data.empty()) {
       std::ofstream(path + ".times", std::ios::app) << end.offset << " " << at_ms << "\n";
     }
@@ -113,7 +171,7 @@ Status LogStore::Append(std::string_view ns, std::string_view job, std::string_v
     end.offset += static_cast<int64_t>(data.size());
     ended_.erase(key);
     for (auto it = waiting_.begin(); it != waiting_.end();) {
-      if (it->second.key == key && Grown(key, it->second.from)) {
+      if (it->second.key == key && (run_started || Grown(key, path, it->second.from))) {
         wake.push_back(std::move(it->second.wake));
         it = waiting_.erase(it);
       } else {
@@ -138,52 +196,71 @@ std::vector<std::string> LogStore::Pods(std::string_view ns, std::string_view jo
   return out;
 }
 
+namespace {
+
+// The last `n` lines of `text` (all when < 0).
+std::string LastLines(std::string text, int64_t n) {
+  if (n < 0) return text;
+  if (n == 0) return std::string();
+  size_t pos = text.size();
+  if (pos > 0 && text[pos - 1] == '\n') --pos;
+  for (int64_t i = 0; i < n && pos != std::string::npos && pos > 0; ++i) {
+    pos = text.rfind('\n', pos - 1);
+  }
+  return pos == std::string::npos || pos == 0 ? text : text.substr(pos + 1);
+}
+
+}  // namespace
+
 Result<std::string> LogStore::Read(std::string_view ns, std::string_view job, std::string_view uid,
                                    std::string_view pod, const ReadOptions& o,
                                    Position* end) const {
-  if (o.since_ms < 0 && !o.timestamps) {
-    auto text = Tail(ns, job, uid, pod, o.tail_lines, end);
-    if (text.ok() && o.limit_bytes >= 0 && static_cast<int64_t>(text->size()) > o.limit_bytes) {
-      text->resize(static_cast<size_t>(o.limit_bytes));
-    }
-    return text;
-  }
   if (Status s = CheckNames(ns, job, uid, pod); !s.ok()) return s;
-  const std::string path = PathOf(ns, job, uid, pod);
+  const std::string path = PathOf(ns, job, uid, pod), key = Key(ns, job, uid, pod);
   std::string all;
   std::vector<std::pair<int64_t, int64_t>> times;
+  int64_t lo = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    int64_t size = 0;
+    int64_t size = 0, hi = 0;
     all = ReadRange(path, 0, &size);
-    times = ReadTimes(path);
     end->generation = ReadGeneration(path);
     end->offset = size;
-  }
-  // Each line with the time of the piece it starts in (0: unknown, before times were kept).
-  struct Line {
-    size_t at, size;
-    int64_t ms;
-  };
-  std::vector<Line> lines;
-  size_t piece = 0;
-  for (size_t at = 0; at < all.size();) {
-    const size_t nl = all.find('\n', at);
-    const size_t stop = nl == std::string::npos ? all.size() : nl + 1;
-    while (piece + 1 < times.size() && times[piece + 1].first <= static_cast<int64_t>(at)) ++piece;
-    const int64_t ms =
-        !times.empty() && times[piece].first <= static_cast<int64_t>(at) ? times[piece].second : 0;
-    if (o.since_ms < 0 || ms >= o.since_ms) lines.push_back({at, stop - at, ms});
-    at = stop;
-  }
-  size_t first = 0;
-  if (o.tail_lines >= 0 && static_cast<int64_t>(lines.size()) > o.tail_lines) {
-    first = lines.size() - static_cast<size_t>(o.tail_lines);
+    if (Status s = RangeOf(key, path, o.runs, end->generation, size, &lo, &hi, &end->run);
+        !s.ok()) {
+      return s;
+    }
+    all = all.substr(static_cast<size_t>(lo), static_cast<size_t>(hi - lo));
+    if (o.since_ms >= 0 || o.timestamps) times = ReadTimes(path);
   }
   std::string out;
-  for (size_t i = first; i < lines.size(); ++i) {
-    if (o.timestamps) out += (lines[i].ms > 0 ? api::FormatTime(lines[i].ms) : "-") + " ";
-    out.append(all, lines[i].at, lines[i].size);
+  if (o.since_ms < 0 && !o.timestamps) {
+    out = LastLines(std::move(all), o.tail_lines);
+  } else {
+    // Each line with the time of the piece it starts in (0: unknown, before times were kept).
+    struct Line {
+      size_t at, size;
+      int64_t ms;
+    };
+    std::vector<Line> lines;
+    size_t piece = 0;
+    for (size_t at = 0; at < all.size();) {
+      const size_t nl = all.find('\n', at);
+      const size_t stop = nl == std::string::npos ? all.size() : nl + 1;
+      const int64_t offset = lo + static_cast<int64_t>(at);  // in the file
+      while (piece + 1 < times.size() && times[piece + 1].first <= offset) ++piece;
+      const int64_t ms = !times.empty() && times[piece].first <= offset ? times[piece].second : 0;
+      if (o.since_ms < 0 || ms >= o.since_ms) lines.push_back({at, stop - at, ms});
+      at = stop;
+    }
+    size_t first = 0;
+    if (o.tail_lines >= 0 && static_cast<int64_t>(lines.size()) > o.tail_lines) {
+      first = lines.size() - static_cast<size_t>(o.tail_lines);
+    }
+    for (size_t i = first; i < lines.size(); ++i) {
+      if (o.timestamps) out += (lines[i].ms > 0 ? api::FormatTime(lines[i].ms) : "-") + " ";
+      out.append(all, lines[i].at, lines[i].size);
+    }
   }
   if (o.limit_bytes >= 0 && static_cast<int64_t>(out.size()) > o.limit_bytes) {
     out.resize(static_cast<size_t>(o.limit_bytes));
@@ -191,44 +268,35 @@ Result<std::string> LogStore::Read(std::string_view ns, std::string_view job, st
   return out;
 }
 
-Result<std::string> LogStore::Tail(std::string_view ns, std::string_view job, std::string_view uid,
-                                   std::string_view pod, int64_t tail_lines, Position* end) const {
-  if (Status s = CheckNames(ns, job, uid, pod); !s.ok()) return s;
-  const std::string path = PathOf(ns, job, uid, pod);
-  std::lock_guard<std::mutex> lock(mu_);
-  int64_t size = 0;
-  std::string all = ReadRange(path, 0, &size);
-  end->generation = ReadGeneration(path);
-  end->offset = size;
-  if (tail_lines < 0) return all;
-  size_t pos = all.size();
-  if (pos > 0 && all[pos - 1] == '\n') --pos;
-  for (int64_t n = 0; n < tail_lines && pos != std::string::npos && pos > 0; ++n) {
-    pos = all.rfind('\n', pos - 1);
-  }
-  if (tail_lines == 0) return std::string();
-  return pos == std::string::npos || pos == 0 ? all : all.substr(pos + 1);
-}
-
 Result<std::string> LogStore::Since(std::string_view ns, std::string_view job, std::string_view uid,
-                                    std::string_view pod, Position* from) const {
+                                    std::string_view pod, Position* from, bool* over) const {
   if (Status s = CheckNames(ns, job, uid, pod); !s.ok()) return s;
-  const std::string path = PathOf(ns, job, uid, pod);
+  const std::string path = PathOf(ns, job, uid, pod), key = Key(ns, job, uid, pod);
   std::lock_guard<std::mutex> lock(mu_);
   const int64_t generation = ReadGeneration(path);
-  if (generation != from->generation) *from = {generation, 0};
+  if (generation != from->generation) *from = {generation, 0, from->run};
   int64_t size = 0;
   std::string data = ReadRange(path, from->offset, &size);
+  // The run `from` is in ends where the next one starts.
+  const std::vector<Start>& later = StartsOf(key, path).later;
+  const bool ended = static_cast<int64_t>(later.size()) > from->run;
+  if (ended) {
+    const Start& next = later[static_cast<size_t>(from->run)];
+    const int64_t stop = next.generation == generation ? next.offset : from->offset;
+    data.resize(static_cast<size_t>(
+        std::clamp<int64_t>(stop - from->offset, 0, static_cast<int64_t>(data.size()))));
+  }
   from->offset += static_cast<int64_t>(data.size());
+  if (over != nullptr) *over = ended && data.empty();
   return data;
 }
 
 std::optional<uint64_t> LogStore::Subscribe(std::string_view ns, std::string_view job,
                                             std::string_view uid, std::string_view pod,
                                             Position from, std::function<void()> wake) {
-  const std::string key = Key(ns, job, uid, pod);
+  const std::string key = Key(ns, job, uid, pod), path = PathOf(ns, job, uid, pod);
   std::lock_guard<std::mutex> lock(mu_);
-  if (Grown(key, from) || ended_.contains(key)) return std::nullopt;
+  if (Grown(key, path, from) || ended_.contains(key)) return std::nullopt;
   const uint64_t id = next_id_++;
   waiting_.emplace(id, Waiter{key, from, std::move(wake)});
   return id;

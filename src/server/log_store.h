@@ -1,7 +1,10 @@
 // Job logs shipped by the node agents: one file per pod under <data-dir>/logs/<ns>/<job>/<uid>/
 // (a log belongs to one Job: one deleted and created again under its name starts anew),
 // capped (the oldest half goes to <pod>.log.1 when a file outgrows the cap), read by tail or
-// followed as lines arrive. Thread-safe.
+// followed as lines arrive. A pod's container may run more than once (restarted by its
+// restartPolicy, a retried attempt, placed again): each run's start is kept in
+// <pod>.log.starts, so a read shows the current run, or the previous one (kubectl logs
+// --previous), and a follow ends when its run does. Thread-safe.
 #ifndef TESSERA_SERVER_LOG_STORE_H_
 #define TESSERA_SERVER_LOG_STORE_H_
 
@@ -27,22 +30,27 @@ class LogStore {
   // Appends to a pod's log, received at `at_ms` (ms since the epoch; 0: unknown), which the
   // lines that start in `data` take as their time. Names must be DNS labels (namespace, pod)
   // or subdomains (job).
+  // A non-empty `start` (a token unique to one run of the container, so a retried Append
+  // marks it once) says that `data` is the first output of a new run.
   Status Append(std::string_view ns, std::string_view job, std::string_view uid,
-                std::string_view pod, std::string_view data, int64_t at_ms = 0);
+                std::string_view pod, std::string_view data, int64_t at_ms = 0,
+                std::string_view start = "");
 
   // The pods that have logs, by name.
   std::vector<std::string> Pods(std::string_view ns, std::string_view job,
                                 std::string_view uid) const;
 
   // A position in a pod's log that survives rotation: the rotation count and the byte offset.
+  // and which run of the container it is in (the count of runs started after the first).
   struct Position {
     int64_t generation = 0;
     int64_t offset = 0;
+    int64_t run = 0;
   };
+  // Which runs a read covers: all the log, the current run (what Kubernetes shows), or the
+  // one before it (--previous). A previous run wholly rotated away is not found.
+  enum class Runs { kAll, kCurrent, kPrevious };
 
-  // The last `tail_lines` lines (all when < 0) of the current file, and the position after them.
-  Result<std::string> Tail(std::string_view ns, std::string_view job, std::string_view uid,
-                           std::string_view pod, int64_t tail_lines, Position* end) const;
   // What to read of a pod's log, as Kubernetes' PodLogOptions: lines received at or after
   // `since_ms` (-1: all), then the last `tail_lines` of them (-1: all), each prefixed with its
   // time ("2026-11-28T04:55:00.123Z ") with `timestamps`, and at most `limit_bytes` (-1: all).
@@ -53,20 +61,23 @@ class LogStore {
     int64_t tail_lines = -1;
     bool timestamps = false;
     int64_t limit_bytes = -1;
+    Runs runs = Runs::kAll;
   };
-  // The current file read so, and the position at its end (to follow from).
+  // The current file read so, and the position at its end (to follow from). NotFound when
+  // `runs` is kPrevious and the container has not run before.
   Result<std::string> Read(std::string_view ns, std::string_view job, std::string_view uid,
                            std::string_view pod, const ReadOptions& options, Position* end) const;
 
-  // What was appended since `*from` (from the start of the current file after a rotation);
-  // advances `*from`.
+  // What was appended since `*from` (from the start of the current file after a rotation) in
+  // the run `*from` is in; advances `*from`. Sets `*over` when that run is over (a later one
+  // started) and all of it was read.
   Result<std::string> Since(std::string_view ns, std::string_view job, std::string_view uid,
-                            std::string_view pod, Position* from) const;
+                            std::string_view pod, Position* from, bool* over = nullptr) const;
 
   // Registers `wake` to be called once, by the appending thread with no lock held, when the
-  // pod's log grows past `from` or ends. Never calls `wake` itself: when the log already has
-  // grown or ended, registers nothing and returns nullopt (the caller reads again). Otherwise
-  // an id for Unsubscribe.
+  // pod's log grows past `from`, a later run starts, or the log ends. Never calls `wake` itself:
+  // when the log already has grown or ended, registers nothing and returns nullopt (the caller
+  // reads again). Otherwise an id for Unsubscribe.
   std::optional<uint64_t> Subscribe(std::string_view ns, std::string_view job, std::string_view uid,
                                     std::string_view pod, Position from,
                                     std::function<void()> wake);
@@ -91,13 +102,31 @@ class LogStore {
                      std::string_view pod) const;
   static std::string Key(std::string_view ns, std::string_view job, std::string_view uid,
                          std::string_view pod);
-  bool Grown(const std::string& key, const Position& from) const;  // mu_ held
+  // A run's start: where in which generation of the file its output begins.
+  struct Start {
+    int64_t generation = 0;
+    int64_t offset = 0;
+  };
+  // The runs' starts of one pod's log: those after the first run's, in order, and the tokens
+  // of all (a retried Append marks its run once).
+  struct Starts {
+    std::vector<Start> later;
+    std::set<std::string> tokens;
+  };
+  // mu_ held; read from <log>.starts once.
+  Starts& StartsOf(const std::string& key, const std::string& path) const;
+  bool Grown(const std::string& key, const std::string& path, const Position& from) const;
+  // The byte range [*lo, *hi) of the current file (generation `generation`, `size` bytes) that
+  // `runs` covers, with `*run` the run the range's end is in (mu_ held).
+  Status RangeOf(const std::string& key, const std::string& path, Runs runs, int64_t generation,
+                 int64_t size, int64_t* lo, int64_t* hi, int64_t* run) const;
 
   const std::string dir_;
   const int64_t max_bytes_;
   mutable std::mutex mu_;
-  std::map<std::string, Position> ends_;  // per pod: where its log ends now
-  std::set<std::string> ended_;           // the pods whose log is whole
+  std::map<std::string, Position> ends_;          // per pod: where its log ends now
+  std::set<std::string> ended_;                   // the pods whose log is whole
+  mutable std::map<std::string, Starts> starts_;  // per pod, see StartsOf
   uint64_t next_id_ = 1;
   std::map<uint64_t, Waiter> waiting_;
 };

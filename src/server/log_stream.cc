@@ -34,9 +34,12 @@ void LogStream::Next(std::function<void(std::optional<std::string>)> emit) {
   for (;;) {
     // Limited, and all of it sent: the follow ends.
     if (options_.limit_bytes == 0) return emit(std::nullopt);
-    auto more = logs_.Since(ns_, job_, uid_, pod_, &from_);
+    bool over = false;
+    auto more = logs_.Since(ns_, job_, uid_, pod_, &from_, &over);
     if (!more.ok()) return emit(std::nullopt);
     if (!more->empty()) return emit(Shape(std::move(more).value()));
+    // Its run of the container ended (it restarted): so does the follow, as the kubelet's.
+    if (over) return emit(std::nullopt);
     // The pod ended and all its output was sent: so does the follow (kubectl logs -f
     // returns).
     if (logs_.Ended(ns_, job_, uid_, pod_)) return emit(std::nullopt);

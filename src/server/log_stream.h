@@ -1,5 +1,6 @@
 // Follows one pod's log as a response body (kubectl logs -f): what is there (its tail), then
-// what is appended, until the pod has ended and all of it was sent (LogStore::End).
+// what is appended, until the pod has ended or its container's run is over (a later one
+// started) and all of it was sent.
 #ifndef TESSERA_SERVER_LOG_STREAM_H_
 #define TESSERA_SERVER_LOG_STREAM_H_
 

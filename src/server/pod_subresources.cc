@@ -133,9 +133,12 @@ HttpResponse ApiServer::PodAttach(const HttpRequest& req, const Principal& who,
   const std::string job = (*found)->job.key.name;
   const std::string uid = Str(Member((*found)->obj, "metadata"), "uid");
   const std::string task_pod = api::TesseraPodName(view);
-  // From now on: the output already written is the log's.
+  // From now on, in the container's current run: the output already written is the log's.
   LogStore::Position end;
-  auto tail = logs_.Tail(ns, job, uid, task_pod, 0, &end);
+  LogStore::ReadOptions from_now;
+  from_now.tail_lines = 0;
+  from_now.runs = LogStore::Runs::kCurrent;
+  auto tail = logs_.Read(ns, job, uid, task_pod, from_now, &end);
   if (!tail.ok()) return Error(tail.status());
   HttpResponse out;
   out.stream = std::make_shared<AttachStream>(
@@ -166,11 +169,6 @@ HttpResponse ApiServer::PodLog(const HttpRequest& req, const Principal& who, con
   const json& view = (*found)->view;
   const json& container = Member(Member(view, "spec"), "containers")[0];
   if (Status s = CheckContainerParam(req, view, pod); !s.ok()) return Error(s);
-  if (auto p = req.query.find("previous"); p != req.query.end() && p->second == "true") {
-    return Error(InvalidArgument(
-        "previous: a restarted container's output is kept in the same log; read it without "
-        "previous"));
-  }
   const std::string job = (*found)->job.key.name;
   HttpRequest inner = req;
   inner.query["pod"] = api::TesseraPodName(view);
@@ -198,9 +196,21 @@ HttpResponse ApiServer::PodLog(const HttpRequest& req, const Principal& who, con
     }
   }
   // A pod that has ended has all its output: following it returns at once, as kubectl logs -f
-  // does for a completed pod.
-  if (phase == "Succeeded" || phase == "Failed") inner.query.erase("follow");
-  return Logs(inner, ns, job);
+  // does for a completed pod. So does a previous run's.
+  const bool previous = QueryFlag(req, "previous");
+  if (phase == "Succeeded" || phase == "Failed" || previous) inner.query.erase("follow");
+  // As the kubelet: the container's current run, or the one before it.
+  if (previous) {
+    LogStore::Position end;
+    auto prior = logs_.Read(ns, job, uid, inner.query["pod"],
+                            {.tail_lines = 0, .runs = LogStore::Runs::kPrevious}, &end);
+    if (!prior.ok()) {
+      return Error(InvalidArgument("previous terminated container \"" + Str(container, "name") +
+                                   "\" in pod \"" + pod + "\" not found (" +
+                                   prior.status().message() + ")"));
+    }
+  }
+  return Logs(inner, ns, job, previous ? LogStore::Runs::kPrevious : LogStore::Runs::kCurrent);
 }
 
 HttpResponse ApiServer::Evict(const HttpRequest& req, const std::string& ns,

@@ -55,6 +55,12 @@ assert [order.index(p) for p in phases] == sorted(order.index(p) for p in phases
 assert phases[-1] == "Succeeded", phases
 log = core.read_namespaced_pod_log("hello", "default", container="main")
 assert log == "hello from python\n", repr(log)
+# No run before this one: 400, as the kubelet answers.
+try:
+    core.read_namespaced_pod_log("hello", "default", previous=True)
+    raise AssertionError("a previous log of a first run was read")
+except client.exceptions.ApiException as e:
+    assert e.status == 400 and "previous terminated container" in e.body, (e.status, e.body)
 pods = core.list_namespaced_pod("default", label_selector="team=py").items
 assert [p.metadata.name for p in pods] == ["hello"], pods
 events = core.list_namespaced_event(
