@@ -197,18 +197,22 @@ void Worker::StartPods(const std::vector<PodState*>& pods) {
     specs.push_back(std::move(spec).value());
   }
   std::vector<const ProcessSpec*> each;
-  for (const ProcessSpec& spec : specs) each.push_back(&spec);
+  // Where each run's output will begin: the log's end before it starts (it may write at once).
+  std::vector<int64_t> log_ends;
+  for (const ProcessSpec& spec : specs) {
+    each.push_back(&spec);
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(spec.log_path, ec);
+    log_ends.push_back(ec ? 0 : static_cast<int64_t>(size));
+  }
   const std::vector<Status> started = runner_.StartAll(each);
   for (size_t i = 0; i < starting.size(); ++i) {
     PodState& p = *starting[i];
     if (started[i].ok()) {
       exec_targets_.Set(p.assignment.key, specs[i]);
-      // A new run of its container: its output begins where the log ends now.
-      std::error_code ec;
-      const auto size = std::filesystem::file_size(p.log_path, ec);
-      p.run_starts.emplace_back(
-          ec ? 0 : static_cast<int64_t>(size),
-          options_.node + "." + std::to_string(now_ms_) + "." + std::to_string(++runs_started_));
+      // A new run of its container.
+      p.run_starts.emplace_back(log_ends[i], options_.node + "." + std::to_string(now_ms_) + "." +
+                                                 std::to_string(++runs_started_));
       SaveShipped(p);
       p.state = {{"phase", "Running"}, {"restarts", p.restarts}};
       if (!p.limits.empty()) p.state["limits"] = p.limits;

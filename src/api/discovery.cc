@@ -46,6 +46,10 @@ json CoreApiVersions() {
 json CoreResourceList() {
   json list = KubeResourceList("", "v1");
   list["resources"].push_back(ApiResource("nodes", "Node", false, {"get", "list"}, {"no"}));
+  // Services: none (a pod shares its node's network), read so that kubectl cluster-info and
+  // get svc answer (server/services.cc).
+  list["resources"].push_back(
+      ApiResource("services", "Service", true, {"get", "list", "watch"}, {"svc"}));
   // The pods' subresources served: their logs, and the eviction API (kubectl drain looks for
   // pods/eviction with its group and version before it evicts rather than deletes).
   list["resources"].push_back(ApiResource("pods/log", "Pod", true, {"get"}, {}));

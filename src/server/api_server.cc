@@ -68,6 +68,14 @@ bool ServedPath(std::string_view path) {
          (parts.size() >= 3 && parts[0] == "api" && parts[2] == "nodes");
 }
 
+// A path of core/v1 services (none; writes refused whatever their body, server/services.cc).
+bool ServicesPath(std::string_view path) {
+  const std::vector<std::string_view> parts = PathSegments(path);
+  return parts.size() >= 3 && parts[0] == "api" && parts[1] == "v1" &&
+         (parts[2] == "services" ||
+          (parts[2] == "namespaces" && parts.size() >= 5 && parts[4] == "services"));
+}
+
 // A path of Tessera's group: /apis/tessera.io/v1 followed by `rest`.
 std::string GroupPath(std::string_view rest) {
   return std::string(api::kGroupPath) + std::string(rest);
@@ -976,6 +984,7 @@ HttpResponse ApiServer::Logs(const HttpRequest& req, const std::string& ns, cons
 HttpResponse ApiServer::Core(const HttpRequest& req, const Principal& who) {
   const std::string_view rest =
       std::string_view(req.path).substr(std::string_view("/api/v1").size());
+  if (auto services = Services(req, who, rest)) return *std::move(services);
   const bool list = rest == "/nodes";
   const bool one =
       rest.starts_with("/nodes/") && rest.find('/', 7) == std::string_view::npos && rest.size() > 7;
@@ -1166,6 +1175,9 @@ HttpResponse ApiServer::HandleOnce(const HttpRequest& req) {
     auto obj = api::KubeProtobufToJson(req.body);
     // A kind not served at all is Kubernetes' 404 (kubectl: "the server doesn't have a resource
     // type"), whatever its body.
+    if (!obj.ok() && ServicesPath(req.path)) {
+      return *Services(req, *who, std::string_view(req.path).substr(std::strlen("/api/v1")));
+    }
     if (!obj.ok() && !ServedPath(req.path)) {
       return Error(NotFound("the server could not find the requested resource (" + req.method +
                             " " + req.path + ")"));

@@ -284,6 +284,10 @@ class ApiServer {
                           std::vector<nlohmann::json>* pod_groups);
   // The core group (/api/v1): Kubernetes' own kinds as views of Tessera's objects.
   HttpResponse Core(const HttpRequest& req, const Principal& who);
+  // core/v1 services (`rest`: the path after /api/v1): none, read; writes refused saying why.
+  // nullopt when `rest` names no services.
+  std::optional<HttpResponse> Services(const HttpRequest& req, const Principal& who,
+                                       std::string_view rest);
   // /apis/tessera.io/v1/tokens: create (POST), list (GET), revoke (DELETE
   // /apis/tessera.io/v1/tokens/{id}).
   HttpResponse Tokens(const HttpRequest& req, const Principal& who);

@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "agent/waker.h"
@@ -82,6 +83,7 @@ class FakeApi : public ApiClient {
                      const std::string&) override {
     std::lock_guard<std::mutex> lock(mu);
     calls.push_back(method + " " + target);
+    if (method == "POST") posts.emplace_back(target, body);
     if (method == "PUT") {
       if (conflicts > 0) {
         --conflicts;
@@ -120,6 +122,7 @@ class FakeApi : public ApiClient {
   bool release = false;  // watches end once their lines are sent
   std::vector<std::string> calls, streams;
   std::vector<json> puts;
+  std::vector<std::pair<std::string, std::string>> posts;  // target, body
   json job;
   int conflicts = 0;  // PUTs answered 409 before the next is accepted
 };
@@ -273,6 +276,42 @@ TEST_F(WorkerTest, AWorkerListsWhenTheWatchDoesNotKnow) {
     ASSERT_TRUE(worker.Tick(1'000).ok());
     std::lock_guard<std::mutex> lock(api_.mu);
     EXPECT_EQ(api_.calls, std::vector<std::string>{"GET /apis/tessera.io/v1/jobs"});
+  }
+}
+
+// Each run of a pod's container is told to the log store with its first output, by a token of
+// its own, the output of the run before it shipped first: kubectl logs shows one run, --previous
+// the one before. A run that writes at once is marked where it began.
+TEST_F(WorkerTest, EachRunOfAContainerIsToldWithItsFirstOutput) {
+  {
+    Worker worker(api_, gpus_, options_);
+    json job = Job("x", "n1", {"sh", "-c", "echo run; exit 1"});
+    job["metadata"]["uid"] = "u-1";
+    job["spec"]["tasks"][0]["restartPolicy"] = "OnFailure";
+    job["spec"]["tasks"][0]["maxRetries"] = 1;
+    const json bound = json::array({job});
+    worker.FollowBindings([&] { return std::optional<json>(bound); });
+    api_.job = bound[0];
+    for (int64_t t = 1'000; t < 30'000 && api_.job["status"].value("phase", "") != "Failed";
+         t += 100) {
+      ASSERT_TRUE(worker.Tick(t).ok());
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    std::lock_guard<std::mutex> lock(api_.mu);
+    ASSERT_EQ(api_.job["status"]["phase"], "Failed") << api_.job.dump();
+    ASSERT_EQ(api_.posts.size(), 2u);
+    std::set<std::string> tokens;
+    for (const auto& [target, body] : api_.posts) {
+      EXPECT_EQ(body, "run\n");
+      const size_t at = target.find("&start=");
+      ASSERT_NE(at, std::string::npos) << target;
+      EXPECT_TRUE(
+          target.starts_with("/apis/tessera.io/v1/namespaces/a/jobs/x/logs?pod=main-0"
+                             "&uid=u-1&start=n1."))
+          << target;
+      tokens.insert(target.substr(at));
+    }
+    EXPECT_EQ(tokens.size(), 2u) << "each run has a token of its own";
   }
 }
 

@@ -161,9 +161,9 @@ TEST(Kube, DiscoveryNamesEveryServedResource) {
   EXPECT_EQ(core["groupVersion"], "v1");
   std::vector<std::string> core_names;
   for (const json& r : core["resources"]) core_names.push_back(r["name"]);
-  EXPECT_EQ(core_names,
-            (std::vector<std::string>{"pods", "configmaps", "resourcequotas", "events",
-                                      "namespaces", "nodes", "pods/log", "pods/eviction"}));
+  EXPECT_EQ(core_names, (std::vector<std::string>{"pods", "configmaps", "resourcequotas", "events",
+                                                  "namespaces", "nodes", "services", "pods/log",
+                                                  "pods/eviction"}));
   EXPECT_EQ(core["resources"][5]["namespaced"], false);
   // kubectl drain evicts only where pods/eviction names its group and version.
   EXPECT_EQ(core["resources"].back()["kind"], "Eviction");

@@ -728,6 +728,16 @@ out=$(kubectl create deployment web --image=busybox 2>&1) && fail "deployment cr
 grep -qi "the server could not find the requested resource\|doesn't have a resource type" <<<"$out" ||
   fail "create deployment: $out"
 
+# kubectl cluster-info names the control plane (it lists kube-system's Services: Tessera has
+# none, a pod shares its node's network); get svc says none; creating one is refused saying why.
+out=$(kubectl cluster-info 2>&1) || fail "cluster-info: $out"
+grep -q "Kubernetes control plane is running at https://127.0.0.1:" <<<"$out" || fail "cluster-info said: $out"
+out=$(kubectl get svc -A 2>&1) || fail "get svc: $out"
+grep -q "No resources found" <<<"$out" || fail "get svc said: $out"
+out=$(kubectl create service clusterip web --tcp=80:80 2>&1) && fail "service created: $out"
+grep -q "Tessera has no Services: a pod shares its node's network" <<<"$out" ||
+  fail "create service said: $out"
+
 # kubectl get ns -w: a namespace is ADDED with its first object and DELETED with it (the
 # issue's case: namespace watches were not served).
 kubectl get ns -w --output-watch-events -o jsonpath='{.type} {.object.metadata.name}{"\n"}' \

@@ -96,5 +96,37 @@ TEST_F(AccessReviewTest, AnUnservedKindIsNotFoundEvenInProtobuf) {
   EXPECT_EQ(r.status, 404) << r.body;
 }
 
+// Services: none (a pod shares its node's network). Listed (kubectl cluster-info lists those of
+// kube-system), and a write, in any encoding, refused saying why; a protobuf body that cannot be
+// decoded is answered the same, never looped back through the decoder.
+TEST_F(AccessReviewTest, ServicesAreNoneAndTheirWritesAreRefusedSayingWhy) {
+  HttpRequest get;
+  get.method = "GET";
+  get.path = "/api/v1/namespaces/kube-system/services";
+  get.query["labelSelector"] = "kubernetes.io/cluster-service=true";
+  get.authorization = "Bearer " + admin_;
+  HttpResponse r = api_->Handle(get);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["kind"], "ServiceList");
+  EXPECT_TRUE(json::parse(r.body)["items"].empty());
+  get.path = "/api/v1/namespaces/default/services/kubernetes";
+  EXPECT_EQ(api_->Handle(get).status, 404);
+  const std::string body = std::string("k8s\0", 4) + "\x0a\x0a\x0a\x02" + "v1" + "\x12\x07" +
+                           "Service" + std::string("\x12\x00", 2);
+  r = Post(admin_, "/api/v1/namespaces/default/services", body,
+           "application/vnd.kubernetes.protobuf");
+  EXPECT_EQ(r.status, 405) << r.body;
+  EXPECT_NE(r.body.find("Tessera has no Services"), std::string::npos) << r.body;
+  r = Post(admin_, "/api/v1/namespaces/default/services",
+           {{"apiVersion", "v1"}, {"kind", "Service"}, {"metadata", {{"name", "web"}}}});
+  EXPECT_EQ(r.status, 405) << r.body;
+  // A namespace token reads its own namespace's (none), not another's.
+  get.path = "/api/v1/namespaces/team-b/services";
+  get.authorization = "Bearer " + Mint({{"namespace", "team-a"}});
+  EXPECT_EQ(api_->Handle(get).status, 403);
+  get.path = "/api/v1/namespaces/team-a/services";
+  EXPECT_EQ(api_->Handle(get).status, 200);
+}
+
 }  // namespace
 }  // namespace tessera::server
