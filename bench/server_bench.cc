@@ -52,6 +52,7 @@ int64_t ProcessCpuNs() {
 // A server over a fresh data directory, removed at the end.
 struct Fixture {
   std::string dir;
+  std::unique_ptr<ControlPlane> plane;
   std::unique_ptr<ApiServer> api;
   std::unique_ptr<HttpServer> http;
   std::string token;
@@ -59,7 +60,8 @@ struct Fixture {
   Fixture() {
     char tmpl[] = "/tmp/tessera-bench-XXXXXX";
     dir = mkdtemp(tmpl);
-    api = ApiServer::Open(dir).value();
+    plane = ControlPlane::Open(dir).value();
+    api = std::make_unique<ApiServer>(*plane);
     http = HttpServer::Start({}, [this](const HttpRequest& r) { return api->Handle(r); }).value();
     std::ifstream in(dir + "/admin.token");
     std::getline(in, token);
@@ -68,6 +70,7 @@ struct Fixture {
     http->Stop();
     http.reset();
     api.reset();
+    plane.reset();
     std::filesystem::remove_all(dir);
   }
 };
@@ -362,7 +365,7 @@ void BM_LoopTurnoverCycle(benchmark::State& st) {
     st.SkipWithError("cannot apply the jobs");
     return;
   }
-  auto loop = SchedulingLoop::Create(*f.api).value();
+  auto loop = SchedulingLoop::Create(*f.plane).value();
   int64_t now = 1'000'000;
   (void)loop->RunOnce(now);
   for (auto _ : st) {
@@ -420,7 +423,7 @@ void BM_LargeTenantCycle(benchmark::State& st) {
       return;
     }
   }
-  auto loop = SchedulingLoop::Create(*f.api).value();
+  auto loop = SchedulingLoop::Create(*f.plane).value();
   int64_t now = 1'000'000;
   (void)loop->RunOnce(now);
   int64_t n = 0;
@@ -626,7 +629,7 @@ void BM_RenderMetrics(benchmark::State& st) {
           {store::Write::Op::kPut, {"Job", j["metadata"]["namespace"], job}, j.dump(), {}});
     }
   }
-  if (!f.api->store().Commit(writes).ok()) st.SkipWithError("setup failed");
+  if (!f.plane->store().Commit(writes).ok()) st.SkipWithError("setup failed");
   std::vector<store::Write> beats;
   for (const store::Write& w : writes) {
     if (w.key.kind == "Node") beats.push_back(w);
@@ -643,11 +646,11 @@ void BM_RenderMetrics(benchmark::State& st) {
         node["status"]["telemetry"][0]["utilizationPct"] = beat % 100;
         w.body = node.dump();
       }
-      if (!f.api->Commit(beats).ok()) st.SkipWithError("heartbeat failed");
+      if (!f.plane->Commit(beats).ok()) st.SkipWithError("heartbeat failed");
       st.ResumeTiming();
     }
-    const std::string text =
-        RenderMetrics(f.api->objects(), f.api->leases(), f.api->metrics(), {}, 1'767'225'600'000);
+    const std::string text = RenderMetrics(f.plane->objects(), f.plane->leases(),
+                                           f.plane->metrics(), {}, 1'767'225'600'000);
     bytes = text.size();
     benchmark::DoNotOptimize(text);
   }

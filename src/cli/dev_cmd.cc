@@ -102,7 +102,7 @@ int RunDev(const DevOptions& o, std::ostream& out, std::ostream& err) {
     }
     ca = std::filesystem::absolute(*made).string();
   }
-  ControlPlane cp;
+  Serving cp;
   if (int code = StartControlPlane(o.data_dir + "/server", http, loop_options, o.accounting, &cp,
                                    err, {}, o.store);
       code != 0) {

@@ -197,7 +197,7 @@ int RunServer(const ServerOptions& opts, std::ostream& out, std::ostream& err) {
     err << "error: " << st.message() << "\n";
     return 2;
   }
-  ControlPlane cp;
+  Serving cp;
   if (int code = StartControlPlane(opts.data_dir, http, loop_options, opts.accounting, &cp, err,
                                    opts.namespace_limits, opts.store);
       code != 0) {
@@ -240,14 +240,14 @@ sigset_t BlockStopSignals() {
   return stop;
 }
 
-void ControlPlane::Stop() {
+void Serving::Stop() {
   if (http) http->Stop();
   if (loop) loop->Stop();
 }
 
 int StartControlPlane(const std::string& data_dir, const server::HttpServerOptions& http,
                       const server::SchedulingLoopOptions& loop_options,
-                      const AccountingFlags& accounting, ControlPlane* cp, std::ostream& err,
+                      const AccountingFlags& accounting, Serving* cp, std::ostream& err,
                       const server::NamespaceLimits& namespace_limits,
                       const store::SqliteOptions& store) {
   auto accounting_options = ToAccountingOptions(accounting);
@@ -255,16 +255,17 @@ int StartControlPlane(const std::string& data_dir, const server::HttpServerOptio
     err << "error: " << accounting_options.status().message() << "\n";
     return 2;
   }
-  auto api = server::ApiServer::Open(data_dir, server::ApiServer::Sqlite(store));
-  if (!api.ok()) {
-    err << "error: " << api.status().message() << "\n";
+  auto plane = server::ControlPlane::Open(data_dir, server::ControlPlane::Sqlite(store));
+  if (!plane.ok()) {
+    err << "error: " << plane.status().message() << "\n";
     return 1;
   }
-  cp->api = std::move(api).value();
-  cp->api->accounting().Configure(std::move(accounting_options).value());
+  cp->plane = std::move(plane).value();
+  cp->plane->accounting().Configure(std::move(accounting_options).value());
+  cp->api = std::make_unique<server::ApiServer>(*cp->plane);
   cp->api->set_node_grace_ms(loop_options.node_grace_ms);
   cp->api->set_namespace_limits(namespace_limits);
-  auto loop = server::SchedulingLoop::Create(*cp->api, loop_options);
+  auto loop = server::SchedulingLoop::Create(*cp->plane, loop_options);
   if (!loop.ok()) {
     err << "error: --policy: " << loop.status().message() << "\n";
     return 2;

@@ -70,8 +70,10 @@ Result<std::string> UseOwnCertificate(const std::string& data_dir, const std::st
 // for sigwait / sigtimedwait.
 sigset_t BlockStopSignals();
 
-// The API server over `data_dir`, its scheduling loop and its HTTP server, all started.
-struct ControlPlane {
+// The control plane's state over `data_dir` (its store built here and handed in), the API
+// server and the scheduling loop over it, and the HTTP server, all started.
+struct Serving {
+  std::unique_ptr<server::ControlPlane> plane;
   std::unique_ptr<server::ApiServer> api;
   std::unique_ptr<server::SchedulingLoop> loop;
   std::unique_ptr<server::HttpServer> http;
@@ -80,7 +82,7 @@ struct ControlPlane {
 // Errors are printed to `err`; returns the exit code (0: running).
 int StartControlPlane(const std::string& data_dir, const server::HttpServerOptions& http,
                       const server::SchedulingLoopOptions& loop, const AccountingFlags& accounting,
-                      ControlPlane* out, std::ostream& err,
+                      Serving* out, std::ostream& err,
                       const server::NamespaceLimits& namespace_limits = {},
                       const store::SqliteOptions& store = {});
 

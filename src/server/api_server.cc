@@ -477,27 +477,24 @@ Status ApiServer::AuthorizeLogs(const HttpRequest& req, const Principal& who, co
   return PermissionDenied("an agent ships output only for pods bound to node " + who.node);
 }
 
-ApiServer::ApiServer(std::unique_ptr<store::Store> store, const std::string& data_dir)
-    : store_(std::move(store)),
-      tokens_(*store_),
-      feed_(*store_),
-      events_(std::make_unique<EventCache>()),
-      logs_(data_dir + "/logs"),
-      objects_(*store_, feed_),
+ApiServer::ApiServer(ControlPlane& plane)
+    : plane_(plane),
+      store_(&plane.store()),
+      tokens_(plane.tokens()),
+      feed_(plane.feed()),
+      events_(&plane.events()),
+      logs_(plane.data_dir() + "/logs"),
+      exec_(plane.exec()),
+      metrics_(plane.metrics()),
+      accounting_(&plane.accounting()),
+      objects_(plane.objects()),
+      leases_(plane.leases()),
       clock_([] {
         return std::chrono::duration_cast<std::chrono::milliseconds>(
                    std::chrono::system_clock::now().time_since_epoch())
             .count();
       }) {
   leases_.set_started(clock_());
-  // A Job's change concerns the nodes it is bound to (their agents' watches) and the Job.
-  feed_.set_router([events = events_.get()](const store::Change& c) {
-    std::vector<std::string> routes;
-    if (c.object.key.kind != "Job") return routes;
-    routes.push_back(JobRoute(c.object.key.ns, c.object.key.name));
-    for (const std::string& node : events->Get(c)->nodes) routes.push_back(NodeRoute(node));
-    return routes;
-  });
 }
 
 ApiServer::~ApiServer() = default;
@@ -746,65 +743,17 @@ constexpr int kWriteAttempts = 5;
 }  // namespace
 
 Result<std::vector<int64_t>> ApiServer::Commit(std::span<const store::Write> writes) {
-  Result<std::vector<int64_t>> r = std::vector<int64_t>();
-  {
-    // Only the commit itself is serialized: every write was parsed, patched and checked
-    // before, against the versions it read, which the store checks again here.
-    std::lock_guard<std::mutex> writing(write_mu_);
-    r = store_->Commit(writes);
-    if (!r.ok()) {
-      if (r.status().code() == StatusCode::kConflict) t_commit_conflicted = true;
-      return r;
-    }
-    for (size_t i = 0; i < writes.size(); ++i) {
-      const store::Write& w = writes[i];
-      if (w.key.kind != "Lease") continue;
-      leases_.Stored(w.key.name, w.op == store::Write::Op::kDelete ? nullptr : &w.body, (*r)[i]);
-    }
-  }
-  feed_.CatchUp();
+  auto r = plane_.Commit(writes);
+  if (!r.ok() && r.status().code() == StatusCode::kConflict) t_commit_conflicted = true;
   return r;
 }
 
-ApiServer::StoreOpener ApiServer::Sqlite(store::SqliteOptions options) {
-  return [options](const std::string& data_dir) {
-    return store::OpenSqliteStore(data_dir + "/state.db", options);
-  };
-}
-
 Result<std::unique_ptr<ApiServer>> ApiServer::Open(const std::string& data_dir,
-                                                   StoreOpener open_store) {
-  std::error_code ec;
-  std::filesystem::create_directories(data_dir, ec);
-  if (ec) return FailedPrecondition("cannot create data dir " + data_dir + ": " + ec.message());
-  auto owner = DirLock::Acquire(data_dir);
-  if (!owner.ok()) return owner.status();
-  auto store = open_store(data_dir);
-  if (!store.ok()) return store.status();
-  std::unique_ptr<ApiServer> server(new ApiServer(std::move(store).value(), data_dir));
-  server->owner_ = std::move(owner).value();
-  auto accounting = Accountant::Open(data_dir + "/usage.db");
-  if (!accounting.ok()) return accounting.status();
-  server->accounting_ = std::move(accounting).value();
-  // The state is the server's alone: tasks on this machine run as other users (a `tessera dev`
-  // node's, say). The directory is passed (its tls/ca.crt is public), not listed.
-  {
-    namespace fs = std::filesystem;
-    fs::permissions(data_dir, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec,
-                    ec);
-    for (const char* db : {"state.db", "usage.db"}) {
-      for (const char* suffix : {"", "-wal", "-shm"}) {
-        const std::string file = data_dir + "/" + db + suffix;
-        if (fs::exists(file, ec))
-          fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write, ec);
-      }
-    }
-  }
-  auto admin = server->tokens_.EnsureAdmin();
-  if (!admin.ok()) return admin.status();
-  if (admin->has_value()) {
-    TESSERA_RETURN_IF_ERROR(WriteFileDurably(data_dir + "/admin.token", **admin + "\n", 0600));
-  }
+                                                   ControlPlane::StoreOpener open_store) {
+  auto plane = ControlPlane::Open(data_dir, std::move(open_store));
+  if (!plane.ok()) return plane.status();
+  auto server = std::make_unique<ApiServer>(**plane);
+  server->owned_ = std::move(plane).value();
   return server;
 }
 

@@ -80,6 +80,7 @@
 #include "server/api_common.h"
 #include "server/auth.h"
 #include "server/change_feed.h"
+#include "server/control_plane.h"
 #include "server/exec_hub.h"
 #include "server/files.h"
 #include "server/http_server.h"
@@ -114,19 +115,13 @@ class ApiServer {
  public:
   // Whether `path` names a Kubernetes kind Kube serves (server/kube_api.cc).
   static bool NamesKubeKind(std::string_view path);
+  // Serves `plane`, which outlives it.
+  explicit ApiServer(ControlPlane& plane);
   ~ApiServer();
-  // Opens (or creates) the state in `data_dir`. On first start writes the admin token to
-  // `<data_dir>/admin.token` with mode 0600.
-  // Opens the object store once the data directory is this server's (locked).
-  using StoreOpener =
-      std::function<Result<std::unique_ptr<store::Store>>(const std::string& data_dir)>;
-  // The SQLite store at <data_dir>/state.db with `options`.
-  static StoreOpener Sqlite(store::SqliteOptions options = {});
-  // Creates and locks `data_dir`, opens the store with `open_store` (the server and dev
-  // commands choose its options; tests hand in a fault-injecting MemoryStore) and the
-  // accounting database, and makes the admin token on first start.
-  static Result<std::unique_ptr<ApiServer>> Open(const std::string& data_dir,
-                                                 StoreOpener open_store = Sqlite());
+  // A server that owns a control plane opened on `data_dir` (ControlPlane::Open), for a
+  // process that only serves it (tests, tools).
+  static Result<std::unique_ptr<ApiServer>> Open(
+      const std::string& data_dir, ControlPlane::StoreOpener open_store = ControlPlane::Sqlite());
 
   // Safe to call from several threads at once. Requests run side by side; a write is parsed,
   // patched and checked outside any lock, then committed against the versions it read; when
@@ -138,23 +133,8 @@ class ApiServer {
   // a request without a valid token is anonymous.
   ClientId Identify(const HttpRequest& request);
 
-  store::Store& store() { return *store_; }
-  ChangeFeed& feed() { return feed_; }
-  SchedulerMetrics& metrics() { return metrics_; }
-  Accountant& accounting() { return *accounting_; }
-  // The open `tessera exec` sessions (exec_hub.h); the scheduling loop expires them.
-  ExecHub& exec() { return exec_; }
-  // Revokes the exec tokens (MPI launchers') of Jobs not among `running` ("ns/name/uid"): a
-  // finished or deleted Job's launcher needs none. Returns how many went.
-  Result<int> RevokeExecTokens(const std::set<std::string>& running);
-  // Parsed stored objects, for readers inside the server.
-  ObjectCache& objects() { return objects_; }
-  // Node lease renewals held in memory (lease_book.h): liveness is read through it.
-  LeaseBook& leases() { return leases_; }
-
-  // Commits `writes` and lets watchers see them: the one way writers inside the server (the
-  // scheduling loop) write.
-  Result<std::vector<int64_t>> Commit(std::span<const store::Write> writes);
+  // The control plane this server serves.
+  ControlPlane& plane() { return plane_; }
 
   void set_namespace_limits(NamespaceLimits limits) { namespace_limits_ = limits; }
 
@@ -173,7 +153,8 @@ class ApiServer {
   }
 
  private:
-  ApiServer(std::unique_ptr<store::Store> store, const std::string& data_dir);
+  // Commits through the control plane, noting a conflict for Handle's retries.
+  Result<std::vector<int64_t>> Commit(std::span<const store::Write> writes);
   // One run of Handle.
   HttpResponse HandleOnce(const HttpRequest& request);
   // GET (read, follow) and POST (ship, agents) of
@@ -334,20 +315,21 @@ class ApiServer {
   // A Node as served, with status.heartbeat the later of its own and its Lease's renewTime.
   nlohmann::json WithLease(nlohmann::json node);
 
-  DirLock owner_;  // of the data directory; released last
-  std::unique_ptr<store::Store> store_;
-  TokenAuthority tokens_;
-  ChangeFeed feed_;
-  std::unique_ptr<EventCache> events_;
+  std::unique_ptr<ControlPlane> owned_;  // when Open made it
+  ControlPlane& plane_;
+  // The parts of the plane this layer uses, named as its own.
+  store::Store* store_;
+  TokenAuthority& tokens_;
+  ChangeFeed& feed_;
+  EventCache* events_;
   LogStore logs_;
-  ExecHub exec_;
-  SchedulerMetrics metrics_;
-  std::unique_ptr<Accountant> accounting_;
-  ObjectCache objects_;
-  LeaseBook leases_;
+  ExecHub& exec_;
+  SchedulerMetrics& metrics_;
+  Accountant* accounting_;
+  ObjectCache& objects_;
+  LeaseBook& leases_;
   UsageBook usage_;
   std::function<int64_t()> clock_;
-  std::mutex write_mu_;                  // held by Commit for the store's commit only
   std::atomic<uint64_t> event_seq_ = 0;  // names events made by apply
   int64_t node_grace_ms_ = 40'000;
   NamespaceLimits namespace_limits_;

@@ -303,18 +303,6 @@ HttpResponse ApiServer::PodExec(const HttpRequest& req, const Principal& who, co
   return out;
 }
 
-Result<int> ApiServer::RevokeExecTokens(const std::set<std::string>& running) {
-  auto tokens = tokens_.List();
-  if (!tokens.ok()) return tokens.status();
-  int revoked = 0;
-  for (const TokenInfo& t : *tokens) {
-    if (t.role != Principal::Role::kExec || running.contains(t.ns + "/" + t.job)) continue;
-    if (tokens_.Revoke(t.id).ok()) ++revoked;
-  }
-  if (revoked > 0) feed_.CatchUp();
-  return revoked;
-}
-
 std::optional<HttpResponse> ApiServer::Exec(const HttpRequest& req, const Principal& who) {
   using Role = Principal::Role;
   const std::vector<std::string_view> parts = PathSegments(req.path);
@@ -418,7 +406,7 @@ std::optional<HttpResponse> ApiServer::Exec(const HttpRequest& req, const Princi
     }
     auto it = req.query.find("pod");
     const std::string pod = it == req.query.end() ? "" : it->second;
-    std::lock_guard<std::mutex> writing(write_mu_);
+    const std::unique_lock<std::mutex> writing = plane_.HoldCommits();
     auto stored = read_job();
     if (!stored.ok()) return Error(stored.status());
     const json& obj = *stored;

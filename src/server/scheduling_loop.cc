@@ -1,7 +1,7 @@
 // Longer than 800 lines for now: SchedulingLoop::Cycle still reads, decides, writes and reports
-// in one function over ApiServer's state. It splits into typed stages (read: a snapshot; decide:
-// the core; write: decisions, statuses, events; report: metrics, accounting), each in its own
-// file, once that state is a layer the loop is handed.
+// in one function over the control plane's state. It splits into typed stages (read: a snapshot;
+// decide: the core; write: decisions, statuses, events; report: metrics, accounting), each in its
+// own file, once that state is a layer the loop is handed.
 #include "server/scheduling_loop.h"
 
 #include <algorithm>
@@ -18,18 +18,22 @@
 #include "api/json_text.h"
 #include "api/kinds.h"
 #include "api/kube_kinds.h"
+#include "api/object.h"
 #include "api/quantity.h"
 #include "api/queue_views.h"
 #include "api/status_schema.h"
+#include "api/time.h"
 #include "core/mig.h"
 #include "core/workload.h"
 #include "server/accountant.h"
 
 namespace tessera::server {
 
+using api::FormatTime;
 using api::ListOf;
 using api::Member;
 using api::Num;
+using api::ParseTime;
 using api::Str;
 
 using nlohmann::json;
@@ -247,9 +251,9 @@ class CycleWrites {
   };
 
   // The revisions committed are added to `written`.
-  CycleWrites(ApiServer& api, CycleSummary& sum, int64_t now_ms, int64_t& event_seq,
+  CycleWrites(ControlPlane& plane, CycleSummary& sum, int64_t now_ms, int64_t& event_seq,
               std::vector<int64_t>& written)
-      : api_(api), sum_(sum), now_ms_(now_ms), event_seq_(event_seq), written_(written) {}
+      : plane_(plane), sum_(sum), now_ms_(now_ms), event_seq_(event_seq), written_(written) {}
   ~CycleWrites() { Flush(); }
   CycleWrites(const CycleWrites&) = delete;
   CycleWrites& operator=(const CycleWrites&) = delete;
@@ -306,7 +310,7 @@ class CycleWrites {
   using Batch = std::vector<store::Write>;
 
   Result<std::vector<int64_t>> Commit(std::span<const store::Write> writes) {
-    auto r = api_.Commit(writes);
+    auto r = plane_.Commit(writes);
     if (r.ok()) written_.insert(written_.end(), r->begin(), r->end());
     return r;
   }
@@ -320,7 +324,7 @@ class CycleWrites {
     return {store::Write::Op::kPut, {"Event", ns, name}, e.dump(), 0};
   }
 
-  ApiServer& api_;
+  ControlPlane& plane_;
   CycleSummary& sum_;
   const int64_t now_ms_;
   int64_t& event_seq_;
@@ -329,26 +333,26 @@ class CycleWrites {
   std::vector<store::Write> events_;
 };
 
-Result<std::unique_ptr<SchedulingLoop>> SchedulingLoop::Create(ApiServer& api,
+Result<std::unique_ptr<SchedulingLoop>> SchedulingLoop::Create(ControlPlane& plane,
                                                                SchedulingLoopOptions options) {
   core::SchedulerConfig sc;
   sc.policy = options.policy;
   auto placer = core::Scheduler::Create(sc);
   if (!placer.ok()) return placer.status();
   return std::unique_ptr<SchedulingLoop>(
-      new SchedulingLoop(api, std::move(options), std::move(placer).value()));
+      new SchedulingLoop(plane, std::move(options), std::move(placer).value()));
 }
 
-SchedulingLoop::SchedulingLoop(ApiServer& api, SchedulingLoopOptions options,
+SchedulingLoop::SchedulingLoop(ControlPlane& plane, SchedulingLoopOptions options,
                                std::unique_ptr<core::Scheduler> placer)
-    : api_(api), options_(std::move(options)), placer_(std::move(placer)) {}
+    : plane_(plane), options_(std::move(options)), placer_(std::move(placer)) {}
 
 SchedulingLoop::~SchedulingLoop() { Stop(); }
 
 Result<CycleSummary> SchedulingLoop::RunOnce(int64_t now_ms) {
   const auto started = std::chrono::steady_clock::now();
   Result<CycleSummary> sum = Internal("cycle not run");
-  api_.exec().Expire(now_ms);
+  plane_.exec().Expire(now_ms);
   try {
     sum = Cycle(now_ms);
   } catch (const std::exception& e) {
@@ -358,7 +362,7 @@ Result<CycleSummary> SchedulingLoop::RunOnce(int64_t now_ms) {
   }
   follow_up_ = !sum.ok() || sum->follow_up;
   if (sum.ok()) {
-    api_.metrics().ObserveCycle(
+    plane_.metrics().ObserveCycle(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
         sum->admitted, sum->preempted, sum->pending);
   }
@@ -367,7 +371,7 @@ Result<CycleSummary> SchedulingLoop::RunOnce(int64_t now_ms) {
 
 Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   CycleSummary sum;
-  ObjectCache& store = api_.objects();
+  ObjectCache& store = plane_.objects();
   // The budget of pending reasons' refreshes, refilled for the time since the last cycle.
   const int64_t budget_cap = int64_t{options_.pending_refreshes_per_s} * 1000;
   refresh_budget_milli_ =
@@ -380,7 +384,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   std::vector<std::string> problems;
 
   own_revisions_.clear();
-  CycleWrites writes(api_, sum, now_ms, event_seq_, own_revisions_);
+  CycleWrites writes(plane_, sum, now_ms, event_seq_, own_revisions_);
   // The stored objects of a kind whose envelope and status can be read; the others are skipped,
   // named in a metric and, once per version, in a Warning event.
   std::vector<CycleGauges::Undecodable> undecodable;
@@ -478,7 +482,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     // What the node and its Lease say (a Node written with a malformed heartbeat is NotReady),
     // and when it last reported, renewals held in memory included.
     const std::string beat = api::NodeHeartbeat(s.obj(), stored_lease ? *stored_lease : json());
-    const int64_t at = api_.leases().LastBeat(s.obj(), stored_lease);
+    const int64_t at = plane_.leases().LastBeat(s.obj(), stored_lease);
     if ((!beat.empty() || at >= 0) && options_.node_grace_ms > 0) {
       // Never before the node's agent has surely stopped its pods (fenceSeconds), with a margin.
       const json& fence = Member(node_status, "fenceSeconds");
@@ -706,7 +710,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
       std::any_of(running_jobs_.begin(), running_jobs_.end(),
                   [&](const std::string& j) { return !running_jobs.contains(j); });
   if (one_left) {
-    if (auto revoked = api_.RevokeExecTokens(running_jobs); revoked.ok()) {
+    if (auto revoked = plane_.RevokeExecTokens(running_jobs); revoked.ok()) {
       running_jobs_known_ = true;
     } else {
       problems.push_back(revoked.status().message());
@@ -1082,7 +1086,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
                                  a.admitted.placements.size() == 1 && a.admitted.placements[0]
                                      ? "Scheduled to " + Where(state, *a.admitted.placements[0])
                                      : "Scheduled " + where});
-    api_.metrics().ObserveAdmission(
+    plane_.metrics().ObserveAdmission(
         a.admitted.queue,
         std::max<int64_t>(0, now_ms - std::max<int64_t>(a.admitted.workload.created_ms, 0)) /
             1000.0);
@@ -1238,7 +1242,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
     }
   }
   gauges.undecodable = std::move(undecodable);
-  api_.metrics().SetCycleGauges(std::move(gauges));
+  plane_.metrics().SetCycleGauges(std::move(gauges));
 
   // The accountant reads the Jobs that hold devices, and each ended Job once (the first cycle
   // that sees its end closes its segments at the time it ended); all ended Jobs again after
@@ -1254,7 +1258,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
       ends.push_back(&fields);
     }
   }
-  auto idle = api_.accounting().Observe(now_ms, accounted, nodes, released);
+  auto idle = plane_.accounting().Observe(now_ms, accounted, nodes, released);
   ends_accounted_ = idle.ok();
   if (!idle.ok()) return idle.status();
   for (View* v : ends) v->accounted = true;
@@ -1269,7 +1273,7 @@ bool SchedulingLoop::MarkIdle(int64_t now_ms, const std::vector<core::IdlePod>& 
                               const std::vector<const StoredJson*>& running_obj,
                               const std::set<std::string, std::less<>>& released,
                               CycleWrites& writes) {
-  const AccountingOptions opts = api_.accounting().options();
+  const AccountingOptions opts = plane_.accounting().options();
   bool reclaimed = false;
   std::map<std::string, std::vector<const core::IdlePod*>, std::less<>> by_job;
   for (const core::IdlePod& p : idle) by_job[p.ns + "/" + p.job].push_back(&p);
@@ -1352,7 +1356,7 @@ bool SchedulingLoop::WaitForChange(std::unique_lock<std::mutex>& lock, int64_t s
                                    std::chrono::steady_clock::time_point deadline) {
   while (!stop_) {
     lock.unlock();
-    auto changes = api_.feed().After(seen, 1024);
+    auto changes = plane_.feed().After(seen, 1024);
     bool matters = !changes.ok();  // compacted away: run
     for (const store::Change& c : changes.ok() ? *changes : std::vector<store::Change>()) {
       seen = c.revision;
@@ -1363,7 +1367,7 @@ bool SchedulingLoop::WaitForChange(std::unique_lock<std::mutex>& lock, int64_t s
     }
     std::optional<uint64_t> sub;
     if (!matters) {
-      sub = api_.feed().Subscribe(seen, [this] {
+      sub = plane_.feed().Subscribe(seen, [this] {
         std::lock_guard<std::mutex> l(mu_);
         dirty_ = true;
         wake_.notify_all();
@@ -1375,7 +1379,7 @@ bool SchedulingLoop::WaitForChange(std::unique_lock<std::mutex>& lock, int64_t s
     const bool woke = wake_.wait_until(lock, deadline, [this] { return stop_ || dirty_; });
     dirty_ = false;
     lock.unlock();
-    api_.feed().Unsubscribe(*sub);
+    plane_.feed().Unsubscribe(*sub);
     lock.lock();
     if (!woke) return false;
   }
@@ -1386,7 +1390,7 @@ void SchedulingLoop::Start() {
   thread_ = std::thread([this] {
     std::unique_lock<std::mutex> lock(mu_);
     while (!stop_) {
-      const int64_t head = api_.feed().head();
+      const int64_t head = plane_.feed().head();
       const auto deadline =
           std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.period_ms);
       lock.unlock();

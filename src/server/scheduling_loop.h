@@ -35,7 +35,7 @@
 #include "core/accounting.h"
 #include "core/admission.h"
 #include "core/scheduler.h"
-#include "server/api_server.h"
+#include "server/control_plane.h"
 
 namespace tessera::server {
 
@@ -89,7 +89,7 @@ class CycleWrites;  // a cycle's writes, committed together
 
 class SchedulingLoop {
  public:
-  static Result<std::unique_ptr<SchedulingLoop>> Create(ApiServer& api,
+  static Result<std::unique_ptr<SchedulingLoop>> Create(ControlPlane& plane,
                                                         SchedulingLoopOptions options = {});
   ~SchedulingLoop();  // stops
 
@@ -106,7 +106,7 @@ class SchedulingLoop {
   uint64_t cycles() const { return cycles_.load(); }
 
  private:
-  SchedulingLoop(ApiServer& api, SchedulingLoopOptions options,
+  SchedulingLoop(ControlPlane& plane, SchedulingLoopOptions options,
                  std::unique_ptr<core::Scheduler> placer);
   Result<CycleSummary> Cycle(int64_t now_ms);
   // Marks Jobs with idle pods (status.idle {since, pods, message}, an Idle event), clears the mark
@@ -122,7 +122,7 @@ class SchedulingLoop {
   bool WaitForChange(std::unique_lock<std::mutex>& lock, int64_t seen,
                      std::chrono::steady_clock::time_point deadline);
 
-  ApiServer& api_;
+  ControlPlane& plane_;
   SchedulingLoopOptions options_;
   std::unique_ptr<core::Scheduler> placer_;
   std::vector<core::Reservation> held_;

@@ -135,7 +135,8 @@ std::string Mutator::Next() {
 
 Target::Target(const std::string& data_dir) {
   std::filesystem::create_directories(data_dir);
-  api_ = server::ApiServer::Open(data_dir).value();
+  plane_ = server::ControlPlane::Open(data_dir).value();
+  api_ = std::make_unique<server::ApiServer>(*plane_);
   api_->set_clock([this] { return now_ms_; });
   std::ifstream in(data_dir + "/admin.token");
   std::getline(in, admin_);
@@ -146,7 +147,7 @@ Target::Target(const std::string& data_dir) {
   mint.content_type = "application/json";
   mint.body = R"({"namespace": "team-a"})";
   tenant_ = json::parse(api_->Handle(mint).body).value("token", "");
-  loop_ = server::SchedulingLoop::Create(*api_).value();
+  loop_ = server::SchedulingLoop::Create(*plane_).value();
 }
 
 Target::~Target() = default;
@@ -243,14 +244,14 @@ Status Target::Run(std::string_view input) {
   if (req.content_type == "application/apply-patch+yaml") req.query["fieldManager"] = "fuzz";
   req.authorization = "Bearer " + (shape.tenant ? tenant_ : admin_);
   req.body = std::string(input);
-  const int64_t before = api_->store().Revision();
+  const int64_t before = plane_->store().Revision();
   const server::HttpResponse out = api_->Handle(req);
   if (out.status >= 500) {
     return Internal(std::string(shape.method) + " " + shape.path + " answered " +
                     std::to_string(out.status) + ": " + out.body);
   }
   if (out.status < 300) ++accepted_;
-  if (out.status >= 400 && api_->store().Revision() != before) {
+  if (out.status >= 400 && plane_->store().Revision() != before) {
     return Internal(std::string(shape.method) + " " + shape.path + " was refused (" +
                     std::to_string(out.status) + ") but changed the store");
   }

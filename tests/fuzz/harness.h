@@ -18,6 +18,7 @@
 
 namespace tessera::server {
 class ApiServer;
+class ControlPlane;
 class SchedulingLoop;
 }  // namespace tessera::server
 
@@ -63,6 +64,7 @@ class Target {
   uint64_t cycles() const { return cycles_; }
 
  private:
+  std::unique_ptr<server::ControlPlane> plane_;
   std::unique_ptr<server::ApiServer> api_;
   std::unique_ptr<server::SchedulingLoop> loop_;
   std::string admin_, tenant_;

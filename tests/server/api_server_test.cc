@@ -49,7 +49,7 @@ class ApiServerTest : public ::testing::Test {
   }
 
   void StartServer(size_t max_body = 1 << 20,
-                   ApiServer::StoreOpener open_store = ApiServer::Sqlite()) {
+                   ControlPlane::StoreOpener open_store = ControlPlane::Sqlite()) {
     auto api = ApiServer::Open(dir_, std::move(open_store));
     ASSERT_TRUE(api.ok()) << api.status().message();
     api_ = std::move(api).value();
@@ -384,13 +384,13 @@ TEST_F(ApiServerTest, BadInputGets4xxNamingTheFieldAndWritesNothing) {
       {kind.dump(), 400, "kind: unknown kind \"Deployment\""},
       {meta_field.dump(), 400, "metadata.owner: unknown field"},
   };
-  const int64_t before = api_->store().Revision();
+  const int64_t before = api_->plane().store().Revision();
   for (const Case& c : cases) {
     Reply r = Call(http::verb::post, kJobs, admin_, c.body);
     EXPECT_EQ(r.status, c.status) << c.body.substr(0, 80);
     EXPECT_NE(r.body.value("message", "").find(c.message), std::string::npos) << r.raw;
   }
-  EXPECT_EQ(api_->store().Revision(), before);
+  EXPECT_EQ(api_->plane().store().Revision(), before);
   EXPECT_EQ(Get("/apis/tessera.io/v1/nothings", admin_).status, 404);
   EXPECT_EQ(Get("/apis/tessera.io/v1/namespaces/Team_A/jobs", admin_).status, 400);
   EXPECT_EQ(Call(http::verb::patch, kJobs + "/j", admin_, "{}").status, 415);
@@ -1299,7 +1299,7 @@ TEST_F(ApiServerTest, WatchesOfTheKubernetesViews) {
   EXPECT_EQ(ev[2]["type"], "DELETED");
 
   // A Kueue kind's watch sees its own objects only, from a resourceVersion on.
-  const std::string rv = std::to_string(api_->store().Revision());
+  const std::string rv = std::to_string(api_->plane().store().Revision());
   WatchClient cqs(http_->port(),
                   "/apis/kueue.x-k8s.io/v1beta1/clusterqueues?watch=true&resourceVersion=" + rv,
                   admin_);
@@ -1514,14 +1514,14 @@ TEST_F(ApiServerTest, ExecSessionsGoFromTheirClientToThePodsAgentAndBack) {
   Reply out = Get(session, team);
   ASSERT_EQ(out.status, 200);
   EXPECT_EQ(out.raw, "{\"stdout\":\"hi\\n\"}\n{\"exitCode\":0}\n");
-  EXPECT_EQ(api_->exec().open_sessions(), 0u);
+  EXPECT_EQ(api_->plane().exec().open_sessions(), 0u);
 
   // A client that leaves: the agent's next output is answered 410 Gone.
   opened = Post(kJob + "/exec", team, cmd);
   ASSERT_EQ(opened.status, 201);
   const std::string left = "/apis/tessera.io/v1/execs/" + opened.body["id"].get<std::string>();
   ASSERT_EQ(Get("/apis/tessera.io/v1/nodes/n1/execs", n1).body["items"].size(), 1u);
-  api_->exec().Abandon(opened.body["id"]);
+  api_->plane().exec().Abandon(opened.body["id"]);
   EXPECT_EQ(Call(http::verb::post, left + "/output?stream=stdout", n1, "x").status, 410);
 }
 
@@ -1562,7 +1562,7 @@ TEST_F(ApiServerTest, ExecTokensOfMpiLaunchersReachTheirJobOnly) {
   EXPECT_EQ(Get("/apis/tessera.io/v1/tokens", token).status, 403);
   // While its Job runs it stays (the scheduling loop passes the running Jobs every cycle).
   const std::string uid = job["metadata"]["uid"];
-  auto kept = api_->RevokeExecTokens({"team-a/pi/" + uid});
+  auto kept = api_->plane().RevokeExecTokens({"team-a/pi/" + uid});
   ASSERT_TRUE(kept.ok());
   EXPECT_EQ(*kept, 0);
   EXPECT_EQ(Post(kJobs + "/pi/exec", token, cmd).status, 201);
@@ -1571,7 +1571,7 @@ TEST_F(ApiServerTest, ExecTokensOfMpiLaunchersReachTheirJobOnly) {
   ASSERT_EQ(Post(kJobs, admin_, again).status, 201);
   EXPECT_EQ(Post(kJobs + "/pi/exec", token, cmd).status, 403);
   // Its Job gone, the token goes too.
-  auto revoked = api_->RevokeExecTokens({});
+  auto revoked = api_->plane().RevokeExecTokens({});
   ASSERT_TRUE(revoked.ok());
   EXPECT_EQ(*revoked, 1);
   EXPECT_EQ(Post(kJobs + "/pi/exec", token, cmd).status, 401);

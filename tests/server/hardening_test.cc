@@ -186,7 +186,7 @@ spec:
                     {"Job", "team-a", "no-meta"},
                     R"({"apiVersion": "tessera.io/v1", "kind": "Job", "metadata": 3})",
                     {}});
-  ASSERT_TRUE(api_->Commit(writes).ok());
+  ASSERT_TRUE(plane_->Commit(writes).ok());
 
   for (int restart = 0; restart < 2; ++restart) {
     Cycle();
@@ -226,12 +226,12 @@ spec:
 // code called the watch back from Subscribe while it held its own lock and hung the I/O thread
 // for good. The feed's test seam lands the commit at exactly that point.
 TEST_F(HardeningTest, ACommitBetweenAWatchReadAndItsSubscribeDoesNotDeadlock) {
-  const std::string rv = std::to_string(api_->store().Revision());
+  const std::string rv = std::to_string(plane_->store().Revision());
   HttpResponse watch =
       Call("GET", "/apis/tessera.io/v1/namespaces/team-a/jobs?watch=1&resourceVersion=" + rv, "");
   ASSERT_TRUE(watch.stream) << watch.body;
   int hooks = 0;
-  api_->feed().set_before_subscribe_for_test([&] {
+  plane_->feed().set_before_subscribe_for_test([&] {
     if (++hooks != 1) return;
     // Another namespace's write: not for this watch, so it must subscribe again.
     json other = json::parse(JobWith("1"));
@@ -259,7 +259,7 @@ TEST_F(HardeningTest, ACommitBetweenAWatchReadAndItsSubscribeDoesNotDeadlock) {
   EXPECT_EQ(hooks, 2);  // subscribed a second time, after skipping team-b's change
   EXPECT_EQ(got.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
   // This watch's namespace: the registered wake-up delivers it.
-  api_->feed().set_before_subscribe_for_test(nullptr);
+  plane_->feed().set_before_subscribe_for_test(nullptr);
   ASSERT_EQ(Call("POST", "/apis/tessera.io/v1/namespaces/team-a/jobs", JobWith("1")).status, 201);
   ASSERT_EQ(got.wait_for(std::chrono::seconds(20)), std::future_status::ready);
   const std::optional<std::string> chunk = got.get();
@@ -401,14 +401,14 @@ TEST_F(HardeningTest, LeaseRenewalsAreHeldInMemoryAndARestartDoesNotDeclareTheNo
     return Call("PUT", "/apis/tessera.io/v1/leases/n1", body.dump(), "application/json", agent);
   };
   auto stored_renewal = [&] {
-    auto got = api_->store().Get({"Lease", "", "n1"});
+    auto got = plane_->store().Get({"Lease", "", "n1"});
     return got.ok() && got->has_value() ? json::parse((*got)->body)["spec"]["renewTime"] : json();
   };
   const json created = Get("/apis/tessera.io/v1/leases/n1");
   int64_t renewed = 0;
   for (int i = 1; i <= 11; ++i) {
     now_ = t0 + i * 5'000;
-    const int64_t before = api_->store().Revision();
+    const int64_t before = plane_->store().Revision();
     const HttpResponse r = renew(lease);
     ASSERT_EQ(r.status, 200) << r.body;
     const json served = json::parse(r.body);
@@ -417,7 +417,7 @@ TEST_F(HardeningTest, LeaseRenewalsAreHeldInMemoryAndARestartDoesNotDeclareTheNo
     for (const char* k : {"resourceVersion", "uid", "creationTimestamp"}) {
       EXPECT_EQ(served["metadata"][k], created["metadata"][k]) << k;
     }
-    EXPECT_EQ(api_->store().Revision(), before) << "renewal " << i << " was written";
+    EXPECT_EQ(plane_->store().Revision(), before) << "renewal " << i << " was written";
     renewed = now_;
     Cycle();
     EXPECT_EQ(Job("train")["status"]["phase"], "Admitted") << "after renewal " << i;
@@ -428,25 +428,25 @@ TEST_F(HardeningTest, LeaseRenewalsAreHeldInMemoryAndARestartDoesNotDeclareTheNo
             FormatTime(renewed));
   // A minute after the stored renewal, the next is written.
   now_ = t0 + 60'000;
-  int64_t before = api_->store().Revision();
+  int64_t before = plane_->store().Revision();
   ASSERT_EQ(renew(lease).status, 200);
-  EXPECT_EQ(api_->store().Revision(), before + 1);
+  EXPECT_EQ(plane_->store().Revision(), before + 1);
   EXPECT_EQ(stored_renewal(), FormatTime(now_));
   // More than the time changes, or the version named is stale: the store decides.
   json labelled = lease;
   labelled["metadata"]["labels"] = {{"rack", "r1"}};
   now_ = t0 + 62'000;
-  before = api_->store().Revision();
+  before = plane_->store().Revision();
   ASSERT_EQ(renew(labelled).status, 200);
-  EXPECT_EQ(api_->store().Revision(), before + 1);
+  EXPECT_EQ(plane_->store().Revision(), before + 1);
   json stale = labelled;
   stale["metadata"]["resourceVersion"] = "1";
   EXPECT_EQ(renew(stale).status, 409);
   // Held in memory again, up to t0 + 70 s; then the server restarts and knows none of them.
   now_ = t0 + 70'000;
-  before = api_->store().Revision();
+  before = plane_->store().Revision();
   ASSERT_EQ(renew(labelled).status, 200);
-  EXPECT_EQ(api_->store().Revision(), before);
+  EXPECT_EQ(plane_->store().Revision(), before);
   Open();
   // The stored renewal (t0 + 62 s) is 40 s old at t0 + 102 s, but renewals may have been held
   // until the restart (t0 + 70 s): the node is Ready until 40 s after that.
@@ -468,8 +468,8 @@ namespace {
 // Jobs through their nodes' lease renewals) and wakes on its own kind.
 TEST_F(HardeningTest, ASubscriptionForOneKindSleepsThroughOthers) {
   int woken = 0;
-  const auto sub = api_->feed().Subscribe(
-      api_->feed().head(), [&] { ++woken; }, "Job");
+  const auto sub = plane_->feed().Subscribe(
+      plane_->feed().head(), [&] { ++woken; }, "Job");
   ASSERT_TRUE(sub.has_value());
   Apply(R"(
 apiVersion: tessera.io/v1
@@ -493,7 +493,7 @@ spec:
 // Job ("job:<ns>/<name>") and to the nodes it is bound to ("node:<name>").
 TEST_F(HardeningTest, ARoutedSubscriptionWakesOnlyForTheJobsOnItsRoutes) {
   int woken = 0;
-  const auto sub = api_->feed().SubscribeRouted(api_->feed().head(), [&] { ++woken; }, "Job",
+  const auto sub = plane_->feed().SubscribeRouted(plane_->feed().head(), [&] { ++woken; }, "Job",
                                                 {"job:default/mine", "node:n9"});
   ASSERT_TRUE(sub.has_value());
   const std::string job = R"(

@@ -44,15 +44,18 @@ class LoopTest : public ::testing::Test {
   void TearDown() override {
     loop_.reset();
     api_.reset();
+    plane_.reset();
     std::filesystem::remove_all(dir_);
   }
   void Open() {
     loop_.reset();
-    api_.reset();  // a restart: the data directory has one owner at a time
-    api_ = ApiServer::Open(dir_).value();
+    api_.reset();
+    plane_.reset();  // a restart: the data directory has one owner at a time
+    plane_ = ControlPlane::Open(dir_).value();
+    api_ = std::make_unique<ApiServer>(*plane_);
     std::ifstream in(dir_ + "/admin.token");
     std::getline(in, admin_);
-    loop_ = SchedulingLoop::Create(*api_).value();
+    loop_ = SchedulingLoop::Create(*plane_).value();
     api_->set_clock([this] { return now_; });
   }
 
@@ -166,6 +169,7 @@ spec: {clusterQueue: cq}
   }
 
   std::string dir_, admin_;
+  std::unique_ptr<ControlPlane> plane_;
   std::unique_ptr<ApiServer> api_;
   std::unique_ptr<SchedulingLoop> loop_;
   int64_t now_ = 1'800'000'000'000;

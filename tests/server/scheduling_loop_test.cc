@@ -1562,7 +1562,7 @@ spec:
 TEST_F(LoopTest, VolcanoReclaimFromAQueueOverItsShare) {
   SchedulingLoopOptions options;
   options.cycle.fair_sharing = true;
-  loop_ = SchedulingLoop::Create(*api_, options).value();
+  loop_ = SchedulingLoop::Create(*plane_, options).value();
   std::string yaml = R"(
 apiVersion: tessera.io/v1
 kind: Node
@@ -1709,9 +1709,9 @@ spec:
   Cycle();
   ASSERT_EQ(Job("running", "team-a")["status"]["phase"], "Admitted");
   // open_test OpenQueueAction on an open queue: it stays Open, and nothing is written.
-  const int64_t before = api_->store().Revision();
+  const int64_t before = plane_->store().Revision();
   EXPECT_EQ(command("OpenQueue").status, 201);
-  EXPECT_EQ(api_->store().Revision(), before);
+  EXPECT_EQ(plane_->store().Revision(), before);
 
   // open_test CloseQueueAction with podgroups: Closing.
   const HttpResponse closed = command("CloseQueue");
@@ -1900,7 +1900,7 @@ spec: {resourceGroups: []}
 TEST_F(LoopTest, ChangesThatCannotChangeADecisionDoNotWakeTheLoop) {
   SchedulingLoopOptions options;
   options.period_ms = 600'000;
-  loop_ = SchedulingLoop::Create(*api_, options).value();
+  loop_ = SchedulingLoop::Create(*plane_, options).value();
   loop_->Start();
   auto settled = [&] {
     // Until a cycle has run and no other follows for a while (a cycle follows its own writes).
@@ -1948,7 +1948,7 @@ spec:
 TEST_F(LoopTest, ACycleIsFollowedForItsOwnWritesOnlyWhenTheyLetTheNextDecideMore) {
   SchedulingLoopOptions options;
   options.period_ms = 600'000;
-  loop_ = SchedulingLoop::Create(*api_, options).value();
+  loop_ = SchedulingLoop::Create(*plane_, options).value();
   Apply(kCluster);
   Apply(kLowAndHighPriority);
   loop_->Start();
@@ -1978,7 +1978,7 @@ TEST_F(LoopTest, ChangedPendingReasonsAreRewrittenWithinTheRefreshBudget) {
   SchedulingLoopOptions opts;
   opts.pending_refresh_ms = 0;
   opts.pending_refreshes_per_s = 1;
-  loop_ = SchedulingLoop::Create(*api_, opts).value();
+  loop_ = SchedulingLoop::Create(*plane_, opts).value();
   ApplyNode("n1", 1);
   auto job = [](const std::string& name, int gpus) {
     return "apiVersion: tessera.io/v1\nkind: Job\nmetadata: {name: " + name +
