@@ -14,6 +14,7 @@
 #include "server/api_common.h"
 #include "server/api_server.h"
 #include "server/auth.h"
+#include "server/waiting_stream.h"
 
 namespace tessera::server {
 
@@ -35,22 +36,19 @@ std::string OwnerOf(const Principal& who) {
 }
 
 // A session's output to its client, frame by frame, then the end.
-class ExecStream : public ResponseStream, public std::enable_shared_from_this<ExecStream> {
+class ExecStream : public WaitingStream {
  public:
   ExecStream(ExecHub& hub, std::string id) : hub_(hub), id_(std::move(id)) {}
 
   void Next(std::function<void(std::optional<std::string>)> emit) override {
     if (done_) return emit(std::nullopt);
-    std::weak_ptr<ExecStream> weak = shared_from_this();
     bool done = false;
-    std::optional<std::string> frames = hub_.Read(id_, &done, [weak, emit] {
-      if (auto self = weak.lock()) self->Next(emit);
-    });
+    std::optional<std::string> frames = hub_.Read(id_, &done, Again(emit));
     if (!frames) return;  // woken when there is more
     done_ = done;
     emit(std::move(frames));
   }
-  void Cancel() override {
+  void OnCancel() override {
     if (!done_) hub_.Abandon(id_);
   }
 
@@ -66,7 +64,7 @@ class ExecStream : public ResponseStream, public std::enable_shared_from_this<Ex
 // turns into its exit code. The client's messages on channel 0 are the command's input; v5's
 // close signal (channel 255 naming channel 0) ends it. A terminal's size (channel 4) is not
 // acted on: a command runs without a terminal.
-class KubeExecStream : public ResponseStream, public std::enable_shared_from_this<KubeExecStream> {
+class KubeExecStream : public WaitingStream {
  public:
   KubeExecStream(ExecHub& hub, std::string id, std::vector<std::string> command)
       : hub_(hub), id_(std::move(id)), command_(std::move(command)) {}
@@ -78,11 +76,8 @@ class KubeExecStream : public ResponseStream, public std::enable_shared_from_thi
       return emit(std::move(m));
     }
     if (ended_) return emit(std::nullopt);
-    std::weak_ptr<KubeExecStream> weak = shared_from_this();
     bool done = false;
-    auto frames = hub_.ReadFrames(id_, &done, [weak, emit] {
-      if (auto self = weak.lock()) self->Next(emit);
-    });
+    auto frames = hub_.ReadFrames(id_, &done, Again(emit));
     if (!frames) return;  // woken when there is more
     ended_ = done;
     for (ExecFrame& f : *frames) {
@@ -97,7 +92,7 @@ class KubeExecStream : public ResponseStream, public std::enable_shared_from_thi
     ready_.pop_front();
     emit(std::move(m));
   }
-  void Cancel() override {
+  void OnCancel() override {
     if (!ended_) hub_.Abandon(id_);
   }
   bool Receive(std::string_view message, std::function<void()> resume) override {
@@ -149,24 +144,20 @@ class KubeExecStream : public ResponseStream, public std::enable_shared_from_thi
 // The agent's long poll for a session's input: "D" and the bytes, "E" once the client said
 // there is no more, "X" when the session ended meanwhile; an empty body when nothing came in
 // time.
-class InputStream : public ResponseStream, public std::enable_shared_from_this<InputStream> {
+class InputStream : public WaitingStream {
  public:
   InputStream(ExecHub& hub, std::string id, std::string node)
       : hub_(hub), id_(std::move(id)), node_(std::move(node)) {}
 
   void Next(std::function<void(std::optional<std::string>)> emit) override {
     if (done_) return emit(std::nullopt);
-    std::weak_ptr<InputStream> weak = shared_from_this();
     bool eof = false;
-    auto got = hub_.TakeInput(id_, node_, &eof, [weak, emit] {
-      if (auto self = weak.lock()) self->Next(emit);
-    });
+    auto got = hub_.TakeInput(id_, node_, &eof, Again(emit));
     if (got.ok() && !got->has_value()) return;  // woken when there is some
     done_ = true;
     if (!got.ok()) return emit(std::string("X"));
     emit(eof ? std::string("E") : "D" + **got);
   }
-  void Cancel() override {}
 
  private:
   ExecHub& hub_;
@@ -175,40 +166,27 @@ class InputStream : public ResponseStream, public std::enable_shared_from_this<I
 };
 
 // The agent's long poll: the sessions opened for its node, as soon as there are any.
-class ClaimStream : public ResponseStream, public std::enable_shared_from_this<ClaimStream> {
+class ClaimStream : public WaitingStream {
  public:
   ClaimStream(ExecHub& hub, std::string node, std::function<int64_t()> clock)
       : hub_(hub), node_(std::move(node)), clock_(std::move(clock)) {}
 
   void Next(std::function<void(std::optional<std::string>)> emit) override {
     if (done_) return emit(std::nullopt);
-    std::weak_ptr<ClaimStream> weak = shared_from_this();
     for (;;) {
-      {
-        // A poll that has ended claims nothing (its agent would never see the sessions).
-        std::lock_guard<std::mutex> lock(mu_);
-        if (cancelled_) return;
-      }
+      // A poll that has ended claims nothing (its agent would never see the sessions).
+      if (Cancelled()) return;
       json items = hub_.Claim(node_, clock_());
       if (!items.empty()) {
         done_ = true;
         return emit(json{{"kind", "ExecSessionList"}, {"items", std::move(items)}}.dump());
       }
-      std::lock_guard<std::mutex> lock(mu_);
-      if (cancelled_) return;
-      auto waiter = hub_.WaitForWork(node_, [weak, emit] {
-        if (auto self = weak.lock()) self->Next(emit);
-      });
-      if (waiter) {
-        waiter_ = *waiter;
-        return;
-      }
+      const bool waiting = WaitOn(
+          emit,
+          [&](std::function<void()> wake) { return hub_.WaitForWork(node_, std::move(wake)); },
+          [&hub = hub_](uint64_t id) { hub.StopWaiting(id); });
+      if (waiting) return;
     }
-  }
-  void Cancel() override {
-    std::lock_guard<std::mutex> lock(mu_);
-    cancelled_ = true;
-    if (waiter_ != 0) hub_.StopWaiting(waiter_);
   }
   // The poll ended (timed out, the agent left) as its sessions were claimed: the agent never
   // saw them, so its next poll gets them.
@@ -226,8 +204,6 @@ class ClaimStream : public ResponseStream, public std::enable_shared_from_this<C
   const std::string node_;
   const std::function<int64_t()> clock_;
   std::atomic<bool> done_ = false;
-  std::mutex mu_;
-  bool cancelled_ = false;
   uint64_t waiter_ = 0;
 };
 

@@ -43,22 +43,14 @@ void LogStream::Next(std::function<void(std::optional<std::string>)> emit) {
     // The pod ended and all its output was sent: so does the follow (kubectl logs -f
     // returns).
     if (logs_.Ended(ns_, job_, uid_, pod_)) return emit(std::nullopt);
-    std::weak_ptr<LogStream> weak = shared_from_this();
-    std::lock_guard<std::mutex> lock(mu_);
-    if (cancelled_) return;
-    auto sub = logs_.Subscribe(ns_, job_, uid_, pod_, from_, [weak, emit] {
-      if (auto self = weak.lock()) self->Next(emit);
-    });
-    if (sub) {
-      subscription_ = *sub;
-      return;
-    }
+    const bool waiting = WaitOn(
+        emit,
+        [&](std::function<void()> wake) {
+          return logs_.Subscribe(ns_, job_, uid_, pod_, from_, std::move(wake));
+        },
+        [&logs = logs_](uint64_t id) { logs.Unsubscribe(id); });
+    if (waiting) return;
   }
-}
-void LogStream::Cancel() {
-  std::lock_guard<std::mutex> lock(mu_);
-  cancelled_ = true;
-  if (subscription_ != 0) logs_.Unsubscribe(subscription_);
 }
 
 }  // namespace tessera::server

@@ -13,6 +13,7 @@
 
 #include "server/http_server.h"
 #include "server/log_store.h"
+#include "server/waiting_stream.h"
 
 namespace tessera::server {
 
@@ -23,7 +24,7 @@ struct LogStreamOptions {
   int64_t limit_bytes = -1;
 };
 
-class LogStream : public ResponseStream, public std::enable_shared_from_this<LogStream> {
+class LogStream : public WaitingStream {
  public:
   using Options = LogStreamOptions;
   // `first` is sent first; then what is appended after `from`.
@@ -41,7 +42,6 @@ class LogStream : public ResponseStream, public std::enable_shared_from_this<Log
         clock_(std::move(clock)) {}
 
   void Next(std::function<void(std::optional<std::string>)> emit) override;
-  void Cancel() override;
 
  private:
   LogStore& logs_;
@@ -54,9 +54,6 @@ class LogStream : public ResponseStream, public std::enable_shared_from_this<Log
   Options options_;
   std::function<int64_t()> clock_;
   bool line_start_ = true;  // the next byte sent starts a line
-  std::mutex mu_;
-  bool cancelled_ = false;
-  uint64_t subscription_ = 0;
 };
 
 }  // namespace tessera::server

@@ -7,6 +7,7 @@
 #include "api/json_read.h"
 #include "server/api_common.h"
 #include "server/api_server.h"
+#include "server/waiting_stream.h"
 
 namespace tessera::server {
 
@@ -100,7 +101,7 @@ struct Bookmarks {
 };
 
 // One watch: events of one kind (and namespace, and selector) after a revision.
-class WatchStream : public ResponseStream, public std::enable_shared_from_this<WatchStream> {
+class WatchStream : public WaitingStream {
  public:
   // With `bound_to`, the watch shows the Jobs that node's agent follows only (FollowingNodes),
   // and a Job that it stops following (deleted, bound elsewhere, ended) as DELETED, as Kubernetes'
@@ -174,25 +175,15 @@ class WatchStream : public ResponseStream, public std::enable_shared_from_this<W
       if (!out.empty()) return emit(std::move(out));
       // Nothing new for this watch: wait for the next commit. The feed never calls back from
       // Subscribe; a commit that landed since After is read by going round again.
-      std::weak_ptr<WatchStream> weak = shared_from_this();
-      std::lock_guard<std::mutex> lock(mu_);
-      if (cancelled_) return;
-      auto wake = [weak, emit] {
-        if (auto self = weak.lock()) self->Next(emit);
-      };
-      auto sub = bound_to_ ? feed_.SubscribeRouted(last_, std::move(wake), kind_, Routes())
-                           : feed_.Subscribe(last_, std::move(wake), kind_);
-      if (sub) {
-        subscription_ = *sub;
-        return;
-      }
+      const bool waiting = WaitOn(
+          emit,
+          [&](std::function<void()> wake) {
+            return bound_to_ ? feed_.SubscribeRouted(last_, std::move(wake), kind_, Routes())
+                             : feed_.Subscribe(last_, std::move(wake), kind_);
+          },
+          [&feed = feed_](uint64_t id) { feed.Unsubscribe(id); });
+      if (waiting) return;
     }
-  }
-
-  void Cancel() override {
-    std::lock_guard<std::mutex> lock(mu_);
-    cancelled_ = true;
-    if (subscription_ != 0) feed_.Unsubscribe(subscription_);
   }
 
  private:
@@ -251,9 +242,6 @@ class WatchStream : public ResponseStream, public std::enable_shared_from_this<W
   int64_t told_at_ = 0;  // when it was last sent something (bookmarks_->clock)
   std::string pending_;
   bool ended_ = false;
-  std::mutex mu_;
-  bool cancelled_ = false;
-  uint64_t subscription_ = 0;
 };
 
 }  // namespace
