@@ -19,10 +19,26 @@ using nlohmann::json;
 
 namespace {
 
-// A Kubeflow job's runPolicy: its queue (schedulingPolicy.queue, else Kueue's label), priority
-// class and suspend; what Tessera does not act on is warned.
-Status KubeflowRunPolicy(const Doc& d, const json& run, json* job, json* annotations,
-                         Warnings* warnings) {
+// What every Kubeflow job starts from: its spec (its fields checked against `spec_type`), its
+// runPolicy, and the Job being made with the runPolicy applied: its queue
+// (schedulingPolicy.queue, else Kueue's label), priority class, suspend and lifetime; what
+// Tessera does not act on is warned.
+struct KubeflowStart {
+  const json* spec = nullptr;
+  const json* run = nullptr;
+  json job = json::object();
+  json annotations;
+};
+Result<KubeflowStart> StartKubeflow(const Doc& d, const json& doc, std::string_view spec_type,
+                                    Warnings* warnings) {
+  KubeflowStart start;
+  start.spec = &Member(doc, "spec");
+  TESSERA_RETURN_IF_ERROR(KnownFields(*start.spec, "spec", KubeFieldsOf(spec_type), warnings));
+  const json& run = Member(*start.spec, "runPolicy");
+  start.run = &run;
+  start.annotations = Member(d.meta, "annotations");
+  json* job = &start.job;
+  json* annotations = &start.annotations;
   TESSERA_RETURN_IF_ERROR(KnownFields(run, "spec.runPolicy", KubeFieldsOf("RunPolicy"), warnings));
   QueueFromLabel(d.meta, job);
   const json& sched = Member(run, "schedulingPolicy");
@@ -34,7 +50,7 @@ Status KubeflowRunPolicy(const Doc& d, const json& run, json* job, json* annotat
   }
   if (Member(run, "suspend") == true) (*job)["suspend"] = true;
   CopyLifetime(run, job);
-  return Status::Ok();
+  return start;
 }
 
 // The gang of a Kubeflow job of `total` pods: schedulingPolicy.minAvailable, else `otherwise`.
@@ -59,11 +75,10 @@ Result<json> KubeflowTask(const Doc& d, const json& rs, const std::string& p,
 // tessera exec (the agent gives it a hostfile and an rsh agent), not ssh; a worker without a
 // command waits for it, as the operator's do.
 Result<std::vector<json>> MpiJob(const Doc& d, const json& doc, Warnings* warnings) {
-  const json& spec = Member(doc, "spec");
-  TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", KubeFieldsOf("MPIJobSpec"), warnings));
-  const json& run = Member(spec, "runPolicy");
-  json job = json::object(), annotations = Member(d.meta, "annotations");
-  TESSERA_RETURN_IF_ERROR(KubeflowRunPolicy(d, run, &job, &annotations, warnings));
+  auto start = StartKubeflow(d, doc, "MPIJobSpec", warnings);
+  if (!start.ok()) return start.status();
+  const json &spec = *start->spec, &run = *start->run;
+  json &job = start->job, &annotations = start->annotations;
   if (const json& impl = Member(spec, "mpiImplementation");
       !impl.empty() && impl != "OpenMPI" && impl != "Intel" && impl != "MPICH") {
     return FieldError("spec.mpiImplementation", "must be OpenMPI, Intel or MPICH");
@@ -117,11 +132,10 @@ Result<std::vector<json>> MpiJob(const Doc& d, const json& doc, Warnings* warnin
 // one gang; each pod gets TF_CONFIG with every server's address and port (a port Tessera
 // reserves on its node). The job completes with its chief, else as its successPolicy says.
 Result<std::vector<json>> TfJob(const Doc& d, const json& doc, Warnings* warnings) {
-  const json& spec = Member(doc, "spec");
-  TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", KubeFieldsOf("TFJobSpec"), warnings));
-  const json& run = Member(spec, "runPolicy");
-  json job = json::object(), annotations = Member(d.meta, "annotations");
-  TESSERA_RETURN_IF_ERROR(KubeflowRunPolicy(d, run, &job, &annotations, warnings));
+  auto start = StartKubeflow(d, doc, "TFJobSpec", warnings);
+  if (!start.ok()) return start.status();
+  const json &spec = *start->spec, &run = *start->run;
+  json &job = start->job, &annotations = start->annotations;
   const json& success = Member(spec, "successPolicy");
   if (!success.empty() && success != "" && success != "AllWorkers") {
     return FieldError("spec.successPolicy",
@@ -217,11 +231,10 @@ Result<json> KubeflowTask(const Doc& d, const json& rs, const std::string& p,
 // Kubeflow's PyTorchJob (kubeflow.org/v1): a Master and Workers, one gang (the training
 // operator's schedulingPolicy.minAvailable, else the elastic minimum, else every replica).
 Result<std::vector<json>> PyTorchJob(const Doc& d, const json& doc, Warnings* warnings) {
-  const json& spec = Member(doc, "spec");
-  TESSERA_RETURN_IF_ERROR(KnownFields(spec, "spec", KubeFieldsOf("PyTorchJobSpec"), warnings));
-  const json& run = Member(spec, "runPolicy");
-  json job = json::object(), annotations = Member(d.meta, "annotations");
-  TESSERA_RETURN_IF_ERROR(KubeflowRunPolicy(d, run, &job, &annotations, warnings));
+  auto start = StartKubeflow(d, doc, "PyTorchJobSpec", warnings);
+  if (!start.ok()) return start.status();
+  const json &spec = *start->spec, &run = *start->run;
+  json &job = start->job, &annotations = start->annotations;
   const json& sched = Member(run, "schedulingPolicy");
   const json& specs = Member(spec, "pytorchReplicaSpecs");
   if (!specs.is_object() || specs.empty()) {
