@@ -48,8 +48,9 @@ json CoreResourceList() {
   list["resources"].push_back(ApiResource("nodes", "Node", false, {"get", "list"}, {"no"}));
   // Services: none (a pod shares its node's network), read so that kubectl cluster-info and
   // get svc answer (server/services.cc).
-  list["resources"].push_back(
-      ApiResource("services", "Service", true, {"get", "list", "watch"}, {"svc"}));
+  json services = ApiResource("services", "Service", true, {"get", "list", "watch"}, {"svc"});
+  services["categories"] = {"all"};
+  list["resources"].push_back(std::move(services));
   // The pods' subresources served: their logs, and the eviction API (kubectl drain looks for
   // pods/eviction with its group and version before it evicts rather than deletes).
   list["resources"].push_back(ApiResource("pods/log", "Pod", true, {"get"}, {}));
@@ -132,6 +133,7 @@ json DiscoveryGroup(const std::string& group, const std::vector<json>& lists) {
           {"singularResource", singular},
           {"verbs", Member(r, "verbs")}};
       if (Member(r, "shortNames").is_array()) entry["shortNames"] = Member(r, "shortNames");
+      if (Member(r, "categories").is_array()) entry["categories"] = Member(r, "categories");
       resources.push_back(std::move(entry));
     }
     versions.push_back(
@@ -221,6 +223,10 @@ json KubeResourceList(std::string_view group, std::string_view version) {
         : k.kind == "Namespace" ? std::vector<std::string>{"get", "list"}
                                 : std::vector<std::string>{"get", "list", "watch"},
         Split(k.short_names)));
+    // kubectl get all: the category Kubernetes gives its workloads (Pods, batch/v1 Jobs).
+    if ((group.empty() && k.kind == "Pod") || (group == "batch" && k.kind == "Job")) {
+      resources.back()["categories"] = {"all"};
+    }
   }
   if (resources.empty()) return json();
   const std::string gv =

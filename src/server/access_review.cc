@@ -42,6 +42,11 @@ std::pair<bool, std::string> MayDo(const Principal& who, const json& attrs) {
   const std::string verb = Str(attrs, "verb"), group = Str(attrs, "group");
   const std::string resource = Str(attrs, "resource"), ns = Str(attrs, "namespace");
   const std::string name = Str(attrs, "name");
+  // Services are read only, by anyone who reads the namespace's objects (server/services.cc).
+  const bool services = group.empty() && resource == "services";
+  if (services && verb != "get" && verb != "list" && verb != "watch") {
+    return {false, "Tessera has no Services: a pod shares its node's network"};
+  }
   if (who.role == Principal::Role::kAdmin) return {true, "the admin token may do anything"};
   // The kind the resource is a view of (Kubernetes, Kueue, Volcano, Kubeflow), or Tessera's.
   const api::KindInfo* kind = nullptr;
@@ -52,6 +57,7 @@ std::pair<bool, std::string> MayDo(const Principal& who, const json& attrs) {
     }
   }
   if (kind == nullptr && group == api::kGroup) kind = api::FindKindByPlural(resource);
+  if (services) kind = api::FindKind("Job");
   if (kind == nullptr) {
     return {false, "Tessera serves no resource \"" + resource + "\" in group \"" + group + "\""};
   }

@@ -737,6 +737,12 @@ grep -q "No resources found" <<<"$out" || fail "get svc said: $out"
 out=$(kubectl create service clusterip web --tcp=80:80 2>&1) && fail "service created: $out"
 grep -q "Tessera has no Services: a pod shares its node's network" <<<"$out" ||
   fail "create service said: $out"
+out=$(kubectl auth can-i create services 2>&1) && fail "can-i create services: $out"
+grep -q "^no - Tessera has no Services" <<<"$out" || fail "can-i create services said: $out"
+# kubectl get all: the workloads' category (Pods and batch/v1 Jobs, as Kubernetes lists them).
+out=$(kubectl get all 2>&1) || fail "get all: $out"
+grep -q "^pod/sayhi-main-0 " <<<"$out" || fail "get all without the pod: $out"
+grep -q "^job.batch/sayhi " <<<"$out" || fail "get all without the job: $out"
 
 # kubectl get ns -w: a namespace is ADDED with its first object and DELETED with it (the
 # issue's case: namespace watches were not served).
