@@ -15,6 +15,13 @@
 // cuGetProcAddress (its answers are swapped for the wrappers, by the address the driver
 // returns, so every version of every name is covered). Every failure inside returns a CUDA error
 // to the caller; nothing here aborts the process.
+//
+// One file of about 1,100 lines, in sections (`// ----`): the real dlsym, the share's
+// configuration, the real driver, what this process holds, the compute limiter, the CUDA entry
+// points, NVML's memory queries and dlsym. Every entry point uses the same file-local state
+// (the configuration, the driver's table, the held allocations, the limiter's gate), which
+// must stay invisible outside the library: it loads into any program, without the C++ runtime,
+// and a header shared by several files of it would only widen what must be kept hidden.
 #include <dlfcn.h>
 #include <pthread.h>
 #include <time.h>
