@@ -108,7 +108,8 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 job=$("$TESSERA" get job hello-mpi -o json)
-[ "$(job_phase "$TESSERA" hello-mpi)" = Succeeded ] || fail "MPIJob not Succeeded: $job; launcher: $log"
+[ "$(job_phase "$TESSERA" hello-mpi)" = Succeeded ] ||
+  fail "MPIJob not Succeeded: $job; launcher: $log; dev: $(tail -30 "$WORK/dev.out"); second agent: $(tail -30 "$WORK/second.out"); processes: $(ps -eo pid,ppid,etimes,args | grep -E 'orted|mpirun|prterun|tessera exec|rsh' | grep -v grep)"
 grep -q "^rank 0/2 in worker-[01] on \(dev\|second\)$" <<<"$log" || fail "rank 0: $log"
 grep -q "^rank 1/2 in worker-[01] on \(dev\|second\)$" <<<"$log" || fail "rank 1: $log"
 [ "$(grep -o " on [a-z]*" <<<"$log" | sort -u | wc -l)" = 2 ] || fail "ranks not on both nodes: $log"
