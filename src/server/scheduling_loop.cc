@@ -369,6 +369,38 @@ Result<CycleSummary> SchedulingLoop::RunOnce(int64_t now_ms) {
   return sum;
 }
 
+CycleGauges GaugesAfter(core::ClusterState state, const core::CycleResult& result,
+                        const std::vector<core::AdmittedWorkload>& running,
+                        const core::QueueConfig& cfg) {
+  CycleGauges gauges;
+  // Fragmentation after this cycle's decisions.
+  for (const core::Preemption& p : result.preemptions) {
+    for (const std::optional<core::Placement>& pl : running[p.running_index].placements) {
+      if (pl) (void)state.Release(*pl);
+    }
+  }
+  for (const core::Admission& a : result.admissions) {
+    for (const std::optional<core::Placement>& pl : a.admitted.placements) {
+      if (pl) (void)state.Allocate(*pl);
+    }
+  }
+  for (const core::Growth& g : result.growths) (void)state.Allocate(g.placement);
+  gauges.fragmentation = core::FragmentationOf(state);
+  for (const core::QueueSpec& q : cfg.queues) {
+    for (const core::ResourceGroup& g : q.resource_groups) {
+      for (const core::FlavorQuotas& f : g.flavors) {
+        for (const core::ResourceQuota& r : f.resources) {
+          const double amount = r.resource == core::QuotaResource::kMemory ? r.nominal * 1048576.0
+                                                                           : r.nominal / 1000.0;
+          gauges.quotas.push_back(
+              {q.name, f.flavor, std::string(core::QuotaResourceName(r.resource)), amount});
+        }
+      }
+    }
+  }
+  return gauges;
+}
+
 Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   CycleSummary sum;
   ObjectCache& store = plane_.objects();
@@ -1215,32 +1247,7 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   }
   sum.inactive_queues = static_cast<int>(inactive.size());
 
-  CycleGauges gauges;
-  // Fragmentation after this cycle's decisions.
-  for (const core::Preemption& p : result.preemptions) {
-    for (const std::optional<core::Placement>& pl : running[p.running_index].placements) {
-      if (pl) (void)state.Release(*pl);
-    }
-  }
-  for (const core::Admission& a : result.admissions) {
-    for (const std::optional<core::Placement>& pl : a.admitted.placements) {
-      if (pl) (void)state.Allocate(*pl);
-    }
-  }
-  for (const core::Growth& g : result.growths) (void)state.Allocate(g.placement);
-  gauges.fragmentation = core::FragmentationOf(state);
-  for (const core::QueueSpec& q : cfg.queues) {
-    for (const core::ResourceGroup& g : q.resource_groups) {
-      for (const core::FlavorQuotas& f : g.flavors) {
-        for (const core::ResourceQuota& r : f.resources) {
-          const double amount = r.resource == core::QuotaResource::kMemory ? r.nominal * 1048576.0
-                                                                           : r.nominal / 1000.0;
-          gauges.quotas.push_back(
-              {q.name, f.flavor, std::string(core::QuotaResourceName(r.resource)), amount});
-        }
-      }
-    }
-  }
+  CycleGauges gauges = GaugesAfter(std::move(state), result, running, cfg);
   gauges.undecodable = std::move(undecodable);
   plane_.metrics().SetCycleGauges(std::move(gauges));
 

@@ -87,6 +87,13 @@ struct CycleSummary {
 
 class CycleWrites;  // a cycle's writes, committed together
 
+// The report stage's gauges after a cycle's decisions: the fragmentation of `state` (the
+// cluster the cycle decided on) once `result`'s preemptions of `running` are released and its
+// admissions and growths placed, and every queue's nominal quotas (GPUs, CPU cores, bytes).
+CycleGauges GaugesAfter(core::ClusterState state, const core::CycleResult& result,
+                        const std::vector<core::AdmittedWorkload>& running,
+                        const core::QueueConfig& cfg);
+
 class SchedulingLoop {
  public:
   static Result<std::unique_ptr<SchedulingLoop>> Create(ControlPlane& plane,
