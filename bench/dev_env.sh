@@ -5,6 +5,8 @@ StartDev() {
   local name=$1
   shift
   WORK=$(mktemp -d "/tmp/tessera-$name-XXXXXX")
+  # Tasks run as users of their own (docs/SECURITY.md): they pass through it to their work.
+  chmod 711 "$WORK"
   DEV_PID=
   trap 'if [ -n "$DEV_PID" ]; then kill "$DEV_PID" 2>/dev/null || true; wait "$DEV_PID" 2>/dev/null || true; fi; rm -rf "$WORK"' EXIT
   export HOME=$WORK/home

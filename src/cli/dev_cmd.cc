@@ -4,6 +4,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -158,7 +159,15 @@ int RunDev(const DevOptions& o, std::ostream& out, std::ostream& err) {
     err << "error: eventfd: " << std::strerror(errno) << "\n";
     return 1;
   }
-  std::thread agent([&] { AgentLoop(ao, ep, setup, stop_fd, out, err); });
+  // An agent that cannot run (a bad flag, refused by the server) ends dev with its exit code:
+  // a dev cluster without its node would take work and never run it.
+  std::atomic<int> agent_rc = 0;
+  std::thread agent([&] {
+    if (const int rc = AgentLoop(ao, ep, setup, stop_fd, out, err); rc != 0) {
+      agent_rc = rc;
+      kill(getpid(), SIGTERM);
+    }
+  });
 
   if (o.write_config) {
     const char* home = std::getenv("HOME");
@@ -194,6 +203,10 @@ int RunDev(const DevOptions& o, std::ostream& out, std::ostream& err) {
   agent.join();
   close(stop_fd);
   cp.Stop();
+  if (agent_rc != 0) {
+    err << "error: the node's agent stopped; dev stops with it\n";
+    return agent_rc;
+  }
   out << "stopped" << std::endl;
   return 0;
 }

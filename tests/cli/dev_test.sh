@@ -180,4 +180,19 @@ out=$("$TESSERA" describe job arr)
 grep -q "^Completed Indexes: 0-19$" <<<"$out" || fail "describe: $out"
 grep -q "^Pods Statuses: 0 Active / 20 Succeeded / 0 Failed$" <<<"$out" || fail "describe: $out"
 
+# A dev whose node's agent cannot run stops with it, saying why, rather than serving a cluster
+# without its node (work would wait forever: "no nodes in the cluster"). As root, tasks run as
+# users of their own, who cannot pass through a private directory.
+if [ "$(id -u)" = 0 ]; then
+  mkdir -m 700 "$WORK/private"
+  rc=0
+  (cd "$WORK/private" && timeout 30 "$TESSERA" dev --listen 127.0.0.1:0 --fake-gpus 1xH100-80GB \
+    --container-runtime none --data-dir "$WORK/private/state") >"$WORK/private.out" 2>&1 || rc=$?
+  [ "$rc" = 2 ] || fail "dev with an agent that cannot run: exit $rc: $(cat "$WORK/private.out")"
+  grep -q "cannot pass through $WORK/private" "$WORK/private.out" ||
+    fail "dev did not say why its agent stopped: $(cat "$WORK/private.out")"
+else
+  echo "dev_test: not root: the agent's work directory check (a root-only case) is not run"
+fi
+
 echo "dev_test: ok"
