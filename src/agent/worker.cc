@@ -412,9 +412,9 @@ Status Worker::ShipLogs(PodState& p) {
   const size_t next = starting ? 1 : 0;
   const int64_t until = next < starts.size() ? std::min(size, starts[next].first) : size;
   const int64_t n = std::clamp<int64_t>(until - p.log_offset, 0, 1 << 20);
-  // A run with no output yet is told when it has some, or when it is over (ended, or another
-  // run started): no request for every start.
-  if (n == 0 && (!starting || (starts.size() == 1 && !p.finished))) return Status::Ok();
+  // A run is told with its first output, or alone once another run follows it (a restart):
+  // no request for every start, nor for the end of a run that wrote nothing.
+  if (n == 0 && (!starting || starts.size() == 1)) return Status::Ok();
   std::string data(static_cast<size_t>(n), '\0');
   if (n > 0) {
     in.seekg(p.log_offset);
