@@ -257,9 +257,17 @@ void PodView(const json& job, const json& entry, const WaitingReasons& waiting_r
     } else if (out_phase == "Succeeded" || out_phase == "Failed") {
       // Killed by a signal: 128 + the signal, as the container runtimes report it (137 for
       // SIGKILL), not 0.
+      // One that never started (no runtime for its image, a spec the node cannot run) has no
+      // exit code of its own: 128 and StartError, as containerd reports a failed start.
       const int signal = static_cast<int>(Num(state, "signal"));
-      json t = {{"exitCode", signal > 0 ? 128 + signal : static_cast<int>(Num(state, "exitCode"))},
-                {"reason", out_phase == "Succeeded" ? "Completed" : "Error"}};
+      const bool started =
+          signal > 0 || Member(state, "exitCode").is_number_integer() || out_phase == "Succeeded";
+      json t = {{"exitCode", signal > 0 ? 128 + signal
+                             : started  ? static_cast<int>(Num(state, "exitCode"))
+                                        : 128},
+                {"reason", out_phase == "Succeeded" ? "Completed"
+                           : started                ? "Error"
+                                                    : "StartError"}};
       if (signal > 0) t["signal"] = signal;
       if (!Str(state, "finishedAt").empty()) t["finishedAt"] = Str(state, "finishedAt");
       if (!Str(state, "message").empty()) t["message"] = Str(state, "message");

@@ -234,6 +234,28 @@ TEST(Kube, AKilledContainerEndsWith128PlusItsSignal) {
   EXPECT_EQ(pods[1]["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"], 3);
 }
 
+// A container that never started (no runtime for its image) has no exit code of its own: 128
+// and StartError, as containerd reports a failed start, not 0 and Error (which read as if it
+// ran); one that succeeded reads 0 and Completed.
+TEST(Kube, AContainerThatNeverStartedEndsWithStartError) {
+  const json job = json::parse(R"({"apiVersion": "tessera.io/v1", "kind": "Job",
+      "metadata": {"name": "j", "namespace": "default", "uid": "u-1"},
+      "spec": {"tasks": [{"name": "worker", "replicas": 2, "command": ["true"]}]},
+      "status": {"phase": "Failed", "admittedAt": "2026-01-01T00:00:00Z", "pods": [
+        {"name": "worker-0", "node": "n1",
+         "state": {"phase": "Failed", "message": "this node has no container runtime"}},
+        {"name": "worker-1", "node": "n1", "state": {"phase": "Succeeded"}}]}})");
+  const std::vector<json> pods = JobPods(job);
+  ASSERT_EQ(pods.size(), 2u);
+  const json failed = pods[0]["status"]["containerStatuses"][0]["state"]["terminated"];
+  EXPECT_EQ(failed["exitCode"], 128) << failed.dump();
+  EXPECT_EQ(failed["reason"], "StartError");
+  EXPECT_EQ(failed["message"], "this node has no container runtime");
+  const json done = pods[1]["status"]["containerStatuses"][0]["state"]["terminated"];
+  EXPECT_EQ(done["exitCode"], 0) << done.dump();
+  EXPECT_EQ(done["reason"], "Completed");
+}
+
 // A Pod no node can take reads as kube-scheduler's Warning FailedScheduling; a queue's wait
 // and other kinds' events keep Tessera's reason.
 TEST(Kube, UnschedulablePodEventsReadFailedScheduling) {
