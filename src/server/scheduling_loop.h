@@ -1,8 +1,13 @@
-// The control plane's scheduling loop: on every change (and periodically) it reads the stored
-// objects, builds the cluster state (nodes with their GPUs' sharing configs, the work already
-// bound), runs one admission cycle of the core's queue layer over the pending Jobs, and writes
-// the decisions back: bindings with exact devices in each Job's status, pending reasons, and
-// Events ("Scheduled to node-3 GPUs 0,1", "Pending: ...", "Preempted by ...").
+// The control plane's scheduling loop: on every change (and periodically) it runs a cycle over
+// the stored objects, in four stages with typed hand-offs:
+//   read    (cycle_read.h)    a CycleSnapshot: the ready nodes with their GPUs' sharing configs
+//                             and the work already bound, the queues, the pending Jobs;
+//   decide  (cycle_decide.h)  a Decision: one admission cycle of the core's queue layer;
+//   write   (cycle_record.h)  the decisions in the Jobs' statuses (bindings with exact devices,
+//                             evictions, growths), then pending reasons and Queue statuses, with
+//                             Events ("Scheduled to node-3 GPUs 0,1", "Preempted by ...");
+//   report  (cycle_report.h)  metrics, accounting, idle marks.
+// All of a cycle's writes go through one CycleWrites (cycle_writes.h).
 //
 // Job status written here:
 //   phase: Pending | Admitted (here) | Succeeded | Failed (by the node agents, when the pods end;
@@ -36,6 +41,9 @@
 #include "core/admission.h"
 #include "core/scheduler.h"
 #include "server/control_plane.h"
+#include "server/cycle_read.h"
+#include "server/cycle_record.h"
+#include "server/cycle_report.h"
 
 namespace tessera::server {
 
@@ -66,9 +74,6 @@ struct SchedulingLoopOptions {
   core::CycleOptions cycle;
 };
 
-// Covers a scheduling cycle's period and the commit of the heartbeat after its stamp.
-constexpr int64_t kFenceMarginMs = 2'000;
-
 // What one cycle did.
 struct CycleSummary {
   int pending = 0;
@@ -78,21 +83,15 @@ struct CycleSummary {
   int write_conflicts = 0;   // writes refused because the object changed meanwhile
   int inactive_queues = 0;   // queues left out for an invalid definition
   std::string config_error;  // the queue configuration could not be repaired: nothing admitted
+  // What could not be read (a kind's listing, a node's record) or was ignored (an invalid
+  // sharing config's problems, a dropped object of the queue configuration).
+  std::vector<std::string> problems;
   // Whether its own writes can let the next cycle decide more: it preempted, ended work (a
   // deadline, an idle reclaim, an array's end) or admitted or advanced an array, whose next
   // tasks are placed from the next cycle on. Otherwise the loop's thread does not wake for
   // what the cycle wrote (its admissions, pending reasons, marks and events).
   bool follow_up = false;
 };
-
-class CycleWrites;  // a cycle's writes, committed together
-
-// The report stage's gauges after a cycle's decisions: the fragmentation of `state` (the
-// cluster the cycle decided on) once `result`'s preemptions of `running` are released and its
-// admissions and growths placed, and every queue's nominal quotas (GPUs, CPU cores, bytes).
-CycleGauges GaugesAfter(core::ClusterState state, const core::CycleResult& result,
-                        const std::vector<core::AdmittedWorkload>& running,
-                        const core::QueueConfig& cfg);
 
 class SchedulingLoop {
  public:
@@ -115,14 +114,11 @@ class SchedulingLoop {
  private:
   SchedulingLoop(ControlPlane& plane, SchedulingLoopOptions options,
                  std::unique_ptr<core::Scheduler> placer);
+  // The cycle as its stages: read a snapshot, decide, write the decisions and statuses, report.
   Result<CycleSummary> Cycle(int64_t now_ms);
-  // Marks Jobs with idle pods (status.idle {since, pods, message}, an Idle event), clears the mark
-  // when their GPUs are busy again, and stops those their queue's idleReclaim policy reclaims
-  // (true when it stopped one).
-  bool MarkIdle(int64_t now_ms, const std::vector<core::IdlePod>& idle,
-                const core::QueueConfig& cfg, const std::vector<core::AdmittedWorkload>& running,
-                const std::vector<const StoredJson*>& running_obj,
-                const std::set<std::string, std::less<>>& released, CycleWrites& writes);
+  // Revokes the exec tokens of Jobs no longer running (`running`: "ns/name/uid" of those that
+  // are). The store's tokens are read only when a Job stopped, and at the first cycle.
+  void RevokeStoppedJobsTokens(std::set<std::string> running, std::vector<std::string>* problems);
 
   // With `lock` held: waits until a change after revision `seen` that can change a cycle's
   // decisions (true), or until `deadline` or Stop (false).
@@ -132,24 +128,15 @@ class SchedulingLoop {
   ControlPlane& plane_;
   SchedulingLoopOptions options_;
   std::unique_ptr<core::Scheduler> placer_;
+  CycleReader reader_;
+  CycleReporter reporter_;
+  RefreshBudget refresh_budget_;
   std::vector<core::Reservation> held_;
   // The Jobs running at the last cycle ("ns/name/uid"), for revoking their exec tokens when they
   // stop; known once a sweep has succeeded.
   std::set<std::string> running_jobs_;
   bool running_jobs_known_ = false;
-  // What the cycles read of each stored object, computed once per version: keyed by the parsed
-  // document the object cache shares until the object changes (the view holds it, so the key
-  // is not reused while the entry lives); the objects of the last cycle only.
-  struct View;
-  std::unordered_map<const nlohmann::json*, std::shared_ptr<View>> views_;
-  // "kind/ns/name" -> the version last reported undecodable.
-  std::map<std::string, int64_t> undecodable_reported_;
   int64_t event_seq_ = 0;
-  // Whether the accountant has been given every ended Job's end (false after it failed).
-  bool ends_accounted_ = false;
-  // Rewrites of changed pending reasons the budget allows, in thousandths, as of a time.
-  int64_t refresh_budget_milli_ = 0;
-  int64_t refresh_budget_at_ms_ = -1;
 
   // The revisions the last cycle wrote, and whether they wake the thread (follow_up).
   std::vector<int64_t> own_revisions_;
