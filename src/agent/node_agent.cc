@@ -306,9 +306,8 @@ bool Observe(AgentSetup& setup, const Runner& runner, const Endpoint& ep, Health
 // Writes the Node: created with `status` when the server has none, else read and written back
 // with it, based on the version read. Before this agent `registered`, labels and taints the
 // admin changed are kept (and the difference told on `err`).
-Result<Response> WriteNode(const Endpoint& ep, const json& node, const json& status,
-                           bool registered, std::ostream& err) {
-  const std::string node_name = api::Str(node["metadata"], "name");
+Result<Response> WriteNode(const Endpoint& ep, const std::string& node_name, const json& node,
+                           const json& status, bool registered, std::ostream& err) {
   const std::string path = "/apis/tessera.io/v1/nodes/" + node_name;
   Result<Response> got = Request(ep, "GET", path);
   Result<Response> r = got;
@@ -440,7 +439,7 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
     const bool write_node = !registered || StatusMoved(status_written, status) ||
                             NowMs() - node_written_at >= kNodeRefreshMs;
     Result<Response> r =
-        write_node ? WriteNode(*ep, setup.node, status, registered, err) : RenewLease(*ep, id.name);
+        write_node ? WriteNode(*ep, id.name, setup.node, status, registered, err) : RenewLease(*ep, id.name);
     if (!r.ok()) {
       err << "warning: " << r.status().message() << "\n";
     } else if (r->status != 200 && r->status != 201) {

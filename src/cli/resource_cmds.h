@@ -51,7 +51,7 @@ struct ResourceOptions {
   int64_t tail = -1;
   bool follow = false;
   bool previous = false;  // logs: each pod's previous run of its container
-  bool idle = false;  // get jobs --idle
+  bool idle = false;      // get jobs --idle
   CLI::App* exec = nullptr;
   std::vector<std::string> command;  // exec JOB [-p POD] -- COMMAND...
   int exec_wait = 0;                 // exec --wait: seconds to wait for the pod to run

@@ -215,6 +215,101 @@ std::optional<std::string> Unhex(std::string_view text) {
 
 }  // namespace
 
+namespace {
+
+// A continue token: "<revision>\0<namespace>\0<name>", hex-encoded; a token of an earlier
+// server ("<namespace>\0<name>") has no revision and continues the latest state.
+struct ContinueToken {
+  std::optional<int64_t> revision;
+  std::string ns, name;
+};
+
+Result<ContinueToken> ParseContinue(std::string_view text) {
+  const std::optional<std::string> key = Unhex(text);
+  const Status bad = InvalidArgument("continue: not a token this server gave");
+  if (!key) return bad;
+  const size_t first = key->find('\0');
+  if (first == std::string::npos) return bad;
+  const size_t second = key->find('\0', first + 1);
+  if (second == std::string::npos)
+    return ContinueToken{std::nullopt, key->substr(0, first), key->substr(first + 1)};
+  const std::string rev = key->substr(0, first);
+  if (rev.empty() || rev.size() > 18 || !std::all_of(rev.begin(), rev.end(), ::isdigit)) {
+    return bad;
+  }
+  return ContinueToken{std::stoll(rev), key->substr(first + 1, second - first - 1),
+                       key->substr(second + 1)};
+}
+
+}  // namespace
+
+Result<std::optional<int64_t>> ListRevision(const HttpRequest& req, int64_t latest) {
+  auto param = [&](const char* name) {
+    auto it = req.query.find(name);
+    return it == req.query.end() ? std::string() : it->second;
+  };
+  const std::string rv = param("resourceVersion"), match = param("resourceVersionMatch"),
+                    cont = param("continue"), limit = param("limit");
+  if (!match.empty()) {
+    if (rv.empty()) {
+      return InvalidArgument(
+          "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless "
+          "resourceVersion is provided");
+    }
+    if (!cont.empty()) {
+      return InvalidArgument(
+          "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when continue is "
+          "provided");
+    }
+    if (match != "Exact" && match != "NotOlderThan") {
+      return InvalidArgument("resourceVersionMatch: Unsupported value: \"" + match +
+                             "\": supported values: \"Exact\", \"NotOlderThan\", \"\"");
+    }
+    if (match == "Exact" && rv == "0") {
+      return InvalidArgument(
+          "resourceVersionMatch: Forbidden: resourceVersionMatch \"exact\" is forbidden for "
+          "resourceVersion \"0\"");
+    }
+  }
+  if (!rv.empty() && (rv.size() > 18 || !std::all_of(rv.begin(), rv.end(), ::isdigit))) {
+    return InvalidArgument("resourceVersion: Invalid value: \"" + rv +
+                           "\": must be a resource version this server gave");
+  }
+  if (!cont.empty()) {
+    if (!rv.empty() && rv != "0") {
+      return InvalidArgument(
+          "continue: Forbidden: specifying resource version is not allowed when using continue");
+    }
+    // A token that is not one of ours is refused by Paginate (400, as kube-apiserver does).
+    auto token = ParseContinue(cont);
+    return token.ok() ? token->revision : std::nullopt;
+  }
+  const bool has_limit = !limit.empty() && limit != "0";
+  if (match == "Exact" || (match.empty() && has_limit && !rv.empty() && rv != "0")) {
+    return std::optional<int64_t>(std::stoll(rv));
+  }
+  if (has_limit) return std::optional<int64_t>(latest);
+  return std::optional<int64_t>();
+}
+
+HttpResponse ListReadError(const Status& s, const HttpRequest& req) {
+  if (s.code() == StatusCode::kFailedPrecondition) {
+    const bool paging = req.query.contains("continue") && !req.query.at("continue").empty();
+    return Reply(410, "application/json",
+                 StatusJson(410, "Expired",
+                            paging ? "The provided continue parameter is too old to display a "
+                                     "consistent list result. You can start a new list without "
+                                     "the continue parameter."
+                                   : "The resourceVersion for the provided list is too old."));
+  }
+  if (s.code() == StatusCode::kInvalidArgument) {
+    return Reply(
+        422, "application/json",
+        StatusJson(422, "Invalid", "ListOptions.meta.k8s.io \"\" is invalid: " + s.message()));
+  }
+  return Error(s);
+}
+
 Status Paginate(const HttpRequest& req, std::vector<json>* items, json* list_meta) {
   int64_t limit = 0;
   if (auto it = req.query.find("limit"); it != req.query.end() && !it->second.empty()) {
@@ -236,10 +331,9 @@ Status Paginate(const HttpRequest& req, std::vector<json>* items, json* list_met
     *items = std::move(sorted);
   }
   if (auto it = req.query.find("continue"); it != req.query.end() && !it->second.empty()) {
-    const std::optional<std::string> key = Unhex(it->second);
-    const size_t sep = key ? key->find('\0') : std::string::npos;
-    if (sep == std::string::npos) return InvalidArgument("continue: not a token this server gave");
-    const std::pair<std::string, std::string> after{key->substr(0, sep), key->substr(sep + 1)};
+    auto token = ParseContinue(it->second);
+    if (!token.ok()) return token.status();
+    const std::pair<std::string, std::string> after{token->ns, token->name};
     items->erase(items->begin(), std::find_if(items->begin(), items->end(),
                                               [&](const json& o) { return NsName(o) > after; }));
   }
@@ -247,7 +341,9 @@ Status Paginate(const HttpRequest& req, std::vector<json>* items, json* list_met
   const int64_t remaining = static_cast<int64_t>(items->size()) - limit;
   items->resize(limit);
   const auto [ns, name] = NsName(items->back());
-  (*list_meta)["continue"] = Hex(ns + std::string(1, '\0') + name);
+  const std::string revision = api::Str(*list_meta, "resourceVersion");
+  (*list_meta)["continue"] =
+      Hex(revision + std::string(1, '\0') + ns + std::string(1, '\0') + name);
   (*list_meta)["remainingItemCount"] = remaining;
   return Status::Ok();
 }

@@ -69,9 +69,21 @@ bool Watching(const HttpRequest& req);
 using WatchRender =
     std::function<void(const char* type, const store::StoredObject& o, std::string* out)>;
 
+// The revision a list is read at, from its resourceVersion, resourceVersionMatch, limit and
+// continue as kube-apiserver takes them (the combinations its ValidateListOptions refuses are
+// InvalidArgument). nullopt: the latest state. A revision: for resourceVersionMatch=Exact (and,
+// as kube-apiserver's legacy rule, a resourceVersion other than 0 with a limit and no match);
+// for a page after the first, the revision its list began at (in the continue token); for the
+// first page of a list with a limit, `latest`, so that its pages are one consistent list.
+Result<std::optional<int64_t>> ListRevision(const HttpRequest& req, int64_t latest);
+// A list that could not be read at its revision, answered as kube-apiserver does: 410 Expired
+// when that revision was compacted, 422 Invalid for ListRevision's refusals.
+HttpResponse ListReadError(const Status& s, const HttpRequest& req);
+
 // Cuts a list's items to the page the request's `limit` and `continue` ask for, in order of
-// (namespace, name); when more remain, sets `continue` (an opaque token naming the last item
-// given) and `remainingItemCount` in `list_meta`. A malformed limit or token is an error.
+// (namespace, name); when more remain, sets `continue` (an opaque token naming the list's
+// revision, list_meta's resourceVersion, and the last item given) and `remainingItemCount` in
+// `list_meta`. A malformed limit or token is an error.
 Status Paginate(const HttpRequest& req, std::vector<nlohmann::json>* items,
                 nlohmann::json* list_meta);
 

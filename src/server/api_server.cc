@@ -68,14 +68,6 @@ bool ServedPath(std::string_view path) {
          (parts.size() >= 3 && parts[0] == "api" && parts[2] == "nodes");
 }
 
-// A path of core/v1 services (none; writes refused whatever their body, server/services.cc).
-bool ServicesPath(std::string_view path) {
-  const std::vector<std::string_view> parts = PathSegments(path);
-  return parts.size() >= 3 && parts[0] == "api" && parts[1] == "v1" &&
-         (parts[2] == "services" ||
-          (parts[2] == "namespaces" && parts.size() >= 5 && parts[4] == "services"));
-}
-
 // A path of Tessera's group: /apis/tessera.io/v1 followed by `rest`.
 std::string GroupPath(std::string_view rest) {
   return std::string(api::kGroupPath) + std::string(rest);
@@ -1124,8 +1116,11 @@ HttpResponse ApiServer::HandleOnce(const HttpRequest& req) {
     auto obj = api::KubeProtobufToJson(req.body);
     // A kind not served at all is Kubernetes' 404 (kubectl: "the server doesn't have a resource
     // type"), whatever its body.
-    if (!obj.ok() && ServicesPath(req.path)) {
-      return *Services(req, *who, std::string_view(req.path).substr(std::strlen("/api/v1")));
+    // core/v1 services answer writes whatever their body (server/services.cc).
+    if (!obj.ok() && req.path.starts_with("/api/v1/")) {
+      if (auto r = Services(req, *who, std::string_view(req.path).substr(std::strlen("/api/v1")))) {
+        return *r;
+      }
     }
     if (!obj.ok() && !ServedPath(req.path)) {
       return Error(NotFound("the server could not find the requested resource (" + req.method +
@@ -1297,9 +1292,10 @@ HttpResponse ApiServer::HandleOnce(const HttpRequest& req) {
                    {{"apiVersion", api::kApiVersion}, {"kind", kind}},
                    agent_jobs ? std::optional<std::string>(who->node) : std::nullopt);
     }
-    auto list =
-        store_->List(kind, route->ns ? std::optional<std::string_view>(*route->ns) : std::nullopt);
-    if (!list.ok()) return Error(list.status());
+    auto at = ListRevision(req, store_->Revision());
+    if (!at.ok()) return ListReadError(at.status(), req);
+    auto list = ListStored(kind, route->ns, *at);
+    if (!list.ok()) return ListReadError(list.status(), req);
     json items = json::array();
     for (const store::StoredObject& o : *list) {
       json obj = Served(o);
@@ -1313,7 +1309,7 @@ HttpResponse ApiServer::HandleOnce(const HttpRequest& req) {
     }
     std::vector<json> page(std::make_move_iterator(items.begin()),
                            std::make_move_iterator(items.end()));
-    json meta = {{"resourceVersion", std::to_string(store_->Revision())}};
+    json meta = {{"resourceVersion", std::to_string(at->value_or(store_->Revision()))}};
     if (Status s = Paginate(req, &page, &meta); !s.ok()) return Error(s);
     if (api::WantsTable(req.accept)) {
       json table = api::TesseraTable(kind, page, meta["resourceVersion"], clock_());

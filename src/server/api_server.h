@@ -178,14 +178,20 @@ class ApiServer {
   // core/v1 Events of the Tessera Events in `ns` (every namespace without one), named `name`
   // when it is not empty, each naming its object as the Kubernetes API serves it.
   Result<std::vector<nlohmann::json>> EventViews(const std::optional<std::string>& ns,
-                                                 const std::string& name);
+                                                 const std::string& name,
+                                                 std::optional<int64_t> at = std::nullopt);
   // One stored Event as core/v1 shows it, about the object it names (looked up through
   // `refs`, each object once).
   Result<nlohmann::json> EventView(const store::StoredObject& o,
                                    std::map<store::ObjectKey, std::optional<api::ObjectRef>>* refs);
   // Kueue Workloads of the Jobs in `ns` (every namespace without one) that name a queue.
   Result<std::vector<nlohmann::json>> Workloads(const std::optional<std::string>& ns,
-                                                const std::string& name);
+                                                const std::string& name,
+                                                std::optional<int64_t> at = std::nullopt);
+  // The stored objects of `kind` (in `ns` when given) now, or as they were at revision `at`.
+  Result<std::vector<store::StoredObject>> ListStored(std::string_view kind,
+                                                      const std::optional<std::string>& ns,
+                                                      std::optional<int64_t> at);
   // core/v1 Namespaces, read and deleted: those written, those in use and default for the
   // admin, its own for a namespace token. Deleting one deletes every object in it, in one
   // write (the admin's; default, kube-system and kube-public stay). Written through Kube.

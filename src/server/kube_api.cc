@@ -141,11 +141,11 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
   const api::KindInfo& stored_kind = *api::FindKind(kind.stored);
   const std::optional<std::string> stored_ns = stored_kind.namespaced ? route.ns : std::nullopt;
 
+  // A list's revision (ListRevision): its objects as they were then.
+  std::optional<int64_t> list_at;
   auto made_from = [&](const std::string& ns,
                        const std::string& name) -> Result<std::vector<Made>> {
-    auto list =
-        store_->List(std::string(kind.stored),
-                     stored_ns ? std::optional<std::string_view>(*stored_ns) : std::nullopt);
+    auto list = ListStored(kind.stored, stored_ns, list_at);
     if (!list.ok()) return list.status();
     std::vector<Made> out;
     for (const store::StoredObject& o : *list) {
@@ -202,8 +202,7 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
   // Every Pod of the Jobs in the route's namespace (all namespaces without one), or the one
   // named `name`.
   auto all_pods = [&](const std::string& name) -> Result<std::vector<json>> {
-    auto jobs =
-        store_->List("Job", route.ns ? std::optional<std::string_view>(*route.ns) : std::nullopt);
+    auto jobs = ListStored("Job", route.ns, list_at);
     if (!jobs.ok()) return jobs.status();
     std::vector<json> out;
     for (const store::StoredObject& o : *jobs) {
@@ -296,31 +295,36 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
                        ? json()
                        : json{{"apiVersion", kind.GroupVersion()}, {"kind", kind.kind}});
     }
+    if (!one) {
+      auto at = ListRevision(req, store_->Revision());
+      if (!at.ok()) return ListReadError(at.status(), req);
+      list_at = *at;
+    }
     Result<std::vector<json>> found = std::vector<json>();
     if (kind.kind == "Pod") {
       found = all_pods(route.name.value_or(""));
     } else if (kind.kind == "Workload") {
-      found = Workloads(route.ns, route.name.value_or(""));
+      found = Workloads(route.ns, route.name.value_or(""), list_at);
     } else if (kind.kind == "Event") {
-      found = EventViews(route.ns, route.name.value_or(""));
+      found = EventViews(route.ns, route.name.value_or(""), list_at);
       if (found.ok() && kind.group == "events.k8s.io") {
         for (json& e : *found) e = api::EventsV1(e);
       }
     } else {
       auto made = made_from(route.ns.value_or(""), route.name.value_or(""));
-      if (!made.ok()) return Error(made.status());
+      if (!made.ok()) return list_at ? ListReadError(made.status(), req) : Error(made.status());
       found = views(*made);
       if (Status s = add_status(*made, &*found); !s.ok()) return Error(s);
     }
-    if (!found.ok()) return Error(found.status());
+    if (!found.ok()) return list_at ? ListReadError(found.status(), req) : Error(found.status());
     std::vector<json> items;
     for (json& v : *found) {
       if (!Selected(*selector, *fields, v)) continue;
       items.push_back(std::move(v));
     }
     if (one && items.empty()) return Error(NotFound(Named(kind, *route.name) + " not found"));
-    const std::string version =
-        one ? Str(items[0]["metadata"], "resourceVersion") : std::to_string(store_->Revision());
+    const std::string version = one ? Str(items[0]["metadata"], "resourceVersion")
+                                    : std::to_string(list_at ? *list_at : store_->Revision());
     json meta = {{"resourceVersion", version}};
     if (!one) {
       if (Status s = Paginate(req, &items, &meta); !s.ok()) return Error(s);
@@ -711,9 +715,17 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
   return r;
 }
 
+Result<std::vector<store::StoredObject>> ApiServer::ListStored(std::string_view kind,
+                                                               const std::optional<std::string>& ns,
+                                                               std::optional<int64_t> at) {
+  const auto in = ns ? std::optional<std::string_view>(*ns) : std::nullopt;
+  return at ? store_->ListAt(kind, in, *at) : store_->List(kind, in);
+}
+
 Result<std::vector<json>> ApiServer::EventViews(const std::optional<std::string>& ns,
-                                                const std::string& name) {
-  auto events = store_->List("Event", ns ? std::optional<std::string_view>(*ns) : std::nullopt);
+                                                const std::string& name,
+                                                std::optional<int64_t> at) {
+  auto events = ListStored("Event", ns, at);
   if (!events.ok()) return events.status();
   // What each event is about, looked up once per object.
   std::map<store::ObjectKey, std::optional<api::ObjectRef>> refs;
@@ -748,8 +760,8 @@ Result<json> ApiServer::EventView(const store::StoredObject& o,
 }
 
 Result<std::vector<json>> ApiServer::Workloads(const std::optional<std::string>& ns,
-                                               const std::string& name) {
-  auto jobs = store_->List("Job", ns ? std::optional<std::string_view>(*ns) : std::nullopt);
+                                               const std::string& name, std::optional<int64_t> at) {
+  auto jobs = ListStored("Job", ns, at);
   if (!jobs.ok()) return jobs.status();
   std::vector<json> out;
   for (const store::StoredObject& o : *jobs) {

@@ -1,5 +1,6 @@
 #include "store/memory_store.h"
 
+#include <set>
 #include <utility>
 
 namespace tessera::store {
@@ -50,11 +51,82 @@ Result<std::vector<int64_t>> MemoryStore::Commit(std::span<const Write> writes) 
   for (Change& c : log) changes_.push_back(std::move(c));
   // The SQLite store's window: compacted in steps of 1,000 revisions.
   const int64_t floor = revision_ - retained_;
-  if (floor >= compacted_ + 1000) {
-    while (!changes_.empty() && changes_.front().revision <= floor) changes_.pop_front();
-    compacted_ = floor;
-  }
+  if (floor >= compacted_ + 1000) CompactLocked(floor);
   return revisions;
+}
+
+void MemoryStore::CompactLocked(int64_t revision) {
+  // Kept of the history up to `revision`: each object's last change, when it changed since.
+  std::set<ObjectKey> changed_since;
+  std::map<ObjectKey, int64_t> last;
+  for (const Change& c : changes_) {
+    if (c.revision > revision) {
+      changed_since.insert(c.object.key);
+    } else {
+      last[c.object.key] = c.revision;
+    }
+  }
+  std::deque<Change> kept;
+  for (Change& c : changes_) {
+    if (c.revision > revision ||
+        (changed_since.contains(c.object.key) && last[c.object.key] == c.revision)) {
+      kept.push_back(std::move(c));
+    }
+  }
+  changes_ = std::move(kept);
+  compacted_ = revision;
+}
+
+Status MemoryStore::Compact(int64_t revision) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto fault = TakeFault(&failing_commits_, commit_error_)) return *fault;
+  revision = std::min(revision, revision_);
+  if (revision > compacted_) CompactLocked(revision);
+  return Status::Ok();
+}
+
+template <typename Match>
+std::vector<Change> MemoryStore::ChangedSince(int64_t revision, Match match) const {
+  std::set<ObjectKey> changed_since;
+  std::map<ObjectKey, const Change*> last;
+  for (const Change& c : changes_) {
+    if (!match(c.object.key)) continue;
+    if (c.revision > revision) {
+      changed_since.insert(c.object.key);
+    } else {
+      last[c.object.key] = &c;
+    }
+  }
+  std::vector<Change> out;
+  for (const auto& [key, c] : last) {
+    if (changed_since.contains(key)) out.push_back(*c);
+  }
+  return out;
+}
+
+Result<std::vector<StoredObject>> MemoryStore::ListAt(std::string_view kind,
+                                                      std::optional<std::string_view> ns,
+                                                      int64_t revision) {
+  auto current = List(kind, ns);
+  if (!current.ok()) return current.status();
+  std::lock_guard<std::mutex> lock(mu_);
+  TESSERA_RETURN_IF_ERROR(CheckReadAt(revision, compacted_, revision_));
+  auto before = ChangedSince(
+      revision, [&](const ObjectKey& k) { return k.kind == kind && (!ns || k.ns == *ns); });
+  return StateAt(std::move(current).value(), before, revision);
+}
+
+Result<std::optional<StoredObject>> MemoryStore::GetAt(const ObjectKey& key, int64_t revision) {
+  auto current = Get(key);
+  if (!current.ok()) return current.status();
+  std::lock_guard<std::mutex> lock(mu_);
+  TESSERA_RETURN_IF_ERROR(CheckReadAt(revision, compacted_, revision_));
+  std::vector<StoredObject> now;
+  if (*current) now.push_back(**current);
+  auto at = StateAt(std::move(now),
+                    ChangedSince(revision, [&](const ObjectKey& k) { return k == key; }), revision);
+  if (at.empty()) return std::optional<StoredObject>();
+  return std::optional<StoredObject>(std::move(at[0]));
 }
 
 Result<std::optional<StoredObject>> MemoryStore::Get(const ObjectKey& key) {

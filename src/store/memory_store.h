@@ -24,6 +24,11 @@ class MemoryStore : public Store {
                                          std::optional<std::string_view> ns) override;
   Result<std::vector<Change>> ChangesAfter(int64_t after, size_t limit) override;
   int64_t Revision() override;
+  Result<std::vector<StoredObject>> ListAt(std::string_view kind,
+                                           std::optional<std::string_view> ns,
+                                           int64_t revision) override;
+  Result<std::optional<StoredObject>> GetAt(const ObjectKey& key, int64_t revision) override;
+  Status Compact(int64_t revision) override;
 
   // The next `n` commits fail with `why` and write nothing (a full disk, a lost leader).
   void FailCommits(int n, Status why);
@@ -35,6 +40,11 @@ class MemoryStore : public Store {
  private:
   // The injected error for one more call, if any is left (mu_ held).
   static std::optional<Status> TakeFault(int* left, const Status& why);
+  // Of the objects matching `match`: their last change at or before `revision`, for those
+  // changed after it (mu_ held).
+  template <typename Match>
+  std::vector<Change> ChangedSince(int64_t revision, Match match) const;
+  void CompactLocked(int64_t revision);
 
   mutable std::mutex mu_;
   const int64_t retained_;

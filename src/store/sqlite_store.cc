@@ -1,10 +1,14 @@
 // The SQLite implementation of Store: one database file in WAL mode. Tables: objects (the
-// current state), changes (the log watches read, compacted to the newest `retained_changes`),
-// meta (the latest and the compacted revision).
+// current state), changes (the log watches and reads at a revision use, compacted to the newest
+// `retained_changes` and, of older ones, each object's last when it changed since), meta (the
+// latest and the compacted revision, and `history`: the revision from which the log holds what
+// reads at a revision need; a database written before the log kept it starts there).
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <unordered_map>
 #include <utility>
 
@@ -42,9 +46,26 @@ class SqliteStore : public Store {
         !s.ok()) {
       return s;
     }
-    Statement q(db_, "SELECT key, value FROM meta");
-    while (q.Step() == SQLITE_ROW) {
-      (q.Text(0) == "revision" ? revision_ : compacted_) = q.Int(1);
+    bool history_known = false;
+    {
+      Statement q(db_, "SELECT key, value FROM meta");
+      while (q.Step() == SQLITE_ROW) {
+        const std::string key = q.Text(0);
+        if (key == "revision") revision_ = q.Int(1);
+        if (key == "compacted") compacted_ = q.Int(1);
+        if (key == "history") {
+          history_ = q.Int(1);
+          history_known = true;
+        }
+      }
+    }
+    if (!history_known) {
+      // Nothing compacted yet: the log is whole. Otherwise an earlier compaction may have
+      // dropped what reads before now would need.
+      history_ = compacted_ == 0 ? 0 : revision_;
+      Statement q(db_, "INSERT INTO meta VALUES('history', ?1)");
+      q.Bind(1, history_);
+      if (q.Step() != SQLITE_DONE) return Error("meta");
     }
     return Status::Ok();
   }
@@ -66,7 +87,8 @@ class SqliteStore : public Store {
       revision_ = before;
       return r;
     }
-    Compact();
+    const int64_t floor = revision_ - options_.retained_changes;
+    if (floor >= compacted_ + 1000) CompactLocked(floor);
     return r;
   }
 
@@ -124,6 +146,90 @@ class SqliteStore : public Store {
   int64_t Revision() override {
     std::lock_guard<std::mutex> lock(mu_);
     return revision_;
+  }
+
+  Result<std::vector<StoredObject>> ListAt(std::string_view kind,
+                                           std::optional<std::string_view> ns,
+                                           int64_t revision) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    TESSERA_RETURN_IF_ERROR(CheckReadAt(revision, std::max(compacted_, history_), revision_));
+    Statement q(db_, ns ? "SELECT ns, name, version, body FROM objects WHERE kind=?1 AND ns=?2 "
+                          "ORDER BY ns, name"
+                        : "SELECT ns, name, version, body FROM objects WHERE kind=?1 "
+                          "ORDER BY ns, name");
+    q.Bind(1, kind);
+    if (ns) q.Bind(2, *ns);
+    std::vector<StoredObject> current;
+    int rc;
+    while ((rc = q.Step()) == SQLITE_ROW) {
+      current.push_back({{std::string(kind), q.Text(0), q.Text(1)}, q.Int(2), q.Text(3)});
+    }
+    if (rc != SQLITE_DONE) return Error("list");
+    // Of the objects changed since: their last change at or before the revision.
+    // Of the objects changed since (read by the primary key: few), their last change at or
+    // before the revision, found walking the log back from it until each is found (an index by
+    // object would find them at once, at a cost to every commit).
+    std::set<std::pair<std::string, std::string>> wanted;
+    Statement k(db_,
+                "SELECT DISTINCT ns, name FROM changes WHERE revision > ?2 AND kind=?1 "
+                "AND (?3 IS NULL OR ns=?3)");
+    k.Bind(1, kind).Bind(2, revision);
+    if (ns) k.Bind(3, *ns);
+    while ((rc = k.Step()) == SQLITE_ROW) wanted.emplace(k.Text(0), k.Text(1));
+    if (rc != SQLITE_DONE) return Error("list at");
+    std::vector<Change> before;
+    Statement back(db_,
+                   "SELECT revision, type, ns, name FROM changes WHERE revision <= ?2 AND kind=?1 "
+                   "ORDER BY revision DESC");
+    back.Bind(1, kind).Bind(2, revision);
+    while (!wanted.empty() && (rc = back.Step()) == SQLITE_ROW) {
+      if (wanted.erase({back.Text(2), back.Text(3)}) == 0) continue;
+      Change& c = before.emplace_back();
+      c.revision = back.Int(0);
+      c.type = static_cast<ChangeType>(back.Int(1));
+      c.object = {{std::string(kind), back.Text(2), back.Text(3)}, c.revision, ""};
+    }
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) return Error("list at");
+    Statement body(db_, "SELECT body FROM changes WHERE revision=?1");
+    for (Change& c : before) {
+      if (c.type == ChangeType::kDeleted) continue;
+      body.Reset();
+      body.Bind(1, c.revision);
+      if (body.Step() != SQLITE_ROW) return Error("list at");
+      c.object.body = body.Text(0);
+    }
+    return StateAt(std::move(current), before, revision);
+  }
+
+  Result<std::optional<StoredObject>> GetAt(const ObjectKey& key, int64_t revision) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    TESSERA_RETURN_IF_ERROR(CheckReadAt(revision, std::max(compacted_, history_), revision_));
+    InUse q(Prepared(kGetSql));
+    q->Bind(1, key.kind).Bind(2, key.ns).Bind(3, key.name);
+    int rc = q->Step();
+    if (rc == SQLITE_ROW && q->Int(0) <= revision) {
+      return std::optional<StoredObject>(StoredObject{key, q->Int(0), q->Text(1)});
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return Error("get");
+    // Changed since (or gone, or made since): its last change at or before the revision.
+    Statement b(db_,
+                "SELECT revision, type, body FROM changes WHERE kind=?1 AND ns=?2 AND name=?3 "
+                "AND revision <= ?4 ORDER BY revision DESC LIMIT 1");
+    b.Bind(1, key.kind).Bind(2, key.ns).Bind(3, key.name).Bind(4, revision);
+    rc = b.Step();
+    if (rc == SQLITE_DONE ||
+        (rc == SQLITE_ROW && static_cast<ChangeType>(b.Int(1)) == ChangeType::kDeleted)) {
+      return std::optional<StoredObject>();
+    }
+    if (rc != SQLITE_ROW) return Error("get at");
+    return std::optional<StoredObject>(StoredObject{key, b.Int(0), b.Text(2)});
+  }
+
+  Status Compact(int64_t revision) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    revision = std::min(revision, revision_);
+    if (revision <= compacted_) return Status::Ok();
+    return CompactLocked(revision);
   }
 
  private:
@@ -200,19 +306,24 @@ class SqliteStore : public Store {
     return revisions;
   }
 
-  // Drops changes beyond the retained window, in batches of 1,000 revisions. A failure leaves
-  // more history than needed, never less.
-  void Compact() {
-    const int64_t floor = revision_ - options_.retained_changes;
-    if (floor < compacted_ + 1000) return;
-    if (!Run("BEGIN IMMEDIATE").ok()) return;
-    Statement q(db_, "DELETE FROM changes WHERE revision <= ?1");
-    q.Bind(1, floor);
-    if (q.Step() == SQLITE_DONE && SetMeta("compacted", floor).ok() && Run("COMMIT").ok()) {
-      compacted_ = floor;
-      return;
+  // Drops the changes up to `revision` but each object's last, when it changed since (reads
+  // after `revision` need it). On its own, the store compacts beyond the retained window in
+  // batches of 1,000 revisions. A failure leaves more history than needed, never less.
+  Status CompactLocked(int64_t revision) {
+    if (Status s = Run("BEGIN IMMEDIATE"); !s.ok()) return s;
+    Statement q(
+        db_,
+        "DELETE FROM changes WHERE revision <= ?1 AND revision NOT IN "
+        "(SELECT MAX(revision) FROM changes WHERE revision <= ?1 AND (kind, ns, name) IN "
+        "(SELECT kind, ns, name FROM changes WHERE revision > ?1) GROUP BY kind, ns, name)");
+    q.Bind(1, revision);
+    if (q.Step() == SQLITE_DONE && SetMeta("compacted", revision).ok() && Run("COMMIT").ok()) {
+      compacted_ = revision;
+      return Status::Ok();
     }
+    Status failed = Error("compact");
     (void)Run("ROLLBACK");
+    return failed;
   }
 
   sqlite3* db_;
@@ -221,6 +332,7 @@ class SqliteStore : public Store {
   std::mutex mu_;
   int64_t revision_ = 0;
   int64_t compacted_ = 0;
+  int64_t history_ = 0;
 };
 
 }  // namespace

@@ -1,6 +1,11 @@
 // The durable object store behind the control plane: objects addressed by (kind, namespace,
 // name), each with the store revision of its last write as its resource version, and an ordered
 // log of changes that watches read from. Every Commit is all-or-nothing.
+//
+// History, as etcd keeps it: the objects can be read as they were at any revision since the last
+// compaction (ListAt, GetAt), and the changes after any such revision are in the log
+// (ChangesAfter). Compaction forgets the history up to a revision, except what reading after it
+// needs: each object's last change before it, when the object changed since.
 #ifndef TESSERA_STORE_STORE_H_
 #define TESSERA_STORE_STORE_H_
 
@@ -83,7 +88,30 @@ class Store {
 
   // The revision of the latest write (0 for an empty store).
   virtual int64_t Revision() = 0;
+
+  // The objects of `kind` (only namespace `ns` when given) as they were at `revision`, ordered
+  // by namespace and name, each with its version then. FailedPrecondition when the history up
+  // to that revision was compacted (etcd's "required revision has been compacted"),
+  // InvalidArgument when it is newer than Revision().
+  virtual Result<std::vector<StoredObject>> ListAt(std::string_view kind,
+                                                   std::optional<std::string_view> ns,
+                                                   int64_t revision) = 0;
+  // One object as it was at `revision` (nullopt: it did not exist then), with ListAt's errors.
+  virtual Result<std::optional<StoredObject>> GetAt(const ObjectKey& key, int64_t revision) = 0;
+
+  // Forgets the history up to `revision` (at most Revision()): reads at and watches from an
+  // earlier revision fail with FailedPrecondition afterwards. The stores also compact on their
+  // own, keeping the newest `retained_changes` changes.
+  virtual Status Compact(int64_t revision) = 0;
 };
+
+// What ListAt and GetAt share. Whether a read at `revision` can be served, with the history
+// kept from `history_from` (a compaction's revision) up to `latest`.
+Status CheckReadAt(int64_t revision, int64_t history_from, int64_t latest);
+// The objects at `revision` from those of now (`current`, ordered by namespace and name) and,
+// for the objects changed since, their last change at or before it (`before`, any order).
+std::vector<StoredObject> StateAt(std::vector<StoredObject> current,
+                                  const std::vector<Change>& before, int64_t revision);
 
 struct SqliteOptions {
   // fsync the log on every commit: survives power loss, not only a killed process. Off, a

@@ -494,7 +494,7 @@ spec:
 TEST_F(HardeningTest, ARoutedSubscriptionWakesOnlyForTheJobsOnItsRoutes) {
   int woken = 0;
   const auto sub = plane_->feed().SubscribeRouted(plane_->feed().head(), [&] { ++woken; }, "Job",
-                                                {"job:default/mine", "node:n9"});
+                                                  {"job:default/mine", "node:n9"});
   ASSERT_TRUE(sub.has_value());
   const std::string job = R"(
 apiVersion: tessera.io/v1

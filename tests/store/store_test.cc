@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -160,6 +161,112 @@ TEST_P(StoreContract, OldChangesAreCompacted) {
   auto recent = s->ChangesAfter(1015, 10);
   ASSERT_TRUE(recent.ok()) << recent.status().message();
   EXPECT_EQ(recent->size(), 5u);
+  // The object as it was at the oldest revision kept.
+  auto at = s->GetAt(Job("a"), 1010);
+  ASSERT_TRUE(at.ok()) << at.status().message();
+  ASSERT_TRUE(at->has_value());
+  EXPECT_EQ((*at)->body, "1009");
+}
+
+// A database whose log was compacted before it kept what reads at a revision need serves such
+// reads only from when it was opened so.
+TEST_F(StoreTest, HistoryOfAnOlderDatabaseStartsWhenItIsOpened) {
+  {
+    auto s = Open({.retained_changes = 10});
+    for (int i = 0; i < 1020; ++i) {
+      ASSERT_TRUE(s->Commit(std::vector<Write>{Put(Job("a"), std::to_string(i))}).ok());
+    }
+  }
+  {
+    // As such a database: no record of where its history starts.
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "DELETE FROM meta WHERE key='history'", nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+  auto s = Open({.retained_changes = 10});
+  EXPECT_EQ(s->ListAt("Job", std::nullopt, 1019).status().code(), StatusCode::kFailedPrecondition);
+  auto now = s->ListAt("Job", std::nullopt, 1020);
+  ASSERT_TRUE(now.ok()) << now.status().message();
+  ASSERT_EQ(now->size(), 1u);
+  EXPECT_EQ((*now)[0].body, "1019");
+}
+
+// Reads at a revision, as etcd serves them (and kube-apiserver's lists with
+// resourceVersionMatch=Exact): each object as it was then, deleted ones included and those made
+// since left out, with its version then.
+TEST_P(StoreContract, ReadsAtARevisionSeeTheObjectsAsTheyWereThen) {
+  auto s = Open();
+  ASSERT_TRUE(s->Commit(std::vector<Write>{Create(Job("a"), "a1"), Create(Job("b"), "b1"),
+                                           Create(Job("c", "team-b"), "c1")})
+                  .ok());
+  const int64_t then = s->Revision();  // 3
+  ASSERT_TRUE(s->Commit(std::vector<Write>{Put(Job("a"), "a2"),
+                                           {Write::Op::kDelete, Job("b"), "", {}},
+                                           Create(Job("d"), "d1")})
+                  .ok());
+  auto at = s->ListAt("Job", std::nullopt, then);
+  ASSERT_TRUE(at.ok()) << at.status().message();
+  ASSERT_EQ(at->size(), 3u);
+  EXPECT_EQ((*at)[0].key.name, "a");
+  EXPECT_EQ((*at)[0].body, "a1");
+  EXPECT_EQ((*at)[0].version, 1);
+  EXPECT_EQ((*at)[1].key.name, "b");
+  EXPECT_EQ((*at)[1].body, "b1");
+  EXPECT_EQ((*at)[2].key.name, "c");
+  auto one_ns = s->ListAt("Job", std::string_view("team-a"), then);
+  ASSERT_TRUE(one_ns.ok());
+  EXPECT_EQ(one_ns->size(), 2u);
+  // Now: as List says.
+  auto now = s->ListAt("Job", std::nullopt, s->Revision());
+  ASSERT_TRUE(now.ok());
+  std::vector<std::string> names;
+  for (const StoredObject& o : *now) names.push_back(o.key.name + "=" + o.body);
+  EXPECT_EQ(names, (std::vector<std::string>{"a=a2", "d=d1", "c=c1"}));
+  // One object.
+  auto a = s->GetAt(Job("a"), then);
+  ASSERT_TRUE(a.ok() && a->has_value());
+  EXPECT_EQ((*a)->body, "a1");
+  EXPECT_EQ((*s->GetAt(Job("b"), then))->body, "b1");
+  EXPECT_FALSE(s->GetAt(Job("b"), s->Revision())->has_value());
+  EXPECT_FALSE(s->GetAt(Job("d"), then)->has_value());
+  EXPECT_EQ(s->GetAt(Job("a"), 0)->has_value(), false);
+  // A revision not yet written is an error, not the present.
+  EXPECT_EQ(s->ListAt("Job", std::nullopt, s->Revision() + 1).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+// Compaction forgets the history up to a revision, as etcd's: reads and watches from before it
+// fail, while reads after it still see objects that changed since as they were.
+TEST_P(StoreContract, CompactionKeepsWhatLaterReadsNeed) {
+  auto s = Open();
+  ASSERT_TRUE(
+      s->Commit(std::vector<Write>{Create(Job("old"), "o1"), Create(Job("busy"), "b1")}).ok());
+  for (int i = 2; i <= 5; ++i) {
+    ASSERT_TRUE(s->Commit(std::vector<Write>{Put(Job("busy"), "b" + std::to_string(i))}).ok());
+  }
+  const int64_t mid = s->Revision();  // 6: busy at b5
+  ASSERT_TRUE(s->Commit(std::vector<Write>{Put(Job("busy"), "b6")}).ok());
+  ASSERT_TRUE(s->Compact(mid).ok());
+  EXPECT_EQ(s->ListAt("Job", std::nullopt, mid - 1).status().code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(s->ChangesAfter(mid - 1, 10).status().code(), StatusCode::kFailedPrecondition);
+  auto at = s->ListAt("Job", std::nullopt, mid);
+  ASSERT_TRUE(at.ok()) << at.status().message();
+  ASSERT_EQ(at->size(), 2u);
+  EXPECT_EQ((*at)[0].key.name, "busy");
+  EXPECT_EQ((*at)[0].body, "b5");
+  EXPECT_EQ((*at)[1].body, "o1");
+  auto after = s->ChangesAfter(mid, 10);
+  ASSERT_TRUE(after.ok());
+  ASSERT_EQ(after->size(), 1u);
+  EXPECT_EQ(after->front().object.body, "b6");
+  // Compacting past the latest revision compacts to it.
+  ASSERT_TRUE(s->Compact(s->Revision() + 100).ok());
+  auto latest = s->ListAt("Job", std::nullopt, s->Revision());
+  ASSERT_TRUE(latest.ok()) << latest.status().message();
+  EXPECT_EQ(latest->size(), 2u);
 }
 
 TEST_F(StoreTest, AcknowledgedWritesSurviveKill9) {
