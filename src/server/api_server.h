@@ -111,6 +111,10 @@ struct NamespaceLimits {
 // The Namespace label by which the admin allows tasks to run as root in it.
 inline constexpr std::string_view kPodSecurityEnforce = "pod-security.kubernetes.io/enforce";
 
+struct KubeCall;     // a request to a Kubernetes kind's path (kube_api.cc)
+struct KubeMade;     // a stored object made from a Kubernetes kind's object
+struct KubeWriting;  // a write to a Kubernetes kind as its stages make it
+
 class ApiServer {
  public:
   // Whether `path` names a Kubernetes kind Kube serves (server/kube_api.cc).
@@ -173,8 +177,31 @@ class ApiServer {
   std::optional<HttpResponse> Exec(const HttpRequest& req, const Principal& who);
   // The Kubernetes, Kueue and Volcano kinds at their own groups (api/kube_kinds.h): get, list,
   // create, update, patch and delete of the objects their manifests translate into. nullopt
-  // when the path names none of them.
+  // when the path names none of them. The stages of its pipeline follow, over the request's
+  // KubeCall (kube_api.cc).
   std::optional<HttpResponse> Kube(const HttpRequest& req, const Principal& who);
+  // The stored objects made from the call's kind ns/name (every name when `name` is empty).
+  Result<std::vector<KubeMade>> KubeMadeFrom(const KubeCall& c, const std::string& ns,
+                                             const std::string& name);
+  // One view per source object (a ConfigMap makes several GpuSharingConfigs).
+  std::vector<nlohmann::json> KubeViews(const KubeCall& c, const std::vector<KubeMade>& made);
+  Status KubeAddStatus(const KubeCall& c, const std::vector<KubeMade>& made,
+                       std::vector<nlohmann::json>* found);
+  Result<std::vector<nlohmann::json>> KubePods(const KubeCall& c, const std::string& name);
+  HttpResponse KubeRead(KubeCall& c);  // get, list
+  HttpResponse KubeWatch(const KubeCall& c, const std::optional<api::LabelSelector>& selector,
+                         const std::optional<api::FieldSelector>& fields);
+  std::optional<HttpResponse> KubeCheckPodWrite(const KubeCall& c);
+  HttpResponse KubeDelete(const KubeCall& c);
+  HttpResponse KubeDeleteCollection(const KubeCall& c);
+  HttpResponse KubeWrite(const KubeCall& c);  // create, replace, patch, apply
+  std::optional<HttpResponse> KubeDocument(const KubeCall& c, KubeWriting& wr);
+  std::optional<HttpResponse> KubeCheckDocument(const KubeCall& c, KubeWriting& wr);
+  std::optional<HttpResponse> KubeWritesOf(const KubeCall& c, KubeWriting& wr,
+                                           std::vector<store::Write>* writes,
+                                           std::vector<api::ObjectId>* ids,
+                                           std::vector<std::vector<std::string>>* notes,
+                                           size_t* primary);
   // core/v1 Events of the Tessera Events in `ns` (every namespace without one), named `name`
   // when it is not empty, each naming its object as the Kubernetes API serves it.
   Result<std::vector<nlohmann::json>> EventViews(const std::optional<std::string>& ns,
