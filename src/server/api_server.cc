@@ -73,43 +73,6 @@ std::string GroupPath(std::string_view rest) {
   return std::string(api::kGroupPath) + std::string(rest);
 }
 
-// A parsed API path: /apis/tessera.io/v1[/namespaces/{ns}]/{plural}[/{name}].
-struct Route {
-  const api::KindInfo* kind = nullptr;
-  std::optional<std::string> ns;
-  std::optional<std::string> name;
-};
-
-Result<Route> ParseRoute(std::string_view path) {
-  const std::vector<std::string_view> parts = PathSegments(path);
-  if (parts.size() < 4 || parts[0] != "apis" || parts[1] != api::kGroup || parts[2] != "v1") {
-    return NotFound("no such path");
-  }
-  size_t i = 3;
-  Route r;
-  if (parts[i] == "namespaces" && parts.size() >= 6) {
-    if (Status s = api::ValidateName(parts[4], true, "namespace"); !s.ok()) return s;
-    r.ns = std::string(parts[4]);
-    i = 5;
-  }
-  r.kind = api::FindKindByPlural(parts[i]);
-  if (r.kind == nullptr) {
-    return NotFound("no resource type \"" + std::string(parts[i]) + "\" in " +
-                    std::string(api::kApiVersion));
-  }
-  if (r.ns && !r.kind->namespaced) {
-    return NotFound(std::string(r.kind->kind) + " is cluster-scoped; use " + GroupPath("/") +
-                    std::string(r.kind->plural));
-  }
-  if (i + 1 < parts.size()) r.name = std::string(parts[i + 1]);
-  if (i + 2 < parts.size()) return NotFound("no such path");
-  if (r.name && r.kind->namespaced && !r.ns) {
-    return NotFound("a namespaced " + std::string(r.kind->kind) + " is addressed under " +
-                    GroupPath("/namespaces/{namespace}/"));
-  }
-  return r;
-}
-
 // What an agent may change in a bound Job's status: the state of the pods bound to its node,
 // and the Job's outcome (phase Succeeded or Failed, message, reason, finishedAt). Everything else
 // must be as stored.
@@ -162,86 +125,9 @@ Status CheckAgentStatus(const Principal& p, const json& stored, const json& want
   return Status::Ok();
 }
 
-// Parses and checks one object from a request body; the path's namespace and name, when given,
-// must agree with the object's.
-Result<json> ParseObject(const json& obj, const Route* route) {
-  if (Status s = CheckObject(obj); !s.ok()) return s;
-  const api::ObjectId id = api::IdOf(obj);
-  if (route != nullptr) {
-    if (id.kind != route->kind) {
-      return InvalidArgument("kind: " + std::string(id.kind->kind) + " does not match the path (" +
-                             std::string(route->kind->plural) + ")");
-    }
-    if (route->ns && id.ns != *route->ns) {
-      return InvalidArgument("metadata.namespace: \"" + id.ns +
-                             "\" does not match the path's namespace \"" + *route->ns + "\"");
-    }
-    if (route->name && id.name != *route->name) {
-      return InvalidArgument("metadata.name: \"" + id.name +
-                             "\" does not match the path's name \"" + *route->name + "\"");
-    }
-  }
-  return obj;
-}
-
 }  // namespace
 
 namespace {
-
-// The objects of an apply request, each with the warnings of the document it came from, and
-// the Volcano Commands it carries out.
-struct ApplyRequest {
-  std::vector<json> items;
-  std::vector<std::vector<std::string>> warnings;  // per item
-  std::vector<api::VolcanoCommand> commands;
-  std::vector<std::string> command_warnings;
-};
-
-// The objects of an apply request: YAML (Content-Type *yaml*) or JSON, one object or
-// {"items": [...]}, in Tessera's kinds or any manifest api::TranslateDocument understands, and
-// bus.volcano.sh Commands. Objects without a namespace land in the `namespace` query
-// parameter's, else "default".
-Result<ApplyRequest> ApplyItems(const HttpRequest& req) {
-  auto ns_it = req.query.find("namespace");
-  const std::string ns = ns_it == req.query.end() ? "default" : ns_it->second;
-  if (Status s = api::ValidateName(ns, true, "namespace"); !s.ok()) return s;
-  ApplyRequest out;
-  json docs;
-  bool list = false;
-  const bool yaml = req.content_type.find("yaml") != std::string::npos;
-  if (yaml) {
-    auto parsed = api::ParseYamlDocuments(req.body);
-    if (!parsed.ok()) return InvalidArgument("body: " + parsed.status().message());
-    docs = std::move(parsed).value();
-  } else {
-    auto body = api::ParseJson(req.body);
-    if (!body.ok()) return body.status();
-    list = body->is_object() && body->contains("items") && !body->contains("kind");
-    docs = list ? (*body)["items"] : json::array({*body});
-    if (!docs.is_array()) return InvalidArgument("items: must be a list");
-  }
-  for (size_t i = 0; i < docs.size(); ++i) {
-    // Errors name the document as `tessera apply` and kubectl users count them.
-    auto where = [&](const Status& s) {
-      const std::string what = yaml   ? api::DocumentPlace("body", i, docs[i]) + ": "
-                               : list ? "items[" + std::to_string(i) + "]: "
-                                      : "";
-      return Status(s.code(), what + s.message());
-    };
-    std::vector<std::string> notes;
-    if (api::IsVolcanoCommand(docs[i])) {
-      auto cmd = api::ParseVolcanoCommand(docs[i], ns, &notes);
-      if (!cmd.ok()) return where(cmd.status());
-      out.commands.push_back(std::move(cmd).value());
-      for (std::string& n : notes) out.command_warnings.push_back("Command: " + std::move(n));
-      continue;
-    }
-    auto objs = api::TranslateDocument(docs[i], ns, &notes);
-    if (!objs.ok()) return where(objs.status());
-    api::AppendDocument(std::move(objs).value(), notes, &out.items, &out.warnings);
-  }
-  return out;
-}
 
 // The lines of a /metrics text a namespace may see: family headers, and samples that carry
 // namespace="<ns>".
@@ -1112,60 +998,10 @@ HttpResponse ApiServer::HandleOnce(const HttpRequest& req) {
         "use the token of that user"));
   }
   // kubectl's typed clients send built-in kinds as protobuf: read as the JSON they encode.
-  if (req.content_type.starts_with(api::kProtobufContentType)) {
-    auto obj = api::KubeProtobufToJson(req.body);
-    // A kind not served at all is Kubernetes' 404 (kubectl: "the server doesn't have a resource
-    // type"), whatever its body.
-    // core/v1 services answer writes whatever their body (server/services.cc).
-    if (!obj.ok() && req.path.starts_with("/api/v1/")) {
-      if (auto r = Services(req, *who, std::string_view(req.path).substr(std::strlen("/api/v1")))) {
-        return *r;
-      }
-    }
-    if (!obj.ok() && !ServedPath(req.path)) {
-      return Error(NotFound("the server could not find the requested resource (" + req.method +
-                            " " + req.path + ")"));
-    }
-    if (!obj.ok() && obj.status().code() == StatusCode::kFailedPrecondition) {
-      return Reply(415, "application/json",
-                   StatusJson(415, "UnsupportedMediaType", obj.status().message()));
-    }
-    if (!obj.ok()) return Error(obj.status());
-    HttpRequest decoded = req;
-    decoded.content_type = "application/json";
-    decoded.body = obj->dump();
-    return HandleOnce(decoded);
-  }
+  if (req.content_type.starts_with(api::kProtobufContentType)) return Protobuf(req, *who);
+  // Discovery, for every valid token (Kubernetes' system:discovery).
   if (req.method == "GET") {
-    // Discovery, for every valid token (Kubernetes' system:discovery).
-    if ((req.path == "/api" || req.path == "/apis") && api::WantsAggregatedDiscovery(req.accept)) {
-      return Reply(200, std::string(api::kAggregatedDiscoveryType),
-                   api::AggregatedDiscovery(req.path == "/api").dump());
-    }
-    if (req.path == "/api") return Json(200, api::CoreApiVersions());
-    if (req.path == "/api/v1") return Json(200, api::CoreResourceList());
-    if (req.path == "/apis") return Json(200, api::ApiGroupList());
-    if (req.path == "/apis/" + std::string(api::kGroup)) return Json(200, api::TesseraGroup());
-    if (req.path == "/apis/" + std::string(api::kMetricsGroup))
-      return Json(200, api::MetricsGroup());
-    if (req.path ==
-        "/apis/" + std::string(api::kMetricsGroup) + "/" + std::string(api::kMetricsVersion)) {
-      return Json(200, api::MetricsResourceList());
-    }
-    if (req.path == api::kGroupPath) return Json(200, api::TesseraResourceList());
-    if (json d = Discovery(req.path); !d.is_null()) return Json(200, d);
-    if (req.path == "/openapi/v2") {
-      if (api::WantsProtobuf(req.accept)) {
-        return Reply(200, "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
-                     api::OpenApiV2Protobuf());
-      }
-      return Json(200, api::OpenApiV2());
-    }
-    if (req.path == "/openapi/v3") return Json(200, api::OpenApiV3Index());
-    if (req.path.starts_with("/openapi/v3/")) {
-      json doc = api::OpenApiV3(std::string_view(req.path).substr(12));
-      if (!doc.is_null()) return Json(200, doc);
-    }
+    if (std::optional<HttpResponse> r = ServeDiscovery(req)) return std::move(*r);
   }
   // Exec sessions are not stored: they take no write turn; nor are usage reports.
   if (auto r = Exec(req, *who)) return std::move(r).value();
@@ -1175,18 +1011,7 @@ HttpResponse ApiServer::HandleOnce(const HttpRequest& req) {
   if (std::optional<HttpResponse> r = Reviews(req, *who)) return std::move(*r);
   if (std::optional<HttpResponse> r = Kube(req, *who)) return std::move(*r);
   if (req.path == "/api/v1" || req.path.starts_with("/api/v1/")) return Core(req, *who);
-
-  if (req.path == "/metrics" && req.method == "GET") {
-    using Role = Principal::Role;
-    if (who->role != Role::kAdmin && who->role != Role::kMetrics && who->role != Role::kNamespace) {
-      return Error(
-          PermissionDenied("/metrics is read with the admin, a metrics or a namespace "
-                           "token"));
-    }
-    std::string text = RenderMetrics(objects_, leases_, metrics_, accounting_->idle(), clock_());
-    if (who->role == Role::kNamespace) text = NamespaceView(text, who->ns);
-    return Reply(200, "text/plain; version=0.0.4", std::move(text));
-  }
+  if (req.path == "/metrics" && req.method == "GET") return ServeMetrics(*who);
   if (req.path == GroupPath("/usage") && req.method == "GET") {
     if (who->role != Principal::Role::kAdmin && who->role != Principal::Role::kNamespace) {
       return Error(PermissionDenied("usage is read with the admin or a namespace token"));
@@ -1196,193 +1021,76 @@ HttpResponse ApiServer::HandleOnce(const HttpRequest& req) {
   if (req.path == GroupPath("/tokens") || req.path.starts_with(GroupPath("/tokens/"))) {
     return Tokens(req, *who);
   }
+  if (req.path == GroupPath("/apply") && req.method == "POST") return ApplyDocuments(req, *who);
+  return TesseraObjects(req, *who);
+}
 
-  if (req.path == GroupPath("/apply") && req.method == "POST") {
-    auto request = ApplyItems(req);
-    if (!request.ok()) return Error(request.status());
-    const std::vector<json>* items = &request->items;
-    std::vector<store::Write> writes;
-    std::vector<api::ObjectId> ids;
-    for (size_t i = 0; i < items->size(); ++i) {
-      auto obj = ParseObject((*items)[i], nullptr);
-      if (!obj.ok()) {
-        const json& item = (*items)[i];
-        auto text = [](const json& o, const char* key) {
-          return o.is_object() && o.contains(key) && o[key].is_string() ? o[key].get<std::string>()
-                                                                        : std::string();
-        };
-        const json meta = item.is_object() ? item.value("metadata", json()) : json();
-        const std::string kind = text(item, "kind"), name = text(meta, "name"),
-                          ns = text(meta, "namespace");
-        std::string what = "items[" + std::to_string(i) + "]";
-        if (!kind.empty() && !name.empty()) {
-          what += " (" + kind + " " + (ns.empty() ? "" : ns + "/") + name + ")";
-        }
-        return Error(Status(obj.status().code(), what + ": " + obj.status().message()));
-      }
-      const api::ObjectId id = api::IdOf(*obj);
-      if (Status s = Authorize(*who, *id.kind, id.ns, id.name, Verb::kWrite); !s.ok()) {
-        return Error(s);
-      }
-      if (Status s = AuthorizeWrite(*who, &*obj); !s.ok()) return Error(s);
-      store::Write w{store::Write::Op::kPut, KeyOf(id), "", RequestedVersion(*obj)};
-      if (Status s = KeepSystemFields(*who, &*obj, &w); !s.ok()) return Error(s);
-      writes.push_back(std::move(w));
-      ids.push_back(id);
+HttpResponse ApiServer::Protobuf(const HttpRequest& req, const Principal& who) {
+  auto obj = api::KubeProtobufToJson(req.body);
+  // A kind not served at all is Kubernetes' 404 (kubectl: "the server doesn't have a resource
+  // type"), whatever its body.
+  // core/v1 services answer writes whatever their body (server/services.cc).
+  if (!obj.ok() && req.path.starts_with("/api/v1/")) {
+    if (auto r = Services(req, who, std::string_view(req.path).substr(std::strlen("/api/v1")))) {
+      return *r;
     }
-    // Volcano Commands act on the queues as this request leaves them, in the same write.
-    std::vector<store::Write> command_events;
-    for (const api::VolcanoCommand& c : request->commands) {
-      if (Status s = VolcanoCommandWrites(*who, c, &writes, &ids, &command_events); !s.ok()) {
-        return Error(s);
-      }
-    }
-    // What was accepted but is not acted on: a Warning event on each object, in the same
-    // transaction, and the warnings in the reply.
-    std::vector<std::string> notes = NotActedOn(ids, request->warnings, &writes);
-    notes.insert(notes.end(), request->command_warnings.begin(), request->command_warnings.end());
-    writes.insert(writes.end(), command_events.begin(), command_events.end());
-    auto versions = Commit(writes);
-    if (!versions.ok()) return Error(versions.status());
-    json out = json::array();
-    for (size_t i = 0; i < ids.size(); ++i) {
-      json o = json::parse(writes[i].body);
-      o["metadata"]["resourceVersion"] = std::to_string((*versions)[i]);
-      out.push_back(std::move(o));
-    }
-    json reply = {{"kind", "List"}, {"apiVersion", api::kApiVersion}, {"items", out}};
-    if (!notes.empty()) reply["warnings"] = notes;
-    HttpResponse r = Json(200, reply);
-    AddWarningHeaders(notes, &r);
-    return r;
   }
+  if (!obj.ok() && !ServedPath(req.path)) {
+    return Error(NotFound("the server could not find the requested resource (" + req.method + " " +
+                          req.path + ")"));
+  }
+  if (!obj.ok() && obj.status().code() == StatusCode::kFailedPrecondition) {
+    return Reply(415, "application/json",
+                 StatusJson(415, "UnsupportedMediaType", obj.status().message()));
+  }
+  if (!obj.ok()) return Error(obj.status());
+  HttpRequest decoded = req;
+  decoded.content_type = "application/json";
+  decoded.body = obj->dump();
+  return HandleOnce(decoded);
+}
 
-  if (req.path.ends_with("/logs")) {
-    auto route = ParseRoute(req.path.substr(0, req.path.size() - 5));
-    if (route.ok() && route->kind->kind == "Job" && route->ns && route->name) {
-      if (Status s = AuthorizeLogs(req, *who, *route->ns, *route->name); !s.ok()) {
-        return Error(s);
-      }
-      return Logs(req, *route->ns, *route->name);
+std::optional<HttpResponse> ApiServer::ServeDiscovery(const HttpRequest& req) {
+  if ((req.path == "/api" || req.path == "/apis") && api::WantsAggregatedDiscovery(req.accept)) {
+    return Reply(200, std::string(api::kAggregatedDiscoveryType),
+                 api::AggregatedDiscovery(req.path == "/api").dump());
+  }
+  if (req.path == "/api") return Json(200, api::CoreApiVersions());
+  if (req.path == "/api/v1") return Json(200, api::CoreResourceList());
+  if (req.path == "/apis") return Json(200, api::ApiGroupList());
+  if (req.path == "/apis/" + std::string(api::kGroup)) return Json(200, api::TesseraGroup());
+  if (req.path == "/apis/" + std::string(api::kMetricsGroup)) return Json(200, api::MetricsGroup());
+  if (req.path ==
+      "/apis/" + std::string(api::kMetricsGroup) + "/" + std::string(api::kMetricsVersion)) {
+    return Json(200, api::MetricsResourceList());
+  }
+  if (req.path == api::kGroupPath) return Json(200, api::TesseraResourceList());
+  if (json d = Discovery(req.path); !d.is_null()) return Json(200, d);
+  if (req.path == "/openapi/v2") {
+    if (api::WantsProtobuf(req.accept)) {
+      return Reply(200, "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+                   api::OpenApiV2Protobuf());
     }
+    return Json(200, api::OpenApiV2());
   }
-  auto route = ParseRoute(req.path);
-  if (!route.ok()) return Error(route.status());
-  const bool watching = req.method == "GET" && !route->name && Watching(req);
-  const Verb verb = req.method == "GET"      ? (watching ? Verb::kWatch : Verb::kRead)
-                    : req.method == "DELETE" ? Verb::kDelete
-                                             : Verb::kWrite;
-  if (Status s = Authorize(*who, *route->kind, route->ns, route->name, verb); !s.ok()) {
-    return Error(s);
+  if (req.path == "/openapi/v3") return Json(200, api::OpenApiV3Index());
+  if (req.path.starts_with("/openapi/v3/")) {
+    json doc = api::OpenApiV3(std::string_view(req.path).substr(12));
+    if (!doc.is_null()) return Json(200, doc);
   }
-  const std::string kind(route->kind->kind);
-  // An agent sees the Jobs bound to its node only.
-  const bool agent_jobs = who->role == Principal::Role::kAgent && kind == "Job";
+  return std::nullopt;
+}
 
-  if (req.method == "GET" && !route->name) {
-    auto selector = SelectorOf(req);
-    if (!selector.ok()) return Error(selector.status());
-    auto fields = FieldSelectorOf(req);
-    if (!fields.ok()) return Error(fields.status());
-    if (watching && *fields) {
-      return Error(InvalidArgument("fieldSelector: not served on watches yet; use labelSelector"));
-    }
-    if (watching) {
-      return Watch(req, kind, route->ns, std::move(selector).value(), {},
-                   {{"apiVersion", api::kApiVersion}, {"kind", kind}},
-                   agent_jobs ? std::optional<std::string>(who->node) : std::nullopt);
-    }
-    auto at = ListRevision(req, store_->Revision());
-    if (!at.ok()) return ListReadError(at.status(), req);
-    auto list = ListStored(kind, route->ns, *at);
-    if (!list.ok()) return ListReadError(list.status(), req);
-    json items = json::array();
-    for (const store::StoredObject& o : *list) {
-      json obj = Served(o);
-      if (kind == "Lease") leases_.Overlay(&obj);
-      if (!Selected(*selector, *fields, obj)) continue;
-      if (agent_jobs) {
-        const std::vector<std::string> nodes = FollowingNodes(obj);
-        if (std::find(nodes.begin(), nodes.end(), who->node) == nodes.end()) continue;
-      }
-      items.push_back(std::move(obj));
-    }
-    std::vector<json> page(std::make_move_iterator(items.begin()),
-                           std::make_move_iterator(items.end()));
-    json meta = {{"resourceVersion", std::to_string(at->value_or(store_->Revision()))}};
-    if (Status s = Paginate(req, &page, &meta); !s.ok()) return Error(s);
-    if (api::WantsTable(req.accept)) {
-      json table = api::TesseraTable(kind, page, meta["resourceVersion"], clock_());
-      table["metadata"] = std::move(meta);
-      return TableReply(req, std::move(table));
-    }
-    return Json(200, {{"kind", kind + "List"},
-                      {"apiVersion", api::kApiVersion},
-                      {"metadata", std::move(meta)},
-                      {"items", std::move(page)}});
+HttpResponse ApiServer::ServeMetrics(const Principal& who) {
+  using Role = Principal::Role;
+  if (who.role != Role::kAdmin && who.role != Role::kMetrics && who.role != Role::kNamespace) {
+    return Error(
+        PermissionDenied("/metrics is read with the admin, a metrics or a namespace "
+                         "token"));
   }
-  const store::ObjectKey key{kind, route->ns.value_or(""), route->name.value_or("")};
-  if (req.method == "GET") {
-    auto got = store_->Get(key);
-    if (!got.ok()) return Error(got.status());
-    if (!got->has_value()) return Error(NotFound(store::Describe(key) + " not found"));
-    json obj = Served(**got);
-    if (kind == "Lease") leases_.Overlay(&obj);
-    if (agent_jobs && !BoundTo(obj, who->node)) {
-      return Error(NotFound(store::Describe(key) + " not found"));
-    }
-    if (api::WantsTable(req.accept)) {
-      return TableReply(req,
-                        api::TesseraTable(kind, {obj}, std::to_string((*got)->version), clock_()));
-    }
-    return Json(200, obj);
-  }
-  if (req.method == "DELETE" && route->name) {
-    store::Write w{store::Write::Op::kDelete, key, "", {}};
-    auto r = Commit(std::span<const store::Write>(&w, 1));
-    if (!r.ok()) return Error(r.status());
-    return Json(200, {{"kind", "Status"},
-                      {"status", "Success"},
-                      {"message", store::Describe(key) + " deleted"}});
-  }
-  if ((req.method == "POST" && !route->name) ||
-      ((req.method == "PUT" || req.method == "PATCH") && route->name)) {
-    auto body = api::ParseJson(req.body);
-    if (!body.ok()) return Error(body.status());
-    if (req.method == "PATCH") {
-      // The stored object with the patch applied, written as a replace of what was read.
-      auto type = api::PatchTypeOf(req.content_type);
-      if (!type.ok()) {
-        return Reply(415, "application/json",
-                     StatusJson(415, "UnsupportedMediaType", type.status().message()));
-      }
-      auto got = store_->Get(key);
-      if (!got.ok()) return Error(got.status());
-      if (!got->has_value()) return Error(NotFound(store::Describe(key) + " not found"));
-      auto patched = api::ApplyPatch(Served(**got), *body, *type);
-      if (!patched.ok()) return Error(patched.status());
-      body = std::move(patched);
-    }
-    auto obj = ParseObject(*body, &*route);
-    if (!obj.ok()) return Error(obj.status());
-    const api::ObjectId id = api::IdOf(*obj);
-    if (Status s = AuthorizeWrite(*who, &*obj); !s.ok()) return Error(s);
-    if (kind == "Lease" && req.method == "PUT" && who->role == Principal::Role::kAgent) {
-      // A renewal (stamped by AuthorizeWrite) is held in memory while the stored Lease is recent.
-      if (auto renewed = leases_.Renew(*obj, clock_())) return Json(200, *renewed);
-    }
-    const bool create = req.method == "POST";
-    store::Write w{create ? store::Write::Op::kCreate : store::Write::Op::kPut, KeyOf(id), "",
-                   create ? std::nullopt : RequestedVersion(*obj)};
-    if (Status s = KeepSystemFields(*who, &*obj, &w); !s.ok()) return Error(s);
-    auto r = Commit(std::span<const store::Write>(&w, 1));
-    if (!r.ok()) return Error(r.status());
-    if (kind == "Job" && who->role == Principal::Role::kAgent) EndFinishedLogs(*obj, who->node);
-    return Json(create ? 201 : 200, Served({w.key, (*r)[0], w.body}));
-  }
-  return Reply(405, "application/json",
-               StatusJson(405, "MethodNotAllowed",
-                          "method " + req.method + " is not allowed on " + req.path));
+  std::string text = RenderMetrics(objects_, leases_, metrics_, accounting_->idle(), clock_());
+  if (who.role == Role::kNamespace) text = NamespaceView(text, who.ns);
+  return Reply(200, "text/plain; version=0.0.4", std::move(text));
 }
 
 }  // namespace tessera::server

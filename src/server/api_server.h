@@ -111,9 +111,10 @@ struct NamespaceLimits {
 // The Namespace label by which the admin allows tasks to run as root in it.
 inline constexpr std::string_view kPodSecurityEnforce = "pod-security.kubernetes.io/enforce";
 
-struct KubeCall;     // a request to a Kubernetes kind's path (kube_api.cc)
-struct KubeMade;     // a stored object made from a Kubernetes kind's object
-struct KubeWriting;  // a write to a Kubernetes kind as its stages make it
+struct TesseraRoute;  // a path of Tessera's own kinds (tessera_api.cc)
+struct KubeCall;      // a request to a Kubernetes kind's path (kube_api.cc)
+struct KubeMade;      // a stored object made from a Kubernetes kind's object
+struct KubeWriting;   // a write to a Kubernetes kind as its stages make it
 
 class ApiServer {
  public:
@@ -159,8 +160,19 @@ class ApiServer {
  private:
   // Commits through the control plane, noting a conflict for Handle's retries.
   Result<std::vector<int64_t>> Commit(std::span<const store::Write> writes);
-  // One run of Handle.
-  HttpResponse HandleOnce(const HttpRequest& request);
+  // One request, without the retry of Handle, after the public paths and authentication: a
+  // protobuf body is read as the JSON it encodes, then discovery, and each family of paths.
+  HttpResponse HandleOnce(const HttpRequest& req);
+  HttpResponse Protobuf(const HttpRequest& req, const Principal& who);
+  std::optional<HttpResponse> ServeDiscovery(const HttpRequest& req);
+  HttpResponse ServeMetrics(const Principal& who);
+  // Tessera's own kinds (tessera_api.cc): one object or a list, and /apply of a manifest.
+  HttpResponse TesseraObjects(const HttpRequest& req, const Principal& who);
+  HttpResponse TesseraList(const HttpRequest& req, const Principal& who, const TesseraRoute& route,
+                           bool watching);
+  HttpResponse TesseraWrite(const HttpRequest& req, const Principal& who,
+                            const TesseraRoute& route);
+  HttpResponse ApplyDocuments(const HttpRequest& req, const Principal& who);
   // GET (read, follow) and POST (ship, agents) of
   // /apis/tessera.io/v1/namespaces/{ns}/jobs/{name}/logs.
   // A Job's logs (`runs`: which runs of each pod's container; Tessera's own jobs/logs reads
