@@ -243,6 +243,10 @@ Result<ContinueToken> ParseContinue(std::string_view text) {
 
 }  // namespace
 
+std::string GroupPath(std::string_view rest) {
+  return std::string(api::kGroupPath) + std::string(rest);
+}
+
 Result<std::optional<int64_t>> ListRevision(const HttpRequest& req, int64_t latest) {
   auto param = [&](const char* name) {
     auto it = req.query.find(name);

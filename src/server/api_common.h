@@ -69,6 +69,9 @@ bool Watching(const HttpRequest& req);
 using WatchRender =
     std::function<void(const char* type, const store::StoredObject& o, std::string* out)>;
 
+// A path of Tessera's group: /apis/tessera.io/v1 followed by `rest`.
+std::string GroupPath(std::string_view rest);
+
 // The revision a list is read at, from its resourceVersion, resourceVersionMatch, limit and
 // continue as kube-apiserver takes them (the combinations its ValidateListOptions refuses are
 // InvalidArgument). nullopt: the latest state. A revision: for resourceVersionMatch=Exact (and,

@@ -47,14 +47,14 @@ Result<TesseraRoute> ParseRoute(std::string_view path) {
                     std::string(api::kApiVersion));
   }
   if (r.ns && !r.kind->namespaced) {
-    return NotFound(std::string(r.kind->kind) + " is cluster-scoped; use " +
-                    std::string(api::kGroupPath) + "/" + std::string(r.kind->plural));
+    return NotFound(std::string(r.kind->kind) + " is cluster-scoped; use " + GroupPath("/") +
+                    std::string(r.kind->plural));
   }
   if (i + 1 < parts.size()) r.name = std::string(parts[i + 1]);
   if (i + 2 < parts.size()) return NotFound("no such path");
   if (r.name && r.kind->namespaced && !r.ns) {
     return NotFound("a namespaced " + std::string(r.kind->kind) + " is addressed under " +
-                    std::string(api::kGroupPath) + "/namespaces/{namespace}/");
+                    GroupPath("/namespaces/{namespace}/"));
   }
   return r;
 }
