@@ -21,8 +21,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string NameOf(const json& obj) { return Str(Member(obj, "metadata"), "name"); }
-std::string NamespaceOf(const json& obj) { return Str(Member(obj, "metadata"), "namespace"); }
 // Whether the object's annotation `key` is "true" (set by the manifest translation).
 bool Annotated(const json& obj, const char* key) {
   return Str(Member(Member(obj, "metadata"), "annotations"), key) == "true";
@@ -110,6 +108,19 @@ class CycleReader::Reading {
   // The stored objects of a kind whose envelope and status can be read; the others are
   // skipped.
   std::vector<StoredJson> List(const char* kind);
+  // Each readable object of `kind` that `decode` takes, handed to `use` with its stored form;
+  // the others skipped.
+  template <typename Decode, typename Use>
+  void EachDecoded(const char* kind, Decode decode, Use use) {
+    for (const StoredJson& s : List(kind)) {
+      auto v = decode(s.obj());
+      if (v.ok()) {
+        use(s, std::move(v).value());
+      } else {
+        Skip(s, kind, v.status());
+      }
+    }
+  }
   // Skips an object: named in the snapshot and, once per version, in a Warning event.
   void Skip(const StoredJson& s, std::string_view kind, const Status& why);
   // The view of a listed object: the last read's while its version stays, or a new one.
@@ -330,19 +341,10 @@ void CycleReader::Reading::SharingStatus(
 // The flavors, cohorts and queues.
 void CycleReader::Reading::CohortsAndQueues() {
   core::QueueConfig& cfg = snap_.cfg;
-  for (const StoredJson& s : List("ResourceFlavor")) {
-    if (auto v = api::DecodeResourceFlavor(s.obj()); v.ok()) {
-      cfg.flavors.push_back(*v);
-    } else {
-      Skip(s, "ResourceFlavor", v.status());
-    }
-  }
-  for (const StoredJson& s : List("Cohort")) {
-    auto v = api::DecodeCohort(s.obj());
-    if (!v.ok()) {
-      Skip(s, "Cohort", v.status());
-      continue;
-    }
+  EachDecoded(
+      "ResourceFlavor", api::DecodeResourceFlavor,
+      [&](const StoredJson&, core::ResourceFlavor f) { cfg.flavors.push_back(std::move(f)); });
+  EachDecoded("Cohort", api::DecodeCohort, [&](const StoredJson& s, core::CohortSpec v) {
     // The cohort of Volcano's queues lends what the cluster has (Volcano's proportion plugin
     // divides the cluster's capacity among queues by weight): its quota is the capacity of the
     // ready nodes, this cycle.
@@ -354,7 +356,7 @@ void CycleReader::Reading::CohortsAndQueues() {
         capacity[static_cast<int>(core::QuotaResource::kCpu)] += node.allocatable.cpu_milli;
         capacity[static_cast<int>(core::QuotaResource::kMemory)] += node.allocatable.memory_mib;
       }
-      for (core::ResourceGroup& g : v->resource_groups) {
+      for (core::ResourceGroup& g : v.resource_groups) {
         for (core::FlavorQuotas& f : g.flavors) {
           for (core::ResourceQuota& q : f.resources) {
             q.nominal = capacity[static_cast<int>(q.resource)];
@@ -362,8 +364,8 @@ void CycleReader::Reading::CohortsAndQueues() {
         }
       }
     }
-    cfg.cohorts.push_back(*v);
-  }
+    cfg.cohorts.push_back(std::move(v));
+  });
   snap_.queues = List("Queue");
   // Volcano's queues are open to every namespace: a Job naming one uses it directly.
   for (const StoredJson& s : snap_.queues) {
@@ -403,41 +405,31 @@ bool CycleReader::Reading::NamespaceAdmitted(const std::string& ns, const std::s
 void CycleReader::Reading::Queues() {
   CohortsAndQueues();
   core::QueueConfig& cfg = snap_.cfg;
-  for (const StoredJson& s : List("LocalQueue")) {
-    if (auto v = api::DecodeLocalQueue(s.obj()); v.ok()) {
-      local_queue_keys_.insert(v->namespace_name + "/" + v->name);
-      queue_of_local_[v->namespace_name + "/" + v->name] = v->queue;
-      cfg.local_queues.push_back(*v);
-    } else {
-      Skip(s, "LocalQueue", v.status());
-    }
-  }
-  for (const StoredJson& s : List("PriorityClass")) {
-    if (auto v = api::DecodePriorityClass(s.obj()); v.ok()) {
-      cfg.priority_classes.push_back(*v);
-    } else {
-      Skip(s, "PriorityClass", v.status());
-    }
-  }
-  for (const StoredJson& s : List("NamespaceQuota")) {
-    auto v = api::DecodeNamespaceQuota(s.obj());
-    if (!v.ok()) {
-      Skip(s, "NamespaceQuota", v.status());
-      continue;
-    }
-    // Two quotas of one namespace: the tighter limit per resource holds.
-    auto same = std::find_if(
-        cfg.namespace_quotas.begin(), cfg.namespace_quotas.end(),
-        [&](const core::NamespaceQuota& q) { return q.namespace_name == v->namespace_name; });
-    if (same == cfg.namespace_quotas.end()) {
-      cfg.namespace_quotas.push_back(*v);
-      continue;
-    }
-    for (int r = 0; r < core::kNumQuotaResources; ++r) {
-      if (v->hard[r])
-        same->hard[r] = same->hard[r] ? std::min(*same->hard[r], *v->hard[r]) : *v->hard[r];
-    }
-  }
+  EachDecoded("LocalQueue", api::DecodeLocalQueue, [&](const StoredJson&, core::LocalQueueSpec v) {
+    local_queue_keys_.insert(v.namespace_name + "/" + v.name);
+    queue_of_local_[v.namespace_name + "/" + v.name] = v.queue;
+    cfg.local_queues.push_back(std::move(v));
+  });
+  EachDecoded("PriorityClass", api::DecodePriorityClass,
+              [&](const StoredJson&, core::PriorityClassSpec v) {
+                cfg.priority_classes.push_back(std::move(v));
+              });
+  EachDecoded(
+      "NamespaceQuota", api::DecodeNamespaceQuota, [&](const StoredJson&, core::NamespaceQuota v) {
+        // Two quotas of one namespace: the tighter limit per resource holds.
+        auto same = std::find_if(
+            cfg.namespace_quotas.begin(), cfg.namespace_quotas.end(),
+            [&](const core::NamespaceQuota& q) { return q.namespace_name == v.namespace_name; });
+        if (same == cfg.namespace_quotas.end()) {
+          cfg.namespace_quotas.push_back(std::move(v));
+          return;
+        }
+        for (int r = 0; r < core::kNumQuotaResources; ++r) {
+          if (v.hard[r]) {
+            same->hard[r] = same->hard[r] ? std::min(*same->hard[r], *v.hard[r]) : *v.hard[r];
+          }
+        }
+      });
   core::AddImplicitCohorts(&cfg);
   // Work outside queues: no quota, and kube-scheduler's default preemption by priority class.
   core::QueueSpec unqueued;
@@ -445,13 +437,10 @@ void CycleReader::Reading::Queues() {
   unqueued.preemption.style = core::PreemptionStyle::kKubeScheduler;
   unqueued.preemption.within_queue = core::WithinQueuePreemption::kLowerPriority;
   cfg.queues.push_back(unqueued);
-  for (const StoredJson& s : List("PodGroup")) {
-    if (auto g = api::DecodePodGroup(s.obj()); g.ok()) {
-      groups_[g->namespace_name + "/" + g->name] = *g;
-    } else {
-      Skip(s, "PodGroup", g.status());
-    }
-  }
+  EachDecoded("PodGroup", api::DecodePodGroup, [&](const StoredJson&, api::PodGroupSpec g) {
+    const std::string key = g.namespace_name + "/" + g.name;
+    groups_[key] = std::move(g);
+  });
 }
 
 // The work: bound Jobs hold their devices; the others are pending.

@@ -20,9 +20,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string NameOf(const json& obj) { return Str(Member(obj, "metadata"), "name"); }
-std::string NamespaceOf(const json& obj) { return Str(Member(obj, "metadata"), "namespace"); }
-
 json DevicesJson(const core::ClusterState& s, const core::Placement& p) {
   const core::NodeRecord& node = s.node(p.node);
   json devices = json::array();

@@ -10,12 +10,8 @@ using api::Member;
 using api::Str;
 using nlohmann::json;
 
-namespace {
-
 std::string NameOf(const json& obj) { return Str(Member(obj, "metadata"), "name"); }
 std::string NamespaceOf(const json& obj) { return Str(Member(obj, "metadata"), "namespace"); }
-
-}  // namespace
 
 void CycleWrites::Put(const json& obj, std::optional<int64_t> version, std::optional<Note> note) {
   const std::string kind = Str(obj, "kind");

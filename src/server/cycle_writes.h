@@ -18,6 +18,10 @@
 
 namespace tessera::server {
 
+// An object's metadata.name and metadata.namespace ("" when it has none).
+std::string NameOf(const nlohmann::json& obj);
+std::string NamespaceOf(const nlohmann::json& obj);
+
 class CycleWrites {
  public:
   // An event about the object written.

@@ -105,19 +105,7 @@ class SqliteStore : public Store {
   Result<std::vector<StoredObject>> List(std::string_view kind,
                                          std::optional<std::string_view> ns) override {
     std::lock_guard<std::mutex> lock(mu_);
-    Statement q(db_, ns ? "SELECT ns, name, version, body FROM objects WHERE kind=?1 AND ns=?2 "
-                          "ORDER BY ns, name"
-                        : "SELECT ns, name, version, body FROM objects WHERE kind=?1 "
-                          "ORDER BY ns, name");
-    q.Bind(1, kind);
-    if (ns) q.Bind(2, *ns);
-    std::vector<StoredObject> out;
-    int rc;
-    while ((rc = q.Step()) == SQLITE_ROW) {
-      out.push_back({{std::string(kind), q.Text(0), q.Text(1)}, q.Int(2), q.Text(3)});
-    }
-    if (rc != SQLITE_DONE) return Error("list");
-    return out;
+    return ListLocked(kind, ns);
   }
 
   Result<std::vector<Change>> ChangesAfter(int64_t after, size_t limit) override {
@@ -153,18 +141,9 @@ class SqliteStore : public Store {
                                            int64_t revision) override {
     std::lock_guard<std::mutex> lock(mu_);
     TESSERA_RETURN_IF_ERROR(CheckReadAt(revision, std::max(compacted_, history_), revision_));
-    Statement q(db_, ns ? "SELECT ns, name, version, body FROM objects WHERE kind=?1 AND ns=?2 "
-                          "ORDER BY ns, name"
-                        : "SELECT ns, name, version, body FROM objects WHERE kind=?1 "
-                          "ORDER BY ns, name");
-    q.Bind(1, kind);
-    if (ns) q.Bind(2, *ns);
-    std::vector<StoredObject> current;
+    auto current = ListLocked(kind, ns);
+    if (!current.ok()) return current.status();
     int rc;
-    while ((rc = q.Step()) == SQLITE_ROW) {
-      current.push_back({{std::string(kind), q.Text(0), q.Text(1)}, q.Int(2), q.Text(3)});
-    }
-    if (rc != SQLITE_DONE) return Error("list");
     // Of the objects changed since: their last change at or before the revision.
     // Of the objects changed since (read by the primary key: few), their last change at or
     // before the revision, found walking the log back from it until each is found (an index by
@@ -198,7 +177,7 @@ class SqliteStore : public Store {
       if (body.Step() != SQLITE_ROW) return Error("list at");
       c.object.body = body.Text(0);
     }
-    return StateAt(std::move(current), before, revision);
+    return StateAt(std::move(current).value(), before, revision);
   }
 
   Result<std::optional<StoredObject>> GetAt(const ObjectKey& key, int64_t revision) override {
@@ -245,6 +224,25 @@ class SqliteStore : public Store {
   }
 
   Status Exec(const char* sql) { return ExecSql(db_, sql); }
+
+  // The objects of `kind` now (only namespace `ns` when given), by namespace and name (mu_
+  // held).
+  Result<std::vector<StoredObject>> ListLocked(std::string_view kind,
+                                               std::optional<std::string_view> ns) {
+    Statement q(db_, ns ? "SELECT ns, name, version, body FROM objects WHERE kind=?1 AND ns=?2 "
+                          "ORDER BY ns, name"
+                        : "SELECT ns, name, version, body FROM objects WHERE kind=?1 "
+                          "ORDER BY ns, name");
+    q.Bind(1, kind);
+    if (ns) q.Bind(2, *ns);
+    std::vector<StoredObject> out;
+    int rc;
+    while ((rc = q.Step()) == SQLITE_ROW) {
+      out.push_back({{std::string(kind), q.Text(0), q.Text(1)}, q.Int(2), q.Text(3)});
+    }
+    if (rc != SQLITE_DONE) return Error("list");
+    return out;
+  }
   // One statement without results (BEGIN, COMMIT...), prepared once.
   Status Run(const char* sql) {
     InUse q(Prepared(sql));
