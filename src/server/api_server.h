@@ -187,6 +187,13 @@ class ApiServer {
   // /apis/tessera.io/v1/nodes/{node}/execs (long poll), POST .../execs/{id}/output and
   // .../execs/{id}/end are the node's agent's. nullopt when the path is none of these.
   std::optional<HttpResponse> Exec(const HttpRequest& req, const Principal& who);
+  HttpResponse ExecOpen(const HttpRequest& req, const Principal& who, const std::string& ns,
+                        const std::string& job);
+  HttpResponse ExecToken(const HttpRequest& req, const Principal& who, const std::string& ns,
+                         const std::string& job);
+  HttpResponse ExecSession(const HttpRequest& req, const Principal& who);
+  // The stored Job ns/job (NotFound when there is none).
+  Result<nlohmann::json> ReadJob(const std::string& ns, const std::string& job);
   // The Kubernetes, Kueue and Volcano kinds at their own groups (api/kube_kinds.h): get, list,
   // create, update, patch and delete of the objects their manifests translate into. nullopt
   // when the path names none of them. The stages of its pipeline follow, over the request's

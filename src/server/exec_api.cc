@@ -280,126 +280,14 @@ HttpResponse ApiServer::PodExec(const HttpRequest& req, const Principal& who, co
 }
 
 std::optional<HttpResponse> ApiServer::Exec(const HttpRequest& req, const Principal& who) {
-  using Role = Principal::Role;
   const std::vector<std::string_view> parts = PathSegments(req.path);
   const bool job_path = parts.size() == 8 && parts[0] == "apis" && parts[1] == api::kGroup &&
                         parts[2] == "v1" && parts[3] == "namespaces" && parts[5] == "jobs";
-  const std::string ns = job_path ? std::string(parts[4]) : "";
-  const std::string job = job_path ? std::string(parts[6]) : "";
-  // The Job a session or token is for (NotFound when there is none).
-  auto read_job = [&]() -> Result<json> {
-    auto obj = ReadJson(*store_, {"Job", ns, job});
-    if (obj.ok() && obj->is_null()) return NotFound("Job " + ns + "/" + job + " not found");
-    return obj;
-  };
-  // POST /apis/tessera.io/v1/namespaces/{ns}/jobs/{job}/exec
   if (job_path && parts[7] == "exec") {
-    if (req.method != "POST") {
-      return Reply(405, "application/json",
-                   StatusJson(405, "MethodNotAllowed", "a command is run with POST"));
-    }
-    if (who.role != Role::kAdmin && !(who.role == Role::kNamespace && who.ns == ns) &&
-        !(who.role == Role::kExec && who.ns == ns && who.job.starts_with(job + "/"))) {
-      return Error(PermissionDenied(
-          who.role == Role::kNamespace ? "this token is limited to namespace " + who.ns
-          : who.role == Role::kExec    ? "this token runs commands in the pods of Job " + who.ns +
-                                          "/" + who.job.substr(0, who.job.find('/')) + " only"
-                                    : "commands are run with the admin, the namespace's or "
-                                      "the job's exec token"));
-    }
-    const json body = json::parse(req.body, nullptr, false);
-    if (!body.is_object()) return Error(InvalidArgument("body: must be a JSON object"));
-    for (const auto& [k, v] : body.items()) {
-      if (k != "pod" && k != "command") {
-        return Error(InvalidArgument(k + ": unknown field (an exec takes pod and command)"));
-      }
-    }
-    const json& command = Member(body, "command");
-    if (!command.is_array() || command.empty() || command.size() > kMaxArgs) {
-      return Error(InvalidArgument("command: must list the program and its arguments (1 to " +
-                                   std::to_string(kMaxArgs) + ")"));
-    }
-    std::vector<std::string> argv;
-    for (const json& a : command) {
-      if (!a.is_string()) return Error(InvalidArgument("command: must be strings"));
-      argv.push_back(a.get<std::string>());
-    }
-    if (argv[0].empty()) return Error(InvalidArgument("command[0]: must name a program"));
-    const json& pod_field = Member(body, "pod");
-    if (!pod_field.is_null() && !pod_field.is_string()) {
-      return Error(InvalidArgument("pod: must be a pod name"));
-    }
-    const std::string want = pod_field.is_string() ? pod_field.get<std::string>() : "";
-    auto stored = read_job();
-    if (!stored.ok()) return Error(stored.status());
-    const json& obj = *stored;
-    // An exec token is for the Job it was made for, not one made again under its name.
-    if (who.role == Role::kExec && who.job != job + "/" + Str(Member(obj, "metadata"), "uid")) {
-      return Error(PermissionDenied("this token was made for an earlier Job " + ns + "/" + job));
-    }
-    std::string pod, node, names;
-    for (const json& p : ListOf(Member(Member(obj, "status"), "pods"))) {
-      if (!p.is_object()) continue;
-      const std::string name = Str(p, "name"), phase = Str(Member(p, "state"), "phase");
-      names += (names.empty() ? "" : ", ") + name;
-      if (!want.empty() && name != want) continue;
-      if (phase != "Running") {
-        if (want.empty()) continue;
-        return Error(FailedPrecondition("pod " + name + " is not running" +
-                                        (phase.empty() ? " yet" : " (" + phase + ")")));
-      }
-      pod = name;
-      node = Str(p, "node");
-      break;
-    }
-    if (pod.empty()) {
-      return Error(want.empty()
-                       ? FailedPrecondition("Job " + ns + "/" + job + " has no running pod")
-                       : NotFound("pod " + want + " is not a pod of Job " + ns + "/" + job +
-                                  (names.empty() ? "" : " (its pods: " + names + ")")));
-    }
-    auto id = RandomHex(16);
-    if (!id.ok()) return Error(id.status());
-    ExecRequest request{ns, job, pod, node, argv, OwnerOf(who)};
-    if (Status s = exec_.Open(*id, std::move(request), clock_()); !s.ok()) return Error(s);
-    return Json(201, {{"apiVersion", api::kApiVersion},
-                      {"kind", "ExecSession"},
-                      {"id", *id},
-                      {"namespace", ns},
-                      {"job", job},
-                      {"pod", pod},
-                      {"node", node}});
+    return ExecOpen(req, who, std::string(parts[4]), std::string(parts[6]));
   }
-  // POST /apis/tessera.io/v1/namespaces/{ns}/jobs/{job}/exectoken?pod=P: the agent of an MPI
-  // launcher's node gets a token that runs commands in that Job's pods only (its rsh agent's).
   if (job_path && parts[7] == "exectoken") {
-    if (req.method != "POST") {
-      return Reply(405, "application/json",
-                   StatusJson(405, "MethodNotAllowed", "an exec token is made with POST"));
-    }
-    if (who.role != Role::kAgent) {
-      return Error(PermissionDenied("exec tokens are made for the node agents of MPI launchers"));
-    }
-    auto it = req.query.find("pod");
-    const std::string pod = it == req.query.end() ? "" : it->second;
-    const std::unique_lock<std::mutex> writing = plane_.HoldCommits();
-    auto stored = read_job();
-    if (!stored.ok()) return Error(stored.status());
-    const json& obj = *stored;
-    const std::string launcher = Str(Member(Member(obj, "spec"), "mpi"), "launcher");
-    bool bound = false;
-    for (const json& p : ListOf(Member(Member(obj, "status"), "pods"))) {
-      bound = bound || (Str(p, "name") == pod && Str(p, "node") == who.node);
-    }
-    if (launcher.empty() || !pod.starts_with(launcher + "-") || !bound) {
-      return Error(PermissionDenied("pod " + pod + " is not the MPI launcher of Job " + ns + "/" +
-                                    job + " on node " + who.node));
-    }
-    auto token = tokens_.Create(Role::kExec, ns, "", api::FormatTime(clock_()),
-                                job + "/" + Str(Member(obj, "metadata"), "uid"));
-    if (!token.ok()) return Error(token.status());
-    feed_.CatchUp();
-    return Json(201, {{"role", "exec"}, {"namespace", ns}, {"job", job}, {"token", *token}});
+    return ExecToken(req, who, std::string(parts[4]), std::string(parts[6]));
   }
   // GET /apis/tessera.io/v1/nodes/{node}/execs: the agent's long poll.
   if (parts.size() == 6 && parts[0] == "apis" && parts[1] == api::kGroup && parts[2] == "v1" &&
@@ -409,7 +297,7 @@ std::optional<HttpResponse> ApiServer::Exec(const HttpRequest& req, const Princi
       return Reply(405, "application/json",
                    StatusJson(405, "MethodNotAllowed", "sessions are claimed with GET"));
     }
-    if (who.role != Role::kAgent || who.node != node) {
+    if (who.role != Principal::Role::kAgent || who.node != node) {
       return Error(PermissionDenied("only the agent of node " + node + " claims its sessions"));
     }
     int seconds = 30;
@@ -422,6 +310,133 @@ std::optional<HttpResponse> ApiServer::Exec(const HttpRequest& req, const Princi
     return out;
   }
   if (!req.path.starts_with(kExecs)) return std::nullopt;
+  return ExecSession(req, who);
+}
+
+Result<json> ApiServer::ReadJob(const std::string& ns, const std::string& job) {
+  auto obj = ReadJson(*store_, {"Job", ns, job});
+  if (obj.ok() && obj->is_null()) return NotFound("Job " + ns + "/" + job + " not found");
+  return obj;
+}
+
+// POST /apis/tessera.io/v1/namespaces/{ns}/jobs/{job}/exec: a session on a running pod.
+HttpResponse ApiServer::ExecOpen(const HttpRequest& req, const Principal& who,
+                                 const std::string& ns, const std::string& job) {
+  using Role = Principal::Role;
+  if (req.method != "POST") {
+    return Reply(405, "application/json",
+                 StatusJson(405, "MethodNotAllowed", "a command is run with POST"));
+  }
+  if (who.role != Role::kAdmin && !(who.role == Role::kNamespace && who.ns == ns) &&
+      !(who.role == Role::kExec && who.ns == ns && who.job.starts_with(job + "/"))) {
+    return Error(PermissionDenied(
+        who.role == Role::kNamespace ? "this token is limited to namespace " + who.ns
+        : who.role == Role::kExec ? "this token runs commands in the pods of Job " + who.ns + "/" +
+                                        who.job.substr(0, who.job.find('/')) + " only"
+                                  : "commands are run with the admin, the namespace's or "
+                                    "the job's exec token"));
+  }
+  const json body = json::parse(req.body, nullptr, false);
+  if (!body.is_object()) return Error(InvalidArgument("body: must be a JSON object"));
+  for (const auto& [k, v] : body.items()) {
+    if (k != "pod" && k != "command") {
+      return Error(InvalidArgument(k + ": unknown field (an exec takes pod and command)"));
+    }
+  }
+  const json& command = Member(body, "command");
+  if (!command.is_array() || command.empty() || command.size() > kMaxArgs) {
+    return Error(InvalidArgument("command: must list the program and its arguments (1 to " +
+                                 std::to_string(kMaxArgs) + ")"));
+  }
+  std::vector<std::string> argv;
+  for (const json& a : command) {
+    if (!a.is_string()) return Error(InvalidArgument("command: must be strings"));
+    argv.push_back(a.get<std::string>());
+  }
+  if (argv[0].empty()) return Error(InvalidArgument("command[0]: must name a program"));
+  const json& pod_field = Member(body, "pod");
+  if (!pod_field.is_null() && !pod_field.is_string()) {
+    return Error(InvalidArgument("pod: must be a pod name"));
+  }
+  const std::string want = pod_field.is_string() ? pod_field.get<std::string>() : "";
+  auto stored = ReadJob(ns, job);
+  if (!stored.ok()) return Error(stored.status());
+  const json& obj = *stored;
+  // An exec token is for the Job it was made for, not one made again under its name.
+  if (who.role == Role::kExec && who.job != job + "/" + Str(Member(obj, "metadata"), "uid")) {
+    return Error(PermissionDenied("this token was made for an earlier Job " + ns + "/" + job));
+  }
+  std::string pod, node, names;
+  for (const json& p : ListOf(Member(Member(obj, "status"), "pods"))) {
+    if (!p.is_object()) continue;
+    const std::string name = Str(p, "name"), phase = Str(Member(p, "state"), "phase");
+    names += (names.empty() ? "" : ", ") + name;
+    if (!want.empty() && name != want) continue;
+    if (phase != "Running") {
+      if (want.empty()) continue;
+      return Error(FailedPrecondition("pod " + name + " is not running" +
+                                      (phase.empty() ? " yet" : " (" + phase + ")")));
+    }
+    pod = name;
+    node = Str(p, "node");
+    break;
+  }
+  if (pod.empty()) {
+    return Error(want.empty() ? FailedPrecondition("Job " + ns + "/" + job + " has no running pod")
+                              : NotFound("pod " + want + " is not a pod of Job " + ns + "/" + job +
+                                         (names.empty() ? "" : " (its pods: " + names + ")")));
+  }
+  auto id = RandomHex(16);
+  if (!id.ok()) return Error(id.status());
+  ExecRequest request{ns, job, pod, node, argv, OwnerOf(who)};
+  if (Status s = exec_.Open(*id, std::move(request), clock_()); !s.ok()) return Error(s);
+  return Json(201, {{"apiVersion", api::kApiVersion},
+                    {"kind", "ExecSession"},
+                    {"id", *id},
+                    {"namespace", ns},
+                    {"job", job},
+                    {"pod", pod},
+                    {"node", node}});
+}
+
+// POST /apis/tessera.io/v1/namespaces/{ns}/jobs/{job}/exectoken?pod=P: the agent of an MPI
+// launcher's node gets a token that runs commands in that Job's pods only (its rsh agent's).
+HttpResponse ApiServer::ExecToken(const HttpRequest& req, const Principal& who,
+                                  const std::string& ns, const std::string& job) {
+  using Role = Principal::Role;
+  if (req.method != "POST") {
+    return Reply(405, "application/json",
+                 StatusJson(405, "MethodNotAllowed", "an exec token is made with POST"));
+  }
+  if (who.role != Role::kAgent) {
+    return Error(PermissionDenied("exec tokens are made for the node agents of MPI launchers"));
+  }
+  auto it = req.query.find("pod");
+  const std::string pod = it == req.query.end() ? "" : it->second;
+  const std::unique_lock<std::mutex> writing = plane_.HoldCommits();
+  auto stored = ReadJob(ns, job);
+  if (!stored.ok()) return Error(stored.status());
+  const json& obj = *stored;
+  const std::string launcher = Str(Member(Member(obj, "spec"), "mpi"), "launcher");
+  bool bound = false;
+  for (const json& p : ListOf(Member(Member(obj, "status"), "pods"))) {
+    bound = bound || (Str(p, "name") == pod && Str(p, "node") == who.node);
+  }
+  if (launcher.empty() || !pod.starts_with(launcher + "-") || !bound) {
+    return Error(PermissionDenied("pod " + pod + " is not the MPI launcher of Job " + ns + "/" +
+                                  job + " on node " + who.node));
+  }
+  auto token = tokens_.Create(Role::kExec, ns, "", api::FormatTime(clock_()),
+                              job + "/" + Str(Member(obj, "metadata"), "uid"));
+  if (!token.ok()) return Error(token.status());
+  feed_.CatchUp();
+  return Json(201, {{"role", "exec"}, {"namespace", ns}, {"job", job}, {"token", *token}});
+}
+
+// /apis/tessera.io/v1/execs/{id}[/input|/output|/end]: the opener reads a session's output, the
+// agent of its node reads its input and sends its output and end.
+HttpResponse ApiServer::ExecSession(const HttpRequest& req, const Principal& who) {
+  using Role = Principal::Role;
   const std::string_view rest = std::string_view(req.path).substr(kExecs.size());
   const size_t slash = rest.find('/');
   const std::string id(rest.substr(0, slash));
