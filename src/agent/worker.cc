@@ -462,125 +462,148 @@ Status Worker::Tick(int64_t now_ms) {
   Status result = Status::Ok();
   std::set<std::string> wanted;
   std::vector<PodState*> to_start;  // bound here, not running: started after the ends are told
-  if (!jobs.ok()) {
-    result = jobs.status();
+  if (jobs.ok()) {
+    Sync(*jobs, &wanted, &to_start);
   } else {
-    // What this round read, as the base of its reports (by version, see Report), unless a
-    // report of this agent wrote a later version than the watch has shown yet.
-    std::map<std::string, json> known;
-    for (const json& job : *jobs) {
-      const json& meta = Member(job, "metadata");
-      const std::string path = JobPath(Str(meta, "namespace"), Str(meta, "name"));
-      auto written = known_jobs_.find(path);
-      known[path] = written != known_jobs_.end() && Version(written->second) > Version(job)
-                        ? std::move(written->second)
-                        : job;
-    }
-    known_jobs_ = std::move(known);
-    for (Assignment& a : AssignedTo(*jobs, options_.node)) {
-      wanted.insert(a.key);
-      auto [it, fresh] = pods_.try_emplace(a.key);
-      PodState& p = it->second;
-      if (fresh) {
-        p.assignment = std::move(a);
-        if (runner_.Running(p.assignment.key)) AdoptPod(p);
-      } else {
-        p.assignment.pod_index = a.pod_index;
-      }
-      if (!p.finished && !fenced_ && !runner_.Running(p.assignment.key)) to_start.push_back(&p);
-    }
-    // What the server no longer binds here stops (deleted, preempted, moved, failed elsewhere).
-    for (const std::string& key : runner_.Keys()) {
-      if (!wanted.contains(key)) runner_.Stop(key, now_ms, GraceMs(key));
-    }
+    result = jobs.status();
   }
-  // The pods that ended: restarted by their policy, or finished with their output shipped.
-  auto reap = [&] {
-    for (const Exit& e : runner_.Poll(now_ms)) {
-      auto it = pods_.find(e.key);
-      if (it == pods_.end()) continue;
-      if (e.stopped) {
-        // Stopped here (deleted, moved, fenced): its group goes; a start makes it again.
-        if (!it->second.cgroup_dir.empty()) RemoveCgroup(it->second.cgroup_dir);
-        continue;
-      }
-      PodState& p = it->second;
-      const std::string& policy = p.assignment.restart_policy;
-      const bool failed = e.exit_code != 0 || e.signal != 0;
-      if (policy == "Always" ||
-          (policy == "OnFailure" && failed && p.restarts < p.assignment.max_retries)) {
-        ++p.restarts;
-        StartPod(p);
-        continue;
-      }
-      // Never: a failed attempt is another pod to Kubernetes; here the same pod starts again,
-      // the attempt counted as a failure, while maxRetries (a batch Job's backoffLimit) allows.
-      // Its podFailurePolicy decides first: not counted (Ignore), or the end (FailJob,
-      // FailIndex).
-      api::FailureVerdict verdict;
-      if (policy == "Never" && failed) {
-        const Assignment& a = p.assignment;
-        verdict = api::JudgeFailure(Member(a.task, "podFailurePolicy"),
-                                    e.signal != 0 ? 128 + e.signal : e.exit_code,
-                                    a.ns + "/" + a.job + "-" + a.pod);
-      }
-      if (verdict.action == "Ignore") {
-        p.state = {{"phase", "Running"}, {"restarts", p.restarts}, {"failures", p.failures}};
-        StartPod(p);
-        continue;
-      }
-      if (policy == "Never" && failed && verdict.action == "Count" &&
-          p.failures < p.assignment.max_retries) {
-        ++p.failures;
-        p.state = {{"phase", "Running"}, {"restarts", p.restarts}, {"failures", p.failures}};
-        StartPod(p);
-        continue;
-      }
-      p.finished = true;
-      if (!p.cgroup_dir.empty()) RemoveCgroup(p.cgroup_dir);
-      p.state = {{"phase", failed ? "Failed" : "Succeeded"},
-                 {"restarts", p.restarts},
-                 {"finishedAt", api::FormatTime(now_ms)}};
-      if (p.failures > 0) p.state["failures"] = p.failures;
-      if (!p.limits.empty()) p.state["limits"] = p.limits;
-      if (verdict.rule >= 0) {
-        p.state["reason"] = "PodFailurePolicy";
-        p.state["message"] = verdict.message;
-      }
-      if (e.signal != 0) {
-        p.state["signal"] = e.signal;
-      } else {
-        p.state["exitCode"] = e.exit_code;
-      }
-      // Its output is shipped before its end is reported.
-      if (Status s = ShipLogs(p); !s.ok() && result.ok()) result = s;
-    }
+  auto keep = [&](Status s) {
+    if (!s.ok() && result.ok()) result = std::move(s);
   };
-  reap();
   // What changed is reported a Job at a time: one write for all of its pods here. Ends are
   // reported before new pods start, so that the devices they free are not held up by starts;
   // what started is reported with the ends that came meanwhile (a short task's once).
-  auto report = [&] {
-    std::map<std::string, std::vector<PodState*>> reports;
-    for (auto& [key, p] : pods_) {
-      if (wanted.contains(key) && p.state != p.reported) {
-        reports[JobPath(p.assignment)].push_back(&p);
-      }
-    }
-    for (const auto& [path, group] : reports) {
-      if (Status s = Report(group); !s.ok() && result.ok()) result = s;
-    }
-  };
-  report();
+  keep(Reap(now_ms));
+  keep(ReportChanged(wanted));
   if (!to_start.empty()) {
     StartPods(to_start);
-    reap();
-    report();
+    keep(Reap(now_ms));
+    keep(ReportChanged(wanted));
   }
+  TendShares(now_ms);
+  keep(Forget(jobs.ok(), wanted));
+  return result;
+}
+
+void Worker::Sync(const json& jobs, std::set<std::string>* wanted,
+                  std::vector<PodState*>* to_start) {
+  // What this round read, as the base of its reports (by version, see Report), unless a
+  // report of this agent wrote a later version than the watch has shown yet.
+  std::map<std::string, json> known;
+  for (const json& job : jobs) {
+    const json& meta = Member(job, "metadata");
+    const std::string path = JobPath(Str(meta, "namespace"), Str(meta, "name"));
+    auto written = known_jobs_.find(path);
+    known[path] = written != known_jobs_.end() && Version(written->second) > Version(job)
+                      ? std::move(written->second)
+                      : job;
+  }
+  known_jobs_ = std::move(known);
+  for (Assignment& a : AssignedTo(jobs, options_.node)) {
+    wanted->insert(a.key);
+    auto [it, fresh] = pods_.try_emplace(a.key);
+    PodState& p = it->second;
+    if (fresh) {
+      p.assignment = std::move(a);
+      if (runner_.Running(p.assignment.key)) AdoptPod(p);
+    } else {
+      p.assignment.pod_index = a.pod_index;
+    }
+    if (!p.finished && !fenced_ && !runner_.Running(p.assignment.key)) to_start->push_back(&p);
+  }
+  // What the server no longer binds here stops (deleted, preempted, moved, failed elsewhere).
+  for (const std::string& key : runner_.Keys()) {
+    if (!wanted->contains(key)) runner_.Stop(key, now_ms_, GraceMs(key));
+  }
+}
+
+// The pods that ended: restarted by their policy, or finished with their output shipped.
+Status Worker::Reap(int64_t now_ms) {
+  Status result = Status::Ok();
+  for (const Exit& e : runner_.Poll(now_ms)) {
+    auto it = pods_.find(e.key);
+    if (it == pods_.end()) continue;
+    if (e.stopped) {
+      // Stopped here (deleted, moved, fenced): its group goes; a start makes it again.
+      if (!it->second.cgroup_dir.empty()) RemoveCgroup(it->second.cgroup_dir);
+      continue;
+    }
+    if (Status s = Ended(it->second, e, now_ms); !s.ok() && result.ok()) result = s;
+  }
+  return result;
+}
+
+Status Worker::Ended(PodState& p, const Exit& e, int64_t now_ms) {
+  const std::string& policy = p.assignment.restart_policy;
+  const bool failed = e.exit_code != 0 || e.signal != 0;
+  if (policy == "Always" ||
+      (policy == "OnFailure" && failed && p.restarts < p.assignment.max_retries)) {
+    ++p.restarts;
+    StartPod(p);
+    return Status::Ok();
+  }
+  // Never: a failed attempt is another pod to Kubernetes; here the same pod starts again,
+  // the attempt counted as a failure, while maxRetries (a batch Job's backoffLimit) allows.
+  // Its podFailurePolicy decides first: not counted (Ignore), or the end (FailJob,
+  // FailIndex).
+  api::FailureVerdict verdict;
+  if (policy == "Never" && failed) {
+    const Assignment& a = p.assignment;
+    verdict = api::JudgeFailure(Member(a.task, "podFailurePolicy"),
+                                e.signal != 0 ? 128 + e.signal : e.exit_code,
+                                a.ns + "/" + a.job + "-" + a.pod);
+  }
+  if (verdict.action == "Ignore") {
+    p.state = {{"phase", "Running"}, {"restarts", p.restarts}, {"failures", p.failures}};
+    StartPod(p);
+    return Status::Ok();
+  }
+  if (policy == "Never" && failed && verdict.action == "Count" &&
+      p.failures < p.assignment.max_retries) {
+    ++p.failures;
+    p.state = {{"phase", "Running"}, {"restarts", p.restarts}, {"failures", p.failures}};
+    StartPod(p);
+    return Status::Ok();
+  }
+  p.finished = true;
+  if (!p.cgroup_dir.empty()) RemoveCgroup(p.cgroup_dir);
+  p.state = {{"phase", failed ? "Failed" : "Succeeded"},
+             {"restarts", p.restarts},
+             {"finishedAt", api::FormatTime(now_ms)}};
+  if (p.failures > 0) p.state["failures"] = p.failures;
+  if (!p.limits.empty()) p.state["limits"] = p.limits;
+  if (verdict.rule >= 0) {
+    p.state["reason"] = "PodFailurePolicy";
+    p.state["message"] = verdict.message;
+  }
+  if (e.signal != 0) {
+    p.state["signal"] = e.signal;
+  } else {
+    p.state["exitCode"] = e.exit_code;
+  }
+  // Its output is shipped before its end is reported.
+  return ShipLogs(p);
+}
+
+Status Worker::ReportChanged(const std::set<std::string>& wanted) {
+  Status result = Status::Ok();
+  std::map<std::string, std::vector<PodState*>> reports;
+  for (auto& [key, p] : pods_) {
+    if (wanted.contains(key) && p.state != p.reported) {
+      reports[JobPath(p.assignment)].push_back(&p);
+    }
+  }
+  for (const auto& [path, group] : reports) {
+    if (Status s = Report(group); !s.ok() && result.ok()) result = s;
+  }
+  return result;
+}
+
+// The exec targets of the pods running; an MPS server runs while a pod that uses it does. Once a
+// second, the host pids of the shares' processes are looked for, for their compute samplers.
+void Worker::TendShares(int64_t now_ms) {
   const std::vector<std::string> running = runner_.Keys();
   exec_targets_.Retain(std::set<std::string>(running.begin(), running.end()));
-  // An MPS server runs while a pod that uses it does. Once a second, the host pids of the
-  // shares' processes are looked for, for their compute samplers.
   const bool map_share_pids = now_ms >= next_share_pids_ms_;
   if (map_share_pids) next_share_pids_ms_ = now_ms + 1000;
   std::set<std::string> mps_in_use;
@@ -598,15 +621,20 @@ Status Worker::Tick(int64_t now_ms) {
     }
   }
   mps_.StopUnused(mps_in_use);
+}
+
+// Ships what is left of each pod's output, and forgets the pods that are neither bound here
+// (as the last listing, when it succeeded, says) nor running, once their output is out.
+Status Worker::Forget(bool listed, const std::set<std::string>& wanted) {
+  Status result = Status::Ok();
   for (auto it = pods_.begin(); it != pods_.end();) {
     PodState& p = it->second;
     if (Status s = ShipLogs(p); !s.ok() && result.ok()) result = s;
-    // Forget pods that are neither bound here nor running any more, once their output is out.
     std::error_code ec;
     const bool shipped =
         p.log_path.empty() ||
         static_cast<int64_t>(std::filesystem::file_size(p.log_path, ec)) <= p.log_offset || ec;
-    if (jobs.ok() && !wanted.contains(it->first) && !runner_.Running(it->first) && shipped) {
+    if (listed && !wanted.contains(it->first) && !runner_.Running(it->first) && shipped) {
       std::filesystem::remove(runner_.StateFile(it->first, ".shipped"), ec);
       std::filesystem::remove(runner_.StateFile(it->first, ".uid"), ec);
       // Its output is on the server: a pod of the same name (a Job created again) starts with

@@ -134,6 +134,17 @@ class Worker {
   // Job in one write, with the Job's outcome when they decide it.
   Status Report(const std::vector<PodState*>& group);
   Status ShipLogs(PodState& p);
+  // The stages of a Tick. Sync: what this round read, as the base of its reports, the pods bound
+  // here (`wanted`; those to start), and the stop of what is no longer bound here.
+  void Sync(const nlohmann::json& jobs, std::set<std::string>* wanted,
+            std::vector<PodState*>* to_start);
+  Status Reap(int64_t now_ms);
+  // A pod that ended on its own: started again as its restart policy and podFailurePolicy say,
+  // or finished, its output shipped.
+  Status Ended(PodState& p, const Exit& e, int64_t now_ms);
+  Status ReportChanged(const std::set<std::string>& wanted);
+  void TendShares(int64_t now_ms);
+  Status Forget(bool listed, const std::set<std::string>& wanted);
   // The Jobs bound here (a JSON array): from the source when it knows them, else listed.
   Result<nlohmann::json> BoundJobs();
   // How `a`'s fractional share is held: its card's MPS server when the binding asks for one and
