@@ -360,6 +360,124 @@ Status DecodeArray(Fields& spec, JobSpec* job) {
 
 }  // namespace
 
+namespace {
+
+// One of a Job's tasks, `i` of spec.tasks at `tpath`, into its run and pod set (`job` holds
+// the tasks before it).
+Status DecodeTask(const json& task, const std::string& tpath, size_t i, Fields& spec,
+                  const JobSpec& job, TaskRun* out_run, core::PodSet* out_set) {
+  TaskRun& run = *out_run;
+  core::PodSet& set = *out_set;
+  Fields t(task, Index(tpath, i), false);
+  TESSERA_RETURN_IF_ERROR(t.String("name", &run.name, true));
+  TESSERA_RETURN_IF_ERROR(ValidateName(run.name, true, t.At("name")));
+  for (const TaskRun& other : job.tasks) {
+    if (other.name == run.name)
+      return FieldError(t.At("name"), "duplicate task \"" + run.name + "\"");
+  }
+  int64_t replicas = 1, retries = 0, task_min = 0;
+  TESSERA_RETURN_IF_ERROR(t.Int("replicas", &replicas, 1, 10'000));
+  TESSERA_RETURN_IF_ERROR(t.Int("minMember", &task_min, 0, 10'000));
+  if (task_min > replicas) {
+    return FieldError(t.At("minMember"), "is " + std::to_string(task_min) +
+                                             ", more than the task's " + std::to_string(replicas) +
+                                             " replicas");
+  }
+  set.min_count = static_cast<int32_t>(task_min);
+  TESSERA_RETURN_IF_ERROR(t.String("image", &run.image));
+  TESSERA_RETURN_IF_ERROR(t.StringList("command", &run.command));
+  TESSERA_RETURN_IF_ERROR(t.StringList("args", &run.args));
+  TESSERA_RETURN_IF_ERROR(t.StringMap("env", &run.env));
+  int restart = 0;
+  TESSERA_RETURN_IF_ERROR(t.Enum("restartPolicy", {"Never", "OnFailure", "Always"}, &restart));
+  run.restart_policy = std::vector<std::string>{"Never", "OnFailure", "Always"}[restart];
+  TESSERA_RETURN_IF_ERROR(t.Int("maxRetries", &retries, 0, INT32_MAX));
+  if (const json* policy = t.Get("podFailurePolicy"); policy != nullptr && !policy->is_null()) {
+    // As a batch/v1 Job's translation writes it: {container, rules}.
+    json rules = *policy;
+    const json container =
+        rules.is_object() && rules.contains("container") ? rules["container"] : json("main");
+    if (!container.is_string()) {
+      return FieldError(t.At("podFailurePolicy") + ".container", "must be a container name");
+    }
+    if (rules.is_object()) rules.erase("container");
+    auto checked = CheckPodFailurePolicy(
+        rules, t.At("podFailurePolicy"), json::array({{{"name", container}}}), run.restart_policy,
+        t.At("restartPolicy"), spec.Get("backoffLimitPerIndex") != nullptr);
+    if (!checked.ok()) return checked.status();
+  }
+  constexpr int64_t kMaxId = (int64_t{1} << 31) - 2;  // uid_t, without (uid_t)-1
+  TESSERA_RETURN_IF_ERROR(t.Int("runAsUser", &run.run_as_user, 0, kMaxId));
+  TESSERA_RETURN_IF_ERROR(t.Int("runAsGroup", &run.run_as_group, 0, kMaxId));
+  run.replicas = static_cast<int32_t>(replicas);
+  run.max_retries = static_cast<int32_t>(retries);
+  set.name = run.name;
+  set.count = run.replicas;
+  set.pod.name = run.name;
+  ResourceList limits, requests;
+  if (const json* res = t.Get("resources")) {
+    Fields r(*res, t.At("resources"), false);
+    TESSERA_RETURN_IF_ERROR(r.StringMap("limits", &limits, true));
+    TESSERA_RETURN_IF_ERROR(r.StringMap("requests", &requests, true));
+    TESSERA_RETURN_IF_ERROR(r.Finish());
+  }
+  TESSERA_RETURN_IF_ERROR(ApplyContainerResources(limits, requests, t.At("resources"), &set.pod));
+  TESSERA_RETURN_IF_ERROR(t.StringMap("nodeSelector", &set.pod.node_selector));
+  auto tols = DecodeTolerations(t, "tolerations");
+  if (!tols.ok()) return tols.status();
+  set.pod.tolerations = std::move(tols).value();
+  TESSERA_RETURN_IF_ERROR(t.StringList("gpuModels", &set.pod.gpu_models));
+  if (const json* affinity = t.Get("affinity")) {
+    TESSERA_RETURN_IF_ERROR(DecodeNodeAffinity(*affinity, t.At("affinity"), &set.pod));
+  }
+  TESSERA_RETURN_IF_ERROR(DecodeRunFields(t));
+  TESSERA_RETURN_IF_ERROR(t.Finish());
+  if (Status s = core::ValidatePodSpec(set.pod); !s.ok()) return FieldError(t.path(), s.message());
+  return Status::Ok();
+}
+
+// spec.completesWith: the task (every pod of it) or the one pod whose success is the Job's: the
+// others stop then.
+Status CheckCompletesWith(Fields& spec, const JobSpec& job) {
+  std::string completes_with;
+  TESSERA_RETURN_IF_ERROR(spec.String("completesWith", &completes_with));
+  if (!completes_with.empty()) {
+    bool found = false;
+    for (const TaskRun& t : job.tasks) {
+      found = found || t.name == completes_with;
+      for (int32_t r = 0; r < t.replicas && !found; ++r) {
+        found = completes_with == t.name + "-" + std::to_string(r);
+      }
+    }
+    if (!found) {
+      return FieldError(spec.At("completesWith"), "must name a task or a pod (<task>-<index>)");
+    }
+  }
+  return Status::Ok();
+}
+
+// spec.mpi, an MPI job (Kubeflow's MPIJob): its launcher task runs mpirun over the other tasks'
+// pods, reached through tessera exec (the agent gives it a hostfile and an rsh agent).
+Status CheckMpi(Fields& spec, const JobSpec& job) {
+  if (const json* mpi = spec.Get("mpi")) {
+    Fields m(*mpi, spec.At("mpi"), false);
+    std::string launcher;
+    int64_t slots = 1;
+    TESSERA_RETURN_IF_ERROR(m.String("launcher", &launcher, true));
+    TESSERA_RETURN_IF_ERROR(m.Int("slotsPerWorker", &slots, 1, 1024));
+    TESSERA_RETURN_IF_ERROR(m.Finish());
+    auto it = std::find_if(job.tasks.begin(), job.tasks.end(),
+                           [&](const TaskRun& t) { return t.name == launcher; });
+    if (it == job.tasks.end() || it->replicas != 1) {
+      return FieldError(m.At("launcher"), "must name a task of one replica");
+    }
+    if (job.tasks.size() < 2) return FieldError(m.At("launcher"), "needs workers: another task");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<JobSpec> DecodeJob(const json& obj) {
   JobSpec job;
   core::Workload& w = job.workload;
@@ -384,74 +502,10 @@ Result<JobSpec> DecodeJob(const json& obj) {
   if (tasks->size() > 64) return FieldError(tpath, "at most 64 tasks");
   int64_t total = 0;
   for (size_t i = 0; i < tasks->size(); ++i) {
-    Fields t((*tasks)[i], Index(tpath, i), false);
     TaskRun run;
     core::PodSet set;
-    TESSERA_RETURN_IF_ERROR(t.String("name", &run.name, true));
-    TESSERA_RETURN_IF_ERROR(ValidateName(run.name, true, t.At("name")));
-    for (const TaskRun& other : job.tasks) {
-      if (other.name == run.name)
-        return FieldError(t.At("name"), "duplicate task \"" + run.name + "\"");
-    }
-    int64_t replicas = 1, retries = 0, task_min = 0;
-    TESSERA_RETURN_IF_ERROR(t.Int("replicas", &replicas, 1, 10'000));
-    TESSERA_RETURN_IF_ERROR(t.Int("minMember", &task_min, 0, 10'000));
-    if (task_min > replicas) {
-      return FieldError(t.At("minMember"), "is " + std::to_string(task_min) +
-                                               ", more than the task's " +
-                                               std::to_string(replicas) + " replicas");
-    }
-    set.min_count = static_cast<int32_t>(task_min);
-    TESSERA_RETURN_IF_ERROR(t.String("image", &run.image));
-    TESSERA_RETURN_IF_ERROR(t.StringList("command", &run.command));
-    TESSERA_RETURN_IF_ERROR(t.StringList("args", &run.args));
-    TESSERA_RETURN_IF_ERROR(t.StringMap("env", &run.env));
-    int restart = 0;
-    TESSERA_RETURN_IF_ERROR(t.Enum("restartPolicy", {"Never", "OnFailure", "Always"}, &restart));
-    run.restart_policy = std::vector<std::string>{"Never", "OnFailure", "Always"}[restart];
-    TESSERA_RETURN_IF_ERROR(t.Int("maxRetries", &retries, 0, INT32_MAX));
-    if (const json* policy = t.Get("podFailurePolicy"); policy != nullptr && !policy->is_null()) {
-      // As a batch/v1 Job's translation writes it: {container, rules}.
-      json rules = *policy;
-      const json container =
-          rules.is_object() && rules.contains("container") ? rules["container"] : json("main");
-      if (!container.is_string()) {
-        return FieldError(t.At("podFailurePolicy") + ".container", "must be a container name");
-      }
-      if (rules.is_object()) rules.erase("container");
-      auto checked = CheckPodFailurePolicy(
-          rules, t.At("podFailurePolicy"), json::array({{{"name", container}}}), run.restart_policy,
-          t.At("restartPolicy"), spec.Get("backoffLimitPerIndex") != nullptr);
-      if (!checked.ok()) return checked.status();
-    }
-    constexpr int64_t kMaxId = (int64_t{1} << 31) - 2;  // uid_t, without (uid_t)-1
-    TESSERA_RETURN_IF_ERROR(t.Int("runAsUser", &run.run_as_user, 0, kMaxId));
-    TESSERA_RETURN_IF_ERROR(t.Int("runAsGroup", &run.run_as_group, 0, kMaxId));
-    run.replicas = static_cast<int32_t>(replicas);
-    run.max_retries = static_cast<int32_t>(retries);
-    set.name = run.name;
-    set.count = run.replicas;
-    set.pod.name = run.name;
-    ResourceList limits, requests;
-    if (const json* res = t.Get("resources")) {
-      Fields r(*res, t.At("resources"), false);
-      TESSERA_RETURN_IF_ERROR(r.StringMap("limits", &limits, true));
-      TESSERA_RETURN_IF_ERROR(r.StringMap("requests", &requests, true));
-      TESSERA_RETURN_IF_ERROR(r.Finish());
-    }
-    TESSERA_RETURN_IF_ERROR(ApplyContainerResources(limits, requests, t.At("resources"), &set.pod));
-    TESSERA_RETURN_IF_ERROR(t.StringMap("nodeSelector", &set.pod.node_selector));
-    auto tols = DecodeTolerations(t, "tolerations");
-    if (!tols.ok()) return tols.status();
-    set.pod.tolerations = std::move(tols).value();
-    TESSERA_RETURN_IF_ERROR(t.StringList("gpuModels", &set.pod.gpu_models));
-    if (const json* affinity = t.Get("affinity")) {
-      TESSERA_RETURN_IF_ERROR(DecodeNodeAffinity(*affinity, t.At("affinity"), &set.pod));
-    }
-    TESSERA_RETURN_IF_ERROR(DecodeRunFields(t));
-    TESSERA_RETURN_IF_ERROR(t.Finish());
-    if (Status s = core::ValidatePodSpec(set.pod); !s.ok())
-      return FieldError(t.path(), s.message());
+    TESSERA_RETURN_IF_ERROR(DecodeTask((*tasks)[i], tpath, i, spec, job, &run, &set));
+    const int64_t replicas = run.replicas;
     total += replicas;
     if (total > kMaxJobPods) {
       return FieldError(tpath, "more than " + std::to_string(kMaxJobPods) +
@@ -467,37 +521,8 @@ Result<JobSpec> DecodeJob(const json& obj) {
   TESSERA_RETURN_IF_ERROR(spec.Int("ttlSecondsAfterFinished", &ttl_s, 0, 10LL * 365 * 86400));
   bool tf_config = false;
   TESSERA_RETURN_IF_ERROR(spec.Bool("tfConfig", &tf_config));
-  // The task (every pod of it) or the one pod whose success is the Job's: the others stop then.
-  std::string completes_with;
-  TESSERA_RETURN_IF_ERROR(spec.String("completesWith", &completes_with));
-  if (!completes_with.empty()) {
-    bool found = false;
-    for (const TaskRun& t : job.tasks) {
-      found = found || t.name == completes_with;
-      for (int32_t r = 0; r < t.replicas && !found; ++r) {
-        found = completes_with == t.name + "-" + std::to_string(r);
-      }
-    }
-    if (!found) {
-      return FieldError(spec.At("completesWith"), "must name a task or a pod (<task>-<index>)");
-    }
-  }
-  // An MPI job (Kubeflow's MPIJob): its launcher task runs mpirun over the other tasks' pods,
-  // reached through tessera exec (the agent gives it a hostfile and an rsh agent).
-  if (const json* mpi = spec.Get("mpi")) {
-    Fields m(*mpi, spec.At("mpi"), false);
-    std::string launcher;
-    int64_t slots = 1;
-    TESSERA_RETURN_IF_ERROR(m.String("launcher", &launcher, true));
-    TESSERA_RETURN_IF_ERROR(m.Int("slotsPerWorker", &slots, 1, 1024));
-    TESSERA_RETURN_IF_ERROR(m.Finish());
-    auto it = std::find_if(job.tasks.begin(), job.tasks.end(),
-                           [&](const TaskRun& t) { return t.name == launcher; });
-    if (it == job.tasks.end() || it->replicas != 1) {
-      return FieldError(m.At("launcher"), "must name a task of one replica");
-    }
-    if (job.tasks.size() < 2) return FieldError(m.At("launcher"), "needs workers: another task");
-  }
+  TESSERA_RETURN_IF_ERROR(CheckCompletesWith(spec, job));
+  TESSERA_RETURN_IF_ERROR(CheckMpi(spec, job));
   TESSERA_RETURN_IF_ERROR(DecodeArray(spec, &job));
   if (w.min_member > total) {
     return FieldError(spec.At("minMember"), "is " + std::to_string(w.min_member) +
