@@ -265,6 +265,74 @@ std::optional<Result<ProcessSpec>> Worker::PreparePod(PodState& p) {
   return std::optional<Result<ProcessSpec>>(std::move(spec));
 }
 
+void Worker::DecideOutcome(json* job_ptr, const std::vector<PodState*>& written) {
+  json& job = *job_ptr;
+  json& status = job["status"];
+  const json& pods = status["pods"];
+  // The Job's outcome: failed as soon as a pod failed for good, succeeded when all did. An
+  // array's outcome is the server's: it counts each task as it ends.
+  const bool array = api::IsArrayJob(job);
+  const PodState* failed = nullptr;
+  const PodState* succeeded = nullptr;
+  for (const PodState* p : written) {
+    const std::string phase = p->state.value("phase", "");
+    if (phase == "Failed" && failed == nullptr) failed = p;
+    if (phase == "Succeeded") succeeded = p;
+  }
+  // When a Job ends it releases its devices: accounting charges up to finishedAt.
+  const json finished_at = (failed != nullptr      ? failed
+                            : succeeded != nullptr ? succeeded
+                                                   : written[0])
+                               ->state.value("finishedAt", json());
+  // A Job that completes with one task or pod (an MPI launcher, a TensorFlow chief) ends when
+  // it has succeeded; the rest (workers, parameter servers) stop then.
+  const std::string completes_with = Str(Member(job, "spec"), "completesWith");
+  bool completed = !completes_with.empty() && succeeded != nullptr;
+  for (const json& pod : pods) {
+    const std::string name = pod.is_object() ? Str(pod, "name") : "";
+    if (completed &&
+        (name == completes_with || name.substr(0, name.rfind('-')) == completes_with)) {
+      completed = Str(Member(pod, "state"), "phase") == "Succeeded";
+    }
+  }
+  if (completed && !array) {
+    status["phase"] = "Succeeded";
+    status["finishedAt"] = finished_at;
+    status["message"] = completes_with + " succeeded";
+  } else if (failed != nullptr && !array) {
+    const json& st = failed->state;
+    status["phase"] = "Failed";
+    status["finishedAt"] = finished_at;
+    // Failed by a podFailurePolicy rule, or retried up to its limit (a batch Job's
+    // backoffLimit): Kubernetes' reasons.
+    if (Str(st, "reason") == "PodFailurePolicy") {
+      status["reason"] = "PodFailurePolicy";
+    } else if (failed->assignment.max_retries > 0) {
+      status["reason"] = "BackoffLimitExceeded";
+    }
+    status["message"] =
+        Str(st, "reason") == "PodFailurePolicy"
+            ? Str(st, "message")
+            : "pod " + failed->assignment.pod + " failed: " +
+                  (st.contains("message") ? st["message"].get<std::string>()
+                   : st.contains("signal")
+                       ? "killed by signal " + std::to_string(st["signal"].get<int>())
+                       : "exit code " + std::to_string(st.value("exitCode", 0)));
+  } else if (!array) {
+    bool all = true;
+    for (const json& pod : pods) {
+      if (pod.is_object() && pod.value("state", json::object()).value("phase", "") != "Succeeded") {
+        all = false;
+      }
+    }
+    if (all) {
+      status["phase"] = "Succeeded";
+      status["finishedAt"] = finished_at;
+      status["message"] = "all pods succeeded";
+    }
+  }
+}
+
 Status Worker::Report(const std::vector<PodState*>& group) {
   if (group.empty()) return Status::Ok();
   const std::string path = JobPath(group[0]->assignment);
@@ -315,69 +383,7 @@ Status Worker::Report(const std::vector<PodState*>& group) {
       written.push_back(p);
     }
     if (written.empty()) return Status::Ok();
-    // The Job's outcome: failed as soon as a pod failed for good, succeeded when all did. An
-    // array's outcome is the server's: it counts each task as it ends.
-    const bool array = api::IsArrayJob(job);
-    const PodState* failed = nullptr;
-    const PodState* succeeded = nullptr;
-    for (const PodState* p : written) {
-      const std::string phase = p->state.value("phase", "");
-      if (phase == "Failed" && failed == nullptr) failed = p;
-      if (phase == "Succeeded") succeeded = p;
-    }
-    // When a Job ends it releases its devices: accounting charges up to finishedAt.
-    const json finished_at = (failed != nullptr      ? failed
-                              : succeeded != nullptr ? succeeded
-                                                     : written[0])
-                                 ->state.value("finishedAt", json());
-    // A Job that completes with one task or pod (an MPI launcher, a TensorFlow chief) ends when
-    // it has succeeded; the rest (workers, parameter servers) stop then.
-    const std::string completes_with = Str(Member(job, "spec"), "completesWith");
-    bool completed = !completes_with.empty() && succeeded != nullptr;
-    for (const json& pod : pods) {
-      const std::string name = pod.is_object() ? Str(pod, "name") : "";
-      if (completed &&
-          (name == completes_with || name.substr(0, name.rfind('-')) == completes_with)) {
-        completed = Str(Member(pod, "state"), "phase") == "Succeeded";
-      }
-    }
-    if (completed && !array) {
-      status["phase"] = "Succeeded";
-      status["finishedAt"] = finished_at;
-      status["message"] = completes_with + " succeeded";
-    } else if (failed != nullptr && !array) {
-      const json& st = failed->state;
-      status["phase"] = "Failed";
-      status["finishedAt"] = finished_at;
-      // Failed by a podFailurePolicy rule, or retried up to its limit (a batch Job's
-      // backoffLimit): Kubernetes' reasons.
-      if (Str(st, "reason") == "PodFailurePolicy") {
-        status["reason"] = "PodFailurePolicy";
-      } else if (failed->assignment.max_retries > 0) {
-        status["reason"] = "BackoffLimitExceeded";
-      }
-      status["message"] =
-          Str(st, "reason") == "PodFailurePolicy"
-              ? Str(st, "message")
-              : "pod " + failed->assignment.pod + " failed: " +
-                    (st.contains("message") ? st["message"].get<std::string>()
-                     : st.contains("signal")
-                         ? "killed by signal " + std::to_string(st["signal"].get<int>())
-                         : "exit code " + std::to_string(st.value("exitCode", 0)));
-    } else if (!array) {
-      bool all = true;
-      for (const json& pod : pods) {
-        if (pod.is_object() &&
-            pod.value("state", json::object()).value("phase", "") != "Succeeded") {
-          all = false;
-        }
-      }
-      if (all) {
-        status["phase"] = "Succeeded";
-        status["finishedAt"] = finished_at;
-        status["message"] = "all pods succeeded";
-      }
-    }
+    DecideOutcome(&job, written);
     auto put = api_.Call("PUT", path, job.dump(), "application/json");
     if (!put.ok()) return put.status();
     if (put->status == 200) {

@@ -133,6 +133,10 @@ class Worker {
   // Writes the states of `group`, pods of one Job whose state changed since reported, into the
   // Job in one write, with the Job's outcome when they decide it.
   Status Report(const std::vector<PodState*>& group);
+  // The Job's outcome from the states of its pods here just `written` into `job`'s status: failed
+  // as soon as a pod failed for good, succeeded when all did (or the pod it completes with); an
+  // array's outcome is the server's.
+  static void DecideOutcome(nlohmann::json* job, const std::vector<PodState*>& written);
   Status ShipLogs(PodState& p);
   // The stages of a Tick. Sync: what this round read, as the base of its reports, the pods bound
   // here (`wanted`; those to start), and the stop of what is no longer bound here.
