@@ -73,6 +73,74 @@ std::string Kubeconfig(const std::string& url, const std::string& ca, const std:
   return cfg.dump(2) + "\n";  // JSON is YAML
 }
 
+// The dev node's agent: named dev, labelled, advertised on loopback.
+AgentOptions DevAgentOptions(const DevOptions& o) {
+  AgentOptions ao;
+  ao.name = "dev";
+  ao.work_dir = o.data_dir + "/agent";
+  ao.heartbeat_seconds = 5;
+  ao.labels = "tessera.io/dev=true";
+  ao.fake_gpus = o.fake_gpus;
+  ao.nvml_library = o.nvml_library;
+  ao.container_runtime = o.container_runtime;
+  ao.share_isolation = o.share_isolation;
+  ao.advertise_address = "127.0.0.1";  // one machine
+  return ao;
+}
+
+// Prepares the agent on this machine's GPUs, or on simulated ones when NVML finds none (said on
+// `out`). Non-zero: the exit code.
+int PrepareDevAgent(AgentOptions* ao, AgentSetup* setup, std::ostream& out, std::ostream& err) {
+  std::ostringstream agent_err;
+  if (ao->fake_gpus.empty() && PrepareAgent(*ao, setup, agent_err) != 0) {
+    out << "no GPU found through NVML (" << agent_err.str().substr(0, agent_err.str().size() - 1)
+        << "): simulating 8xH100-80GB; the node is labelled tessera.io/simulated=true\n";
+    ao->fake_gpus = "8xH100-80GB";
+  }
+  if (!ao->fake_gpus.empty()) {
+    *setup = AgentSetup();
+    return PrepareAgent(*ao, setup, err);
+  }
+  return 0;
+}
+
+// The node token of the agent of node `node`, made with the admin's.
+Result<std::string> AgentToken(server::ApiServer& api, const std::string& admin,
+                               const std::string& node) {
+  server::HttpRequest req;
+  req.method = "POST";
+  req.path = "/apis/tessera.io/v1/tokens";
+  req.authorization = "Bearer " + admin;
+  req.body = json{{"role", "agent"}, {"node", node}}.dump();
+  const server::HttpResponse made = api.Handle(req);
+  if (made.status != 201) return Internal(made.body);
+  return json::parse(made.body)["token"].get<std::string>();
+}
+
+// ~/.tessera/config for the tessera commands, and ~/.tessera/kubeconfig for kubectl (with TLS).
+void WriteClientConfigs(const std::string& addr, const std::string& ca, const std::string& admin,
+                        std::ostream& out, std::ostream& err) {
+  const char* home = std::getenv("HOME");
+  const std::string dir = std::string(home ? home : ".") + "/.tessera";
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  std::string config = "server: " + addr + "\ntoken: " + admin + "\n";
+  if (!ca.empty()) config += "ca: " + ca + "\n";
+  if (server::WriteFileDurably(dir + "/config", config, 0600).ok()) {
+    out << "wrote " << dir << "/config (server and admin token for the tessera commands)\n";
+  } else {
+    err << "warning: cannot write " << dir << "/config\n";
+  }
+  if (!ca.empty()) {
+    if (server::WriteFileDurably(dir + "/kubeconfig", Kubeconfig(addr, ca, admin), 0600).ok()) {
+      out << "wrote " << dir << "/kubeconfig (for kubectl: KUBECONFIG=" << dir
+          << "/kubeconfig kubectl get nodes)\n";
+    } else {
+      err << "warning: cannot write " << dir << "/kubeconfig\n";
+    }
+  }
+}
+
 }  // namespace
 
 int RunDev(const DevOptions& o, std::ostream& out, std::ostream& err) {
@@ -111,46 +179,22 @@ int RunDev(const DevOptions& o, std::ostream& out, std::ostream& err) {
   }
   std::string admin;
   std::getline(std::ifstream(o.data_dir + "/server/admin.token"), admin);
-  server::ApiServer* handler = cp.api.get();
   const std::string addr =
       (ca.empty() ? "" : "https://") + http.host + ":" + std::to_string(cp.http->port());
 
   // The agent: this machine's GPUs, or simulated ones.
-  AgentOptions ao;
-  ao.name = "dev";
-  ao.work_dir = o.data_dir + "/agent";
-  ao.heartbeat_seconds = 5;
-  ao.labels = "tessera.io/dev=true";
-  ao.fake_gpus = o.fake_gpus;
-  ao.nvml_library = o.nvml_library;
-  ao.container_runtime = o.container_runtime;
-  ao.share_isolation = o.share_isolation;
-  ao.advertise_address = "127.0.0.1";  // one machine
+  AgentOptions ao = DevAgentOptions(o);
   AgentSetup setup;
-  std::ostringstream agent_err;
-  if (ao.fake_gpus.empty() && PrepareAgent(ao, &setup, agent_err) != 0) {
-    out << "no GPU found through NVML (" << agent_err.str().substr(0, agent_err.str().size() - 1)
-        << "): simulating 8xH100-80GB; the node is labelled tessera.io/simulated=true\n";
-    ao.fake_gpus = "8xH100-80GB";
-  }
-  if (!ao.fake_gpus.empty()) {
-    setup = AgentSetup();
-    if (int code = PrepareAgent(ao, &setup, err); code != 0) return code;
-  }
-  server::HttpRequest token_req;
-  token_req.method = "POST";
-  token_req.path = "/apis/tessera.io/v1/tokens";
-  token_req.authorization = "Bearer " + admin;
-  token_req.body = json{{"role", "agent"}, {"node", ao.name}}.dump();
-  const server::HttpResponse token = handler->Handle(token_req);
-  if (token.status != 201) {
-    err << "error: cannot make the agent's token: " << token.body << "\n";
+  if (int code = PrepareDevAgent(&ao, &setup, out, err); code != 0) return code;
+  auto agent_token = AgentToken(*cp.api, admin, ao.name);
+  if (!agent_token.ok()) {
+    err << "error: cannot make the agent's token: " << agent_token.status().message() << "\n";
     return 1;
   }
   Endpoint ep;
   ep.host = http.host;
   ep.port = std::to_string(cp.http->port());
-  ep.token = json::parse(token.body)["token"];
+  ep.token = *agent_token;
   ep.tls = !ca.empty();
   ep.ca_file = ca;
   // Written once to stop the agent (and then left readable).
@@ -169,27 +213,7 @@ int RunDev(const DevOptions& o, std::ostream& out, std::ostream& err) {
     }
   });
 
-  if (o.write_config) {
-    const char* home = std::getenv("HOME");
-    const std::string dir = std::string(home ? home : ".") + "/.tessera";
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    std::string config = "server: " + addr + "\ntoken: " + admin + "\n";
-    if (!ca.empty()) config += "ca: " + ca + "\n";
-    if (server::WriteFileDurably(dir + "/config", config, 0600).ok()) {
-      out << "wrote " << dir << "/config (server and admin token for the tessera commands)\n";
-    } else {
-      err << "warning: cannot write " << dir << "/config\n";
-    }
-    if (!ca.empty()) {
-      if (server::WriteFileDurably(dir + "/kubeconfig", Kubeconfig(addr, ca, admin), 0600).ok()) {
-        out << "wrote " << dir << "/kubeconfig (for kubectl: KUBECONFIG=" << dir
-            << "/kubeconfig kubectl get nodes)\n";
-      } else {
-        err << "warning: cannot write " << dir << "/kubeconfig\n";
-      }
-    }
-  }
+  if (o.write_config) WriteClientConfigs(addr, ca, admin, out, err);
   out << "listening on " << addr << "\n"
       << "state in " << o.data_dir << "; try:\n"
       << "  tessera apply -f tests/data/seeds/01-pod-gpu-training.yaml\n"
