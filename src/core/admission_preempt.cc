@@ -420,12 +420,8 @@ bool CycleRun::TryPreempt(size_t idx, const Attempt& attempt, std::string* reaso
 }
 
 bool CycleRun::PreemptIn(size_t idx, size_t ci, const Attempt& attempt, std::string* reason) {
-  const Workload& w = pending_[idx];
   const PendingInfo& p = info_[idx];
   const int q = p.queue;
-  const PreemptionPolicy& pol = tree_.queue(q).preemption;
-  const int root = root_[q];
-  const bool may_reclaim = root >= 0 && pol.reclaim_within_cohort != ReclaimPreemption::kNever;
   const int shape = ShapeOf(idx);
   const Combo& combo = Combos(idx)[ci];
   GangPods pods;
@@ -448,7 +444,58 @@ bool CycleRun::PreemptIn(size_t idx, size_t ci, const Attempt& attempt, std::str
   for (size_t i = 0; i < s.charge.parts.size() && !any_short; ++i) {
     s.needs[i] = s.charge.parts[i].amount > 0 ? 1 : 0;
   }
-  // Kueue's findCandidates. Within the queue, per withinClusterQueue (skipped when no running
+  std::vector<Cand> cands = FindCandidates(idx, s);
+  if (cands.empty()) return false;
+  // Quota alone, with every candidate gone: when it does not fit then, no set of victims
+  // helps (checked on the quota tree only, no placement moved).
+  for (const Cand& c : cands) ChargeHolder(holders_[c.holder], -1);
+  const bool quota_possible = QuotaFits(idx, combo, p.lower);
+  for (const Cand& c : cands) ChargeHolder(holders_[c.holder], +1);
+  if (!quota_possible) return false;
+  const std::string key = FailureKey(shape, combo);
+  if (!FitsWhenAllEnd(idx, key, pods)) return false;
+  // Kueue's candidatesOrdering: other queues' work before the own queue's, lowest priority,
+  // most recently admitted; then fewest pods, most recently created, name.
+  std::sort(cands.begin(), cands.end(), [&](const Cand& a, const Cand& b) {
+    const Holder& x = holders_[a.holder];
+    const Holder& y = holders_[b.holder];
+    const bool xo = x.queue != q, yo = y.queue != q;
+    if (xo != yo) return xo;
+    if (x.priority != y.priority) return x.priority < y.priority;
+    if (x.admitted_ms != y.admitted_ms) return x.admitted_ms > y.admitted_ms;
+    if (x.pods != y.pods) return x.pods < y.pods;
+    if (x.w->created_ms != y.w->created_ms) return x.w->created_ms > y.w->created_ms;
+    return x.w->name < y.w->name;
+  });
+  // Known when admission found no room for this choice, or a workload of the same shape did
+  // (when quota stopped this one before it looked).
+  const bool no_room =
+      (ci < attempt.no_room.size() && attempt.no_room[ci]) || KnownFailure(idx, key) != nullptr;
+  auto fresh = [&] {
+    s.removed.clear();
+    s.gained.clear();
+    s.fit_nodes.clear();
+    s.known_no_room = no_room;
+    // What the workload needs of quota: its request's lower bound, raised to what a simulated
+    // placement actually charged (a MIG slice or a memory share charges more than its bound).
+    s.need = p.lower;
+  };
+  fresh();
+  if (!FindTargets(idx, s, cands, fresh)) return false;
+  CommitPreemption(idx, combo, s, reason);
+  return true;
+}
+
+// Kueue's findCandidates: the running work the workload may preempt under the search's flavor
+// choice.
+std::vector<CycleRun::Cand> CycleRun::FindCandidates(size_t idx, const Search& s) {
+  const Workload& w = pending_[idx];
+  const PendingInfo& p = info_[idx];
+  const int q = p.queue;
+  const PreemptionPolicy& pol = tree_.queue(q).preemption;
+  const int root = root_[q];
+  const bool may_reclaim = root >= 0 && pol.reclaim_within_cohort != ReclaimPreemption::kNever;
+  // Within the queue, per withinClusterQueue (skipped when no running
   // work of the queue has a priority low enough).
   const bool within_any = pol.within_queue == WithinQueuePreemption::kLowerOrNewerEqualPriority
                               ? min_running_priority_[q] <= p.priority
@@ -500,42 +547,18 @@ bool CycleRun::PreemptIn(size_t idx, size_t ci, const Attempt& attempt, std::str
   if (!w.yields_to.empty()) {
     std::erase_if(cands, [&](const Cand& c) { return holders_[c.holder].w->name == w.yields_to; });
   }
-  if (cands.empty()) return false;
-  // Quota alone, with every candidate gone: when it does not fit then, no set of victims
-  // helps (checked on the quota tree only, no placement moved).
-  for (const Cand& c : cands) ChargeHolder(holders_[c.holder], -1);
-  const bool quota_possible = QuotaFits(idx, combo, p.lower);
-  for (const Cand& c : cands) ChargeHolder(holders_[c.holder], +1);
-  if (!quota_possible) return false;
-  const std::string key = FailureKey(shape, combo);
-  if (!FitsWhenAllEnd(idx, key, pods)) return false;
-  // Kueue's candidatesOrdering: other queues' work before the own queue's, lowest priority,
-  // most recently admitted; then fewest pods, most recently created, name.
-  std::sort(cands.begin(), cands.end(), [&](const Cand& a, const Cand& b) {
-    const Holder& x = holders_[a.holder];
-    const Holder& y = holders_[b.holder];
-    const bool xo = x.queue != q, yo = y.queue != q;
-    if (xo != yo) return xo;
-    if (x.priority != y.priority) return x.priority < y.priority;
-    if (x.admitted_ms != y.admitted_ms) return x.admitted_ms > y.admitted_ms;
-    if (x.pods != y.pods) return x.pods < y.pods;
-    if (x.w->created_ms != y.w->created_ms) return x.w->created_ms > y.w->created_ms;
-    return x.w->name < y.w->name;
-  });
-  // Known when admission found no room for this choice, or a workload of the same shape did
-  // (when quota stopped this one before it looked).
-  const bool no_room =
-      (ci < attempt.no_room.size() && attempt.no_room[ci]) || KnownFailure(idx, key) != nullptr;
-  auto fresh = [&] {
-    s.removed.clear();
-    s.gained.clear();
-    s.fit_nodes.clear();
-    s.known_no_room = no_room;
-    // What the workload needs of quota: its request's lower bound, raised to what a simulated
-    // placement actually charged (a MIG slice or a memory share charges more than its bound).
-    s.need = p.lower;
-  };
-  fresh();
+  return cands;
+}
+
+// Kueue's GetTargets: the victims among `cands` that make room, left removed in `s` (`fresh`
+// starts the search again).
+bool CycleRun::FindTargets(size_t idx, Search& s, const std::vector<Cand>& cands,
+                           const std::function<void()>& fresh) {
+  const PendingInfo& p = info_[idx];
+  const int q = p.queue;
+  const PreemptionPolicy& pol = tree_.queue(q).preemption;
+  const bool kube = pol.style == PreemptionStyle::kKubeScheduler;
+  const GangPods& pods = *s.pods;
   std::vector<Cand> same_queue;
   for (const Cand& c : cands) {
     if (holders_[c.holder].queue == q) same_queue.push_back(c);
@@ -561,7 +584,6 @@ bool CycleRun::PreemptIn(size_t idx, size_t ci, const Attempt& attempt, std::str
     }
   }
   const bool may_borrow_after = within_nominal || threshold || c_.options_.fair_sharing;
-  // Kueue's GetTargets.
   bool fits = false;
   if (kube) {
     fits = pods.size() == 1 ? KubeNodeVictims(s, cands)
@@ -591,7 +613,17 @@ bool CycleRun::PreemptIn(size_t idx, size_t ci, const Attempt& attempt, std::str
       }
     }
   }
-  if (!fits) return false;
+  return fits;
+}
+
+// The preemption found: the victims' quota and devices pass to the preemptor, each victim gets
+// its reason, and `reason` says what was preempted.
+void CycleRun::CommitPreemption(size_t idx, const Combo& combo, const Search& s,
+                                std::string* reason) {
+  const Workload& w = pending_[idx];
+  const PendingInfo& p = info_[idx];
+  const int q = p.queue;
+  const bool kube = tree_.queue(q).preemption.style == PreemptionStyle::kKubeScheduler;
   // The victims' devices stay busy until they have stopped, so no one else may be placed
   // there in this cycle; their quota passes to the preemptor, which holds it (nominated) so
   // that later workloads neither take it nor preempt again for the same room.
@@ -612,35 +644,33 @@ bool CycleRun::PreemptIn(size_t idx, size_t ci, const Attempt& attempt, std::str
     pr.reason = "preempted by " + w.name + " (" +
                 (kube ? "" : "queue " + tree_.queue(q).name + ", ") + PriorityText(p.priority) +
                 "): ";
-    switch (c.cause) {
-      case PreemptionCause::kPreemptionByScheduler:
-        pr.reason += "higher priority (kube-scheduler's default preemption)";
-        break;
-      case PreemptionCause::kInClusterQueue:
-        pr.reason += h.priority < p.priority ? "higher priority in the same queue"
-                                             : "older workload of equal priority in the same "
-                                               "queue";
-        break;
-      case PreemptionCause::kInCohortReclamation:
-        pr.reason +=
-            "reclaiming quota that queue " + tree_.queue(h.queue).name + " borrowed in the cohort";
-        break;
-      case PreemptionCause::kInCohortReclaimWhileBorrowing:
-        pr.reason += "lower-priority work of queue " + tree_.queue(h.queue).name +
-                     " borrowing in the cohort (borrowWithinCohort)";
-        break;
-      case PreemptionCause::kInCohortFairSharing:
-        pr.reason += "fair sharing in the cohort: queue " + tree_.queue(h.queue).name +
-                     " holds a larger share";
-        break;
-      case PreemptionCause::kClusterQueueStopped:
-        break;  // not a preemption: Run drains stopped queues itself
-    }
+    pr.reason += CauseText(c.cause, h, p.priority);
     names += (count++ ? ", " : "") + h.w->name;
   }
   *reason = "preempting " + std::to_string(count) + " workload" + (count == 1 ? "" : "s") +
             " to make room (" + names + "); " + *reason;
-  return true;
+}
+
+// Why a victim was preempted, after "preempted by <preemptor> (...): ".
+std::string CycleRun::CauseText(PreemptionCause cause, const Holder& h, int32_t priority) const {
+  switch (cause) {
+    case PreemptionCause::kPreemptionByScheduler:
+      return "higher priority (kube-scheduler's default preemption)";
+    case PreemptionCause::kInClusterQueue:
+      return h.priority < priority ? "higher priority in the same queue"
+                                   : "older workload of equal priority in the same queue";
+    case PreemptionCause::kInCohortReclamation:
+      return "reclaiming quota that queue " + tree_.queue(h.queue).name + " borrowed in the cohort";
+    case PreemptionCause::kInCohortReclaimWhileBorrowing:
+      return "lower-priority work of queue " + tree_.queue(h.queue).name +
+             " borrowing in the cohort (borrowWithinCohort)";
+    case PreemptionCause::kInCohortFairSharing:
+      return "fair sharing in the cohort: queue " + tree_.queue(h.queue).name +
+             " holds a larger share";
+    case PreemptionCause::kClusterQueueStopped:
+      break;  // not a preemption: Run drains stopped queues itself
+  }
+  return "";
 }
 
 }  // namespace tessera::core::cycle

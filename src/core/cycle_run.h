@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -265,6 +266,13 @@ class CycleRun {
     std::vector<NodeId> gained;
     bool known_no_room = false;
   };
+  // The stages of PreemptIn: the candidates (Kueue's findCandidates), the victims among them
+  // (GetTargets; `fresh` starts the search again), and the preemption recorded.
+  std::vector<Cand> FindCandidates(size_t idx, const Search& s);
+  bool FindTargets(size_t idx, Search& s, const std::vector<Cand>& cands,
+                   const std::function<void()>& fresh);
+  void CommitPreemption(size_t idx, const Combo& combo, const Search& s, std::string* reason);
+  std::string CauseText(PreemptionCause cause, const Holder& h, int32_t priority) const;
   // Whether the holder is charged for a flavor/resource the search needs.
   bool UsesNeeded(const Holder& h, const Search& s) const;
   // Whether the queue (in a cohort) borrows a flavor/resource the search needs.
