@@ -114,7 +114,7 @@ HttpResponse ApiServer::Logs(const HttpRequest& req, const std::string& ns, cons
     }
   }
   options.timestamps = QueryFlag(req, "timestamps");
-  options.runs = QueryFlag(req, "previous") ? LogStore::Runs::kPrevious : runs;
+  options.runs = runs;
   // A previous run is over: there is nothing to follow.
   const bool follow = options.runs != LogStore::Runs::kPrevious && req.query.contains("follow") &&
                       (req.query.at("follow") == "1" || req.query.at("follow") == "true");

@@ -196,9 +196,9 @@ HttpResponse ApiServer::PodLog(const HttpRequest& req, const Principal& who, con
     }
   }
   // A pod that has ended has all its output: following it returns at once, as kubectl logs -f
-  // does for a completed pod. So does a previous run's.
+  // does for a completed pod (Logs follows no previous run either).
   const bool previous = QueryFlag(req, "previous");
-  if (phase == "Succeeded" || phase == "Failed" || previous) inner.query.erase("follow");
+  if (phase == "Succeeded" || phase == "Failed") inner.query.erase("follow");
   // As the kubelet: the container's current run, or the one before it.
   if (previous) {
     LogStore::Position end;

@@ -145,7 +145,9 @@ HttpResponse ApiServer::TesseraObjects(const HttpRequest& req, const Principal& 
       if (Status s = AuthorizeLogs(req, who, *route->ns, *route->name); !s.ok()) {
         return Error(s);
       }
-      return Logs(req, *route->ns, *route->name);
+      // All runs of each pod's container, or with ?previous the run before the current one.
+      return Logs(req, *route->ns, *route->name,
+                  QueryFlag(req, "previous") ? LogStore::Runs::kPrevious : LogStore::Runs::kAll);
     }
   }
   auto route = ParseRoute(req.path);
