@@ -69,58 +69,6 @@ bool ServedPath(std::string_view path) {
          (parts.size() >= 3 && parts[0] == "api" && parts[2] == "nodes");
 }
 
-// What an agent may change in a bound Job's status: the state of the pods bound to its node,
-// and the Job's outcome (phase Succeeded or Failed, message, reason, finishedAt). Everything else
-// must be as stored.
-Status CheckAgentStatus(const Principal& p, const json& stored, const json& wanted) {
-  const json& old_status = Member(stored, "status");
-  const json& new_status = Member(wanted, "status");
-  auto deny = [&](const std::string& field) {
-    return PermissionDenied("status." + field + ": an agent reports only the state of pods on " +
-                            p.node + " and the job's outcome");
-  };
-  std::set<std::string> keys;
-  if (old_status.is_object()) {
-    for (const auto& [key, v] : old_status.items()) keys.insert(key);
-  }
-  if (new_status.is_object()) {
-    for (const auto& [key, v] : new_status.items()) keys.insert(key);
-  }
-  for (const std::string& key : keys) {
-    if (key == "message" || key == "finishedAt") continue;
-    if (key == "reason") {
-      // Why it failed (BackoffLimitExceeded): written with a Failed outcome only.
-      if (Member(old_status, "reason") != Member(new_status, "reason") &&
-          Member(new_status, "phase") != "Failed") {
-        return deny(key);
-      }
-      continue;
-    }
-    const json& a = Member(old_status, key.c_str());
-    const json& b = Member(new_status, key.c_str());
-    if (key == "phase") {
-      if (a != b && b != "Succeeded" && b != "Failed") return deny("phase");
-      continue;
-    }
-    if (key != "pods") {
-      if (a != b) return deny(key);
-      continue;
-    }
-    if (!a.is_array() || !b.is_array() || a.size() != b.size()) return deny("pods");
-    for (size_t i = 0; i < a.size(); ++i) {
-      if (a[i] == b[i]) continue;
-      if (!a[i].is_object() || !b[i].is_object() || Str(a[i], "node") != p.node) {
-        return deny("pods[" + std::to_string(i) + "]");
-      }
-      json x = a[i], y = b[i];
-      x.erase("state");
-      y.erase("state");
-      if (x != y) return deny("pods[" + std::to_string(i) + "]");
-    }
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 
 namespace {
@@ -153,73 +101,15 @@ std::string NamespaceView(std::string_view text, const std::string& ns) {
 }  // namespace
 
 Status ApiServer::AuthorizeWrite(const Principal& who, json* obj) {
-  using Role = Principal::Role;
-  const api::ObjectId id = api::IdOf(*obj);
-  const std::string_view kind = id.kind->kind;
-  if (who.role == Role::kNamespace && kind == "LocalQueue") {
-    // It may point only at a Queue the admin opened to this namespace.
-    auto lq = api::DecodeLocalQueue(*obj);
-    if (!lq.ok()) return lq.status();
-    auto queue = ReadJson(*store_, {"Queue", "", lq->queue});
-    if (!queue.ok()) return queue.status();
-    if (!api::QueueAllowsNamespace(*queue, who.ns)) {
-      return PermissionDenied("spec.clusterQueue: queue " + lq->queue +
-                              " is not open to namespace " + who.ns +
-                              " (the admin lists it in the Queue's spec.allowedNamespaces)");
-    }
-    return Status::Ok();
+  const WriteStrategy& strategy = StrategyOf(api::IdOf(*obj).kind->kind);
+  if (who.role == Principal::Role::kNamespace && strategy.tenant != nullptr) {
+    return (this->*strategy.tenant)(who, *obj);
   }
-  if (who.role != Role::kAgent) return Status::Ok();
-  if (kind == "Node") {
-    if (id.name != who.node) {
-      return PermissionDenied("an agent token registers and updates node " + who.node + " only");
-    }
-    // Registered: what the admin set stays as it is on this path as on the Kubernetes one.
-    auto stored = ReadJson(*store_, KeyOf(id));
-    if (!stored.ok()) return stored.status();
-    if (!stored->is_null()) TESSERA_RETURN_IF_ERROR(api::CheckAgentNodeChange(*stored, *obj));
-    // A heartbeat is timed by the server's clock, not the node's: the node's fence and the
-    // server's grace period then measure from the same instant whatever the clocks' skew.
-    json& status = (*obj)["status"];
-    if (status.is_object() && status.contains("heartbeat"))
-      status["heartbeat"] = FormatTime(clock_());
-    return Status::Ok();
+  if (who.role != Principal::Role::kAgent) return Status::Ok();
+  if (strategy.agent == nullptr) {
+    return PermissionDenied("an agent token writes only its node's objects");
   }
-  if (kind == "Lease") {
-    if (id.name != who.node) {
-      return PermissionDenied("an agent token renews the lease of node " + who.node + " only");
-    }
-    // Renewed by the server's clock, as a heartbeat is.
-    json& spec = (*obj)["spec"];
-    if (!spec.is_object()) spec = json::object();
-    spec["holderIdentity"] = who.node;
-    spec["renewTime"] = FormatTime(clock_());
-    return Status::Ok();
-  }
-  if (kind == "Event") {
-    const json& about = Member(Member(*obj, "spec"), "involvedObject");
-    if (id.ns != "tessera-system" || Str(about, "kind") != "Node" ||
-        Str(about, "name") != who.node) {
-      return PermissionDenied("an agent reports events about node " + who.node +
-                              " only, in namespace tessera-system");
-    }
-    return Status::Ok();
-  }
-  if (kind != "Job") return PermissionDenied("an agent token writes only its node's objects");
-  auto stored = ReadJson(*store_, KeyOf(id));
-  if (!stored.ok()) return stored.status();
-  const json& old = *stored;
-  if (!BoundTo(old, who.node)) {
-    return PermissionDenied("Job " + id.ns + "/" + id.name + " has no pod bound to node " +
-                            who.node);
-  }
-  if (Status s = CheckAgentStatus(who, old, *obj); !s.ok()) return s;
-  // Status only: the spec and metadata stay as stored (the version read is still checked).
-  const json version = Member(Member(*obj, "metadata"), "resourceVersion");
-  (*obj)["spec"] = Member(old, "spec");
-  (*obj)["metadata"] = Member(old, "metadata");
-  if (!version.is_null()) (*obj)["metadata"]["resourceVersion"] = version;
-  return Status::Ok();
+  return (this->*strategy.agent)(who, obj);
 }
 
 ApiServer::ApiServer(ControlPlane& plane)
@@ -244,51 +134,7 @@ ApiServer::ApiServer(ControlPlane& plane)
 
 ApiServer::~ApiServer() = default;
 
-namespace {
-
-// Kubernetes refuses changes to a running Job's pod template; Tessera does the same while a Job
-// has pods placed: its tasks, queue, priority class, pod group, minMember and an array's
-// completions, completionMode and backoffLimitPerIndex stay as they are, and no scheduling gate
-// is added.
-Status CheckJobImmutable(const json& old, const json& now) {
-  if (Str(Member(old, "status"), "phase") != "Admitted") return Status::Ok();
-  const json& a = Member(old, "spec");
-  const json& b = Member(now, "spec");
-  auto refuse = [](const std::string& path) {
-    return InvalidArgument(path +
-                           ": field is immutable while the job has pods placed (as Kubernetes "
-                           "refuses changes to a running Job's pod template); suspend the job "
-                           "(spec.suspend: true) first, or delete and re-create it");
-  };
-  const json& ta = Member(a, "tasks");
-  const json& tb = Member(b, "tasks");
-  if (!ta.is_array() || !tb.is_array() || ta.size() != tb.size()) {
-    if (ta != tb) return refuse("spec.tasks");
-  } else {
-    for (size_t i = 0; i < ta.size(); ++i) {
-      if (ta[i] == tb[i]) continue;
-      std::set<std::string> keys;
-      for (const auto& [k, v] : ta[i].items()) keys.insert(k);
-      for (const auto& [k, v] : tb[i].items()) keys.insert(k);
-      for (const std::string& k : keys) {
-        if (Member(ta[i], k.c_str()) != Member(tb[i], k.c_str())) {
-          return refuse("spec.tasks[" + std::to_string(i) + "]." + k);
-        }
-      }
-    }
-  }
-  for (const char* k : {"queue", "priorityClassName", "podGroup", "minMember", "completions",
-                        "completionMode", "backoffLimitPerIndex"}) {
-    if (Member(a, k) != Member(b, k)) return refuse(std::string("spec.") + k);
-  }
-  if (!Member(b, "schedulingGates").empty() &&
-      Member(a, "schedulingGates") != Member(b, "schedulingGates")) {
-    return refuse("spec.schedulingGates");
-  }
-  return Status::Ok();
-}
-
-}  // namespace
+namespace {}  // namespace
 
 Status ApiServer::KeepSystemFields(const Principal& who, json* obj, store::Write* w) {
   const bool may_set_status = who.role != Principal::Role::kNamespace && obj->contains("status");
@@ -300,21 +146,16 @@ Status ApiServer::KeepSystemFields(const Principal& who, json* obj, store::Write
   json& meta = (*obj)["metadata"];
   const std::optional<json> stored =
       existing->has_value() ? std::optional<json>(json::parse((*existing)->body)) : std::nullopt;
+  const WriteStrategy& strategy = StrategyOf(w->key.kind);
   if (who.role != Principal::Role::kAgent) {
-    if (stored && w->key.kind == "Job") TESSERA_RETURN_IF_ERROR(CheckJobImmutable(*stored, *obj));
-    TESSERA_RETURN_IF_ERROR(CheckVolcanoQueueOpen(*obj, stored ? &*stored : nullptr));
-    if (w->key.kind == "Job") TESSERA_RETURN_IF_ERROR(CheckRootTasks(*obj, w->key.ns));
+    if (strategy.user != nullptr) {
+      TESSERA_RETURN_IF_ERROR((this->*strategy.user)(w->key, *obj, stored ? &*stored : nullptr));
+    }
     TESSERA_RETURN_IF_ERROR(CheckNamespaceLimits(*obj, w->key, stored ? &*stored : nullptr));
   }
   if (stored) {
     const json& old = *stored;
-    // A Volcano Queue's state is its Commands' (OpenQueue, CloseQueue): a write of the queue
-    // from its manifest, which names no stopPolicy, keeps it as Volcano keeps a queue's status.
-    const json& annotations = Member(Member(*obj, "metadata"), "annotations");
-    if (w->key.kind == "Queue" && Str(annotations, "tessera.io/volcano-queue") == "true" &&
-        !Member(Member(*obj, "spec"), "stopPolicy").is_string() && api::VolcanoQueueClosed(old)) {
-      (*obj)["spec"]["stopPolicy"] = old["spec"]["stopPolicy"];
-    }
+    if (strategy.keep != nullptr) (this->*strategy.keep)(old, obj);
     if (!may_set_status) {
       obj->erase("status");
       if (old.contains("status")) (*obj)["status"] = old["status"];

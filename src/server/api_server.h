@@ -327,6 +327,34 @@ class ApiServer {
   // Object-level rules for a write of `obj` by `who` (see docs/SECURITY.md). An agent's write
   // of a Job keeps the stored spec and metadata: it reports status only.
   Status AuthorizeWrite(const Principal& who, nlohmann::json* obj);
+  // What a write of one Tessera kind checks and keeps beyond what every write does, after
+  // kube-apiserver's registry strategies (write_strategy.cc). AuthorizeWrite runs `tenant` and
+  // `agent`, KeepSystemFields `user` and `keep`.
+  struct WriteStrategy {
+    // A namespace token's write, beyond the role matrix.
+    Status (ApiServer::*tenant)(const Principal& who, const nlohmann::json& obj) = nullptr;
+    // A node agent's write: whether it may, and what the server sets in it (none: agents may
+    // not write the kind).
+    Status (ApiServer::*agent)(const Principal& who, nlohmann::json* obj) = nullptr;
+    // A write by anyone but an agent: what may not change of `stored` (null: a create), and
+    // what must hold of the object.
+    Status (ApiServer::*user)(const store::ObjectKey& key, const nlohmann::json& obj,
+                              const nlohmann::json* stored) = nullptr;
+    // What the object keeps of `stored`, whoever writes it.
+    void (ApiServer::*keep)(const nlohmann::json& stored, nlohmann::json* obj) = nullptr;
+  };
+  // The strategy of `kind` (one without hooks for a kind that has none).
+  static const WriteStrategy& StrategyOf(std::string_view kind);
+  Status TenantWritesLocalQueue(const Principal& who, const nlohmann::json& obj);
+  Status AgentWritesNode(const Principal& who, nlohmann::json* obj);
+  Status AgentWritesLease(const Principal& who, nlohmann::json* obj);
+  Status AgentWritesEvent(const Principal& who, nlohmann::json* obj);
+  Status AgentWritesJob(const Principal& who, nlohmann::json* obj);
+  Status UserWritesJob(const store::ObjectKey& key, const nlohmann::json& obj,
+                       const nlohmann::json* stored);
+  Status UserWritesPodGroup(const store::ObjectKey& key, const nlohmann::json& obj,
+                            const nlohmann::json* stored);
+  void KeepVolcanoQueueState(const nlohmann::json& stored, nlohmann::json* obj);
   // Reading a Job's logs (admin, its namespace) or shipping them (admin, the agent of the node
   // the named pod is bound to).
   Status AuthorizeLogs(const HttpRequest& req, const Principal& who, const std::string& ns,
