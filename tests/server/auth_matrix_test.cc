@@ -434,6 +434,25 @@ TEST_F(AuthMatrixTest, ObjectLevelRules) {
   }
 }
 
+// The Lease hook of the agent's write strategy: an agent renews its own node's Lease only, and
+// the server stamps the holder and the renewal with its own clock, whatever the agent sent.
+TEST_F(AuthMatrixTest, AnAgentRenewsItsOwnLeaseStampedByTheServer) {
+  auto lease = [](const std::string& node) {
+    return json{{"apiVersion", "tessera.io/v1"},
+                {"kind", "Lease"},
+                {"metadata", {{"name", node}}},
+                {"spec", {{"holderIdentity", "someone"}, {"renewTime", "2001-01-01T00:00:00Z"}}}};
+  };
+  HttpResponse r = Call(Who::kAgentN1, "POST", "/apis/tessera.io/v1/leases", lease("n2").dump());
+  EXPECT_EQ(r.status, 403) << r.body;
+  EXPECT_NE(r.body.find("renews the lease of node n1 only"), std::string::npos) << r.body;
+  r = Call(Who::kAgentN1, "POST", "/apis/tessera.io/v1/leases", lease("n1").dump());
+  ASSERT_EQ(r.status, 201) << r.body;
+  const json stored = json::parse(Call(Who::kAdmin, "GET", "/apis/tessera.io/v1/leases/n1").body);
+  EXPECT_EQ(stored["spec"]["holderIdentity"], "n1");
+  EXPECT_NE(stored["spec"]["renewTime"], "2001-01-01T00:00:00Z");
+}
+
 TEST_F(AuthMatrixTest, MetricsForANamespaceTokenShowOnlyItsNamespace) {
   for (const char* ns : {"team-a", "team-b"}) {
     json job = Sample("Job", ns, std::string("job-") + ns);
