@@ -196,12 +196,20 @@ Status ApiServer::AgentWritesEvent(const Principal& who, json* obj) {
 // An agent reports the status of a Job bound to its node: its pods there and the outcome.
 Status ApiServer::AgentWritesJob(const Principal& who, json* obj) {
   const api::ObjectId id = api::IdOf(*obj);
-  auto stored = ReadJson(*store_, KeyOf(id));
-  if (!stored.ok()) return stored.status();
-  const json& old = *stored;
+  auto got = store_->Get(KeyOf(id));
+  if (!got.ok()) return got.status();
+  const json old = got->has_value() ? json::parse((*got)->body, nullptr, false) : json();
   if (!BoundTo(old, who.node)) {
     return PermissionDenied("Job " + id.ns + "/" + id.name + " has no pod bound to node " +
                             who.node);
+  }
+  // A report based on a version no longer current conflicts (409: the agent reads the Job again
+  // and reports at once) before what it says is compared with the stored status, where another
+  // node's newer pod state would read as a forbidden change.
+  const json& sent = Member(Member(*obj, "metadata"), "resourceVersion");
+  if (sent.is_string() && sent.get<std::string>() != std::to_string((*got)->version)) {
+    return Conflict("Job " + id.ns + "/" + id.name + ": version " + sent.get<std::string>() +
+                    " is stale, the object is at version " + std::to_string((*got)->version));
   }
   if (Status s = CheckAgentStatus(who, old, *obj); !s.ok()) return s;
   // Status only: the spec and metadata stay as stored (the version read is still checked).

@@ -388,6 +388,19 @@ TEST_F(AuthMatrixTest, ObjectLevelRules) {
     r = Call(Who::kAgentN1, "PUT", path, bad.dump());
     EXPECT_EQ(r.status, 403) << bad["status"].dump() << " " << r.body;
   }
+  // A report read before another node's pod changed conflicts (409: read again), rather than
+  // reading as a forbidden change of that pod.
+  json stale = got;
+  stale["status"]["pods"][0]["state"] = {{"phase", "Running"}, {"restarts", 1}};
+  json other = got;
+  other["status"]["pods"][1]["state"] = {{"phase", "Running"}, {"restarts", 0}};
+  ASSERT_EQ(Call(Who::kAdmin, "PUT", path, other.dump()).status, 200);
+  r = Call(Who::kAgentN1, "PUT", path, stale.dump());
+  EXPECT_EQ(r.status, 409) << r.body;
+  got = json::parse(Call(Who::kAgentN1, "GET", path).body);
+  stale = got;
+  stale["status"]["pods"][0]["state"] = {{"phase", "Running"}, {"restarts", 1}};
+  EXPECT_EQ(Call(Who::kAgentN1, "PUT", path, stale.dump()).status, 200);
   // The spec stays as stored whatever an agent sends.
   json sneaky = got;
   sneaky["metadata"].erase("resourceVersion");
