@@ -438,8 +438,8 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
     // rewrite the Node nor wake the scheduling loop.
     const bool write_node = !registered || StatusMoved(status_written, status) ||
                             NowMs() - node_written_at >= kNodeRefreshMs;
-    Result<Response> r =
-        write_node ? WriteNode(*ep, id.name, setup.node, status, registered, err) : RenewLease(*ep, id.name);
+    Result<Response> r = write_node ? WriteNode(*ep, id.name, setup.node, status, registered, err)
+                                    : RenewLease(*ep, id.name);
     if (!r.ok()) {
       err << "warning: " << r.status().message() << "\n";
     } else if (r->status != 200 && r->status != 201) {
