@@ -13,8 +13,10 @@ using nlohmann::json;
 
 namespace {
 
+// The verbs of a kind served for reading and writing: Tessera's own and every writable view.
 const std::vector<std::string>& ReadWriteVerbs() {
-  static const std::vector<std::string> v = {"create", "delete", "get", "list", "update", "watch"};
+  static const std::vector<std::string> v = {"create", "delete", "deletecollection", "get",
+                                             "list",   "patch",  "update",           "watch"};
   return v;
 }
 
@@ -215,14 +217,13 @@ json KubeResourceList(std::string_view group, std::string_view version) {
   json resources = json::array();
   for (const KubeKind& k : KubeKinds()) {
     if (k.group != group || k.version != version) continue;
-    resources.push_back(ApiResource(
-        k.plural, k.kind, k.namespaced,
-        k.stored.empty() ? std::vector<std::string>{"create", "get", "list"}
-        : k.writable     ? std::vector<std::string>{"create", "delete", "deletecollection", "get",
-                                                    "list", "patch", "update", "watch"}
-        : k.kind == "Namespace" ? std::vector<std::string>{"get", "list"}
-                                : std::vector<std::string>{"get", "list", "watch"},
-        Split(k.short_names)));
+    resources.push_back(
+        ApiResource(k.plural, k.kind, k.namespaced,
+                    k.stored.empty()        ? std::vector<std::string>{"create", "get", "list"}
+                    : k.writable            ? ReadWriteVerbs()
+                    : k.kind == "Namespace" ? std::vector<std::string>{"get", "list"}
+                                            : std::vector<std::string>{"get", "list", "watch"},
+                    Split(k.short_names)));
     // kubectl get all: the category Kubernetes gives its workloads (Pods, batch/v1 Jobs).
     if ((group.empty() && k.kind == "Pod") || (group == "batch" && k.kind == "Job")) {
       resources.back()["categories"] = {"all"};

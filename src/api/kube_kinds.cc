@@ -111,8 +111,24 @@ std::vector<ManagedEntry> ManagedOf(const json& stored) {
   return managed.ok() ? std::move(managed).value() : std::vector<ManagedEntry>();
 }
 
+const KubeKind& NativeKubeKind(const KindInfo& kind) {
+  static const std::vector<KubeKind> native = [] {
+    std::vector<KubeKind> out;
+    for (const KindInfo& k : Kinds()) {
+      out.push_back({kGroup, "v1", k.kind, k.plural, k.namespaced, k.short_name, k.kind, true});
+    }
+    return out;
+  }();
+  return native[&kind - Kinds().data()];
+}
+
 bool MadeFrom(const json& stored, const KubeKind& kind, std::string_view ns,
               std::string_view name) {
+  if (IsNative(kind)) {
+    const json& meta = Member(stored, "metadata");
+    return Str(stored, "kind") == kind.kind && (name.empty() || Str(meta, "name") == name) &&
+           (ns.empty() || !kind.namespaced || Str(meta, "namespace") == ns);
+  }
   const json src = SourceOf(stored);
   if (src.is_null() || Str(src, "kind") != kind.kind) return false;
   const std::string api = Str(src, "apiVersion");
@@ -440,6 +456,7 @@ json ClusterQueueStatus(const json& queue) {
 }  // namespace
 
 json KubeObject(const KubeKind& kind, const json& stored) {
+  if (IsNative(kind)) return MadeFrom(stored, kind, "", "") ? stored : json();
   json out = SourceOf(stored);
   if (out.is_null() || !MadeFrom(stored, kind, "", "")) return json();
   out["apiVersion"] = kind.GroupVersion();

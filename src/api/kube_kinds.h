@@ -13,7 +13,9 @@
 // annotation tessera.io/source (without status and the fields the server sets), and the view of
 // that document is the source with the stored object's metadata (uid, resourceVersion,
 // creationTimestamp) and a status in the kind's own shape drawn from the Tessera object's.
-// Objects written as tessera.io/v1 kinds have no source and appear in the tessera.io group only.
+// Objects written as tessera.io/v1 kinds have no source and appear in the tessera.io group only,
+// where each kind is served as it is stored (NativeKubeKind): the identity view, through the same
+// REST stages (server/kube_call.h).
 #ifndef TESSERA_API_KUBE_KINDS_H_
 #define TESSERA_API_KUBE_KINDS_H_
 
@@ -24,6 +26,7 @@
 #include <vector>
 
 #include "api/apply.h"
+#include "api/object.h"
 
 namespace tessera::api {
 
@@ -53,6 +56,12 @@ const KubeKind* FindKubeKind(std::string_view group, std::string_view version,
 // The served kind a document's apiVersion and kind name (any version of the group).
 const KubeKind* KubeKindOf(std::string_view api_version, std::string_view kind);
 
+// Tessera's own kind (tessera.io/v1) as a served kind whose objects are stored as themselves;
+// discovery lists these from Kinds(), not from KubeKinds().
+const KubeKind& NativeKubeKind(const KindInfo& kind);
+// Whether `kind` is one of Tessera's own: its view of a stored object is the object itself.
+inline bool IsNative(const KubeKind& kind) { return kind.group == kGroup; }
+
 // What a translated object records of the document it came from: the document without status
 // and server-set metadata, with `ns` as its namespace when the kind is namespaced.
 nlohmann::json SourceDocument(const nlohmann::json& doc, std::string_view ns);
@@ -65,12 +74,13 @@ nlohmann::json SourceOf(const nlohmann::json& stored);
 std::vector<ManagedEntry> ManagedOf(const nlohmann::json& stored);
 
 // Whether `stored` was made from an object of `kind` (any version) named `ns`/`name`; an empty
-// `name` matches every name and an empty `ns` every namespace.
+// `name` matches every name and an empty `ns` every namespace. A native kind's objects are
+// made from themselves.
 bool MadeFrom(const nlohmann::json& stored, const KubeKind& kind, std::string_view ns,
               std::string_view name);
 
 // The object of `kind` that the stored Tessera object (served form, with resourceVersion)
-// stands for; null when it has no source of that kind.
+// stands for; null when it has no source of that kind. A native kind's is `stored` itself.
 nlohmann::json KubeObject(const KubeKind& kind, const nlohmann::json& stored);
 
 // The core/v1 Pods of a Tessera Job (served form): the Pod it was made from, or one Pod per

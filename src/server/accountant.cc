@@ -5,16 +5,9 @@
 
 #include "api/json_read.h"
 #include "api/time.h"
+#include "server/json_names.h"
 
 namespace tessera::server {
-
-using api::ListOf;
-using api::Member;
-using api::Num;
-using api::ParseTime;
-using api::Str;
-
-using nlohmann::json;
 
 namespace {
 

@@ -11,12 +11,10 @@
 #include "api/kube_table.h"
 #include "api/object.h"
 #include "api/status_schema.h"
+#include "server/json_names.h"
 #include "server/websocket.h"
 
 namespace tessera::server {
-
-using api::Member;
-using nlohmann::json;
 
 namespace {
 
@@ -176,6 +174,16 @@ bool QueryFlag(const HttpRequest& req, const std::string& name) {
   if (it == req.query.end()) return false;
   const std::string& v = it->second;
   return v == "1" || v == "t" || v == "T" || v == "true" || v == "True" || v == "TRUE";
+}
+
+Result<int> TimeoutSeconds(const HttpRequest& req, int fallback, int max) {
+  auto it = req.query.find("timeoutSeconds");
+  if (it == req.query.end()) return fallback;
+  const std::string& v = it->second;
+  if (v.empty() || v.size() > 9 || !std::all_of(v.begin(), v.end(), ::isdigit)) {
+    return InvalidArgument("timeoutSeconds: must be a number of seconds");
+  }
+  return static_cast<int>(std::clamp<int64_t>(std::stoll(v), 1, max));
 }
 
 bool Watching(const HttpRequest& req) { return QueryFlag(req, "watch"); }

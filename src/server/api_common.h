@@ -61,6 +61,10 @@ bool Selected(const std::optional<api::LabelSelector>& labels,
 // Whether the query parameter `name` is true: 1/t/T/true/True/TRUE, as Go's ParseBool reads it.
 bool QueryFlag(const HttpRequest& req, const std::string& name);
 
+// The request's timeoutSeconds, at least 1 and at most `max`; `fallback` when it has none.
+// InvalidArgument when it is not a number.
+Result<int> TimeoutSeconds(const HttpRequest& req, int fallback, int max);
+
 // Whether the request asks to watch (QueryFlag "watch").
 bool Watching(const HttpRequest& req);
 

@@ -40,16 +40,11 @@
 #include "server/accountant.h"
 #include "server/api_common.h"
 #include "server/files.h"
+#include "server/json_names.h"
 #include "server/log_stream.h"
 #include "server/watch.h"
 
 namespace tessera::server {
-
-using api::ListOf;
-using api::Member;
-using api::Str;
-
-using nlohmann::json;
 
 namespace {
 

@@ -111,10 +111,9 @@ struct NamespaceLimits {
 // The Namespace label by which the admin allows tasks to run as root in it.
 inline constexpr std::string_view kPodSecurityEnforce = "pod-security.kubernetes.io/enforce";
 
-struct TesseraRoute;  // a path of Tessera's own kinds (tessera_api.cc)
-struct KubeCall;      // a request to a Kubernetes kind's path (kube_api.cc)
-struct KubeMade;      // a stored object made from a Kubernetes kind's object
-struct KubeWriting;   // a write to a Kubernetes kind as its stages make it
+struct KubeCall;     // a request to a Kubernetes kind's path (kube_api.cc)
+struct KubeMade;     // a stored object made from a Kubernetes kind's object
+struct KubeWriting;  // a write to a Kubernetes kind as its stages make it
 
 class ApiServer {
  public:
@@ -168,17 +167,19 @@ class ApiServer {
   HttpResponse ServeMetrics(const Principal& who);
   // Tessera's own kinds (tessera_api.cc): one object or a list, and /apply of a manifest.
   HttpResponse TesseraObjects(const HttpRequest& req, const Principal& who);
-  HttpResponse TesseraList(const HttpRequest& req, const Principal& who, const TesseraRoute& route,
-                           bool watching);
-  HttpResponse TesseraWrite(const HttpRequest& req, const Principal& who,
-                            const TesseraRoute& route);
+  // The hooks of the REST stages for Tessera's own kinds: the objects a read serves, and a
+  // create, replace or patch of one object.
+  Result<std::vector<nlohmann::json>> NativeObjects(const KubeCall& c);
+  HttpResponse NativeWrite(const KubeCall& c);
   HttpResponse ApplyDocuments(const HttpRequest& req, const Principal& who);
   // GET (read, follow) and POST (ship, agents) of
   // /apis/tessera.io/v1/namespaces/{ns}/jobs/{name}/logs.
   // A Job's logs (`runs`: which runs of each pod's container; Tessera's own jobs/logs reads
   // all, unless asked for the previous run).
+  // `explain`, when set, says in the reader's terms why a pod's log could not be read.
+  using LogReadError = std::function<Status(const Status&)>;
   HttpResponse Logs(const HttpRequest& req, const std::string& ns, const std::string& job,
-                    LogStore::Runs runs = LogStore::Runs::kAll);
+                    LogStore::Runs runs = LogStore::Runs::kAll, const LogReadError& explain = {});
 
   HttpResponse Usage(const HttpRequest& req, const Principal& who);
   // `tessera exec` (exec_api.cc): POST /apis/tessera.io/v1/namespaces/{ns}/jobs/{job}/exec
@@ -207,7 +208,8 @@ class ApiServer {
   Status KubeAddStatus(const KubeCall& c, const std::vector<KubeMade>& made,
                        std::vector<nlohmann::json>* found);
   Result<std::vector<nlohmann::json>> KubePods(const KubeCall& c, const std::string& name);
-  HttpResponse KubeRead(KubeCall& c);  // get, list
+  HttpResponse KubeServe(KubeCall& c);  // the stages of every kind, Tessera's own included
+  HttpResponse KubeRead(KubeCall& c);   // get, list
   HttpResponse KubeWatch(const KubeCall& c, const std::optional<api::LabelSelector>& selector,
                          const std::optional<api::FieldSelector>& fields);
   std::optional<HttpResponse> KubeCheckPodWrite(const KubeCall& c);

@@ -10,10 +10,9 @@
 #include <vector>
 
 #include "api/json_read.h"
+#include "server/json_names.h"
 
 namespace tessera::server {
-
-using api::Str;
 
 namespace {
 

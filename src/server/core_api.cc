@@ -10,13 +10,9 @@
 #include "api/patch.h"
 #include "server/api_common.h"
 #include "server/api_server.h"
+#include "server/json_names.h"
 
 namespace tessera::server {
-
-using api::ListOf;
-using api::Member;
-using api::Str;
-using nlohmann::json;
 
 json ApiServer::WithLease(json node) {
   auto lease = ReadJson(*store_, {"Lease", "", Str(Member(node, "metadata"), "name")});

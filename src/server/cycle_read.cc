@@ -8,16 +8,9 @@
 #include "api/status_schema.h"
 #include "api/time.h"
 #include "core/workload.h"
+#include "server/json_names.h"
 
 namespace tessera::server {
-
-using api::FormatTime;
-using api::ListOf;
-using api::Member;
-using api::Num;
-using api::ParseTime;
-using api::Str;
-using nlohmann::json;
 
 namespace {
 

@@ -8,15 +8,11 @@
 #include "api/time.h"
 #include "core/mig.h"
 #include "core/workload.h"
+#include "server/json_names.h"
 
 namespace tessera::server {
 
-using api::FormatTime;
-using api::ListOf;
-using api::Member;
-using api::Str;
 using api::WorkloadCondition;
-using nlohmann::json;
 
 namespace {
 

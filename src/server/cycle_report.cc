@@ -8,14 +8,9 @@
 #include "api/json_read.h"
 #include "api/quantity.h"
 #include "api/time.h"
+#include "server/json_names.h"
 
 namespace tessera::server {
-
-using api::FormatTime;
-using api::ListOf;
-using api::Member;
-using api::Str;
-using nlohmann::json;
 
 CycleGauges GaugesAfter(core::ClusterState state, const core::CycleResult& result,
                         const std::vector<core::AdmittedWorkload>& running,

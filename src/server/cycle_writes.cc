@@ -3,12 +3,9 @@
 #include "api/json_read.h"
 #include "api/object.h"
 #include "api/time.h"
+#include "server/json_names.h"
 
 namespace tessera::server {
-
-using api::Member;
-using api::Str;
-using nlohmann::json;
 
 std::string NameOf(const json& obj) { return Str(Member(obj, "metadata"), "name"); }
 std::string NamespaceOf(const json& obj) { return Str(Member(obj, "metadata"), "namespace"); }

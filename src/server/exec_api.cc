@@ -14,14 +14,10 @@
 #include "server/api_common.h"
 #include "server/api_server.h"
 #include "server/auth.h"
+#include "server/json_names.h"
 #include "server/waiting_stream.h"
 
 namespace tessera::server {
-
-using api::ListOf;
-using api::Member;
-using api::Str;
-using nlohmann::json;
 
 namespace {
 
@@ -300,13 +296,11 @@ std::optional<HttpResponse> ApiServer::Exec(const HttpRequest& req, const Princi
     if (who.role != Principal::Role::kAgent || who.node != node) {
       return Error(PermissionDenied("only the agent of node " + node + " claims its sessions"));
     }
-    int seconds = 30;
-    if (auto it = req.query.find("timeoutSeconds"); it != req.query.end()) {
-      seconds = std::clamp(std::atoi(it->second.c_str()), 1, kMaxClaimWaitSeconds);
-    }
+    auto seconds = TimeoutSeconds(req, 30, kMaxClaimWaitSeconds);
+    if (!seconds.ok()) return Error(seconds.status());
     HttpResponse out;
     out.stream = std::make_shared<ClaimStream>(exec_, node, clock_);
-    out.stream_seconds = seconds;
+    out.stream_seconds = *seconds;
     return out;
   }
   if (!req.path.starts_with(kExecs)) return std::nullopt;
@@ -469,14 +463,12 @@ HttpResponse ApiServer::ExecSession(const HttpRequest& req, const Principal& who
     if (first->has_value()) {
       return Reply(200, "application/octet-stream", eof ? std::string("E") : "D" + **first);
     }
-    int seconds = 30;
-    if (auto it = req.query.find("timeoutSeconds"); it != req.query.end()) {
-      seconds = std::clamp(std::atoi(it->second.c_str()), 1, kMaxClaimWaitSeconds);
-    }
+    auto seconds = TimeoutSeconds(req, 30, kMaxClaimWaitSeconds);
+    if (!seconds.ok()) return Error(seconds.status());
     HttpResponse out;
     out.content_type = "application/octet-stream";
     out.stream = std::make_shared<InputStream>(exec_, id, who.node);
-    out.stream_seconds = seconds;
+    out.stream_seconds = *seconds;
     return out;
   }
   // POST .../execs/{id}/output?stream=stdout|stderr and .../execs/{id}/end: the agent's.

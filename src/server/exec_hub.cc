@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <utility>
 
-namespace tessera::server {
+#include "server/json_names.h"
 
-using nlohmann::json;
+namespace tessera::server {
 
 namespace {
 

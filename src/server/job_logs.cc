@@ -6,14 +6,10 @@
 #include "api/json_read.h"
 #include "server/api_common.h"
 #include "server/api_server.h"
+#include "server/json_names.h"
 #include "server/log_stream.h"
 
 namespace tessera::server {
-
-using api::ListOf;
-using api::Member;
-using api::Str;
-using nlohmann::json;
 
 void ApiServer::EndFinishedLogs(const json& job, const std::string& node) {
   const json& meta = Member(job, "metadata");
@@ -48,7 +44,7 @@ Status ApiServer::AuthorizeLogs(const HttpRequest& req, const Principal& who, co
 }
 
 HttpResponse ApiServer::Logs(const HttpRequest& req, const std::string& ns, const std::string& job,
-                             LogStore::Runs runs) {
+                             LogStore::Runs runs, const LogReadError& explain) {
   const auto pod_it = req.query.find("pod");
   std::string pod = pod_it == req.query.end() ? "" : pod_it->second;
   if (req.method != "GET" && req.method != "POST") {
@@ -130,9 +126,11 @@ HttpResponse ApiServer::Logs(const HttpRequest& req, const std::string& ns, cons
       return Error(InvalidArgument("pod: following needs one pod (this job has " + names + ")"));
     }
     if (pods.empty()) return Error(InvalidArgument("pod: no output yet; name the pod to follow"));
+    auto seconds = TimeoutSeconds(req, HttpResponse().stream_seconds, 999999);
+    if (!seconds.ok()) return Error(seconds.status());
     LogStore::Position end;
     auto first = logs_.Read(ns, job, uid, pods[0], options, &end);
-    if (!first.ok()) return Error(first.status());
+    if (!first.ok()) return Error(explain ? explain(first.status()) : first.status());
     HttpResponse out;
     out.content_type = "text/plain";
     LogStream::Options follow_options;
@@ -142,9 +140,7 @@ HttpResponse ApiServer::Logs(const HttpRequest& req, const std::string& ns, cons
     }
     out.stream = std::make_shared<LogStream>(logs_, ns, job, uid, pods[0], *first, end,
                                              follow_options, clock_);
-    if (auto it = req.query.find("timeoutSeconds"); it != req.query.end()) {
-      out.stream_seconds = std::max(1, std::atoi(it->second.c_str()));
-    }
+    out.stream_seconds = *seconds;
     return out;
   }
   std::string text;
@@ -152,7 +148,7 @@ HttpResponse ApiServer::Logs(const HttpRequest& req, const std::string& ns, cons
     LogStore::Position end;
     auto t = logs_.Read(ns, job, uid, p, options, &end);
     if (!t.ok() && pods.size() > 1 && t.status().code() == StatusCode::kNotFound) continue;
-    if (!t.ok()) return Error(t.status());
+    if (!t.ok()) return Error(explain ? explain(t.status()) : t.status());
     if (pods.size() == 1) {
       text = std::move(t).value();
       break;

@@ -14,13 +14,10 @@
 #include "api/queue_views.h"
 #include "server/api_common.h"
 #include "server/api_server.h"
+#include "server/json_names.h"
 #include "server/kube_call.h"
 
 namespace tessera::server {
-
-using api::Member;
-using api::Str;
-using nlohmann::json;
 
 namespace {
 
@@ -142,7 +139,14 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
                             "it is read with GET (the whole object, as kube-apiserver serves it)"));
   }
   if (route.log) return PodLog(req, who, *route.ns, *route.name);
+  return KubeServe(c);
+}
 
+// The stages of every served kind's REST call, once its route is parsed and the caller may
+// touch the kind: a read (get, list, watch), a delete, or a write.
+HttpResponse ApiServer::KubeServe(KubeCall& c) {
+  const HttpRequest& req = c.req;
+  const api::KubeKind& kind = c.kind;
   if (req.method == "GET") return KubeRead(c);
   if (!kind.writable) {
     return Reply(405, "application/json",
@@ -158,9 +162,16 @@ std::optional<HttpResponse> ApiServer::Kube(const HttpRequest& req, const Princi
 Result<std::vector<KubeMade>> ApiServer::KubeMadeFrom(const KubeCall& c, const std::string& ns,
                                                       const std::string& name) {
   const api::KubeKind& kind = c.kind;
+  std::vector<Made> out;
+  if (api::IsNative(kind) && !name.empty() && !c.list_at) {
+    // A native object is its own source: read the one key.
+    auto got = store_->Get({std::string(kind.stored), ns, name});
+    if (!got.ok()) return got.status();
+    if (got->has_value()) out.push_back({Served(**got), (*got)->key, (*got)->version});
+    return out;
+  }
   auto list = ListStored(kind.stored, c.stored_ns, c.list_at);
   if (!list.ok()) return list.status();
-  std::vector<Made> out;
   for (const store::StoredObject& o : *list) {
     json obj = Served(o);
     if (!api::MadeFrom(obj, kind, ns, name)) continue;
@@ -269,6 +280,8 @@ HttpResponse ApiServer::KubeRead(KubeCall& c) {
     found = KubePods(c, route.name.value_or(""));
   } else if (kind.kind == "Workload") {
     found = Workloads(route.ns, route.name.value_or(""), c.list_at);
+  } else if (api::IsNative(kind)) {
+    found = NativeObjects(c);
   } else if (kind.kind == "Event") {
     found = EventViews(route.ns, route.name.value_or(""), c.list_at);
     if (found.ok() && kind.group == "events.k8s.io") {
@@ -294,7 +307,9 @@ HttpResponse ApiServer::KubeRead(KubeCall& c) {
     if (Status s = Paginate(req, &items, &meta); !s.ok()) return Error(s);
   }
   if (api::WantsTable(req.accept)) {
-    json table = api::KubeTable(kind, items, version, clock_());
+    json table = api::IsNative(kind)
+                     ? api::TesseraTable(std::string(kind.kind), items, version, clock_())
+                     : api::KubeTable(kind, items, version, clock_());
     table["metadata"] = meta;
     return TableReply(req, std::move(table));
   }
@@ -313,6 +328,16 @@ HttpResponse ApiServer::KubeWatch(const KubeCall& c,
   const HttpRequest& req = c.req;
   const KubeRoute& route = c.route;
   const api::KubeKind& kind = c.kind;
+  if (api::IsNative(kind)) {
+    // The stored objects as they are (an agent's of Jobs: those bound to its node).
+    if (fields) {
+      return Error(InvalidArgument("fieldSelector: not served on watches yet; use labelSelector"));
+    }
+    const bool agent_jobs = c.who.role == Principal::Role::kAgent && kind.kind == "Job";
+    return Watch(req, std::string(kind.stored), route.ns, selector, {},
+                 {{"apiVersion", api::kApiVersion}, {"kind", kind.kind}},
+                 agent_jobs ? std::optional<std::string>(c.who.node) : std::nullopt);
+  }
   WatchRender render = [this, k = &kind, ns = route.ns, sel = selector, fs = fields,
                         table = api::WantsTable(req.accept), include = IncludeObject(req)](
                            const char* type, const store::StoredObject& o, std::string* out) {

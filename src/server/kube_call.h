@@ -1,6 +1,7 @@
-// What the stages of the Kubernetes kinds' REST pipeline share (kube_api.cc: routing, reads,
-// deletes; kube_write.cc: creates, replaces, patches, server-side apply): the parsed path, the
-// request's context, the stored objects a Kubernetes object makes, and a write as it is made.
+// What the stages of the REST pipeline of every served kind share (kube_api.cc: routing, reads,
+// deletes; kube_write.cc: creates, replaces, patches, server-side apply; tessera_api.cc: the
+// hooks of Tessera's own kinds): the parsed path, the request's context, the stored objects a
+// served object makes, and a write as it is made.
 #ifndef TESSERA_SERVER_KUBE_CALL_H_
 #define TESSERA_SERVER_KUBE_CALL_H_
 

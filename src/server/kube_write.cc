@@ -11,13 +11,10 @@
 #include "api/time.h"
 #include "server/api_common.h"
 #include "server/api_server.h"
+#include "server/json_names.h"
 #include "server/kube_call.h"
 
 namespace tessera::server {
-
-using api::Member;
-using api::Str;
-using nlohmann::json;
 
 namespace {
 using Made = KubeMade;
@@ -33,6 +30,7 @@ HttpResponse ApiServer::KubeWrite(const KubeCall& c) {
                  StatusJson(405, "MethodNotAllowed",
                             "method " + req.method + " is not allowed on " + req.path));
   }
+  if (api::IsNative(kind)) return NativeWrite(c);
   KubeWriting wr;
   std::optional<api::PatchType>& patch_type = wr.patch_type;
   if (req.method == "PATCH") {

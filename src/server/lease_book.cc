@@ -4,10 +4,9 @@
 
 #include "api/json_read.h"
 #include "api/time.h"
+#include "server/json_names.h"
 
 namespace tessera::server {
-
-using nlohmann::json;
 
 namespace {
 

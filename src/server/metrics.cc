@@ -11,15 +11,9 @@
 
 #include "api/json_read.h"
 #include "api/kinds.h"
+#include "server/json_names.h"
 
 namespace tessera::server {
-
-using api::ListOf;
-using api::Member;
-using api::Num;
-using api::Str;
-
-using nlohmann::json;
 
 SchedulerMetrics::SchedulerMetrics() : registry_(std::make_shared<prometheus::Registry>()) {
   cycle_seconds_ = &prometheus::BuildHistogram()

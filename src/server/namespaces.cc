@@ -13,10 +13,9 @@
 #include "api/time.h"
 #include "server/api_common.h"
 #include "server/api_server.h"
+#include "server/json_names.h"
 
 namespace tessera::server {
-
-using nlohmann::json;
 
 namespace {
 

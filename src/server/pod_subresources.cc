@@ -23,14 +23,10 @@
 #include "api/queue_views.h"
 #include "server/api_common.h"
 #include "server/api_server.h"
+#include "server/json_names.h"
 #include "server/log_stream.h"
 
 namespace tessera::server {
-
-using api::ListOf;
-using api::Member;
-using api::Str;
-using nlohmann::json;
 
 namespace {
 
@@ -199,18 +195,15 @@ HttpResponse ApiServer::PodLog(const HttpRequest& req, const Principal& who, con
   // does for a completed pod (Logs follows no previous run either).
   const bool previous = QueryFlag(req, "previous");
   if (phase == "Succeeded" || phase == "Failed") inner.query.erase("follow");
-  // As the kubelet: the container's current run, or the one before it.
-  if (previous) {
-    LogStore::Position end;
-    auto prior = logs_.Read(ns, job, uid, inner.query["pod"],
-                            {.tail_lines = 0, .runs = LogStore::Runs::kPrevious}, &end);
-    if (!prior.ok()) {
-      return Error(InvalidArgument("previous terminated container \"" + Str(container, "name") +
-                                   "\" in pod \"" + pod + "\" not found (" +
-                                   prior.status().message() + ")"));
-    }
-  }
-  return Logs(inner, ns, job, previous ? LogStore::Runs::kPrevious : LogStore::Runs::kCurrent);
+  // As the kubelet: the container's current run, or the one before it, which a container that
+  // has not restarted does not have.
+  auto explain = [&](const Status& s) {
+    if (!previous || s.code() != StatusCode::kNotFound) return s;
+    return InvalidArgument("previous terminated container \"" + Str(container, "name") +
+                           "\" in pod \"" + pod + "\" not found (" + s.message() + ")");
+  };
+  return Logs(inner, ns, job, previous ? LogStore::Runs::kPrevious : LogStore::Runs::kCurrent,
+              explain);
 }
 
 HttpResponse ApiServer::Evict(const HttpRequest& req, const std::string& ns,

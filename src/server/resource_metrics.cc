@@ -19,12 +19,9 @@
 #include "api/resource_metrics.h"
 #include "server/api_common.h"
 #include "server/api_server.h"
+#include "server/json_names.h"
 
 namespace tessera::server {
-
-using api::Member;
-using api::Str;
-using nlohmann::json;
 
 std::optional<HttpResponse> ApiServer::ResourceMetrics(const HttpRequest& req,
                                                        const Principal& who) {

@@ -7,10 +7,9 @@
 #include "api/kube_table.h"
 #include "server/api_common.h"
 #include "server/api_server.h"
+#include "server/json_names.h"
 
 namespace tessera::server {
-
-using nlohmann::json;
 
 namespace {
 

@@ -1,5 +1,6 @@
-// Tessera's own kinds at /apis/tessera.io/v1: get, list, watch, create, replace, patch and
-// delete of one object, and /apply of a manifest of any kinds api/manifest.h translates (with
+// Tessera's own kinds at /apis/tessera.io/v1, served by the REST stages of every kind
+// (KubeServe) with their native hooks: the objects a read serves (NativeObjects) and a write of
+// one object (NativeWrite); and /apply of a manifest of any kinds api/manifest.h translates (with
 // Volcano's Commands), each object checked and authorized as every write is.
 #include <algorithm>
 #include <iterator>
@@ -12,40 +13,33 @@
 #include "api/yaml.h"
 #include "server/api_common.h"
 #include "server/api_server.h"
+#include "server/json_names.h"
+#include "server/kube_call.h"
 #include "server/watch.h"
 
 namespace tessera::server {
 
-using api::Member;
-using api::Str;
-using nlohmann::json;
-
-// A parsed API path: /apis/tessera.io/v1[/namespaces/{ns}]/{plural}[/{name}].
-struct TesseraRoute {
-  const api::KindInfo* kind = nullptr;
-  std::optional<std::string> ns;
-  std::optional<std::string> name;
-};
-
 namespace {
 
-Result<TesseraRoute> ParseRoute(std::string_view path) {
+// A path of Tessera's own kinds: /apis/tessera.io/v1[/namespaces/{ns}]/{plural}[/{name}].
+Result<KubeRoute> ParseRoute(std::string_view path) {
   const std::vector<std::string_view> parts = PathSegments(path);
   if (parts.size() < 4 || parts[0] != "apis" || parts[1] != api::kGroup || parts[2] != "v1") {
     return NotFound("no such path");
   }
   size_t i = 3;
-  TesseraRoute r;
+  KubeRoute r;
   if (parts[i] == "namespaces" && parts.size() >= 6) {
     if (Status s = api::ValidateName(parts[4], true, "namespace"); !s.ok()) return s;
     r.ns = std::string(parts[4]);
     i = 5;
   }
-  r.kind = api::FindKindByPlural(parts[i]);
-  if (r.kind == nullptr) {
+  const api::KindInfo* info = api::FindKindByPlural(parts[i]);
+  if (info == nullptr) {
     return NotFound("no resource type \"" + std::string(parts[i]) + "\" in " +
                     std::string(api::kApiVersion));
   }
+  r.kind = &api::NativeKubeKind(*info);
   if (r.ns && !r.kind->namespaced) {
     return NotFound(std::string(r.kind->kind) + " is cluster-scoped; use " + GroupPath("/") +
                     std::string(r.kind->plural));
@@ -61,11 +55,11 @@ Result<TesseraRoute> ParseRoute(std::string_view path) {
 
 // Parses and checks one object from a request body; the path's namespace and name, when given,
 // must agree with the object's.
-Result<json> ParseObject(const json& obj, const TesseraRoute* route) {
+Result<json> ParseObject(const json& obj, const KubeRoute* route) {
   if (Status s = CheckObject(obj); !s.ok()) return s;
   const api::ObjectId id = api::IdOf(obj);
   if (route != nullptr) {
-    if (id.kind != route->kind) {
+    if (id.kind->kind != route->kind->kind) {
       return InvalidArgument("kind: " + std::string(id.kind->kind) + " does not match the path (" +
                              std::string(route->kind->plural) + ")");
     }
@@ -152,107 +146,59 @@ HttpResponse ApiServer::TesseraObjects(const HttpRequest& req, const Principal& 
   }
   auto route = ParseRoute(req.path);
   if (!route.ok()) return Error(route.status());
+  const api::KindInfo& stored_kind = *api::FindKind(route->kind->stored);
   const bool watching = req.method == "GET" && !route->name && Watching(req);
   const Verb verb = req.method == "GET"      ? (watching ? Verb::kWatch : Verb::kRead)
                     : req.method == "DELETE" ? Verb::kDelete
                                              : Verb::kWrite;
-  if (Status s = Authorize(who, *route->kind, route->ns, route->name, verb); !s.ok()) {
+  if (Status s = Authorize(who, stored_kind, route->ns, route->name, verb); !s.ok()) {
     return Error(s);
   }
-  const std::string kind(route->kind->kind);
-  // An agent sees the Jobs bound to its node only.
-  const bool agent_jobs = who.role == Principal::Role::kAgent && kind == "Job";
-  if (req.method == "GET" && !route->name) return TesseraList(req, who, *route, watching);
-  const store::ObjectKey key{kind, route->ns.value_or(""), route->name.value_or("")};
-  if (req.method == "GET") {
-    auto got = store_->Get(key);
-    if (!got.ok()) return Error(got.status());
-    if (!got->has_value()) return Error(NotFound(store::Describe(key) + " not found"));
-    json obj = Served(**got);
-    if (kind == "Lease") leases_.Overlay(&obj);
-    if (agent_jobs && !BoundTo(obj, who.node)) {
-      return Error(NotFound(store::Describe(key) + " not found"));
-    }
-    if (api::WantsTable(req.accept)) {
-      return TableReply(req,
-                        api::TesseraTable(kind, {obj}, std::to_string((*got)->version), clock_()));
-    }
-    return Json(200, obj);
-  }
-  if (req.method == "DELETE" && route->name) {
-    store::Write w{store::Write::Op::kDelete, key, "", {}};
-    auto r = Commit(std::span<const store::Write>(&w, 1));
-    if (!r.ok()) return Error(r.status());
-    return Json(200, {{"kind", "Status"},
-                      {"status", "Success"},
-                      {"message", store::Describe(key) + " deleted"}});
-  }
-  if ((req.method == "POST" && !route->name) ||
-      ((req.method == "PUT" || req.method == "PATCH") && route->name)) {
-    return TesseraWrite(req, who, *route);
-  }
-  return Reply(405, "application/json",
-               StatusJson(405, "MethodNotAllowed",
-                          "method " + req.method + " is not allowed on " + req.path));
+  KubeCall c{req, who, *route, *route->kind, stored_kind, route->ns, std::nullopt};
+  return KubeServe(c);
 }
 
-// A list or a watch of a Tessera kind (an agent's of Jobs: those bound to its node).
-HttpResponse ApiServer::TesseraList(const HttpRequest& req, const Principal& who,
-                                    const TesseraRoute& route, bool watching) {
-  const std::string kind(route.kind->kind);
-  const bool agent_jobs = who.role == Principal::Role::kAgent && kind == "Job";
-  auto selector = SelectorOf(req);
-  if (!selector.ok()) return Error(selector.status());
-  auto fields = FieldSelectorOf(req);
-  if (!fields.ok()) return Error(fields.status());
-  if (watching && *fields) {
-    return Error(InvalidArgument("fieldSelector: not served on watches yet; use labelSelector"));
+// The stored objects of a native kind a read serves: the one named, or the list at the call's
+// revision; Leases as renewed in memory. An agent sees the Jobs bound to its node only (of a
+// list, those still running there).
+Result<std::vector<json>> ApiServer::NativeObjects(const KubeCall& c) {
+  const std::string kind(c.kind.kind);
+  const bool agent_jobs = c.who.role == Principal::Role::kAgent && kind == "Job";
+  std::vector<json> out;
+  if (c.route.name) {
+    auto got = store_->Get({kind, c.route.ns.value_or(""), *c.route.name});
+    if (!got.ok()) return got.status();
+    if (!got->has_value()) return out;
+    json obj = Served(**got);
+    if (kind == "Lease") leases_.Overlay(&obj);
+    if (!agent_jobs || BoundTo(obj, c.who.node)) out.push_back(std::move(obj));
+    return out;
   }
-  if (watching) {
-    return Watch(req, kind, route.ns, std::move(selector).value(), {},
-                 {{"apiVersion", api::kApiVersion}, {"kind", kind}},
-                 agent_jobs ? std::optional<std::string>(who.node) : std::nullopt);
-  }
-  auto at = ListRevision(req, store_->Revision());
-  if (!at.ok()) return ListReadError(at.status(), req);
-  auto list = ListStored(kind, route.ns, *at);
-  if (!list.ok()) return ListReadError(list.status(), req);
-  json items = json::array();
+  auto list = ListStored(kind, c.route.ns, c.list_at);
+  if (!list.ok()) return list.status();
   for (const store::StoredObject& o : *list) {
     json obj = Served(o);
     if (kind == "Lease") leases_.Overlay(&obj);
-    if (!Selected(*selector, *fields, obj)) continue;
     if (agent_jobs) {
       const std::vector<std::string> nodes = FollowingNodes(obj);
-      if (std::find(nodes.begin(), nodes.end(), who.node) == nodes.end()) continue;
+      if (std::find(nodes.begin(), nodes.end(), c.who.node) == nodes.end()) continue;
     }
-    items.push_back(std::move(obj));
+    out.push_back(std::move(obj));
   }
-  std::vector<json> page(std::make_move_iterator(items.begin()),
-                         std::make_move_iterator(items.end()));
-  json meta = {{"resourceVersion", std::to_string(at->value_or(store_->Revision()))}};
-  if (Status s = Paginate(req, &page, &meta); !s.ok()) return Error(s);
-  if (api::WantsTable(req.accept)) {
-    json table = api::TesseraTable(kind, page, meta["resourceVersion"], clock_());
-    table["metadata"] = std::move(meta);
-    return TableReply(req, std::move(table));
-  }
-  return Json(200, {{"kind", kind + "List"},
-                    {"apiVersion", api::kApiVersion},
-                    {"metadata", std::move(meta)},
-                    {"items", std::move(page)}});
+  return out;
 }
 
 // A create (POST), replace (PUT) or patch (PATCH: the stored object patched, written as a
-// replace of what was read) of one object of a Tessera kind.
-HttpResponse ApiServer::TesseraWrite(const HttpRequest& req, const Principal& who,
-                                     const TesseraRoute& route) {
-  const std::string kind(route.kind->kind);
-  const store::ObjectKey key{kind, route.ns.value_or(""), route.name.value_or("")};
+// replace of what was read) of one object of a native kind, checked and kept by the kind's
+// write strategy (write_strategy.cc).
+HttpResponse ApiServer::NativeWrite(const KubeCall& c) {
+  const HttpRequest& req = c.req;
+  const Principal& who = c.who;
+  const std::string kind(c.kind.kind);
+  const store::ObjectKey key{kind, c.route.ns.value_or(""), c.route.name.value_or("")};
   auto body = api::ParseJson(req.body);
   if (!body.ok()) return Error(body.status());
   if (req.method == "PATCH") {
-    // The stored object with the patch applied, written as a replace of what was read.
     auto type = api::PatchTypeOf(req.content_type);
     if (!type.ok()) {
       return Reply(415, "application/json",
@@ -260,12 +206,12 @@ HttpResponse ApiServer::TesseraWrite(const HttpRequest& req, const Principal& wh
     }
     auto got = store_->Get(key);
     if (!got.ok()) return Error(got.status());
-    if (!got->has_value()) return Error(NotFound(store::Describe(key) + " not found"));
+    if (!got->has_value()) return Error(NotFound(Named(c.kind, key.name) + " not found"));
     auto patched = api::ApplyPatch(Served(**got), *body, *type);
     if (!patched.ok()) return Error(patched.status());
     body = std::move(patched);
   }
-  auto obj = ParseObject(*body, &route);
+  auto obj = ParseObject(*body, &c.route);
   if (!obj.ok()) return Error(obj.status());
   const api::ObjectId id = api::IdOf(*obj);
   if (Status s = AuthorizeWrite(who, &*obj); !s.ok()) return Error(s);
@@ -277,6 +223,10 @@ HttpResponse ApiServer::TesseraWrite(const HttpRequest& req, const Principal& wh
   store::Write w{create ? store::Write::Op::kCreate : store::Write::Op::kPut, KeyOf(id), "",
                  create ? std::nullopt : RequestedVersion(*obj)};
   if (Status s = KeepSystemFields(who, &*obj, &w); !s.ok()) return Error(s);
+  if (DryRun(req)) {
+    json out = Served({w.key, store_->Revision(), w.body});
+    return Json(create ? 201 : 200, out);
+  }
   auto r = Commit(std::span<const store::Write>(&w, 1));
   if (!r.ok()) return Error(r.status());
   if (kind == "Job" && who.role == Principal::Role::kAgent) EndFinishedLogs(*obj, who.node);

@@ -4,13 +4,9 @@
 #include "api/json_read.h"
 #include "server/api_common.h"
 #include "server/api_server.h"
+#include "server/json_names.h"
 
 namespace tessera::server {
-
-using api::ListOf;
-using api::Member;
-using api::Str;
-using nlohmann::json;
 
 HttpResponse ApiServer::Tokens(const HttpRequest& req, const Principal& who) {
   using Role = Principal::Role;

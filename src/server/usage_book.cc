@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-namespace tessera::server {
+#include "server/json_names.h"
 
-using nlohmann::json;
+namespace tessera::server {
 
 namespace {
 

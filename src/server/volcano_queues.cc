@@ -13,12 +13,9 @@
 #include "api/queue_views.h"
 #include "server/api_common.h"
 #include "server/api_server.h"
+#include "server/json_names.h"
 
 namespace tessera::server {
-
-using api::Member;
-using api::Str;
-using nlohmann::json;
 
 namespace {
 

@@ -7,14 +7,10 @@
 #include "api/json_read.h"
 #include "server/api_common.h"
 #include "server/api_server.h"
+#include "server/json_names.h"
 #include "server/waiting_stream.h"
 
 namespace tessera::server {
-
-using api::ListOf;
-using api::Member;
-using api::Str;
-using nlohmann::json;
 
 namespace {
 
@@ -263,11 +259,10 @@ HttpResponse ApiServer::Watch(const HttpRequest& req, const std::string& kind,
     }
     from = std::stoll(it->second);
   }
-  if (auto it = req.query.find("timeoutSeconds"); it != req.query.end()) {
-    if (!digits(it->second, 6)) {
-      return Error(InvalidArgument("timeoutSeconds: must be a number of seconds"));
-    }
-    timeout = std::max(1, std::stoi(it->second));
+  if (auto t = TimeoutSeconds(req, timeout, 999999); t.ok()) {
+    timeout = *t;
+  } else {
+    return Error(t.status());
   }
   // Bookmarks when asked for and the watched type is known (not for tables of rows).
   std::optional<Bookmarks> bookmarks;

@@ -13,15 +13,10 @@
 #include "api/time.h"
 #include "server/api_common.h"
 #include "server/api_server.h"
+#include "server/json_names.h"
 #include "server/watch.h"
 
 namespace tessera::server {
-
-using api::FormatTime;
-using api::ListOf;
-using api::Member;
-using api::Str;
-using nlohmann::json;
 
 namespace {
 

@@ -271,6 +271,46 @@ TEST_F(ApiServerTest, CreateGetReplaceDeleteWithResourceVersions) {
   EXPECT_EQ(Call(http::verb::delete_, kJobs + "/train", admin_).status, 404);
 }
 
+// Tessera's own kinds go through the REST stages of every served kind (KubeServe), so they
+// answer as kube-apiserver does: dry runs, deletecollection with selectors, propagation policy
+// and its messages (Kubernetes' test/cmd delete.sh and the registry's dryRun tests).
+TEST_F(ApiServerTest, TesseraKindsGoThroughTheSameRestStages) {
+  Reply dry = Post(kJobs + "?dryRun=All", admin_, JobObj("team-a", "dry"));
+  ASSERT_EQ(dry.status, 201) << dry.raw;
+  EXPECT_EQ(dry.body["metadata"]["name"], "dry");
+  Reply missing = Get(kJobs + "/dry", admin_);
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_EQ(missing.body["message"], "jobs.tessera.io \"dry\" not found") << missing.raw;
+
+  for (const auto& [name, team] : {std::pair{"a", "x"}, {"b", "x"}, {"c", "y"}}) {
+    ASSERT_EQ(Post(kJobs, admin_, JobObj("team-a", name, {{"team", team}})).status, 201);
+  }
+  Reply orphan = Call(http::verb::delete_, kJobs + "/c?propagationPolicy=Orphan", admin_);
+  EXPECT_EQ(orphan.status, 400);
+  EXPECT_NE(orphan.raw.find("propagationPolicy"), std::string::npos) << orphan.raw;
+  EXPECT_EQ(Call(http::verb::delete_, kJobs + "/c?dryRun=All", admin_).status, 200);
+  EXPECT_EQ(Get(kJobs + "/c", admin_).status, 200);
+
+  Reply gone = Call(http::verb::delete_, kJobs + "?labelSelector=team%3Dx", admin_);
+  ASSERT_EQ(gone.status, 200) << gone.raw;
+  EXPECT_EQ(gone.body["kind"], "JobList");
+  ASSERT_EQ(gone.body["items"].size(), 2u);
+  EXPECT_EQ(gone.body["items"][0]["metadata"]["name"], "a");
+  EXPECT_EQ(gone.body["items"][1]["metadata"]["name"], "b");
+  Reply left = Get(kJobs, admin_);
+  ASSERT_EQ(left.body["items"].size(), 1u) << left.raw;
+  EXPECT_EQ(left.body["items"][0]["metadata"]["name"], "c");
+  // Another namespace's token deletes nothing here, one object or a collection, nor across all
+  // namespaces.
+  Reply t = Post("/apis/tessera.io/v1/tokens", admin_, {{"namespace", "team-b"}});
+  ASSERT_EQ(t.status, 201) << t.raw;
+  const std::string team_b = t.body["token"];
+  EXPECT_EQ(Call(http::verb::delete_, kJobs, team_b).status, 403);
+  EXPECT_EQ(Call(http::verb::delete_, kJobs + "/c", team_b).status, 403);
+  EXPECT_EQ(Call(http::verb::delete_, "/apis/tessera.io/v1/jobs", team_b).status, 403);
+  EXPECT_EQ(Get(kJobs + "/c", admin_).status, 200);
+}
+
 TEST_F(ApiServerTest, ApplyIsIdempotentAndAllOrNothing) {
   json list = {{"items", {JobObj("team-a", "a"), JobObj("team-a", "b")}}};
   Reply first = Post("/apis/tessera.io/v1/apply", admin_, list);
