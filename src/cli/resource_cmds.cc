@@ -38,6 +38,16 @@ void AddConnectionFlags(CLI::App* cmd, ResourceOptions& o) {
                   "PEM CA bundle for an https:// server (else TESSERA_CA, ~/.tessera/config)");
 }
 
+// The object a command names: its kind, name and namespace, and where the server is.
+void AddObjectArgs(CLI::App* cmd, ResourceOptions& o, bool name_required) {
+  cmd->add_option("kind", o.kind, "Kind: jobs, queues, localqueues, ... (or its short name)")
+      ->required();
+  CLI::Option* name = cmd->add_option("name", o.name, "Object name");
+  if (name_required) name->required();
+  cmd->add_option("-n,--namespace", o.ns, "Namespace")->capture_default_str();
+  AddConnectionFlags(cmd, o);
+}
+
 // A kind from what users type: "jobs", "job", "Job", or a short name.
 const api::KindInfo* ResolveKind(std::string word) {
   std::transform(word.begin(), word.end(), word.begin(), ::tolower);
@@ -619,22 +629,15 @@ void AddResourceCommands(CLI::App& app, ResourceOptions& o) {
   AddConnectionFlags(o.apply, o);
 
   o.get = app.add_subcommand("get", "List objects of a kind, or show one");
-  o.get->add_option("kind", o.kind, "Kind: jobs, queues, localqueues, ... (or its short name)")
-      ->required();
-  o.get->add_option("name", o.name, "Object name");
-  o.get->add_option("-n,--namespace", o.ns, "Namespace")->capture_default_str();
+  AddObjectArgs(o.get, o, /*name_required=*/false);
   o.get->add_flag("-A,--all-namespaces", o.all_namespaces, "Every namespace");
   o.get->add_option("-o,--output", o.output, "wide, json or yaml");
   o.get->add_option("-l,--selector", o.selector, "Label selector, e.g. team=a,tier!=spot");
   o.get->add_flag("--idle", o.idle,
                   "Jobs only: those holding GPUs idle (below the threshold for the window)");
-  AddConnectionFlags(o.get, o);
 
   o.del = app.add_subcommand("delete", "Delete an object");
-  o.del->add_option("kind", o.kind, "Kind")->required();
-  o.del->add_option("name", o.name, "Object name")->required();
-  o.del->add_option("-n,--namespace", o.ns, "Namespace")->capture_default_str();
-  AddConnectionFlags(o.del, o);
+  AddObjectArgs(o.del, o, /*name_required=*/true);
 
   CLI::App* token = app.add_subcommand("token", "Manage API tokens");
   token->require_subcommand(1);
@@ -651,10 +654,7 @@ void AddResourceCommands(CLI::App& app, ResourceOptions& o) {
   AddConnectionFlags(o.token_revoke, o);
 
   o.describe = app.add_subcommand("describe", "Show an object and the events about it");
-  o.describe->add_option("kind", o.kind, "Kind")->required();
-  o.describe->add_option("name", o.name, "Object name")->required();
-  o.describe->add_option("-n,--namespace", o.ns, "Namespace")->capture_default_str();
-  AddConnectionFlags(o.describe, o);
+  AddObjectArgs(o.describe, o, /*name_required=*/true);
 
   auto node_command = [&](const char* name, const char* help) {
     CLI::App* cmd = app.add_subcommand(name, help);
