@@ -70,7 +70,9 @@ grep -q "\[worker-1\] rank 1/2 sum 3" <<<"$log" || fail "rank 1: $log"
 
 # Kubeflow's MPIJob: the launcher's mpirun (Debian's openmpi-bin) starts one rank in each worker
 # pod, on both nodes, through the rsh agent Tessera gives it (tessera exec with a token for this
-# job only); the job ends with the launcher and the workers stop.
+# job only); the job ends with the launcher and the workers stop. Both agents advertise
+# 127.0.0.1, so Open MPI's daemons are told to meet on the loopback interface, not on whatever
+# other interface this machine has (on a busy machine a contact address there can stall them).
 command -v mpirun >/dev/null || fail "Debian's openmpi-bin is not installed"
 cat <<'YAML' >mpi.yaml
 apiVersion: kubeflow.org/v2beta1
@@ -86,6 +88,9 @@ spec:
         spec:
           containers:
           - name: launcher
+            env:
+            - {name: OMPI_MCA_oob_tcp_if_include, value: lo}
+            - {name: OMPI_MCA_btl_tcp_if_include, value: lo}
             command: ["mpirun", "--allow-run-as-root", "-np", "2", "sh", "-c",
                       "echo rank $OMPI_COMM_WORLD_RANK/$OMPI_COMM_WORLD_SIZE in $TESSERA_POD on $TESSERA_NODE"]
     Worker:

@@ -29,17 +29,7 @@ TEST(RefreshBudget, FullAtFirstThenRefilledByTheSecond) {
 class CycleRecordTest : public CycleStageTest {};
 
 TEST_F(CycleRecordTest, AdmissionBindsExactDevicesAndAGangMeetsAtItsFirstPod) {
-  Apply(R"(
-apiVersion: tessera.io/v1
-kind: Node
-metadata: {name: n1}
-status:
-  address: 10.0.0.1
-  allocatable: {cpu: "64", memory: 512Gi}
-  gpus:
-  - {index: 0, uuid: GPU-0, model: A100-80GB, memoryMiB: 81920}
-  - {index: 1, uuid: GPU-1, model: A100-80GB, memoryMiB: 81920}
-)");
+  ApplyNode("n1", 2, "10.0.0.1");
   Apply(JobYaml("gang", 2, 1));
   Apply(JobYaml("waits", 1, 1));
   CycleReader reader(*plane_, 0);

@@ -105,10 +105,12 @@ class LoopTest : public ::testing::Test {
     r.authorization = "Bearer " + admin_;
     return api_->Handle(r).body;
   }
-  // A node `name` of `gpus` A100-80GB cards (GPU-0...), 64 CPUs and 512 GiB.
-  void ApplyNode(const std::string& name, int gpus) {
+  // A node `name` of `gpus` A100-80GB cards (GPU-0...), 64 CPUs and 512 GiB, at `address`
+  // when one is given.
+  void ApplyNode(const std::string& name, int gpus, const std::string& address = "") {
     std::string yaml = "apiVersion: tessera.io/v1\nkind: Node\nmetadata: {name: " + name +
-                       "}\nstatus:\n  allocatable: {cpu: \"64\", memory: 512Gi}\n  gpus:\n";
+                       "}\nstatus:\n" + (address.empty() ? "" : "  address: " + address + "\n") +
+                       "  allocatable: {cpu: \"64\", memory: 512Gi}\n  gpus:\n";
     for (int i = 0; i < gpus; ++i) {
       yaml += "  - {index: " + std::to_string(i) + ", uuid: GPU-" + std::to_string(i) +
               ", model: A100-80GB, memoryMiB: 81920}\n";

@@ -165,20 +165,7 @@ spec:
 // A job of several pods meets at its first placed pod: that node's address and a port no other
 // distributed job there holds; a job of one pod has no rendezvous.
 TEST_F(LoopTest, DistributedJobsGetARendezvousPortOfTheirOwn) {
-  Apply(R"(
-apiVersion: tessera.io/v1
-kind: Node
-metadata: {name: n1}
-status:
-  address: 10.0.0.1
-  allocatable: {cpu: "64", memory: 512Gi}
-  gpus:
-  - {index: 0, uuid: GPU-0, model: A100-80GB, memoryMiB: 81920}
-  - {index: 1, uuid: GPU-1, model: A100-80GB, memoryMiB: 81920}
-  - {index: 2, uuid: GPU-2, model: A100-80GB, memoryMiB: 81920}
-  - {index: 3, uuid: GPU-3, model: A100-80GB, memoryMiB: 81920}
-  - {index: 4, uuid: GPU-4, model: A100-80GB, memoryMiB: 81920}
-)");
+  ApplyNode("n1", 5, "10.0.0.1");
   const auto job = [](const std::string& name, int replicas) {
     return "apiVersion: tessera.io/v1\nkind: Job\nmetadata: {name: " + name +
            "}\nspec:\n  tasks:\n  - {name: worker, replicas: " + std::to_string(replicas) +
