@@ -3,7 +3,7 @@
 # I/O, threads or clock reads. The core's inputs come in as arguments.
 set -euo pipefail
 dir=${1:-src/core}
-bad=$(grep -nE '#include\s*[<"](api|store|server|agent|cli|sim)/|#include\s*<(thread|mutex|chrono|fstream|iostream|cstdio|filesystem|future|condition_variable|random|ctime|sys/|unistd\.h)' "$dir"/*.h "$dir"/*.cc || true)
+bad=$(grep -nE '#include\s*[<"](api|store|server|agent|cli|sim|net|interpose)/|#include\s*<(thread|mutex|chrono|fstream|iostream|cstdio|filesystem|future|condition_variable|random|ctime|sys/|unistd\.h)' "$dir"/*.h "$dir"/*.cc || true)
 if [ -n "$bad" ]; then
   echo "src/core must stay pure; offending includes:"
   echo "$bad"

@@ -21,6 +21,7 @@ enum class StatusCode {
   kConflict,          // a write based on a stale version
   kUnauthenticated,   // no or unknown credentials
   kPermissionDenied,  // known credentials, not allowed
+  kUnavailable,       // a service behind this one (the store's etcd) cannot answer now (503)
   kInternal,
 };
 
@@ -52,6 +53,7 @@ inline Status FailedPrecondition(std::string m) {
 inline Status ResourceExhausted(std::string m) {
   return Status(StatusCode::kResourceExhausted, std::move(m));
 }
+inline Status Unavailable(std::string m) { return Status(StatusCode::kUnavailable, std::move(m)); }
 inline Status TooLarge(std::string m) { return Status(StatusCode::kTooLarge, std::move(m)); }
 inline Status Conflict(std::string m) { return Status(StatusCode::kConflict, std::move(m)); }
 inline Status Unauthenticated(std::string m) {

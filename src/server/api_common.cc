@@ -39,6 +39,8 @@ int HttpCode(StatusCode c) {
       return 429;
     case StatusCode::kTooLarge:
       return 413;
+    case StatusCode::kUnavailable:
+      return 503;
     case StatusCode::kInternal:
       return 500;
   }
@@ -65,6 +67,8 @@ std::string_view Reason(StatusCode c) {
       return "TooManyRequests";
     case StatusCode::kTooLarge:
       return "RequestEntityTooLarge";
+    case StatusCode::kUnavailable:
+      return "ServiceUnavailable";
     default:
       return "InternalError";
   }

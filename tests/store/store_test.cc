@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "store/etcd_fixture.h"
+#include "store/etcd_store.h"
 #include "store/memory_store.h"
 #include "store/store.h"
 
@@ -37,16 +39,35 @@ class StoreTest : public ::testing::Test {
   std::string dir_, path_;
 };
 
-// The Store contract, held by every implementation: "sqlite" and "memory".
+// The Store contract, held by every implementation: "sqlite", "memory" and "etcd" (a member of
+// Debian's etcd started for the test process, a key prefix per store). Revisions are relative
+// to the store's when it opened (`base_`): etcd's count every write to the cluster, and give
+// the writes of one commit one revision.
 class StoreContract : public StoreTest, public ::testing::WithParamInterface<std::string> {
  protected:
   std::unique_ptr<Store> Open(SqliteOptions o = {}) {
-    if (GetParam() == "memory") return std::make_unique<MemoryStore>(o.retained_changes);
-    return StoreTest::Open(o);
+    std::unique_ptr<Store> s;
+    if (GetParam() == "memory") {
+      s = std::make_unique<MemoryStore>(o.retained_changes);
+    } else if (GetParam() == "etcd") {
+      EXPECT_TRUE(SharedEtcd().ready()) << "etcd did not start";
+      auto etcd = ParseEtcdUrl(TestEtcdUrl());
+      EXPECT_TRUE(etcd.ok());
+      auto opened = OpenEtcdStore({.etcd = *etcd, .retained_changes = size_t(o.retained_changes)});
+      EXPECT_TRUE(opened.ok()) << opened.status().message();
+      if (opened.ok()) s = std::move(opened).value();
+    } else {
+      s = StoreTest::Open(o);
+    }
+    base_ = s ? s->Revision() : 0;
+    return s;
   }
+  // Whether the writes of one commit share its revision (etcd), rather than take one each.
+  bool OneRevisionPerCommit() const { return GetParam() == "etcd"; }
+  int64_t base_ = 0;
 };
 
-INSTANTIATE_TEST_SUITE_P(Stores, StoreContract, ::testing::Values("sqlite", "memory"),
+INSTANTIATE_TEST_SUITE_P(Stores, StoreContract, ::testing::Values("sqlite", "memory", "etcd"),
                          [](const auto& info) { return info.param; });
 
 ObjectKey Job(std::string name, std::string ns = "team-a") { return {"Job", ns, name}; }
@@ -62,11 +83,13 @@ TEST_P(StoreContract, WritesGetsAndListsWithVersions) {
                                         Create(Job("b", "team-b"), "{\"b\":1}"),
                                         Create({"Queue", "", "q"}, "{}")});
   ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_EQ(*r, (std::vector<int64_t>{1, 2, 3}));
-  EXPECT_EQ(s->Revision(), 3);
+  const int64_t b = base_;
+  EXPECT_EQ(*r, OneRevisionPerCommit() ? (std::vector<int64_t>{b + 1, b + 1, b + 1})
+                                       : (std::vector<int64_t>{b + 1, b + 2, b + 3}));
+  EXPECT_EQ(s->Revision(), r->back());
   auto got = s->Get(Job("a"));
   ASSERT_TRUE(got.ok() && got->has_value());
-  EXPECT_EQ((*got)->version, 1);
+  EXPECT_EQ((*got)->version, (*r)[0]);
   EXPECT_EQ((*got)->body, "{\"a\":1}");
   EXPECT_FALSE(s->Get(Job("a", "team-b"))->has_value());
   EXPECT_EQ(s->List("Job", std::nullopt)->size(), 2u);
@@ -77,16 +100,18 @@ TEST_P(StoreContract, WritesGetsAndListsWithVersions) {
 
 TEST_P(StoreContract, StaleVersionsConflictAndCreateDoesNotOverwrite) {
   auto s = Open();
-  ASSERT_TRUE(s->Commit(std::vector<Write>{Create(Job("a"), "v1")}).ok());
+  auto first = s->Commit(std::vector<Write>{Create(Job("a"), "v1")});
+  ASSERT_TRUE(first.ok());
+  const int64_t v1 = (*first)[0];
   auto dup = s->Commit(std::vector<Write>{Create(Job("a"), "v2")});
   EXPECT_EQ(dup.status().code(), StatusCode::kAlreadyExists);
-  auto stale = s->Commit(std::vector<Write>{Put(Job("a"), "v2", 7)});
+  auto stale = s->Commit(std::vector<Write>{Put(Job("a"), "v2", v1 + 7)});
   EXPECT_EQ(stale.status().code(), StatusCode::kConflict);
-  EXPECT_NE(stale.status().message().find("is at version 1"), std::string::npos)
+  EXPECT_NE(stale.status().message().find("is at version " + std::to_string(v1)), std::string::npos)
       << stale.status().message();
-  auto fresh = s->Commit(std::vector<Write>{Put(Job("a"), "v2", 1)});
+  auto fresh = s->Commit(std::vector<Write>{Put(Job("a"), "v2", v1)});
   ASSERT_TRUE(fresh.ok());
-  EXPECT_EQ((*fresh)[0], 2);
+  EXPECT_EQ((*fresh)[0], v1 + 1);
   // expected_version 0: only when absent.
   EXPECT_EQ(s->Commit(std::vector<Write>{Put(Job("a"), "v3", 0)}).status().code(),
             StatusCode::kConflict);
@@ -98,16 +123,17 @@ TEST_P(StoreContract, ACommitIsAllOrNothing) {
   // they were.
   auto s = Open();
   ASSERT_TRUE(s->Commit(std::vector<Write>{Create(Job("keep"), "k")}).ok());
+  const int64_t b = base_;
   auto r = s->Commit(std::vector<Write>{Create(Job("x"), "x"),
                                         Put(Job("keep"), "changed"),
                                         {Write::Op::kDelete, Job("missing"), "", {}}});
   EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
   EXPECT_FALSE(s->Get(Job("x"))->has_value());
   EXPECT_EQ((*s->Get(Job("keep")))->body, "k");
-  EXPECT_EQ(s->Revision(), 1);
-  EXPECT_EQ(s->ChangesAfter(0, 100)->size(), 1u);
-  // The next write continues from revision 1.
-  EXPECT_EQ((*s->Commit(std::vector<Write>{Create(Job("y"), "y")}))[0], 2);
+  EXPECT_EQ(s->Revision(), b + 1);
+  EXPECT_EQ(s->ChangesAfter(b, 100)->size(), 1u);
+  // The next write continues from there.
+  EXPECT_EQ((*s->Commit(std::vector<Write>{Create(Job("y"), "y")}))[0], b + 2);
 }
 
 TEST_P(StoreContract, IdenticalPutIsANoOp) {
@@ -115,9 +141,9 @@ TEST_P(StoreContract, IdenticalPutIsANoOp) {
   ASSERT_TRUE(s->Commit(std::vector<Write>{Put(Job("a"), "same")}).ok());
   auto again = s->Commit(std::vector<Write>{Put(Job("a"), "same")});
   ASSERT_TRUE(again.ok());
-  EXPECT_EQ((*again)[0], 1);
-  EXPECT_EQ(s->Revision(), 1);
-  EXPECT_EQ(s->ChangesAfter(0, 100)->size(), 1u);
+  EXPECT_EQ((*again)[0], base_ + 1);
+  EXPECT_EQ(s->Revision(), base_ + 1);
+  EXPECT_EQ(s->ChangesAfter(base_, 100)->size(), 1u);
 }
 
 TEST_P(StoreContract, ChangesAreOrderedAndDeletesCarryTheLastBody) {
@@ -125,17 +151,17 @@ TEST_P(StoreContract, ChangesAreOrderedAndDeletesCarryTheLastBody) {
   ASSERT_TRUE(s->Commit(std::vector<Write>{Create(Job("a"), "1")}).ok());
   ASSERT_TRUE(s->Commit(std::vector<Write>{Put(Job("a"), "2")}).ok());
   ASSERT_TRUE(s->Commit(std::vector<Write>{{Write::Op::kDelete, Job("a"), "", {}}}).ok());
-  auto all = s->ChangesAfter(0, 100);
+  auto all = s->ChangesAfter(base_, 100);
   ASSERT_TRUE(all.ok());
   ASSERT_EQ(all->size(), 3u);
   EXPECT_EQ((*all)[0].type, ChangeType::kAdded);
   EXPECT_EQ((*all)[1].type, ChangeType::kModified);
   EXPECT_EQ((*all)[2].type, ChangeType::kDeleted);
   EXPECT_EQ((*all)[2].object.body, "2");
-  EXPECT_EQ((*all)[2].revision, 3);
-  auto tail = s->ChangesAfter(1, 1);
+  EXPECT_EQ((*all)[2].revision, base_ + 3);
+  auto tail = s->ChangesAfter(base_ + 1, 1);
   ASSERT_EQ(tail->size(), 1u);
-  EXPECT_EQ((*tail)[0].revision, 2);
+  EXPECT_EQ((*tail)[0].revision, base_ + 2);
 }
 
 TEST_F(StoreTest, ReopenRestoresObjectsAndRevision) {
@@ -156,13 +182,13 @@ TEST_P(StoreContract, OldChangesAreCompacted) {
   for (int i = 0; i < 1020; ++i) {
     ASSERT_TRUE(s->Commit(std::vector<Write>{Put(Job("a"), std::to_string(i))}).ok());
   }
-  auto old = s->ChangesAfter(5, 10);
+  auto old = s->ChangesAfter(base_ + 5, 10);
   EXPECT_EQ(old.status().code(), StatusCode::kFailedPrecondition);
-  auto recent = s->ChangesAfter(1015, 10);
+  auto recent = s->ChangesAfter(base_ + 1015, 10);
   ASSERT_TRUE(recent.ok()) << recent.status().message();
   EXPECT_EQ(recent->size(), 5u);
   // The object as it was at the oldest revision kept.
-  auto at = s->GetAt(Job("a"), 1010);
+  auto at = s->GetAt(Job("a"), base_ + 1010);
   ASSERT_TRUE(at.ok()) << at.status().message();
   ASSERT_TRUE(at->has_value());
   EXPECT_EQ((*at)->body, "1009");
@@ -201,7 +227,8 @@ TEST_P(StoreContract, ReadsAtARevisionSeeTheObjectsAsTheyWereThen) {
   ASSERT_TRUE(s->Commit(std::vector<Write>{Create(Job("a"), "a1"), Create(Job("b"), "b1"),
                                            Create(Job("c", "team-b"), "c1")})
                   .ok());
-  const int64_t then = s->Revision();  // 3
+  const int64_t then = s->Revision();
+  const int64_t made = (*s->Get(Job("a")))->version;
   ASSERT_TRUE(s->Commit(std::vector<Write>{Put(Job("a"), "a2"),
                                            {Write::Op::kDelete, Job("b"), "", {}},
                                            Create(Job("d"), "d1")})
@@ -211,7 +238,7 @@ TEST_P(StoreContract, ReadsAtARevisionSeeTheObjectsAsTheyWereThen) {
   ASSERT_EQ(at->size(), 3u);
   EXPECT_EQ((*at)[0].key.name, "a");
   EXPECT_EQ((*at)[0].body, "a1");
-  EXPECT_EQ((*at)[0].version, 1);
+  EXPECT_EQ((*at)[0].version, made);
   EXPECT_EQ((*at)[1].key.name, "b");
   EXPECT_EQ((*at)[1].body, "b1");
   EXPECT_EQ((*at)[2].key.name, "c");
@@ -246,7 +273,7 @@ TEST_P(StoreContract, CompactionKeepsWhatLaterReadsNeed) {
   for (int i = 2; i <= 5; ++i) {
     ASSERT_TRUE(s->Commit(std::vector<Write>{Put(Job("busy"), "b" + std::to_string(i))}).ok());
   }
-  const int64_t mid = s->Revision();  // 6: busy at b5
+  const int64_t mid = s->Revision();  // busy at b5
   ASSERT_TRUE(s->Commit(std::vector<Write>{Put(Job("busy"), "b6")}).ok());
   ASSERT_TRUE(s->Compact(mid).ok());
   EXPECT_EQ(s->ListAt("Job", std::nullopt, mid - 1).status().code(),

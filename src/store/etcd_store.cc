@@ -1,0 +1,365 @@
+#include "store/etcd_store.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <utility>
+
+namespace tessera::store {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr int kPageSize = 1000;   // keys per range request of a list
+constexpr int kCommitTries = 16;  // reads and checks again after concurrent writes
+
+std::string Text(const json& kv, const char* field) {
+  if (!kv.contains(field) || !kv[field].is_string()) return "";
+  auto bytes = Unbase64(kv[field].get_ref<const std::string&>());
+  return bytes.ok() ? std::move(bytes).value() : std::string();
+}
+
+bool ByNamespaceAndName(const StoredObject& a, const StoredObject& b) {
+  return std::tie(a.key.ns, a.key.name) < std::tie(b.key.ns, b.key.name);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> OpenEtcdStore(EtcdStoreOptions options) {
+  EtcdClient probe(options.etcd);
+  auto r = probe.Call("kv/range", {{"key", Base64(options.etcd.prefix)}, {"count_only", true}});
+  if (!r.ok()) return r.status();
+  const int64_t revision = EtcdInt((*r)["header"], "revision");
+  return std::unique_ptr<Store>(std::make_unique<EtcdStore>(std::move(options), revision));
+}
+
+EtcdStore::EtcdStore(EtcdStoreOptions options, int64_t opened_at)
+    : options_(std::move(options)),
+      client_(options_.etcd),
+      log_from_(opened_at),
+      head_(opened_at),
+      committed_(opened_at) {
+  watcher_ = std::thread([this] { WatchLoop(); });
+}
+
+EtcdStore::~EtcdStore() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cancel_.Cancel();
+  arrived_.notify_all();
+  watcher_.join();
+}
+
+void EtcdStore::OnChange(std::function<void()> listener) {
+  std::lock_guard<std::mutex> lock(mu_);
+  listener_ = std::move(listener);
+}
+
+std::string EtcdStore::KeyOf(const ObjectKey& key) const {
+  return options_.etcd.prefix + key.kind + "/" + key.ns + "/" + key.name;
+}
+
+std::string EtcdStore::KindPrefix(std::string_view kind, std::optional<std::string_view> ns) const {
+  std::string p = options_.etcd.prefix + std::string(kind) + "/";
+  if (ns) p += std::string(*ns) + "/";
+  return p;
+}
+
+namespace {
+
+// A stored object from an etcd KeyValue under `prefix` (<kind>/<ns>/<name> after it).
+std::optional<StoredObject> ObjectOf(const json& kv, const std::string& prefix) {
+  const std::string key = Text(kv, "key");
+  if (!key.starts_with(prefix)) return std::nullopt;
+  const std::string rest = key.substr(prefix.size());
+  const size_t a = rest.find('/');
+  const size_t b = a == std::string::npos ? a : rest.find('/', a + 1);
+  if (b == std::string::npos) return std::nullopt;
+  StoredObject o;
+  o.key = {rest.substr(0, a), rest.substr(a + 1, b - a - 1), rest.substr(b + 1)};
+  o.version = EtcdInt(kv, "mod_revision");
+  o.body = Text(kv, "value");
+  return o;
+}
+
+}  // namespace
+
+Result<std::vector<StoredObject>> EtcdStore::Range(const std::string& prefix, int64_t revision) {
+  std::vector<StoredObject> out;
+  std::string from = prefix;
+  const std::string end = PrefixEnd(prefix);
+  while (true) {
+    json req = {{"key", Base64(from)}, {"range_end", Base64(end)}, {"limit", kPageSize}};
+    if (revision > 0) req["revision"] = std::to_string(revision);
+    auto r = client_.Call("kv/range", req);
+    if (!r.ok()) return r.status();
+    // Every page at the first one's revision: one consistent list.
+    if (revision <= 0) revision = EtcdInt((*r)["header"], "revision");
+    const json& kvs = (*r).contains("kvs") ? (*r)["kvs"] : json::array();
+    for (const json& kv : kvs) {
+      if (auto o = ObjectOf(kv, options_.etcd.prefix)) out.push_back(std::move(*o));
+    }
+    if (!(*r).value("more", false) || kvs.empty()) break;
+    from = Text(kvs.back(), "key") + std::string(1, '\0');
+  }
+  std::sort(out.begin(), out.end(), ByNamespaceAndName);
+  return out;
+}
+
+Result<std::optional<StoredObject>> EtcdStore::GetKey(const ObjectKey& key, int64_t revision) {
+  json req = {{"key", Base64(KeyOf(key))}};
+  if (revision > 0) req["revision"] = std::to_string(revision);
+  auto r = client_.Call("kv/range", req);
+  if (!r.ok()) return r.status();
+  if (!(*r).contains("kvs") || (*r)["kvs"].empty()) return std::optional<StoredObject>();
+  return ObjectOf((*r)["kvs"][0], options_.etcd.prefix);
+}
+
+Result<std::optional<StoredObject>> EtcdStore::Get(const ObjectKey& key) { return GetKey(key, 0); }
+
+Result<std::vector<StoredObject>> EtcdStore::List(std::string_view kind,
+                                                  std::optional<std::string_view> ns) {
+  return Range(KindPrefix(kind, ns), 0);
+}
+
+Result<std::vector<StoredObject>> EtcdStore::ListAt(std::string_view kind,
+                                                    std::optional<std::string_view> ns,
+                                                    int64_t revision) {
+  if (revision < 1) return std::vector<StoredObject>();  // before etcd's first revision
+  if (revision > Revision()) {
+    return InvalidArgument("resource version " + std::to_string(revision) +
+                           " is not one this store has reached (latest is " +
+                           std::to_string(Revision()) + ")");
+  }
+  return Range(KindPrefix(kind, ns), revision);
+}
+
+Result<std::optional<StoredObject>> EtcdStore::GetAt(const ObjectKey& key, int64_t revision) {
+  if (revision < 1) return std::optional<StoredObject>();
+  if (revision > Revision()) {
+    return InvalidArgument("resource version " + std::to_string(revision) +
+                           " is not one this store has reached (latest is " +
+                           std::to_string(Revision()) + ")");
+  }
+  return GetKey(key, revision);
+}
+
+int64_t EtcdStore::Revision() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::max(head_, committed_);
+}
+
+Result<std::vector<int64_t>> EtcdStore::Commit(std::span<const Write> writes) {
+  if (writes.empty()) return std::vector<int64_t>();
+  // The keys touched, each once, in the order first written.
+  std::vector<std::string> keys;
+  std::map<std::string, size_t> index;
+  for (const Write& w : writes) {
+    if (index.emplace(KeyOf(w.key), keys.size()).second) keys.push_back(KeyOf(w.key));
+  }
+  if (keys.size() > options_.etcd.max_txn_ops) {
+    return TooLarge("a write of " + std::to_string(keys.size()) +
+                    " objects passes etcd's limit of " + std::to_string(options_.etcd.max_txn_ops) +
+                    " per transaction");
+  }
+  for (int attempt = 0; attempt < kCommitTries; ++attempt) {
+    // What each key holds now.
+    json reads = json::array();
+    for (const std::string& k : keys) reads.push_back({{"request_range", {{"key", Base64(k)}}}});
+    auto read = client_.Call("kv/txn", {{"success", reads}});
+    if (!read.ok()) return read.status();
+    struct State {
+      bool exists = false;
+      int64_t version = 0;  // mod_revision as read (0: absent)
+      std::string body;
+      bool changed = false;
+    };
+    std::vector<State> was(keys.size());
+    const json& responses = (*read).contains("responses") ? (*read)["responses"] : json::array();
+    for (size_t i = 0; i < keys.size() && i < responses.size(); ++i) {
+      const json& rr = responses[i].value("response_range", json::object());
+      if (rr.contains("kvs") && !rr["kvs"].empty()) {
+        was[i].exists = true;
+        was[i].version = EtcdInt(rr["kvs"][0], "mod_revision");
+        was[i].body = Text(rr["kvs"][0], "value");
+      }
+    }
+    std::vector<State> now = was;
+    std::vector<int64_t> versions(writes.size(), 0);
+    std::vector<bool> pending(writes.size(), false);  // gets the commit's revision
+    for (size_t i = 0; i < writes.size(); ++i) {
+      const Write& w = writes[i];
+      State& s = now[index[KeyOf(w.key)]];
+      // Written earlier in this commit: its version is the commit's, not known yet.
+      if (s.changed && w.expected_version) {
+        return Conflict(Describe(w.key) +
+                        ": written twice in one commit, the second time at a "
+                        "version");
+      }
+      if (Status st = CheckWrite(w, s.exists, s.version); !st.ok()) return st;
+      if (w.op == Write::Op::kDelete) {
+        s = {false, 0, "", true};
+        pending[i] = true;
+      } else if (s.exists && s.body == w.body) {
+        versions[i] = s.version;  // the same body: nothing changes
+        if (s.changed) pending[i] = true;
+      } else {
+        s = {true, 0, w.body, true};
+        pending[i] = true;
+      }
+    }
+    json compare = json::array(), ops = json::array();
+    size_t bytes = 0;
+    for (size_t k = 0; k < keys.size(); ++k) {
+      compare.push_back({{"key", Base64(keys[k])},
+                         {"target", "MOD"},
+                         {"result", "EQUAL"},
+                         {"mod_revision", std::to_string(was[k].version)}});
+      if (!now[k].changed) continue;
+      if (now[k].exists) {
+        ops.push_back(
+            {{"request_put", {{"key", Base64(keys[k])}, {"value", Base64(now[k].body)}}}});
+        bytes += keys[k].size() + now[k].body.size();
+      } else if (was[k].exists) {
+        ops.push_back({{"request_delete_range", {{"key", Base64(keys[k])}}}});
+        bytes += keys[k].size();
+      }
+    }
+    if (ops.empty()) {
+      for (size_t i = 0; i < writes.size(); ++i) {
+        if (pending[i]) versions[i] = was[index[KeyOf(writes[i].key)]].version;
+      }
+      return versions;
+    }
+    if (bytes > options_.etcd.max_request_bytes) {
+      return TooLarge("a write of " + std::to_string(bytes) + " bytes passes etcd's limit of " +
+                      std::to_string(options_.etcd.max_request_bytes) + " per request");
+    }
+    auto txn = client_.Call("kv/txn", {{"compare", compare}, {"success", ops}});
+    if (!txn.ok()) return txn.status();
+    if (!(*txn).value("succeeded", false)) continue;  // another write came between: again
+    const int64_t revision = EtcdInt((*txn)["header"], "revision");
+    for (size_t i = 0; i < writes.size(); ++i) {
+      if (pending[i]) versions[i] = revision;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      committed_ = std::max(committed_, revision);
+    }
+    return versions;
+  }
+  return Conflict("the objects kept changing while this write was checked; try again");
+}
+
+Result<std::vector<Change>> EtcdStore::ChangesAfter(int64_t after, size_t limit) {
+  std::unique_lock<std::mutex> lock(mu_);
+  const int64_t target = committed_;
+  arrived_.wait_for(lock, std::chrono::milliseconds(options_.wait_ms),
+                    [&] { return head_ >= target || stopping_; });
+  if (after < log_from_) {
+    return FailedPrecondition("changes after revision " + std::to_string(after) +
+                              " are no longer kept (kept after " + std::to_string(log_from_) +
+                              "): list again");
+  }
+  auto it = std::upper_bound(log_.begin(), log_.end(), after,
+                             [](int64_t r, const Change& c) { return r < c.revision; });
+  std::vector<Change> out;
+  for (; it != log_.end(); ++it) {
+    // A revision is never split: all the changes of one commit, or none.
+    if (out.size() >= limit && it->revision != out.back().revision) break;
+    out.push_back(*it);
+  }
+  return out;
+}
+
+Status EtcdStore::Compact(int64_t revision) {
+  const int64_t to = std::min(revision, Revision());
+  if (to < 1) return Status::Ok();
+  auto r = client_.Call("kv/compaction", {{"revision", std::to_string(to)}, {"physical", true}});
+  if (!r.ok() && r.status().code() != StatusCode::kFailedPrecondition) return r.status();
+  std::lock_guard<std::mutex> lock(mu_);
+  while (!log_.empty() && log_.front().revision <= to) log_.pop_front();
+  log_from_ = std::max(log_from_, to);
+  compacted_ = std::max(compacted_, to);
+  return Status::Ok();
+}
+
+bool EtcdStore::Take(const json& response) {
+  std::function<void()> listener;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return false;
+    if (const int64_t compacted = EtcdInt(response, "compact_revision"); compacted > 0) {
+      // The watch's start was compacted away: what came between is lost to this log.
+      log_.clear();
+      log_from_ = std::max(log_from_, compacted - 1);
+      head_ = std::max(head_, compacted - 1);
+      return false;
+    }
+    const json& events = response.contains("events") ? response["events"] : json::array();
+    const std::string& prefix = options_.etcd.prefix;
+    for (const json& e : events) {
+      const json& kv = e.value("kv", json::object());
+      Change c;
+      c.revision = EtcdInt(kv, "mod_revision");
+      if (e.value("type", "PUT") == "DELETE") {
+        auto before = ObjectOf(e.value("prev_kv", json::object()), prefix);
+        auto gone = ObjectOf(kv, prefix);
+        if (!gone) continue;
+        c.type = ChangeType::kDeleted;
+        c.object = std::move(*gone);
+        if (before) c.object.body = std::move(before->body);
+        c.object.version = c.revision;
+      } else {
+        auto o = ObjectOf(kv, prefix);
+        if (!o) continue;
+        c.type = EtcdInt(kv, "version") == 1 ? ChangeType::kAdded : ChangeType::kModified;
+        c.object = std::move(*o);
+      }
+      if (c.revision <= head_) continue;  // seen before a reconnect
+      log_.push_back(std::move(c));
+    }
+    if (!events.empty()) {
+      head_ = std::max(head_, EtcdInt(events.back().value("kv", json::object()), "mod_revision"));
+    } else if (!response.value("created", false)) {
+      head_ = std::max(head_, EtcdInt(response["header"], "revision"));  // a progress notice
+    }
+    while (log_.size() > options_.retained_changes) {
+      const int64_t dropped = log_.front().revision;
+      while (!log_.empty() && log_.front().revision == dropped) log_.pop_front();
+      log_from_ = dropped;
+    }
+    listener = listener_;
+  }
+  arrived_.notify_all();
+  if (listener) listener();
+  return true;
+}
+
+void EtcdStore::WatchLoop() {
+  const std::string& prefix = options_.etcd.prefix;
+  while (true) {
+    int64_t from;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return;
+      from = head_ + 1;
+    }
+    json create = {{"key", Base64(prefix)},
+                   {"range_end", Base64(PrefixEnd(prefix))},
+                   {"start_revision", std::to_string(from)},
+                   {"prev_kv", true},
+                   {"progress_notify", true}};
+    client_.Watch(
+        create, [this](const json& r) { return Take(r); }, &cancel_);
+    std::unique_lock<std::mutex> lock(mu_);
+    // The stream ended or failed (a member went away): again shortly, from where it was.
+    arrived_.wait_for(lock, std::chrono::milliseconds(200), [&] { return stopping_; });
+    if (stopping_) return;
+  }
+}
+
+}  // namespace tessera::store

@@ -1,0 +1,93 @@
+// The Store on etcd (store/etcd_client.h), for a control plane of several replicas: objects
+// under a key prefix (<prefix><kind>/<namespace>/<name>), each object's version its key's
+// mod_revision, the store's revision etcd's.
+//
+// A Commit reads the keys it touches, checks each write against them as every store does
+// (CheckWrite; a put of the same body changes nothing), and writes the changed keys in one etcd
+// transaction guarded by a comparison of each touched key's mod_revision with what was read: a
+// concurrent write elsewhere makes it read and check again. The writes of one commit share its
+// revision, as etcd gives one revision per transaction. A commit etcd cannot take in one
+// transaction (more keys than --max-txn-ops, more bytes than --max-request-bytes) is refused as
+// TooLarge; nothing of it is written.
+//
+// Changes come from one watch of the prefix, running from the revision the store opened at, into
+// an in-memory log of the newest `retained_changes`: ChangesAfter serves them (waiting, briefly,
+// for this store's own commits to arrive), and a revision before the log is FailedPrecondition
+// (list again), as kube-apiserver's watch cache answers 410. Reads at a revision are etcd's own;
+// Compact is etcd's compaction.
+#ifndef TESSERA_STORE_ETCD_STORE_H_
+#define TESSERA_STORE_ETCD_STORE_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "store/etcd_client.h"
+#include "store/store.h"
+
+namespace tessera::store {
+
+struct EtcdStoreOptions {
+  EtcdOptions etcd;
+  size_t retained_changes = 16'384;  // in memory, for watches
+  int64_t wait_ms = 10'000;          // how long ChangesAfter waits for this store's own commit
+};
+
+// Connects (the members are asked for their status) and starts the watch.
+Result<std::unique_ptr<Store>> OpenEtcdStore(EtcdStoreOptions options);
+
+class EtcdStore : public Store {
+ public:
+  EtcdStore(EtcdStoreOptions options, int64_t opened_at);
+  ~EtcdStore() override;
+
+  Result<std::vector<int64_t>> Commit(std::span<const Write> writes) override;
+  Result<std::optional<StoredObject>> Get(const ObjectKey& key) override;
+  Result<std::vector<StoredObject>> List(std::string_view kind,
+                                         std::optional<std::string_view> ns) override;
+  Result<std::vector<Change>> ChangesAfter(int64_t after, size_t limit) override;
+  int64_t Revision() override;
+  Result<std::vector<StoredObject>> ListAt(std::string_view kind,
+                                           std::optional<std::string_view> ns,
+                                           int64_t revision) override;
+  Result<std::optional<StoredObject>> GetAt(const ObjectKey& key, int64_t revision) override;
+  Status Compact(int64_t revision) override;
+
+  // Called (from the watch's thread, no lock held) when changes arrive: another replica's
+  // writes reach this one's watchers so.
+  void OnChange(std::function<void()> listener);
+
+ private:
+  std::string KeyOf(const ObjectKey& key) const;
+  std::string KindPrefix(std::string_view kind, std::optional<std::string_view> ns) const;
+  // Every object under `prefix` at `revision` (0: the latest), read in pages at one revision.
+  Result<std::vector<StoredObject>> Range(const std::string& prefix, int64_t revision);
+  Result<std::optional<StoredObject>> GetKey(const ObjectKey& key, int64_t revision);
+  void WatchLoop();
+  // Appends one WatchResponse's events; false when the watch must stop (compacted).
+  bool Take(const nlohmann::json& response);
+
+  EtcdStoreOptions options_;
+  EtcdClient client_;
+
+  std::mutex mu_;
+  std::condition_variable arrived_;
+  std::deque<Change> log_;
+  int64_t log_from_;   // the log holds every change after it
+  int64_t head_;       // the newest revision the watch has delivered
+  int64_t committed_;  // the newest revision this store committed
+  int64_t compacted_ = 0;
+  bool stopping_ = false;
+  std::function<void()> listener_;
+  net::StreamCancel cancel_;
+  std::thread watcher_;
+};
+
+}  // namespace tessera::store
+
+#endif  // TESSERA_STORE_ETCD_STORE_H_
