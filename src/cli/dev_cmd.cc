@@ -173,7 +173,7 @@ int RunDev(const DevOptions& o, std::ostream& out, std::ostream& err) {
   }
   Serving cp;
   if (int code = StartControlPlane(o.data_dir + "/server", http, loop_options, o.accounting, &cp,
-                                   err, {}, o.store);
+                                   err, {}, server::ControlPlane::Sqlite(o.store));
       code != 0) {
     return code;
   }

@@ -10,6 +10,7 @@
 #include "server/http_server.h"
 #include "server/scheduling_loop.h"
 #include "server/serving_cert.h"
+#include "store/etcd_store.h"
 
 namespace tessera::cli {
 
@@ -59,6 +60,14 @@ CLI::App* AddServerCommand(CLI::App& app, ServerOptions& opts) {
   cmd->add_flag("--fsync-every-commit", opts.store.fsync_every_commit,
                 "fsync the state database on every commit: acknowledged writes survive power "
                 "loss, not only a killed server (slower writes)");
+  cmd->add_option("--store", opts.store_url,
+                  "Where the state lives: etcd://HOST:PORT[,HOST:PORT...][/PREFIX] (etcds:// for "
+                  "TLS) for several replicas on one etcd; default: SQLite in the data directory");
+  cmd->add_option("--etcd-ca-file", opts.etcd_ca_file,
+                  "PEM CA bundle that verifies etcd's members");
+  cmd->add_option("--etcd-cert-file", opts.etcd_cert_file,
+                  "PEM client certificate for etcd's --client-cert-auth");
+  cmd->add_option("--etcd-key-file", opts.etcd_key_file, "The client certificate's key (PEM)");
   cmd->add_option("--policy", opts.policy, "Placement policy of the scheduling loop")
       ->capture_default_str();
   cmd->add_option("--node-grace-seconds", opts.node_grace_seconds,
@@ -197,9 +206,14 @@ int RunServer(const ServerOptions& opts, std::ostream& out, std::ostream& err) {
     err << "error: " << st.message() << "\n";
     return 2;
   }
+  auto open_store = StoreOf(opts);
+  if (!open_store.ok()) {
+    err << "error: " << open_store.status().message() << "\n";
+    return 2;
+  }
   Serving cp;
   if (int code = StartControlPlane(opts.data_dir, http, loop_options, opts.accounting, &cp, err,
-                                   opts.namespace_limits, opts.store);
+                                   opts.namespace_limits, std::move(open_store).value());
       code != 0) {
     return code;
   }
@@ -231,6 +245,29 @@ Result<std::string> UseOwnCertificate(const std::string& data_dir, const std::st
   return cert->ca_file;
 }
 
+Result<server::ControlPlane::StoreOpener> StoreOf(const ServerOptions& opts) {
+  if (opts.store_url.empty() || opts.store_url == "sqlite") {
+    return server::ControlPlane::Sqlite(opts.store);
+  }
+  auto etcd = store::ParseEtcdUrl(opts.store_url);
+  if (!etcd.ok()) return etcd.status();
+  if (opts.store.fsync_every_commit) {
+    return InvalidArgument(
+        "--fsync-every-commit: etcd syncs every commit itself; it is for SQLite");
+  }
+  etcd->ca_file = opts.etcd_ca_file;
+  etcd->cert_file = opts.etcd_cert_file;
+  etcd->key_file = opts.etcd_key_file;
+  if (!etcd->tls && !(opts.etcd_ca_file + opts.etcd_cert_file + opts.etcd_key_file).empty()) {
+    return InvalidArgument("--etcd-ca-file, --etcd-cert-file, --etcd-key-file: for etcds:// only");
+  }
+  if (opts.etcd_cert_file.empty() != opts.etcd_key_file.empty()) {
+    return InvalidArgument("--etcd-cert-file and --etcd-key-file: give both or neither");
+  }
+  return server::ControlPlane::StoreOpener(
+      [options = *etcd](const std::string&) { return store::OpenEtcdStore({.etcd = options}); });
+}
+
 sigset_t BlockStopSignals() {
   sigset_t stop;
   sigemptyset(&stop);
@@ -249,13 +286,13 @@ int StartControlPlane(const std::string& data_dir, const server::HttpServerOptio
                       const server::SchedulingLoopOptions& loop_options,
                       const AccountingFlags& accounting, Serving* cp, std::ostream& err,
                       const server::NamespaceLimits& namespace_limits,
-                      const store::SqliteOptions& store) {
+                      server::ControlPlane::StoreOpener open_store) {
   auto accounting_options = ToAccountingOptions(accounting);
   if (!accounting_options.ok()) {
     err << "error: " << accounting_options.status().message() << "\n";
     return 2;
   }
-  auto plane = server::ControlPlane::Open(data_dir, server::ControlPlane::Sqlite(store));
+  auto plane = server::ControlPlane::Open(data_dir, std::move(open_store));
   if (!plane.ok()) {
     err << "error: " << plane.status().message() << "\n";
     return 1;

@@ -51,8 +51,12 @@ struct ServerOptions {
   server::ClientLimits limits;               // per token and per namespace (server/fairness.h)
   server::NamespaceLimits namespace_limits;  // pods and objects per namespace
   store::SqliteOptions store;                // --fsync-every-commit
-  std::string policy = "fragpack";           // placement policy of the scheduling loop
-  int node_grace_seconds = 40;               // missed heartbeats before a node is NotReady
+  // --store: empty for SQLite in the data directory, or etcd://h1:2379,...[/prefix] (etcds://
+  // for TLS, with the CA and the client certificate below).
+  std::string store_url;
+  std::string etcd_ca_file, etcd_cert_file, etcd_key_file;
+  std::string policy = "fragpack";  // placement policy of the scheduling loop
+  int node_grace_seconds = 40;      // missed heartbeats before a node is NotReady
   AccountingFlags accounting;
   QueueingFlags queueing;
 };
@@ -80,11 +84,14 @@ struct Serving {
   void Stop();
 };
 // Errors are printed to `err`; returns the exit code (0: running).
-int StartControlPlane(const std::string& data_dir, const server::HttpServerOptions& http,
-                      const server::SchedulingLoopOptions& loop, const AccountingFlags& accounting,
-                      Serving* out, std::ostream& err,
-                      const server::NamespaceLimits& namespace_limits = {},
-                      const store::SqliteOptions& store = {});
+int StartControlPlane(
+    const std::string& data_dir, const server::HttpServerOptions& http,
+    const server::SchedulingLoopOptions& loop, const AccountingFlags& accounting, Serving* out,
+    std::ostream& err, const server::NamespaceLimits& namespace_limits = {},
+    server::ControlPlane::StoreOpener open_store = server::ControlPlane::Sqlite());
+
+// The store `tessera server` is told to use: SQLite in its data directory, or etcd.
+Result<server::ControlPlane::StoreOpener> StoreOf(const ServerOptions& opts);
 
 // Serves until SIGINT or SIGTERM; returns the exit code. Prints "listening on HOST:PORT".
 int RunServer(const ServerOptions& opts, std::ostream& out, std::ostream& err);

@@ -23,9 +23,11 @@ ControlPlane::ControlPlane(std::string data_dir, DirLock owner, std::unique_ptr<
     for (const std::string& node : events->Get(c)->nodes) routes.push_back(NodeRoute(node));
     return routes;
   });
+  // Another replica's writes (on etcd) reach this one's watchers and caches as its own do.
+  store_->OnChange([this] { feed_.CatchUp(); });
 }
 
-ControlPlane::~ControlPlane() = default;
+ControlPlane::~ControlPlane() { store_->OnChange({}); }
 
 ControlPlane::StoreOpener ControlPlane::Sqlite(store::SqliteOptions options) {
   return [options](const std::string& data_dir) {

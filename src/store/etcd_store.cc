@@ -54,8 +54,11 @@ EtcdStore::~EtcdStore() {
 }
 
 void EtcdStore::OnChange(std::function<void()> listener) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   listener_ = std::move(listener);
+  if (std::this_thread::get_id() != watcher_.get_id()) {
+    arrived_.wait(lock, [&] { return calling_ == 0; });
+  }
 }
 
 std::string EtcdStore::KeyOf(const ObjectKey& key) const {
@@ -257,8 +260,11 @@ Result<std::vector<int64_t>> EtcdStore::Commit(std::span<const Write> writes) {
 Result<std::vector<Change>> EtcdStore::ChangesAfter(int64_t after, size_t limit) {
   std::unique_lock<std::mutex> lock(mu_);
   const int64_t target = committed_;
-  arrived_.wait_for(lock, std::chrono::milliseconds(options_.wait_ms),
-                    [&] { return head_ >= target || stopping_; });
+  // The watch's own thread (its listener) takes what has arrived: it is what brings the rest.
+  if (std::this_thread::get_id() != watcher_.get_id()) {
+    arrived_.wait_for(lock, std::chrono::milliseconds(options_.wait_ms),
+                      [&] { return head_ >= target || stopping_; });
+  }
   if (after < log_from_) {
     return FailedPrecondition("changes after revision " + std::to_string(after) +
                               " are no longer kept (kept after " + std::to_string(log_from_) +
@@ -333,9 +339,15 @@ bool EtcdStore::Take(const json& response) {
       log_from_ = dropped;
     }
     listener = listener_;
+    if (listener) ++calling_;
   }
   arrived_.notify_all();
-  if (listener) listener();
+  if (listener) {
+    listener();
+    std::lock_guard<std::mutex> lock(mu_);
+    --calling_;
+  }
+  arrived_.notify_all();
   return true;
 }
 

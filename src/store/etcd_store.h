@@ -60,7 +60,7 @@ class EtcdStore : public Store {
 
   // Called (from the watch's thread, no lock held) when changes arrive: another replica's
   // writes reach this one's watchers so.
-  void OnChange(std::function<void()> listener);
+  void OnChange(std::function<void()> listener) override;
 
  private:
   std::string KeyOf(const ObjectKey& key) const;
@@ -84,6 +84,7 @@ class EtcdStore : public Store {
   int64_t compacted_ = 0;
   bool stopping_ = false;
   std::function<void()> listener_;
+  int calling_ = 0;  // listener calls running
   net::StreamCancel cancel_;
   std::thread watcher_;
 };

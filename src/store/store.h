@@ -11,6 +11,7 @@
 
 #include <compare>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -103,6 +104,11 @@ class Store {
   // earlier revision fail with FailedPrecondition afterwards. The stores also compact on their
   // own, keeping the newest `retained_changes` changes.
   virtual Status Compact(int64_t revision) = 0;
+
+  // Calls `listener` when changes written by another writer of the same state arrive (another
+  // replica's, on etcd); none for a store this process alone writes. An empty listener stops
+  // the calls: once OnChange returns, none is running.
+  virtual void OnChange(std::function<void()> listener) { (void)listener; }
 };
 
 // What ListAt and GetAt share. Whether a read at `revision` can be served, with the history

@@ -16,6 +16,7 @@
 
 #include "api/queue_views.h"
 #include "server/http_server.h"
+#include "server/test_store.h"
 #include "store/memory_store.h"
 
 namespace tessera::server {
@@ -48,9 +49,8 @@ class ApiServerTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
 
-  void StartServer(size_t max_body = 1 << 20,
-                   ControlPlane::StoreOpener open_store = ControlPlane::Sqlite()) {
-    auto api = ApiServer::Open(dir_, std::move(open_store));
+  void StartServer(size_t max_body = 1 << 20, ControlPlane::StoreOpener open_store = {}) {
+    auto api = ApiServer::Open(dir_, open_store ? std::move(open_store) : store_);
     ASSERT_TRUE(api.ok()) << api.status().message();
     api_ = std::move(api).value();
     HttpServerOptions o;
@@ -102,6 +102,7 @@ class ApiServerTest : public ::testing::Test {
   }
 
   std::string dir_, admin_;
+  ControlPlane::StoreOpener store_ = TestStore();  // the same state at every start of a test
   std::unique_ptr<ApiServer> api_;
   std::unique_ptr<HttpServer> http_;
 };

@@ -15,6 +15,7 @@
 #include "api/object.h"
 #include "server/api_server.h"
 #include "server/auth.h"
+#include "server/test_store.h"
 
 namespace tessera::server {
 namespace {
@@ -91,7 +92,7 @@ class AuthMatrixTest : public ::testing::Test {
     char tmpl[] = "/tmp/tessera-auth-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
-    api_ = ApiServer::Open(dir_).value();
+    api_ = ApiServer::Open(dir_, TestStore()).value();
     std::ifstream in(dir_ + "/admin.token");
     std::getline(in, tokens_[Who::kAdmin]);
     tokens_[Who::kTeamA] = Mint(R"({"namespace": "team-a"})");

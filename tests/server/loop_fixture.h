@@ -16,6 +16,7 @@
 
 #include "server/api_server.h"
 #include "server/scheduling_loop.h"
+#include "server/test_store.h"
 
 namespace tessera::server {
 
@@ -51,7 +52,7 @@ class LoopTest : public ::testing::Test {
     loop_.reset();
     api_.reset();
     plane_.reset();  // a restart: the data directory has one owner at a time
-    plane_ = ControlPlane::Open(dir_).value();
+    plane_ = ControlPlane::Open(dir_, store_).value();
     api_ = std::make_unique<ApiServer>(*plane_);
     std::ifstream in(dir_ + "/admin.token");
     std::getline(in, admin_);
@@ -171,6 +172,7 @@ spec: {clusterQueue: cq}
   }
 
   std::string dir_, admin_;
+  ControlPlane::StoreOpener store_ = TestStore();  // the same state at every Open of a test
   std::unique_ptr<ControlPlane> plane_;
   std::unique_ptr<ApiServer> api_;
   std::unique_ptr<SchedulingLoop> loop_;
