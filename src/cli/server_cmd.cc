@@ -68,6 +68,11 @@ CLI::App* AddServerCommand(CLI::App& app, ServerOptions& opts) {
   cmd->add_option("--etcd-cert-file", opts.etcd_cert_file,
                   "PEM client certificate for etcd's --client-cert-auth");
   cmd->add_option("--etcd-key-file", opts.etcd_key_file, "The client certificate's key (PEM)");
+  cmd->add_option("--replica-id", opts.replica_id,
+                  "On etcd: this replica's name in the scheduler's election (default: HOST:PORT)");
+  cmd->add_option("--leader-ttl-seconds", opts.leader_ttl_seconds,
+                  "On etcd: the election lease; a dead leader is replaced within about this long")
+      ->capture_default_str();
   cmd->add_option("--policy", opts.policy, "Placement policy of the scheduling loop")
       ->capture_default_str();
   cmd->add_option("--node-grace-seconds", opts.node_grace_seconds,
@@ -206,14 +211,29 @@ int RunServer(const ServerOptions& opts, std::ostream& out, std::ostream& err) {
     err << "error: " << st.message() << "\n";
     return 2;
   }
-  auto open_store = StoreOf(opts);
-  if (!open_store.ok()) {
-    err << "error: " << open_store.status().message() << "\n";
+  auto etcd = EtcdOf(opts);
+  if (!etcd.ok()) {
+    err << "error: " << etcd.status().message() << "\n";
     return 2;
   }
   Serving cp;
+  if (*etcd) {
+    // One replica of several runs the scheduling loop: the one etcd elects.
+    std::string id = opts.replica_id;
+    if (id.empty()) {
+      char name[256] = {};
+      gethostname(name, sizeof name - 1);
+      id = std::string(name) + ":" + std::to_string(http.port);
+      if (http.port == 0) id += "-" + std::to_string(getpid());  // a port picked at start
+    }
+    cp.election =
+        std::make_unique<store::EtcdElection>(**etcd, "scheduler", id, opts.leader_ttl_seconds);
+    store::EtcdElection* election = cp.election.get();
+    loop_options.leadership = [election] { return election->Leading(); };
+    loop_options.transitions = [election] { return election->transitions(); };
+  }
   if (int code = StartControlPlane(opts.data_dir, http, loop_options, opts.accounting, &cp, err,
-                                   opts.namespace_limits, std::move(open_store).value());
+                                   opts.namespace_limits, StoreOf(opts, *etcd));
       code != 0) {
     return code;
   }
@@ -245,9 +265,15 @@ Result<std::string> UseOwnCertificate(const std::string& data_dir, const std::st
   return cert->ca_file;
 }
 
-Result<server::ControlPlane::StoreOpener> StoreOf(const ServerOptions& opts) {
+Result<std::optional<store::EtcdOptions>> EtcdOf(const ServerOptions& opts) {
   if (opts.store_url.empty() || opts.store_url == "sqlite") {
-    return server::ControlPlane::Sqlite(opts.store);
+    if (!(opts.etcd_ca_file + opts.etcd_cert_file + opts.etcd_key_file).empty()) {
+      return InvalidArgument("--etcd-ca-file, --etcd-cert-file, --etcd-key-file: need --store");
+    }
+    return std::optional<store::EtcdOptions>();
+  }
+  if (opts.leader_ttl_seconds < 3 || opts.leader_ttl_seconds > 60) {
+    return InvalidArgument("--leader-ttl-seconds: between 3 and 60");
   }
   auto etcd = store::ParseEtcdUrl(opts.store_url);
   if (!etcd.ok()) return etcd.status();
@@ -264,8 +290,13 @@ Result<server::ControlPlane::StoreOpener> StoreOf(const ServerOptions& opts) {
   if (opts.etcd_cert_file.empty() != opts.etcd_key_file.empty()) {
     return InvalidArgument("--etcd-cert-file and --etcd-key-file: give both or neither");
   }
-  return server::ControlPlane::StoreOpener(
-      [options = *etcd](const std::string&) { return store::OpenEtcdStore({.etcd = options}); });
+  return std::optional<store::EtcdOptions>(*etcd);
+}
+
+server::ControlPlane::StoreOpener StoreOf(const ServerOptions& opts,
+                                          const std::optional<store::EtcdOptions>& etcd) {
+  if (!etcd) return server::ControlPlane::Sqlite(opts.store);
+  return [options = *etcd](const std::string&) { return store::OpenEtcdStore({.etcd = options}); };
 }
 
 sigset_t BlockStopSignals() {

@@ -15,6 +15,7 @@
 #include "server/api_server.h"
 #include "server/http_server.h"
 #include "server/scheduling_loop.h"
+#include "store/etcd_election.h"
 
 namespace tessera::cli {
 
@@ -55,6 +56,10 @@ struct ServerOptions {
   // for TLS, with the CA and the client certificate below).
   std::string store_url;
   std::string etcd_ca_file, etcd_cert_file, etcd_key_file;
+  // On etcd: this replica's name in the scheduler's election (default: host name and port), and
+  // the election lease's TTL.
+  std::string replica_id;
+  int leader_ttl_seconds = 10;
   std::string policy = "fragpack";  // placement policy of the scheduling loop
   int node_grace_seconds = 40;      // missed heartbeats before a node is NotReady
   AccountingFlags accounting;
@@ -77,6 +82,7 @@ sigset_t BlockStopSignals();
 // The control plane's state over `data_dir` (its store built here and handed in), the API
 // server and the scheduling loop over it, and the HTTP server, all started.
 struct Serving {
+  std::unique_ptr<store::EtcdElection> election;  // on etcd; outlives the loop that asks it
   std::unique_ptr<server::ControlPlane> plane;
   std::unique_ptr<server::ApiServer> api;
   std::unique_ptr<server::SchedulingLoop> loop;
@@ -90,8 +96,11 @@ int StartControlPlane(
     std::ostream& err, const server::NamespaceLimits& namespace_limits = {},
     server::ControlPlane::StoreOpener open_store = server::ControlPlane::Sqlite());
 
-// The store `tessera server` is told to use: SQLite in its data directory, or etcd.
-Result<server::ControlPlane::StoreOpener> StoreOf(const ServerOptions& opts);
+// The etcd `tessera server` is told to use (nullopt: SQLite in its data directory), and the
+// store it opens.
+Result<std::optional<store::EtcdOptions>> EtcdOf(const ServerOptions& opts);
+server::ControlPlane::StoreOpener StoreOf(const ServerOptions& opts,
+                                          const std::optional<store::EtcdOptions>& etcd);
 
 // Serves until SIGINT or SIGTERM; returns the exit code. Prints "listening on HOST:PORT".
 int RunServer(const ServerOptions& opts, std::ostream& out, std::ostream& err);

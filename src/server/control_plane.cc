@@ -14,7 +14,9 @@ ControlPlane::ControlPlane(std::string data_dir, DirLock owner, std::unique_ptr<
       tokens_(*store_),
       feed_(*store_),
       events_(std::make_unique<EventCache>()),
-      objects_(*store_, feed_) {
+      objects_(*store_, feed_),
+      // Replicas share their renewals through the store: each is written, as Kubernetes' are.
+      leases_(store_->shared() ? 0 : 60'000) {
   // A Job's change concerns the nodes it is bound to (their agents' watches) and the Job.
   feed_.set_router([events = events_.get()](const store::Change& c) {
     std::vector<std::string> routes;
@@ -70,11 +72,12 @@ Result<std::unique_ptr<ControlPlane>> ControlPlane::Open(const std::string& data
   return plane;
 }
 
-Result<std::vector<int64_t>> ControlPlane::Commit(std::span<const store::Write> writes) {
+Result<std::vector<int64_t>> ControlPlane::Commit(std::span<const store::Write> writes,
+                                                  const store::Fence* fence) {
   Result<std::vector<int64_t>> r = std::vector<int64_t>();
   {
     std::lock_guard<std::mutex> writing(write_mu_);
-    r = store_->Commit(writes);
+    r = fence ? store_->CommitIf(writes, *fence) : store_->Commit(writes);
     if (!r.ok()) return r;
     for (size_t i = 0; i < writes.size(); ++i) {
       const store::Write& w = writes[i];

@@ -63,7 +63,10 @@ class ControlPlane {
   // Commits `writes` and lets watchers see them: the one way writers inside the server write.
   // Only the store's commit is serialized: each write was checked before against the versions
   // it read, which the store checks again.
-  Result<std::vector<int64_t>> Commit(std::span<const store::Write> writes);
+  // With `fence` (the scheduler's leadership, on etcd), nothing is written once it no longer
+  // holds (FailedPrecondition).
+  Result<std::vector<int64_t>> Commit(std::span<const store::Write> writes,
+                                      const store::Fence* fence = nullptr);
   // Holds commits off while the lock lives: for a read then a write that does not go through
   // Commit (an exec token made for a Job as it was read).
   std::unique_lock<std::mutex> HoldCommits() { return std::unique_lock<std::mutex>(write_mu_); }

@@ -60,7 +60,7 @@ void CycleWrites::Flush() {
 }
 
 Result<std::vector<int64_t>> CycleWrites::Commit(std::span<const store::Write> writes) {
-  auto r = plane_.Commit(writes);
+  auto r = plane_.Commit(writes, fence_ ? &*fence_ : nullptr);
   if (r.ok()) written_.insert(written_.end(), r->begin(), r->end());
   return r;
 }

@@ -32,10 +32,14 @@ class CycleWrites {
   };
 
   // Events are named "<object>.<now_ms>-<++event_seq>"; the revisions committed are added to
-  // `written`.
+  // `written`. With `fence` (the leader's, on etcd), every write holds only while it does.
   CycleWrites(ControlPlane& plane, int64_t now_ms, int64_t& event_seq,
-              std::vector<int64_t>& written)
-      : plane_(plane), now_ms_(now_ms), event_seq_(event_seq), written_(written) {}
+              std::vector<int64_t>& written, std::optional<store::Fence> fence = std::nullopt)
+      : plane_(plane),
+        now_ms_(now_ms),
+        event_seq_(event_seq),
+        written_(written),
+        fence_(std::move(fence)) {}
   ~CycleWrites() { Flush(); }
   CycleWrites(const CycleWrites&) = delete;
   CycleWrites& operator=(const CycleWrites&) = delete;
@@ -63,6 +67,7 @@ class CycleWrites {
   const int64_t now_ms_;
   int64_t& event_seq_;
   std::vector<int64_t>& written_;
+  const std::optional<store::Fence> fence_;
   std::vector<Batch> objects_;
   std::vector<store::Write> events_;
   int committed_ = 0;

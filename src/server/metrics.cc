@@ -46,6 +46,22 @@ SchedulerMetrics::SchedulerMetrics() : registry_(std::make_shared<prometheus::Re
                   .Help("Workloads the last cycle looked at and left pending or admitted")
                   .Register(*registry_)
                   .Add({});
+  leader_ = &prometheus::BuildGauge()
+                 .Name("tessera_leader")
+                 .Help("1 while this replica runs the scheduling loop (elected on etcd), else 0")
+                 .Register(*registry_)
+                 .Add({});
+  leader_->Set(1);
+  transitions_ = &prometheus::BuildGauge()
+                      .Name("tessera_leader_transitions")
+                      .Help("Times this replica became the scheduler's leader or stopped being it")
+                      .Register(*registry_)
+                      .Add({});
+}
+
+void SchedulerMetrics::SetLeader(bool leading, int64_t transitions) {
+  leader_->Set(leading ? 1 : 0);
+  transitions_->Set(static_cast<double>(transitions));
 }
 
 void SchedulerMetrics::ObserveAdmission(const std::string& queue, double seconds_waited) {

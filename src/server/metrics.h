@@ -47,6 +47,8 @@ class SchedulerMetrics {
   void ObserveAdmission(const std::string& queue, double seconds_waited);
   void SetCycleGauges(CycleGauges g);
   CycleGauges cycle_gauges() const;
+  // Whether this replica leads the scheduling (1 with one replica), and how often that changed.
+  void SetLeader(bool leading, int64_t transitions);
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
@@ -58,6 +60,8 @@ class SchedulerMetrics {
   prometheus::Counter* admissions_;
   prometheus::Counter* preemptions_;
   prometheus::Gauge* pending_;
+  prometheus::Gauge* leader_;
+  prometheus::Gauge* transitions_;
 };
 
 // The whole /metrics text: `scheduler`'s counters, the stored state at `now_ms` (the nodes'

@@ -43,7 +43,7 @@ Result<CycleSummary> SchedulingLoop::RunOnce(int64_t now_ms) {
     std::fprintf(stderr, "error: %s\n", api::SafeText(sum.status().message()).c_str());
   }
   follow_up_ = !sum.ok() || sum->follow_up;
-  if (sum.ok()) {
+  if (sum.ok() && !sum->standby) {
     plane_.metrics().ObserveCycle(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
         sum->admitted, sum->preempted, sum->pending);
@@ -53,9 +53,19 @@ Result<CycleSummary> SchedulingLoop::RunOnce(int64_t now_ms) {
 
 Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   CycleSummary sum;
+  std::optional<store::Fence> fence;
+  if (options_.leadership) {
+    fence = options_.leadership();
+    plane_.metrics().SetLeader(fence.has_value(),
+                               options_.transitions ? options_.transitions() : 0);
+    if (!fence) {
+      sum.standby = true;
+      return sum;
+    }
+  }
   refresh_budget_.Refill(now_ms);
   own_revisions_.clear();
-  CycleWrites writes(plane_, now_ms, event_seq_, own_revisions_);
+  CycleWrites writes(plane_, now_ms, event_seq_, own_revisions_, std::move(fence));
   auto tally = [&](CycleSummary& out) -> CycleSummary& {
     writes.Flush();
     out.writes = writes.committed();

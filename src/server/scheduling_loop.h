@@ -27,6 +27,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -72,10 +73,16 @@ struct SchedulingLoopOptions {
   int64_t preemption_hold_ms = 300'000;
   // Fair sharing and its strategies (Kueue's fairSharing config); classic preemption by default.
   core::CycleOptions cycle;
+  // Several replicas (on etcd): the fence while this replica leads, nullopt while it does not
+  // (store/etcd_election.h). A cycle runs only while it leads, and each of its writes holds only
+  // while the fence does. Unset: one replica, always leading.
+  std::function<std::optional<store::Fence>()> leadership;
+  std::function<int64_t()> transitions;  // how often leadership changed, for the metrics
 };
 
 // What one cycle did.
 struct CycleSummary {
+  bool standby = false;  // another replica leads: nothing was read, decided or written
   int pending = 0;
   int admitted = 0;
   int preempted = 0;

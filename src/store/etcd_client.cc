@@ -99,9 +99,20 @@ namespace {
 
 // etcd's refusal (a gRPC status as JSON: code, message) as Tessera's status.
 Status EtcdError(int http_status, const std::string& body) {
-  const json e = json::parse(body, nullptr, false);
-  std::string message = e.is_object() ? e.value("message", e.value("error", body)) : body;
-  const int code = e.is_object() ? e.value("code", 0) : 0;
+  json e = json::parse(body, nullptr, false);
+  // {"error": "...", "code": 14, "message": "..."}, or a stream's {"error": {"grpc_code": 14,
+  // "message": "..."}}.
+  if (e.is_object() && e.contains("error") && e["error"].is_object()) e = e["error"];
+  auto text = [&](const char* field) {
+    return e.is_object() && e.contains(field) && e[field].is_string()
+               ? e[field].get<std::string>()
+               : std::string();
+  };
+  std::string message = text("message");
+  if (message.empty()) message = text("error");
+  if (message.empty()) message = body;
+  int code = static_cast<int>(EtcdInt(e, "code"));
+  if (code == 0) code = static_cast<int>(EtcdInt(e, "grpc_code"));
   if (message.find("required revision has been compacted") != std::string::npos) {
     return FailedPrecondition("etcd: " + message);
   }
@@ -153,6 +164,7 @@ Result<json> EtcdClient::Call(std::string_view method, const json& request) {
   const std::string body = request.dump();
   const std::string target = "/v3/" + std::string(method);
   Status last = Unavailable("etcd: no member configured");
+  Status answered;  // a member's own refusal (no leader) says more than one that is down
   const size_t n = options_.endpoints.size();
   const size_t first = current_.load();
   for (size_t k = 0; k < n; ++k) {
@@ -180,7 +192,7 @@ Result<json> EtcdClient::Call(std::string_view method, const json& request) {
       Status s = EtcdError(r->status, r->body);
       // Another member may have a leader (this one is cut off from the quorum).
       if (s.code() == StatusCode::kUnavailable) {
-        last = s;
+        if (answered.ok()) answered = s;
         continue;
       }
       return s;
@@ -190,13 +202,20 @@ Result<json> EtcdClient::Call(std::string_view method, const json& request) {
     if (out.is_discarded()) return Internal("etcd: an answer that is not JSON");
     return out;
   }
-  return last;
+  return answered.ok() ? last : answered;
 }
 
 Status EtcdClient::Watch(const json& create_request,
                          const std::function<bool(const json&)>& on_response,
                          net::StreamCancel* cancel) {
-  const std::string body = json{{"create_request", create_request}}.dump();
+  return Stream("watch", {{"create_request", create_request}}, on_response, cancel);
+}
+
+Status EtcdClient::Stream(std::string_view method, const json& request,
+                          const std::function<bool(const json&)>& on_response,
+                          net::StreamCancel* cancel) {
+  const std::string body = request.dump();
+  const std::string target = "/v3/" + std::string(method);
   const size_t n = options_.endpoints.size();
   Status last = Unavailable("etcd: no member configured");
   for (size_t k = 0; k < n; ++k) {
@@ -205,7 +224,7 @@ Status EtcdClient::Watch(const json& create_request,
     Status failed = Status::Ok();
     bool stopped = false;
     auto status = net::RequestStream(
-        EndpointAt(i), "POST", "/v3/watch", body,
+        EndpointAt(i), "POST", target, body,
         [&](std::string_view piece) {
           pending.append(piece);
           for (size_t nl; (nl = pending.find('\n')) != std::string::npos;) {
@@ -238,7 +257,7 @@ Status EtcdClient::Watch(const json& create_request,
     if (*status != 200) return EtcdError(*status, error_body);
     if (!failed.ok()) return failed;
     current_.store(i);
-    return stopped ? Status::Ok() : Unavailable("etcd: the watch ended");
+    return stopped ? Status::Ok() : Unavailable("etcd: the stream ended");
   }
   return last;
 }

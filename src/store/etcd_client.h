@@ -66,6 +66,10 @@ class EtcdClient {
   Status Watch(const nlohmann::json& create_request,
                const std::function<bool(const nlohmann::json&)>& on_response,
                net::StreamCancel* cancel = nullptr);
+  // Any of etcd's streams (POST /v3/`method`: "watch", "lease/keepalive") with one request.
+  Status Stream(std::string_view method, const nlohmann::json& request,
+                const std::function<bool(const nlohmann::json&)>& on_response,
+                net::StreamCancel* cancel = nullptr);
 
  private:
   struct Pool;

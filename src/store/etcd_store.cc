@@ -20,6 +20,12 @@ std::string Text(const json& kv, const char* field) {
   return bytes.ok() ? std::move(bytes).value() : std::string();
 }
 
+Status NotLeading(const Fence& fence) {
+  return FailedPrecondition("not written: this replica no longer leads (" + fence.key +
+                            " is not the one created at revision " +
+                            std::to_string(fence.create_revision) + ")");
+}
+
 bool ByNamespaceAndName(const StoredObject& a, const StoredObject& b) {
   return std::tie(a.key.ns, a.key.name) < std::tie(b.key.ns, b.key.name);
 }
@@ -156,6 +162,16 @@ int64_t EtcdStore::Revision() {
 }
 
 Result<std::vector<int64_t>> EtcdStore::Commit(std::span<const Write> writes) {
+  return CommitGuarded(writes, nullptr);
+}
+
+Result<std::vector<int64_t>> EtcdStore::CommitIf(std::span<const Write> writes,
+                                                 const Fence& fence) {
+  return CommitGuarded(writes, &fence);
+}
+
+Result<std::vector<int64_t>> EtcdStore::CommitGuarded(std::span<const Write> writes,
+                                                      const Fence* fence) {
   if (writes.empty()) return std::vector<int64_t>();
   // The keys touched, each once, in the order first written.
   std::vector<std::string> keys;
@@ -172,8 +188,19 @@ Result<std::vector<int64_t>> EtcdStore::Commit(std::span<const Write> writes) {
     // What each key holds now.
     json reads = json::array();
     for (const std::string& k : keys) reads.push_back({{"request_range", {{"key", Base64(k)}}}});
+    if (fence) reads.push_back({{"request_range", {{"key", Base64(fence->key)}}}});
     auto read = client_.Call("kv/txn", {{"success", reads}});
     if (!read.ok()) return read.status();
+    if (fence) {
+      const json& responses = (*read).contains("responses") ? (*read)["responses"] : json();
+      const json last = responses.is_array() && !responses.empty()
+                            ? responses.back().value("response_range", json::object())
+                            : json::object();
+      const int64_t created = last.contains("kvs") && !last["kvs"].empty()
+                                  ? EtcdInt(last["kvs"][0], "create_revision")
+                                  : 0;
+      if (created != fence->create_revision) return NotLeading(*fence);
+    }
     struct State {
       bool exists = false;
       int64_t version = 0;  // mod_revision as read (0: absent)
@@ -240,6 +267,12 @@ Result<std::vector<int64_t>> EtcdStore::Commit(std::span<const Write> writes) {
     if (bytes > options_.etcd.max_request_bytes) {
       return TooLarge("a write of " + std::to_string(bytes) + " bytes passes etcd's limit of " +
                       std::to_string(options_.etcd.max_request_bytes) + " per request");
+    }
+    if (fence) {
+      compare.push_back({{"key", Base64(fence->key)},
+                         {"target", "CREATE"},
+                         {"result", "EQUAL"},
+                         {"create_revision", std::to_string(fence->create_revision)}});
     }
     auto txn = client_.Call("kv/txn", {{"compare", compare}, {"success", ops}});
     if (!txn.ok()) return txn.status();

@@ -47,6 +47,7 @@ class EtcdStore : public Store {
   ~EtcdStore() override;
 
   Result<std::vector<int64_t>> Commit(std::span<const Write> writes) override;
+  Result<std::vector<int64_t>> CommitIf(std::span<const Write> writes, const Fence& fence) override;
   Result<std::optional<StoredObject>> Get(const ObjectKey& key) override;
   Result<std::vector<StoredObject>> List(std::string_view kind,
                                          std::optional<std::string_view> ns) override;
@@ -61,6 +62,7 @@ class EtcdStore : public Store {
   // Called (from the watch's thread, no lock held) when changes arrive: another replica's
   // writes reach this one's watchers so.
   void OnChange(std::function<void()> listener) override;
+  bool shared() const override { return true; }
 
  private:
   std::string KeyOf(const ObjectKey& key) const;
@@ -68,6 +70,7 @@ class EtcdStore : public Store {
   // Every object under `prefix` at `revision` (0: the latest), read in pages at one revision.
   Result<std::vector<StoredObject>> Range(const std::string& prefix, int64_t revision);
   Result<std::optional<StoredObject>> GetKey(const ObjectKey& key, int64_t revision);
+  Result<std::vector<int64_t>> CommitGuarded(std::span<const Write> writes, const Fence* fence);
   void WatchLoop();
   // Appends one WatchResponse's events; false when the watch must stop (compacted).
   bool Take(const nlohmann::json& response);

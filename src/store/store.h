@@ -63,6 +63,14 @@ struct Write {
   std::optional<int64_t> expected_version;
 };
 
+// A condition a commit holds under: a replica's leadership of the scheduler, held as long as
+// the election's key (a key of the store's own, outside the objects) exists as it was created
+// when the replica was elected (store/etcd_election.h).
+struct Fence {
+  std::string key;
+  int64_t create_revision = 0;
+};
+
 // Whether write `w` may apply to its object, which `exists` at version `current` (0 when
 // not): Conflict for a stale expected_version, AlreadyExists for a create, NotFound for a
 // delete. Every Store implementation checks its writes with it.
@@ -76,6 +84,12 @@ class Store {
   // Each write gets its own revision, returned in order. A kPut whose body equals the stored
   // one changes nothing and returns the object's current version (idempotent apply).
   virtual Result<std::vector<int64_t>> Commit(std::span<const Write> writes) = 0;
+  // Commit, in the same transaction as a check that `fence` holds: else FailedPrecondition and
+  // nothing written. A store that one process alone writes has no election, and commits.
+  virtual Result<std::vector<int64_t>> CommitIf(std::span<const Write> writes, const Fence& fence) {
+    (void)fence;
+    return Commit(writes);
+  }
 
   virtual Result<std::optional<StoredObject>> Get(const ObjectKey& key) = 0;
 
@@ -109,6 +123,9 @@ class Store {
   // replica's, on etcd); none for a store this process alone writes. An empty listener stops
   // the calls: once OnChange returns, none is running.
   virtual void OnChange(std::function<void()> listener) { (void)listener; }
+  // Whether other processes write the same state (replicas on etcd): what one replica holds in
+  // memory, others do not see.
+  virtual bool shared() const { return false; }
 };
 
 // What ListAt and GetAt share. Whether a read at `revision` can be served, with the history
