@@ -70,6 +70,10 @@ CLI::App* AddServerCommand(CLI::App& app, ServerOptions& opts) {
   cmd->add_option("--etcd-key-file", opts.etcd_key_file, "The client certificate's key (PEM)");
   cmd->add_option("--replica-id", opts.replica_id,
                   "On etcd: this replica's name in the scheduler's election (default: HOST:PORT)");
+  cmd->add_option("--compact-interval-seconds", opts.compact_interval_seconds,
+                  "On etcd: the leader compacts its history this often, to where it was one "
+                  "interval before (watches and lists at a revision reach back that far)")
+      ->capture_default_str();
   cmd->add_option("--leader-ttl-seconds", opts.leader_ttl_seconds,
                   "On etcd: the election lease; a dead leader is replaced within about this long")
       ->capture_default_str();
@@ -237,6 +241,12 @@ int RunServer(const ServerOptions& opts, std::ostream& out, std::ostream& err) {
       code != 0) {
     return code;
   }
+  if (cp.election) {
+    store::EtcdElection* election = cp.election.get();
+    cp.compactor = std::make_unique<store::Compactor>(
+        cp.plane->store(), [election] { return election->Leading().has_value(); },
+        std::chrono::seconds(opts.compact_interval_seconds));
+  }
   if (!ca.empty()) out << "CA: " << ca << std::endl;
   out << "listening on " << (tls ? "https://" : "") << http.host << ":" << cp.http->port()
       << std::endl;
@@ -275,6 +285,9 @@ Result<std::optional<store::EtcdOptions>> EtcdOf(const ServerOptions& opts) {
   if (opts.leader_ttl_seconds < 3 || opts.leader_ttl_seconds > 60) {
     return InvalidArgument("--leader-ttl-seconds: between 3 and 60");
   }
+  if (opts.compact_interval_seconds < 1) {
+    return InvalidArgument("--compact-interval-seconds: at least 1");
+  }
   auto etcd = store::ParseEtcdUrl(opts.store_url);
   if (!etcd.ok()) return etcd.status();
   if (opts.store.fsync_every_commit) {
@@ -311,6 +324,7 @@ sigset_t BlockStopSignals() {
 void Serving::Stop() {
   if (http) http->Stop();
   if (loop) loop->Stop();
+  compactor.reset();
 }
 
 int StartControlPlane(const std::string& data_dir, const server::HttpServerOptions& http,

@@ -15,6 +15,7 @@
 #include "server/api_server.h"
 #include "server/http_server.h"
 #include "server/scheduling_loop.h"
+#include "store/compactor.h"
 #include "store/etcd_election.h"
 
 namespace tessera::cli {
@@ -60,8 +61,9 @@ struct ServerOptions {
   // the election lease's TTL.
   std::string replica_id;
   int leader_ttl_seconds = 10;
-  std::string policy = "fragpack";  // placement policy of the scheduling loop
-  int node_grace_seconds = 40;      // missed heartbeats before a node is NotReady
+  int compact_interval_seconds = 300;  // etcd's history kept at least this long
+  std::string policy = "fragpack";     // placement policy of the scheduling loop
+  int node_grace_seconds = 40;         // missed heartbeats before a node is NotReady
   AccountingFlags accounting;
   QueueingFlags queueing;
 };
@@ -86,6 +88,7 @@ struct Serving {
   std::unique_ptr<server::ControlPlane> plane;
   std::unique_ptr<server::ApiServer> api;
   std::unique_ptr<server::SchedulingLoop> loop;
+  std::unique_ptr<store::Compactor> compactor;  // on etcd: the leader compacts its history
   std::unique_ptr<server::HttpServer> http;
   void Stop();
 };
