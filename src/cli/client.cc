@@ -10,20 +10,34 @@ namespace tessera::cli {
 
 namespace {
 
-Status SetAddress(std::string addr, Endpoint* ep) {
-  if (addr.starts_with("https://")) {
-    ep->tls = true;
-    addr = addr.substr(8);
-  } else if (addr.starts_with("http://")) {
-    addr = addr.substr(7);
+// One server's address, or several replicas' separated by commas ("https://a:8443,b:8443"):
+// the first is tried first, the others when it cannot be reached.
+Status SetAddress(std::string addrs, Endpoint* ep) {
+  bool first = true;
+  while (true) {
+    const size_t comma = addrs.find(',');
+    std::string addr = addrs.substr(0, comma);
+    if (addr.starts_with("https://")) {
+      if (first) ep->tls = true;
+      addr = addr.substr(8);
+    } else if (addr.starts_with("http://")) {
+      addr = addr.substr(7);
+    }
+    while (!addr.empty() && addr.back() == '/') addr.pop_back();
+    const size_t colon = addr.rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == addr.size()) {
+      return InvalidArgument("server address \"" + addr + "\": expected HOST:PORT");
+    }
+    if (first) {
+      ep->host = addr.substr(0, colon);
+      ep->port = addr.substr(colon + 1);
+    }
+    ep->replicas.emplace_back(addr.substr(0, colon), addr.substr(colon + 1));
+    first = false;
+    if (comma == std::string::npos) break;
+    addrs = addrs.substr(comma + 1);
   }
-  while (!addr.empty() && addr.back() == '/') addr.pop_back();
-  const size_t colon = addr.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == addr.size()) {
-    return InvalidArgument("server address \"" + addr + "\": expected HOST:PORT");
-  }
-  ep->host = addr.substr(0, colon);
-  ep->port = addr.substr(colon + 1);
+  if (ep->replicas.size() == 1) ep->replicas.clear();
   return Status::Ok();
 }
 

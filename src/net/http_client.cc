@@ -92,6 +92,36 @@ void NoDelay(beast::tcp_stream& stream) {
   stream.socket().set_option(boost::asio::ip::tcp::no_delay(true), ignored);
 }
 
+// A connection to `*ep` or, when it cannot be reached, to the next of its replicas, from the
+// one that answered last; `*ep`'s host and port become the one connected (its certificate is
+// verified for that name). Throws the last failure when none can be reached.
+beast::tcp_stream ConnectAny(boost::asio::io_context& io, Endpoint* ep) {
+  std::vector<std::pair<std::string, std::string>> all = {{ep->host, ep->port}};
+  for (const auto& r : ep->replicas) {
+    if (r != all[0]) all.push_back(r);
+  }
+  const size_t first = ep->preferred ? ep->preferred->load() % all.size() : 0;
+  boost::system::system_error last(boost::asio::error::host_not_found);
+  for (size_t k = 0; k < all.size(); ++k) {
+    const size_t i = (first + k) % all.size();
+    try {
+      boost::asio::ip::tcp::resolver resolver(io);
+      beast::tcp_stream tcp(io);
+      tcp.expires_after(all.size() > 1 ? std::chrono::seconds(5) : std::chrono::seconds(60));
+      tcp.connect(resolver.resolve(all[i].first, all[i].second));
+      tcp.expires_after(std::chrono::seconds(60));
+      NoDelay(tcp);
+      if (ep->preferred) ep->preferred->store(i);
+      ep->host = all[i].first;
+      ep->port = all[i].second;
+      return tcp;
+    } catch (const boost::system::system_error& e) {
+      last = e;
+    }
+  }
+  throw last;
+}
+
 }  // namespace
 
 // Connects (with TLS when the endpoint says so) and runs `use` on the stream and its
@@ -100,14 +130,11 @@ template <class Use>
 auto WithStream(const Endpoint& ep, Use use)
     -> decltype(use(std::declval<beast::tcp_stream&>(), std::declval<boost::asio::io_context&>())) {
   boost::asio::io_context io;
-  boost::asio::ip::tcp::resolver resolver(io);
-  beast::tcp_stream tcp(io);
-  tcp.expires_after(std::chrono::seconds(60));
-  tcp.connect(resolver.resolve(ep.host, ep.port));
-  NoDelay(tcp);
+  Endpoint at = ep;
+  beast::tcp_stream tcp = ConnectAny(io, &at);
   if (!ep.tls) return use(tcp, io);
   const std::unique_ptr<ssl::context> ctx = ClientContext(ep);
-  const auto stream = Handshake(std::move(tcp), io, *ctx, ep);
+  const auto stream = Handshake(std::move(tcp), io, *ctx, at);
   return use(*stream, io);
 }
 
@@ -126,17 +153,14 @@ struct Connection::Impl {
     tls.reset();
   }
   void Open() {
-    boost::asio::ip::tcp::resolver resolver(io);
-    beast::tcp_stream stream(io);
-    stream.expires_after(std::chrono::seconds(60));
-    stream.connect(resolver.resolve(ep.host, ep.port));
-    NoDelay(stream);
+    Endpoint at = ep;
+    beast::tcp_stream stream = ConnectAny(io, &at);
     if (!ep.tls) {
       tcp = std::make_unique<beast::tcp_stream>(std::move(stream));
       return;
     }
     if (!ctx) ctx = ClientContext(ep);
-    tls = Handshake(std::move(stream), io, *ctx, ep);
+    tls = Handshake(std::move(stream), io, *ctx, at);
   }
   Response Exchange(const std::string& method, const std::string& target, const std::string& body,
                     const std::string& content_type, bool* keep_alive) {

@@ -5,11 +5,14 @@
 #ifndef TESSERA_NET_HTTP_CLIENT_H_
 #define TESSERA_NET_HTTP_CLIENT_H_
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/status.h"
 
@@ -24,6 +27,11 @@ struct Endpoint {
   // A client certificate and its key (PEM) to present, as etcd's --client-cert-auth asks.
   std::string cert_file, key_file;
   std::string user_agent = "tessera-cli";
+  // Other replicas of the same server (HOST, PORT), tried in turn when the one in use cannot be
+  // reached: only a connection that failed, so nothing was sent, moves on. The replica that
+  // answered last is tried first, by every copy of this Endpoint.
+  std::vector<std::pair<std::string, std::string>> replicas;
+  std::shared_ptr<std::atomic<size_t>> preferred = std::make_shared<std::atomic<size_t>>(0);
 };
 
 struct Response {

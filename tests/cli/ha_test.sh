@@ -63,12 +63,12 @@ start_replica b
 sleep 1
 [ "$(metric "$ADDR_b" tessera_leader)" = 0 ] || fail "b leads beside a"
 
-# An agent on b (which stays up), work through b.
-export TESSERA_ADDR=$ADDR_b
+# An agent and the client given both replicas, the leader first: when it dies they go on with b.
+export TESSERA_ADDR=$ADDR_a,$ADDR_b
 join=$("$TESSERA" token create --agent)
 printf '%s\n' "$join" >"$WORK/join.token" && chmod 600 "$WORK/join.token"
 "$TESSERA" agent --fake-gpus 2xH100-80GB --name n1 --join-token-file "$WORK/join.token" \
-  --server "$ADDR_b" --heartbeat-seconds 1 --work-dir "$WORK/agent" >"$WORK/agent.out" 2>&1 &
+  --server "$ADDR_a,$ADDR_b" --heartbeat-seconds 1 --work-dir "$WORK/agent" >"$WORK/agent.out" 2>&1 &
 PIDS+=("$!")
 job() { printf 'apiVersion: tessera.io/v1\nkind: Job\nmetadata: {name: %s}\nspec: {tasks: [{name: main, command: ["sleep", "%s"], resources: {limits: {nvidia.com/gpu: 1}}}]}\n' "$1" "$2"; }
 # The Job's phase, or Running once its first pod runs.
@@ -88,7 +88,7 @@ pid_before=$(pgrep -f "sleep 300" | head -1)
 # kill -9 the leader; a job created after it is placed by b.
 kill -9 "$PID_a"
 killed=$(date +%s.%N)
-job after 1 | "$TESSERA" apply -f - >/dev/null || fail "apply through b failed after a died"
+job after 1 | "$TESSERA" apply -f - >/dev/null || fail "the client did not go on with b after a died"
 for _ in $(seq 400); do case $(phase after) in Running | Succeeded) break ;; esac; sleep 0.05; done
 took=$(python3 -c "import time; print(round(time.time() - $killed, 1))")
 case $(phase after) in Running | Succeeded) ;; *) fail "b did not schedule within 20 s of the kill: $(phase after)" ;; esac
@@ -100,7 +100,7 @@ echo "ha_test: leader killed, b scheduled after ${took} s"
 # SIGSTOP b (the leader) past its lease: c takes over; b continued writes nothing.
 start_replica c
 kill -STOP "$PID_b"
-export TESSERA_ADDR=$ADDR_c
+export TESSERA_ADDR=$ADDR_c,$ADDR_b
 for _ in $(seq 400); do [ "$(metric "$ADDR_c" tessera_leader)" = 1 ] && break; sleep 0.05; done
 [ "$(metric "$ADDR_c" tessera_leader)" = 1 ] || fail "c never took over from the stopped b"
 kill -CONT "$PID_b"
