@@ -4,6 +4,8 @@
 //   BM_CreateJobs/<clients>: Job creations (POST, validated, committed) acknowledged per second,
 //     <clients> keep-alive connections each sending one request at a time from its own thread.
 //     Every acknowledged creation is durable against kill -9 (WAL, synchronous=NORMAL).
+//   BM_CreateJobsOnEtcd/<clients>: the same with the state in etcd (one member of Debian's etcd
+//     on this machine, started by the benchmark; etcd syncs each commit to its disk).
 //   BM_WatchFanout/<watchers>: <watchers> watch streams open on the jobs of one namespace; one
 //     iteration creates 100 jobs and waits until every watcher has received all 100 events.
 //     Counter events_per_second = watchers x 100 / time.
@@ -28,6 +30,8 @@
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/scheduling_loop.h"
+#include "store/etcd_fixture.h"
+#include "store/etcd_store.h"
 
 namespace tessera::server {
 namespace {
@@ -57,10 +61,17 @@ struct Fixture {
   std::unique_ptr<HttpServer> http;
   std::string token;
 
-  Fixture() {
+  explicit Fixture(bool on_etcd = false) {
     char tmpl[] = "/tmp/tessera-bench-XXXXXX";
     dir = mkdtemp(tmpl);
-    plane = ControlPlane::Open(dir).value();
+    ControlPlane::StoreOpener open = ControlPlane::Sqlite();
+    if (on_etcd) {
+      auto etcd = store::ParseEtcdUrl(store::TestEtcdUrl());
+      open = [options = *etcd](const std::string&) {
+        return store::OpenEtcdStore({.etcd = options});
+      };
+    }
+    plane = ControlPlane::Open(dir, std::move(open)).value();
     api = std::make_unique<ApiServer>(*plane);
     http = HttpServer::Start({}, [this](const HttpRequest& r) { return api->Handle(r); }).value();
     std::ifstream in(dir + "/admin.token");
@@ -128,8 +139,8 @@ class Poster {
   std::string token_;
 };
 
-void BM_CreateJobs(benchmark::State& st) {
-  Fixture f;
+void CreateJobs(benchmark::State& st, bool on_etcd) {
+  Fixture f(on_etcd);
   const int clients = static_cast<int>(st.range(0));
   std::vector<std::unique_ptr<Poster>> posters;
   for (int c = 0; c < clients; ++c) {
@@ -156,7 +167,10 @@ void BM_CreateJobs(benchmark::State& st) {
   }
   st.SetItemsProcessed(created);
 }
+void BM_CreateJobs(benchmark::State& st) { CreateJobs(st, false); }
+void BM_CreateJobsOnEtcd(benchmark::State& st) { CreateJobs(st, true); }
 BENCHMARK(BM_CreateJobs)->Arg(1)->Arg(4)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_CreateJobsOnEtcd)->Arg(1)->Arg(4)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_HealthzDuringApply(benchmark::State& st) {
   const int docs = static_cast<int>(st.range(0));

@@ -47,6 +47,7 @@ EtcdStore::EtcdStore(EtcdStoreOptions options, int64_t opened_at)
       head_(opened_at),
       committed_(opened_at) {
   watcher_ = std::thread([this] { WatchLoop(); });
+  notifier_ = std::thread([this] { NotifyLoop(); });
 }
 
 EtcdStore::~EtcdStore() {
@@ -57,12 +58,13 @@ EtcdStore::~EtcdStore() {
   cancel_.Cancel();
   arrived_.notify_all();
   watcher_.join();
+  notifier_.join();
 }
 
 void EtcdStore::OnChange(std::function<void()> listener) {
   std::unique_lock<std::mutex> lock(mu_);
   listener_ = std::move(listener);
-  if (std::this_thread::get_id() != watcher_.get_id()) {
+  if (std::this_thread::get_id() != notifier_.get_id()) {
     arrived_.wait(lock, [&] { return calling_ == 0; });
   }
 }
@@ -184,6 +186,47 @@ Result<std::vector<int64_t>> EtcdStore::CommitGuarded(std::span<const Write> wri
                     " objects passes etcd's limit of " + std::to_string(options_.etcd.max_txn_ops) +
                     " per transaction");
   }
+  // Creates (and deletes at a version) need nothing read first: one txn comparing each key with
+  // what the write expects. When a comparison fails, the read below says which and why.
+  const bool blind =
+      keys.size() == writes.size() && std::all_of(writes.begin(), writes.end(), [](const Write& w) {
+        return w.op == Write::Op::kCreate || (w.op == Write::Op::kDelete && w.expected_version);
+      });
+  if (blind) {
+    json compare = json::array(), ops = json::array();
+    size_t bytes = 0;
+    for (const Write& w : writes) {
+      const std::string key = KeyOf(w.key);
+      const int64_t expect = w.op == Write::Op::kCreate ? 0 : *w.expected_version;
+      if (w.op == Write::Op::kCreate && w.expected_version && *w.expected_version != 0) break;
+      compare.push_back({{"key", Base64(key)},
+                         {"target", "MOD"},
+                         {"result", "EQUAL"},
+                         {"mod_revision", std::to_string(expect)}});
+      if (w.op == Write::Op::kCreate) {
+        ops.push_back({{"request_put", {{"key", Base64(key)}, {"value", Base64(w.body)}}}});
+      } else {
+        ops.push_back({{"request_delete_range", {{"key", Base64(key)}}}});
+      }
+      bytes += key.size() + w.body.size();
+    }
+    if (fence) {
+      compare.push_back({{"key", Base64(fence->key)},
+                         {"target", "CREATE"},
+                         {"result", "EQUAL"},
+                         {"create_revision", std::to_string(fence->create_revision)}});
+    }
+    if (ops.size() == writes.size() && bytes <= options_.etcd.max_request_bytes) {
+      auto txn = client_.Call("kv/txn", {{"compare", compare}, {"success", ops}});
+      if (!txn.ok()) return txn.status();
+      if ((*txn).value("succeeded", false)) {
+        const int64_t revision = EtcdInt((*txn)["header"], "revision");
+        std::lock_guard<std::mutex> lock(mu_);
+        committed_ = std::max(committed_, revision);
+        return std::vector<int64_t>(writes.size(), revision);
+      }
+    }
+  }
   for (int attempt = 0; attempt < kCommitTries; ++attempt) {
     // What each key holds now.
     json reads = json::array();
@@ -293,8 +336,8 @@ Result<std::vector<int64_t>> EtcdStore::CommitGuarded(std::span<const Write> wri
 Result<std::vector<Change>> EtcdStore::ChangesAfter(int64_t after, size_t limit) {
   std::unique_lock<std::mutex> lock(mu_);
   const int64_t target = committed_;
-  // The watch's own thread (its listener) takes what has arrived: it is what brings the rest.
-  if (std::this_thread::get_id() != watcher_.get_id()) {
+  // The listener takes what has arrived (it is called again for what comes later).
+  if (std::this_thread::get_id() != notifier_.get_id()) {
     arrived_.wait_for(lock, std::chrono::milliseconds(options_.wait_ms),
                       [&] { return head_ >= target || stopping_; });
   }
@@ -327,7 +370,6 @@ Status EtcdStore::Compact(int64_t revision) {
 }
 
 bool EtcdStore::Take(const json& response) {
-  std::function<void()> listener;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return false;
@@ -371,17 +413,27 @@ bool EtcdStore::Take(const json& response) {
       while (!log_.empty() && log_.front().revision == dropped) log_.pop_front();
       log_from_ = dropped;
     }
-    listener = listener_;
-    if (listener) ++calling_;
-  }
-  arrived_.notify_all();
-  if (listener) {
-    listener();
-    std::lock_guard<std::mutex> lock(mu_);
-    --calling_;
+    if (!events.empty()) arrived_news_ = true;
   }
   arrived_.notify_all();
   return true;
+}
+
+void EtcdStore::NotifyLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    arrived_.wait(lock, [&] { return stopping_ || arrived_news_; });
+    if (stopping_) return;
+    arrived_news_ = false;
+    std::function<void()> listener = listener_;
+    if (!listener) continue;
+    ++calling_;
+    lock.unlock();
+    listener();
+    lock.lock();
+    --calling_;
+    arrived_.notify_all();
+  }
 }
 
 void EtcdStore::WatchLoop() {

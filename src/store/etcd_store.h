@@ -59,8 +59,9 @@ class EtcdStore : public Store {
   Result<std::optional<StoredObject>> GetAt(const ObjectKey& key, int64_t revision) override;
   Status Compact(int64_t revision) override;
 
-  // Called (from the watch's thread, no lock held) when changes arrive: another replica's
-  // writes reach this one's watchers so.
+  // Called (from a thread of its own, never the watch's, no lock held) when changes arrive:
+  // another replica's writes reach this one's watchers so. The watch goes on meanwhile, so a
+  // listener may wait for what it brings.
   void OnChange(std::function<void()> listener) override;
   bool shared() const override { return true; }
 
@@ -72,6 +73,7 @@ class EtcdStore : public Store {
   Result<std::optional<StoredObject>> GetKey(const ObjectKey& key, int64_t revision);
   Result<std::vector<int64_t>> CommitGuarded(std::span<const Write> writes, const Fence* fence);
   void WatchLoop();
+  void NotifyLoop();
   // Appends one WatchResponse's events; false when the watch must stop (compacted).
   bool Take(const nlohmann::json& response);
 
@@ -87,9 +89,11 @@ class EtcdStore : public Store {
   int64_t compacted_ = 0;
   bool stopping_ = false;
   std::function<void()> listener_;
-  int calling_ = 0;  // listener calls running
+  int calling_ = 0;            // listener calls running
+  bool arrived_news_ = false;  // changes arrived since the listener was last called
   net::StreamCancel cancel_;
   std::thread watcher_;
+  std::thread notifier_;
 };
 
 }  // namespace tessera::store
