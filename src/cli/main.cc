@@ -11,6 +11,7 @@
 #include "cli/resource_cmds.h"
 #include "cli/server_cmd.h"
 #include "cli/sim_cmd.h"
+#include "cli/store_cmd.h"
 #include "core/scheduler.h"
 
 int main(int argc, char** argv) {
@@ -41,6 +42,10 @@ int main(int argc, char** argv) {
   tessera::cli::DevOptions dev_opts;
   CLI::App* dev = tessera::cli::AddDevCommand(app, dev_opts);
 
+  tessera::cli::StoreCopyOptions copy_opts;
+  CLI::App* store_copy = nullptr;
+  tessera::cli::AddStoreCommand(app, copy_opts, &store_copy);
+
   tessera::cli::ResourceOptions resource_opts;
   tessera::cli::AddResourceCommands(app, resource_opts);
 
@@ -60,6 +65,7 @@ int main(int argc, char** argv) {
                                           keeper_opts.stop_grace_ms, keeper_opts.agent_pid);
   }
   if (dev->parsed()) return tessera::cli::RunDev(dev_opts, std::cout, std::cerr);
+  if (store_copy->parsed()) return tessera::cli::RunStoreCopy(copy_opts, std::cout, std::cerr);
   if (int code = tessera::cli::RunResourceCommand(resource_opts, std::cin, std::cout, std::cerr);
       code >= 0) {
     return code;

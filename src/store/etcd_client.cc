@@ -104,9 +104,8 @@ Status EtcdError(int http_status, const std::string& body) {
   // "message": "..."}}.
   if (e.is_object() && e.contains("error") && e["error"].is_object()) e = e["error"];
   auto text = [&](const char* field) {
-    return e.is_object() && e.contains(field) && e[field].is_string()
-               ? e[field].get<std::string>()
-               : std::string();
+    return e.is_object() && e.contains(field) && e[field].is_string() ? e[field].get<std::string>()
+                                                                      : std::string();
   };
   std::string message = text("message");
   if (message.empty()) message = text("error");

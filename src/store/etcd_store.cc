@@ -136,6 +136,31 @@ Result<std::vector<StoredObject>> EtcdStore::List(std::string_view kind,
   return Range(KindPrefix(kind, ns), 0);
 }
 
+Result<std::vector<std::string>> EtcdStore::ListKinds() {
+  // Keys only, one page at a time; a kind's keys are skipped past at once.
+  std::vector<std::string> out;
+  const std::string& prefix = options_.etcd.prefix;
+  std::string from = prefix;
+  const std::string end = PrefixEnd(prefix);
+  while (true) {
+    auto r = client_.Call(
+        "kv/range",
+        {{"key", Base64(from)}, {"range_end", Base64(end)}, {"limit", 1}, {"keys_only", true}});
+    if (!r.ok()) return r.status();
+    if (!(*r).contains("kvs") || (*r)["kvs"].empty()) break;
+    const std::string key = Text((*r)["kvs"][0], "key");
+    const std::string rest = key.substr(prefix.size());
+    const size_t slash = rest.find('/');
+    if (slash == std::string::npos || rest.starts_with("_")) {
+      from = key + std::string(1, '\0');  // not an object's (the election's)
+      continue;
+    }
+    out.push_back(rest.substr(0, slash));
+    from = PrefixEnd(prefix + out.back() + "/");
+  }
+  return out;
+}
+
 Result<std::vector<StoredObject>> EtcdStore::ListAt(std::string_view kind,
                                                     std::optional<std::string_view> ns,
                                                     int64_t revision) {

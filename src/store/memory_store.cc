@@ -137,6 +137,16 @@ Result<std::optional<StoredObject>> MemoryStore::Get(const ObjectKey& key) {
   return std::optional<StoredObject>(it->second);
 }
 
+Result<std::vector<std::string>> MemoryStore::ListKinds() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto fault = TakeFault(&failing_reads_, read_error_)) return *fault;
+  std::vector<std::string> out;
+  for (const auto& [key, o] : objects_) {
+    if (out.empty() || out.back() != key.kind) out.push_back(key.kind);
+  }
+  return out;
+}
+
 Result<std::vector<StoredObject>> MemoryStore::List(std::string_view kind,
                                                     std::optional<std::string_view> ns) {
   std::lock_guard<std::mutex> lock(mu_);

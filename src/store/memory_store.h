@@ -22,6 +22,7 @@ class MemoryStore : public Store {
   Result<std::optional<StoredObject>> Get(const ObjectKey& key) override;
   Result<std::vector<StoredObject>> List(std::string_view kind,
                                          std::optional<std::string_view> ns) override;
+  Result<std::vector<std::string>> ListKinds() override;
   Result<std::vector<Change>> ChangesAfter(int64_t after, size_t limit) override;
   int64_t Revision() override;
   Result<std::vector<StoredObject>> ListAt(std::string_view kind,

@@ -108,6 +108,16 @@ class SqliteStore : public Store {
     return ListLocked(kind, ns);
   }
 
+  Result<std::vector<std::string>> ListKinds() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    InUse q(Prepared("SELECT DISTINCT kind FROM objects ORDER BY kind"));
+    std::vector<std::string> out;
+    int rc;
+    while ((rc = q->Step()) == SQLITE_ROW) out.push_back(q->Text(0));
+    if (rc != SQLITE_DONE) return Error("list kinds");
+    return out;
+  }
+
   Result<std::vector<Change>> ChangesAfter(int64_t after, size_t limit) override {
     std::lock_guard<std::mutex> lock(mu_);
     if (after < compacted_) {

@@ -97,6 +97,9 @@ class Store {
   virtual Result<std::vector<StoredObject>> List(std::string_view kind,
                                                  std::optional<std::string_view> ns) = 0;
 
+  // The kinds of the objects stored, in order (a copy of the whole state lists each).
+  virtual Result<std::vector<std::string>> ListKinds() = 0;
+
   // Changes with revision > `after`, oldest first, at most `limit`. FailedPrecondition when
   // changes after `after` were already compacted away (the caller must list again).
   virtual Result<std::vector<Change>> ChangesAfter(int64_t after, size_t limit) = 0;

@@ -98,6 +98,18 @@ TEST_P(StoreContract, WritesGetsAndListsWithVersions) {
   EXPECT_EQ((*only_b)[0].key.name, "b");
 }
 
+TEST_P(StoreContract, ListsTheKindsItHolds) {
+  auto s = Open();
+  EXPECT_TRUE(s->ListKinds()->empty());
+  ASSERT_TRUE(s->Commit(std::vector<Write>{Create({"Token", "", "t"}, "{}"), Create(Job("a"), "{}"),
+                                           Create({"Queue", "", "q"}, "{}"),
+                                           Create(Job("b", "team-b"), "{}")})
+                  .ok());
+  EXPECT_EQ(*s->ListKinds(), (std::vector<std::string>{"Job", "Queue", "Token"}));
+  ASSERT_TRUE(s->Commit(std::vector<Write>{{Write::Op::kDelete, {"Queue", "", "q"}, "", {}}}).ok());
+  EXPECT_EQ(*s->ListKinds(), (std::vector<std::string>{"Job", "Token"}));
+}
+
 TEST_P(StoreContract, StaleVersionsConflictAndCreateDoesNotOverwrite) {
   auto s = Open();
   auto first = s->Commit(std::vector<Write>{Create(Job("a"), "v1")});

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Moving to replicas: a server's state on SQLite copied to etcd (`tessera store copy`), then a
+# server on etcd serves the same objects, and the tokens made before work there. A running
+# server's directory, an etcd prefix that holds objects, and a bad URL are refused.
+source "$(dirname "$0")/server_env.sh" "$1"
+command -v etcd >/dev/null || fail "Debian's etcd-server is not installed"
+SERVER_ARGS=--plain-http start_server
+for i in 1 2 3; do
+  printf 'apiVersion: tessera.io/v1\nkind: Job\nmetadata: {name: j%d, namespace: team-a}\nspec: {tasks: [{name: main, command: ["true"]}]}\n' "$i" >>"$WORK/jobs.yaml"
+  printf -- '---\n' >>"$WORK/jobs.yaml"
+done
+expect_exit 0 "$TESSERA" apply -f "$WORK/jobs.yaml"
+expect_exit 0 "$TESSERA" token create --namespace team-a
+team=$OUT
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+peer=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+etcd --name e --data-dir "$WORK/etcd" --listen-client-urls "http://127.0.0.1:$port" \
+  --advertise-client-urls "http://127.0.0.1:$port" --listen-peer-urls "http://127.0.0.1:$peer" \
+  --initial-advertise-peer-urls "http://127.0.0.1:$peer" --initial-cluster "e=http://127.0.0.1:$peer" \
+  --logger zap --log-outputs "$WORK/etcd.log" &
+ETCD=$!
+trap 'kill -9 $ETCD 2>/dev/null || true; cleanup' EXIT
+for _ in $(seq 200); do curl -s "http://127.0.0.1:$port/health" | grep -q '"true"' && break; sleep 0.05; done
+
+# The server still runs: its directory is refused.
+expect_exit 1 "$TESSERA" store copy --from "$WORK/data" --to "etcd://127.0.0.1:$port/moved"
+expect_out "data directory"
+kill "$SERVER_PID"
+wait "$SERVER_PID" 2>/dev/null || true
+SERVER_PID=
+expect_exit 2 "$TESSERA" store copy --from "$WORK/data" --to "http://127.0.0.1:$port"
+expect_out "--to"
+expect_exit 0 "$TESSERA" store copy --from "sqlite:$WORK/data" --to "etcd://127.0.0.1:$port/moved"
+expect_out "copied"
+expect_out "Job: 3"
+# Again into the same prefix: refused, nothing overwritten.
+expect_exit 1 "$TESSERA" store copy --from "$WORK/data" --to "etcd://127.0.0.1:$port/moved"
+expect_out "holds objects already"
+
+# A server on etcd (a fresh data directory) serves them, to the tokens made before.
+mv "$WORK/data" "$WORK/sqlite-data"
+SERVER_ARGS="--plain-http --store etcd://127.0.0.1:$port/moved" start_server
+export TESSERA_TOKEN=$(cat "$WORK/sqlite-data/admin.token")
+expect_exit 0 "$TESSERA" get jobs -n team-a
+expect_out "j1"
+expect_out "j3"
+TESSERA_TOKEN=$team expect_exit 0 "$TESSERA" get job j2 -n team-a
+TESSERA_TOKEN=$team expect_exit 1 "$TESSERA" get jobs -n team-b
+echo "store_copy_test: ok"
