@@ -207,11 +207,10 @@ Result<Response> Connection::Request(const std::string& method, const std::strin
 }
 
 Status Unreachable(const Endpoint& ep, const boost::system::system_error& e) {
-  return FailedPrecondition("cannot reach the server at " + ep.host + ":" + ep.port + ": " +
-                            e.code().message() +
-                            (e.code().category() == boost::asio::error::get_ssl_category()
-                                 ? " (TLS: check --ca-file / TESSERA_CA)"
-                                 : ""));
+  return FailedPrecondition(
+      "cannot reach the server at " + ep.host + ":" + ep.port + ": " + e.code().message() +
+      (e.code().category() == boost::asio::error::get_ssl_category() ? " (TLS: " + ep.tls_hint + ")"
+                                                                     : ""));
 }
 
 Result<Response> Request(const Endpoint& ep, const std::string& method, const std::string& target,

@@ -27,6 +27,8 @@ struct Endpoint {
   // A client certificate and its key (PEM) to present, as etcd's --client-cert-auth asks.
   std::string cert_file, key_file;
   std::string user_agent = "tessera-cli";
+  // What to check when the TLS handshake fails, in the words of the caller's options.
+  std::string tls_hint = "check --ca-file / TESSERA_CA";
   // Other replicas of the same server (HOST, PORT), tried in turn when the one in use cannot be
   // reached: only a connection that failed, so nothing was sent, moves on. The replica that
   // answered last is tried first, by every copy of this Endpoint.

@@ -156,6 +156,7 @@ net::Endpoint EtcdClient::EndpointAt(size_t i) const {
   ep.cert_file = options_.cert_file;
   ep.key_file = options_.key_file;
   ep.user_agent = "tessera-server";
+  ep.tls_hint = "check --etcd-ca-file, --etcd-cert-file and --etcd-key-file";
   return ep;
 }
 
