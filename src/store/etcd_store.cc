@@ -26,6 +26,18 @@ Status NotLeading(const Fence& fence) {
                             std::to_string(fence.create_revision) + ")");
 }
 
+// The pieces of an etcd transaction: a comparison of a key's mod_revision, a put, a delete.
+json ModIs(const std::string& key, int64_t revision) {
+  return {{"key", Base64(key)},
+          {"target", "MOD"},
+          {"result", "EQUAL"},
+          {"mod_revision", std::to_string(revision)}};
+}
+json PutOf(const std::string& key, const std::string& body) {
+  return {{"request_put", {{"key", Base64(key)}, {"value", Base64(body)}}}};
+}
+json DeleteOf(const std::string& key) { return {{"request_delete_range", {{"key", Base64(key)}}}}; }
+
 bool ByNamespaceAndName(const StoredObject& a, const StoredObject& b) {
   return std::tie(a.key.ns, a.key.name) < std::tie(b.key.ns, b.key.name);
 }
@@ -165,22 +177,59 @@ Result<std::vector<StoredObject>> EtcdStore::ListAt(std::string_view kind,
                                                     std::optional<std::string_view> ns,
                                                     int64_t revision) {
   if (revision < 1) return std::vector<StoredObject>();  // before etcd's first revision
-  if (revision > Revision()) {
-    return InvalidArgument("resource version " + std::to_string(revision) +
-                           " is not one this store has reached (latest is " +
-                           std::to_string(Revision()) + ")");
-  }
+  TESSERA_RETURN_IF_ERROR(Reached(revision));
   return Range(KindPrefix(kind, ns), revision);
 }
 
 Result<std::optional<StoredObject>> EtcdStore::GetAt(const ObjectKey& key, int64_t revision) {
   if (revision < 1) return std::optional<StoredObject>();
-  if (revision > Revision()) {
-    return InvalidArgument("resource version " + std::to_string(revision) +
-                           " is not one this store has reached (latest is " +
-                           std::to_string(Revision()) + ")");
-  }
+  TESSERA_RETURN_IF_ERROR(Reached(revision));
   return GetKey(key, revision);
+}
+
+Status EtcdStore::Reached(int64_t revision) {
+  const int64_t latest = Revision();
+  if (revision <= latest) return Status::Ok();
+  return InvalidArgument("resource version " + std::to_string(revision) +
+                         " is not one this store has reached (latest is " + std::to_string(latest) +
+                         ")");
+}
+
+Result<std::optional<int64_t>> EtcdStore::Txn(json compare, json ops, const Fence* fence) {
+  if (fence) {
+    compare.push_back({{"key", Base64(fence->key)},
+                       {"target", "CREATE"},
+                       {"result", "EQUAL"},
+                       {"create_revision", std::to_string(fence->create_revision)}});
+  }
+  auto txn = client_.Call("kv/txn", {{"compare", std::move(compare)}, {"success", std::move(ops)}});
+  if (!txn.ok()) return txn.status();
+  if (!(*txn).value("succeeded", false)) return std::optional<int64_t>();
+  const int64_t revision = EtcdInt((*txn)["header"], "revision");
+  std::lock_guard<std::mutex> lock(mu_);
+  committed_ = std::max(committed_, revision);
+  return std::optional<int64_t>(revision);
+}
+
+Result<std::optional<std::vector<int64_t>>> EtcdStore::BlindCommit(std::span<const Write> writes,
+                                                                   const Fence* fence) {
+  using Versions = std::optional<std::vector<int64_t>>;
+  json compare = json::array(), ops = json::array();
+  size_t bytes = 0;
+  for (const Write& w : writes) {
+    const bool create = w.op == Write::Op::kCreate;
+    if (!(create || (w.op == Write::Op::kDelete && w.expected_version))) return Versions();
+    if (create && w.expected_version && *w.expected_version != 0) return Versions();
+    const std::string key = KeyOf(w.key);
+    compare.push_back(ModIs(key, create ? 0 : *w.expected_version));
+    ops.push_back(create ? PutOf(key, w.body) : DeleteOf(key));
+    bytes += key.size() + w.body.size();
+  }
+  if (bytes > options_.etcd.max_request_bytes) return Versions();
+  auto revision = Txn(std::move(compare), std::move(ops), fence);
+  if (!revision.ok()) return revision.status();
+  if (!*revision) return Versions();
+  return Versions(std::vector<int64_t>(writes.size(), **revision));
 }
 
 int64_t EtcdStore::Revision() {
@@ -213,44 +262,10 @@ Result<std::vector<int64_t>> EtcdStore::CommitGuarded(std::span<const Write> wri
   }
   // Creates (and deletes at a version) need nothing read first: one txn comparing each key with
   // what the write expects. When a comparison fails, the read below says which and why.
-  const bool blind =
-      keys.size() == writes.size() && std::all_of(writes.begin(), writes.end(), [](const Write& w) {
-        return w.op == Write::Op::kCreate || (w.op == Write::Op::kDelete && w.expected_version);
-      });
-  if (blind) {
-    json compare = json::array(), ops = json::array();
-    size_t bytes = 0;
-    for (const Write& w : writes) {
-      const std::string key = KeyOf(w.key);
-      const int64_t expect = w.op == Write::Op::kCreate ? 0 : *w.expected_version;
-      if (w.op == Write::Op::kCreate && w.expected_version && *w.expected_version != 0) break;
-      compare.push_back({{"key", Base64(key)},
-                         {"target", "MOD"},
-                         {"result", "EQUAL"},
-                         {"mod_revision", std::to_string(expect)}});
-      if (w.op == Write::Op::kCreate) {
-        ops.push_back({{"request_put", {{"key", Base64(key)}, {"value", Base64(w.body)}}}});
-      } else {
-        ops.push_back({{"request_delete_range", {{"key", Base64(key)}}}});
-      }
-      bytes += key.size() + w.body.size();
-    }
-    if (fence) {
-      compare.push_back({{"key", Base64(fence->key)},
-                         {"target", "CREATE"},
-                         {"result", "EQUAL"},
-                         {"create_revision", std::to_string(fence->create_revision)}});
-    }
-    if (ops.size() == writes.size() && bytes <= options_.etcd.max_request_bytes) {
-      auto txn = client_.Call("kv/txn", {{"compare", compare}, {"success", ops}});
-      if (!txn.ok()) return txn.status();
-      if ((*txn).value("succeeded", false)) {
-        const int64_t revision = EtcdInt((*txn)["header"], "revision");
-        std::lock_guard<std::mutex> lock(mu_);
-        committed_ = std::max(committed_, revision);
-        return std::vector<int64_t>(writes.size(), revision);
-      }
-    }
+  if (keys.size() == writes.size()) {
+    auto blind = BlindCommit(writes, fence);
+    if (!blind.ok()) return blind.status();
+    if (*blind) return std::move(**blind);
   }
   for (int attempt = 0; attempt < kCommitTries; ++attempt) {
     // What each key holds now.
@@ -312,17 +327,13 @@ Result<std::vector<int64_t>> EtcdStore::CommitGuarded(std::span<const Write> wri
     json compare = json::array(), ops = json::array();
     size_t bytes = 0;
     for (size_t k = 0; k < keys.size(); ++k) {
-      compare.push_back({{"key", Base64(keys[k])},
-                         {"target", "MOD"},
-                         {"result", "EQUAL"},
-                         {"mod_revision", std::to_string(was[k].version)}});
+      compare.push_back(ModIs(keys[k], was[k].version));
       if (!now[k].changed) continue;
       if (now[k].exists) {
-        ops.push_back(
-            {{"request_put", {{"key", Base64(keys[k])}, {"value", Base64(now[k].body)}}}});
+        ops.push_back(PutOf(keys[k], now[k].body));
         bytes += keys[k].size() + now[k].body.size();
       } else if (was[k].exists) {
-        ops.push_back({{"request_delete_range", {{"key", Base64(keys[k])}}}});
+        ops.push_back(DeleteOf(keys[k]));
         bytes += keys[k].size();
       }
     }
@@ -336,22 +347,11 @@ Result<std::vector<int64_t>> EtcdStore::CommitGuarded(std::span<const Write> wri
       return TooLarge("a write of " + std::to_string(bytes) + " bytes passes etcd's limit of " +
                       std::to_string(options_.etcd.max_request_bytes) + " per request");
     }
-    if (fence) {
-      compare.push_back({{"key", Base64(fence->key)},
-                         {"target", "CREATE"},
-                         {"result", "EQUAL"},
-                         {"create_revision", std::to_string(fence->create_revision)}});
-    }
-    auto txn = client_.Call("kv/txn", {{"compare", compare}, {"success", ops}});
-    if (!txn.ok()) return txn.status();
-    if (!(*txn).value("succeeded", false)) continue;  // another write came between: again
-    const int64_t revision = EtcdInt((*txn)["header"], "revision");
+    auto revision = Txn(std::move(compare), std::move(ops), fence);
+    if (!revision.ok()) return revision.status();
+    if (!*revision) continue;  // another write came between: again
     for (size_t i = 0; i < writes.size(); ++i) {
-      if (pending[i]) versions[i] = revision;
-    }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      committed_ = std::max(committed_, revision);
+      if (pending[i]) versions[i] = **revision;
     }
     return versions;
   }
@@ -390,7 +390,6 @@ Status EtcdStore::Compact(int64_t revision) {
   std::lock_guard<std::mutex> lock(mu_);
   while (!log_.empty() && log_.front().revision <= to) log_.pop_front();
   log_from_ = std::max(log_from_, to);
-  compacted_ = std::max(compacted_, to);
   return Status::Ok();
 }
 

@@ -73,6 +73,16 @@ class EtcdStore : public Store {
   Result<std::vector<StoredObject>> Range(const std::string& prefix, int64_t revision);
   Result<std::optional<StoredObject>> GetKey(const ObjectKey& key, int64_t revision);
   Result<std::vector<int64_t>> CommitGuarded(std::span<const Write> writes, const Fence* fence);
+  // Creates and deletes at a version, in one txn with no read first; nullopt when the writes are
+  // not all such, or a comparison failed (CommitGuarded reads and says why).
+  Result<std::optional<std::vector<int64_t>>> BlindCommit(std::span<const Write> writes,
+                                                          const Fence* fence);
+  // One txn of `ops` under `compare` (and `fence`): its revision, nullopt when a comparison
+  // failed. Records the revision as this store's latest commit.
+  Result<std::optional<int64_t>> Txn(nlohmann::json compare, nlohmann::json ops,
+                                     const Fence* fence);
+  // InvalidArgument for a revision this store has not reached.
+  Status Reached(int64_t revision);
   void WatchLoop();
   void NotifyLoop();
   // Appends one WatchResponse's events; false when the watch must stop (compacted).
@@ -87,7 +97,6 @@ class EtcdStore : public Store {
   int64_t log_from_;   // the log holds every change after it
   int64_t head_;       // the newest revision the watch has delivered
   int64_t committed_;  // the newest revision this store committed
-  int64_t compacted_ = 0;
   bool stopping_ = false;
   std::function<void()> listener_;
   int calling_ = 0;            // listener calls running
