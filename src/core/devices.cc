@@ -36,9 +36,10 @@ std::string_view IneligibleReason(const DeviceRequest& req, const NodeRecord& no
 
 bool Free(const GpuUsage& u) { return u.holders == 0; }
 
-// GPU positions of one node; never more than kMaxGpusPerNode, so no heap.
+// GPU positions of one node; never more than kMaxGpusPerNode, so no heap. Only the first n are
+// set: the rest is left unwritten, as this is built for every node examined.
 struct GpuList {
-  std::array<int, kMaxGpusPerNode> v{};
+  std::array<int, kMaxGpusPerNode> v;
   int n = 0;
   void push_back(int g) { v[n++] = g; }
   int size() const { return n; }
@@ -132,6 +133,215 @@ void ProposeWhole(const NodeUsage& node, const GpuList& free, int count, Candida
   if (out.size() == before) emit(free);
 }
 
+// What every request kind reads of one node: its record, usage and eligible cards.
+struct NodeView {
+  const DeviceRequest& req;
+  const ClusterState& state;
+  NodeId id;
+  const NodeRecord& node;
+  const NodeUsage& usage;
+  int ngpus;
+  bool any_model;
+  const GpuList& eligible;
+  const Candidate& base;
+};
+
+// Whole cards: free exclusive or shared cards, else replicas of time-sliced cards advertised as
+// plain GPUs.
+std::string_view ProposeWholeCards(const NodeView& v, const GpuRequest& gr,
+                                   std::vector<Candidate>& out) {
+  // All the node's cards of the model asked, healthy or not, and time-sliced ones as their
+  // replicas: fewer than asked never fit.
+  int capacity = 0;
+  for (int g = 0; g < v.ngpus; ++g) {
+    if (!v.any_model && !ModelAllowed(*v.req.pod, v.node.gpus[g].model)) continue;
+    const GpuSharing& s = v.node.gpus[g].sharing;
+    capacity += v.usage.gpus[g].mode == SharingMode::kTimeSlice && !s.rename &&
+                        !s.fail_requests_greater_than_one
+                    ? s.replicas
+                    : 1;
+  }
+  if (capacity < gr.count) return kTooFewGpus;
+  GpuList free;
+  GpuList ts;  // time-sliced cards advertised as plain nvidia.com/gpu
+  for (int g : v.eligible) {
+    const SharingMode mode = v.usage.gpus[g].mode;
+    if (mode == SharingMode::kExclusive || mode == SharingMode::kShared) {
+      if (Free(v.usage.gpus[g])) free.push_back(g);
+      continue;
+    }
+    if (mode != SharingMode::kTimeSlice) continue;
+    const GpuSharing& s = v.node.gpus[g].sharing;
+    if (!s.rename && v.usage.gpus[g].replicas < s.replicas &&
+        !(s.fail_requests_greater_than_one && gr.count > 1)) {
+      ts.push_back(g);
+    }
+  }
+  if (free.size() >= gr.count) {
+    ProposeWhole(v.usage, free, gr.count, v.base, out);
+    return {};
+  }
+  if (!ts.empty()) {
+    // As the device plugin does: units are replicas, spread over distinct cards first.
+    Candidate c = v.base;
+    c.kind = DeviceKind::kReplica;
+    int left = gr.count;
+    std::array<int, kMaxGpusPerNode> room{};
+    for (int g : ts) room[g] = v.node.gpus[g].sharing.replicas - v.usage.gpus[g].replicas;
+    std::array<uint16_t, kMaxGpusPerNode> take{};
+    while (left > 0) {
+      bool progressed = false;
+      for (int g : ts) {
+        if (left > 0 && take[g] < room[g]) {
+          ++take[g];
+          --left;
+          progressed = true;
+        }
+      }
+      if (!progressed) break;
+    }
+    if (left == 0) {
+      for (int g : ts) {
+        if (take[g] > 0) c.picks[c.n++] = {static_cast<uint8_t>(g), 0, take[g]};
+      }
+      out.push_back(c);
+      return {};
+    }
+  }
+  return kInsufficientGpus;
+}
+
+// Fractional shares, each on a distinct shared card.
+std::string_view ProposeShares(const NodeView& v, const GpuRequest& gr,
+                               std::vector<Candidate>& out) {
+  bool any_shared = false;
+  bool any_memory = false;
+  GpuList fit;
+  for (int g : v.eligible) {
+    const GpuUsage& u = v.usage.gpus[g];
+    if (u.mode != SharingMode::kShared) continue;
+    any_shared = true;
+    const bool mem_ok = u.memory_mib + ShareMemoryMib(gr, u.capacity_mib) <= u.capacity_mib;
+    any_memory |= mem_ok;
+    if (mem_ok && u.milli + gr.milli <= kMilliPerGpu) fit.push_back(g);
+  }
+  if (!any_shared) return kNoSharing;
+  if (fit.size() < gr.count) {
+    return any_memory ? kInsufficientGpuCompute : kInsufficientGpuMemory;
+  }
+  if (gr.count == 1) {
+    ProposeOnePerCardState(fit, v.base, DeviceKind::kShare, 0, out, [&](int g) {
+      const GpuUsage& u = v.usage.gpus[g];
+      return CardState{u.milli, u.memory_mib * 65536 + u.capacity_mib};
+    });
+  } else {
+    // Several shares, each on a distinct card: the tightest cards first (best fit).
+    std::stable_sort(fit.begin(), fit.end(), [&](int a, int b) {
+      return v.state.GpuFreeMilli(v.id, a) < v.state.GpuFreeMilli(v.id, b);
+    });
+    Candidate c = v.base;
+    c.kind = DeviceKind::kShare;
+    c.n = static_cast<uint8_t>(gr.count);
+    for (int i = 0; i < gr.count; ++i) c.picks[i] = {static_cast<uint8_t>(fit[i]), 0, 0};
+    std::sort(c.picks.begin(), c.picks.begin() + c.n,
+              [](const DevicePick& a, const DevicePick& b) { return a.gpu < b.gpu; });
+    out.push_back(c);
+  }
+  return {};
+}
+
+// MIG instances of the profile asked.
+std::string_view ProposeMigInstances(const NodeView& v, const GpuRequest& gr,
+                                     std::vector<Candidate>& out) {
+  bool any_profile = false;
+  std::array<DevicePick, kMaxGpusPerNode * 8> free;  // the first nfree are set
+  int nfree = 0;
+  for (int g : v.eligible) {
+    if (v.usage.gpus[g].mode != SharingMode::kMig) continue;
+    const GpuDevice& d = v.node.gpus[g];
+    const MigGeometry* geo = FindMigGeometry(d.model);
+    if (geo == nullptr) continue;
+    int prof = geo->FindProfile(gr.mig_profile);
+    if (prof < 0) continue;
+    for (size_t i = 0; i < d.sharing.mig.size(); ++i) {
+      if (d.sharing.mig[i].profile != prof) continue;
+      any_profile = true;
+      if (!(v.usage.gpus[g].mig_used & (1u << i))) {
+        free[nfree++] = {static_cast<uint8_t>(g), static_cast<uint8_t>(i), 0};
+      }
+    }
+  }
+  if (!any_profile) return v.req.mig_missing;
+  if (nfree < gr.count) return v.req.mig_busy;
+  if (gr.count == 1) {
+    int last = -1;
+    for (int k = 0; k < nfree; ++k) {
+      const DevicePick& p = free[k];
+      if (p.gpu == last) continue;  // the first free instance of each card
+      last = p.gpu;
+      Candidate c = v.base;
+      c.kind = DeviceKind::kMigInstance;
+      c.n = 1;
+      c.picks[0] = p;
+      out.push_back(c);
+    }
+  } else {
+    Candidate c = v.base;
+    c.kind = DeviceKind::kMigInstance;
+    c.n = static_cast<uint8_t>(gr.count);
+    std::copy(free.begin(), free.begin() + gr.count, c.picks.begin());
+    out.push_back(c);
+  }
+  return {};
+}
+
+// Time-slice replicas.
+std::string_view ProposeReplicas(const NodeView& v, const GpuRequest& gr,
+                                 std::vector<Candidate>& out) {
+  GpuList ts;
+  bool any_ts = false;
+  bool one_only = false;
+  for (int g : v.eligible) {
+    const GpuSharing& s = v.node.gpus[g].sharing;
+    if (s.mode != SharingMode::kTimeSlice) continue;
+    any_ts = true;
+    if (s.fail_requests_greater_than_one && gr.count > 1) {
+      one_only = true;
+      continue;
+    }
+    if (v.usage.gpus[g].replicas < s.replicas) ts.push_back(g);
+  }
+  if (!any_ts) return kNoTimeSlice;
+  if (ts.empty() && one_only) return kOneReplicaOnly;
+  int room = 0;
+  for (int g : ts) room += v.node.gpus[g].sharing.replicas - v.usage.gpus[g].replicas;
+  if (room < gr.count) return kInsufficientReplicas;
+  if (gr.count == 1) {
+    ProposeOnePerCardState(ts, v.base, DeviceKind::kReplica, 1, out, [&](int g) {
+      return CardState{v.usage.gpus[g].replicas, v.node.gpus[g].sharing.replicas};
+    });
+  } else {
+    // Replicas of one card share its compute: spread over distinct cards first.
+    std::array<uint16_t, kMaxGpusPerNode> take{};
+    int left = gr.count;
+    while (left > 0) {
+      for (int g : ts) {
+        if (left > 0 && v.usage.gpus[g].replicas + take[g] < v.node.gpus[g].sharing.replicas) {
+          ++take[g];
+          --left;
+        }
+      }
+    }
+    Candidate c = v.base;
+    c.kind = DeviceKind::kReplica;
+    for (int g : ts) {
+      if (take[g] > 0) c.picks[c.n++] = {static_cast<uint8_t>(g), 0, take[g]};
+    }
+    out.push_back(c);
+  }
+  return {};
+}
+
 }  // namespace
 
 DeviceRequest MakeDeviceRequest(const PodSpec& pod) {
@@ -175,204 +385,28 @@ std::string_view ProposeCandidates(const DeviceRequest& req, const ClusterState&
   }
   const NodeUsage& usage = state.usage(id);
   const int ngpus = static_cast<int>(node.gpus.size());
-  Candidate base;
-  base.node = id;
-
-  GpuList eligible;
   const bool any_model = req.pod->gpu_models.empty();
+  GpuList eligible;  // set for every node examined: left unzeroed past its size
   for (int g = 0; g < ngpus; ++g) {
     if (usage.gpus[g].healthy && (any_model || ModelAllowed(*req.pod, node.gpus[g].model))) {
       eligible.push_back(g);
     }
   }
   if (eligible.empty()) return IneligibleReason(req, node);
-
+  Candidate base;
+  base.node = id;
+  const NodeView v{req, state, id, node, usage, ngpus, any_model, eligible, base};
   switch (gr.kind) {
     case GpuRequestKind::kNone:
       break;
-    case GpuRequestKind::kWhole: {
-      // All the node's cards of the model asked, healthy or not, and time-sliced ones as their
-      // replicas: fewer than asked never fit.
-      int capacity = 0;
-      for (int g = 0; g < ngpus; ++g) {
-        if (!any_model && !ModelAllowed(*req.pod, node.gpus[g].model)) continue;
-        const GpuSharing& s = node.gpus[g].sharing;
-        capacity += usage.gpus[g].mode == SharingMode::kTimeSlice && !s.rename &&
-                            !s.fail_requests_greater_than_one
-                        ? s.replicas
-                        : 1;
-      }
-      if (capacity < gr.count) return kTooFewGpus;
-      GpuList free;
-      GpuList ts;  // time-sliced cards advertised as plain nvidia.com/gpu
-      for (int g : eligible) {
-        const SharingMode mode = usage.gpus[g].mode;
-        if (mode == SharingMode::kExclusive || mode == SharingMode::kShared) {
-          if (Free(usage.gpus[g])) free.push_back(g);
-          continue;
-        }
-        if (mode != SharingMode::kTimeSlice) continue;
-        const GpuSharing& s = node.gpus[g].sharing;
-        if (!s.rename && usage.gpus[g].replicas < s.replicas &&
-            !(s.fail_requests_greater_than_one && gr.count > 1)) {
-          ts.push_back(g);
-        }
-      }
-      if (free.size() >= gr.count) {
-        ProposeWhole(usage, free, gr.count, base, out);
-        return {};
-      }
-      if (!ts.empty()) {
-        // As the device plugin does: units are replicas, spread over distinct cards first.
-        Candidate c = base;
-        c.kind = DeviceKind::kReplica;
-        int left = gr.count;
-        std::array<int, kMaxGpusPerNode> room{};
-        for (int g : ts) room[g] = node.gpus[g].sharing.replicas - usage.gpus[g].replicas;
-        std::array<uint16_t, kMaxGpusPerNode> take{};
-        while (left > 0) {
-          bool progressed = false;
-          for (int g : ts) {
-            if (left > 0 && take[g] < room[g]) {
-              ++take[g];
-              --left;
-              progressed = true;
-            }
-          }
-          if (!progressed) break;
-        }
-        if (left == 0) {
-          for (int g : ts) {
-            if (take[g] > 0) c.picks[c.n++] = {static_cast<uint8_t>(g), 0, take[g]};
-          }
-          out.push_back(c);
-          return {};
-        }
-      }
-      return kInsufficientGpus;
-    }
-    case GpuRequestKind::kShare: {
-      bool any_shared = false;
-      bool any_memory = false;
-      GpuList fit;
-      for (int g : eligible) {
-        const GpuUsage& u = usage.gpus[g];
-        if (u.mode != SharingMode::kShared) continue;
-        any_shared = true;
-        const bool mem_ok = u.memory_mib + ShareMemoryMib(gr, u.capacity_mib) <= u.capacity_mib;
-        any_memory |= mem_ok;
-        if (mem_ok && u.milli + gr.milli <= kMilliPerGpu) fit.push_back(g);
-      }
-      if (!any_shared) return kNoSharing;
-      if (fit.size() < gr.count) {
-        return any_memory ? kInsufficientGpuCompute : kInsufficientGpuMemory;
-      }
-      if (gr.count == 1) {
-        ProposeOnePerCardState(fit, base, DeviceKind::kShare, 0, out, [&](int g) {
-          const GpuUsage& u = usage.gpus[g];
-          return CardState{u.milli, u.memory_mib * 65536 + u.capacity_mib};
-        });
-      } else {
-        // Several shares, each on a distinct card: the tightest cards first (best fit).
-        std::stable_sort(fit.begin(), fit.end(), [&](int a, int b) {
-          return state.GpuFreeMilli(id, a) < state.GpuFreeMilli(id, b);
-        });
-        Candidate c = base;
-        c.kind = DeviceKind::kShare;
-        c.n = static_cast<uint8_t>(gr.count);
-        for (int i = 0; i < gr.count; ++i) c.picks[i] = {static_cast<uint8_t>(fit[i]), 0, 0};
-        std::sort(c.picks.begin(), c.picks.begin() + c.n,
-                  [](const DevicePick& a, const DevicePick& b) { return a.gpu < b.gpu; });
-        out.push_back(c);
-      }
-      return {};
-    }
-    case GpuRequestKind::kMig: {
-      bool any_profile = false;
-      std::array<DevicePick, kMaxGpusPerNode * 8> free;  // the first nfree are set
-      int nfree = 0;
-      for (int g : eligible) {
-        if (usage.gpus[g].mode != SharingMode::kMig) continue;
-        const GpuDevice& d = node.gpus[g];
-        const MigGeometry* geo = FindMigGeometry(d.model);
-        if (geo == nullptr) continue;
-        int prof = geo->FindProfile(gr.mig_profile);
-        if (prof < 0) continue;
-        for (size_t i = 0; i < d.sharing.mig.size(); ++i) {
-          if (d.sharing.mig[i].profile != prof) continue;
-          any_profile = true;
-          if (!(usage.gpus[g].mig_used & (1u << i))) {
-            free[nfree++] = {static_cast<uint8_t>(g), static_cast<uint8_t>(i), 0};
-          }
-        }
-      }
-      if (!any_profile) return req.mig_missing;
-      if (nfree < gr.count) return req.mig_busy;
-      if (gr.count == 1) {
-        int last = -1;
-        for (int k = 0; k < nfree; ++k) {
-          const DevicePick& p = free[k];
-          if (p.gpu == last) continue;  // the first free instance of each card
-          last = p.gpu;
-          Candidate c = base;
-          c.kind = DeviceKind::kMigInstance;
-          c.n = 1;
-          c.picks[0] = p;
-          out.push_back(c);
-        }
-      } else {
-        Candidate c = base;
-        c.kind = DeviceKind::kMigInstance;
-        c.n = static_cast<uint8_t>(gr.count);
-        std::copy(free.begin(), free.begin() + gr.count, c.picks.begin());
-        out.push_back(c);
-      }
-      return {};
-    }
-    case GpuRequestKind::kReplica: {
-      GpuList ts;
-      bool any_ts = false;
-      bool one_only = false;
-      for (int g : eligible) {
-        const GpuSharing& s = node.gpus[g].sharing;
-        if (s.mode != SharingMode::kTimeSlice) continue;
-        any_ts = true;
-        if (s.fail_requests_greater_than_one && gr.count > 1) {
-          one_only = true;
-          continue;
-        }
-        if (usage.gpus[g].replicas < s.replicas) ts.push_back(g);
-      }
-      if (!any_ts) return kNoTimeSlice;
-      if (ts.empty() && one_only) return kOneReplicaOnly;
-      int room = 0;
-      for (int g : ts) room += node.gpus[g].sharing.replicas - usage.gpus[g].replicas;
-      if (room < gr.count) return kInsufficientReplicas;
-      if (gr.count == 1) {
-        ProposeOnePerCardState(ts, base, DeviceKind::kReplica, 1, out, [&](int g) {
-          return CardState{usage.gpus[g].replicas, node.gpus[g].sharing.replicas};
-        });
-      } else {
-        // Replicas of one card share its compute: spread over distinct cards first.
-        std::array<uint16_t, kMaxGpusPerNode> take{};
-        int left = gr.count;
-        while (left > 0) {
-          for (int g : ts) {
-            if (left > 0 && usage.gpus[g].replicas + take[g] < node.gpus[g].sharing.replicas) {
-              ++take[g];
-              --left;
-            }
-          }
-        }
-        Candidate c = base;
-        c.kind = DeviceKind::kReplica;
-        for (int g : ts) {
-          if (take[g] > 0) c.picks[c.n++] = {static_cast<uint8_t>(g), 0, take[g]};
-        }
-        out.push_back(c);
-      }
-      return {};
-    }
+    case GpuRequestKind::kWhole:
+      return ProposeWholeCards(v, gr, out);
+    case GpuRequestKind::kShare:
+      return ProposeShares(v, gr, out);
+    case GpuRequestKind::kMig:
+      return ProposeMigInstances(v, gr, out);
+    case GpuRequestKind::kReplica:
+      return ProposeReplicas(v, gr, out);
   }
   return kNoGpus;
 }
