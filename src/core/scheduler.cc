@@ -136,8 +136,6 @@ int Scheduler::NumFeasibleToFind(int nodes) const {
   return std::max(kMinFeasible, static_cast<int>(static_cast<int64_t>(nodes) * pct / 100));
 }
 
-namespace {
-
 // Counts of filter reasons, rendered as kube-scheduler does: most frequent first.
 class Diagnosis {
  public:
@@ -166,8 +164,6 @@ class Diagnosis {
  private:
   std::vector<std::pair<std::string, int>> counts_;
 };
-
-}  // namespace
 
 Status Scheduler::BeginCycle(CycleState& cycle, const ClusterState& state) {
   for (PreFilterPlugin* p : prefilters_) {
@@ -254,41 +250,20 @@ bool NoRoom(const GpuRequest& gr, const NodeRecord& node, const NodeUsage& usage
 
 }  // namespace
 
-PlaceOutcome Scheduler::Place(const ClusterState& state, const PodSpec& pod,
-                              const GangContext* gang) {
-  PlaceOutcome out;
-  if (Status s = ValidatePodSpec(pod); !s.ok()) {
-    out.reason = s.message();
-    return out;
-  }
-  CycleState cycle(pod, config_.seed, sequence_++, gang);
-  if (Status s = BeginCycle(cycle, state); !s.ok()) {
-    out.reason = s.message();
-    return out;
-  }
+std::pair<int, int> Scheduler::Scan(CycleState& cycle, const ClusterState& state,
+                                    const DeviceRequest& req, uint32_t start, int want, bool reuse,
+                                    Diagnosis& diag) {
+  const PodSpec& pod = *req.pod;
   const int n = static_cast<int>(state.size());
-  if (n == 0) {
-    out.reason = "0/0 nodes are available: no nodes in the cluster.";
-    return out;
-  }
-  const DeviceRequest req = MakeDeviceRequest(pod);
-  const int want = NumFeasibleToFind(n);
-  candidates_.clear();
-  Diagnosis diag;
-  int feasible = 0;
-  int looked = 0;
-  const uint32_t start = next_start_ % static_cast<uint32_t>(n);
-  uint32_t next_index = start;
   // A node of a class some filter already rejected, with no free milli-GPU for a GPU request of
   // any kind, without a card of a model the pod accepts, or whose usage summary shows no room
-  // for the request (NoRoom), is passed over
-  // unexamined, and examined for the diagnosis only if the scan finds no node at all.
+  // for the request (NoRoom), is passed over unexamined, and examined for the diagnosis only if
+  // the scan finds no node at all.
   const bool wants_gpu = pod.gpu.kind != GpuRequestKind::kNone;
   const uint64_t models = wants_gpu ? state.AcceptedModelMask(pod.gpu_models) : ~uint64_t{0};
-  passed_over_.clear();
-  origin_.clear();
-  for (size_t p = 0; p < scores_.size(); ++p) skipped_[p] = scores_[p].plugin->Skip(cycle, state);
-  const bool reuse = BeginReuse(cycle, state);
+  uint32_t next_index = start;
+  int looked = 0;
+  int feasible = 0;
   for (int i = 0; i < n && feasible < want; ++i) {
     const NodeId id(next_index);
     next_index = next_index + 1 == static_cast<uint32_t>(n) ? 0 : next_index + 1;
@@ -324,26 +299,10 @@ PlaceOutcome Scheduler::Place(const ClusterState& state, const PodSpec& pod,
     }
     ++feasible;
   }
-  if (candidates_.empty() && !config_.diagnose_failures) {
-    out.evaluated_nodes = looked;
-    out.reason = "0/" + std::to_string(n) + " nodes are available.";
-    return out;
-  }
-  if (candidates_.empty()) {
-    for (NodeId id : passed_over_) {
-      const std::string_view reason = Examine(cycle, state, req, id);
-      TESSERA_CHECK(!reason.empty());
-      diag.Add(reason);
-    }
-  }
-  next_start_ = (start + static_cast<uint32_t>(looked)) % static_cast<uint32_t>(n);
-  out.evaluated_nodes = looked;
-  out.feasible_nodes = feasible;
-  if (candidates_.empty()) {
-    out.reason = diag.Message(n);
-    return out;
-  }
+  return {looked, feasible};
+}
 
+size_t Scheduler::PickBest(CycleState& cycle, const ClusterState& state, bool reuse) {
   const size_t m = candidates_.size();
   if (reuse) {
     // A node examined this cycle with a single candidate is kept; its scores follow.
@@ -383,8 +342,56 @@ PlaceOutcome Scheduler::Place(const ClusterState& state, const PodSpec& pod,
       best = c;
     }
   }
+  return best;
+}
+
+PlaceOutcome Scheduler::Place(const ClusterState& state, const PodSpec& pod,
+                              const GangContext* gang) {
+  PlaceOutcome out;
+  if (Status s = ValidatePodSpec(pod); !s.ok()) {
+    out.reason = s.message();
+    return out;
+  }
+  CycleState cycle(pod, config_.seed, sequence_++, gang);
+  if (Status s = BeginCycle(cycle, state); !s.ok()) {
+    out.reason = s.message();
+    return out;
+  }
+  const int n = static_cast<int>(state.size());
+  if (n == 0) {
+    out.reason = "0/0 nodes are available: no nodes in the cluster.";
+    return out;
+  }
+  const DeviceRequest req = MakeDeviceRequest(pod);
+  candidates_.clear();
+  passed_over_.clear();
+  origin_.clear();
+  for (size_t p = 0; p < scores_.size(); ++p) skipped_[p] = scores_[p].plugin->Skip(cycle, state);
+  const bool reuse = BeginReuse(cycle, state);
+  Diagnosis diag;
+  const uint32_t start = next_start_ % static_cast<uint32_t>(n);
+  const auto [looked, feasible] = Scan(cycle, state, req, start, NumFeasibleToFind(n), reuse, diag);
+  if (candidates_.empty() && !config_.diagnose_failures) {
+    out.evaluated_nodes = looked;
+    out.reason = "0/" + std::to_string(n) + " nodes are available.";
+    return out;
+  }
+  if (candidates_.empty()) {
+    for (NodeId id : passed_over_) {
+      const std::string_view reason = Examine(cycle, state, req, id);
+      TESSERA_CHECK(!reason.empty());
+      diag.Add(reason);
+    }
+  }
+  next_start_ = (start + static_cast<uint32_t>(looked)) % static_cast<uint32_t>(n);
+  out.evaluated_nodes = looked;
+  out.feasible_nodes = feasible;
+  if (candidates_.empty()) {
+    out.reason = diag.Message(n);
+    return out;
+  }
   out.ok = true;
-  out.placement = Materialize(state, pod, candidates_[best]);
+  out.placement = Materialize(state, pod, candidates_[PickBest(cycle, state, reuse)]);
   return out;
 }
 

@@ -24,6 +24,7 @@
 namespace tessera::core {
 
 struct DeviceRequest;
+class Diagnosis;
 
 struct SchedulerConfig {
   // Placement policy: bestfit, spread, gpupacking, dotproduct, random, fgd, fragpack.
@@ -141,6 +142,14 @@ class Scheduler {
   // True when every filter and every score plugin run this cycle (skipped_ set) is node-local,
   // and then points the result cache at the pod's row.
   bool BeginReuse(const CycleState& cycle, const ClusterState& state);
+  // Examines nodes from `start` until `want` are feasible or all were looked at, appending
+  // candidates (and their origin) and the rejections to `diag`; returns how many it looked at
+  // and how many were feasible. Nodes certain to fail are passed over (passed_over_) unexamined.
+  std::pair<int, int> Scan(CycleState& cycle, const ClusterState& state, const DeviceRequest& req,
+                           uint32_t start, int want, bool reuse, Diagnosis& diag);
+  // Scores candidates_ with every score plugin not skipped this cycle; the index of the best,
+  // ties broken by node id.
+  size_t PickBest(CycleState& cycle, const ClusterState& state, bool reuse);
 
   SchedulerConfig config_;
   std::vector<std::unique_ptr<FilterPlugin>> filters_;
