@@ -129,25 +129,27 @@ void AppendValue(std::string& out, double v) {
   out.append(buf, r.ptr);
 }
 
-}  // namespace
+// Who holds each GPU (by UUID), and the GPU equivalents held in all, from the Jobs' bindings.
+struct Allocation {
+  std::map<std::string, std::vector<Holder>> holders;
+  double milli = 0;
+};
 
-std::string RenderMetrics(ObjectCache& store, LeaseBook& leases, SchedulerMetrics& scheduler,
-                          std::span<const core::IdlePod> idle, int64_t now_ms) {
-  prometheus::Registry state;
-  auto gauge = [&](const char* name, const char* help) -> prometheus::Family<prometheus::Gauge>& {
-    return prometheus::BuildGauge().Name(name).Help(help).Register(state);
-  };
+prometheus::Family<prometheus::Gauge>& Gauge(prometheus::Registry& r, const char* name,
+                                             const char* help) {
+  return prometheus::BuildGauge().Name(name).Help(help).Register(r);
+}
 
-  // Work and allocation, from the Jobs' bindings.
-  auto& workloads = gauge("tessera_workloads", "Jobs per queue and phase");
+// Work and allocation: jobs per queue and phase, GPUs held per queue and namespace.
+Allocation AddJobFamilies(ObjectCache& store, prometheus::Registry& r) {
+  auto& workloads = Gauge(r, "tessera_workloads", "Jobs per queue and phase");
   auto& queue_gpus =
-      gauge("tessera_queue_gpus_allocated", "GPU equivalents held by admitted jobs, per queue");
-  auto& ns_gpus = gauge("tessera_namespace_gpus_allocated",
+      Gauge(r, "tessera_queue_gpus_allocated", "GPU equivalents held by admitted jobs, per queue");
+  auto& ns_gpus = Gauge(r, "tessera_namespace_gpus_allocated",
                         "GPU equivalents held by admitted jobs, per namespace");
-  std::map<std::string, std::vector<Holder>> holders;  // GPU UUID -> who holds it
+  Allocation a;
   std::map<std::pair<std::string, std::string>, double> by_queue_phase;
   std::map<std::string, double> queue_milli, ns_milli;
-  double allocated_milli = 0;
   for (const StoredJson& stored : Items(store, "Job")) {
     const json& job = stored.obj();
     const json& status = Member(job, "status");
@@ -167,8 +169,8 @@ std::string RenderMetrics(ObjectCache& store, LeaseBook& leases, SchedulerMetric
         const double milli = Num(d, "gpuMilli");
         queue_milli[queue] += milli;
         ns_milli[ns] += milli;
-        allocated_milli += milli;
-        holders[Str(d, "uuid")].push_back({ns, name, task});
+        a.milli += milli;
+        a.holders[Str(d, "uuid")].push_back({ns, name, task});
       }
     }
   }
@@ -177,158 +179,165 @@ std::string RenderMetrics(ObjectCache& store, LeaseBook& leases, SchedulerMetric
   }
   for (const auto& [q, m] : queue_milli) queue_gpus.Add({{"queue", q}}).Set(m / 1000);
   for (const auto& [ns, m] : ns_milli) ns_gpus.Add({{"namespace", ns}}).Set(m / 1000);
+  return a;
+}
 
-  // From the last cycle: fragmentation and quotas.
-  const CycleGauges cg = scheduler.cycle_gauges();
-  gauge("tessera_cluster_gpu_fragmentation_ratio",
+// From the last cycle: fragmentation, quotas and objects the scheduler could not read.
+void AddCycleFamilies(const CycleGauges& cg, prometheus::Registry& r) {
+  Gauge(r, "tessera_cluster_gpu_fragmentation_ratio",
         "Free GPU capacity on partly taken GPUs over all free GPU capacity (last cycle)")
       .Add({})
       .Set(cg.fragmentation.ratio());
-  auto& free_gpus = gauge("tessera_cluster_gpus_free",
+  auto& free_gpus = Gauge(r, "tessera_cluster_gpus_free",
                           "Free GPU equivalents, and those on partly taken GPUs (last cycle)");
   free_gpus.Add({{"state", "free"}}).Set(cg.fragmentation.free_milli / 1000.0);
   free_gpus.Add({{"state", "fragmented"}}).Set(cg.fragmentation.fragmented_milli / 1000.0);
-  auto& nominal = gauge("tessera_queue_nominal_quota",
+  auto& nominal = Gauge(r, "tessera_queue_nominal_quota",
                         "A queue's nominal quota per flavor: GPUs, CPU cores or memory bytes");
   for (const CycleGauges::Quota& q : cg.quotas) {
     nominal.Add({{"queue", q.queue}, {"flavor", q.flavor}, {"resource", q.resource}})
         .Set(q.nominal);
   }
-
-  auto& undecodable = gauge("tessera_undecodable_objects",
+  auto& undecodable = Gauge(r, "tessera_undecodable_objects",
                             "Stored objects the scheduler cannot read and skips (last cycle)");
   for (const CycleGauges::Undecodable& u : cg.undecodable) {
     undecodable.Add({{"kind", u.kind}, {"namespace", u.ns}, {"name", u.name}}).Set(1);
   }
+}
 
-  // Pods holding GPUs idle for the idle window.
-  auto& idle_gpus = gauge("tessera_idle_gpus_allocated",
+// Pods holding GPUs idle for the idle window.
+void AddIdleFamilies(std::span<const core::IdlePod> idle, int64_t now_ms, prometheus::Registry& r) {
+  auto& idle_gpus = Gauge(r, "tessera_idle_gpus_allocated",
                           "GPU equivalents held by a pod whose GPUs stayed below the idle "
                           "threshold for the idle window");
-  auto& idle_seconds =
-      gauge("tessera_idle_seconds", "Seconds since the pod's GPUs went below the idle threshold");
+  auto& idle_seconds = Gauge(r, "tessera_idle_seconds",
+                             "Seconds since the pod's GPUs went below the idle threshold");
   for (const core::IdlePod& p : idle) {
     const prometheus::Labels labels = {
         {"namespace", p.ns}, {"job", p.job}, {"pod", p.pod}, {"queue", p.queue}};
     idle_gpus.Add(labels).Set(p.gpu_milli / 1000.0);
     idle_seconds.Add(labels).Set((now_ms - p.idle_since_ms) / 1000.0);
   }
+}
 
-  // Nodes and their GPUs.
-  auto& cluster =
-      gauge("tessera_cluster_gpus", "GPUs in the cluster, and GPU equivalents allocated");
-  auto& ratio = gauge("tessera_cluster_gpu_allocation_ratio",
-                      "Allocated GPU equivalents over the cluster's GPUs");
-  struct Field {
-    const char* name;
-    const char* help;
-    const char* key;
-    double scale;
-    const char* type = "gauge";
-  };
-  static const Field kFields[] = {
-      {"DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", "utilizationPct", 1},
-      {"DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %).", "memoryUtilizationPct", 1},
-      {"DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", "memoryUsedMiB", 1},
-      {"DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", "memoryFreeMiB", 1},
-      {"DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", "temperatureC", 1},
-      {"DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", "powerMw", 0.001},
-      {"DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", "smClockMhz", 1},
-      {"DCGM_FI_DEV_XID_ERRORS", "XID errors seen by the node agent.", "xidCount", 1},
-      {"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",
-       "NVLink data sent and received over all links since the driver loaded (in KiB).",
-       "nvlinkDataKiB", 1, "counter"},
-  };
-  // The per-GPU families are the bulk of a scrape (a series per GPU and holder per field): they
-  // are written straight into the text format, one family after the other.
+// A DCGM field as the exporter names it, and where the agent's telemetry holds it.
+struct Field {
+  const char* name;
+  const char* help;
+  const char* key;
+  double scale;
+  const char* type = "gauge";
+};
+const Field kFields[] = {
+    {"DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", "utilizationPct", 1},
+    {"DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %).", "memoryUtilizationPct", 1},
+    {"DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", "memoryUsedMiB", 1},
+    {"DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", "memoryFreeMiB", 1},
+    {"DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", "temperatureC", 1},
+    {"DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", "powerMw", 0.001},
+    {"DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", "smClockMhz", 1},
+    {"DCGM_FI_DEV_XID_ERRORS", "XID errors seen by the node agent.", "xidCount", 1},
+    {"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",
+     "NVLink data sent and received over all links since the driver loaded (in KiB).",
+     "nvlinkDataKiB", 1, "counter"},
+};
+
+// The per-node and per-GPU families. They are the bulk of a scrape (a series per GPU and holder
+// per field), so they are written straight into the text format.
+struct NodeText {
+  std::vector<StoredJson> nodes;  // `series` points into these documents
+  std::string heartbeats, unhealthy;
   struct Series {
     std::string labels;  // {...} rendered, sorted by name as Prometheus prints them
     const json* telemetry;
   };
   std::vector<Series> series;
   double gpus_total = 0;
-  // Per node and per GPU: written as text, like the DCGM families below.
-  static constexpr char kHeartbeatAge[] = "tessera_node_heartbeat_age_seconds";
-  static constexpr char kUnhealthy[] = "tessera_gpu_unhealthy";
-  std::string heartbeats =
+};
+
+constexpr char kHeartbeatAge[] = "tessera_node_heartbeat_age_seconds";
+constexpr char kUnhealthy[] = "tessera_gpu_unhealthy";
+
+// One DCGM label set per holder of the GPU (one with empty holder labels when nobody holds it).
+void AddTelemetrySeries(const std::string& host, const json& status, const Allocation& alloc,
+                        NodeText& t) {
+  std::map<int, const json*> gpu_by_index;
+  for (const json& g : ListOf(Member(status, "gpus"))) {
+    gpu_by_index[static_cast<int>(Num(g, "index"))] = &g;
+    ++t.gpus_total;
+    t.unhealthy += kUnhealthy;
+    t.unhealthy += "{Hostname=\"";
+    AppendEscaped(t.unhealthy, host);
+    t.unhealthy += "\",UUID=\"";
+    AppendEscaped(t.unhealthy, Str(g, "uuid"));
+    t.unhealthy += "\",gpu=\"" + std::to_string(static_cast<int>(Num(g, "index"))) + "\"} ";
+    t.unhealthy += Str(g, "health") == "Unhealthy" ? "1\n" : "0\n";
+  }
+  for (const json& tel : ListOf(Member(status, "telemetry"))) {
+    const int index = static_cast<int>(Num(tel, "index"));
+    auto found = gpu_by_index.find(index);
+    static const json kUnknown = json::object();
+    const json& g = found == gpu_by_index.end() ? kUnknown : *found->second;
+    const std::string uuid = Str(g, "uuid");
+    auto held = alloc.holders.find(uuid);
+    static const std::vector<Holder> kNobody = {Holder{}};
+    const std::vector<Holder>& who = held == alloc.holders.end() ? kNobody : held->second;
+    for (const Holder& h : who) {
+      std::string l = "{Hostname=\"";
+      AppendEscaped(l, host);
+      l += "\",UUID=\"";
+      AppendEscaped(l, uuid);
+      l += "\",device=\"nvidia" + std::to_string(index) + "\",gpu=\"" + std::to_string(index) +
+           "\",job=\"";
+      AppendEscaped(l, h.job);
+      l += "\",modelName=\"";
+      AppendEscaped(l, Str(g, "model"));
+      l += "\",namespace=\"";
+      AppendEscaped(l, h.ns);
+      l += "\",task=\"";
+      AppendEscaped(l, h.task);
+      l += "\"} ";
+      t.series.push_back({std::move(l), &tel});
+    }
+  }
+}
+
+NodeText RenderNodes(ObjectCache& store, LeaseBook& leases, const Allocation& alloc,
+                     int64_t now_ms) {
+  NodeText t;
+  t.heartbeats =
       FamilyHeader(kHeartbeatAge, "Seconds since the node's agent last reported", "gauge");
-  std::string unhealthy =
-      FamilyHeader(kUnhealthy, "1 when the agent marked the GPU unhealthy", "gauge");
-  // `series` points into these documents: they live until the text is written.
-  const std::vector<StoredJson> nodes = Items(store, "Node");
+  t.unhealthy = FamilyHeader(kUnhealthy, "1 when the agent marked the GPU unhealthy", "gauge");
+  t.nodes = Items(store, "Node");
   const std::vector<StoredJson> stored_leases = Items(store, "Lease");
   std::map<std::string, const json*> lease_of;  // node -> its Lease
-  for (const StoredJson& l : stored_leases)
+  for (const StoredJson& l : stored_leases) {
     lease_of[Str(Member(l.obj(), "metadata"), "name")] = &l.obj();
-  for (const StoredJson& stored_node : nodes) {
+  }
+  for (const StoredJson& stored_node : t.nodes) {
     const json& node = stored_node.obj();
     const std::string host = Str(Member(node, "metadata"), "name");
-    const json& status = Member(node, "status");
     const auto lease = lease_of.find(host);
     const int64_t beat = leases.LastBeat(node, lease == lease_of.end() ? nullptr : lease->second);
     if (beat >= 0) {
-      heartbeats += kHeartbeatAge;
-      heartbeats += "{node=\"";
-      AppendEscaped(heartbeats, host);
-      heartbeats += "\"} ";
-      AppendValue(heartbeats, (now_ms - beat) / 1000.0);
-      heartbeats += '\n';
+      t.heartbeats += kHeartbeatAge;
+      t.heartbeats += "{node=\"";
+      AppendEscaped(t.heartbeats, host);
+      t.heartbeats += "\"} ";
+      AppendValue(t.heartbeats, (now_ms - beat) / 1000.0);
+      t.heartbeats += '\n';
     }
-    std::map<int, const json*> gpu_by_index;
-    for (const json& g : ListOf(Member(status, "gpus"))) {
-      gpu_by_index[static_cast<int>(Num(g, "index"))] = &g;
-      ++gpus_total;
-      unhealthy += kUnhealthy;
-      unhealthy += "{Hostname=\"";
-      AppendEscaped(unhealthy, host);
-      unhealthy += "\",UUID=\"";
-      AppendEscaped(unhealthy, Str(g, "uuid"));
-      unhealthy += "\",gpu=\"" + std::to_string(static_cast<int>(Num(g, "index"))) + "\"} ";
-      unhealthy += Str(g, "health") == "Unhealthy" ? "1\n" : "0\n";
-    }
-    for (const json& t : ListOf(Member(status, "telemetry"))) {
-      const int index = static_cast<int>(Num(t, "index"));
-      auto found = gpu_by_index.find(index);
-      static const json kUnknown = json::object();
-      const json& g = found == gpu_by_index.end() ? kUnknown : *found->second;
-      const std::string uuid = Str(g, "uuid");
-      auto held = holders.find(uuid);
-      static const std::vector<Holder> kNobody = {Holder{}};
-      const std::vector<Holder>& who = held == holders.end() ? kNobody : held->second;
-      for (const Holder& h : who) {
-        std::string l = "{Hostname=\"";
-        AppendEscaped(l, host);
-        l += "\",UUID=\"";
-        AppendEscaped(l, uuid);
-        l += "\",device=\"nvidia" + std::to_string(index) + "\",gpu=\"" + std::to_string(index) +
-             "\",job=\"";
-        AppendEscaped(l, h.job);
-        l += "\",modelName=\"";
-        AppendEscaped(l, Str(g, "model"));
-        l += "\",namespace=\"";
-        AppendEscaped(l, h.ns);
-        l += "\",task=\"";
-        AppendEscaped(l, h.task);
-        l += "\"} ";
-        series.push_back({std::move(l), &t});
-      }
-    }
+    AddTelemetrySeries(host, Member(node, "status"), alloc, t);
   }
-  cluster.Add({{"state", "total"}}).Set(gpus_total);
-  cluster.Add({{"state", "allocated"}}).Set(allocated_milli / 1000);
-  ratio.Add({}).Set(gpus_total > 0 ? allocated_milli / 1000 / gpus_total : 0);
+  return t;
+}
 
-  prometheus::TextSerializer text;
-  std::string out = text.Serialize(scheduler.registry().Collect());
-  out += text.Serialize(state.Collect());
-  out += heartbeats;
-  out += unhealthy;
-  out.reserve(out.size() + series.size() * std::size(kFields) * 160);
+// The DCGM families, one after the other; a GPU without a field (no NVLink, say) has no series.
+void AppendDcgmFamilies(const NodeText& t, std::string& out) {
+  out.reserve(out.size() + t.series.size() * std::size(kFields) * 160);
   for (const Field& f : kFields) {
-    out +=
-        std::string("# HELP ") + f.name + " " + f.help + "\n# TYPE " + f.name + " " + f.type + "\n";
-    for (const Series& s : series) {
-      // A GPU without the field (no NVLink, say) has no series of it.
+    out += FamilyHeader(f.name, f.help, f.type);
+    for (const NodeText::Series& s : t.series) {
       if (!s.telemetry->contains(f.key)) continue;
       out += f.name;
       out += s.labels;
@@ -336,6 +345,32 @@ std::string RenderMetrics(ObjectCache& store, LeaseBook& leases, SchedulerMetric
       out += '\n';
     }
   }
+}
+
+}  // namespace
+
+std::string RenderMetrics(ObjectCache& store, LeaseBook& leases, SchedulerMetrics& scheduler,
+                          std::span<const core::IdlePod> idle, int64_t now_ms) {
+  prometheus::Registry state;
+  const Allocation alloc = AddJobFamilies(store, state);
+  AddCycleFamilies(scheduler.cycle_gauges(), state);
+  AddIdleFamilies(idle, now_ms, state);
+  const NodeText nodes = RenderNodes(store, leases, alloc, now_ms);
+  auto& cluster =
+      Gauge(state, "tessera_cluster_gpus", "GPUs in the cluster, and GPU equivalents allocated");
+  cluster.Add({{"state", "total"}}).Set(nodes.gpus_total);
+  cluster.Add({{"state", "allocated"}}).Set(alloc.milli / 1000);
+  Gauge(state, "tessera_cluster_gpu_allocation_ratio",
+        "Allocated GPU equivalents over the cluster's GPUs")
+      .Add({})
+      .Set(nodes.gpus_total > 0 ? alloc.milli / 1000 / nodes.gpus_total : 0);
+
+  prometheus::TextSerializer text;
+  std::string out = text.Serialize(scheduler.registry().Collect());
+  out += text.Serialize(state.Collect());
+  out += nodes.heartbeats;
+  out += nodes.unhealthy;
+  AppendDcgmFamilies(nodes, out);
   return out;
 }
 
