@@ -269,20 +269,12 @@ std::map<std::string, std::string> RendezvousEnv(const Assignment& a, const std:
   return env;
 }
 
-Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std::string& node,
-                            const std::string& root, const std::string& container_runtime,
-                            const ShareIsolation& isolation, const TaskUsers& users) {
-  ProcessSpec spec;
-  spec.key = a.key;
-  spec.workdir = root + "/work/" + a.key;
-  spec.log_path = PodLogPath(root, a.key, a.uid);
-  int64_t uid = Int(a.task, "runAsUser", -1), gid = Int(a.task, "runAsGroup", -1);
-  std::vector<std::string> command;
-  for (const char* part : {"command", "args"}) {
-    for (const json& c : a.task.value(part, json::array())) {
-      if (c.is_string()) command.push_back(c.get<std::string>());
-    }
-  }
+namespace {
+
+// The pod's environment before share isolation: its own variables, the devices', the gang's
+// rendezvous (whose hostfile goes in `spec`), and the downward API fields known only here.
+std::map<std::string, std::string> TaskEnv(const Assignment& a, const NodeGpus& gpus,
+                                           const std::string& node, ProcessSpec& spec) {
   std::map<std::string, std::string> env;
   if (a.task.contains("env") && a.task["env"].is_object()) {
     for (const auto& [k, v] : a.task["env"].items()) {
@@ -300,7 +292,6 @@ Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std
   env["TESSERA_POD"] = a.pod;
   // An Indexed Job's task, as Kubernetes gives it.
   if (a.completion_index >= 0) env["JOB_COMPLETION_INDEX"] = std::to_string(a.completion_index);
-  // Kubernetes' downward API fields known only here.
   const json field_env = a.task.value("fieldEnv", json::object());
   for (const auto& [var, field] : field_env.items()) {
     if (field == "metadata.name") env[var] = a.job + "-" + a.pod;
@@ -313,12 +304,15 @@ Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std
       env[var] = NodeAddress();
     }
   }
-  const std::string image = Str(a.task, "image");
-  // Volumes: a hostPath as it is, an emptyDir as a fresh directory of the pod's; each path in
-  // TESSERA_VOLUME_<NAME>, and mounted at its mountPath in a container.
+  return env;
+}
+
+// Volumes: a hostPath as it is, an emptyDir as a fresh directory of the pod's; each path in
+// TESSERA_VOLUME_<NAME>, and returned as a mount at its mountPath for a container.
+std::vector<std::string> AddVolumes(const Assignment& a, ProcessSpec& spec,
+                                    std::map<std::string, std::string>& env) {
   std::vector<std::string> mounts;
-  const json volumes = a.task.value("volumes", json::array());
-  for (const json& v : volumes) {
+  for (const json& v : a.task.value("volumes", json::array())) {
     if (!v.is_object()) continue;
     std::string source = Str(v, "hostPath");
     if (source.empty()) {
@@ -329,13 +323,19 @@ Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std
     mounts.push_back(source + ":" + Str(v, "mountPath") +
                      (v.value("readOnly", false) ? ":ro" : ""));
   }
-  // A fractional share: through its card's MPS server, or the interposer, preloaded, counting
-  // in a region of the pod's (interpose/share_region.h).
+  return mounts;
+}
+
+// A fractional share: through its card's MPS server, or the interposer, preloaded, counting in a
+// region of the pod's (interpose/share_region.h). Sets the pod's user when the task names none.
+void IsolateShare(const Assignment& a, const std::string& root, const ShareIsolation& isolation,
+                  const TaskUsers& users, bool contained, ProcessSpec& spec,
+                  std::map<std::string, std::string>& env, std::vector<std::string>& mounts,
+                  int64_t& uid, int64_t& gid) {
   std::vector<std::string> share_gpus;
   for (const json& d : a.devices) {
     if (Str(d, "kind") == "share") share_gpus.push_back(Str(d, "uuid"));
   }
-  const bool contained = !image.empty();
   const auto mps = share_gpus.size() == 1 ? isolation.mps.find(share_gpus[0]) : isolation.mps.end();
   if (uid < 0) {
     // Not the agent's user: the pod's own, or its MPS server's.
@@ -362,6 +362,87 @@ Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std
   } else if (!share_gpus.empty()) {
     env["TESSERA_SHARE_ISOLATION"] = "none";
   }
+}
+
+// The container runtime's command line for the pod's image: its name, limits, mounts, devices
+// (CDI names of the same UUIDs the environment names), user and environment.
+std::vector<std::string> ContainerArgv(const Assignment& a, const ProcessSpec& spec,
+                                       const std::string& runtime, const std::string& image,
+                                       const std::map<std::string, std::string>& env,
+                                       const std::vector<std::string>& mounts, int64_t uid,
+                                       int64_t gid) {
+  std::vector<std::string> argv = {runtime, "run", "--rm", "--name", spec.container};
+  // MPS clients reach their server through the host's IPC namespace.
+  const auto isolation = env.find("TESSERA_SHARE_ISOLATION");
+  if (isolation != env.end() && isolation->second == "mps") argv.push_back("--ipc=host");
+  // The pod's CPU and memory, as the runtime's own limits.
+  if (a.cpu_milli > 0) {
+    char cpus[48];
+    std::snprintf(cpus, sizeof cpus, "--cpus=%lld.%03lld",
+                  static_cast<long long>(a.cpu_milli / 1000),
+                  static_cast<long long>(a.cpu_milli % 1000));
+    argv.push_back(cpus);
+  }
+  if (a.memory_mib > 0) argv.push_back("--memory=" + std::to_string(a.memory_mib) + "m");
+  if (const std::string pull = Str(a.task, "imagePullPolicy"); !pull.empty()) {
+    argv.push_back(pull == "Always"  ? "--pull=always"
+                   : pull == "Never" ? "--pull=never"
+                                     : "--pull=missing");
+  }
+  for (const std::string& m : mounts) {
+    argv.push_back("-v");
+    argv.push_back(m);
+  }
+  for (const auto& [path, content] : spec.files) {
+    argv.push_back("-v");
+    argv.push_back(path + ":" + path + ":ro");
+  }
+  if (const std::string dir = Str(a.task, "workingDir"); !dir.empty()) {
+    argv.push_back("-w");
+    argv.push_back(dir);
+  }
+  const auto found = env.find("TESSERA_GPU_UUIDS");
+  const std::string uuids = found == env.end() ? "" : found->second;
+  size_t start = 0;
+  while (start < uuids.size()) {
+    const size_t comma = std::min(uuids.find(',', start), uuids.size());
+    argv.push_back("--device");
+    argv.push_back("nvidia.com/gpu=" + uuids.substr(start, comma - start));
+    start = comma + 1;
+  }
+  // The container's user is the runtime's business; the runtime itself runs as the agent.
+  if (uid >= 0 || gid >= 0) {
+    argv.push_back("--user");
+    argv.push_back(std::to_string(uid >= 0 ? uid : 0) +
+                   (gid >= 0 ? ":" + std::to_string(gid) : ""));
+  }
+  for (const auto& [k, v] : env) {
+    argv.push_back("-e");
+    argv.push_back(k + "=" + v);
+  }
+  return argv;
+}
+
+}  // namespace
+
+Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std::string& node,
+                            const std::string& root, const std::string& container_runtime,
+                            const ShareIsolation& isolation, const TaskUsers& users) {
+  ProcessSpec spec;
+  spec.key = a.key;
+  spec.workdir = root + "/work/" + a.key;
+  spec.log_path = PodLogPath(root, a.key, a.uid);
+  int64_t uid = Int(a.task, "runAsUser", -1), gid = Int(a.task, "runAsGroup", -1);
+  std::vector<std::string> command;
+  for (const char* part : {"command", "args"}) {
+    for (const json& c : a.task.value(part, json::array())) {
+      if (c.is_string()) command.push_back(c.get<std::string>());
+    }
+  }
+  std::map<std::string, std::string> env = TaskEnv(a, gpus, node, spec);
+  const std::string image = Str(a.task, "image");
+  std::vector<std::string> mounts = AddVolumes(a, spec, env);
+  IsolateShare(a, root, isolation, users, !image.empty(), spec, env, mounts, uid, gid);
   // Kubernetes' $(VAR) references in env values, command and args, against the pod's
   // environment (a task's env is a map: every other variable, not only those listed before).
   const std::map<std::string, std::string> unexpanded = env;
@@ -377,54 +458,7 @@ Result<ProcessSpec> SpecFor(const Assignment& a, const NodeGpus& gpus, const std
       }
     }
     spec.container = name;
-    spec.argv = {container_runtime, "run", "--rm", "--name", name};
-    // MPS clients reach their server through the host's IPC namespace.
-    if (env["TESSERA_SHARE_ISOLATION"] == "mps") spec.argv.push_back("--ipc=host");
-    // The pod's CPU and memory, as the runtime's own limits.
-    if (a.cpu_milli > 0) {
-      char cpus[48];
-      std::snprintf(cpus, sizeof cpus, "--cpus=%lld.%03lld",
-                    static_cast<long long>(a.cpu_milli / 1000),
-                    static_cast<long long>(a.cpu_milli % 1000));
-      spec.argv.push_back(cpus);
-    }
-    if (a.memory_mib > 0) spec.argv.push_back("--memory=" + std::to_string(a.memory_mib) + "m");
-    if (const std::string pull = Str(a.task, "imagePullPolicy"); !pull.empty()) {
-      spec.argv.push_back(pull == "Always"  ? "--pull=always"
-                          : pull == "Never" ? "--pull=never"
-                                            : "--pull=missing");
-    }
-    for (const std::string& m : mounts) {
-      spec.argv.push_back("-v");
-      spec.argv.push_back(m);
-    }
-    for (const auto& [path, content] : spec.files) {
-      spec.argv.push_back("-v");
-      spec.argv.push_back(path + ":" + path + ":ro");
-    }
-    if (const std::string dir = Str(a.task, "workingDir"); !dir.empty()) {
-      spec.argv.push_back("-w");
-      spec.argv.push_back(dir);
-    }
-    // CDI device names: the same GPU and MIG UUIDs the environment names.
-    const std::string uuids = env["TESSERA_GPU_UUIDS"];
-    size_t start = 0;
-    while (start < uuids.size()) {
-      const size_t comma = std::min(uuids.find(',', start), uuids.size());
-      spec.argv.push_back("--device");
-      spec.argv.push_back("nvidia.com/gpu=" + uuids.substr(start, comma - start));
-      start = comma + 1;
-    }
-    // The container's user is the runtime's business; the runtime itself runs as the agent.
-    if (uid >= 0 || gid >= 0) {
-      spec.argv.push_back("--user");
-      spec.argv.push_back(std::to_string(uid >= 0 ? uid : 0) +
-                          (gid >= 0 ? ":" + std::to_string(gid) : ""));
-    }
-    for (const auto& [k, v] : env) {
-      spec.argv.push_back("-e");
-      spec.argv.push_back(k + "=" + v);
-    }
+    spec.argv = ContainerArgv(a, spec, container_runtime, image, env, mounts, uid, gid);
     spec.argv.push_back(image);
     spec.argv.insert(spec.argv.end(), command.begin(), command.end());
   } else {
