@@ -135,6 +135,138 @@ Percentiles PercentilesOf(std::vector<double>& values) {
   return p;
 }
 
+namespace {
+
+// The running state of one replay: the cluster, what runs, what waits and when each run ends.
+struct EventLoop {
+  EventLoop(core::Scheduler& placer, const core::AdmissionCycle& cycle, std::vector<Job>& jobs,
+            const core::ClusterState& base, ReplayRun& run)
+      : placer(placer),
+        cycle(cycle),
+        jobs(jobs),
+        state(base),
+        run(run),
+        completion_of(jobs.size()) {}
+
+  core::Scheduler& placer;
+  const core::AdmissionCycle& cycle;
+  std::vector<Job>& jobs;
+  core::ClusterState state;
+  ReplayRun& run;
+  std::vector<size_t> waiting;  // jobs not running, in arrival order
+  std::vector<core::AdmittedWorkload> running;
+  std::vector<size_t> running_job;             // parallel to `running`
+  std::multimap<int64_t, size_t> completions;  // time -> job
+  std::vector<std::multimap<int64_t, size_t>::iterator> completion_of;
+  std::vector<core::Reservation> held;
+
+  // Takes running entry `r` off the cluster; returns its job.
+  Result<size_t> Stop(size_t r) {
+    for (const std::optional<core::Placement>& p : running[r].placements) {
+      if (p) TESSERA_RETURN_IF_ERROR(state.Release(*p));
+    }
+    const size_t j = running_job[r];
+    running.erase(running.begin() + static_cast<std::ptrdiff_t>(r));
+    running_job.erase(running_job.begin() + static_cast<std::ptrdiff_t>(r));
+    return j;
+  }
+
+  // Ends the runs due at `now`; says whether any did.
+  Result<bool> Complete(int64_t now) {
+    bool freed = false;
+    while (!completions.empty() && completions.begin()->first == now) {
+      const size_t j = completions.begin()->second;
+      completions.erase(completions.begin());
+      const auto r = std::find(running_job.begin(), running_job.end(), j) - running_job.begin();
+      TESSERA_RETURN_IF_ERROR(Stop(static_cast<size_t>(r)).status());
+      jobs[j].completed_s = now;
+      ++run.completed;
+      freed = true;
+    }
+    return freed;
+  }
+
+  // One admission cycle over `candidates` at `now`: victims go back to waiting (they start over
+  // when admitted again), admitted jobs start. Says whether anything was preempted.
+  Result<bool> Cycle(const std::vector<size_t>& candidates, int64_t now) {
+    std::vector<core::Workload> pending;
+    pending.reserve(candidates.size());
+    for (size_t j : candidates) pending.push_back(jobs[j].workload);
+    core::CycleResult result = cycle.Run(placer, state, pending, running, now * 1000, held);
+    ++run.cycles;
+    held = result.reservations;
+    std::vector<size_t> victims;
+    for (const core::Preemption& p : result.preemptions) victims.push_back(p.running_index);
+    std::sort(victims.rbegin(), victims.rend());
+    for (size_t r : victims) {
+      auto j = Stop(r);
+      if (!j.ok()) return j.status();
+      if (jobs[*j].run_s != kForever) completions.erase(completion_of[*j]);
+      waiting.push_back(*j);
+      ++run.preemptions;
+    }
+    std::set<size_t> admitted;
+    for (const core::Admission& a : result.admissions) {
+      const size_t j = candidates[a.pending_index];
+      for (const std::optional<core::Placement>& p : a.admitted.placements) {
+        if (p) TESSERA_RETURN_IF_ERROR(state.Allocate(*p));
+      }
+      running.push_back(a.admitted);
+      running_job.push_back(j);
+      if (jobs[j].first_admitted_s < 0) {
+        jobs[j].first_admitted_s = now;
+        ++run.admitted;
+      }
+      if (jobs[j].run_s != kForever) completion_of[j] = completions.emplace(now + jobs[j].run_s, j);
+      admitted.insert(j);
+    }
+    if (!admitted.empty()) std::erase_if(waiting, [&](size_t j) { return admitted.contains(j); });
+    return !result.preemptions.empty();
+  }
+};
+
+// Allocation over time, a step function through the changes ((time, allocated milli) after each
+// event), over the arrival window (first to last arrival: the tail of long runs after the last
+// arrival says nothing of the load).
+void SummarizeAllocation(const std::vector<std::pair<int64_t, int64_t>>& changes, int64_t t0,
+                         int64_t last_arrival, int64_t capacity, int samples, ReplayRun& run) {
+  run.span_s = last_arrival - t0;
+  double weighted = 0;
+  for (size_t i = 0; i < changes.size() && changes[i].first <= last_arrival; ++i) {
+    const int64_t until =
+        i + 1 < changes.size() ? std::min(changes[i + 1].first, last_arrival) : last_arrival;
+    weighted +=
+        static_cast<double>(changes[i].second) * static_cast<double>(until - changes[i].first);
+    run.peak_alloc_pct =
+        std::max(run.peak_alloc_pct, 100.0 * static_cast<double>(changes[i].second) / capacity);
+  }
+  run.mean_alloc_pct = run.span_s > 0 ? 100.0 * weighted / run.span_s / capacity
+                                      : (changes.empty() ? 0 : run.peak_alloc_pct);
+  size_t c = 0;
+  int64_t alloc = 0;
+  for (int k = 0; k < samples; ++k) {
+    const int64_t at = t0 + run.span_s * k / (samples - 1);
+    while (c < changes.size() && changes[c].first <= at) alloc = changes[c++].second;
+    run.alloc_pct.emplace_back(at - t0, 100.0 * static_cast<double>(alloc) / capacity);
+  }
+}
+
+// Queueing delay and completion time per job.
+void SummarizeDelays(const std::vector<Job>& jobs, ReplayRun& run) {
+  std::vector<double> delay, jct;
+  for (const Job& j : jobs) {
+    if (j.first_admitted_s >= 0) {
+      delay.push_back(static_cast<double>(j.first_admitted_s - j.arrival_s));
+    }
+    if (j.completed_s >= 0) jct.push_back(static_cast<double>(j.completed_s - j.arrival_s));
+  }
+  run.never_admitted = run.workloads - run.admitted;
+  run.queue_delay_s = PercentilesOf(delay);
+  run.jct_s = PercentilesOf(jct);
+}
+
+}  // namespace
+
 Result<ReplayRun> RunReplay(const Trace& trace, const core::ClusterState& base,
                             std::span<const core::TaskType> workload, const ReplayConfig& config) {
   const auto started = std::chrono::steady_clock::now();
@@ -155,8 +287,7 @@ Result<ReplayRun> RunReplay(const Trace& trace, const core::ClusterState& base,
   options.backfill = config.backfill;
   auto cycle = core::AdmissionCycle::Create(cfg, options);
   if (!cycle.ok()) return cycle.status();
-  core::ClusterState state = base;
-  const int64_t capacity = state.total_gpu_milli();
+  const int64_t capacity = base.total_gpu_milli();
   if (capacity == 0) return InvalidArgument("the cluster has no GPUs");
 
   // Arrival order: time, then trace order.
@@ -168,126 +299,38 @@ Result<ReplayRun> RunReplay(const Trace& trace, const core::ClusterState& base,
   ReplayRun run;
   run.policy = config.policy;
   run.workloads = static_cast<int64_t>(jobs.size());
-  std::vector<size_t> waiting;  // jobs not running, in arrival order
-  std::vector<core::AdmittedWorkload> running;
-  std::vector<size_t> running_job;             // parallel to `running`
-  std::multimap<int64_t, size_t> completions;  // time -> job
-  std::vector<std::multimap<int64_t, size_t>::iterator> completion_of(jobs.size());
-  std::vector<core::Reservation> held;
+  EventLoop loop(**placer, *cycle, jobs, base, run);
   std::vector<std::pair<int64_t, int64_t>> changes;  // (time, allocated milli) after each event
-  const int64_t t0 = order.empty() ? 0 : jobs[order.front()].arrival_s;
-  // Takes running entry `r` off the cluster; returns its job.
-  auto stop = [&](size_t r) -> Result<size_t> {
-    for (const std::optional<core::Placement>& p : running[r].placements) {
-      if (p) TESSERA_RETURN_IF_ERROR(state.Release(*p));
-    }
-    const size_t j = running_job[r];
-    running.erase(running.begin() + static_cast<std::ptrdiff_t>(r));
-    running_job.erase(running_job.begin() + static_cast<std::ptrdiff_t>(r));
-    return j;
-  };
   size_t next_arrival = 0;
   for (;;) {
     const int64_t next_a =
         next_arrival < order.size() ? jobs[order[next_arrival]].arrival_s : kForever;
-    const int64_t next_c = completions.empty() ? kForever : completions.begin()->first;
+    const int64_t next_c = loop.completions.empty() ? kForever : loop.completions.begin()->first;
     const int64_t now = std::min(next_a, next_c);
     if (now == kForever) break;
     // Completions first: what ends now frees room for what arrives now.
-    bool freed = false;
-    while (!completions.empty() && completions.begin()->first == now) {
-      const size_t j = completions.begin()->second;
-      completions.erase(completions.begin());
-      const auto r = std::find(running_job.begin(), running_job.end(), j) - running_job.begin();
-      TESSERA_RETURN_IF_ERROR(stop(static_cast<size_t>(r)).status());
-      jobs[j].completed_s = now;
-      ++run.completed;
-      freed = true;
-    }
+    auto freed = loop.Complete(now);
+    if (!freed.ok()) return freed.status();
     std::vector<size_t> fresh;
     while (next_arrival < order.size() && jobs[order[next_arrival]].arrival_s == now) {
       fresh.push_back(order[next_arrival++]);
     }
     // The cycle's pending list: everything waiting after a completion, else the arrivals.
-    waiting.insert(waiting.end(), fresh.begin(), fresh.end());
+    loop.waiting.insert(loop.waiting.end(), fresh.begin(), fresh.end());
     // Preemption frees room for the preemptor in the next cycle: run again at the same time.
-    for (bool all = freed; all || !fresh.empty(); fresh.clear()) {
-      const std::vector<size_t> candidates = all ? waiting : fresh;
-      all = false;
+    for (bool all = *freed; all || !fresh.empty(); fresh.clear()) {
+      const std::vector<size_t> candidates = all ? loop.waiting : fresh;
       if (candidates.empty()) break;
-      std::vector<core::Workload> pending;
-      pending.reserve(candidates.size());
-      for (size_t j : candidates) pending.push_back(jobs[j].workload);
-      core::CycleResult result = cycle->Run(**placer, state, pending, running, now * 1000, held);
-      ++run.cycles;
-      held = result.reservations;
-      // Preempted work goes back to waiting (it starts over when admitted again).
-      std::vector<size_t> victims;
-      for (const core::Preemption& p : result.preemptions) victims.push_back(p.running_index);
-      std::sort(victims.rbegin(), victims.rend());
-      for (size_t r : victims) {
-        auto j = stop(r);
-        if (!j.ok()) return j.status();
-        if (jobs[*j].run_s != kForever) completions.erase(completion_of[*j]);
-        waiting.push_back(*j);
-        ++run.preemptions;
-      }
-      std::set<size_t> admitted;
-      for (const core::Admission& a : result.admissions) {
-        const size_t j = candidates[a.pending_index];
-        for (const std::optional<core::Placement>& p : a.admitted.placements) {
-          if (p) TESSERA_RETURN_IF_ERROR(state.Allocate(*p));
-        }
-        running.push_back(a.admitted);
-        running_job.push_back(j);
-        if (jobs[j].first_admitted_s < 0) {
-          jobs[j].first_admitted_s = now;
-          ++run.admitted;
-        }
-        const int64_t end = jobs[j].run_s == kForever ? kForever : now + jobs[j].run_s;
-        if (end != kForever) completion_of[j] = completions.emplace(end, j);
-        admitted.insert(j);
-      }
-      if (!admitted.empty()) {
-        std::erase_if(waiting, [&](size_t j) { return admitted.contains(j); });
-      }
-      all = !result.preemptions.empty();
+      auto preempted = loop.Cycle(candidates, now);
+      if (!preempted.ok()) return preempted.status();
+      all = *preempted;
     }
-    changes.emplace_back(now, state.allocated_gpu_milli());
+    changes.emplace_back(now, loop.state.allocated_gpu_milli());
   }
-
-  // Allocation over time, a step function through the changes, over the arrival window (first
-  // to last arrival: the tail of long runs after the last arrival says nothing of the load).
+  const int64_t t0 = order.empty() ? 0 : jobs[order.front()].arrival_s;
   const int64_t last_arrival = order.empty() ? t0 : jobs[order.back()].arrival_s;
-  run.span_s = last_arrival - t0;
-  double weighted = 0;
-  for (size_t i = 0; i < changes.size() && changes[i].first <= last_arrival; ++i) {
-    const int64_t until =
-        i + 1 < changes.size() ? std::min(changes[i + 1].first, last_arrival) : last_arrival;
-    weighted +=
-        static_cast<double>(changes[i].second) * static_cast<double>(until - changes[i].first);
-    run.peak_alloc_pct =
-        std::max(run.peak_alloc_pct, 100.0 * static_cast<double>(changes[i].second) / capacity);
-  }
-  run.mean_alloc_pct = run.span_s > 0 ? 100.0 * weighted / run.span_s / capacity
-                                      : (changes.empty() ? 0 : run.peak_alloc_pct);
-  size_t c = 0;
-  int64_t alloc = 0;
-  for (int k = 0; k < config.samples; ++k) {
-    const int64_t at = t0 + run.span_s * k / (config.samples - 1);
-    while (c < changes.size() && changes[c].first <= at) alloc = changes[c++].second;
-    run.alloc_pct.emplace_back(at - t0, 100.0 * static_cast<double>(alloc) / capacity);
-  }
-
-  std::vector<double> delay, jct;
-  for (const Job& j : jobs) {
-    if (j.first_admitted_s >= 0)
-      delay.push_back(static_cast<double>(j.first_admitted_s - j.arrival_s));
-    if (j.completed_s >= 0) jct.push_back(static_cast<double>(j.completed_s - j.arrival_s));
-  }
-  run.never_admitted = run.workloads - run.admitted;
-  run.queue_delay_s = PercentilesOf(delay);
-  run.jct_s = PercentilesOf(jct);
+  SummarizeAllocation(changes, t0, last_arrival, capacity, config.samples, run);
+  SummarizeDelays(jobs, run);
   run.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return run;
