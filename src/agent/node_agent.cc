@@ -345,6 +345,59 @@ Result<Response> WriteNode(const Endpoint& ep, const std::string& node_name, con
   return r;
 }
 
+// What the heartbeat keeps from one beat to the next.
+struct BeatState {
+  bool registered = false;
+  int64_t renewed = -1;  // boot time of the last beat the server accepted, -1: none
+  json status_written;   // the Node's status as last written
+  int64_t node_written_at = 0;
+  UsageMeter meter;  // CPU and memory of the node and its pods, for kubectl top
+};
+
+// One heartbeat. It renews the node's Lease; the Node is written only at registration, when its
+// status changed (health, telemetry) and at least once a minute, so that beats neither rewrite
+// the Node nor wake the scheduling loop. An accepted beat is recorded for the keeper and lifts
+// a fence. Returns the agent's exit code when a refusal that retrying cannot change (bad token,
+// invalid node) ends it, else -1.
+int Beat(const Endpoint& ep, const std::string& node_name, AgentSetup& setup,
+         const std::string& state_dir, Worker& worker, BeatState& b, std::ostream& out,
+         std::ostream& err) {
+  const json& status = setup.node["status"];
+  const int64_t sent = BootMs();  // the server stamps the beat no earlier than this
+  const bool write_node = !b.registered || StatusMoved(b.status_written, status) ||
+                          NowMs() - b.node_written_at >= kNodeRefreshMs;
+  Result<Response> r = write_node ? WriteNode(ep, node_name, setup.node, status, b.registered, err)
+                                  : RenewLease(ep, node_name);
+  if (!r.ok()) {
+    err << "warning: " << r.status().message() << "\n";
+    return -1;
+  }
+  if (r->status != 200 && r->status != 201) {
+    err << "error: the server refused the node" << (write_node ? "" : "'s lease") << ": " << r->body
+        << "\n";
+    return r->status >= 400 && r->status < 500 && r->status != 409 && r->status != 429 ? 1 : -1;
+  }
+  if (write_node) {
+    b.status_written = status;
+    b.node_written_at = NowMs();
+  }
+  if (Status s = WriteLease(state_dir, sent); !s.ok()) {
+    err << "warning: " << s.message() << "\n";
+  } else {
+    b.renewed = sent;
+    if (worker.fenced()) {
+      worker.Unfence();
+      out << "heartbeat accepted again: fence lifted" << std::endl;
+    }
+  }
+  if (!b.registered) {
+    b.registered = true;
+    out << "registered with " << ep.host << ":" << ep.port << std::endl;
+  }
+  ReportUsage(ep, node_name, worker, &b.meter, err);
+  return -1;
+}
+
 }  // namespace
 
 int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup, int stop_fd,
@@ -379,20 +432,19 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
     return 1;
   }
   setup.node["status"]["fenceSeconds"] = o.fence_seconds + o.stop_grace_seconds + 2;
-  int64_t renewed = ReadLease(state_dir);  // a predecessor's, for what it adopted
   Worker worker(api, *gpus, wo);
   // Commands run in this node's pods (tessera exec), on threads of their own.
   ExecOptions exec_options;
   exec_options.node = id.name;
   ExecAgent exec(std::make_shared<HttpApi>(*ep), worker.exec_targets(), exec_options);
   exec.Start();
-  bool registered = false;
+  BeatState beat;
+  beat.renewed = ReadLease(state_dir);  // a predecessor's, for what it adopted
   int64_t next_beat = 0;
   HealthOptions health_options;
   if (int code = HealthOptionsFor(o, &health_options, err); code != 0) return code;
   HealthTracker health(health_options);
   std::map<uint32_t, uint64_t> xid_counts;  // since the agent started
-  json& status = setup.node["status"];
   int64_t event_seq = 0;
   // What wakes the loop besides its deadlines: a change in what is bound here, a pod's end
   // (Runner::ExitFds) and a stop.
@@ -401,9 +453,6 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
   worker.FollowBindings([&bindings] { return bindings.Items(); });
   bindings.Start();
   int64_t next_sample = 0;
-  UsageMeter meter;     // CPU and memory of the node and its pods, for kubectl top
-  json status_written;  // the Node's status as last written
-  int64_t node_written_at = 0;
   for (bool first = true;; first = false) {
     if (!first) {
       int64_t until = std::min(next_sample, next_beat);
@@ -415,12 +464,12 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
       waker.Wait(static_cast<int>(std::clamp<int64_t>(until - NowMs(), 0, 1000)), fds);
     }
     if (Readable(stop_fd)) break;
-    if (renewed >= 0 && BootMs() - renewed > fence_ms && !worker.fenced()) {
+    if (beat.renewed >= 0 && BootMs() - beat.renewed > fence_ms && !worker.fenced()) {
       out << "fenced: no heartbeat accepted for " << o.fence_seconds
           << " s; stopping this node's pods" << std::endl;
       worker.Fence(NowMs());
     }
-    if (registered) {
+    if (beat.registered) {
       if (Status s = worker.Tick(NowMs()); !s.ok()) err << "warning: " << s.message() << "\n";
     }
     if (NowMs() < next_sample && NowMs() < next_beat) continue;
@@ -432,40 +481,8 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
     if (NowMs() < next_beat) continue;
     next_beat = NowMs() + int64_t{o.heartbeat_seconds} * 1000;
     if (Status s = keeper.Ensure(); !s.ok()) err << "warning: " << s.message() << "\n";
-    const int64_t sent = BootMs();  // the server stamps the beat no earlier than this
-    // A beat renews the node's Lease; the Node is written only at registration, when its
-    // status changed (health, telemetry) and at least once a minute, so that beats neither
-    // rewrite the Node nor wake the scheduling loop.
-    const bool write_node = !registered || StatusMoved(status_written, status) ||
-                            NowMs() - node_written_at >= kNodeRefreshMs;
-    Result<Response> r = write_node ? WriteNode(*ep, id.name, setup.node, status, registered, err)
-                                    : RenewLease(*ep, id.name);
-    if (!r.ok()) {
-      err << "warning: " << r.status().message() << "\n";
-    } else if (r->status != 200 && r->status != 201) {
-      err << "error: the server refused the node" << (write_node ? "" : "'s lease") << ": "
-          << r->body << "\n";
-      // A refusal that retrying cannot change (bad token, invalid node) ends the agent.
-      if (r->status >= 400 && r->status < 500 && r->status != 409 && r->status != 429) return 1;
-    } else {
-      if (write_node) {
-        status_written = status;
-        node_written_at = NowMs();
-      }
-      if (Status s = WriteLease(state_dir, sent); !s.ok()) {
-        err << "warning: " << s.message() << "\n";
-      } else {
-        renewed = sent;
-        if (worker.fenced()) {
-          worker.Unfence();
-          out << "heartbeat accepted again: fence lifted" << std::endl;
-        }
-      }
-      if (!registered) {
-        registered = true;
-        out << "registered with " << ep->host << ":" << ep->port << std::endl;
-      }
-      ReportUsage(*ep, id.name, worker, &meter, err);
+    if (const int code = Beat(*ep, id.name, setup, state_dir, worker, beat, out, err); code >= 0) {
+      return code;
     }
   }
   out << "stopped" << std::endl;
