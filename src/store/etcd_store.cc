@@ -49,15 +49,26 @@ Result<std::unique_ptr<Store>> OpenEtcdStore(EtcdStoreOptions options) {
   auto r = probe.Call("kv/range", {{"key", Base64(options.etcd.prefix)}, {"count_only", true}});
   if (!r.ok()) return r.status();
   const int64_t revision = EtcdInt((*r)["header"], "revision");
-  return std::unique_ptr<Store>(std::make_unique<EtcdStore>(std::move(options), revision));
+  auto store = std::make_unique<EtcdStore>(std::move(options), revision);
+  store->Start();
+  return std::unique_ptr<Store>(std::move(store));
 }
 
 EtcdStore::EtcdStore(EtcdStoreOptions options, int64_t opened_at)
     : options_(std::move(options)),
       client_(options_.etcd),
+      group_(
+          [this](json compare, json ops, const Fence* fence) {
+            return SendTxn(std::move(compare), std::move(ops), fence);
+          },
+          options_.etcd.max_txn_ops, options_.etcd.max_request_bytes),
       log_from_(opened_at),
       head_(opened_at),
-      committed_(opened_at) {
+      committed_(opened_at) {}
+
+void EtcdStore::Start() {
+  // The cache first, at the revision opened at; the watch then runs on from there.
+  LoadCache();
   watcher_ = std::thread([this] { WatchLoop(); });
   notifier_ = std::thread([this] { NotifyLoop(); });
 }
@@ -69,8 +80,8 @@ EtcdStore::~EtcdStore() {
   }
   cancel_.Cancel();
   arrived_.notify_all();
-  watcher_.join();
-  notifier_.join();
+  if (watcher_.joinable()) watcher_.join();
+  if (notifier_.joinable()) notifier_.join();
 }
 
 void EtcdStore::OnChange(std::function<void()> listener) {
@@ -110,7 +121,8 @@ std::optional<StoredObject> ObjectOf(const json& kv, const std::string& prefix) 
 
 }  // namespace
 
-Result<std::vector<StoredObject>> EtcdStore::Range(const std::string& prefix, int64_t revision) {
+Result<std::vector<StoredObject>> EtcdStore::Range(const std::string& prefix, int64_t revision,
+                                                   int64_t* read_at) {
   std::vector<StoredObject> out;
   std::string from = prefix;
   const std::string end = PrefixEnd(prefix);
@@ -129,6 +141,7 @@ Result<std::vector<StoredObject>> EtcdStore::Range(const std::string& prefix, in
     from = Text(kvs.back(), "key") + std::string(1, '\0');
   }
   std::sort(out.begin(), out.end(), ByNamespaceAndName);
+  if (read_at != nullptr) *read_at = revision;
   return out;
 }
 
@@ -141,11 +154,79 @@ Result<std::optional<StoredObject>> EtcdStore::GetKey(const ObjectKey& key, int6
   return ObjectOf((*r)["kvs"][0], options_.etcd.prefix);
 }
 
-Result<std::optional<StoredObject>> EtcdStore::Get(const ObjectKey& key) { return GetKey(key, 0); }
+bool EtcdStore::CacheCurrent(std::unique_lock<std::mutex>& lock) {
+  const int64_t target = committed_;
+  // Not long: when the watch is down (a member lost), reads go to etcd.
+  arrived_.wait_for(lock, std::chrono::milliseconds(std::min<int64_t>(options_.wait_ms, 1000)),
+                    [&] { return head_ >= target || stopping_ || !cache_valid_; });
+  return cache_valid_ && head_ >= target;
+}
+
+Result<std::optional<StoredObject>> EtcdStore::Get(const ObjectKey& key) {
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (CacheCurrent(lock)) {
+      auto it = cache_.find(KeyOf(key));
+      if (it == cache_.end()) return std::optional<StoredObject>();
+      return std::optional<StoredObject>(it->second);
+    }
+  }
+  return GetKey(key, 0);
+}
 
 Result<std::vector<StoredObject>> EtcdStore::List(std::string_view kind,
                                                   std::optional<std::string_view> ns) {
-  return Range(KindPrefix(kind, ns), 0);
+  const std::string prefix = KindPrefix(kind, ns);
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (CacheCurrent(lock)) {
+      std::vector<StoredObject> out;
+      for (auto it = cache_.lower_bound(prefix);
+           it != cache_.end() && it->first.starts_with(prefix); ++it) {
+        out.push_back(it->second);
+      }
+      std::sort(out.begin(), out.end(), ByNamespaceAndName);
+      return out;
+    }
+  }
+  return Range(prefix, 0);
+}
+
+void EtcdStore::Cache(const Change& c) {
+  std::string key = KeyOf(c.object.key);
+  if (c.type == ChangeType::kDeleted) {
+    cache_.erase(key);
+  } else {
+    cache_[std::move(key)] = c.object;
+  }
+}
+
+void EtcdStore::LoadCache() {
+  int64_t at = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (cache_valid_ || stopping_) return;
+    at = cache_loaded_ ? 0 : head_;  // first at the revision opened at, so no change is lost
+  }
+  int64_t read_at = at;
+  auto objects = Range(options_.etcd.prefix, at, &read_at);
+  if (!objects.ok() && at > 0) objects = Range(options_.etcd.prefix, 0, &read_at);  // compacted
+  if (!objects.ok()) return;  // reads go to etcd until the next try
+  std::lock_guard<std::mutex> lock(mu_);
+  cache_.clear();
+  for (StoredObject& o : *objects) {
+    std::string key = KeyOf(o.key);
+    cache_.emplace(std::move(key), std::move(o));
+  }
+  if (read_at > head_) {
+    // What came between the watch's end and this read is not in the log: older revisions are
+    // refused (list again).
+    log_.clear();
+    head_ = read_at;
+    log_from_ = read_at;
+  }
+  cache_valid_ = true;
+  cache_loaded_ = true;
 }
 
 Result<std::vector<std::string>> EtcdStore::ListKinds() {
@@ -196,6 +277,10 @@ Status EtcdStore::Reached(int64_t revision) {
 }
 
 Result<std::optional<int64_t>> EtcdStore::Txn(json compare, json ops, const Fence* fence) {
+  return group_.Run(std::move(compare), std::move(ops), fence);
+}
+
+Result<std::optional<int64_t>> EtcdStore::SendTxn(json compare, json ops, const Fence* fence) {
   if (fence) {
     compare.push_back({{"key", Base64(fence->key)},
                        {"target", "CREATE"},
@@ -402,6 +487,7 @@ bool EtcdStore::Take(const json& response) {
       log_.clear();
       log_from_ = std::max(log_from_, compacted - 1);
       head_ = std::max(head_, compacted - 1);
+      cache_valid_ = false;  // loaded again before the watch resumes
       return false;
     }
     const json& events = response.contains("events") ? response["events"] : json::array();
@@ -425,6 +511,7 @@ bool EtcdStore::Take(const json& response) {
         c.object = std::move(*o);
       }
       if (c.revision <= head_) continue;  // seen before a reconnect
+      if (cache_valid_) Cache(c);
       log_.push_back(std::move(c));
     }
     if (!events.empty()) {
@@ -463,6 +550,7 @@ void EtcdStore::NotifyLoop() {
 void EtcdStore::WatchLoop() {
   const std::string& prefix = options_.etcd.prefix;
   while (true) {
+    LoadCache();
     int64_t from;
     {
       std::lock_guard<std::mutex> lock(mu_);

@@ -10,11 +10,19 @@
 // transaction (more keys than --max-txn-ops, more bytes than --max-request-bytes) is refused as
 // TooLarge; nothing of it is written.
 //
+// Concurrent commits share etcd transactions where they fit (store/txn_group.h): one raft entry
+// and one fsync for several writes.
+//
 // Changes come from one watch of the prefix, running from the revision the store opened at, into
 // an in-memory log of the newest `retained_changes`: ChangesAfter serves them (waiting, briefly,
 // for this store's own commits to arrive), and a revision before the log is FailedPrecondition
-// (list again), as kube-apiserver's watch cache answers 410. Reads at a revision are etcd's own;
-// Compact is etcd's compaction.
+// (list again), as kube-apiserver's watch cache answers 410. The same watch keeps a cache of
+// every object, read whole at open (and again when a compaction cut the watch), as
+// kube-apiserver's watch cache does: Get and List read it once it holds this store's own
+// commits, so a replica reads what it acknowledged; another replica's writes reach it within the
+// watch's delay. A read never makes a write wrong: commits compare versions in etcd itself. When
+// the cache is not current (the watch down), reads go to etcd. Reads at a revision are etcd's
+// own; Compact is etcd's compaction.
 #ifndef TESSERA_STORE_ETCD_STORE_H_
 #define TESSERA_STORE_ETCD_STORE_H_
 
@@ -22,6 +30,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -29,6 +38,7 @@
 
 #include "store/etcd_client.h"
 #include "store/store.h"
+#include "store/txn_group.h"
 
 namespace tessera::store {
 
@@ -38,13 +48,16 @@ struct EtcdStoreOptions {
   int64_t wait_ms = 10'000;          // how long ChangesAfter waits for this store's own commit
 };
 
-// Connects (the members are asked for their status) and starts the watch.
+// Connects (the members are asked for their status), reads every object into the cache and
+// starts the watch.
 Result<std::unique_ptr<Store>> OpenEtcdStore(EtcdStoreOptions options);
 
 class EtcdStore : public Store {
  public:
   EtcdStore(EtcdStoreOptions options, int64_t opened_at);
   ~EtcdStore() override;
+  // Loads the cache and starts the watch (OpenEtcdStore calls it).
+  void Start();
 
   Result<std::vector<int64_t>> Commit(std::span<const Write> writes) override;
   Result<std::vector<int64_t>> CommitIf(std::span<const Write> writes, const Fence& fence) override;
@@ -69,8 +82,18 @@ class EtcdStore : public Store {
  private:
   std::string KeyOf(const ObjectKey& key) const;
   std::string KindPrefix(std::string_view kind, std::optional<std::string_view> ns) const;
-  // Every object under `prefix` at `revision` (0: the latest), read in pages at one revision.
-  Result<std::vector<StoredObject>> Range(const std::string& prefix, int64_t revision);
+  // Every object under `prefix` at `revision` (0: the latest), read in pages at one revision
+  // (set in `read_at`).
+  Result<std::vector<StoredObject>> Range(const std::string& prefix, int64_t revision,
+                                          int64_t* read_at = nullptr);
+  // With mu_ held: waits (briefly) until the watch has delivered this store's own commits; true
+  // when the cache then serves reads.
+  bool CacheCurrent(std::unique_lock<std::mutex>& lock);
+  // Applies one change to the cache (mu_ held).
+  void Cache(const Change& c);
+  // Reads every object into the cache when it is not valid: at the revision opened at the first
+  // time, at the latest after a compaction cut the watch.
+  void LoadCache();
   Result<std::optional<StoredObject>> GetKey(const ObjectKey& key, int64_t revision);
   Result<std::vector<int64_t>> CommitGuarded(std::span<const Write> writes, const Fence* fence);
   // Creates and deletes at a version, in one txn with no read first; nullopt when the writes are
@@ -78,9 +101,12 @@ class EtcdStore : public Store {
   Result<std::optional<std::vector<int64_t>>> BlindCommit(std::span<const Write> writes,
                                                           const Fence* fence);
   // One txn of `ops` under `compare` (and `fence`): its revision, nullopt when a comparison
-  // failed. Records the revision as this store's latest commit.
+  // failed. Concurrent ones go to etcd together where they fit (store/txn_group.h).
   Result<std::optional<int64_t>> Txn(nlohmann::json compare, nlohmann::json ops,
                                      const Fence* fence);
+  // Sends one txn as it is; records its revision as this store's latest commit.
+  Result<std::optional<int64_t>> SendTxn(nlohmann::json compare, nlohmann::json ops,
+                                         const Fence* fence);
   // InvalidArgument for a revision this store has not reached.
   Status Reached(int64_t revision);
   void WatchLoop();
@@ -90,6 +116,7 @@ class EtcdStore : public Store {
 
   EtcdStoreOptions options_;
   EtcdClient client_;
+  TxnGroup group_;
 
   std::mutex mu_;
   std::condition_variable arrived_;
@@ -97,6 +124,10 @@ class EtcdStore : public Store {
   int64_t log_from_;   // the log holds every change after it
   int64_t head_;       // the newest revision the watch has delivered
   int64_t committed_;  // the newest revision this store committed
+  // Every object, by etcd key, as of head_, kept by the watch: Get and List read it.
+  std::map<std::string, StoredObject> cache_;
+  bool cache_valid_ = false;   // false: reads go to etcd
+  bool cache_loaded_ = false;  // loaded once
   bool stopping_ = false;
   std::function<void()> listener_;
   int calling_ = 0;            // listener calls running
