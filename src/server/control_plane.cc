@@ -76,7 +76,13 @@ Result<std::vector<int64_t>> ControlPlane::Commit(std::span<const store::Write> 
                                                   const store::Fence* fence) {
   Result<std::vector<int64_t>> r = std::vector<int64_t>();
   {
-    std::lock_guard<std::mutex> writing(write_mu_);
+    std::unique_lock<std::shared_mutex> alone(write_mu_, std::defer_lock);
+    std::shared_lock<std::shared_mutex> together(write_mu_, std::defer_lock);
+    if (store_->shared()) {
+      together.lock();
+    } else {
+      alone.lock();
+    }
     r = fence ? store_->CommitIf(writes, *fence) : store_->Commit(writes);
     if (!r.ok()) return r;
     for (size_t i = 0; i < writes.size(); ++i) {

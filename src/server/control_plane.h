@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <shared_mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -61,15 +62,18 @@ class ControlPlane {
   SchedulerMetrics& metrics() { return metrics_; }
 
   // Commits `writes` and lets watchers see them: the one way writers inside the server write.
-  // Only the store's commit is serialized: each write was checked before against the versions
-  // it read, which the store checks again.
+  // Each write was checked before against the versions it read, which the store checks again.
+  // On a store of one replica (SQLite) the store's commits are serialized; on a shared one
+  // (etcd) they run concurrently, so that etcd takes them in one transaction where they fit.
   // With `fence` (the scheduler's leadership, on etcd), nothing is written once it no longer
   // holds (FailedPrecondition).
   Result<std::vector<int64_t>> Commit(std::span<const store::Write> writes,
                                       const store::Fence* fence = nullptr);
   // Holds commits off while the lock lives: for a read then a write that does not go through
   // Commit (an exec token made for a Job as it was read).
-  std::unique_lock<std::mutex> HoldCommits() { return std::unique_lock<std::mutex>(write_mu_); }
+  std::unique_lock<std::shared_mutex> HoldCommits() {
+    return std::unique_lock<std::shared_mutex>(write_mu_);
+  }
 
   // Revokes the exec tokens (MPI launchers') of Jobs not among `running` ("ns/name/uid"): a
   // finished or deleted Job's launcher needs none. Returns how many went.
@@ -89,7 +93,8 @@ class ControlPlane {
   ExecHub exec_;
   SchedulerMetrics metrics_;
   std::unique_ptr<Accountant> accounting_;
-  std::mutex write_mu_;  // held by Commit for the store's commit only
+  // Held by Commit for the store's commit only: exclusively, or shared on a shared store.
+  std::shared_mutex write_mu_;
 };
 
 }  // namespace tessera::server

@@ -407,7 +407,7 @@ HttpResponse ApiServer::ExecToken(const HttpRequest& req, const Principal& who,
   }
   auto it = req.query.find("pod");
   const std::string pod = it == req.query.end() ? "" : it->second;
-  const std::unique_lock<std::mutex> writing = plane_.HoldCommits();
+  const auto writing = plane_.HoldCommits();
   auto stored = ReadJob(ns, job);
   if (!stored.ok()) return Error(stored.status());
   const json& obj = *stored;

@@ -48,6 +48,8 @@ void LeaseBook::Stored(const std::string& name, const std::string* body, int64_t
     return;
   }
   Entry& e = leases_[name];
+  // Commits run concurrently on a shared store: an older version reported late is no news.
+  if (version < e.version) return;
   e.stored_ms = RenewTimeOf(obj);
   e.system = json::object();
   e.comparable = Comparable(std::move(obj), &e.system);
