@@ -64,7 +64,8 @@ std::string JobRoute(const std::string& ns, const std::string& name) {
 
 std::shared_ptr<const EventCache::Event> EventCache::Get(const store::Change& c) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = events_.find(c.revision);
+  std::pair<int64_t, store::ObjectKey> id{c.revision, c.object.key};
+  auto it = events_.find(id);
   if (it != events_.end()) return it->second;
   auto e = std::make_shared<Event>();
   const json obj = Served(c.object);
@@ -72,7 +73,7 @@ std::shared_ptr<const EventCache::Event> EventCache::Get(const store::Change& c)
   if (c.object.key.kind == "Job") e->nodes = FollowingNodes(obj);
   e->object = obj.dump();
   e->line = EventLine(EventType(c.type), e->object);
-  events_.emplace(c.revision, e);
+  events_.emplace(std::move(id), e);
   if (events_.size() > 4096) events_.erase(events_.begin());
   return e;
 }

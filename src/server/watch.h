@@ -30,7 +30,8 @@ std::string JobRoute(const std::string& ns, const std::string& name);
 // ADDED, MODIFIED or DELETED.
 const char* EventType(store::ChangeType t);
 
-// Watch events rendered once per change and shared by every watcher (the newest 4,096).
+// Watch events rendered once per change and shared by every watcher (the newest 4,096). A change
+// is its revision and its object's key: on etcd the objects of one transaction share a revision.
 class EventCache {
  public:
   struct Event {
@@ -45,7 +46,7 @@ class EventCache {
 
  private:
   std::mutex mu_;
-  std::map<int64_t, std::shared_ptr<const Event>> events_;
+  std::map<std::pair<int64_t, store::ObjectKey>, std::shared_ptr<const Event>> events_;
 };
 
 }  // namespace tessera::server

@@ -79,6 +79,12 @@ s = json.load(sys.stdin).get("status", {})
 pods = s.get("pods") or [{}]
 print("Running" if s.get("phase") == "Admitted" and (pods[0] or {}).get("state", {}).get("phase") == "Running" else s.get("phase", ""))' 2>/dev/null || true
 }
+# Two Jobs in one apply, bound in one cycle: one etcd transaction, so one revision for both.
+# The agent's watch shows each, and it runs both.
+{ job pair-a 0; echo ---; job pair-b 0; } | "$TESSERA" apply -f - >/dev/null
+for _ in $(seq 400); do [ "$(phase pair-a) $(phase pair-b)" = "Succeeded Succeeded" ] && break; sleep 0.05; done
+[ "$(phase pair-a) $(phase pair-b)" = "Succeeded Succeeded" ] ||
+  fail "Jobs bound in one transaction did not both run: $(phase pair-a) $(phase pair-b)"
 job long 300 | "$TESSERA" apply -f - >/dev/null
 for _ in $(seq 300); do [ "$(phase long)" = Running ] && break; sleep 0.05; done
 [ "$(phase long)" = Running ] || fail "job long not Running: $(phase long)"
