@@ -159,6 +159,10 @@ class ApiServer {
  private:
   // Commits through the control plane, noting a conflict for Handle's retries.
   Result<std::vector<int64_t>> Commit(std::span<const store::Write> writes);
+  // An apply's writes: in one transaction, or, on a shared store whose transaction cannot hold
+  // them all (etcd's 128 keys or 1.5 MiB), in transactions of at most kApplyChunk writes, in
+  // order, each all or nothing; `chunks` says how many (a failure names what was written).
+  Result<std::vector<int64_t>> CommitApply(std::span<const store::Write> writes, int* chunks);
   // One request, without the retry of Handle, after the public paths and authentication: a
   // protobuf body is read as the JSON it encodes, then discovery, and each family of paths.
   HttpResponse HandleOnce(const HttpRequest& req);

@@ -234,6 +234,40 @@ HttpResponse ApiServer::NativeWrite(const KubeCall& c) {
 }
 
 // /apply: every object of the manifest, and the Commands it carries out, in one write.
+Result<std::vector<int64_t>> ApiServer::CommitApply(std::span<const store::Write> writes,
+                                                    int* chunks) {
+  *chunks = 1;
+  auto whole = Commit(writes);
+  if (whole.ok() || whole.status().code() != StatusCode::kTooLarge || !plane_.store().shared()) {
+    return whole;
+  }
+  // Each write checked on its own version as in one transaction; a gang is one Job, so one write.
+  constexpr size_t kApplyChunk = 100;
+  std::vector<int64_t> versions;
+  *chunks = 0;
+  for (size_t from = 0; from < writes.size();) {
+    size_t n = std::min(kApplyChunk, writes.size() - from);
+    Result<std::vector<int64_t>> r = Commit(writes.subspan(from, n));
+    // Too many bytes for one transaction: fewer writes in it.
+    while (!r.ok() && r.status().code() == StatusCode::kTooLarge && n > 1) {
+      n /= 2;
+      r = Commit(writes.subspan(from, n));
+    }
+    if (!r.ok()) {
+      return Status(r.status().code(),
+                    "writes " + std::to_string(from) + " to " + std::to_string(writes.size() - 1) +
+                        " of this apply were not written (the first " + std::to_string(from) +
+                        " were, in transactions of their own as etcd holds at most 128 keys per "
+                        "transaction): " +
+                        r.status().message());
+    }
+    versions.insert(versions.end(), r->begin(), r->end());
+    from += n;
+    ++*chunks;
+  }
+  return versions;
+}
+
 HttpResponse ApiServer::ApplyDocuments(const HttpRequest& req, const Principal& who) {
   auto request = ApplyItems(req);
   if (!request.ok()) return Error(request.status());
@@ -279,8 +313,14 @@ HttpResponse ApiServer::ApplyDocuments(const HttpRequest& req, const Principal& 
   std::vector<std::string> notes = NotActedOn(ids, request->warnings, &writes);
   notes.insert(notes.end(), request->command_warnings.begin(), request->command_warnings.end());
   writes.insert(writes.end(), command_events.begin(), command_events.end());
-  auto versions = Commit(writes);
+  int chunks = 1;
+  auto versions = CommitApply(writes, &chunks);
   if (!versions.ok()) return Error(versions.status());
+  if (chunks > 1) {
+    notes.push_back("the store is etcd, whose transactions hold at most 128 keys: these " +
+                    std::to_string(writes.size()) + " writes went in " + std::to_string(chunks) +
+                    " transactions, each all or nothing, not the apply as a whole");
+  }
   json out = json::array();
   for (size_t i = 0; i < ids.size(); ++i) {
     json o = json::parse(writes[i].body);

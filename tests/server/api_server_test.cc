@@ -338,6 +338,27 @@ TEST_F(ApiServerTest, ApplyIsIdempotentAndAllOrNothing) {
   EXPECT_EQ(Get(kJobs + "/d", admin_).status, 404);
 }
 
+// More objects than one etcd transaction holds (128 keys): on SQLite one transaction; on etcd
+// transactions of at most 100 writes, in order, and the reply says the apply was not one.
+TEST_F(ApiServerTest, AnApplyLargerThanOneEtcdTransactionIsWrittenWhole) {
+  json items = json::array();
+  for (int i = 0; i < 300; ++i) items.push_back(JobObj("team-a", "j" + std::to_string(i)));
+  Reply r = Post("/apis/tessera.io/v1/apply", admin_, {{"items", items}});
+  ASSERT_EQ(r.status, 200) << r.raw.substr(0, 300);
+  ASSERT_EQ(r.body["items"].size(), 300u);
+  EXPECT_EQ(Get(kJobs, admin_).body["items"].size(), 300u);
+  const std::string warnings = r.body.value("warnings", json::array()).dump();
+  if (TestsOnEtcd()) {
+    EXPECT_NE(warnings.find("went in 3 transactions"), std::string::npos) << warnings;
+  } else {
+    EXPECT_EQ(warnings.find("transactions"), std::string::npos) << warnings;
+  }
+  // Applied again: nothing changes, in as many transactions.
+  Reply again = Post("/apis/tessera.io/v1/apply", admin_, {{"items", items}});
+  ASSERT_EQ(again.status, 200);
+  EXPECT_EQ(again.body["items"], r.body["items"]);
+}
+
 TEST_F(ApiServerTest, ListsFilterByNamespaceAndLabels) {
   ASSERT_EQ(Post("/apis/tessera.io/v1/apply", admin_,
                  {{"items",
