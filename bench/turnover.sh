@@ -5,6 +5,8 @@
 #   bench/turnover.sh [TESSERA] [N] [jobs|array]
 # jobs (the default): N Jobs; array: one batch/v1 Job, completions N, parallelism 8, Indexed.
 # With TURNOVER_GPUS=real, `tessera dev` runs on the machine's GPUs (NVML) instead of 8 fake ones.
+# With TURNOVER_STORE=etcd, the state is in etcd: one member of Debian's etcd, `tessera server
+# --store etcd://...` and `tessera agent` with the same fake GPUs, instead of `tessera dev`.
 # With TURNOVER_DUMP=FILE, the Jobs as they ended are written there (JSON) for analysis, and
 # the server's metrics beside them (FILE.metrics).
 set -euo pipefail
@@ -13,7 +15,9 @@ N=${2:-1000}
 MODE=${3:-jobs}
 source "$(dirname "$0")/dev_env.sh"
 # TURNOVER_GPUS=real: the machine's own GPUs through NVML instead of 8 fake ones.
-if [ "${TURNOVER_GPUS:-fake}" = real ]; then
+if [ "${TURNOVER_STORE:-sqlite}" = etcd ]; then
+  StartOnEtcd turnover --fake-gpus 8xH100-80GB
+elif [ "${TURNOVER_GPUS:-fake}" = real ]; then
   StartDev turnover
 else
   StartDev turnover --fake-gpus 8xH100-80GB
