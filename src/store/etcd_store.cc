@@ -331,6 +331,106 @@ Result<std::vector<int64_t>> EtcdStore::CommitIf(std::span<const Write> writes,
   return CommitGuarded(writes, &fence);
 }
 
+std::optional<std::vector<EtcdStore::KeyState>> EtcdStore::CachedStates(
+    const std::vector<std::string>& keys) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!CacheCurrent(lock)) return std::nullopt;
+  std::vector<KeyState> was(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    auto it = cache_.find(keys[i]);
+    if (it == cache_.end()) continue;
+    was[i] = {true, it->second.version, it->second.body, false};
+  }
+  return was;
+}
+
+Result<std::vector<EtcdStore::KeyState>> EtcdStore::ReadStates(const std::vector<std::string>& keys,
+                                                               const Fence* fence) {
+  json reads = json::array();
+  for (const std::string& k : keys) reads.push_back({{"request_range", {{"key", Base64(k)}}}});
+  if (fence) reads.push_back({{"request_range", {{"key", Base64(fence->key)}}}});
+  auto read = client_.Call("kv/txn", {{"success", reads}});
+  if (!read.ok()) return read.status();
+  const json& responses = (*read).contains("responses") ? (*read)["responses"] : json::array();
+  if (fence) {
+    const json last = responses.is_array() && !responses.empty()
+                          ? responses.back().value("response_range", json::object())
+                          : json::object();
+    const int64_t created = last.contains("kvs") && !last["kvs"].empty()
+                                ? EtcdInt(last["kvs"][0], "create_revision")
+                                : 0;
+    if (created != fence->create_revision) return NotLeading(*fence);
+  }
+  std::vector<KeyState> was(keys.size());
+  for (size_t i = 0; i < keys.size() && i < responses.size(); ++i) {
+    const json& rr = responses[i].value("response_range", json::object());
+    if (rr.contains("kvs") && !rr["kvs"].empty()) {
+      was[i] = {true, EtcdInt(rr["kvs"][0], "mod_revision"), Text(rr["kvs"][0], "value"), false};
+    }
+  }
+  return was;
+}
+
+Result<std::optional<std::vector<int64_t>>> EtcdStore::TryCommit(
+    std::span<const Write> writes, const std::vector<std::string>& keys,
+    const std::map<std::string, size_t>& index, const std::vector<KeyState>& was,
+    const Fence* fence) {
+  using Versions = std::optional<std::vector<int64_t>>;
+  std::vector<KeyState> now = was;
+  std::vector<int64_t> versions(writes.size(), 0);
+  std::vector<bool> pending(writes.size(), false);  // gets the commit's revision
+  for (size_t i = 0; i < writes.size(); ++i) {
+    const Write& w = writes[i];
+    KeyState& s = now[index.at(KeyOf(w.key))];
+    // Written earlier in this commit: its version is the commit's, not known yet.
+    if (s.changed && w.expected_version) {
+      return Conflict(Describe(w.key) +
+                      ": written twice in one commit, the second time at a version");
+    }
+    if (Status st = CheckWrite(w, s.exists, s.version); !st.ok()) return st;
+    if (w.op == Write::Op::kDelete) {
+      s = {false, 0, "", true};
+      pending[i] = true;
+    } else if (s.exists && s.body == w.body) {
+      versions[i] = s.version;  // the same body: nothing changes
+      if (s.changed) pending[i] = true;
+    } else {
+      s = {true, 0, w.body, true};
+      pending[i] = true;
+    }
+  }
+  json compare = json::array(), ops = json::array();
+  size_t bytes = 0;
+  for (size_t k = 0; k < keys.size(); ++k) {
+    compare.push_back(ModIs(keys[k], was[k].version));
+    if (!now[k].changed) continue;
+    if (now[k].exists) {
+      ops.push_back(PutOf(keys[k], now[k].body));
+      bytes += keys[k].size() + now[k].body.size();
+    } else if (was[k].exists) {
+      ops.push_back(DeleteOf(keys[k]));
+      bytes += keys[k].size();
+    }
+  }
+  if (ops.empty()) {
+    for (size_t i = 0; i < writes.size(); ++i) {
+      if (pending[i]) versions[i] = was[index.at(KeyOf(writes[i].key))].version;
+    }
+    return Versions(std::move(versions));
+  }
+  if (bytes > options_.etcd.max_request_bytes) {
+    return TooLarge("a write of " + std::to_string(bytes) + " bytes passes etcd's limit of " +
+                    std::to_string(options_.etcd.max_request_bytes) + " per request");
+  }
+  auto revision = Txn(std::move(compare), std::move(ops), fence);
+  if (!revision.ok()) return revision.status();
+  if (!*revision) return Versions();
+  for (size_t i = 0; i < writes.size(); ++i) {
+    if (pending[i]) versions[i] = **revision;
+  }
+  return Versions(std::move(versions));
+}
+
 Result<std::vector<int64_t>> EtcdStore::CommitGuarded(std::span<const Write> writes,
                                                       const Fence* fence) {
   if (writes.empty()) return std::vector<int64_t>();
@@ -352,93 +452,19 @@ Result<std::vector<int64_t>> EtcdStore::CommitGuarded(std::span<const Write> wri
     if (!blind.ok()) return blind.status();
     if (*blind) return std::move(**blind);
   }
+  // First on the cache, with nothing read from etcd. The cache may lag another replica's writes:
+  // a check that fails on it, or a comparison that fails in etcd, is tried again on what etcd
+  // holds.
+  if (std::optional<std::vector<KeyState>> cached = CachedStates(keys)) {
+    auto tried = TryCommit(writes, keys, index, *cached, fence);
+    if (tried.ok() && *tried) return std::move(**tried);
+  }
   for (int attempt = 0; attempt < kCommitTries; ++attempt) {
-    // What each key holds now.
-    json reads = json::array();
-    for (const std::string& k : keys) reads.push_back({{"request_range", {{"key", Base64(k)}}}});
-    if (fence) reads.push_back({{"request_range", {{"key", Base64(fence->key)}}}});
-    auto read = client_.Call("kv/txn", {{"success", reads}});
-    if (!read.ok()) return read.status();
-    if (fence) {
-      const json& responses = (*read).contains("responses") ? (*read)["responses"] : json();
-      const json last = responses.is_array() && !responses.empty()
-                            ? responses.back().value("response_range", json::object())
-                            : json::object();
-      const int64_t created = last.contains("kvs") && !last["kvs"].empty()
-                                  ? EtcdInt(last["kvs"][0], "create_revision")
-                                  : 0;
-      if (created != fence->create_revision) return NotLeading(*fence);
-    }
-    struct State {
-      bool exists = false;
-      int64_t version = 0;  // mod_revision as read (0: absent)
-      std::string body;
-      bool changed = false;
-    };
-    std::vector<State> was(keys.size());
-    const json& responses = (*read).contains("responses") ? (*read)["responses"] : json::array();
-    for (size_t i = 0; i < keys.size() && i < responses.size(); ++i) {
-      const json& rr = responses[i].value("response_range", json::object());
-      if (rr.contains("kvs") && !rr["kvs"].empty()) {
-        was[i].exists = true;
-        was[i].version = EtcdInt(rr["kvs"][0], "mod_revision");
-        was[i].body = Text(rr["kvs"][0], "value");
-      }
-    }
-    std::vector<State> now = was;
-    std::vector<int64_t> versions(writes.size(), 0);
-    std::vector<bool> pending(writes.size(), false);  // gets the commit's revision
-    for (size_t i = 0; i < writes.size(); ++i) {
-      const Write& w = writes[i];
-      State& s = now[index[KeyOf(w.key)]];
-      // Written earlier in this commit: its version is the commit's, not known yet.
-      if (s.changed && w.expected_version) {
-        return Conflict(Describe(w.key) +
-                        ": written twice in one commit, the second time at a "
-                        "version");
-      }
-      if (Status st = CheckWrite(w, s.exists, s.version); !st.ok()) return st;
-      if (w.op == Write::Op::kDelete) {
-        s = {false, 0, "", true};
-        pending[i] = true;
-      } else if (s.exists && s.body == w.body) {
-        versions[i] = s.version;  // the same body: nothing changes
-        if (s.changed) pending[i] = true;
-      } else {
-        s = {true, 0, w.body, true};
-        pending[i] = true;
-      }
-    }
-    json compare = json::array(), ops = json::array();
-    size_t bytes = 0;
-    for (size_t k = 0; k < keys.size(); ++k) {
-      compare.push_back(ModIs(keys[k], was[k].version));
-      if (!now[k].changed) continue;
-      if (now[k].exists) {
-        ops.push_back(PutOf(keys[k], now[k].body));
-        bytes += keys[k].size() + now[k].body.size();
-      } else if (was[k].exists) {
-        ops.push_back(DeleteOf(keys[k]));
-        bytes += keys[k].size();
-      }
-    }
-    if (ops.empty()) {
-      for (size_t i = 0; i < writes.size(); ++i) {
-        if (pending[i]) versions[i] = was[index[KeyOf(writes[i].key)]].version;
-      }
-      return versions;
-    }
-    if (bytes > options_.etcd.max_request_bytes) {
-      return TooLarge("a write of " + std::to_string(bytes) + " bytes passes etcd's limit of " +
-                      std::to_string(options_.etcd.max_request_bytes) + " per request");
-    }
-    auto revision = Txn(std::move(compare), std::move(ops), fence);
-    if (!revision.ok()) return revision.status();
-    if (!*revision) continue;  // another write came between: again
-    for (size_t i = 0; i < writes.size(); ++i) {
-      if (pending[i]) versions[i] = **revision;
-    }
-    return versions;
+    auto was = ReadStates(keys, fence);
+    if (!was.ok()) return was.status();
+    auto tried = TryCommit(writes, keys, index, *was, fence);
+    if (!tried.ok()) return tried.status();
+    if (*tried) return std::move(**tried);  // else another write came between: again
   }
   return Conflict("the objects kept changing while this write was checked; try again");
 }

@@ -5,10 +5,11 @@
 // A Commit reads the keys it touches, checks each write against them as every store does
 // (CheckWrite; a put of the same body changes nothing), and writes the changed keys in one etcd
 // transaction guarded by a comparison of each touched key's mod_revision with what was read: a
-// concurrent write elsewhere makes it read and check again. The writes of one commit share its
-// revision, as etcd gives one revision per transaction. A commit etcd cannot take in one
-// transaction (more keys than --max-txn-ops, more bytes than --max-request-bytes) is refused as
-// TooLarge; nothing of it is written.
+// concurrent write elsewhere makes it read and check again. The first read is the cache's (below),
+// so a commit usually costs one round trip; what fails there is tried again on etcd's own read. The
+// writes of one commit share its revision, as etcd gives one revision per transaction. A commit
+// etcd cannot take in one transaction (more keys than --max-txn-ops, more bytes than
+// --max-request-bytes) is refused as TooLarge; nothing of it is written.
 //
 // Concurrent commits share etcd transactions where they fit (store/txn_group.h): one raft entry
 // and one fsync for several writes.
@@ -96,6 +97,28 @@ class EtcdStore : public Store {
   void LoadCache();
   Result<std::optional<StoredObject>> GetKey(const ObjectKey& key, int64_t revision);
   Result<std::vector<int64_t>> CommitGuarded(std::span<const Write> writes, const Fence* fence);
+  // What one key holds, as read (version: its mod_revision, 0 when absent), and whether the
+  // commit being checked changes it.
+  struct KeyState {
+    bool exists = false;
+    int64_t version = 0;
+    std::string body;
+    bool changed = false;
+  };
+  // The keys as the cache holds them; nullopt when it is not current.
+  std::optional<std::vector<KeyState>> CachedStates(const std::vector<std::string>& keys);
+  // The keys as etcd holds them, in one read with the fence's key (NotLeading when it is not
+  // the fence's any more).
+  Result<std::vector<KeyState>> ReadStates(const std::vector<std::string>& keys,
+                                           const Fence* fence);
+  // Checks `writes` against `was` (CheckWrite; a put of the same body changes nothing) and
+  // writes what changed in one txn comparing every key's version with `was`: the versions,
+  // nullopt when a comparison failed.
+  Result<std::optional<std::vector<int64_t>>> TryCommit(std::span<const Write> writes,
+                                                        const std::vector<std::string>& keys,
+                                                        const std::map<std::string, size_t>& index,
+                                                        const std::vector<KeyState>& was,
+                                                        const Fence* fence);
   // Creates and deletes at a version, in one txn with no read first; nullopt when the writes are
   // not all such, or a comparison failed (CommitGuarded reads and says why).
   Result<std::optional<std::vector<int64_t>>> BlindCommit(std::span<const Write> writes,

@@ -82,6 +82,26 @@ TEST_F(EtcdStoreTest, ReadsSeeWhatWasThereAtOpenAndWhatOtherReplicasWriteLater) 
   EXPECT_EQ((*got)->version, (*mine)[0]);
 }
 
+// A write checked first on the cache, which may not hold another replica's latest write yet:
+// at the version that replica gave, it succeeds all the same (checked again on etcd's own read).
+TEST_F(EtcdStoreTest, AWriteAtAVersionAnotherReplicaJustGaveSucceeds) {
+  std::unique_ptr<Store> one = Open(), two = Open();
+  ASSERT_TRUE(one && two);
+  const ObjectKey x{"Job", "team-a", "x"};
+  ASSERT_TRUE(two->Commit(std::vector<Write>{{Write::Op::kCreate, x, "{\"n\":0}", {}}}).ok());
+  for (int i = 1; i <= 20; ++i) {
+    auto given = two->Commit(
+        std::vector<Write>{{Write::Op::kPut, x, "{\"n\":" + std::to_string(i) + "}", {}}});
+    ASSERT_TRUE(given.ok()) << given.status().message();
+    const std::string body = "{\"by\":\"one\",\"n\":" + std::to_string(i) + "}";
+    auto r = one->Commit(std::vector<Write>{{Write::Op::kPut, x, body, (*given)[0]}});
+    ASSERT_TRUE(r.ok()) << i << ": " << r.status().message();
+    // And a stale version is refused, whichever read checked it.
+    auto stale = one->Commit(std::vector<Write>{{Write::Op::kPut, x, "{}", (*given)[0]}});
+    EXPECT_EQ(stale.status().code(), StatusCode::kConflict) << i;
+  }
+}
+
 // Creations from many threads at once: each gets its own outcome (one winner per name), the
 // versions each was given are what reads return, and fewer transactions than creations were
 // needed when they overlapped.
