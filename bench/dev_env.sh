@@ -42,7 +42,8 @@ StartOnEtcd() {
   etcd --name e0 --data-dir "$WORK/etcd" \
     --listen-client-urls "http://127.0.0.1:$client" --advertise-client-urls "http://127.0.0.1:$client" \
     --listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
-    --initial-cluster "e0=http://127.0.0.1:$peer" --logger zap --log-outputs "$WORK/etcd.log" &
+    --initial-cluster "e0=http://127.0.0.1:$peer" --logger zap --log-outputs "$WORK/etcd.log" \
+    >"$WORK/etcd.out" 2>&1 &
   PIDS+=("$!")
   for _ in $(seq 200); do curl -s "http://127.0.0.1:$client/health" | grep -q '"true"' && break; sleep 0.05; done
   "$TESSERA" server --data-dir "$WORK/server" --listen 127.0.0.1:0 --plain-http \
