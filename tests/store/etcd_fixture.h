@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -146,6 +147,16 @@ inline EtcdCluster& SharedEtcd() {
 inline std::string TestEtcdUrl() {
   static std::atomic<int> next{0};
   return SharedEtcd().Url("/t" + std::to_string(getpid()) + "-" + std::to_string(next++));
+}
+
+// Waits up to `seconds` for `done` (what etcd's watch or election brings comes a little later).
+inline bool Eventually(const std::function<bool()>& done, int seconds = 10) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (std::chrono::steady_clock::now() < until) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return done();
 }
 
 }  // namespace tessera::store

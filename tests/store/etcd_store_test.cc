@@ -18,15 +18,6 @@
 namespace tessera::store {
 namespace {
 
-bool Eventually(const std::function<bool()>& done, int seconds = 10) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-  while (std::chrono::steady_clock::now() < until) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return done();
-}
-
 class EtcdStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
