@@ -540,6 +540,7 @@ HttpResponse ApiServer::ServeMetrics(const Principal& who) {
         PermissionDenied("/metrics is read with the admin, a metrics or a namespace "
                          "token"));
   }
+  metrics_.SetWatchLag(std::max<int64_t>(0, plane_.store().Revision() - feed_.head()));
   std::string text = RenderMetrics(objects_, leases_, metrics_, accounting_->idle(), clock_());
   if (who.role == Role::kNamespace) text = NamespaceView(text, who.ns);
   return Reply(200, "text/plain; version=0.0.4", std::move(text));

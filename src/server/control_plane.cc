@@ -1,5 +1,6 @@
 #include "server/control_plane.h"
 
+#include <chrono>
 #include <filesystem>
 
 #include "server/accountant.h"
@@ -83,7 +84,10 @@ Result<std::vector<int64_t>> ControlPlane::Commit(std::span<const store::Write> 
     } else {
       alone.lock();
     }
+    const auto started = std::chrono::steady_clock::now();
     r = fence ? store_->CommitIf(writes, *fence) : store_->Commit(writes);
+    metrics_.ObserveCommit(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), !r.ok());
     if (!r.ok()) return r;
     for (size_t i = 0; i < writes.size(); ++i) {
       const store::Write& w = writes[i];

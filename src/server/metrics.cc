@@ -57,6 +57,38 @@ SchedulerMetrics::SchedulerMetrics() : registry_(std::make_shared<prometheus::Re
                       .Help("Times this replica became the scheduler's leader or stopped being it")
                       .Register(*registry_)
                       .Add({});
+  commit_seconds_ =
+      &prometheus::BuildHistogram()
+           .Name("tessera_store_commit_duration_seconds")
+           .Help(
+               "Seconds one commit to the store took: SQLite's write, or etcd's transaction "
+               "(with the read before it when one was needed)")
+           .Register(*registry_)
+           .Add({}, prometheus::Histogram::BucketBoundaries{0.0005, 0.001, 0.0025, 0.005, 0.01,
+                                                            0.025, 0.05, 0.1, 0.25, 1, 5});
+  commit_failures_ = &prometheus::BuildCounter()
+                          .Name("tessera_store_commit_failures_total")
+                          .Help(
+                              "Commits the store refused or could not make (a conflict, "
+                              "etcd without a quorum, a deposed leader's write)")
+                          .Register(*registry_)
+                          .Add({});
+  watch_lag_ = &prometheus::BuildGauge()
+                    .Name("tessera_store_watch_lag_revisions")
+                    .Help(
+                        "Revisions the store holds that this replica's change feed (its watch, "
+                        "on etcd) has not delivered yet, at the scrape")
+                    .Register(*registry_)
+                    .Add({});
+}
+
+void SchedulerMetrics::ObserveCommit(double seconds, bool failed) {
+  commit_seconds_->Observe(seconds);
+  if (failed) commit_failures_->Increment();
+}
+
+void SchedulerMetrics::SetWatchLag(int64_t revisions) {
+  watch_lag_->Set(static_cast<double>(revisions));
 }
 
 void SchedulerMetrics::SetLeader(bool leading, int64_t transitions) {

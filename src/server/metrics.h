@@ -49,6 +49,10 @@ class SchedulerMetrics {
   CycleGauges cycle_gauges() const;
   // Whether this replica leads the scheduling (1 with one replica), and how often that changed.
   void SetLeader(bool leading, int64_t transitions);
+  // One commit to the store (SQLite's write, or etcd's transaction), and whether it failed.
+  void ObserveCommit(double seconds, bool failed);
+  // Revisions the store holds that this replica's change feed has not delivered yet.
+  void SetWatchLag(int64_t revisions);
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
@@ -62,6 +66,9 @@ class SchedulerMetrics {
   prometheus::Gauge* pending_;
   prometheus::Gauge* leader_;
   prometheus::Gauge* transitions_;
+  prometheus::Histogram* commit_seconds_;
+  prometheus::Counter* commit_failures_;
+  prometheus::Gauge* watch_lag_;
 };
 
 // The whole /metrics text: `scheduler`'s counters, the stored state at `now_ms` (the nodes'

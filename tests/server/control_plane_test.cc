@@ -3,6 +3,8 @@
 // admin token of a first start and the revocation of finished Jobs' exec tokens.
 #include "server/control_plane.h"
 
+#include <prometheus/text_serializer.h>
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -91,6 +93,11 @@ TEST_F(ControlPlaneTest, CommitsThroughTheStoreHandedInAndTheFeedSeesThem) {
   EXPECT_FALSE(p.Commit(std::span<const store::Write>(&w, 1)).ok());
   EXPECT_EQ(p.feed().head(), before);
   EXPECT_EQ(p.store().Revision(), before);
+  // Both commits timed, the failed one counted, in the metrics /metrics renders.
+  prometheus::TextSerializer text;
+  const std::string out = text.Serialize(p.metrics().registry().Collect());
+  EXPECT_NE(out.find("tessera_store_commit_duration_seconds_count 2"), std::string::npos) << out;
+  EXPECT_NE(out.find("tessera_store_commit_failures_total 1"), std::string::npos) << out;
 }
 
 TEST_F(ControlPlaneTest, RevokesTheExecTokensOfJobsNoLongerRunning) {

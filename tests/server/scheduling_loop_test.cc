@@ -588,6 +588,10 @@ spec:
   has("DCGM_FI_DEV_XID_ERRORS{Hostname=\"n1\",UUID=\"GPU-b\",device=\"nvidia1\",gpu=\"1\",job=\"\","
       "modelName=\"H100-80GB\",namespace=\"\",task=\"\"} 2");
   has("tessera_workloads{phase=\"Admitted\",queue=\"tessera-unqueued\"} 1");
+  // The store: the cycle's commits timed; the feed has delivered all it holds.
+  has("tessera_store_watch_lag_revisions 0\n");
+  EXPECT_EQ(m.find("tessera_store_commit_duration_seconds_count 0\n"), std::string::npos);
+  has("tessera_store_commit_duration_seconds_count ");
   has("tessera_namespace_gpus_allocated{namespace=\"team-a\"} 1");
   has("tessera_cluster_gpu_allocation_ratio 0.5");
   has("tessera_gpu_unhealthy{Hostname=\"n1\",UUID=\"GPU-b\",gpu=\"1\"} 1");
