@@ -43,8 +43,10 @@ int main(int argc, char** argv) {
   CLI::App* dev = tessera::cli::AddDevCommand(app, dev_opts);
 
   tessera::cli::StoreCopyOptions copy_opts;
+  tessera::cli::StoreStatusOptions status_opts;
   CLI::App* store_copy = nullptr;
-  tessera::cli::AddStoreCommand(app, copy_opts, &store_copy);
+  CLI::App* store_status = nullptr;
+  tessera::cli::AddStoreCommand(app, copy_opts, &store_copy, status_opts, &store_status);
 
   tessera::cli::ResourceOptions resource_opts;
   tessera::cli::AddResourceCommands(app, resource_opts);
@@ -66,6 +68,9 @@ int main(int argc, char** argv) {
   }
   if (dev->parsed()) return tessera::cli::RunDev(dev_opts, std::cout, std::cerr);
   if (store_copy->parsed()) return tessera::cli::RunStoreCopy(copy_opts, std::cout, std::cerr);
+  if (store_status->parsed()) {
+    return tessera::cli::RunStoreStatus(status_opts, std::cout, std::cerr);
+  }
   if (int code = tessera::cli::RunResourceCommand(resource_opts, std::cin, std::cout, std::cerr);
       code >= 0) {
     return code;

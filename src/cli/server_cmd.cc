@@ -4,8 +4,11 @@
 #include <unistd.h>
 
 #include <boost/asio/ip/address.hpp>
+#include <chrono>
+#include <nlohmann/json.hpp>
 
 #include "api/quantity.h"
+#include "api/time.h"
 #include "server/api_server.h"
 #include "server/http_server.h"
 #include "server/scheduling_loop.h"
@@ -243,6 +246,18 @@ int RunServer(const ServerOptions& opts, std::ostream& out, std::ostream& err) {
   }
   if (cp.election) {
     store::EtcdElection* election = cp.election.get();
+    server::ControlPlane* plane = cp.plane.get();
+    const std::string address = http.host + ":" + std::to_string(cp.http->port());
+    election->SetReport([plane, election, address] {
+      return nlohmann::json{
+          {"address", address},
+          {"leader", election->Leading().has_value()},
+          {"revision", plane->feed().head()},
+          {"at", api::FormatTime(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     std::chrono::system_clock::now().time_since_epoch())
+                                     .count())}}
+          .dump();
+    });
     cp.compactor = std::make_unique<store::Compactor>(
         cp.plane->store(), [election] { return election->Leading().has_value(); },
         std::chrono::seconds(opts.compact_interval_seconds));

@@ -1,17 +1,21 @@
 #include "cli/store_cmd.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <vector>
 
 #include "server/files.h"
+#include "store/etcd_election.h"
 #include "store/etcd_store.h"
 #include "store/store.h"
 
 namespace tessera::cli {
 
-CLI::App* AddStoreCommand(CLI::App& app, StoreCopyOptions& o, CLI::App** copy) {
+CLI::App* AddStoreCommand(CLI::App& app, StoreCopyOptions& o, CLI::App** copy,
+                          StoreStatusOptions& s, CLI::App** status) {
   CLI::App* store = app.add_subcommand("store", "The control plane's state store");
   store->require_subcommand(1);
   *copy = store->add_subcommand(
@@ -26,6 +30,22 @@ CLI::App* AddStoreCommand(CLI::App& app, StoreCopyOptions& o, CLI::App** copy) {
                       "PEM CA bundle that verifies etcd's members");
   (*copy)->add_option("--etcd-cert-file", o.etcd_cert_file, "PEM client certificate for etcd");
   (*copy)->add_option("--etcd-key-file", o.etcd_key_file, "The client certificate's key (PEM)");
+  *status = store->add_subcommand(
+      "status", "The replicas on etcd (leader, watch lag) and etcd's members (size, quota)");
+  (*status)
+      ->add_option("--store", s.store,
+                   "etcd://HOST:PORT[,HOST:PORT...][/PREFIX] (etcds:// for TLS)")
+      ->required();
+  (*status)->add_option("--etcd-ca-file", s.etcd_ca_file,
+                        "PEM CA bundle that verifies etcd's members");
+  (*status)->add_option("--etcd-cert-file", s.etcd_cert_file, "PEM client certificate for etcd");
+  (*status)->add_option("--etcd-key-file", s.etcd_key_file, "The client certificate's key (PEM)");
+  (*status)
+      ->add_option("--quota-bytes", s.quota_bytes,
+                   "etcd's --quota-backend-bytes, to compare its database with")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  (*status)->add_option("-o,--output", s.output, "json for JSON")->check(CLI::IsMember({"json"}));
   return store;
 }
 
@@ -112,6 +132,130 @@ Status Copy(const StoreCopyOptions& o, std::ostream& out) {
 }
 
 }  // namespace
+
+namespace {
+
+Result<nlohmann::json> StoreStatus(const StoreStatusOptions& o) {
+  using nlohmann::json;
+  auto etcd = store::ParseEtcdUrl(o.store);
+  if (!etcd.ok()) return etcd.status();
+  etcd->ca_file = o.etcd_ca_file;
+  etcd->cert_file = o.etcd_cert_file;
+  etcd->key_file = o.etcd_key_file;
+  store::EtcdClient client(*etcd);
+  json out = {{"store", o.store}, {"quotaBytes", o.quota_bytes}};
+  // The leader, and each replica's record (store/etcd_election.h), in one read at one revision.
+  const std::string replicas = store::EtcdElection::ReplicasPrefix(*etcd);
+  auto read = client.Call(
+      "kv/txn",
+      {{"success",
+        {{{"request_range", {{"key", store::Base64(etcd->prefix + "_election/scheduler")}}}},
+         {{"request_range",
+           {{"key", store::Base64(replicas)},
+            {"range_end", store::Base64(store::PrefixEnd(replicas))}}}}}}});
+  if (!read.ok()) return read.status();
+  const int64_t revision = store::EtcdInt((*read)["header"], "revision");
+  out["revision"] = revision;
+  const json& responses = read->value("responses", json::array());
+  auto text = [](const json& kv, const char* field) {
+    auto bytes = store::Unbase64(kv.value(field, ""));
+    return bytes.ok() ? *bytes : std::string();
+  };
+  auto kvs = [&](size_t i) {
+    return i < responses.size()
+               ? responses[i].value("response_range", json::object()).value("kvs", json::array())
+               : json::array();
+  };
+  out["leader"] = "";
+  for (const json& kv : kvs(0)) out["leader"] = text(kv, "value");
+  out["replicas"] = json::array();
+  for (const json& kv : kvs(1)) {
+    const std::string id = text(kv, "key").substr(replicas.size());
+    json r = json::parse(text(kv, "value"), nullptr, false);
+    if (!r.is_object()) r = json::object();
+    r["id"] = id;
+    // Behind etcd's revision as of its last report (each renewal: a few seconds at most).
+    r["lag"] = std::max<int64_t>(0, revision - r.value("revision", int64_t{0}));
+    out["replicas"].push_back(std::move(r));
+  }
+  // Each member, asked on its own.
+  out["members"] = json::array();
+  for (const std::string& endpoint : etcd->endpoints) {
+    store::EtcdOptions one = *etcd;
+    one.endpoints = {endpoint};
+    store::EtcdClient member(one);
+    json m = {{"endpoint", endpoint}};
+    auto st = member.Call("maintenance/status", json::object());
+    if (!st.ok()) {
+      m["error"] = st.status().message();
+    } else {
+      m["version"] = st->value("version", "");
+      m["dbSize"] = store::EtcdInt(*st, "dbSize");
+      m["dbSizeInUse"] = store::EtcdInt(*st, "dbSizeInUse");
+      m["isLeader"] = store::EtcdInt(*st, "leader") ==
+                      store::EtcdInt(st->value("header", json::object()), "member_id");
+      m["quotaUsedPercent"] = 100.0 * static_cast<double>(store::EtcdInt(*st, "dbSize")) /
+                              static_cast<double>(o.quota_bytes);
+    }
+    out["members"].push_back(std::move(m));
+  }
+  auto alarms = client.Call("maintenance/alarm", {{"action", "GET"}});
+  out["alarms"] = json::array();
+  if (alarms.ok()) {
+    for (const json& a : alarms->value("alarms", json::array())) {
+      out["alarms"].push_back(a.value("alarm", "NONE"));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int RunStoreStatus(const StoreStatusOptions& o, std::ostream& out, std::ostream& err) {
+  auto status = StoreStatus(o);
+  if (!status.ok()) {
+    err << "error: " << status.status().message() << "\n";
+    return status.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  const nlohmann::json& s = *status;
+  if (o.output == "json") {
+    out << s.dump(2) << "\n";
+    return 0;
+  }
+  const std::string leader = s["leader"].get<std::string>();
+  out << "etcd revision " << s["revision"].get<int64_t>()
+      << ", scheduler leader: " << (leader.empty() ? "none" : leader) << "\n\n";
+  out << "REPLICA                        ADDRESS                LEADER  WATCH-REVISION  LAG  "
+         "REPORTED\n";
+  for (const auto& r : s["replicas"]) {
+    char line[512];
+    std::snprintf(line, sizeof line, "%-30s %-22s %-7s %-15lld %-4lld %s\n",
+                  r.value("id", "").c_str(), r.value("address", "").c_str(),
+                  r.value("leader", false) ? "yes" : "no",
+                  static_cast<long long>(r.value("revision", int64_t{0})),
+                  static_cast<long long>(r.value("lag", int64_t{0})), r.value("at", "").c_str());
+    out << line;
+  }
+  out << "\nMEMBER                 VERSION  LEADER  DB-SIZE      IN-USE       QUOTA-USED\n";
+  for (const auto& m : s["members"]) {
+    char line[512];
+    if (m.contains("error")) {
+      std::snprintf(line, sizeof line, "%-22s unreachable: %s\n", m.value("endpoint", "").c_str(),
+                    m.value("error", "").c_str());
+    } else {
+      std::snprintf(line, sizeof line, "%-22s %-8s %-7s %-12lld %-12lld %.1f%% of %lld\n",
+                    m.value("endpoint", "").c_str(), m.value("version", "").c_str(),
+                    m.value("isLeader", false) ? "yes" : "no",
+                    static_cast<long long>(m.value("dbSize", int64_t{0})),
+                    static_cast<long long>(m.value("dbSizeInUse", int64_t{0})),
+                    m.value("quotaUsedPercent", 0.0),
+                    static_cast<long long>(s["quotaBytes"].get<int64_t>()));
+    }
+    out << line;
+  }
+  out << "\nalarms: " << (s["alarms"].empty() ? std::string("none") : s["alarms"].dump()) << "\n";
+  return 0;
+}
 
 int RunStoreCopy(const StoreCopyOptions& o, std::ostream& out, std::ostream& err) {
   Status s = Copy(o, out);

@@ -1,7 +1,10 @@
 // `tessera store copy`: moves a single server's state to etcd, for running replicas over it.
+// `tessera store status`: the replicas on etcd (the leader, each one's watch behind etcd's
+// revision) and etcd's members (database size against the quota, alarms).
 #ifndef TESSERA_CLI_STORE_CMD_H_
 #define TESSERA_CLI_STORE_CMD_H_
 
+#include <cstdint>
 #include <ostream>
 #include <string>
 
@@ -15,11 +18,22 @@ struct StoreCopyOptions {
   std::string etcd_ca_file, etcd_cert_file, etcd_key_file;
 };
 
-// Returns the `store` command; its `copy` subcommand is `*copy`.
-CLI::App* AddStoreCommand(CLI::App& app, StoreCopyOptions& o, CLI::App** copy);
+struct StoreStatusOptions {
+  std::string store;  // etcd://HOST:PORT[,HOST:PORT...][/PREFIX]
+  std::string etcd_ca_file, etcd_cert_file, etcd_key_file;
+  int64_t quota_bytes = int64_t{2} << 30;  // etcd's --quota-backend-bytes (its default: 2 GiB)
+  std::string output;                      // "" (text) or "json"
+};
+
+// Returns the `store` command; its `copy` and `status` subcommands are `*copy` and `*status`.
+CLI::App* AddStoreCommand(CLI::App& app, StoreCopyOptions& o, CLI::App** copy,
+                          StoreStatusOptions& s, CLI::App** status);
 
 // Copies every object (tokens included) and checks the copy; the exit code.
 int RunStoreCopy(const StoreCopyOptions& o, std::ostream& out, std::ostream& err);
+
+// Prints the status; the exit code (1 when etcd cannot be reached).
+int RunStoreStatus(const StoreStatusOptions& o, std::ostream& out, std::ostream& err);
 
 }  // namespace tessera::cli
 

@@ -16,6 +16,7 @@ EtcdElection::EtcdElection(EtcdOptions etcd, std::string name, std::string id, i
     : client_(etcd),
       key_(etcd.prefix + "_election/" + name),
       id_(std::move(id)),
+      report_key_(ReplicasPrefix(etcd) + id_),
       ttl_seconds_(ttl_seconds) {
   runner_ = std::thread([this] { Run(); });
 }
@@ -65,6 +66,11 @@ void EtcdElection::Run() {
     std::unique_lock<std::mutex> lock(mu_);
     if (wake_.wait_for(lock, wait, [&] { return stopping_; })) return;
   }
+}
+
+void EtcdElection::SetReport(std::function<std::string()> report) {
+  std::lock_guard<std::mutex> lock(mu_);
+  report_ = std::move(report);
 }
 
 std::chrono::milliseconds EtcdElection::Step() {
@@ -124,8 +130,18 @@ std::chrono::milliseconds EtcdElection::Step() {
         return false;
       });
   if (s.ok() && ttl > 0) {
-    std::lock_guard<std::mutex> lock(mu_);
-    renewed_ = std::chrono::steady_clock::now();
+    std::function<std::string()> report;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      renewed_ = std::chrono::steady_clock::now();
+      report = report_;
+    }
+    if (report) {
+      // Best effort: a record missed now is written at the next renewal.
+      (void)client_.Call("kv/put", {{"key", Base64(report_key_)},
+                                    {"value", Base64(report())},
+                                    {"lease", std::to_string(lease)}});
+    }
   } else if (s.ok() && ttl == 0) {
     Lose();  // the lease ended: etcd deleted the key with it
     return std::chrono::milliseconds(0);

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -40,6 +41,11 @@ class EtcdElection {
   // How many times this replica became the leader or stopped being it.
   int64_t transitions();
   const std::string& key() const { return key_; }
+  // What this replica publishes about itself at each renewal, under <prefix>_replicas/<id> with
+  // its lease (so the record goes when the replica does): `report`'s value, for `tessera store
+  // status`.
+  void SetReport(std::function<std::string()> report);
+  static std::string ReplicasPrefix(const EtcdOptions& etcd) { return etcd.prefix + "_replicas/"; }
 
  private:
   void Run();
@@ -48,7 +54,8 @@ class EtcdElection {
   void Lose();
 
   EtcdClient client_;
-  const std::string key_, id_;
+  const std::string key_, id_, report_key_;
+  std::function<std::string()> report_;  // guarded by mu_
   const int ttl_seconds_;
 
   std::mutex mu_;

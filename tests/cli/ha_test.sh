@@ -63,6 +63,26 @@ start_replica b
 sleep 1
 [ "$(metric "$ADDR_b" tessera_leader)" = 0 ] || fail "b leads beside a"
 
+# tessera store status: the leader, both replicas with their watch's lag, the three members.
+for _ in $(seq 100); do
+  status=$("$TESSERA" store status --store "$STORE" -o json)
+  [ "$(python3 -c 'import json,sys; print(len(json.load(sys.stdin)["replicas"]))' <<<"$status")" = 2 ] && break
+  sleep 0.1
+done
+python3 - "$status" <<'PYEOF' || fail "store status: $status"
+import json, sys
+s = json.loads(sys.argv[1])
+assert s["leader"] == "a", s["leader"]
+replicas = {r["id"]: r for r in s["replicas"]}
+assert set(replicas) == {"a", "b"}, replicas
+assert replicas["a"]["leader"] and not replicas["b"]["leader"], replicas
+assert all(0 <= r["lag"] < 1000 and r["address"] for r in replicas.values()), replicas
+assert len(s["members"]) == 3 and all(m["dbSize"] > 0 and m["version"] for m in s["members"]), s["members"]
+assert sum(m["isLeader"] for m in s["members"]) == 1, s["members"]
+assert s["alarms"] == [], s["alarms"]
+PYEOF
+"$TESSERA" store status --store "$STORE" | grep -q "scheduler leader: a" || fail "store status as text"
+
 # An agent and the client given both replicas, the leader first: when it dies they go on with b.
 export TESSERA_ADDR=$ADDR_a,$ADDR_b
 join=$("$TESSERA" token create --agent)
