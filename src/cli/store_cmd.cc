@@ -192,8 +192,11 @@ Result<nlohmann::json> StoreStatus(const StoreStatusOptions& o) {
       m["version"] = st->value("version", "");
       m["dbSize"] = store::EtcdInt(*st, "dbSize");
       m["dbSizeInUse"] = store::EtcdInt(*st, "dbSizeInUse");
-      m["isLeader"] = store::EtcdInt(*st, "leader") ==
-                      store::EtcdInt(st->value("header", json::object()), "member_id");
+      // Member IDs are unsigned 64-bit, often past int64's range: compared as the gateway
+      // writes them.
+      const json header = st->value("header", json::object());
+      m["isLeader"] = st->contains("leader") && header.contains("member_id") &&
+                      (*st)["leader"] == header["member_id"];
       m["quotaUsedPercent"] = 100.0 * static_cast<double>(store::EtcdInt(*st, "dbSize")) /
                               static_cast<double>(o.quota_bytes);
     }
