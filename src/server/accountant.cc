@@ -55,13 +55,10 @@ void ForEachDevice(const json& job, F f) {
 
 }  // namespace
 
-Result<std::unique_ptr<Accountant>> Accountant::Open(const std::string& path) {
-  auto ledger = store::UsageStore::Open(path);
-  if (!ledger.ok()) return ledger.status();
-  auto open = (*ledger)->LoadOpen();
+Result<std::unique_ptr<Accountant>> Accountant::Open(std::unique_ptr<store::UsageStore> ledger) {
+  auto open = ledger->LoadOpen();
   if (!open.ok()) return open.status();
-  return std::unique_ptr<Accountant>(
-      new Accountant(std::move(ledger).value(), std::move(open).value()));
+  return std::unique_ptr<Accountant>(new Accountant(std::move(ledger), std::move(open).value()));
 }
 
 Accountant::Accountant(std::unique_ptr<store::UsageStore> ledger,
@@ -80,9 +77,19 @@ AccountingOptions Accountant::options() const {
 
 Result<std::vector<core::IdlePod>> Accountant::Observe(
     int64_t now_ms, std::span<const StoredJson> jobs, std::span<const StoredJson> nodes,
-    const std::set<std::string, std::less<>>& released) {
+    const std::set<std::string, std::less<>>& released, const std::optional<store::Fence>& fence) {
   const AccountingOptions opts = options();
   const auto gpus = GpusOf(nodes);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (reload_ || (fence && fence->create_revision != term_)) {
+      auto open = ledger_->LoadOpen();
+      if (!open.ok()) return open.status();
+      open_ = std::move(open).value();
+      reload_ = false;
+      term_ = fence ? fence->create_revision : 0;
+    }
+  }
   // Finished jobs matter only while the ledger still holds them open (Observe runs on one
   // thread, so the open segments do not change until the update below).
   std::set<std::pair<std::string, std::string>> open_jobs;
@@ -142,7 +149,10 @@ Result<std::vector<core::IdlePod>> Accountant::Observe(
       closed.emplace_back(open_[i].id, end);
       gone[i] = 1;
     }
-    TESSERA_RETURN_IF_ERROR(ledger_->Apply(&u.opened, closed));
+    if (Status s = ledger_->Apply(&u.opened, closed, fence ? &*fence : nullptr); !s.ok()) {
+      reload_ = true;  // on etcd, part of it may be written
+      return s;
+    }
     std::vector<core::UsageSegment> next;
     next.reserve(open_.size() - closed.size() + u.opened.size());
     for (size_t i = 0; i < open_.size(); ++i) {

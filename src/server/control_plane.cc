@@ -5,6 +5,7 @@
 
 #include "server/accountant.h"
 #include "server/watch.h"
+#include "store/etcd_usage_store.h"
 
 namespace tessera::server {
 
@@ -50,7 +51,9 @@ Result<std::unique_ptr<ControlPlane>> ControlPlane::Open(const std::string& data
   if (!store.ok()) return store.status();
   std::unique_ptr<ControlPlane> plane(
       new ControlPlane(data_dir, std::move(owner).value(), std::move(store).value()));
-  auto accounting = Accountant::Open(data_dir + "/usage.db");
+  auto ledger = store::OpenLedgerFor(*plane->store_, data_dir + "/usage.db");
+  if (!ledger.ok()) return ledger.status();
+  auto accounting = Accountant::Open(std::move(ledger).value());
   if (!accounting.ok()) return accounting.status();
   plane->accounting_ = std::move(accounting).value();
   // The state is the server's alone: tasks on this machine run as other users (a `tessera dev`

@@ -138,7 +138,8 @@ Result<bool> CycleReporter::Report(int64_t now_ms, CycleSnapshot& snap, const De
       ends.push_back(&fields);
     }
   }
-  auto idle = plane_.accounting().Observe(now_ms, accounted, snap.nodes, recorded.released);
+  auto idle =
+      plane_.accounting().Observe(now_ms, accounted, snap.nodes, recorded.released, writes.fence());
   ends_accounted_ = idle.ok();
   if (!idle.ok()) return idle.status();
   for (ObjectView* v : ends) v->accounted = true;

@@ -56,6 +56,8 @@ class CycleWrites {
   // Writes committed (objects and events), and object writes refused for a conflict.
   int committed() const { return committed_; }
   int conflicts() const { return conflicts_; }
+  // The leadership every write holds under (none off etcd).
+  const std::optional<store::Fence>& fence() const { return fence_; }
 
  private:
   using Batch = std::vector<store::Write>;

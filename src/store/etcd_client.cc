@@ -70,6 +70,25 @@ Result<std::string> Unbase64(std::string_view text) {
   return out;
 }
 
+json EtcdModIs(const std::string& key, int64_t revision) {
+  return {{"key", Base64(key)},
+          {"target", "MOD"},
+          {"result", "EQUAL"},
+          {"mod_revision", std::to_string(revision)}};
+}
+json EtcdPut(const std::string& key, const std::string& value) {
+  return {{"request_put", {{"key", Base64(key)}, {"value", Base64(value)}}}};
+}
+json EtcdDelete(const std::string& key) {
+  return {{"request_delete_range", {{"key", Base64(key)}}}};
+}
+
+std::string EtcdText(const json& kv, const char* field) {
+  if (!kv.is_object() || !kv.contains(field) || !kv[field].is_string()) return "";
+  auto bytes = Unbase64(kv[field].get_ref<const std::string&>());
+  return bytes.ok() ? std::move(bytes).value() : std::string();
+}
+
 int64_t EtcdInt(const json& message, const char* field) {
   if (!message.is_object()) return 0;
   auto it = message.find(field);

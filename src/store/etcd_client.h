@@ -43,6 +43,13 @@ Result<EtcdOptions> ParseEtcdUrl(std::string_view url);
 
 std::string Base64(std::string_view bytes);
 Result<std::string> Unbase64(std::string_view text);
+// The pieces of a transaction: a comparison of a key's mod_revision (0: the key is absent), a
+// put, a delete.
+nlohmann::json EtcdModIs(const std::string& key, int64_t revision);
+nlohmann::json EtcdPut(const std::string& key, const std::string& value);
+nlohmann::json EtcdDelete(const std::string& key);
+// A base64 field of the gateway's messages (a key, a value), decoded; "" when absent.
+std::string EtcdText(const nlohmann::json& kv, const char* field);
 // A 64-bit integer of the gateway: a string of digits, a number, or absent (0).
 int64_t EtcdInt(const nlohmann::json& message, const char* field);
 // The first key after every key that starts with `prefix` (etcd's range_end for a prefix).

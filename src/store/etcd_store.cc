@@ -14,30 +14,6 @@ namespace {
 constexpr int kPageSize = 1000;   // keys per range request of a list
 constexpr int kCommitTries = 16;  // reads and checks again after concurrent writes
 
-std::string Text(const json& kv, const char* field) {
-  if (!kv.contains(field) || !kv[field].is_string()) return "";
-  auto bytes = Unbase64(kv[field].get_ref<const std::string&>());
-  return bytes.ok() ? std::move(bytes).value() : std::string();
-}
-
-Status NotLeading(const Fence& fence) {
-  return FailedPrecondition("not written: this replica no longer leads (" + fence.key +
-                            " is not the one created at revision " +
-                            std::to_string(fence.create_revision) + ")");
-}
-
-// The pieces of an etcd transaction: a comparison of a key's mod_revision, a put, a delete.
-json ModIs(const std::string& key, int64_t revision) {
-  return {{"key", Base64(key)},
-          {"target", "MOD"},
-          {"result", "EQUAL"},
-          {"mod_revision", std::to_string(revision)}};
-}
-json PutOf(const std::string& key, const std::string& body) {
-  return {{"request_put", {{"key", Base64(key)}, {"value", Base64(body)}}}};
-}
-json DeleteOf(const std::string& key) { return {{"request_delete_range", {{"key", Base64(key)}}}}; }
-
 bool ByNamespaceAndName(const StoredObject& a, const StoredObject& b) {
   return std::tie(a.key.ns, a.key.name) < std::tie(b.key.ns, b.key.name);
 }
@@ -106,16 +82,18 @@ namespace {
 
 // A stored object from an etcd KeyValue under `prefix` (<kind>/<ns>/<name> after it).
 std::optional<StoredObject> ObjectOf(const json& kv, const std::string& prefix) {
-  const std::string key = Text(kv, "key");
+  const std::string key = EtcdText(kv, "key");
   if (!key.starts_with(prefix)) return std::nullopt;
   const std::string rest = key.substr(prefix.size());
+  // Keys under "_" are the store's own records (the election, replicas, the usage ledger).
+  if (rest.starts_with('_')) return std::nullopt;
   const size_t a = rest.find('/');
   const size_t b = a == std::string::npos ? a : rest.find('/', a + 1);
   if (b == std::string::npos) return std::nullopt;
   StoredObject o;
   o.key = {rest.substr(0, a), rest.substr(a + 1, b - a - 1), rest.substr(b + 1)};
   o.version = EtcdInt(kv, "mod_revision");
-  o.body = Text(kv, "value");
+  o.body = EtcdText(kv, "value");
   return o;
 }
 
@@ -138,7 +116,7 @@ Result<std::vector<StoredObject>> EtcdStore::Range(const std::string& prefix, in
       if (auto o = ObjectOf(kv, options_.etcd.prefix)) out.push_back(std::move(*o));
     }
     if (!(*r).value("more", false) || kvs.empty()) break;
-    from = Text(kvs.back(), "key") + std::string(1, '\0');
+    from = EtcdText(kvs.back(), "key") + std::string(1, '\0');
   }
   std::sort(out.begin(), out.end(), ByNamespaceAndName);
   if (read_at != nullptr) *read_at = revision;
@@ -241,7 +219,7 @@ Result<std::vector<std::string>> EtcdStore::ListKinds() {
         {{"key", Base64(from)}, {"range_end", Base64(end)}, {"limit", 1}, {"keys_only", true}});
     if (!r.ok()) return r.status();
     if (!(*r).contains("kvs") || (*r)["kvs"].empty()) break;
-    const std::string key = Text((*r)["kvs"][0], "key");
+    const std::string key = EtcdText((*r)["kvs"][0], "key");
     const std::string rest = key.substr(prefix.size());
     const size_t slash = rest.find('/');
     if (slash == std::string::npos || rest.starts_with("_")) {
@@ -281,12 +259,7 @@ Result<std::optional<int64_t>> EtcdStore::Txn(json compare, json ops, const Fenc
 }
 
 Result<std::optional<int64_t>> EtcdStore::SendTxn(json compare, json ops, const Fence* fence) {
-  if (fence) {
-    compare.push_back({{"key", Base64(fence->key)},
-                       {"target", "CREATE"},
-                       {"result", "EQUAL"},
-                       {"create_revision", std::to_string(fence->create_revision)}});
-  }
+  if (fence) compare.push_back(FenceHolds(*fence));
   auto txn = client_.Call("kv/txn", {{"compare", std::move(compare)}, {"success", std::move(ops)}});
   if (!txn.ok()) return txn.status();
   if (!(*txn).value("succeeded", false)) return std::optional<int64_t>();
@@ -306,8 +279,8 @@ Result<std::optional<std::vector<int64_t>>> EtcdStore::BlindCommit(std::span<con
     if (!(create || (w.op == Write::Op::kDelete && w.expected_version))) return Versions();
     if (create && w.expected_version && *w.expected_version != 0) return Versions();
     const std::string key = KeyOf(w.key);
-    compare.push_back(ModIs(key, create ? 0 : *w.expected_version));
-    ops.push_back(create ? PutOf(key, w.body) : DeleteOf(key));
+    compare.push_back(EtcdModIs(key, create ? 0 : *w.expected_version));
+    ops.push_back(create ? EtcdPut(key, w.body) : EtcdDelete(key));
     bytes += key.size() + w.body.size();
   }
   if (bytes > options_.etcd.max_request_bytes) return Versions();
@@ -356,16 +329,14 @@ Result<std::vector<EtcdStore::KeyState>> EtcdStore::ReadStates(const std::vector
     const json last = responses.is_array() && !responses.empty()
                           ? responses.back().value("response_range", json::object())
                           : json::object();
-    const int64_t created = last.contains("kvs") && !last["kvs"].empty()
-                                ? EtcdInt(last["kvs"][0], "create_revision")
-                                : 0;
-    if (created != fence->create_revision) return NotLeading(*fence);
+    if (FenceRevision(last) != fence->create_revision) return NotLeading(*fence);
   }
   std::vector<KeyState> was(keys.size());
   for (size_t i = 0; i < keys.size() && i < responses.size(); ++i) {
     const json& rr = responses[i].value("response_range", json::object());
     if (rr.contains("kvs") && !rr["kvs"].empty()) {
-      was[i] = {true, EtcdInt(rr["kvs"][0], "mod_revision"), Text(rr["kvs"][0], "value"), false};
+      was[i] = {true, EtcdInt(rr["kvs"][0], "mod_revision"), EtcdText(rr["kvs"][0], "value"),
+                false};
     }
   }
   return was;
@@ -402,13 +373,13 @@ Result<std::optional<std::vector<int64_t>>> EtcdStore::TryCommit(
   json compare = json::array(), ops = json::array();
   size_t bytes = 0;
   for (size_t k = 0; k < keys.size(); ++k) {
-    compare.push_back(ModIs(keys[k], was[k].version));
+    compare.push_back(EtcdModIs(keys[k], was[k].version));
     if (!now[k].changed) continue;
     if (now[k].exists) {
-      ops.push_back(PutOf(keys[k], now[k].body));
+      ops.push_back(EtcdPut(keys[k], now[k].body));
       bytes += keys[k].size() + now[k].body.size();
     } else if (was[k].exists) {
-      ops.push_back(DeleteOf(keys[k]));
+      ops.push_back(EtcdDelete(keys[k]));
       bytes += keys[k].size();
     }
   }
@@ -595,6 +566,25 @@ void EtcdStore::WatchLoop() {
     arrived_.wait_for(lock, std::chrono::milliseconds(200), [&] { return stopping_; });
     if (stopping_) return;
   }
+}
+
+Status NotLeading(const Fence& fence) {
+  return FailedPrecondition("not written: this replica no longer leads (" + fence.key +
+                            " is not the one created at revision " +
+                            std::to_string(fence.create_revision) + ")");
+}
+
+json FenceHolds(const Fence& fence) {
+  return {{"key", Base64(fence.key)},
+          {"target", "CREATE"},
+          {"result", "EQUAL"},
+          {"create_revision", std::to_string(fence.create_revision)}};
+}
+
+int64_t FenceRevision(const json& range_response) {
+  return range_response.contains("kvs") && !range_response["kvs"].empty()
+             ? EtcdInt(range_response["kvs"][0], "create_revision")
+             : 0;
 }
 
 }  // namespace tessera::store

@@ -49,6 +49,13 @@ struct EtcdStoreOptions {
   int64_t wait_ms = 10'000;          // how long ChangesAfter waits for this store's own commit
 };
 
+// The leader's fence in an etcd transaction: a comparison that its key is still the one created
+// at its revision; and what a write refused by it returns.
+nlohmann::json FenceHolds(const Fence& fence);
+Status NotLeading(const Fence& fence);
+// The create_revision of the key in a range response (a fence's key read back); 0 when absent.
+int64_t FenceRevision(const nlohmann::json& range_response);
+
 // Connects (the members are asked for their status), reads every object into the cache and
 // starts the watch.
 Result<std::unique_ptr<Store>> OpenEtcdStore(EtcdStoreOptions options);
@@ -79,6 +86,7 @@ class EtcdStore : public Store {
   // listener may wait for what it brings.
   void OnChange(std::function<void()> listener) override;
   bool shared() const override { return true; }
+  const EtcdOptions& etcd_options() const { return options_.etcd; }
 
  private:
   std::string KeyOf(const ObjectKey& key) const;

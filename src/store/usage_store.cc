@@ -30,8 +30,9 @@ class SqliteUsageStore : public UsageStore {
                   [](Statement&) {});
   }
 
+  // One process alone writes this ledger: there is no election, and `fence` holds.
   Status Apply(std::vector<core::UsageSegment>* opened,
-               std::span<const std::pair<int64_t, int64_t>> closed) override {
+               std::span<const std::pair<int64_t, int64_t>> closed, const Fence*) override {
     if (opened->empty() && closed.empty()) return Status::Ok();
     TESSERA_RETURN_IF_ERROR(ExecSql(db_, "BEGIN IMMEDIATE"));
     Status s = ApplyLocked(opened, closed);

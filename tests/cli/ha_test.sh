@@ -4,7 +4,8 @@
 # the other schedules within the election's TTL plus a few seconds, the task that was running
 # keeps its PID, and every acknowledged job is there. SIGSTOP of the new leader past its lease:
 # a third replica takes over, and the stopped one, continued, writes nothing (its fence is gone).
-# One etcd member killed: service goes on; two: writes fail with 503 until they return.
+# One etcd member killed: service goes on; two: writes fail with 503 until they return. The
+# accounting a recorded is b's to answer: the ledger is in etcd.
 # Usage: ha_test.sh TESSERA_BINARY
 set -euo pipefail
 TESSERA=$1
@@ -105,9 +106,12 @@ print("Running" if s.get("phase") == "Admitted" and (pods[0] or {}).get("state",
 for _ in $(seq 400); do [ "$(phase pair-a) $(phase pair-b)" = "Succeeded Succeeded" ] && break; sleep 0.05; done
 [ "$(phase pair-a) $(phase pair-b)" = "Succeeded Succeeded" ] ||
   fail "Jobs bound in one transaction did not both run: $(phase pair-a) $(phase pair-b)"
-job long 300 | "$TESSERA" apply -f - >/dev/null
-for _ in $(seq 300); do [ "$(phase long)" = Running ] && break; sleep 0.05; done
+{ job long 300; echo ---; job brief 1; } | "$TESSERA" apply -f - >/dev/null
+for _ in $(seq 300); do [ "$(phase long) $(phase brief)" = "Running Succeeded" ] && break; sleep 0.05; done
 [ "$(phase long)" = Running ] || fail "job long not Running: $(phase long)"
+[ "$(phase brief)" = Succeeded ] || fail "job brief did not end: $(phase brief)"
+# a's accountant records brief's end in the ledger (a cycle after it ended).
+sleep 1
 pid_before=$(pgrep -f "sleep 300" | head -1)
 [ -n "$pid_before" ] || fail "no process for job long"
 
@@ -122,6 +126,9 @@ case $(phase after) in Running | Succeeded) ;; *) fail "b did not schedule withi
 [ "$(pgrep -f "sleep 300" | head -1)" = "$pid_before" ] || fail "the running task's PID changed"
 [ "$(phase long)" = Running ] || fail "job long disturbed: $(phase long)"
 echo "ha_test: leader killed, b scheduled after ${took} s"
+# The accounting ledger lives in etcd: b answers with what a recorded, brief's GPU-time included.
+usage=$("$TESSERA" usage --by job --since 1h -o csv) || fail "usage after the kill: $usage"
+grep -q "^default,brief,0\.000[1-9]" <<<"$usage" || fail "b's ledger lacks brief, which ran under a: $usage"
 
 # SIGSTOP b (the leader) past its lease: c takes over; b continued writes nothing.
 start_replica c

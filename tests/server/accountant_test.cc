@@ -47,7 +47,7 @@ class AccountantTest : public ::testing::Test {
     char tmpl[] = "/tmp/tessera-acct-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
-    acct_ = Accountant::Open(dir_ + "/usage.db").value();
+    acct_ = Accountant::Open(store::UsageStore::Open(dir_ + "/usage.db").value()).value();
     AccountingOptions o;
     o.idle_window_ms = kHour;
     acct_->Configure(o);
@@ -96,13 +96,32 @@ TEST_F(AccountantTest, AHoldingIsChargedAndItsIdleTimeFound) {
 TEST_F(AccountantTest, OpenHoldingsSurviveARestart) {
   ASSERT_TRUE(Observe(kT0, {Job(kT0)}, 90).ok());
   acct_.reset();
-  acct_ = Accountant::Open(dir_ + "/usage.db").value();
+  acct_ = Accountant::Open(store::UsageStore::Open(dir_ + "/usage.db").value()).value();
   ASSERT_TRUE(Observe(kT0 + kHour, {Job(kT0, kT0 + kHour)}, 90).ok());
   auto rows = acct_->Usage(core::UsageGroup::kJob, kT0, kT0 + 2 * kHour, std::nullopt);
   ASSERT_TRUE(rows.ok());
   ASSERT_EQ(rows->size(), 1u);
   EXPECT_EQ((*rows)[0].key, "team-a/train");
   EXPECT_EQ((*rows)[0].milli_gpu_ms, 1000 * kHour);
+}
+
+// Replicas on etcd share one ledger; only the leader writes it. A replica that leads in a new
+// term goes on from what the last leader left open: it closes a holding opened before it led
+// (here two accountants on one ledger, each with its own term's fence).
+TEST_F(AccountantTest, ANewLeaderGoesOnFromTheSegmentsTheLastOneLeftOpen) {
+  auto next = Accountant::Open(store::UsageStore::Open(dir_ + "/usage.db").value()).value();
+  const std::vector<StoredJson> nodes = {Node(90)};
+  const std::vector<StoredJson> held = {Job(kT0)};
+  ASSERT_TRUE(acct_->Observe(kT0, held, nodes, {}, store::Fence{"leader", 10}).ok());
+  const std::vector<StoredJson> ended = {Job(kT0, kT0 + kHour)};
+  ASSERT_TRUE(next->Observe(kT0 + 2 * kHour, ended, nodes, {}, store::Fence{"leader", 20}).ok());
+  auto rows = next->Usage(core::UsageGroup::kJob, kT0, kT0 + 5 * kHour, std::nullopt);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0].milli_gpu_ms, 1000 * kHour) << "closed at the Job's end, by the new leader";
+  auto open = store::UsageStore::Open(dir_ + "/usage.db").value()->LoadOpen();
+  ASSERT_TRUE(open.ok());
+  EXPECT_TRUE(open->empty());
 }
 
 }  // namespace
