@@ -3,13 +3,16 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <memory>
+#include <tuple>
 #include <vector>
 
 #include "server/files.h"
 #include "store/etcd_election.h"
 #include "store/etcd_store.h"
+#include "store/etcd_usage_store.h"
 #include "store/store.h"
 
 namespace tessera::cli {
@@ -71,6 +74,54 @@ Status Same(store::Store& from, store::Store& to, const std::string& kind, size_
   return Status::Ok();
 }
 
+// Every segment of a ledger, open and closed, by id.
+Result<std::vector<core::UsageSegment>> AllSegments(store::UsageStore& ledger) {
+  return ledger.Overlapping(std::numeric_limits<int64_t>::min(),
+                            std::numeric_limits<int64_t>::max(), std::nullopt);
+}
+
+// The accounting ledger (usage.db) into etcd's, which must be empty: every segment, open or
+// closed (ids are the new ledger's), checked against the original.
+Status CopyLedger(const std::string& path, const store::EtcdOptions& etcd, std::ostream& out) {
+  if (!std::filesystem::exists(path)) {
+    out << "usage segments: 0 (no ledger at " << path << ")\n";
+    return Status::Ok();
+  }
+  auto from = store::UsageStore::Open(path);
+  if (!from.ok()) return from.status();
+  auto to = store::OpenEtcdUsageStore(etcd);
+  if (!to.ok()) return to.status();
+  auto there = AllSegments(**to);
+  if (!there.ok()) return there.status();
+  if (!there->empty()) {
+    return FailedPrecondition("--to: " + etcd.prefix + " holds a usage ledger already (" +
+                              std::to_string(there->size()) + " segments)");
+  }
+  auto segments = AllSegments(**from);
+  if (!segments.ok()) return segments.status();
+  TESSERA_RETURN_IF_ERROR((*to)->Apply(&*segments, {}));
+  auto copied = AllSegments(**to);
+  if (!copied.ok()) return copied.status();
+  auto key = [](const core::UsageSegment& s) {
+    return std::tie(s.key, s.kind, s.ns, s.queue, s.job, s.pod, s.model, s.gpu_milli, s.start_ms,
+                    s.end_ms);
+  };
+  auto by_content = [&](const core::UsageSegment& a, const core::UsageSegment& b) {
+    return key(a) < key(b);
+  };
+  std::sort(segments->begin(), segments->end(), by_content);
+  std::sort(copied->begin(), copied->end(), by_content);
+  if (!std::equal(segments->begin(), segments->end(), copied->begin(), copied->end(),
+                  [&](const auto& a, const auto& b) { return key(a) == key(b); })) {
+    return Internal("the copy of the usage ledger differs from the original");
+  }
+  const auto open = std::count_if(segments->begin(), segments->end(),
+                                  [](const core::UsageSegment& s) { return s.open(); });
+  out << "usage segments: " << segments->size() << " (" << open << " open), from " << path
+      << ", checked against the original\n";
+  return Status::Ok();
+}
+
 Status Copy(const StoreCopyOptions& o, std::ostream& out) {
   std::string dir = o.from;
   if (dir.starts_with("sqlite:")) dir = dir.substr(7);
@@ -125,9 +176,8 @@ Status Copy(const StoreCopyOptions& o, std::ostream& out) {
   }
   out << "copied " << total << " objects of " << kinds->size() << " kinds from " << db << " to "
       << o.to << ", each checked against the original\n";
-  out << "not copied: the accounting ledger (" << dir
-      << "/usage.db) stays with this directory; tokens were copied, and admin.token works on "
-         "every replica\n";
+  TESSERA_RETURN_IF_ERROR(CopyLedger(dir + "/usage.db", *etcd, out));
+  out << "tokens were copied: admin.token works on every replica\n";
   return Status::Ok();
 }
 

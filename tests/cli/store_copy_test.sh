@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Moving to replicas: a server's state on SQLite copied to etcd (`tessera store copy`), then a
-# server on etcd serves the same objects, and the tokens made before work there. A running
+# server on etcd serves the same objects and the same accounting, and the tokens made before work
+# there. A running
 # server's directory, an etcd prefix that holds objects, and a bad URL are refused.
 source "$(dirname "$0")/server_env.sh" "$1"
 command -v etcd >/dev/null || fail "Debian's etcd-server is not installed"
@@ -29,11 +30,22 @@ expect_out "data directory"
 kill "$SERVER_PID"
 wait "$SERVER_PID" 2>/dev/null || true
 SERVER_PID=
+# The ledger holds two GPU-hours of j1 (ended an hour ago) and j2's holding, still open.
+python3 - "$WORK/data/usage.db" <<'PY'
+import sqlite3, sys, time
+now = int(time.time() * 1000)
+db = sqlite3.connect(sys.argv[1])
+row = "INSERT INTO segments(kind, key, ns, queue, job, pod, model, gpu_milli, start_ms, end_ms) VALUES(0, ?, 'team-a', 'q', ?, 'main-0', 'A100', 1000, ?, ?)"
+db.execute(row, ("team-a/j1/main-0/0", "j1", now - 3 * 3600_000, now - 3600_000))
+db.execute(row, ("team-a/j2/main-0/0", "j2", now - 3600_000, -1))
+db.commit()
+PY
 expect_exit 2 "$TESSERA" store copy --from "$WORK/data" --to "http://127.0.0.1:$port"
 expect_out "--to"
 expect_exit 0 "$TESSERA" store copy --from "sqlite:$WORK/data" --to "etcd://127.0.0.1:$port/moved"
 expect_out "copied"
 expect_out "Job: 3"
+expect_out "usage segments: 2 (1 open)"
 # Again into the same prefix: refused, nothing overwritten.
 expect_exit 1 "$TESSERA" store copy --from "$WORK/data" --to "etcd://127.0.0.1:$port/moved"
 expect_out "holds objects already"
@@ -47,4 +59,7 @@ expect_out "j1"
 expect_out "j3"
 TESSERA_TOKEN=$team expect_exit 0 "$TESSERA" get job j2 -n team-a
 TESSERA_TOKEN=$team expect_exit 1 "$TESSERA" get jobs -n team-b
+# The accounting came along: j1's two GPU-hours, read from etcd's ledger.
+expect_exit 0 "$TESSERA" usage --by job --since 7d -o csv
+expect_out "team-a,j1,2.000000,"
 echo "store_copy_test: ok"
