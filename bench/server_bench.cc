@@ -170,7 +170,12 @@ void CreateJobs(benchmark::State& st, bool on_etcd) {
 void BM_CreateJobs(benchmark::State& st) { CreateJobs(st, false); }
 void BM_CreateJobsOnEtcd(benchmark::State& st) { CreateJobs(st, true); }
 BENCHMARK(BM_CreateJobs)->Arg(1)->Arg(4)->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_CreateJobsOnEtcd)->Arg(1)->Arg(4)->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_CreateJobsOnEtcd)
+    ->Arg(1)
+    ->Arg(4)
+    ->Arg(16)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 void BM_HealthzDuringApply(benchmark::State& st) {
   const int docs = static_cast<int>(st.range(0));
