@@ -9,8 +9,9 @@ PACKAGES=(
   libcli11-dev nlohmann-json3-dev
   libboost-dev libglpk-dev libsqlite3-dev libyaml-cpp-dev libyaml-dev libssl-dev prometheus-cpp-dev
   prometheus openssl python3-kubernetes
-  # the control plane on etcd (store/etcd_store.h): the tests start their own members
-  etcd-server
+  # the control plane on etcd (store/etcd_store.h): the tests start their own members; its
+  # client speaks etcd's gRPC API (store/etcd_rpc.proto)
+  etcd-server libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   # distributed training in the tests: a gloo all_reduce and mpirun across two agents
   python3-torch openmpi-bin
   # containers: real podman on a local image made from busybox-static, where the machine allows

@@ -242,8 +242,8 @@ Result<nlohmann::json> StoreStatus(const StoreStatusOptions& o) {
       m["version"] = st->value("version", "");
       m["dbSize"] = store::EtcdInt(*st, "dbSize");
       m["dbSizeInUse"] = store::EtcdInt(*st, "dbSizeInUse");
-      // Member IDs are unsigned 64-bit, often past int64's range: compared as the gateway
-      // writes them.
+      // Member IDs are unsigned 64-bit, often past int64's range: compared as protobuf's JSON
+      // writes them (strings of digits).
       const json header = st->value("header", json::object());
       m["isLeader"] = st->contains("leader") && header.contains("member_id") &&
                       (*st)["leader"] == header["member_id"];

@@ -240,6 +240,19 @@ void StreamCancel::Cancel() {
   std::lock_guard<std::mutex> lock(mu_);
   cancelled_ = true;
   if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
+  if (action_) action_();
+}
+
+bool StreamCancel::cancelled() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cancelled_;
+}
+
+bool StreamCancel::Attach(std::function<void()> cancel) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (cancelled_) return false;
+  action_ = std::move(cancel);
+  return true;
 }
 
 bool StreamCancel::Attach(int fd) {
@@ -252,6 +265,7 @@ bool StreamCancel::Attach(int fd) {
 void StreamCancel::Detach() {
   std::lock_guard<std::mutex> lock(mu_);
   fd_ = -1;
+  action_ = nullptr;
 }
 
 Result<int> RequestStream(const Endpoint& ep, const std::string& method, const std::string& target,

@@ -1,7 +1,7 @@
 // Tessera's HTTP(S) client (Boost.Beast): one request, a kept connection, a streamed body; TLS
 // with the server verified and, when given, a client certificate. The agent and the CLI reach the
-// control plane's API with it (agent/http_client.h, cli/client.h), and the etcd store reaches
-// etcd's JSON gateway (store/etcd_client.h).
+// control plane's API with it (agent/http_client.h, cli/client.h). Its StreamCancel also ends the
+// etcd client's gRPC streams (store/etcd_client.h).
 #ifndef TESSERA_NET_HTTP_CLIENT_H_
 #define TESSERA_NET_HTTP_CLIENT_H_
 
@@ -68,18 +68,23 @@ class Connection {
 Result<int> RequestStream(const Endpoint& ep, const std::string& target,
                           const std::function<void(std::string_view)>& on_data,
                           std::string* error_body);
-// Ends a stream being read on another thread: Cancel shuts its connection down, and the
-// reading call returns. A cancel before the stream opens ends it as soon as it does.
+// Ends a stream being read on another thread: Cancel shuts its connection down (or cancels its
+// call), and the reading call returns. A cancel before the stream opens ends it as soon as it
+// does.
 class StreamCancel {
  public:
   void Cancel();
-  // The reading call's side: the connection's descriptor while it is open (-1 after).
+  bool cancelled();
+  // The reading call's side, while the stream is open: its connection's descriptor, or what
+  // cancels it (a gRPC call's TryCancel). False when cancelled already.
   bool Attach(int fd);
+  bool Attach(std::function<void()> cancel);
   void Detach();
 
  private:
   std::mutex mu_;
   int fd_ = -1;
+  std::function<void()> action_;
   bool cancelled_ = false;
 };
 

@@ -1,9 +1,16 @@
 #include "store/etcd_client.h"
 
+#include <google/protobuf/util/json_util.h>
+#include <grpcpp/grpcpp.h>
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <sstream>
 #include <utility>
+
+#include "src/store/etcd_rpc.grpc.pb.h"  // generated into the build tree
 
 namespace tessera::store {
 
@@ -116,21 +123,13 @@ std::string PrefixEnd(std::string prefix) {
 
 namespace {
 
-// etcd's refusal (a gRPC status as JSON: code, message) as Tessera's status.
-Status EtcdError(int http_status, const std::string& body) {
-  json e = json::parse(body, nullptr, false);
-  // {"error": "...", "code": 14, "message": "..."}, or a stream's {"error": {"grpc_code": 14,
-  // "message": "..."}}.
-  if (e.is_object() && e.contains("error") && e["error"].is_object()) e = e["error"];
-  auto text = [&](const char* field) {
-    return e.is_object() && e.contains(field) && e[field].is_string() ? e[field].get<std::string>()
-                                                                      : std::string();
-  };
-  std::string message = text("message");
-  if (message.empty()) message = text("error");
-  if (message.empty()) message = body;
-  int code = static_cast<int>(EtcdInt(e, "code"));
-  if (code == 0) code = static_cast<int>(EtcdInt(e, "grpc_code"));
+namespace pb = etcdserverpb;
+
+// How long one call may take: etcd's own proposals time out sooner (5 s plus two elections).
+constexpr auto kCallDeadline = std::chrono::seconds(15);
+
+// etcd's refusal (a gRPC status) as Tessera's status.
+Status EtcdError(grpc::StatusCode code, const std::string& message) {
   if (message.find("required revision has been compacted") != std::string::npos) {
     return FailedPrecondition("etcd: " + message);
   }
@@ -138,7 +137,9 @@ Status EtcdError(int http_status, const std::string& body) {
     return InvalidArgument("etcd: " + message);
   }
   if (message.find("too many operations in txn") != std::string::npos ||
-      message.find("request is too large") != std::string::npos) {
+      message.find("request is too large") != std::string::npos ||
+      (code == grpc::StatusCode::RESOURCE_EXHAUSTED &&
+       message.find("larger than max") != std::string::npos)) {
     return TooLarge("etcd: " + message);
   }
   if (message.find("database space exceeded") != std::string::npos) {
@@ -146,82 +147,226 @@ Status EtcdError(int http_status, const std::string& body) {
                              " (compact and defragment etcd, or raise "
                              "its --quota-backend-bytes)");
   }
-  // 14 UNAVAILABLE, 4 DEADLINE_EXCEEDED: no leader, no quorum, a timed-out proposal.
-  if (code == 14 || code == 4 || http_status == 503) return Unavailable("etcd: " + message);
-  return Internal("etcd (HTTP " + std::to_string(http_status) + "): " + message);
+  // No leader, no quorum, a timed-out proposal, a member that cannot be reached.
+  if (code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::DEADLINE_EXCEEDED) {
+    return Unavailable("etcd: " + message);
+  }
+  return Internal("etcd (gRPC code " + std::to_string(static_cast<int>(code)) + "): " + message);
 }
+
+// Whether a member answered (etcd's own words start so), rather than could not be reached.
+bool Answered(const grpc::Status& s) { return s.error_message().starts_with("etcdserver:"); }
+
+// The JSON the callers write and read (etcd's gRPC messages in protobuf's JSON mapping, as its
+// gateway speaks them: original field names, 64-bit integers as strings, bytes in base64, fields
+// at their default left out) to and from the messages sent.
+template <typename Message>
+Status FromJson(const json& in, Message* out) {
+  google::protobuf::util::JsonParseOptions options;
+  auto s = google::protobuf::util::JsonStringToMessage(in.dump(), out, options);
+  if (!s.ok()) return Internal("etcd: a request that is not etcd's: " + s.ToString());
+  return Status::Ok();
+}
+
+template <typename Message>
+json ToJson(const Message& in) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  std::string text;
+  (void)google::protobuf::util::MessageToJsonString(in, &text, options);
+  json out = json::parse(text, nullptr, false);
+  return out.is_discarded() ? json::object() : out;
+}
+
+std::string ReadFile(const std::string& path, Status* error, const char* flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *error = FailedPrecondition(std::string("etcd: cannot read ") + flag + " " + path);
+    return "";
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+struct Stubs {
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<pb::KV::Stub> kv;
+  std::unique_ptr<pb::Watch::Stub> watch;
+  std::unique_ptr<pb::Lease::Stub> lease;
+  std::unique_ptr<pb::Maintenance::Stub> maintenance;
+};
 
 }  // namespace
 
-struct EtcdClient::Pool {
-  std::mutex mu;
-  std::vector<std::unique_ptr<net::Connection>> idle;
+// One member's channel and stubs. gRPC 1.51's channel, once it failed to connect, can stay down
+// for many seconds after the member is back (its pick_first policy waits for a re-resolution):
+// a call that could not reach the member makes a new channel, which connects at its next call.
+struct EtcdClient::Member {
+  Member(std::string endpoint, std::shared_ptr<grpc::ChannelCredentials> credentials,
+         grpc::ChannelArguments args)
+      : endpoint_(std::move(endpoint)),
+        credentials_(std::move(credentials)),
+        args_(std::move(args)),
+        stubs_(Make()) {}
+
+  std::shared_ptr<Stubs> Get() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stubs_;
+  }
+  // After `failed` could not reach the member: a new channel (once, whoever saw it fail).
+  void Renew(const std::shared_ptr<Stubs>& failed) {
+    auto fresh = Make();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stubs_ == failed) stubs_ = std::move(fresh);
+  }
+
+ private:
+  std::shared_ptr<Stubs> Make() const {
+    auto s = std::make_shared<Stubs>();
+    s->channel = grpc::CreateCustomChannel(endpoint_, credentials_, args_);
+    s->kv = pb::KV::NewStub(s->channel);
+    s->watch = pb::Watch::NewStub(s->channel);
+    s->lease = pb::Lease::NewStub(s->channel);
+    s->maintenance = pb::Maintenance::NewStub(s->channel);
+    return s;
+  }
+
+  const std::string endpoint_;
+  const std::shared_ptr<grpc::ChannelCredentials> credentials_;
+  const grpc::ChannelArguments args_;
+  std::mutex mu_;
+  std::shared_ptr<Stubs> stubs_;
 };
 
 EtcdClient::EtcdClient(EtcdOptions options) : options_(std::move(options)) {
-  for (size_t i = 0; i < options_.endpoints.size(); ++i) pools_.push_back(std::make_unique<Pool>());
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (options_.tls) {
+    grpc::SslCredentialsOptions ssl;
+    if (!options_.ca_file.empty()) {
+      ssl.pem_root_certs = ReadFile(options_.ca_file, &setup_, "--etcd-ca-file");
+    }
+    if (!options_.cert_file.empty()) {
+      ssl.pem_cert_chain = ReadFile(options_.cert_file, &setup_, "--etcd-cert-file");
+      ssl.pem_private_key = ReadFile(options_.key_file, &setup_, "--etcd-key-file");
+    }
+    credentials = grpc::SslCredentials(ssl);
+  }
+  grpc::ChannelArguments args;
+  // Each channel its own connection: a new one is a new attempt (above), not the old one's.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  // A page of a range may hold large objects: etcd limits what it is sent, not what it sends.
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetUserAgentPrefix("tessera-server");
+  for (const std::string& endpoint : options_.endpoints) {
+    members_.push_back(std::make_unique<Member>(endpoint, credentials, args));
+  }
 }
 
 EtcdClient::~EtcdClient() = default;
 
-net::Endpoint EtcdClient::EndpointAt(size_t i) const {
-  const std::string& hp = options_.endpoints[i];
-  const size_t colon = hp.rfind(':');
-  net::Endpoint ep;
-  ep.host = hp.substr(0, colon);
-  ep.port = hp.substr(colon + 1);
-  ep.tls = options_.tls;
-  ep.ca_file = options_.ca_file;
-  ep.cert_file = options_.cert_file;
-  ep.key_file = options_.key_file;
-  ep.user_agent = "tessera-server";
-  ep.tls_hint = "check --etcd-ca-file, --etcd-cert-file and --etcd-key-file";
-  return ep;
+namespace {
+
+// One unary call: the request from JSON, the answer to JSON.
+template <typename Request, typename Response, typename Rpc>
+Result<json> Unary(const json& request, Rpc rpc, grpc::Status* failed) {
+  Request q;
+  TESSERA_RETURN_IF_ERROR(FromJson(request, &q));
+  Response a;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + kCallDeadline);
+  *failed = rpc(&ctx, q, &a);
+  if (!failed->ok()) return EtcdError(failed->error_code(), failed->error_message());
+  return ToJson(a);
+}
+
+Result<json> CallStubs(Stubs& m, std::string_view method, const json& request,
+                       grpc::Status* failed) {
+  using grpc::ClientContext;
+  if (method == "kv/range") {
+    return Unary<pb::RangeRequest, pb::RangeResponse>(
+        request, [&](ClientContext* c, auto& q, auto* a) { return m.kv->Range(c, q, a); }, failed);
+  }
+  if (method == "kv/txn") {
+    return Unary<pb::TxnRequest, pb::TxnResponse>(
+        request, [&](ClientContext* c, auto& q, auto* a) { return m.kv->Txn(c, q, a); }, failed);
+  }
+  if (method == "kv/put") {
+    return Unary<pb::PutRequest, pb::PutResponse>(
+        request, [&](ClientContext* c, auto& q, auto* a) { return m.kv->Put(c, q, a); }, failed);
+  }
+  if (method == "kv/compaction") {
+    return Unary<pb::CompactionRequest, pb::CompactionResponse>(
+        request, [&](ClientContext* c, auto& q, auto* a) { return m.kv->Compact(c, q, a); },
+        failed);
+  }
+  if (method == "lease/grant") {
+    return Unary<pb::LeaseGrantRequest, pb::LeaseGrantResponse>(
+        request, [&](ClientContext* c, auto& q, auto* a) { return m.lease->LeaseGrant(c, q, a); },
+        failed);
+  }
+  if (method == "lease/revoke") {
+    return Unary<pb::LeaseRevokeRequest, pb::LeaseRevokeResponse>(
+        request, [&](ClientContext* c, auto& q, auto* a) { return m.lease->LeaseRevoke(c, q, a); },
+        failed);
+  }
+  if (method == "maintenance/status") {
+    return Unary<pb::StatusRequest, pb::StatusResponse>(
+        request, [&](ClientContext* c, auto& q, auto* a) { return m.maintenance->Status(c, q, a); },
+        failed);
+  }
+  if (method == "maintenance/alarm") {
+    return Unary<pb::AlarmRequest, pb::AlarmResponse>(
+        request, [&](ClientContext* c, auto& q, auto* a) { return m.maintenance->Alarm(c, q, a); },
+        failed);
+  }
+  return InvalidArgument("etcd: no call " + std::string(method));
+}
+
+}  // namespace
+
+Result<json> EtcdClient::CallOn(Member& member, std::string_view method, const json& request,
+                                grpc::Status* failed) {
+  using grpc::ClientContext;
+  const std::shared_ptr<Stubs> stubs = member.Get();
+  Result<json> r = CallStubs(*stubs, method, request, failed);
+  if (!failed->ok() && failed->error_code() == grpc::StatusCode::UNAVAILABLE &&
+      !Answered(*failed)) {
+    member.Renew(stubs);
+  }
+  return r;
 }
 
 Result<json> EtcdClient::Call(std::string_view method, const json& request) {
-  const std::string body = request.dump();
-  const std::string target = "/v3/" + std::string(method);
+  if (!setup_.ok()) return setup_;
   Status last = Unavailable("etcd: no member configured");
   Status answered;  // a member's own refusal (no leader) says more than one that is down
-  const size_t n = options_.endpoints.size();
+  const size_t n = members_.size();
   const size_t first = current_.load();
   for (size_t k = 0; k < n; ++k) {
     const size_t i = (first + k) % n;
-    Pool& pool = *pools_[i];
-    std::unique_ptr<net::Connection> conn;
-    {
-      std::lock_guard<std::mutex> lock(pool.mu);
-      if (!pool.idle.empty()) {
-        conn = std::move(pool.idle.back());
-        pool.idle.pop_back();
-      }
+    grpc::Status failed;
+    Result<json> r = CallOn(*members_[i], method, request, &failed);
+    if (r.ok()) {
+      current_.store(i);
+      return r;
     }
-    if (!conn) conn = std::make_unique<net::Connection>(EndpointAt(i));
-    Result<net::Response> r = conn->Request("POST", target, body, "application/json");
-    if (!r.ok()) {
-      last = Unavailable("etcd member " + options_.endpoints[i] + ": " + r.status().message());
-      continue;
+    // Another member may be reachable, or have a leader (this one is cut off from the quorum).
+    if (r.status().code() != StatusCode::kUnavailable) return r;
+    if (Answered(failed)) {
+      if (answered.ok()) answered = r.status();
+    } else {
+      last = Unreachable(i, failed);
     }
-    {
-      std::lock_guard<std::mutex> lock(pool.mu);
-      pool.idle.push_back(std::move(conn));
-    }
-    if (r->status != 200) {
-      Status s = EtcdError(r->status, r->body);
-      // Another member may have a leader (this one is cut off from the quorum).
-      if (s.code() == StatusCode::kUnavailable) {
-        if (answered.ok()) answered = s;
-        continue;
-      }
-      return s;
-    }
-    current_.store(i);
-    json out = json::parse(r->body, nullptr, false);
-    if (out.is_discarded()) return Internal("etcd: an answer that is not JSON");
-    return out;
   }
   return answered.ok() ? last : answered;
+}
+
+Status EtcdClient::Unreachable(size_t i, const grpc::Status& failed) const {
+  std::string message = "etcd member " + options_.endpoints[i] + ": " + failed.error_message();
+  // A TLS handshake refused either way reads as a connection that failed.
+  if (options_.tls) message += " (check --etcd-ca-file, --etcd-cert-file and --etcd-key-file)";
+  return Unavailable(std::move(message));
 }
 
 Status EtcdClient::Watch(const json& create_request,
@@ -230,53 +375,86 @@ Status EtcdClient::Watch(const json& create_request,
   return Stream("watch", {{"create_request", create_request}}, on_response, cancel);
 }
 
+namespace {
+
+// One request on a bidirectional stream, then its answers to `on_response` until it returns
+// false, the stream ends, or `cancel` is cancelled. `opened` says whether any answer came.
+template <typename Request, typename Response, typename Open>
+Status RunStream(const json& request, Open open, bool require_leader,
+                 const std::function<bool(const json&)>& on_response, net::StreamCancel* cancel,
+                 grpc::Status* failed) {
+  Request q;
+  TESSERA_RETURN_IF_ERROR(FromJson(request, &q));
+  grpc::ClientContext ctx;
+  // A member cut off from the quorum ends the stream (etcd's clientv3 asks so for watches): the
+  // caller goes on with another.
+  if (require_leader) ctx.AddMetadata("hasleader", "true");
+  if (cancel && !cancel->Attach([&ctx] { ctx.TryCancel(); })) return Status::Ok();
+  struct Detach {
+    net::StreamCancel* c;
+    ~Detach() {
+      if (c) c->Detach();
+    }
+  } detach{cancel};
+  auto stream = open(&ctx);
+  bool stopped = false;
+  if (stream->Write(q)) {
+    Response a;
+    while (stream->Read(&a)) {
+      if (!on_response(ToJson(a))) {
+        stopped = true;
+        break;
+      }
+    }
+  }
+  if (stopped) ctx.TryCancel();
+  *failed = stream->Finish();
+  if (stopped || (cancel && cancel->cancelled())) return Status::Ok();
+  if (failed->ok()) return Unavailable("etcd: the stream ended");
+  return EtcdError(failed->error_code(), failed->error_message());
+}
+
+}  // namespace
+
 Status EtcdClient::Stream(std::string_view method, const json& request,
                           const std::function<bool(const json&)>& on_response,
                           net::StreamCancel* cancel) {
-  const std::string body = request.dump();
-  const std::string target = "/v3/" + std::string(method);
-  const size_t n = options_.endpoints.size();
+  if (!setup_.ok()) return setup_;
+  const size_t n = members_.size();
   Status last = Unavailable("etcd: no member configured");
   for (size_t k = 0; k < n; ++k) {
     const size_t i = (current_.load() + k) % n;
-    std::string pending, error_body;
-    Status failed = Status::Ok();
-    bool stopped = false;
-    auto status = net::RequestStream(
-        EndpointAt(i), "POST", target, body,
-        [&](std::string_view piece) {
-          pending.append(piece);
-          for (size_t nl; (nl = pending.find('\n')) != std::string::npos;) {
-            const std::string line = pending.substr(0, nl);
-            pending.erase(0, nl + 1);
-            if (line.empty()) continue;
-            const json message = json::parse(line, nullptr, false);
-            if (!message.is_object()) {
-              failed = Internal("etcd: a watch message that is not JSON");
-              return false;
-            }
-            if (message.contains("error")) {
-              const json& e = message["error"];
-              failed = EtcdError(e.value("http_code", 500), e.dump());
-              return false;
-            }
-            if (!on_response(message.value("result", json::object()))) {
-              stopped = true;
-              return false;
-            }
-          }
-          return true;
-        },
-        &error_body, cancel);
-    if (status.ok() && *status == 0) return Status::Ok();  // cancelled before it opened
-    if (!status.ok()) {
-      last = Unavailable("etcd member " + options_.endpoints[i] + ": " + status.status().message());
+    const std::shared_ptr<Stubs> stubs = members_[i]->Get();
+    Stubs& m = *stubs;
+    grpc::Status failed;
+    bool answered = false;
+    auto counted = [&](const json& r) {
+      answered = true;
+      return on_response(r);
+    };
+    Status s;
+    if (method == "watch") {
+      s = RunStream<pb::WatchRequest, pb::WatchResponse>(
+          request, [&](grpc::ClientContext* c) { return m.watch->Watch(c); }, true, counted, cancel,
+          &failed);
+    } else if (method == "lease/keepalive") {
+      s = RunStream<pb::LeaseKeepAliveRequest, pb::LeaseKeepAliveResponse>(
+          request, [&](grpc::ClientContext* c) { return m.lease->LeaseKeepAlive(c); }, false,
+          counted, cancel, &failed);
+    } else {
+      return InvalidArgument("etcd: no stream " + std::string(method));
+    }
+    if (failed.error_code() == grpc::StatusCode::UNAVAILABLE && !Answered(failed) && !answered) {
+      members_[i]->Renew(stubs);
+    }
+    // A member that could not be reached, or has no leader, before it answered anything: the
+    // next one.
+    if (s.code() == StatusCode::kUnavailable && !answered) {
+      last = Unreachable(i, failed);
       continue;
     }
-    if (*status != 200) return EtcdError(*status, error_body);
-    if (!failed.ok()) return failed;
-    current_.store(i);
-    return stopped ? Status::Ok() : Unavailable("etcd: the stream ended");
+    if (answered) current_.store(i);
+    return s;
   }
   return last;
 }

@@ -1,12 +1,14 @@
-// A client of etcd's v3 API through its JSON gateway (POST /v3/kv/range, /v3/kv/txn,
-// /v3/kv/compaction, /v3/watch, /v3/lease/*, /v3/maintenance/status), over Tessera's HTTP client
-// (net/http_client.h). The gateway speaks the gRPC messages as JSON: keys and values in base64,
-// 64-bit integers as strings, fields at their default value left out.
+// A client of etcd's v3 API over gRPC (Debian's libgrpc++), with Tessera's own declarations of
+// the messages it uses (store/etcd_rpc.proto). Callers write and read those messages as JSON in
+// protobuf's JSON mapping, as etcd's JSON gateway speaks them: keys and values in base64, 64-bit
+// integers as strings, fields at their default value left out. gRPC rather than the gateway: by
+// turns on one member, etcd spends half the CPU per transaction and takes 1.4-1.9x the
+// transactions per second (bench/etcd_client_choice.py, docs/BENCHMARKS.md).
 //
-// Several endpoints (the members of one etcd cluster): a call goes to the one that answered
-// last and, when it cannot be reached, to the next. What etcd refuses comes back with its
-// message: a compacted revision as FailedPrecondition, a revision in the future as
-// InvalidArgument, no quorum or no member reachable as Unavailable.
+// Several endpoints (the members of one etcd cluster), a channel each: a call goes to the one
+// that answered last and, when it cannot be reached or has no leader, to the next. What etcd
+// refuses comes back with its message: a compacted revision as FailedPrecondition, a revision in
+// the future as InvalidArgument, no quorum or no member reachable as Unavailable.
 #ifndef TESSERA_STORE_ETCD_CLIENT_H_
 #define TESSERA_STORE_ETCD_CLIENT_H_
 
@@ -22,6 +24,10 @@
 
 #include "core/status.h"
 #include "net/http_client.h"
+
+namespace grpc {
+class Status;
+}
 
 namespace tessera::store {
 
@@ -64,26 +70,31 @@ class EtcdClient {
 
   const EtcdOptions& options() const { return options_; }
 
-  // POST /v3/`method` ("kv/range", "kv/txn", ...) with `request`; etcd's answer.
+  // `method` ("kv/range", "kv/txn", "kv/put", "kv/compaction", "lease/grant", "lease/revoke",
+  // "maintenance/status", "maintenance/alarm": the gateway's paths) with `request`; etcd's answer.
   Result<nlohmann::json> Call(std::string_view method, const nlohmann::json& request);
 
-  // A watch (POST /v3/watch with `create_request`): `on_response` gets each WatchResponse
-  // (the "result" of each message) until it returns false, the stream ends (Unavailable) or
-  // `cancel` is cancelled (Ok).
+  // A watch (`create_request`, on a member with a leader): `on_response` gets each
+  // WatchResponse until it returns false, the stream ends (Unavailable) or `cancel` is cancelled
+  // (Ok).
   Status Watch(const nlohmann::json& create_request,
                const std::function<bool(const nlohmann::json&)>& on_response,
                net::StreamCancel* cancel = nullptr);
-  // Any of etcd's streams (POST /v3/`method`: "watch", "lease/keepalive") with one request.
+  // Either of etcd's streams ("watch", "lease/keepalive") with one request.
   Status Stream(std::string_view method, const nlohmann::json& request,
                 const std::function<bool(const nlohmann::json&)>& on_response,
                 net::StreamCancel* cancel = nullptr);
 
  private:
-  struct Pool;
-  net::Endpoint EndpointAt(size_t i) const;
+  struct Member;  // one member's channel and stubs
+  Result<nlohmann::json> CallOn(Member& member, std::string_view method,
+                                const nlohmann::json& request, grpc::Status* failed);
+  // Member `i` could not be reached.
+  Status Unreachable(size_t i, const grpc::Status& failed) const;
   EtcdOptions options_;
-  std::atomic<size_t> current_{0};            // the member that answered last
-  std::vector<std::unique_ptr<Pool>> pools_;  // kept connections, one pool per member
+  Status setup_;                    // a certificate that could not be read
+  std::atomic<size_t> current_{0};  // the member that answered last
+  std::vector<std::unique_ptr<Member>> members_;
 };
 
 }  // namespace tessera::store
