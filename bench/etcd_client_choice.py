@@ -12,8 +12,8 @@ then by turns over the same member:
   (/proc/PID/stat);
 - watch latency: one watch of a prefix, then 300 puts one at a time; the time from a put's
   acknowledgement to its event's arrival, median and 99th percentile.
-The gRPC messages are this directory's etcd_min.proto, compiled at run time with Debian's
-python3-grpc-tools (python3-grpcio). Both clients are Python: the client side costs the same
+The gRPC messages are Tessera's own declarations (src/store/etcd_rpc.proto), compiled at run time
+with Debian's python3-grpc-tools (python3-grpcio). Both clients are Python: the client side costs the same
 order for both, and etcd's CPU per transaction compares the servers' work alone.
 """
 import base64
@@ -160,15 +160,18 @@ def watch_latency(client, run, count=300):
 def main():
     per_run = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
     work = tempfile.mkdtemp(prefix="tessera-etcd-choice-")
-    here = os.path.dirname(os.path.abspath(__file__))
-    from grpc_tools import protoc
-    if protoc.main(["protoc", f"-I{here}", f"--python_out={work}", f"--grpc_python_out={work}",
-                    os.path.join(here, "etcd_min.proto")]) != 0:
+    protos = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "store")
+    try:
+        from grpc_tools import protoc
+    except ImportError:
+        sys.exit("needs Debian's python3-grpc-tools and python3-grpcio (apt-get install them)")
+    if protoc.main(["protoc", f"-I{protos}", f"--python_out={work}", f"--grpc_python_out={work}",
+                    os.path.join(protos, "etcd_rpc.proto")]) != 0:
         sys.exit("protoc failed")
     sys.path.insert(0, work)
     import grpc
-    import etcd_min_pb2
-    import etcd_min_pb2_grpc
+    import etcd_rpc_pb2
+    import etcd_rpc_pb2_grpc
 
     client_port, peer_port = free_port(), free_port()
     etcd = subprocess.Popen(
@@ -189,7 +192,7 @@ def main():
             except OSError:
                 pass
             time.sleep(0.05)
-        clients = [Gateway(client_port), Grpc(client_port, etcd_min_pb2, etcd_min_pb2_grpc, grpc)]
+        clients = [Gateway(client_port), Grpc(client_port, etcd_rpc_pb2, etcd_rpc_pb2_grpc, grpc)]
         run = 0
         for round_ in (1, 2):
             for n in (1, 4, 16):
