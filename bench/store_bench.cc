@@ -2,12 +2,21 @@
 // exact list of the API reads), over an SQLite store of 10,000 Jobs (2 KiB bodies) whose log holds
 // its 100,000 newest changes, a few of them after the revision read.
 //   BM_StoreList/0: List; BM_StoreList/1: ListAt the latest revision but 10.
+// And one writer's creations on etcd (one member of Debian's etcd, started by the benchmark), one
+// at a time: BM_EtcdCreate/0 a bare transaction of the client (a put under mod_revision == 0, as
+// a creation sends), BM_EtcdCreate/1 Store::Commit of a create (the same transaction, the group
+// commit, and the watch bringing it to the store's cache). What one API client's creations on
+// etcd can reach.
 #include <benchmark/benchmark.h>
 
+#include <ctime>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "store/etcd_client.h"
+#include "store/etcd_fixture.h"
+#include "store/etcd_store.h"
 #include "store/store.h"
 
 namespace tessera::store {
@@ -56,6 +65,49 @@ void BM_StoreList(benchmark::State& st) {
   std::filesystem::remove_all(dir);
 }
 BENCHMARK(BM_StoreList)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_EtcdCreate(benchmark::State& st) {
+  auto options = ParseEtcdUrl(TestEtcdUrl());
+  if (!SharedEtcd().ready() || !options.ok()) {
+    st.SkipWithError("etcd did not start");
+    return;
+  }
+  const std::string body(1200, 'x');
+  int64_t n = 0;
+  if (st.range(0) == 0) {
+    EtcdClient client(*options);
+    for (auto _ : st) {
+      const std::string key = options->prefix + "Job/bench/j" + std::to_string(n++);
+      auto r = client.Call("kv/txn",
+                           {{"compare", {EtcdModIs(key, 0)}}, {"success", {EtcdPut(key, body)}}});
+      if (!r.ok()) {
+        st.SkipWithError(r.status().message().c_str());
+        return;
+      }
+    }
+  } else {
+    auto store = OpenEtcdStore({.etcd = *options});
+    if (!store.ok()) {
+      st.SkipWithError(store.status().message().c_str());
+      return;
+    }
+    for (auto _ : st) {
+      const Write w{Write::Op::kCreate, {"Job", "bench", "j" + std::to_string(n++)}, body, {}};
+      auto r = (*store)->Commit(std::span<const Write>(&w, 1));
+      if (!r.ok() || !(*store)->ChangesAfter((*r)[0] - 1, 1).ok()) {
+        st.SkipWithError("commit");
+        return;
+      }
+    }
+  }
+  st.SetItemsProcessed(n);
+}
+BENCHMARK(BM_EtcdCreate)
+    ->Arg(0)
+    ->Arg(1)
+    ->Iterations(2000)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace tessera::store
