@@ -337,29 +337,43 @@ Result<json> EtcdClient::CallOn(Member& member, std::string_view method, const j
   return r;
 }
 
-Result<json> EtcdClient::Call(std::string_view method, const json& request) {
+namespace {
+
+Status StatusOf(const Status& s) { return s; }
+Status StatusOf(const Result<json>& r) { return r.ok() ? Status::Ok() : r.status(); }
+
+}  // namespace
+
+template <typename R, typename Attempt>
+R EtcdClient::OnMembers(Attempt attempt) {
   if (!setup_.ok()) return setup_;
   Status last = Unavailable("etcd: no member configured");
-  Status answered;  // a member's own refusal (no leader) says more than one that is down
+  Status refused;  // a member's own refusal (no leader) says more than one that is down
   const size_t n = members_.size();
   const size_t first = current_.load();
   for (size_t k = 0; k < n; ++k) {
     const size_t i = (first + k) % n;
     grpc::Status failed;
-    Result<json> r = CallOn(*members_[i], method, request, &failed);
-    if (r.ok()) {
-      current_.store(i);
+    bool answered = false;
+    R r = attempt(*members_[i], &failed, &answered);
+    const Status s = StatusOf(r);
+    if (s.ok() || answered || s.code() != StatusCode::kUnavailable) {
+      if (s.ok() || answered) current_.store(i);
       return r;
     }
     // Another member may be reachable, or have a leader (this one is cut off from the quorum).
-    if (r.status().code() != StatusCode::kUnavailable) return r;
     if (Answered(failed)) {
-      if (answered.ok()) answered = r.status();
+      if (refused.ok()) refused = s;
     } else {
       last = Unreachable(i, failed);
     }
   }
-  return answered.ok() ? last : answered;
+  return refused.ok() ? last : refused;
+}
+
+Result<json> EtcdClient::Call(std::string_view method, const json& request) {
+  return OnMembers<Result<json>>(
+      [&](Member& m, grpc::Status* failed, bool*) { return CallOn(m, method, request, failed); });
 }
 
 Status EtcdClient::Unreachable(size_t i, const grpc::Status& failed) const {
@@ -419,44 +433,31 @@ Status RunStream(const json& request, Open open, bool require_leader,
 Status EtcdClient::Stream(std::string_view method, const json& request,
                           const std::function<bool(const json&)>& on_response,
                           net::StreamCancel* cancel) {
-  if (!setup_.ok()) return setup_;
-  const size_t n = members_.size();
-  Status last = Unavailable("etcd: no member configured");
-  for (size_t k = 0; k < n; ++k) {
-    const size_t i = (current_.load() + k) % n;
-    const std::shared_ptr<Stubs> stubs = members_[i]->Get();
+  if (method != "watch" && method != "lease/keepalive") {
+    return InvalidArgument("etcd: no stream " + std::string(method));
+  }
+  return OnMembers<Status>([&](Member& member, grpc::Status* failed, bool* answered) {
+    const std::shared_ptr<Stubs> stubs = member.Get();
     Stubs& m = *stubs;
-    grpc::Status failed;
-    bool answered = false;
     auto counted = [&](const json& r) {
-      answered = true;
+      *answered = true;
       return on_response(r);
     };
     Status s;
     if (method == "watch") {
       s = RunStream<pb::WatchRequest, pb::WatchResponse>(
           request, [&](grpc::ClientContext* c) { return m.watch->Watch(c); }, true, counted, cancel,
-          &failed);
-    } else if (method == "lease/keepalive") {
+          failed);
+    } else {
       s = RunStream<pb::LeaseKeepAliveRequest, pb::LeaseKeepAliveResponse>(
           request, [&](grpc::ClientContext* c) { return m.lease->LeaseKeepAlive(c); }, false,
-          counted, cancel, &failed);
-    } else {
-      return InvalidArgument("etcd: no stream " + std::string(method));
+          counted, cancel, failed);
     }
-    if (failed.error_code() == grpc::StatusCode::UNAVAILABLE && !Answered(failed) && !answered) {
-      members_[i]->Renew(stubs);
+    if (failed->error_code() == grpc::StatusCode::UNAVAILABLE && !Answered(*failed) && !*answered) {
+      member.Renew(stubs);
     }
-    // A member that could not be reached, or has no leader, before it answered anything: the
-    // next one.
-    if (s.code() == StatusCode::kUnavailable && !answered) {
-      last = Unreachable(i, failed);
-      continue;
-    }
-    if (answered) current_.store(i);
     return s;
-  }
-  return last;
+  });
 }
 
 }  // namespace tessera::store

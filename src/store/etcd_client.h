@@ -89,6 +89,11 @@ class EtcdClient {
   struct Member;  // one member's channel and stubs
   Result<nlohmann::json> CallOn(Member& member, std::string_view method,
                                 const nlohmann::json& request, grpc::Status* failed);
+  // `attempt(member, &failed, &answered)` on each member from the one that answered last, until
+  // one succeeds, answered (a stream's first message), or refused with more than Unavailable;
+  // else a member's own refusal (no leader) over one that could not be reached.
+  template <typename R, typename Attempt>
+  R OnMembers(Attempt attempt);
   // Member `i` could not be reached.
   Status Unreachable(size_t i, const grpc::Status& failed) const;
   EtcdOptions options_;
