@@ -1,5 +1,7 @@
 #include "agent/health.h"
 
+#include "core/xid.h"
+
 namespace tessera::agent {
 
 std::vector<HealthChange> HealthTracker::Observe(
@@ -8,8 +10,12 @@ std::vector<HealthChange> HealthTracker::Observe(
   std::vector<HealthChange> out;
   std::map<uint32_t, std::string> errors;  // gpu -> what went wrong in this round
   for (const auto& [gpu, xid] : xids) {
-    if (options_.ignored_xids.contains(xid)) continue;
-    errors[gpu] = "XID " + std::to_string(xid) + " (critical)";
+    const core::XidInfo info = core::LookupXid(xid);
+    if (options_.ignored_xids ? options_.ignored_xids->contains(xid)
+                              : !core::TakesGpuOutOfService(info.action)) {
+      continue;
+    }
+    errors[gpu] = core::DescribeXid(xid);
   }
   for (const GpuSample& s : samples) {
     State& st = gpus_[s.index];

@@ -1,5 +1,7 @@
-// GPU health from what NVML reports: a critical XID error (all but the ignored ones) or a new
-// double-bit (uncorrected) ECC error marks the GPU unhealthy, and the scheduler stops using it.
+// GPU health from what NVML reports: an XID whose action in NVIDIA's catalog takes the GPU out of
+// service (core/xid.h: RESET_GPU, RESTART_BM, a workflow, or an XID the catalog lacks; not
+// RESTART_APP or IGNORE) or a new double-bit (uncorrected) ECC error marks the GPU unhealthy, and
+// the scheduler stops using it.
 // Unlike the device plugin, a GPU recovers on its own once it has been quiet for a while.
 // Pure logic: samples, XIDs and the time come in; health and its changes come out.
 #ifndef TESSERA_AGENT_HEALTH_H_
@@ -7,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -16,8 +19,9 @@
 namespace tessera::agent {
 
 struct HealthOptions {
-  // XIDs caused by applications or benign (as the NVIDIA device plugin's default list).
-  std::set<uint64_t> ignored_xids = {13, 31, 43, 45, 68, 109};
+  // XIDs that leave a GPU in service, when the admin names them (--ignore-xids); unset: those
+  // NVIDIA's catalog gives RESTART_APP or IGNORE.
+  std::optional<std::set<uint64_t>> ignored_xids;
   int64_t quiet_ms = 5 * 60'000;  // healthy again after this long without a new error
 };
 

@@ -247,7 +247,7 @@ int WorkerOptionsFor(const AgentOptions& o, const Endpoint& ep, const NodeGpus& 
 int HealthOptionsFor(const AgentOptions& o, HealthOptions* h, std::ostream& err) {
   h->quiet_ms = int64_t{o.health_quiet_seconds} * 1000;
   if (!o.ignored_xids.empty()) {
-    h->ignored_xids.clear();
+    h->ignored_xids.emplace();
     std::stringstream list(o.ignored_xids);
     for (std::string x; std::getline(list, x, ',');) {
       uint64_t xid = 0;
@@ -256,7 +256,7 @@ int HealthOptionsFor(const AgentOptions& o, HealthOptions* h, std::ostream& err)
         err << "error: --ignore-xids: \"" << x << "\" is not an XID number\n";
         return 2;
       }
-      h->ignored_xids.insert(xid);
+      h->ignored_xids->insert(xid);
     }
   }
   return 0;

@@ -54,7 +54,7 @@ struct AgentOptions {
   int health_quiet_seconds = 300;
   // The cgroup v2 hierarchy for pods' groups ("auto": found; empty: none, see cgroups.h).
   std::string cgroup_root = "auto";
-  std::string ignored_xids;  // "13,31,..."; empty: the default list
+  std::string ignored_xids;  // "13,31,..."; empty: by NVIDIA's Xid catalog (core/xid.h)
   // BASE:COUNT, the uids of tasks without runAsUser when the agent is root (a uid per pod);
   // "none": they run as the agent's user.
   std::string task_uids = "2000000000:65536";

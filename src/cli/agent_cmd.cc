@@ -129,7 +129,8 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentOptions& o) {
                   "Seconds without new XID/ECC errors before an unhealthy GPU is healthy again")
       ->capture_default_str();
   cmd->add_option("--ignore-xids", o.ignored_xids,
-                  "XIDs that do not make a GPU unhealthy (default 13,31,43,45,68,109)");
+                  "XIDs that do not make a GPU unhealthy, comma-separated (default: those "
+                  "NVIDIA's Xid catalog gives RESTART_APP or IGNORE: 13,31,43,63,68,92,94)");
   cmd->add_option("--stop-grace-seconds", o.stop_grace_seconds,
                   "Seconds between SIGTERM and SIGKILL when a task is stopped")
       ->capture_default_str();

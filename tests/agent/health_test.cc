@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <set>
+#include <vector>
+
 namespace tessera::agent {
 namespace {
 
@@ -13,7 +17,7 @@ GpuSample Ecc(uint32_t gpu, uint64_t uncorrected) {
 }
 
 TEST(Health, CriticalXidsAndNewEccErrorsMakeAGpuUnhealthyUntilQuiet) {
-  HealthTracker t({{13, 31, 43, 45, 68, 109}, 10'000});
+  HealthTracker t({std::nullopt, 10'000});
   // Baseline: GPU 1 already had 5 uncorrected errors before the agent started.
   EXPECT_TRUE(t.Observe(0, {Ecc(0, 0), Ecc(1, 5)}, {}).empty());
   EXPECT_TRUE(t.Healthy(1));
@@ -23,7 +27,7 @@ TEST(Health, CriticalXidsAndNewEccErrorsMakeAGpuUnhealthyUntilQuiet) {
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0].gpu, 0u);
   EXPECT_FALSE(c[0].healthy);
-  EXPECT_EQ(c[0].reason, "XID 79 (critical)");
+  EXPECT_EQ(c[0].reason, "XID 79 (GPU has fallen off the bus): RESTART_BM");
   // A new double-bit error on GPU 1.
   c = t.Observe(3000, {Ecc(0, 0), Ecc(1, 6)}, {});
   ASSERT_EQ(c.size(), 1u);
@@ -40,6 +44,28 @@ TEST(Health, CriticalXidsAndNewEccErrorsMakeAGpuUnhealthyUntilQuiet) {
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0].gpu, 0u);
   EXPECT_TRUE(t.Healthy(0));
+}
+
+// By NVIDIA's Xid catalog: RESTART_APP (94, a contained ECC error) and IGNORE (63, a page
+// retirement recorded) leave the GPU in service; RESET_GPU (109), a workflow (45) and an XID the
+// catalog lacks take it out. An admin's --ignore-xids list replaces the catalog's choice.
+TEST(Health, XidsTakeAGpuOutOfServiceByTheirActionInNvidiasCatalog) {
+  HealthTracker t({std::nullopt, 10'000});
+  const std::vector<GpuSample> gpus = {Ecc(0, 0), Ecc(1, 0), Ecc(2, 0), Ecc(3, 0)};
+  EXPECT_TRUE(t.Observe(0, gpus, {}).empty());
+  EXPECT_TRUE(t.Observe(1000, gpus, {{0, 94}, {1, 63}}).empty());
+  auto c = t.Observe(2000, gpus, {{0, 109}, {1, 45}, {2, 999}});
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_EQ(c[0].reason, "XID 109 (Context Switch Timeout Error): RESET_GPU");
+  EXPECT_EQ(c[1].reason, "XID 45 (Preemptive cleanup, due to previous errors): WORKFLOW");
+  EXPECT_EQ(c[2].reason, "XID 999: UNKNOWN");
+  EXPECT_TRUE(t.Healthy(3));
+
+  HealthTracker admin({std::set<uint64_t>{109}, 10'000});
+  EXPECT_TRUE(admin.Observe(0, gpus, {{0, 109}}).empty());
+  c = admin.Observe(1000, gpus, {{1, 94}});
+  ASSERT_EQ(c.size(), 1u) << "the admin's list replaces the catalog's RESTART_APP";
+  EXPECT_EQ(c[0].reason, "XID 94 (Contained ECC error): RESTART_APP");
 }
 
 }  // namespace

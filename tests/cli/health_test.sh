@@ -40,7 +40,7 @@ echo "0 79" >"$WORK/xids"  # the GPU fell off the bus
 for _ in $(seq 100); do [ "$(health_of 0)" = Unhealthy ] && break; sleep 0.05; done
 [ "$(health_of 0)" = Unhealthy ] || fail "XID 79 did not make GPU 0 unhealthy"
 expect_exit 0 "$TESSERA" events -n tessera-system
-expect_out "GPU 0 is unhealthy: XID 79 (critical)"
+expect_out "GPU 0 is unhealthy: XID 79 (GPU has fallen off the bus): RESTART_BM"
 
 cat <<'YAML' >"$WORK/two.yaml"
 apiVersion: v1
