@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <sstream>
 
 #include "api/fields.h"
 #include "api/json_read.h"
@@ -286,6 +287,19 @@ Result<GpuSharingConfigSpec> DecodeGpuSharingConfig(const json& obj) {
   return c;
 }
 
+std::vector<std::string> CordonedGpus(const json& node) {
+  std::vector<std::string> out;
+  const json& annotations = Member(Member(node, "metadata"), "annotations");
+  const json& value = Member(annotations, std::string(kCordonedGpusAnnotation).c_str());
+  if (!value.is_string()) return out;
+  std::stringstream list(value.get<std::string>());
+  for (std::string item; std::getline(list, item, ',');) {
+    const size_t b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
+    if (b != std::string::npos) out.push_back(item.substr(b, e - b + 1));
+  }
+  return out;
+}
+
 Result<core::NodeSpec> DecodeNode(const json& obj) {
   core::NodeSpec n;
   n.name = MetaString(obj, "name");
@@ -338,6 +352,11 @@ Result<core::NodeSpec> DecodeNode(const json& obj) {
       d.nvlink_domain = static_cast<int16_t>(nvlink);
       d.health = health == 0 ? core::GpuHealth::kHealthy : core::GpuHealth::kUnhealthy;
       n.gpus.push_back(std::move(d));
+    }
+    for (const std::string& c : CordonedGpus(obj)) {
+      for (core::GpuDevice& d : n.gpus) {
+        if (c == d.uuid || c == std::to_string(d.index)) d.health = core::GpuHealth::kCordoned;
+      }
     }
   }
   if (const json* telemetry = status.Get("telemetry")) {

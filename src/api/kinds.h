@@ -123,8 +123,15 @@ void ApplySharing(const std::vector<GpuSharingConfigSpec>& configs, core::NodeSp
 // A name as the suffix of the environment variable a task is given for it
 // (TESSERA_VOLUME_<NAME>, TESSERA_PORT_<NAME>): upper case, '-' and '.' as '_'.
 std::string EnvVarSuffix(std::string_view name);
-// Every GPU exclusive: sharing comes from GpuSharingConfigs.
+// Every GPU exclusive: sharing comes from GpuSharingConfigs. A GPU named (by UUID or index) in
+// the node's kCordonedGpusAnnotation is kCordoned.
 Result<core::NodeSpec> DecodeNode(const nlohmann::json& obj);
+
+// The admin's per-GPU cordon: a Node annotation listing the cards (UUIDs or indexes,
+// comma-separated) that take no new work (`tessera cordon NODE --gpu G`, or kubectl annotate).
+inline constexpr std::string_view kCordonedGpusAnnotation = "tessera.io/cordoned-gpus";
+// The entries of that annotation's value, trimmed.
+std::vector<std::string> CordonedGpus(const nlohmann::json& node);
 
 // Decodes the object by its kind; Ok when its spec is valid.
 Status ValidateSpec(const nlohmann::json& obj);

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "api/kinds.h"
 #include "api/quantity.h"
 #include "api/time.h"
 #include "cli/command_io.h"
@@ -176,11 +177,20 @@ int TopCommand(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
     } else {
       rows.push_back({"NODE", "INDEX", "UUID", "MODEL", "ALLOCATED", "PODS", "HEALTH"});
       for (const json& n : *nodes) {
+        const std::vector<std::string> cordoned = api::CordonedGpus(n);
         for (const json& g : n.value("status", json::object()).value("gpus", json::array())) {
           const std::string uuid = g.value("uuid", "");
-          rows.push_back({n["metadata"].value("name", ""), std::to_string(g.value("index", 0)),
-                          uuid, g.value("model", ""), std::to_string(by_gpu[uuid] / 10) + "%",
-                          std::to_string(pods_by_gpu[uuid]), g.value("health", "Healthy")});
+          const std::string index = std::to_string(g.value("index", 0));
+          // The admin's per-GPU cordon, beside what the agent reports.
+          std::string health = g.value("health", "Healthy");
+          if (std::count(cordoned.begin(), cordoned.end(), uuid) +
+                  std::count(cordoned.begin(), cordoned.end(), index) >
+              0) {
+            health += ",Cordoned";
+          }
+          rows.push_back({n["metadata"].value("name", ""), index, uuid, g.value("model", ""),
+                          std::to_string(by_gpu[uuid] / 10) + "%",
+                          std::to_string(pods_by_gpu[uuid]), health});
         }
       }
     }

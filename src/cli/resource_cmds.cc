@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "api/job_array.h"
+#include "api/kinds.h"
 #include "api/object.h"
 #include "api/quantity.h"
 #include "api/time.h"
@@ -424,7 +425,57 @@ int Update(const ResourceOptions& o, const std::string& target,
   return kRefused;
 }
 
+// One card out of service or back (api::kCordonedGpusAnnotation, by UUID): named by its index
+// or UUID among the node's reported GPUs.
+int CordonGpu(const ResourceOptions& o, bool on, std::ostream& out, std::ostream& err) {
+  std::string uuid, missing;
+  const int code = Update(
+      o, "/apis/tessera.io/v1/nodes/" + o.name,
+      [&](json& node) {
+        const json& gpus = node["status"].is_object() ? node["status"].value("gpus", json::array())
+                                                      : json::array();
+        uuid.clear();
+        for (const json& g : gpus) {
+          if (!g.is_object()) continue;
+          const std::string u = g.value("uuid", "");
+          if (o.gpu == u || (g.contains("index") && o.gpu == g["index"].dump())) uuid = u;
+        }
+        if (uuid.empty()) {
+          missing =
+              "error: node " + o.name + " reports no GPU \"" + o.gpu + "\" (an index or UUID)";
+          return false;
+        }
+        std::vector<std::string> list = api::CordonedGpus(node);
+        const bool there = std::find(list.begin(), list.end(), uuid) != list.end();
+        if (there == on) return false;
+        if (on) {
+          list.push_back(uuid);
+        } else {
+          std::erase(list, uuid);
+        }
+        std::string value;
+        for (const std::string& u : list) value += (value.empty() ? "" : ",") + u;
+        json& annotations = node["metadata"]["annotations"];
+        const std::string key(api::kCordonedGpusAnnotation);
+        if (value.empty()) {
+          if (annotations.is_object()) annotations.erase(key);
+        } else {
+          annotations[key] = value;
+        }
+        return true;
+      },
+      err);
+  if (code != 0) return code;
+  if (!missing.empty()) {
+    err << missing << "\n";
+    return kRefused;
+  }
+  out << "nodes/" << o.name << " GPU " << uuid << (on ? " cordoned" : " uncordoned") << "\n";
+  return 0;
+}
+
 int Cordon(const ResourceOptions& o, bool on, std::ostream& out, std::ostream& err) {
+  if (!o.gpu.empty()) return CordonGpu(o, on, out, err);
   const int code = Update(
       o, "/apis/tessera.io/v1/nodes/" + o.name,
       [&](json& node) {
@@ -662,8 +713,11 @@ void AddResourceCommands(CLI::App& app, ResourceOptions& o) {
     AddConnectionFlags(cmd, o);
     return cmd;
   };
-  o.cordon = node_command("cordon", "Mark a node unschedulable");
-  o.uncordon = node_command("uncordon", "Mark a node schedulable again");
+  o.cordon = node_command("cordon", "Mark a node (or one of its GPUs) unschedulable");
+  o.uncordon = node_command("uncordon", "Mark a node (or one of its GPUs) schedulable again");
+  for (CLI::App* cmd : {o.cordon, o.uncordon}) {
+    cmd->add_option("--gpu", o.gpu, "One GPU of the node, by index or UUID, instead of the node");
+  }
   o.drain = node_command("drain",
                          "Cordon a node and evict its pods: running jobs go back to their queues");
 

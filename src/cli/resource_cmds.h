@@ -27,6 +27,7 @@ struct ResourceOptions {
   std::vector<std::string> files;  // apply -f
   std::string kind;                // get/delete
   std::string name;
+  std::string gpu;  // cordon/uncordon --gpu: one card (index or UUID) instead of the node
   std::string token_namespace;  // token create --namespace
   bool token_agent = false;     // token create --agent [--node N]
   std::string token_node;

@@ -8,7 +8,7 @@ namespace tessera::core {
 namespace {
 
 constexpr std::string_view kNoGpus = "no GPUs";
-constexpr std::string_view kUnhealthy = "unhealthy GPUs";
+constexpr std::string_view kUnhealthy = "unhealthy or cordoned GPUs";
 constexpr std::string_view kInsufficientGpus = "insufficient free GPUs";
 constexpr std::string_view kNoSharing = "no GPU allows sharing";
 constexpr std::string_view kInsufficientGpuMemory = "insufficient GPU memory";

@@ -15,7 +15,9 @@
 
 namespace tessera::core {
 
-enum class GpuHealth : uint8_t { kHealthy, kUnhealthy };
+// kCordoned: the admin took this one card out of service (a per-GPU cordon); like an unhealthy
+// card, nothing new is placed on it.
+enum class GpuHealth : uint8_t { kHealthy, kUnhealthy, kCordoned };
 
 enum class SharingMode : uint8_t {
   kExclusive,  // one pod holds the whole card

@@ -161,5 +161,34 @@ TEST(KindsTest, QuotasPriorityClassesAndLocalQueues) {
   ExpectRefused("LocalQueue", {{json::object(), "spec.clusterQueue"}}, "team-a");
 }
 
+// The admin's per-GPU cordon: the annotation names cards by UUID or index; those are kCordoned
+// (no new work), an unhealthy one not named stays unhealthy, and a name the node lacks is
+// nothing.
+TEST(KindsTest, ANodesCordonedGpusAreTakenOutOfService) {
+  json node = {
+      {"apiVersion", "tessera.io/v1"},
+      {"kind", "Node"},
+      {"metadata",
+       {{"name", "n1"}, {"annotations", {{"tessera.io/cordoned-gpus", " GPU-b , 0,GPU-zz"}}}}},
+      {"status",
+       {{"gpus",
+         {{{"index", 0}, {"uuid", "GPU-a"}, {"model", "A100"}, {"memoryMiB", 40960}},
+          {{"index", 1}, {"uuid", "GPU-b"}, {"model", "A100"}, {"memoryMiB", 40960}},
+          {{"index", 2},
+           {"uuid", "GPU-c"},
+           {"model", "A100"},
+           {"memoryMiB", 40960},
+           {"health", "Unhealthy"}},
+          {{"index", 3}, {"uuid", "GPU-d"}, {"model", "A100"}, {"memoryMiB", 40960}}}}}}};
+  auto n = DecodeNode(node);
+  ASSERT_TRUE(n.ok()) << n.status().message();
+  ASSERT_EQ(n->gpus.size(), 4u);
+  EXPECT_EQ(n->gpus[0].health, core::GpuHealth::kCordoned);
+  EXPECT_EQ(n->gpus[1].health, core::GpuHealth::kCordoned);
+  EXPECT_EQ(n->gpus[2].health, core::GpuHealth::kUnhealthy);
+  EXPECT_EQ(n->gpus[3].health, core::GpuHealth::kHealthy);
+  EXPECT_EQ(CordonedGpus(node), (std::vector<std::string>{"GPU-b", "0", "GPU-zz"}));
+}
+
 }  // namespace
 }  // namespace tessera::api

@@ -168,6 +168,30 @@ expect_exit 2 "$TESSERA" top pods
 expect_exit 0 "$TESSERA" events -n team-a
 expect_out "Scheduled  Job/stdin-pod  Scheduled to gpu-node-2 GPU 0"
 
+# One GPU out of service by hand (a per-GPU cordon, by index or UUID): gpu-node-1's two cards
+# take no new work, so a two-GPU pod waits, saying why; uncordoned, it is placed there.
+expect_exit 0 "$TESSERA" cordon gpu-node-1 --gpu 0
+expect_out "nodes/gpu-node-1 GPU GPU-0 cordoned"
+expect_exit 0 "$TESSERA" cordon gpu-node-1 --gpu GPU-1
+expect_exit 0 "$TESSERA" get node gpu-node-1 -o json
+expect_out '"tessera.io/cordoned-gpus": "GPU-0,GPU-1"'
+expect_exit 1 "$TESSERA" cordon gpu-node-1 --gpu 7
+expect_out 'reports no GPU "7"'
+expect_exit 0 "$TESSERA" top gpus
+grep -qE "^gpu-node-1 +1 +GPU-1 +A100-80GB +0% +0 +Healthy,Cordoned$" <<<"$OUT" ||
+  fail "top gpus does not show the cordon: $OUT"
+sed 's/name: stdin-pod/name: two-gpus/; s/nvidia.com\/gpu: 1/nvidia.com\/gpu: 2/' "$WORK/pod.yaml" |
+  "$TESSERA" apply -f - -n team-a >/dev/null || fail "two-gpus not applied"
+await_out "cordoned GPUs" "$TESSERA" describe job two-gpus -n team-a
+expect_exit 0 "$TESSERA" uncordon gpu-node-1 --gpu GPU-0
+expect_out "nodes/gpu-node-1 GPU GPU-0 uncordoned"
+expect_exit 0 "$TESSERA" uncordon gpu-node-1 --gpu 1
+await_out '"phase": "Admitted"' "$TESSERA" get job two-gpus -n team-a -o json
+expect_out '"node": "gpu-node-1"'
+expect_exit 0 "$TESSERA" get node gpu-node-1 -o json
+grep -q "cordoned-gpus" <<<"$OUT" && fail "the annotation outlived its last GPU: $OUT"
+expect_exit 0 "$TESSERA" delete job two-gpus -n team-a
+
 # A node's agent token reads the jobs bound to its node and writes its own Node, not queues.
 expect_exit 0 "$TESSERA" token create --agent --node gpu-node-2
 agent_token=$OUT

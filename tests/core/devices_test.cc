@@ -100,7 +100,7 @@ TEST(Devices, NoGpuNodeAndUnhealthyCards) {
   DeviceRequest req = MakeDeviceRequest(pod);
   std::vector<Candidate> out;
   EXPECT_EQ(ProposeCandidates(req, s, cpu, out), "no GPUs");
-  EXPECT_EQ(ProposeCandidates(req, s, gpu, out), "unhealthy GPUs");
+  EXPECT_EQ(ProposeCandidates(req, s, gpu, out), "unhealthy or cordoned GPUs");
   PodSpec cpu_pod = MakePod("c", {{"cpu", "1"}});
   DeviceRequest creq = MakeDeviceRequest(cpu_pod);
   EXPECT_EQ(ProposeCandidates(creq, s, cpu, out), "");
