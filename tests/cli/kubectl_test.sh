@@ -113,6 +113,13 @@ out=$(kubectl get nodes.tessera.io dev -o jsonpath='{.spec.taints[0].key}' 2>&1)
 kubectl taint node dev gpu- >/dev/null 2>&1 || fail "untaint"
 out=$(kubectl get node dev -o jsonpath='{.spec.taints}' 2>&1)
 [ -z "$out" ] || fail "taint left: $out"
+# One GPU cordoned through the API with kubectl annotate (Tessera's per-GPU cordon), and back.
+out=$(kubectl annotate node dev tessera.io/cordoned-gpus=0 2>&1) || fail "annotate: $out"
+out=$("$TESSERA" top gpus 2>&1) || fail "top gpus: $out"
+grep -qE "^dev +0 .*Healthy,Cordoned$" <<<"$out" || fail "GPU 0 not cordoned: $out"
+kubectl annotate node dev tessera.io/cordoned-gpus- >/dev/null 2>&1 || fail "annotate -"
+out=$(kubectl get nodes.tessera.io dev -o jsonpath='{.metadata.annotations}' 2>&1)
+grep -q "cordoned-gpus" <<<"$out" && fail "the cordon stayed: $out"
 
 # Tessera's own kinds, in their group.
 out=$(kubectl get nodes.tessera.io dev -o jsonpath='{.status.gpus[0].model}' 2>&1) ||
