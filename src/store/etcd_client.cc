@@ -376,6 +376,22 @@ Result<json> EtcdClient::Call(std::string_view method, const json& request) {
       [&](Member& m, grpc::Status* failed, bool*) { return CallOn(m, method, request, failed); });
 }
 
+Status EtcdClient::RangeAll(std::string from, const std::string& end, int64_t* revision,
+                            const std::function<Status(const json& kv)>& each) {
+  constexpr int kPageSize = 1000;
+  while (true) {
+    json req = {{"key", Base64(from)}, {"range_end", Base64(end)}, {"limit", kPageSize}};
+    if (*revision > 0) req["revision"] = std::to_string(*revision);
+    auto r = Call("kv/range", req);
+    if (!r.ok()) return r.status();
+    if (*revision <= 0) *revision = EtcdInt((*r)["header"], "revision");
+    const json& kvs = (*r).contains("kvs") ? (*r)["kvs"] : json::array();
+    for (const json& kv : kvs) TESSERA_RETURN_IF_ERROR(each(kv));
+    if (!(*r).value("more", false) || kvs.empty()) return Status::Ok();
+    from = EtcdText(kvs.back(), "key") + std::string(1, '\0');
+  }
+}
+
 Status EtcdClient::Unreachable(size_t i, const grpc::Status& failed) const {
   std::string message = "etcd member " + options_.endpoints[i] + ": " + failed.error_message();
   // A TLS handshake refused either way reads as a connection that failed.

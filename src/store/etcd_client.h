@@ -74,6 +74,12 @@ class EtcdClient {
   // "maintenance/status", "maintenance/alarm": the gateway's paths) with `request`; etcd's answer.
   Result<nlohmann::json> Call(std::string_view method, const nlohmann::json& request);
 
+  // Every key in [from, end) in pages of 1,000, all read at one revision: `*revision` when it is
+  // above 0, else the first page's (written back). `each` gets each key-value; an error it
+  // returns ends the read.
+  Status RangeAll(std::string from, const std::string& end, int64_t* revision,
+                  const std::function<Status(const nlohmann::json& kv)>& each);
+
   // A watch (`create_request`, on a member with a leader): `on_response` gets each
   // WatchResponse until it returns false, the stream ends (Unavailable) or `cancel` is cancelled
   // (Ok).

@@ -11,7 +11,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr int kPageSize = 1000;   // keys per range request of a list
 constexpr int kCommitTries = 16;  // reads and checks again after concurrent writes
 
 bool ByNamespaceAndName(const StoredObject& a, const StoredObject& b) {
@@ -102,22 +101,12 @@ std::optional<StoredObject> ObjectOf(const json& kv, const std::string& prefix) 
 Result<std::vector<StoredObject>> EtcdStore::Range(const std::string& prefix, int64_t revision,
                                                    int64_t* read_at) {
   std::vector<StoredObject> out;
-  std::string from = prefix;
-  const std::string end = PrefixEnd(prefix);
-  while (true) {
-    json req = {{"key", Base64(from)}, {"range_end", Base64(end)}, {"limit", kPageSize}};
-    if (revision > 0) req["revision"] = std::to_string(revision);
-    auto r = client_.Call("kv/range", req);
-    if (!r.ok()) return r.status();
-    // Every page at the first one's revision: one consistent list.
-    if (revision <= 0) revision = EtcdInt((*r)["header"], "revision");
-    const json& kvs = (*r).contains("kvs") ? (*r)["kvs"] : json::array();
-    for (const json& kv : kvs) {
-      if (auto o = ObjectOf(kv, options_.etcd.prefix)) out.push_back(std::move(*o));
-    }
-    if (!(*r).value("more", false) || kvs.empty()) break;
-    from = EtcdText(kvs.back(), "key") + std::string(1, '\0');
-  }
+  // Every page at the first one's revision: one consistent list.
+  TESSERA_RETURN_IF_ERROR(
+      client_.RangeAll(prefix, PrefixEnd(prefix), &revision, [&](const json& kv) {
+        if (auto o = ObjectOf(kv, options_.etcd.prefix)) out.push_back(std::move(*o));
+        return Status::Ok();
+      }));
   std::sort(out.begin(), out.end(), ByNamespaceAndName);
   if (read_at != nullptr) *read_at = revision;
   return out;

@@ -16,8 +16,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int kTries = 16;           // reads again after a concurrent writer
-constexpr int64_t kPageSize = 1000;  // keys per range request
+constexpr int kTries = 16;  // reads again after a concurrent writer
 
 std::string Padded(int64_t n) {
   char buf[24];
@@ -125,23 +124,15 @@ class EtcdUsageStore : public UsageStore {
   }
 
   // Every segment with a key in [from, end), in pages.
-  Status Read(std::string from, const std::string& end, std::vector<core::UsageSegment>* out) {
+  Status Read(const std::string& from, const std::string& end,
+              std::vector<core::UsageSegment>* out) {
     int64_t revision = 0;  // every page at the first one's revision
-    while (true) {
-      json req = {{"key", Base64(from)}, {"range_end", Base64(end)}, {"limit", kPageSize}};
-      if (revision > 0) req["revision"] = std::to_string(revision);
-      auto r = client_.Call("kv/range", req);
-      if (!r.ok()) return r.status();
-      if (revision == 0) revision = EtcdInt((*r)["header"], "revision");
-      const json& kvs = (*r).contains("kvs") ? (*r)["kvs"] : json::array();
-      for (const json& kv : kvs) {
-        auto s = Decode(EtcdText(kv, "value"));
-        if (!s) return Internal("usage ledger: undecodable record " + EtcdText(kv, "key"));
-        out->push_back(std::move(*s));
-      }
-      if (!(*r).value("more", false) || kvs.empty()) return Status::Ok();
-      from = EtcdText(kvs.back(), "key") + std::string(1, '\0');
-    }
+    return client_.RangeAll(from, end, &revision, [&](const json& kv) {
+      auto s = Decode(EtcdText(kv, "value"));
+      if (!s) return Internal("usage ledger: undecodable record " + EtcdText(kv, "key"));
+      out->push_back(std::move(*s));
+      return Status::Ok();
+    });
   }
 
   // One transaction's worth: reads the counter and the open records to close (with the fence's
