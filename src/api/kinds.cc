@@ -300,6 +300,10 @@ std::vector<std::string> CordonedGpus(const json& node) {
   return out;
 }
 
+bool NamesGpu(std::string_view name, std::string_view uuid, int64_t index) {
+  return name == uuid || name == std::to_string(index);
+}
+
 Result<core::NodeSpec> DecodeNode(const json& obj) {
   core::NodeSpec n;
   n.name = MetaString(obj, "name");
@@ -355,7 +359,7 @@ Result<core::NodeSpec> DecodeNode(const json& obj) {
     }
     for (const std::string& c : CordonedGpus(obj)) {
       for (core::GpuDevice& d : n.gpus) {
-        if (c == d.uuid || c == std::to_string(d.index)) d.health = core::GpuHealth::kCordoned;
+        if (NamesGpu(c, d.uuid, d.index)) d.health = core::GpuHealth::kCordoned;
       }
     }
   }

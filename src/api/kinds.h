@@ -132,6 +132,9 @@ Result<core::NodeSpec> DecodeNode(const nlohmann::json& obj);
 inline constexpr std::string_view kCordonedGpusAnnotation = "tessera.io/cordoned-gpus";
 // The entries of that annotation's value, trimmed.
 std::vector<std::string> CordonedGpus(const nlohmann::json& node);
+// Whether `name` (an entry of that annotation, or what an admin typed) is the GPU with this UUID
+// or index.
+bool NamesGpu(std::string_view name, std::string_view uuid, int64_t index);
 
 // Decodes the object by its kind; Ok when its spec is valid.
 Status ValidateSpec(const nlohmann::json& obj);

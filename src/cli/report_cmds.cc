@@ -180,16 +180,15 @@ int TopCommand(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
         const std::vector<std::string> cordoned = api::CordonedGpus(n);
         for (const json& g : n.value("status", json::object()).value("gpus", json::array())) {
           const std::string uuid = g.value("uuid", "");
-          const std::string index = std::to_string(g.value("index", 0));
+          const int64_t index = g.value("index", int64_t{0});
           // The admin's per-GPU cordon, beside what the agent reports.
           std::string health = g.value("health", "Healthy");
-          if (std::count(cordoned.begin(), cordoned.end(), uuid) +
-                  std::count(cordoned.begin(), cordoned.end(), index) >
-              0) {
+          if (std::any_of(cordoned.begin(), cordoned.end(),
+                          [&](const std::string& c) { return api::NamesGpu(c, uuid, index); })) {
             health += ",Cordoned";
           }
-          rows.push_back({n["metadata"].value("name", ""), index, uuid, g.value("model", ""),
-                          std::to_string(by_gpu[uuid] / 10) + "%",
+          rows.push_back({n["metadata"].value("name", ""), std::to_string(index), uuid,
+                          g.value("model", ""), std::to_string(by_gpu[uuid] / 10) + "%",
                           std::to_string(pods_by_gpu[uuid]), health});
         }
       }

@@ -438,7 +438,7 @@ int CordonGpu(const ResourceOptions& o, bool on, std::ostream& out, std::ostream
         for (const json& g : gpus) {
           if (!g.is_object()) continue;
           const std::string u = g.value("uuid", "");
-          if (o.gpu == u || (g.contains("index") && o.gpu == g["index"].dump())) uuid = u;
+          if (api::NamesGpu(o.gpu, u, g.value("index", int64_t{-1}))) uuid = u;
         }
         if (uuid.empty()) {
           missing =
