@@ -239,7 +239,6 @@ Result<int> RequestStream(const Endpoint& ep, const std::string& target,
 void StreamCancel::Cancel() {
   std::lock_guard<std::mutex> lock(mu_);
   cancelled_ = true;
-  if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
   if (action_) action_();
 }
 
@@ -256,15 +255,11 @@ bool StreamCancel::Attach(std::function<void()> cancel) {
 }
 
 bool StreamCancel::Attach(int fd) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (cancelled_) return false;
-  fd_ = fd;
-  return true;
+  return Attach([fd] { ::shutdown(fd, SHUT_RDWR); });
 }
 
 void StreamCancel::Detach() {
   std::lock_guard<std::mutex> lock(mu_);
-  fd_ = -1;
   action_ = nullptr;
 }
 

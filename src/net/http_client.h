@@ -83,8 +83,7 @@ class StreamCancel {
 
  private:
   std::mutex mu_;
-  int fd_ = -1;
-  std::function<void()> action_;
+  std::function<void()> action_;  // what Cancel does to the open stream
   bool cancelled_ = false;
 };
 
