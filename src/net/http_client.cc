@@ -64,8 +64,6 @@ std::unique_ptr<ssl::context> ClientContext(const Endpoint& ep) {
   } else {
     ctx->load_verify_file(ep.ca_file);
   }
-  if (!ep.cert_file.empty()) ctx->use_certificate_chain_file(ep.cert_file);
-  if (!ep.key_file.empty()) ctx->use_private_key_file(ep.key_file, ssl::context::pem);
   return ctx;
 }
 
@@ -207,10 +205,11 @@ Result<Response> Connection::Request(const std::string& method, const std::strin
 }
 
 Status Unreachable(const Endpoint& ep, const boost::system::system_error& e) {
-  return FailedPrecondition(
-      "cannot reach the server at " + ep.host + ":" + ep.port + ": " + e.code().message() +
-      (e.code().category() == boost::asio::error::get_ssl_category() ? " (TLS: " + ep.tls_hint + ")"
-                                                                     : ""));
+  return FailedPrecondition("cannot reach the server at " + ep.host + ":" + ep.port + ": " +
+                            e.code().message() +
+                            (e.code().category() == boost::asio::error::get_ssl_category()
+                                 ? " (TLS: check --ca-file / TESSERA_CA)"
+                                 : ""));
 }
 
 Result<Response> Request(const Endpoint& ep, const std::string& method, const std::string& target,
@@ -236,48 +235,14 @@ Result<int> RequestStream(const Endpoint& ep, const std::string& target,
       error_body);
 }
 
-void StreamCancel::Cancel() {
-  std::lock_guard<std::mutex> lock(mu_);
-  cancelled_ = true;
-  if (action_) action_();
-}
-
-bool StreamCancel::cancelled() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return cancelled_;
-}
-
-bool StreamCancel::Attach(std::function<void()> cancel) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (cancelled_) return false;
-  action_ = std::move(cancel);
-  return true;
-}
-
-bool StreamCancel::Attach(int fd) {
-  return Attach([fd] { ::shutdown(fd, SHUT_RDWR); });
-}
-
-void StreamCancel::Detach() {
-  std::lock_guard<std::mutex> lock(mu_);
-  action_ = nullptr;
-}
-
 Result<int> RequestStream(const Endpoint& ep, const std::string& method, const std::string& target,
                           const std::string& body,
                           const std::function<bool(std::string_view)>& on_data,
-                          std::string* error_body, StreamCancel* cancel) {
+                          std::string* error_body) {
   try {
     return WithStream(ep, [&](auto& stream, boost::asio::io_context&) {
       beast::tcp_stream& tcp = beast::get_lowest_layer(stream);
       tcp.expires_never();
-      if (cancel && !cancel->Attach(tcp.socket().native_handle())) return 0;
-      struct Detach {
-        StreamCancel* c;
-        ~Detach() {
-          if (c) c->Detach();
-        }
-      } detach{cancel};
       http::request<http::string_body> req(http::string_to_verb(method), target, 11);
       req.set(http::field::host, ep.host);
       req.set(http::field::user_agent, ep.user_agent);

@@ -1,7 +1,6 @@
 // Tessera's HTTP(S) client (Boost.Beast): one request, a kept connection, a streamed body; TLS
 // with the server verified and, when given, a client certificate. The agent and the CLI reach the
-// control plane's API with it (agent/http_client.h, cli/client.h). Its StreamCancel also ends the
-// etcd client's gRPC streams (store/etcd_client.h).
+// control plane's API with it (agent/http_client.h, cli/client.h).
 #ifndef TESSERA_NET_HTTP_CLIENT_H_
 #define TESSERA_NET_HTTP_CLIENT_H_
 
@@ -24,11 +23,7 @@ struct Endpoint {
   std::string token;
   bool tls = false;     // https://: the server's certificate is verified, host name included
   std::string ca_file;  // PEM bundle to verify it with; empty: the system's trust store
-  // A client certificate and its key (PEM) to present, as etcd's --client-cert-auth asks.
-  std::string cert_file, key_file;
   std::string user_agent = "tessera-cli";
-  // What to check when the TLS handshake fails, in the words of the caller's options.
-  std::string tls_hint = "check --ca-file / TESSERA_CA";
   // Other replicas of the same server (HOST, PORT), tried in turn when the one in use cannot be
   // reached: only a connection that failed, so nothing was sent, moves on. The replica that
   // answered last is tried first, by every copy of this Endpoint.
@@ -68,31 +63,12 @@ class Connection {
 Result<int> RequestStream(const Endpoint& ep, const std::string& target,
                           const std::function<void(std::string_view)>& on_data,
                           std::string* error_body);
-// Ends a stream being read on another thread: Cancel shuts its connection down (or cancels its
-// call), and the reading call returns. A cancel before the stream opens ends it as soon as it
-// does.
-class StreamCancel {
- public:
-  void Cancel();
-  bool cancelled();
-  // The reading call's side, while the stream is open: its connection's descriptor, or what
-  // cancels it (a gRPC call's TryCancel). False when cancelled already.
-  bool Attach(int fd);
-  bool Attach(std::function<void()> cancel);
-  void Detach();
-
- private:
-  std::mutex mu_;
-  std::function<void()> action_;  // what Cancel does to the open stream
-  bool cancelled_ = false;
-};
-
-// The same for any method with a body; the stream is read until it ends, `on_data` returns
-// false, or `cancel` (when given) is cancelled; the connection is then closed.
+// The same for any method with a body; the stream is read until it ends or `on_data` returns
+// false; the connection is then closed.
 Result<int> RequestStream(const Endpoint& ep, const std::string& method, const std::string& target,
                           const std::string& body,
                           const std::function<bool(std::string_view)>& on_data,
-                          std::string* error_body, StreamCancel* cancel = nullptr);
+                          std::string* error_body);
 
 }  // namespace tessera::net
 

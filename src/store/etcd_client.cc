@@ -399,9 +399,32 @@ Status EtcdClient::Unreachable(size_t i, const grpc::Status& failed) const {
   return Unavailable(std::move(message));
 }
 
+void StreamCancel::Cancel() {
+  std::lock_guard<std::mutex> lock(mu_);
+  cancelled_ = true;
+  if (action_) action_();
+}
+
+bool StreamCancel::cancelled() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cancelled_;
+}
+
+bool StreamCancel::Attach(std::function<void()> cancel) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (cancelled_) return false;
+  action_ = std::move(cancel);
+  return true;
+}
+
+void StreamCancel::Detach() {
+  std::lock_guard<std::mutex> lock(mu_);
+  action_ = nullptr;
+}
+
 Status EtcdClient::Watch(const json& create_request,
                          const std::function<bool(const json&)>& on_response,
-                         net::StreamCancel* cancel) {
+                         StreamCancel* cancel) {
   return Stream("watch", {{"create_request", create_request}}, on_response, cancel);
 }
 
@@ -411,7 +434,7 @@ namespace {
 // false, the stream ends, or `cancel` is cancelled. `opened` says whether any answer came.
 template <typename Request, typename Response, typename Open>
 Status RunStream(const json& request, Open open, bool require_leader,
-                 const std::function<bool(const json&)>& on_response, net::StreamCancel* cancel,
+                 const std::function<bool(const json&)>& on_response, StreamCancel* cancel,
                  grpc::Status* failed) {
   Request q;
   TESSERA_RETURN_IF_ERROR(FromJson(request, &q));
@@ -421,7 +444,7 @@ Status RunStream(const json& request, Open open, bool require_leader,
   if (require_leader) ctx.AddMetadata("hasleader", "true");
   if (cancel && !cancel->Attach([&ctx] { ctx.TryCancel(); })) return Status::Ok();
   struct Detach {
-    net::StreamCancel* c;
+    StreamCancel* c;
     ~Detach() {
       if (c) c->Detach();
     }
@@ -448,7 +471,7 @@ Status RunStream(const json& request, Open open, bool require_leader,
 
 Status EtcdClient::Stream(std::string_view method, const json& request,
                           const std::function<bool(const json&)>& on_response,
-                          net::StreamCancel* cancel) {
+                          StreamCancel* cancel) {
   if (method != "watch" && method != "lease/keepalive") {
     return InvalidArgument("etcd: no stream " + std::string(method));
   }

@@ -23,7 +23,6 @@
 #include <vector>
 
 #include "core/status.h"
-#include "net/http_client.h"
 
 namespace grpc {
 class Status;
@@ -61,6 +60,23 @@ int64_t EtcdInt(const nlohmann::json& message, const char* field);
 // The first key after every key that starts with `prefix` (etcd's range_end for a prefix).
 std::string PrefixEnd(std::string prefix);
 
+// Ends a stream being read on another thread: Cancel cancels its gRPC call, and the reading
+// call returns. A cancel before the stream opens ends it as soon as it does.
+class StreamCancel {
+ public:
+  void Cancel();
+  bool cancelled();
+  // The reading call's side, while the stream is open: what cancels it. False when cancelled
+  // already.
+  bool Attach(std::function<void()> cancel);
+  void Detach();
+
+ private:
+  std::mutex mu_;
+  std::function<void()> action_;
+  bool cancelled_ = false;
+};
+
 class EtcdClient {
  public:
   explicit EtcdClient(EtcdOptions options);
@@ -85,11 +101,11 @@ class EtcdClient {
   // (Ok).
   Status Watch(const nlohmann::json& create_request,
                const std::function<bool(const nlohmann::json&)>& on_response,
-               net::StreamCancel* cancel = nullptr);
+               StreamCancel* cancel = nullptr);
   // Either of etcd's streams ("watch", "lease/keepalive") with one request.
   Status Stream(std::string_view method, const nlohmann::json& request,
                 const std::function<bool(const nlohmann::json&)>& on_response,
-                net::StreamCancel* cancel = nullptr);
+                StreamCancel* cancel = nullptr);
 
  private:
   struct Member;  // one member's channel and stubs

@@ -163,7 +163,7 @@ class EtcdStore : public Store {
   std::function<void()> listener_;
   int calling_ = 0;            // listener calls running
   bool arrived_news_ = false;  // changes arrived since the listener was last called
-  net::StreamCancel cancel_;
+  StreamCancel cancel_;
   std::thread watcher_;
   std::thread notifier_;
 };
