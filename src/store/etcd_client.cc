@@ -1,8 +1,6 @@
 #include "store/etcd_client.h"
 
-#include <google/protobuf/util/json_util.h>
 #include <grpcpp/grpcpp.h>
-#include <openssl/evp.h>
 
 #include <algorithm>
 #include <chrono>
@@ -48,33 +46,6 @@ Result<EtcdOptions> ParseEtcdUrl(std::string_view url) {
   }
   if (o.endpoints.empty()) return InvalidArgument("store: etcd:// names no member");
   return o;
-}
-
-std::string Base64(std::string_view bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3), '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(bytes.data()),
-                                static_cast<int>(bytes.size()));
-  out.resize(n);
-  return out;
-}
-
-Result<std::string> Unbase64(std::string_view text) {
-  if (text.size() % 4 != 0) return Internal("etcd: a value is not base64");
-  std::string out(3 * (text.size() / 4), '\0');
-  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(text.data()),
-                                static_cast<int>(text.size()));
-  if (n < 0) return Internal("etcd: a value is not base64");
-  // EVP_DecodeBlock counts the padding's bytes as decoded zeros.
-  size_t len = static_cast<size_t>(n);
-  if (text.ends_with("==")) {
-    len -= 2;
-  } else if (text.ends_with('=')) {
-    len -= 1;
-  }
-  out.resize(len);
-  return out;
 }
 
 json EtcdModIs(const std::string& key, int64_t revision) {
@@ -157,25 +128,11 @@ Status EtcdError(grpc::StatusCode code, const std::string& message) {
 // Whether a member answered (etcd's own words start so), rather than could not be reached.
 bool Answered(const grpc::Status& s) { return s.error_message().starts_with("etcdserver:"); }
 
-// The JSON the callers write and read (etcd's gRPC messages in protobuf's JSON mapping, as its
-// gateway speaks them: original field names, 64-bit integers as strings, bytes in base64, fields
-// at their default left out) to and from the messages sent.
-template <typename Message>
-Status FromJson(const json& in, Message* out) {
-  google::protobuf::util::JsonParseOptions options;
-  auto s = google::protobuf::util::JsonStringToMessage(in.dump(), out, options);
-  if (!s.ok()) return Internal("etcd: a request that is not etcd's: " + s.ToString());
-  return Status::Ok();
-}
-
-template <typename Message>
-json ToJson(const Message& in) {
-  google::protobuf::util::JsonPrintOptions options;
-  options.preserve_proto_field_names = true;
-  std::string text;
-  (void)google::protobuf::util::MessageToJsonString(in, &text, options);
-  json out = json::parse(text, nullptr, false);
-  return out.is_discarded() ? json::object() : out;
+// A request the client's callers wrote: one that etcd's messages cannot hold is Tessera's error.
+Status RequestOf(const json& in, google::protobuf::Message* out) {
+  const Status s = JsonToMessage(in, out);
+  if (!s.ok()) return Internal("etcd: a request that is not etcd's: " + s.message());
+  return s;
 }
 
 std::string ReadFile(const std::string& path, Status* error, const char* flag) {
@@ -271,13 +228,13 @@ namespace {
 template <typename Request, typename Response, typename Rpc>
 Result<json> Unary(const json& request, Rpc rpc, grpc::Status* failed) {
   Request q;
-  TESSERA_RETURN_IF_ERROR(FromJson(request, &q));
+  TESSERA_RETURN_IF_ERROR(RequestOf(request, &q));
   Response a;
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + kCallDeadline);
   *failed = rpc(&ctx, q, &a);
   if (!failed->ok()) return EtcdError(failed->error_code(), failed->error_message());
-  return ToJson(a);
+  return MessageToJson(a);
 }
 
 Result<json> CallStubs(Stubs& m, std::string_view method, const json& request,
@@ -437,7 +394,7 @@ Status RunStream(const json& request, Open open, bool require_leader,
                  const std::function<bool(const json&)>& on_response, StreamCancel* cancel,
                  grpc::Status* failed) {
   Request q;
-  TESSERA_RETURN_IF_ERROR(FromJson(request, &q));
+  TESSERA_RETURN_IF_ERROR(RequestOf(request, &q));
   grpc::ClientContext ctx;
   // A member cut off from the quorum ends the stream (etcd's clientv3 asks so for watches): the
   // caller goes on with another.
@@ -454,7 +411,7 @@ Status RunStream(const json& request, Open open, bool require_leader,
   if (stream->Write(q)) {
     Response a;
     while (stream->Read(&a)) {
-      if (!on_response(ToJson(a))) {
+      if (!on_response(MessageToJson(a))) {
         stopped = true;
         break;
       }

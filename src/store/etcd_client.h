@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "store/proto_json.h"
 
 namespace grpc {
 class Status;
@@ -46,8 +47,6 @@ struct EtcdOptions {
 // ("etcd://h1:2379/team-cluster" -> "/team-cluster/").
 Result<EtcdOptions> ParseEtcdUrl(std::string_view url);
 
-std::string Base64(std::string_view bytes);
-Result<std::string> Unbase64(std::string_view text);
 // The pieces of a transaction: a comparison of a key's mod_revision (0: the key is absent), a
 // put, a delete.
 nlohmann::json EtcdModIs(const std::string& key, int64_t revision);

@@ -1,0 +1,35 @@
+// Protobuf messages to and from nlohmann JSON, in protobuf's JSON mapping as etcd's gateway speaks
+// it: original field names, 64-bit integers as strings, bytes in base64, enums by name, fields at
+// their default left out. The etcd client keeps a JSON interface over its gRPC messages; these two
+// walk the message by reflection, where protobuf's json_util prints text and parses it again
+// (about a tenth of the server's CPU on etcd's write path, measured in docs/BENCHMARKS.md).
+#ifndef TESSERA_STORE_PROTO_JSON_H_
+#define TESSERA_STORE_PROTO_JSON_H_
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+
+namespace google::protobuf {
+class Message;
+}
+
+namespace tessera::store {
+
+// Bytes in base64 (standard alphabet, padded) and back, as the mapping writes a bytes field.
+std::string Base64(std::string_view bytes);
+Result<std::string> Unbase64(std::string_view text);
+
+// `in` into `out` (cleared first). Field names as declared or in lowerCamelCase; a 64-bit integer
+// as a string or a number; an enum by name or number; null leaves a field at its default. A field
+// the message does not have, or a value of the wrong type, is an error naming it.
+Status JsonToMessage(const nlohmann::json& in, google::protobuf::Message* out);
+
+// `in` as JSON: every field that is set (not at its default), by its declared name.
+nlohmann::json MessageToJson(const google::protobuf::Message& in);
+
+}  // namespace tessera::store
+
+#endif  // TESSERA_STORE_PROTO_JSON_H_
