@@ -63,6 +63,31 @@ struct GpuSample {
   std::vector<ProcessUse> processes;
 };
 
+// What NVML tells of one GPU's health beyond its telemetry, for `tessera doctor`: the facts
+// `nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER,PCIE,PERFORMANCE` and `nvidia-smi nvlink -s`
+// show. Unset: this GPU or driver cannot say.
+struct GpuCheckup {
+  uint32_t index = 0;
+  std::string vbios;
+  // Pages retired for repeated single-bit and for double-bit ECC errors; a retirement waiting
+  // for the next driver reload (pre-Ampere cards).
+  std::optional<uint32_t> retired_sbe, retired_dbe;
+  std::optional<bool> retire_pending;
+  // Rows remapped (Ampere and later) for correctable and uncorrectable errors; a remap waiting
+  // for a GPU reset; a remap that failed (the card needs service).
+  std::optional<uint32_t> remapped_correctable, remapped_uncorrectable;
+  std::optional<bool> remap_pending, remap_failed;
+  // The PCIe link now and at most (the card's and the slot's).
+  std::optional<uint32_t> pcie_gen, pcie_gen_max, pcie_width, pcie_width_max;
+  // nvmlClocksThrottleReasons: why the clocks are held down now (a bit mask).
+  std::optional<uint64_t> throttle_reasons;
+  // NVLink links present and those down, and the links' error counters summed (replay,
+  // recovery, CRC).
+  uint32_t nvlinks = 0;
+  std::vector<uint32_t> nvlinks_down;
+  std::optional<uint64_t> nvlink_errors;
+};
+
 // A product name in the GPU Feature Discovery style from an NVML device name and its memory:
 // "NVIDIA H100 80GB HBM3" -> "H100-80GB", "Tesla T4" -> "T4", "NVIDIA H200" + 143771 MiB ->
 // "H200-141GB" (the memory suffix is added for cards sold in several sizes).

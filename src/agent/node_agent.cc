@@ -13,6 +13,7 @@
 #include "agent/bindings.h"
 #include "agent/cdi.h"
 #include "agent/cgroups.h"
+#include "agent/checkup.h"
 #include "agent/container_runtime.h"
 #include "agent/exec.h"
 #include "agent/fence.h"
@@ -265,7 +266,8 @@ int HealthOptionsFor(const AgentOptions& o, HealthOptions* h, std::ostream& err)
 // Samples the GPUs' telemetry and health into the Node's status (setup.node), telling each
 // health change (an Event, a line on `out`). True when the health changed.
 bool Observe(AgentSetup& setup, const Runner& runner, const Endpoint& ep, HealthTracker& health,
-             std::map<uint32_t, uint64_t>* xid_counts, int64_t* event_seq, std::ostream& out) {
+             std::map<uint32_t, uint64_t>* xid_counts, XidLog* xid_log, int64_t* event_seq,
+             std::ostream& out) {
   json& status = setup.node["status"];
   bool changed = false;
   std::vector<GpuSample> samples;
@@ -281,7 +283,14 @@ bool Observe(AgentSetup& setup, const Runner& runner, const Endpoint& ep, Health
       samples.push_back(s);
     }
   }
-  for (const auto& [gpu, xid] : xids) ++(*xid_counts)[gpu];
+  for (const auto& [gpu, xid] : xids) {
+    ++(*xid_counts)[gpu];
+    xid_log->Add(gpu, xid, api::FormatTime(NowMs()));
+  }
+  if (!xids.empty()) status["xids"] = xid_log->Json();
+  if (setup.nvml) {
+    if (auto c = setup.nvml->Checkup(); c.ok()) status["checkups"] = CheckupJson(*c);
+  }
   status["telemetry"] = TelemetryJson(samples, runner);
   for (json& t : status["telemetry"]) t["xidCount"] = (*xid_counts)[t.value("index", 0u)];
   for (const HealthChange& c : health.Observe(NowMs(), samples, xids)) {
@@ -445,6 +454,7 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
   if (int code = HealthOptionsFor(o, &health_options, err); code != 0) return code;
   HealthTracker health(health_options);
   std::map<uint32_t, uint64_t> xid_counts;  // since the agent started
+  XidLog xid_log;
   int64_t event_seq = 0;
   // What wakes the loop besides its deadlines: a change in what is bound here, a pod's end
   // (Runner::ExitFds) and a stop.
@@ -475,7 +485,7 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
     if (NowMs() < next_sample && NowMs() < next_beat) continue;
     next_sample = NowMs() + 1000;
     // Telemetry and health, every second; a health change is written at once.
-    if (Observe(setup, worker.runner(), *ep, health, &xid_counts, &event_seq, out)) {
+    if (Observe(setup, worker.runner(), *ep, health, &xid_counts, &xid_log, &event_seq, out)) {
       next_beat = 0;  // tell the scheduler now
     }
     if (NowMs() < next_beat) continue;

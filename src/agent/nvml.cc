@@ -337,4 +337,109 @@ Result<std::vector<GpuSample>> Nvml::Sample() {
   return out;
 }
 
+namespace {
+
+// `get`'s value when it answers, unset otherwise.
+template <typename T, typename Get>
+std::optional<T> Maybe(Get get) {
+  T v{};
+  if (get(&v) != NVML_SUCCESS) return std::nullopt;
+  return v;
+}
+
+// The count of pages retired for `cause`: NVML answers the count with a buffer of 0 entries,
+// as success or as "insufficient size".
+std::optional<uint32_t> RetiredPages(const Nvml::Api& api, nvmlDevice_t d, int cause) {
+  unsigned int count = 0;
+  const nvmlReturn_t r = api.nvmlDeviceGetRetiredPages(d, cause, &count, nullptr);
+  if (r != NVML_SUCCESS && r != NVML_ERROR_INSUFFICIENT_SIZE) return std::nullopt;
+  return count;
+}
+
+void ReadLinks(const Nvml::Api& api, nvmlDevice_t d, GpuCheckup* c) {
+  if (!api.nvmlDeviceGetNvLinkState) return;
+  uint64_t errors = 0;
+  bool counted = false;
+  for (unsigned int link = 0; link < NVML_NVLINK_MAX_LINKS; ++link) {
+    int active = 0;
+    if (api.nvmlDeviceGetNvLinkState(d, link, &active) != NVML_SUCCESS) continue;
+    ++c->nvlinks;
+    if (active != NVML_FEATURE_ENABLED) c->nvlinks_down.push_back(link);
+    if (!api.nvmlDeviceGetNvLinkErrorCounter) continue;
+    for (int counter : {NVML_NVLINK_ERROR_DL_REPLAY, NVML_NVLINK_ERROR_DL_RECOVERY,
+                        NVML_NVLINK_ERROR_DL_CRC_FLIT, NVML_NVLINK_ERROR_DL_CRC_DATA}) {
+      unsigned long long n = 0;
+      if (api.nvmlDeviceGetNvLinkErrorCounter(d, link, counter, &n) == NVML_SUCCESS) {
+        errors += n;
+        counted = true;
+      }
+    }
+  }
+  if (counted) c->nvlink_errors = errors;
+}
+
+}  // namespace
+
+Result<std::vector<GpuCheckup>> Nvml::Checkup() {
+  const Api& api = *api_;
+  unsigned int count = 0;
+  if (nvmlReturn_t r = api.nvmlDeviceGetCount_v2(&count); r != NVML_SUCCESS) {
+    return FailedPrecondition("NVML device count: " + ErrorText(api, r));
+  }
+  std::vector<GpuCheckup> out;
+  for (unsigned int i = 0; i < count; ++i) {
+    nvmlDevice_t d = nullptr;
+    if (api.nvmlDeviceGetHandleByIndex_v2(i, &d) != NVML_SUCCESS) continue;
+    GpuCheckup c;
+    c.index = i;
+    char buf[96] = {};
+    if (api.nvmlDeviceGetVbiosVersion && api.nvmlDeviceGetVbiosVersion(d, buf, sizeof buf) == 0) {
+      c.vbios = buf;
+    }
+    if (api.nvmlDeviceGetRetiredPages) {
+      c.retired_sbe =
+          RetiredPages(api, d, NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS);
+      c.retired_dbe = RetiredPages(api, d, NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR);
+    }
+    if (api.nvmlDeviceGetRetiredPagesPendingStatus) {
+      if (auto p = Maybe<int>(
+              [&](int* v) { return api.nvmlDeviceGetRetiredPagesPendingStatus(d, v); })) {
+        c.retire_pending = *p == NVML_FEATURE_ENABLED;
+      }
+    }
+    if (api.nvmlDeviceGetRemappedRows) {
+      unsigned int corr = 0, unc = 0, pending = 0, failed = 0;
+      if (api.nvmlDeviceGetRemappedRows(d, &corr, &unc, &pending, &failed) == NVML_SUCCESS) {
+        c.remapped_correctable = corr;
+        c.remapped_uncorrectable = unc;
+        c.remap_pending = pending != 0;
+        c.remap_failed = failed != 0;
+      }
+    }
+    using U = unsigned int;
+    if (api.nvmlDeviceGetCurrPcieLinkGeneration) {
+      c.pcie_gen = Maybe<U>([&](U* v) { return api.nvmlDeviceGetCurrPcieLinkGeneration(d, v); });
+    }
+    if (api.nvmlDeviceGetMaxPcieLinkGeneration) {
+      c.pcie_gen_max = Maybe<U>([&](U* v) { return api.nvmlDeviceGetMaxPcieLinkGeneration(d, v); });
+    }
+    if (api.nvmlDeviceGetCurrPcieLinkWidth) {
+      c.pcie_width = Maybe<U>([&](U* v) { return api.nvmlDeviceGetCurrPcieLinkWidth(d, v); });
+    }
+    if (api.nvmlDeviceGetMaxPcieLinkWidth) {
+      c.pcie_width_max = Maybe<U>([&](U* v) { return api.nvmlDeviceGetMaxPcieLinkWidth(d, v); });
+    }
+    if (api.nvmlDeviceGetCurrentClocksThrottleReasons) {
+      using L = unsigned long long;
+      if (auto t =
+              Maybe<L>([&](L* v) { return api.nvmlDeviceGetCurrentClocksThrottleReasons(d, v); })) {
+        c.throttle_reasons = *t;
+      }
+    }
+    ReadLinks(api, d, &c);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 }  // namespace tessera::agent

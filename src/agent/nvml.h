@@ -25,6 +25,9 @@ class Nvml {
   Result<NodeGpus> Discover();
   // One telemetry sample per GPU.
   Result<std::vector<GpuSample>> Sample();
+  // The health facts of each GPU (ECC pages, row remaps, PCIe link, throttling, NVLink links):
+  // what `tessera doctor` reads. A fact the GPU or driver cannot give is left unset.
+  Result<std::vector<GpuCheckup>> Checkup();
 
   struct Xid {
     uint32_t gpu = 0;  // index

@@ -98,6 +98,32 @@ enum : int {
   NVML_VOLATILE_ECC = 0,
   NVML_NVLINK_MAX_LINKS = 18,
 };
+// nvmlInit's answer when the kernel module and the user-space library are of different driver
+// versions ("Driver/library version mismatch"), and when no driver is loaded.
+enum : int { NVML_ERROR_DRIVER_NOT_LOADED = 9, NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18 };
+// nvmlPageRetirementCause_t.
+enum : int {
+  NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS = 0,
+  NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR = 1,
+};
+// nvmlNvLinkErrorCounter_t: data-link replays, recoveries, CRC errors in flits and in data.
+enum : int {
+  NVML_NVLINK_ERROR_DL_REPLAY = 0,
+  NVML_NVLINK_ERROR_DL_RECOVERY = 1,
+  NVML_NVLINK_ERROR_DL_CRC_FLIT = 2,
+  NVML_NVLINK_ERROR_DL_CRC_DATA = 3,
+};
+// nvmlClocksThrottleReasons bits.
+enum : unsigned long long {
+  nvmlClocksThrottleReasonGpuIdle = 0x1ULL,
+  nvmlClocksThrottleReasonApplicationsClocksSetting = 0x2ULL,
+  nvmlClocksThrottleReasonSwPowerCap = 0x4ULL,
+  nvmlClocksThrottleReasonHwSlowdown = 0x8ULL,
+  nvmlClocksThrottleReasonSyncBoost = 0x10ULL,
+  nvmlClocksThrottleReasonSwThermalSlowdown = 0x20ULL,
+  nvmlClocksThrottleReasonHwThermalSlowdown = 0x40ULL,
+  nvmlClocksThrottleReasonHwPowerBrakeSlowdown = 0x80ULL,
+};
 
 #define TESSERA_NVML_FUNCTIONS(X)                                                               \
   X(nvmlInit_v2, (void))                                                                        \
@@ -129,7 +155,18 @@ enum : int {
   X(nvmlDeviceRegisterEvents, (nvmlDevice_t, unsigned long long, nvmlEventSet_t))               \
   X(nvmlEventSetWait_v2, (nvmlEventSet_t, nvmlEventData_t*, unsigned int))                      \
   X(nvmlEventSetFree, (nvmlEventSet_t))                                                         \
-  X(nvmlDeviceGetComputeMode, (nvmlDevice_t, int*))
+  X(nvmlDeviceGetComputeMode, (nvmlDevice_t, int*))                                             \
+  X(nvmlDeviceGetVbiosVersion, (nvmlDevice_t, char*, unsigned int))                             \
+  X(nvmlDeviceGetRetiredPages, (nvmlDevice_t, int, unsigned int*, unsigned long long*))         \
+  X(nvmlDeviceGetRetiredPagesPendingStatus, (nvmlDevice_t, int*))                               \
+  X(nvmlDeviceGetRemappedRows,                                                                  \
+    (nvmlDevice_t, unsigned int*, unsigned int*, unsigned int*, unsigned int*))                 \
+  X(nvmlDeviceGetCurrPcieLinkGeneration, (nvmlDevice_t, unsigned int*))                         \
+  X(nvmlDeviceGetMaxPcieLinkGeneration, (nvmlDevice_t, unsigned int*))                          \
+  X(nvmlDeviceGetCurrPcieLinkWidth, (nvmlDevice_t, unsigned int*))                              \
+  X(nvmlDeviceGetMaxPcieLinkWidth, (nvmlDevice_t, unsigned int*))                               \
+  X(nvmlDeviceGetCurrentClocksThrottleReasons, (nvmlDevice_t, unsigned long long*))             \
+  X(nvmlDeviceGetNvLinkErrorCounter, (nvmlDevice_t, unsigned int, int, unsigned long long*))
 
 // Each returns nvmlReturn_t. And:
 typedef const char* (*nvmlErrorString_fn)(nvmlReturn_t);  // nvmlErrorString

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "api/fields.h"
+#include "api/gpu_checkup.h"
 #include "api/json_read.h"
 #include "api/json_text.h"
 #include "api/kinds_common.h"
@@ -380,6 +381,8 @@ Result<core::NodeSpec> DecodeNode(const json& obj) {
       TESSERA_RETURN_IF_ERROR(t.Finish());
     }
   }
+  if (auto c = DecodeCheckups(status.Get("checkups")); !c.ok()) return c.status();
+  if (auto x = DecodeXids(status.Get("xids")); !x.ok()) return x.status();
   std::string text;
   TESSERA_RETURN_IF_ERROR(status.String("heartbeat", &text));
   TESSERA_RETURN_IF_ERROR(status.String("driverVersion", &text));

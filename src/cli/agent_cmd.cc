@@ -21,6 +21,7 @@
 #include <sstream>
 #include <thread>
 
+#include "agent/checkup.h"
 #include "agent/fake_gpus.h"
 #include "agent/fence.h"
 #include "agent/node_object.h"
@@ -238,6 +239,7 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
     if (nvml) {
       auto sample = nvml->Sample();
       if (sample.ok()) report["telemetry"] = agent::SampleJson(*sample);
+      if (auto c = nvml->Checkup(); c.ok()) report["checkups"] = agent::CheckupJson(*c);
     }
     out << report.dump(2) << "\n";
     return 0;

@@ -23,6 +23,7 @@
 #include "api/yaml.h"
 #include "cli/client.h"
 #include "cli/command_io.h"
+#include "cli/doctor_cmd.h"
 #include "cli/report_cmds.h"
 
 namespace tessera::cli {
@@ -30,14 +31,14 @@ namespace tessera::cli {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-namespace {
-
 void AddConnectionFlags(CLI::App* cmd, ResourceOptions& o) {
   cmd->add_option("--server", o.server, "Server HOST:PORT (else TESSERA_ADDR, ~/.tessera/config)");
   cmd->add_option("--token", o.token, "Bearer token (else TESSERA_TOKEN, ~/.tessera/config)");
   cmd->add_option("--ca-file", o.ca_file,
                   "PEM CA bundle for an https:// server (else TESSERA_CA, ~/.tessera/config)");
 }
+
+namespace {
 
 // The object a command names: its kind, name and namespace, and where the server is.
 void AddObjectArgs(CLI::App* cmd, ResourceOptions& o, bool name_required) {
@@ -753,6 +754,8 @@ void AddResourceCommands(CLI::App& app, ResourceOptions& o) {
   o.usage->add_option("-o,--output", o.output, "csv or json (default: a table)");
   AddConnectionFlags(o.usage, o);
 
+  o.doctor = AddDoctorCommand(app, o);
+
   o.events = app.add_subcommand("events", "What the scheduler did and why, oldest first");
   o.events->add_option("-n,--namespace", o.ns, "Namespace")->capture_default_str();
   o.events->add_flag("-A,--all-namespaces", o.all_namespaces, "Every namespace");
@@ -778,6 +781,7 @@ int RunResourceCommand(const ResourceOptions& o, std::istream& in, std::ostream&
     if (o.logs && o.logs->parsed()) return Logs(o, out, err);
     if (o.exec && o.exec->parsed()) return Exec(o, out, err);
     if (o.usage && o.usage->parsed()) return UsageCommand(o, out, err);
+    if (o.doctor && o.doctor->parsed()) return DoctorCommand(o, out, err);
   } catch (const json::exception& e) {
     // Only a server that is not Tessera's, or a broken one, answers what cannot be read.
     err << "error: unexpected response from the server: " << e.what() << "\n";

@@ -60,9 +60,15 @@ struct ResourceOptions {
   std::string usage_by = "namespace";
   std::string since = "24h";
   std::string until;
+  CLI::App* doctor = nullptr;
+  std::string doctor_target;  // "", node/N, gpu/N/I, job/J
+  bool doctor_local = false;  // --local: this machine through NVML
+  std::string nvml_library = "libnvidia-ml.so.1";
 };
 
 void AddResourceCommands(CLI::App& app, ResourceOptions& opts);
+// --server, --token and --ca-file on `cmd`.
+void AddConnectionFlags(CLI::App* cmd, ResourceOptions& o);
 
 // Runs whichever of the commands was parsed; -1 when none was.
 int RunResourceCommand(const ResourceOptions& opts, std::istream& in, std::ostream& out,

@@ -12,8 +12,19 @@
 //               "temp": 41, "powerMw": 120000, "smClock": 1980, "eccCorrected": 0,
 //               "eccUncorrected": 0, "nvlinkTxKiB": 100, "nvlinkRxKiB": 50,
 //               "processes": [{"pid": 42, "usedMiB": 512}]}]}
+//
+// Faults for `tessera doctor`, each optional (absent: NVML answers "not supported", except the
+// NVLink links, which are up):
+//   root: "initError": 18 (nvmlInit fails so: 18 is "Driver/library version mismatch");
+//   device: "vbios": "96.00.89.00.01", "retiredSbe": 2, "retiredDbe": 1, "retirePending": true,
+//           "remappedCorrectable": 0, "remappedUncorrectable": 1, "remapPending": true,
+//           "remapFailed": false, "pcieGen": 3, "pcieGenMax": 5, "pcieWidth": 8,
+//           "pcieWidthMax": 16, "throttle": 8 (nvmlClocksThrottleReasons bits),
+//           "nvlinkDown": [1] (links of "nvlink" that are down), "nvlinkErrors": 12 (per link,
+//           in its replay counter).
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -67,6 +78,16 @@ nvmlReturn_t CopyString(const std::string& s, char* out, unsigned int len) {
   return NVML_SUCCESS;
 }
 
+// The faults `tessera doctor` reads: a device's key, or "not supported" without it.
+template <typename T>
+nvmlReturn_t Fact(nvmlDevice_t d, const char* key, T* out) {
+  Refresh();
+  const nlohmann::json& spec = State(d)->spec;
+  if (!spec.contains(key)) return NVML_ERROR_NOT_SUPPORTED;
+  *out = spec[key].get<T>();
+  return NVML_SUCCESS;
+}
+
 }  // namespace
 
 extern "C" {
@@ -79,6 +100,7 @@ nvmlReturn_t nvmlInit_v2(void) {
   ss << in.rdbuf();
   Root() = nlohmann::json::parse(ss.str(), nullptr, false);
   if (!Root().is_object()) return 9;
+  if (Root().contains("initError")) return Root()["initError"].get<int>();
   for (const auto& d : Root().value("devices", nlohmann::json::array())) {
     Devices().push_back(new nvmlDeviceState{d, false});
   }
@@ -91,7 +113,13 @@ nvmlReturn_t nvmlShutdown(void) {
   return NVML_SUCCESS;
 }
 
-const char* nvmlErrorString(nvmlReturn_t r) { return r == 0 ? "Success" : "Fake NVML error"; }
+const char* nvmlErrorString(nvmlReturn_t r) {
+  // NVML's own words for the errors a test injects.
+  if (r == 0) return "Success";
+  if (r == NVML_ERROR_DRIVER_NOT_LOADED) return "Driver Not Loaded";
+  if (r == NVML_ERROR_LIB_RM_VERSION_MISMATCH) return "Driver/library version mismatch";
+  return "Fake NVML error";
+}
 
 nvmlReturn_t nvmlSystemGetDriverVersion(char* v, unsigned int len) {
   return CopyString(Root().value("driver", ""), v, len);
@@ -166,7 +194,9 @@ nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t d, int* current, int* pending) {
 nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t d, unsigned int link, int* active) {
   const auto links = State(d)->spec.value("nvlink", nlohmann::json::array());
   if (link >= links.size()) return NVML_ERROR_NOT_SUPPORTED;
-  *active = 1;
+  Refresh();
+  const auto down = State(d)->spec.value("nvlinkDown", nlohmann::json::array());
+  *active = std::find(down.begin(), down.end(), link) == down.end() ? 1 : 0;
   return NVML_SUCCESS;
 }
 nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t d, unsigned int link,
@@ -224,6 +254,64 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t d, unsigned int* 
     infos[i].pid = procs[i].value("pid", 0u);
     infos[i].usedGpuMemory = static_cast<unsigned long long>(procs[i].value("usedMiB", 0)) << 20;
   }
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetVbiosVersion(nvmlDevice_t d, char* out, unsigned int len) {
+  std::string v;
+  if (nvmlReturn_t r = Fact(d, "vbios", &v); r != NVML_SUCCESS) return r;
+  return CopyString(v, out, len);
+}
+nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t d, int cause, unsigned int* count,
+                                       unsigned long long* addresses) {
+  unsigned int n = 0;
+  if (nvmlReturn_t r = Fact(d, cause == 0 ? "retiredSbe" : "retiredDbe", &n); r != NVML_SUCCESS) {
+    return r;
+  }
+  const bool fits = *count >= n;
+  for (unsigned int i = 0; fits && addresses != nullptr && i < n; ++i) addresses[i] = 0x1000 * i;
+  *count = n;
+  return fits ? NVML_SUCCESS : NVML_ERROR_INSUFFICIENT_SIZE;
+}
+nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t d, int* pending) {
+  bool p = false;
+  if (nvmlReturn_t r = Fact(d, "retirePending", &p); r != NVML_SUCCESS) return r;
+  *pending = p ? 1 : 0;
+  return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t d, unsigned int* corr, unsigned int* unc,
+                                       unsigned int* pending, unsigned int* failed) {
+  if (nvmlReturn_t r = Fact(d, "remappedUncorrectable", unc); r != NVML_SUCCESS) return r;
+  bool p = false, f = false;
+  (void)Fact(d, "remapPending", &p);
+  (void)Fact(d, "remapFailed", &f);
+  *corr = 0;
+  (void)Fact(d, "remappedCorrectable", corr);
+  *pending = p ? 1 : 0;
+  *failed = f ? 1 : 0;
+  return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t d, unsigned int* v) {
+  return Fact(d, "pcieGen", v);
+}
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t d, unsigned int* v) {
+  return Fact(d, "pcieGenMax", v);
+}
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t d, unsigned int* v) {
+  return Fact(d, "pcieWidth", v);
+}
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t d, unsigned int* v) {
+  return Fact(d, "pcieWidthMax", v);
+}
+nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t d, unsigned long long* v) {
+  return Fact(d, "throttle", v);
+}
+nvmlReturn_t nvmlDeviceGetNvLinkErrorCounter(nvmlDevice_t d, unsigned int link, int counter,
+                                             unsigned long long* n) {
+  const auto links = State(d)->spec.value("nvlink", nlohmann::json::array());
+  if (link >= links.size()) return NVML_ERROR_NOT_SUPPORTED;
+  *n = 0;
+  if (counter == NVML_NVLINK_ERROR_DL_REPLAY) (void)Fact(d, "nvlinkErrors", n);
   return NVML_SUCCESS;
 }
 

@@ -1,0 +1,211 @@
+#include "cli/doctor_cmd.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "agent/checkup.h"
+#include "agent/node_agent.h"
+#include "agent/node_object.h"
+#include "agent/nvml.h"
+#include "api/doctor.h"
+#include "api/time.h"
+#include "cli/command_io.h"
+
+namespace tessera::cli {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr int kFoundCritical = 1;
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string HostName() {
+  char buf[256] = {};
+  return gethostname(buf, sizeof buf - 1) == 0 ? std::string(buf) : std::string("localhost");
+}
+
+// This machine through NVML, as its agent would report it: the node checks on that.
+std::vector<api::Finding> LocalFindings(const ResourceOptions& o) {
+  const std::string host = HostName();
+  auto nvml = agent::Nvml::Load(o.nvml_library);
+  if (!nvml.ok()) return {api::NvmlStartFinding(host, nvml.status().message())};
+  auto gpus = (*nvml)->Discover();
+  if (!gpus.ok()) return {api::NvmlStartFinding(host, gpus.status().message())};
+  agent::NodeIdentity id;
+  id.name = host;
+  json node = agent::NodeObject(id, *gpus, api::FormatTime(NowMs()));
+  if (auto s = (*nvml)->Sample(); s.ok()) {
+    node["status"]["telemetry"] = agent::SampleJson(*s);
+    // Which processes are Tessera's tasks only the node's agent knows: `tessera doctor
+    // node/NAME` reports the others.
+    for (json& t : node["status"]["telemetry"]) t.erase("processes");
+  }
+  if (auto c = (*nvml)->Checkup(); c.ok()) node["status"]["checkups"] = agent::CheckupJson(*c);
+  // Xids come as events from now on: none to read of the past here (dmesg has them).
+  return api::CheckNode(node, NowMs());
+}
+
+// The objects the checks read, from the server.
+bool Fetch(const ResourceOptions& o, api::DoctorInput* in, std::ostream& err, int* code) {
+  const std::string base = "/apis/tessera.io/v1/";
+  const std::pair<const char*, std::vector<json>*> lists[] = {{"nodes", &in->nodes},
+                                                              {"jobs", &in->jobs},
+                                                              {"queues", &in->queues},
+                                                              {"localqueues", &in->local_queues},
+                                                              {"resourceflavors", &in->flavors},
+                                                              {"namespaces", &in->namespaces}};
+  for (const auto& [plural, into] : lists) {
+    auto items = List(o, base + plural, err, code);
+    if (!items) return false;
+    *into = std::move(*items);
+  }
+  return true;
+}
+
+// Each pod's recent log of `job`, for the OOM check.
+void FetchLogs(const ResourceOptions& o, const json& job, api::DoctorInput* in) {
+  const std::string ns = job["metadata"].value("namespace", ""),
+                    name = job["metadata"].value("name", "");
+  for (const json& pod : job.value("status", json::object()).value("pods", json::array())) {
+    if (!pod.is_object() || !pod.contains("name")) continue;
+    const std::string p = pod.value("name", "");
+    std::ostringstream quiet;
+    int code = 0;
+    auto r = Send(o, "GET",
+                  "/apis/tessera.io/v1/namespaces/" + ns + "/jobs/" + name + "/logs?pod=" + p +
+                      "&tailLines=2000",
+                  "", "", quiet, &code);
+    if (r && r->status == 200) in->logs[ns + "/" + name + "/" + p] = r->body;
+  }
+}
+
+const json* Named(const std::vector<json>& list, const std::string& name, const std::string& ns) {
+  for (const json& o : list) {
+    const json& m = o.value("metadata", json::object());
+    if (m.value("name", "") == name && (ns.empty() || m.value("namespace", "") == ns)) return &o;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+CLI::App* AddDoctorCommand(CLI::App& app, ResourceOptions& o) {
+  CLI::App* doctor = app.add_subcommand("doctor",
+                                        "What is wrong with the cluster, a node, a GPU or a job, "
+                                        "and how to fix it");
+  doctor->add_option("target", o.doctor_target,
+                     "node/NAME, gpu/NODE/INDEX or job/NAME (default: the whole cluster)");
+  doctor->add_option("-n,--namespace", o.ns, "The job's namespace")->capture_default_str();
+  doctor->add_option("-o,--output", o.output, "text or json")->capture_default_str();
+  doctor->add_flag("--local", o.doctor_local,
+                   "Check this machine's GPUs through NVML (no server needed)");
+  doctor->add_option("--nvml-library", o.nvml_library, "With --local: the NVML library")
+      ->capture_default_str();
+  doctor->footer(
+      "Exit status: 0 nothing critical, 1 a critical finding, 2 usage, 3 server unreachable.\n"
+      "Examples: tessera doctor; tessera doctor node/gpu-3; tessera doctor job/train -n team-a;\n"
+      "          tessera doctor --local -o json");
+  AddConnectionFlags(doctor, o);
+  return doctor;
+}
+
+int DoctorCommand(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
+  if (o.output != "" && o.output != "json" && o.output != "text") {
+    err << "error: -o: unknown output format \"" << o.output << "\" (text, json)\n";
+    return kUsage;
+  }
+  const std::string& t = o.doctor_target;
+  const size_t slash = t.find('/');
+  const std::string what = t.substr(0, slash);
+  const std::string rest = slash == std::string::npos ? "" : t.substr(slash + 1);
+  if (!t.empty() && (rest.empty() || (what != "node" && what != "gpu" && what != "job"))) {
+    err << "error: doctor: \"" << t
+        << "\": expected node/NAME, gpu/NODE/INDEX or job/NAME (or nothing: the whole cluster)\n";
+    return kUsage;
+  }
+  std::vector<api::Finding> findings;
+  if (o.doctor_local) {
+    if (!t.empty() && what != "gpu") {
+      err << "error: doctor --local: checks this machine; name no " << what << "\n";
+      return kUsage;
+    }
+    findings = LocalFindings(o);
+  } else {
+    api::DoctorInput in;
+    in.now_ms = NowMs();
+    int code = 0;
+    if (!Fetch(o, &in, err, &code)) return code;
+    if (t.empty()) {
+      for (const json& n : in.nodes) {
+        for (api::Finding& f : api::CheckNode(n, in.now_ms)) findings.push_back(std::move(f));
+      }
+      for (api::Finding& f : api::CheckScheduling(in)) findings.push_back(std::move(f));
+      for (const json& j : in.jobs) {
+        for (api::Finding& f : api::CheckJob(j, in)) {
+          // The cluster view keeps what is wrong; a job's place in line is for `doctor job/X`.
+          if (f.check != "job.pending") findings.push_back(std::move(f));
+        }
+      }
+    } else if (what == "node" || what == "gpu") {
+      const std::string node = rest.substr(0, rest.find('/'));
+      const json* n = Named(in.nodes, node, "");
+      if (n == nullptr) {
+        err << "Error from server (NotFound): nodes \"" << node << "\" not found\n";
+        return kRefused;
+      }
+      findings = api::CheckNode(*n, in.now_ms);
+      for (api::Finding& f : api::CheckScheduling(in)) {
+        // Bindings the node does not report (their evidence starts with the node).
+        if (f.check == "node.view-differs" && !f.evidence.empty() &&
+            f.evidence[0].starts_with("node " + node + " ")) {
+          findings.push_back(std::move(f));
+        }
+      }
+      if (what == "gpu") {
+        const size_t cut = rest.find('/');
+        if (cut == std::string::npos || cut + 1 == rest.size()) {
+          err << "error: doctor: \"" << t << "\": expected gpu/NODE/INDEX\n";
+          return kUsage;
+        }
+        const std::string gpu = "node/" + node + "/gpu/" + rest.substr(cut + 1);
+        std::erase_if(findings, [&](const api::Finding& f) { return f.subject != gpu; });
+      }
+    } else {
+      const json* j = Named(in.jobs, rest, o.ns);
+      if (j == nullptr) {
+        err << "Error from server (NotFound): jobs \"" << rest << "\" not found in namespace "
+            << o.ns << "\n";
+        return kRefused;
+      }
+      FetchLogs(o, *j, &in);
+      findings = api::CheckJob(*j, in);
+    }
+  }
+  if (o.doctor_local && what == "gpu") {
+    // --local gpu/INDEX: one card of this machine.
+    std::erase_if(findings, [&](const api::Finding& f) {
+      return !f.subject.ends_with("/gpu/" + rest) && f.subject.find("/gpu/") != std::string::npos;
+    });
+  }
+  api::SortFindings(&findings);
+  if (o.output == "json") {
+    out << api::FindingsJson(findings).dump(2) << "\n";
+  } else {
+    out << api::FindingsText(findings);
+  }
+  for (const api::Finding& f : findings) {
+    if (f.severity == api::Severity::kCritical) return kFoundCritical;
+  }
+  return 0;
+}
+
+}  // namespace tessera::cli

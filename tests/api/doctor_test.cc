@@ -1,0 +1,333 @@
+// tessera doctor's checks (api/doctor.h) on objects as the agents and the scheduler write them:
+// each fault gives its finding, with evidence and a fix, and a healthy cluster gives none.
+#include "api/doctor.h"
+
+#include <gtest/gtest.h>
+
+#include "api/kinds.h"
+#include "api/time.h"
+
+namespace tessera::api {
+namespace {
+
+using nlohmann::json;
+
+constexpr int64_t kNow = 1'800'000'000'000;  // 2027-01-15
+
+json Node(const std::string& name, int gpus) {
+  json list = json::array(), telemetry = json::array();
+  for (int i = 0; i < gpus; ++i) {
+    list.push_back({{"index", i},
+                    {"uuid", "GPU-" + name + "-" + std::to_string(i)},
+                    {"model", "H100-80GB"},
+                    {"memoryMiB", 81559},
+                    {"health", "Healthy"}});
+    telemetry.push_back({{"index", i}, {"utilizationPct", 80}, {"processes", json::array()}});
+  }
+  return {{"apiVersion", "tessera.io/v1"},
+          {"kind", "Node"},
+          {"metadata", {{"name", name}, {"labels", json::object()}}},
+          {"spec", json::object()},
+          {"status",
+           {{"gpus", list}, {"telemetry", telemetry}, {"heartbeat", FormatTime(kNow - 5'000)}}}};
+}
+
+const Finding* Find(const std::vector<Finding>& fs, const std::string& check,
+                    const std::string& subject = "") {
+  for (const Finding& f : fs) {
+    if (f.check == check && (subject.empty() || f.subject == subject)) return &f;
+  }
+  return nullptr;
+}
+
+std::string Checks(const std::vector<Finding>& fs) {
+  std::string s;
+  for (const Finding& f : fs) s += f.check + "@" + f.subject + " ";
+  return s;
+}
+
+TEST(DoctorTest, AHealthyNodeHasNoFindings) {
+  json n = Node("n1", 2);
+  n["status"]["checkups"] = {
+      {{"index", 0},
+       {"vbios", "96.00.89.00.01"},
+       {"retiredPages", {{"singleBit", 0}, {"doubleBit", 0}, {"pending", false}}},
+       {"pcie", {{"gen", 2}, {"maxGen", 5}, {"width", 16}, {"maxWidth", 16}}},
+       {"throttle", json::array()},
+       {"nvlink", {{"links", 18}, {"down", json::array()}, {"errors", 0}}}},
+      {{"index", 1}, {"vbios", "96.00.89.00.01"}}};
+  // Idle: a link that trained down to Gen2 saves power and is not a fault.
+  n["status"]["telemetry"][0]["utilizationPct"] = 0;
+  ASSERT_TRUE(DecodeNode(n).ok()) << DecodeNode(n).status().message();
+  const auto fs = CheckNode(n, kNow);
+  EXPECT_TRUE(fs.empty()) << Checks(fs);
+}
+
+TEST(DoctorTest, EachGpuFaultHasItsFindingWithEvidenceAndFix) {
+  json n = Node("n1", 3);
+  n["metadata"]["labels"]["tessera.io/expected-gpus"] = "4";
+  n["status"]["telemetry"][0]["eccUncorrected"] = 3;
+  n["status"]["telemetry"][1]["processes"] = {{{"pid", 4242}, {"usedMiB", 2048}},
+                                              {{"pid", 77}, {"usedMiB", 100}, {"pod", "a/b/c"}}};
+  n["status"]["checkups"] = {
+      {{"index", 0},
+       {"vbios", "96.00.89.00.01"},
+       {"retiredPages", {{"singleBit", 2}, {"doubleBit", 1}, {"pending", true}}},
+       {"remappedRows", {{"uncorrectable", 1}, {"pending", true}, {"failed", false}}},
+       {"throttle", {"HwSlowdown"}}},
+      {{"index", 1},
+       {"vbios", "96.00.99.00.01"},
+       {"remappedRows", {{"uncorrectable", 8}, {"failed", true}}},
+       {"pcie", {{"gen", 4}, {"maxGen", 5}, {"width", 8}, {"maxWidth", 16}}},
+       {"nvlink", {{"links", 4}, {"down", {2}}, {"errors", 12}}}},
+      {{"index", 2}, {"throttle", {"SwPowerCap"}}}};
+  n["status"]["gpus"][2]["health"] = "Unhealthy";
+  ASSERT_TRUE(DecodeNode(n).ok()) << DecodeNode(n).status().message();
+  const auto fs = CheckNode(n, kNow);
+  struct Want {
+    const char* check;
+    const char* subject;
+    Severity severity;
+    const char* evidence;
+  };
+  for (const Want& w : std::initializer_list<Want>{
+           {"node.gpu-missing", "node/n1", Severity::kCritical, "the agent sees 3"},
+           {"node.vbios-mismatch", "node/n1", Severity::kWarning, "96.00.99.00.01: GPU 1"},
+           {"gpu.ecc-uncorrected", "node/n1/gpu/0", Severity::kCritical, "errors: 3"},
+           {"gpu.retired-pages", "node/n1/gpu/0", Severity::kCritical, "retirement is pending"},
+           {"gpu.row-remap-pending", "node/n1/gpu/0", Severity::kWarning, "pending: yes"},
+           {"gpu.throttled", "node/n1/gpu/0", Severity::kCritical, "HwSlowdown"},
+           {"gpu.row-remap-failed", "node/n1/gpu/1", Severity::kCritical, "failure flag"},
+           {"gpu.pcie-degraded", "node/n1/gpu/1", Severity::kWarning, "Gen4 x8, maximum Gen5 x16"},
+           {"gpu.nvlink-down", "node/n1/gpu/1", Severity::kCritical, "links down: 2"},
+           {"gpu.nvlink-errors", "node/n1/gpu/1", Severity::kWarning, "12"},
+           {"gpu.stray-process", "node/n1/gpu/1", Severity::kWarning, "PID 4242 uses 2048 MiB"},
+           {"gpu.throttled", "node/n1/gpu/2", Severity::kInfo, "SwPowerCap"},
+           {"gpu.unhealthy", "node/n1/gpu/2", Severity::kCritical, ""},
+       }) {
+    const Finding* f = Find(fs, w.check, w.subject);
+    ASSERT_NE(f, nullptr) << w.check << "@" << w.subject << " in " << Checks(fs);
+    EXPECT_EQ(f->severity, w.severity) << w.check;
+    EXPECT_FALSE(f->fix.empty()) << w.check;
+    std::string evidence;
+    for (const std::string& e : f->evidence) evidence += e + "|";
+    EXPECT_NE(evidence.find(w.evidence), std::string::npos) << w.check << ": " << evidence;
+  }
+  // The process a task holds is not a stray.
+  const Finding* stray = Find(fs, "gpu.stray-process", "node/n1/gpu/1");
+  EXPECT_EQ(stray->evidence.size(), 1u);
+  // A remap that failed is reported as such, not also as pending.
+  EXPECT_EQ(Find(fs, "gpu.row-remap-pending", "node/n1/gpu/1"), nullptr);
+}
+
+TEST(DoctorTest, XidsByCatalogActionAndAge) {
+  json n = Node("n1", 2);
+  n["status"]["xids"] = {
+      {{"gpu", 0}, {"xid", 13}, {"time", FormatTime(kNow - 60'000)}},         // RESTART_APP
+      {{"gpu", 0}, {"xid", 63}, {"time", FormatTime(kNow - 60'000)}},         // IGNORE
+      {{"gpu", 1}, {"xid", 79}, {"time", FormatTime(kNow - 120'000)}},        // RESTART_BM
+      {{"gpu", 1}, {"xid", 79}, {"time", FormatTime(kNow - 30'000)}},         // again
+      {{"gpu", 1}, {"xid", 95}, {"time", FormatTime(kNow - 48 * 3'600'000)}}  // too old
+  };
+  ASSERT_TRUE(DecodeNode(n).ok()) << DecodeNode(n).status().message();
+  const auto fs = CheckNode(n, kNow);
+  int xids = 0;
+  for (const Finding& f : fs) xids += f.check == "gpu.xid";
+  EXPECT_EQ(xids, 3) << Checks(fs);
+  for (const Finding& f : fs) {
+    if (f.summary.find("XID 13") != std::string::npos) EXPECT_EQ(f.severity, Severity::kWarning);
+    if (f.summary.find("XID 63") != std::string::npos) EXPECT_EQ(f.severity, Severity::kInfo);
+    if (f.summary.find("XID 79") != std::string::npos) {
+      EXPECT_EQ(f.severity, Severity::kCritical);
+      EXPECT_EQ(f.subject, "node/n1/gpu/1");
+      EXPECT_NE(f.evidence[0].find("2 time(s)"), std::string::npos) << f.evidence[0];
+      EXPECT_NE(f.evidence[0].find("30 s ago"), std::string::npos) << f.evidence[0];
+      EXPECT_NE(f.fix.find("reboot"), std::string::npos) << f.fix;
+    }
+    EXPECT_EQ(f.summary.find("XID 95"), std::string::npos) << "a day-old Xid was reported";
+  }
+}
+
+TEST(DoctorTest, AnAgentThatStoppedReporting) {
+  json n = Node("n1", 1);
+  n["status"]["heartbeat"] = FormatTime(kNow - 10 * 60'000);
+  const auto fs = CheckNode(n, kNow);
+  const Finding* f = Find(fs, "node.heartbeat-stale");
+  ASSERT_NE(f, nullptr) << Checks(fs);
+  EXPECT_NE(f->evidence[0].find("600 s ago"), std::string::npos) << f->evidence[0];
+  n["status"].erase("heartbeat");
+  EXPECT_NE(Find(CheckNode(n, kNow), "node.no-heartbeat"), nullptr);
+}
+
+TEST(DoctorTest, MalformedCheckupsAreRefusedNamingTheField) {
+  json n = Node("n1", 1);
+  n["status"]["checkups"] = {{{"index", 0}, {"pcie", {{"gen", "four"}}}}};
+  Status s = DecodeNode(n).status();
+  EXPECT_NE(s.message().find("status.checkups[0].pcie.gen"), std::string::npos) << s.message();
+  n["status"]["checkups"] = {{{"index", 0}, {"colour", "red"}}};
+  s = DecodeNode(n).status();
+  EXPECT_NE(s.message().find("colour"), std::string::npos) << s.message();
+  n["status"].erase("checkups");
+  n["status"]["xids"] = {{{"gpu", 0}, {"xid", 79}, {"time", "yesterday"}}};
+  s = DecodeNode(n).status();
+  EXPECT_NE(s.message().find("status.xids[0].time"), std::string::npos) << s.message();
+}
+
+TEST(DoctorTest, NvmlThatCannotStart) {
+  Finding f = NvmlStartFinding("n1", "NVML init failed: Driver/library version mismatch (18)");
+  EXPECT_EQ(f.check, "node.driver-mismatch");
+  EXPECT_EQ(f.severity, Severity::kCritical);
+  EXPECT_NE(f.fix.find("reboot"), std::string::npos);
+  EXPECT_EQ(NvmlStartFinding("n1", "cannot load NVML").check, "node.nvml-unavailable");
+}
+
+json Obj(const std::string& kind, const std::string& name, const std::string& ns, json spec) {
+  json o = {{"apiVersion", "tessera.io/v1"},
+            {"kind", kind},
+            {"metadata", {{"name", name}}},
+            {"spec", std::move(spec)}};
+  if (!ns.empty()) o["metadata"]["namespace"] = ns;
+  return o;
+}
+
+json GpuQuota(const std::string& flavor, int gpus) {
+  return {{{"coveredResources", {"nvidia.com/gpu"}},
+           {"flavors",
+            {{{"name", flavor},
+              {"resources", {{{"name", "nvidia.com/gpu"}, {"nominalQuota", gpus}}}}}}}}};
+}
+
+TEST(DoctorTest, QueueMisconfigurations) {
+  DoctorInput in;
+  in.now_ms = kNow;
+  in.nodes = {Node("n1", 4)};
+  in.nodes[0]["metadata"]["labels"]["pool"] = "a";
+  in.flavors = {Obj("ResourceFlavor", "pool-a", "", {{"nodeLabels", {{"pool", "a"}}}}),
+                Obj("ResourceFlavor", "pool-z", "", {{"nodeLabels", {{"pool", "z"}}}})};
+  // As a Kueue ClusterQueue without namespaceSelector is stored (api/translate_kueue.cc).
+  json nil_selector = {{"matchExpressions",
+                        {{{"key", "kubernetes.io/metadata.name"}, {"operator", "DoesNotExist"}}}}};
+  in.queues = {
+      Obj("Queue", "closed", "",
+          {{"namespaceSelector", nil_selector}, {"resourceGroups", GpuQuota("pool-a", 2)}}),
+      Obj("Queue", "big", "",
+          {{"namespaceSelector", json::object()}, {"resourceGroups", GpuQuota("pool-a", 3)}}),
+      Obj("Queue", "ghost", "", {{"resourceGroups", GpuQuota("pool-z", 1)}})};
+  in.local_queues = {Obj("LocalQueue", "lq", "team-a", {{"clusterQueue", "closed"}}),
+                     Obj("LocalQueue", "ok", "team-a", {{"clusterQueue", "big"}}),
+                     Obj("LocalQueue", "lost", "team-b", {{"clusterQueue", "nowhere"}})};
+  for (const json& q : in.queues)
+    ASSERT_TRUE(DecodeQueue(q).ok()) << DecodeQueue(q).status().message();
+  const auto fs = CheckScheduling(in);
+  const Finding* closed = Find(fs, "queue.namespace-not-admitted", "localqueue/team-a/lq");
+  ASSERT_NE(closed, nullptr) << Checks(fs);
+  EXPECT_NE(closed->meaning.find("nil namespaceSelector selects no namespace"), std::string::npos);
+  EXPECT_NE(closed->fix.find("namespaceSelector: {}"), std::string::npos);
+  EXPECT_EQ(Find(fs, "queue.namespace-not-admitted", "localqueue/team-a/ok"), nullptr);
+  ASSERT_NE(Find(fs, "localqueue.no-queue", "localqueue/team-b/lost"), nullptr) << Checks(fs);
+  const Finding* none = Find(fs, "flavor.no-node", "resourceflavor/pool-z");
+  ASSERT_NE(none, nullptr) << Checks(fs);
+  EXPECT_EQ(none->severity, Severity::kCritical);  // a queue quotes it
+  const Finding* above = Find(fs, "quota.above-capacity", "resourceflavor/pool-a");
+  ASSERT_NE(above, nullptr) << Checks(fs);
+  EXPECT_NE(above->evidence.back().find("sum of nominal quotas 5 GPU"), std::string::npos)
+      << above->evidence.back();
+  EXPECT_NE(above->evidence.back().find("hold 4 GPU"), std::string::npos);
+}
+
+json Job(const std::string& name, const std::string& ns, const std::string& lq, int gpus_per_pod,
+         int pods, const std::string& created) {
+  json j = Obj("Job", name, ns,
+               {{"tasks",
+                 {{{"name", "w"},
+                   {"replicas", pods},
+                   {"command", {"true"}},
+                   {"resources", {{"limits", {{"nvidia.com/gpu", gpus_per_pod}}}}}}}}});
+  j["spec"]["queue"] = lq;
+  j["metadata"]["creationTimestamp"] = created;
+  j["status"] = {{"phase", "Pending"}, {"message", "waiting for quota"}};
+  return j;
+}
+
+TEST(DoctorTest, APendingJobsPlaceInLineAndWhetherItCanEverFit) {
+  DoctorInput in;
+  in.now_ms = kNow;
+  in.nodes = {Node("n1", 8), Node("n2", 8)};
+  in.queues = {Obj("Queue", "q", "", {{"namespaceSelector", json::object()}})};
+  in.local_queues = {Obj("LocalQueue", "lq", "team-a", {{"clusterQueue", "q"}})};
+  in.jobs = {Job("first", "team-a", "lq", 1, 1, "2027-01-15T08:00:00Z"),
+             Job("huge", "team-a", "lq", 16, 1, "2027-01-15T08:01:00Z"),
+             Job("wide", "team-a", "lq", 8, 3, "2027-01-15T08:02:00Z"),
+             Job("fits", "team-a", "lq", 8, 2, "2027-01-15T08:03:00Z")};
+  for (const json& j : in.jobs) ASSERT_TRUE(DecodeJob(j).ok()) << DecodeJob(j).status().message();
+  auto fs = CheckJob(in.jobs[1], in);
+  const Finding* pending = Find(fs, "job.pending");
+  ASSERT_NE(pending, nullptr) << Checks(fs);
+  EXPECT_EQ(pending->evidence[0], "reason: waiting for quota");
+  EXPECT_NE(pending->evidence[1].find("queue q: 2 of 4 waiting"), std::string::npos)
+      << pending->evidence[1];
+  const Finding* never = Find(fs, "job.never-fits");
+  ASSERT_NE(never, nullptr) << Checks(fs);
+  EXPECT_NE(never->evidence[0].find("16 whole GPU(s)"), std::string::npos) << never->evidence[0];
+  fs = CheckJob(in.jobs[2], in);
+  never = Find(fs, "job.never-fits");
+  ASSERT_NE(never, nullptr) << Checks(fs);
+  EXPECT_NE(never->evidence[0].find("24 GPU(s) in all; the nodes hold 16"), std::string::npos)
+      << never->evidence[0];
+  EXPECT_EQ(Find(CheckJob(in.jobs[3], in), "job.never-fits"), nullptr);
+}
+
+TEST(DoctorTest, CudaOutOfMemoryTiedToTheShare) {
+  DoctorInput in;
+  in.now_ms = kNow;
+  json j = Job("oom", "team-a", "lq", 1, 1, "2027-01-15T08:00:00Z");
+  json device = {{"gpu", 0}, {"index", 0}, {"kind", "share"}, {"milli", 250}, {"memoryMiB", 20000}};
+  json pod = {{"name", "w-0"}, {"node", "n1"}, {"devices", json::array({device})}};
+  j["status"] = {{"phase", "Failed"}, {"pods", json::array({pod})}};
+  in.logs["team-a/oom/w-0"] =
+      "step 1\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n";
+  const auto fs = CheckJob(j, in);
+  const Finding* f = Find(fs, "job.cuda-oom");
+  ASSERT_NE(f, nullptr) << Checks(fs);
+  EXPECT_NE(f->evidence[0].find("Tried to allocate 2.00 GiB"), std::string::npos);
+  EXPECT_NE(f->evidence[1].find("share of 20000 MiB"), std::string::npos) << f->evidence[1];
+  EXPECT_NE(f->meaning.find("share"), std::string::npos);
+  in.logs["team-a/oom/w-0"] = "all good\n";
+  EXPECT_EQ(Find(CheckJob(j, in), "job.cuda-oom"), nullptr);
+}
+
+TEST(DoctorTest, BindingsANodeDoesNotReport) {
+  DoctorInput in;
+  in.now_ms = kNow;
+  in.nodes = {Node("n1", 2)};
+  json j = Job("run", "team-a", "lq", 1, 1, "2027-01-15T08:00:00Z");
+  json device = {{"gpu", 3}, {"index", 3}, {"uuid", "GPU-n1-3"}, {"kind", "whole"}};
+  json pod = {{"name", "w-0"}, {"node", "n1"}, {"devices", json::array({device})}};
+  j["status"] = {{"phase", "Admitted"}, {"pods", json::array({pod})}};
+  in.jobs = {j};
+  const auto fs = CheckScheduling(in);
+  const Finding* f = Find(fs, "node.view-differs", "job/team-a/run");
+  ASSERT_NE(f, nullptr) << Checks(fs);
+  EXPECT_EQ(f->evidence[0], "node n1 reports no GPU 3");
+}
+
+TEST(DoctorTest, OutputOrdersBySeverityAndCounts) {
+  std::vector<Finding> fs(3);
+  fs[0].severity = Severity::kInfo;
+  fs[0].subject = "b";
+  fs[1].severity = Severity::kCritical;
+  fs[1].subject = "c";
+  fs[2].severity = Severity::kWarning;
+  fs[2].subject = "a";
+  SortFindings(&fs);
+  EXPECT_EQ(fs[0].subject, "c");
+  EXPECT_EQ(fs[2].subject, "b");
+  const json j = FindingsJson(fs);
+  EXPECT_EQ(j["counts"]["critical"], 1);
+  EXPECT_EQ(j["findings"][0]["severity"], "critical");
+  EXPECT_NE(FindingsText(fs).find("1 critical, 1 warning(s), 1 note(s)"), std::string::npos);
+  EXPECT_NE(FindingsText({}).find("nothing wrong found"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera::api
