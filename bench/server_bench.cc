@@ -6,6 +6,8 @@
 //     Every acknowledged creation is durable against kill -9 (WAL, synchronous=NORMAL).
 //   BM_CreateJobsOnEtcd/<clients>: the same with the state in etcd (one member of Debian's etcd
 //     on this machine, started by the benchmark; etcd syncs each commit to its disk).
+//   BM_CreateJobsSynced/<clients>: BM_CreateJobs with SQLite syncing every commit to its disk
+//     (--fsync-every-commit: durable against power loss, as etcd's commits are).
 //   BM_WatchFanout/<watchers>: <watchers> watch streams open on the jobs of one namespace; one
 //     iteration creates 100 jobs and waits until every watcher has received all 100 events.
 //     Counter events_per_second = watchers x 100 / time.
@@ -61,10 +63,11 @@ struct Fixture {
   std::unique_ptr<HttpServer> http;
   std::string token;
 
-  explicit Fixture(bool on_etcd = false, int http_threads = 8) {
+  // `synced`: SQLite syncs every commit to disk (--fsync-every-commit), as etcd does.
+  explicit Fixture(bool on_etcd = false, int http_threads = 8, bool synced = false) {
     char tmpl[] = "/tmp/tessera-bench-XXXXXX";
     dir = mkdtemp(tmpl);
-    ControlPlane::StoreOpener open = ControlPlane::Sqlite();
+    ControlPlane::StoreOpener open = ControlPlane::Sqlite({.fsync_every_commit = synced});
     if (on_etcd) {
       auto etcd = store::ParseEtcdUrl(store::TestEtcdUrl());
       open = [options = *etcd](const std::string&) {
@@ -144,8 +147,8 @@ class Poster {
 
 // <clients> threads create Jobs over kept connections; the server runs <threads> request
 // threads (8 when not given).
-void CreateJobs(benchmark::State& st, bool on_etcd) {
-  Fixture f(on_etcd, st.range(1) > 0 ? static_cast<int>(st.range(1)) : 8);
+void CreateJobs(benchmark::State& st, bool on_etcd, bool synced = false) {
+  Fixture f(on_etcd, st.range(1) > 0 ? static_cast<int>(st.range(1)) : 8, synced);
   const int clients = static_cast<int>(st.range(0));
   std::vector<std::unique_ptr<Poster>> posters;
   for (int c = 0; c < clients; ++c) {
@@ -174,6 +177,7 @@ void CreateJobs(benchmark::State& st, bool on_etcd) {
 }
 void BM_CreateJobs(benchmark::State& st) { CreateJobs(st, false); }
 void BM_CreateJobsOnEtcd(benchmark::State& st) { CreateJobs(st, true); }
+void BM_CreateJobsSynced(benchmark::State& st) { CreateJobs(st, false, true); }
 BENCHMARK(BM_CreateJobs)
     ->Args({1, 8})
     ->Args({4, 8})
@@ -181,6 +185,12 @@ BENCHMARK(BM_CreateJobs)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_CreateJobsOnEtcd)
+    ->Args({1, 8})
+    ->Args({4, 8})
+    ->Args({16, 8})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_CreateJobsSynced)
     ->Args({1, 8})
     ->Args({4, 8})
     ->Args({16, 8})
