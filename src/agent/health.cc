@@ -52,6 +52,14 @@ std::vector<HealthChange> HealthTracker::Observe(
   return out;
 }
 
+std::optional<HealthChange> HealthTracker::Reset(uint32_t gpu) {
+  State& st = gpus_[gpu];
+  const bool was = st.healthy;
+  st = State{};
+  if (was) return std::nullopt;
+  return HealthChange{gpu, true, "the GPU was reset"};
+}
+
 bool HealthTracker::Healthy(uint32_t gpu) const {
   auto it = gpus_.find(gpu);
   return it == gpus_.end() || it->second.healthy;

@@ -40,6 +40,9 @@ class HealthTracker {
                                     const std::vector<std::pair<uint32_t, uint64_t>>& xids);
 
   bool Healthy(uint32_t gpu) const;
+  // The GPU was reset: healthy again at once, and its ECC baseline taken anew at the next
+  // sample (a reset clears the volatile counts). Its change, when it was unhealthy.
+  std::optional<HealthChange> Reset(uint32_t gpu);
 
  private:
   struct State {

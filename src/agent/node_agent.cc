@@ -17,12 +17,14 @@
 #include "agent/container_runtime.h"
 #include "agent/exec.h"
 #include "agent/fence.h"
+#include "agent/gpu_reset.h"
 #include "agent/health.h"
 #include "agent/mps.h"
 #include "agent/telemetry.h"
 #include "agent/usage.h"
 #include "agent/waker.h"
 #include "agent/worker.h"
+#include "api/gpu_quarantine.h"
 #include "api/json_read.h"
 #include "api/kinds.h"
 #include "api/object.h"
@@ -263,11 +265,23 @@ int HealthOptionsFor(const AgentOptions& o, HealthOptions* h, std::ostream& err)
   return 0;
 }
 
+// A GPU's change told: a line on `out` and an Event about the node (Normal when `good`).
+void TellGpu(const AgentSetup& setup, const Endpoint& ep, bool good, const char* reason,
+             const std::string& message, int64_t* event_seq, std::ostream& out) {
+  out << message << std::endl;
+  const json e = api::EventObject(
+      "tessera-system",
+      setup.id.name + "." + std::to_string(NowMs()) + "-" + std::to_string(++*event_seq),
+      good ? "Normal" : "Warning", reason, message, api::FormatTime(NowMs()), "Node",
+      setup.id.name);
+  (void)Request(ep, "POST", "/apis/tessera.io/v1/apply", e.dump(), "application/json");
+}
+
 // Samples the GPUs' telemetry and health into the Node's status (setup.node), telling each
 // health change (an Event, a line on `out`). True when the health changed.
 bool Observe(AgentSetup& setup, const Runner& runner, const Endpoint& ep, HealthTracker& health,
              std::map<uint32_t, uint64_t>* xid_counts, XidLog* xid_log, int64_t* event_seq,
-             std::ostream& out) {
+             std::vector<GpuSample>* seen, std::ostream& out) {
   json& status = setup.node["status"];
   bool changed = false;
   std::vector<GpuSample> samples;
@@ -292,24 +306,52 @@ bool Observe(AgentSetup& setup, const Runner& runner, const Endpoint& ep, Health
     if (auto c = setup.nvml->Checkup(); c.ok()) status["checkups"] = CheckupJson(*c);
   }
   status["telemetry"] = TelemetryJson(samples, runner);
+  *seen = samples;
   for (json& t : status["telemetry"]) t["xidCount"] = (*xid_counts)[t.value("index", 0u)];
   for (const HealthChange& c : health.Observe(NowMs(), samples, xids)) {
     for (json& g : status["gpus"]) {
       if (g.value("index", -1) == static_cast<int>(c.gpu))
         g["health"] = c.healthy ? "Healthy" : "Unhealthy";
     }
-    const std::string message = "GPU " + std::to_string(c.gpu) + " is " +
-                                (c.healthy ? "healthy again: " : "unhealthy: ") + c.reason;
-    out << message << std::endl;
-    const json e = api::EventObject(
-        "tessera-system",
-        setup.id.name + "." + std::to_string(NowMs()) + "-" + std::to_string(++*event_seq),
-        c.healthy ? "Normal" : "Warning", c.healthy ? "GpuRecovered" : "GpuUnhealthy", message,
-        api::FormatTime(NowMs()), "Node", setup.id.name);
-    (void)Request(ep, "POST", "/apis/tessera.io/v1/apply", e.dump(), "application/json");
+    TellGpu(setup, ep, c.healthy, c.healthy ? "GpuRecovered" : "GpuUnhealthy",
+            "GPU " + std::to_string(c.gpu) + " is " +
+                (c.healthy ? "healthy again: " : "unhealthy: ") + c.reason,
+            event_seq, out);
     changed = true;
   }
   return changed;
+}
+
+// How often an agent allowed to reset GPUs reads its Node for the resets the loop requests.
+constexpr int64_t kResetCheckMs = 2000;
+
+// Resets the GPUs the scheduling loop quarantined for a reset (agent/gpu_reset.h), read from the
+// Node's annotation; a GPU reset successfully is healthy again. True when something was tried
+// (status.resets changed: worth writing at once).
+bool ResetRequested(AgentSetup& setup, const Endpoint& ep, GpuResetter& resetter,
+                    HealthTracker& health, const std::vector<GpuSample>& samples,
+                    int64_t* event_seq, std::ostream& out) {
+  auto got = Request(ep, "GET", "/apis/tessera.io/v1/nodes/" + setup.id.name);
+  if (!got.ok() || got->status != 200) return false;
+  const json node = json::parse(got->body, nullptr, false);
+  auto q = api::QuarantineOf(node);
+  if (!q.ok() || q->gpus.empty()) return false;
+  const std::vector<ResetOutcome> done = resetter.Step(*q, samples, NowMs());
+  if (done.empty()) return false;
+  json& status = setup.node["status"];
+  status["resets"] = resetter.Json();
+  for (const ResetOutcome& r : done) {
+    if (r.ok) {
+      (void)health.Reset(static_cast<uint32_t>(r.gpu));
+      for (json& g : status["gpus"]) {
+        if (g.value("index", int64_t{-1}) == r.gpu) g["health"] = "Healthy";
+      }
+    }
+    TellGpu(setup, ep, r.ok, r.ok ? "GpuReset" : "GpuResetFailed",
+            "GPU " + std::to_string(r.gpu) + (r.ok ? " reset: " : " reset failed: ") + r.message,
+            event_seq, out);
+  }
+  return true;
 }
 
 // Writes the Node: created with `status` when the server has none, else read and written back
@@ -456,6 +498,17 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
   std::map<uint32_t, uint64_t> xid_counts;  // since the agent started
   XidLog xid_log;
   int64_t event_seq = 0;
+  std::vector<GpuSample> samples;  // the last second's
+  std::optional<GpuResetter> resetter;
+  if (o.allow_gpu_reset) {
+    auto command = ParseResetCommand(o.gpu_reset_command);
+    if (!command.ok()) {
+      err << "error: " << command.status().message() << "\n";
+      return 2;
+    }
+    resetter.emplace(GpuResetOptions{.command = *command});
+  }
+  int64_t next_reset_check = 0;
   // What wakes the loop besides its deadlines: a change in what is bound here, a pod's end
   // (Runner::ExitFds) and a stop.
   Waker waker;
@@ -485,8 +538,13 @@ int AgentLoop(const AgentOptions& o, const Endpoint& endpoint, AgentSetup& setup
     if (NowMs() < next_sample && NowMs() < next_beat) continue;
     next_sample = NowMs() + 1000;
     // Telemetry and health, every second; a health change is written at once.
-    if (Observe(setup, worker.runner(), *ep, health, &xid_counts, &xid_log, &event_seq, out)) {
+    if (Observe(setup, worker.runner(), *ep, health, &xid_counts, &xid_log, &event_seq, &samples,
+                out)) {
       next_beat = 0;  // tell the scheduler now
+    }
+    if (resetter && NowMs() >= next_reset_check) {
+      next_reset_check = NowMs() + kResetCheckMs;
+      if (ResetRequested(setup, *ep, *resetter, health, samples, &event_seq, out)) next_beat = 0;
     }
     if (NowMs() < next_beat) continue;
     next_beat = NowMs() + int64_t{o.heartbeat_seconds} * 1000;

@@ -55,6 +55,9 @@ struct AgentOptions {
   // The cgroup v2 hierarchy for pods' groups ("auto": found; empty: none, see cgroups.h).
   std::string cgroup_root = "auto";
   std::string ignored_xids;  // "13,31,..."; empty: by NVIDIA's Xid catalog (core/xid.h)
+  // Reset the GPUs the scheduling loop quarantined for a reset (agent/gpu_reset.h); off: never.
+  bool allow_gpu_reset = false;
+  std::string gpu_reset_command = "nvidia-smi --gpu-reset -i {index}";
   // BASE:COUNT, the uids of tasks without runAsUser when the agent is root (a uid per pod);
   // "none": they run as the agent's user.
   std::string task_uids = "2000000000:65536";

@@ -61,6 +61,7 @@ json NodeObject(const NodeIdentity& id, const NodeGpus& gpus, const std::string&
                 {"driverVersion", gpus.driver_version},
                 {"heartbeat", heartbeat_time}}}};
   if (!id.address.empty()) out["status"]["address"] = id.address;
+  if (!id.boot_id.empty()) out["status"]["bootId"] = id.boot_id;
   return out;
 }
 
@@ -120,6 +121,13 @@ void MachineCapacity(int64_t reserved_cpu_milli, int64_t reserved_memory_mib, No
   }
   id->cpu_milli = std::max<int64_t>(0, cpus * 1000 - reserved_cpu_milli);
   id->memory_mib = std::max<int64_t>(0, mem_kib / 1024 - reserved_memory_mib);
+}
+
+std::string BootId() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  return id;
 }
 
 }  // namespace tessera::agent

@@ -20,6 +20,8 @@ struct NodeIdentity {
   int64_t cpu_milli = 0;                            // allocatable
   int64_t memory_mib = 0;
   std::string address;  // where other nodes reach this one (status.address); empty: none said
+  // This boot of the machine (status.bootId): the loop lifts a reboot mark when it changes.
+  std::string boot_id;
 };
 
 // Labels: nvidia.com/gpu.present, gpu.product (of GPU 0), gpu.count, gpu.memory (MiB of GPU
@@ -38,6 +40,8 @@ Result<nlohmann::json> ParseTaints(const std::string& spec);
 // What this machine offers pods: CPUs the process may run on, MemTotal from /proc/meminfo,
 // minus `reserved_cpu_milli` and `reserved_memory_mib` for the system.
 void MachineCapacity(int64_t reserved_cpu_milli, int64_t reserved_memory_mib, NodeIdentity* id);
+// The kernel's id of this boot (/proc/sys/kernel/random/boot_id); "" when it cannot be read.
+std::string BootId();
 
 }  // namespace tessera::agent
 

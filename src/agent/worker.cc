@@ -512,6 +512,18 @@ void Worker::Sync(const json& jobs, std::set<std::string>* wanted,
     if (fresh) {
       p.assignment = std::move(a);
       if (runner_.Running(p.assignment.key)) AdoptPod(p);
+    } else if (a.devices != p.assignment.devices) {
+      // Bound here again on other devices (its GPU was quarantined, say): the run on the old
+      // ones stops, and the pod starts again on the new ones once it has.
+      if (runner_.Running(p.assignment.key)) {
+        runner_.Stop(p.assignment.key, now_ms_, GraceMs(p.assignment.key));
+      }
+      p.assignment = std::move(a);
+      p.finished = false;
+      // The new binding carries no state: the run there is told afresh.
+      p.state = nlohmann::json();
+      p.reported = nlohmann::json();
+      continue;
     } else {
       p.assignment.pod_index = a.pod_index;
     }

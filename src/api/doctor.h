@@ -43,6 +43,8 @@ Finding MakeFinding(Severity s, std::string check, std::string subject, std::str
 struct DoctorInput {
   int64_t now_ms = 0;
   std::vector<nlohmann::json> nodes, jobs, queues, local_queues, flavors, namespaces;
+  // The events of tessera-system (the nodes' and the quarantine's).
+  std::vector<nlohmann::json> system_events;
   // A task's log by "namespace/job/pod" (only the Jobs a job check looks at).
   std::map<std::string, std::string> logs;
 };

@@ -11,6 +11,7 @@
 
 #include "api/doctor.h"
 #include "api/gpu_checkup.h"
+#include "api/gpu_quarantine.h"
 #include "api/kinds.h"
 #include "api/time.h"
 #include "core/xid.h"
@@ -54,6 +55,7 @@ class NodeChecks {
     Heartbeat();
     GpuCount();
     Vbios();
+    Quarantine();
     Health();
     for (const json& t : telemetry_) Telemetry(t);
     for (const GpuCheckupView& c : checkups_) Checkup(c);
@@ -163,6 +165,39 @@ class NodeChecks {
       f.fix =
           "nvidia-smi -q | grep -i vbios; bring the cards to one version with the vendor's "
           "firmware tool, in a maintenance window.";
+    }
+  }
+
+  // What the scheduling loop did for the node's Xids (api/gpu_quarantine.h).
+  void Quarantine() {
+    auto q = QuarantineOf(node_);
+    if (!q.ok()) return;
+    if (q->reboot) {
+      Finding& f = Add(Severity::kCritical, "node.reboot-required", NodeSubject(),
+                       "the node is marked for reboot and drained");
+      f.evidence.push_back(core::DescribeXid(q->reboot->xid) + ", marked at " +
+                           FormatTime(q->reboot->since_ms));
+      f.meaning = "NVIDIA's catalog says the node must be rebooted; it takes no work and its "
+                  "jobs were moved. The mark lifts when its agent reports a new boot.";
+      f.fix = "Reboot the node once its jobs have moved; or, to keep it in service without a "
+              "reboot, tessera uncordon " + name_ + ".";
+    }
+    for (const core::QuarantinedGpu& g : q->gpus) {
+      const GpuRef ref = Gpu(g.gpu);
+      const std::string i = std::to_string(g.gpu);
+      Finding& f = Add(Severity::kCritical, "gpu.quarantined", ref.subject,
+                       ref.label + " is quarantined for an Xid");
+      f.evidence.push_back(core::DescribeXid(g.xid) + ", quarantined at " +
+                           FormatTime(g.since_ms));
+      f.evidence.push_back(g.reset_requested ? "a reset is requested" : "no reset requested");
+      f.meaning = "It takes no work, and the jobs that ran on it were scheduled again. It comes "
+                  "back after a reset once it passes its checks, or when an admin uncordons it.";
+      f.fix = g.reset_requested
+                  ? "With the agent's --allow-gpu-reset it resets the GPU when idle; otherwise "
+                    "on the node: nvidia-smi --gpu-reset -i " + i + ", then tessera uncordon " +
+                        name_ + " --gpu " + i + "."
+                  : "On the node: dcgmi diag -r 2 -i " + i + "; when it passes, tessera uncordon " +
+                        name_ + " --gpu " + i + ".";
     }
   }
 

@@ -7,6 +7,7 @@
 #include "api/kinds.h"
 #include "api/kinds_common.h"
 #include "api/object.h"
+#include "api/time.h"
 
 namespace tessera::api {
 
@@ -225,10 +226,44 @@ void CheckBindings(const DoctorInput& in, std::vector<Finding>* out) {
   }
 }
 
+// The quarantine's circuit breaker refused an Xid lately (its event, core/quarantine.h).
+void CheckBreaker(const DoctorInput& in, std::vector<Finding>* out) {
+  constexpr int64_t kRecentMs = 60 * 60'000;
+  const json* last = nullptr;
+  std::string last_time;
+  int refused = 0;
+  for (const json& e : in.system_events) {
+    const json& spec = e.value("spec", json::object());
+    if (spec.value("reason", "") != "QuarantineCircuitBreakerOpen") continue;
+    const std::string t = spec.value("time", "");
+    const int64_t at = ParseTime(t);
+    if (at < 0 || in.now_ms - at > kRecentMs) continue;
+    ++refused;
+    if (t >= last_time) {
+      last_time = t;
+      last = &e;
+    }
+  }
+  if (last == nullptr) return;
+  Finding f = MakeFinding(Severity::kCritical, "quarantine.breaker-open", "cluster",
+                          "the quarantine's circuit breaker stopped automatic quarantine");
+  f.evidence.push_back(std::to_string(refused) + " Xid(s) not acted on in the last hour; the " +
+                       "last at " + last_time);
+  f.evidence.push_back((*last)["spec"].value("message", ""));
+  f.meaning = "Many GPUs were quarantined within the breaker's window: a shared cause (a driver "
+              "rollout, power, cooling, a fabric fault) is likelier than many failing cards, so "
+              "Tessera stopped taking GPUs out of service on its own.";
+  f.fix = "Find the shared cause (tessera doctor's Xid findings by node, dmesg, the rollout "
+          "history); quarantine the cards that need it by hand (tessera cordon NODE --gpu I). "
+          "The breaker closes by itself once its window holds fewer quarantines.";
+  out->push_back(std::move(f));
+}
+
 }  // namespace
 
 std::vector<Finding> CheckScheduling(const DoctorInput& in) {
   std::vector<Finding> out;
+  CheckBreaker(in, &out);
   CheckLocalQueues(in, &out);
   CheckFlavors(in, &out);
   CheckBindings(in, &out);

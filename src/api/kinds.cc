@@ -8,6 +8,7 @@
 
 #include "api/fields.h"
 #include "api/gpu_checkup.h"
+#include "api/gpu_quarantine.h"
 #include "api/json_read.h"
 #include "api/json_text.h"
 #include "api/kinds_common.h"
@@ -364,6 +365,14 @@ Result<core::NodeSpec> DecodeNode(const json& obj) {
       }
     }
   }
+  // Quarantined by the scheduling loop for an Xid (api/gpu_quarantine.h): cordoned as well.
+  auto quarantine = QuarantineOf(obj);
+  if (!quarantine.ok()) return quarantine.status();
+  for (const core::QuarantinedGpu& q : quarantine->gpus) {
+    for (core::GpuDevice& d : n.gpus) {
+      if (d.index == q.gpu) d.health = core::GpuHealth::kCordoned;
+    }
+  }
   if (const json* telemetry = status.Get("telemetry")) {
     if (!telemetry->is_array()) return FieldError("status.telemetry", "must be a list");
     for (size_t i = 0; i < telemetry->size(); ++i) {
@@ -383,10 +392,12 @@ Result<core::NodeSpec> DecodeNode(const json& obj) {
   }
   if (auto c = DecodeCheckups(status.Get("checkups")); !c.ok()) return c.status();
   if (auto x = DecodeXids(status.Get("xids")); !x.ok()) return x.status();
+  TESSERA_RETURN_IF_ERROR(ValidateResets(status.Get("resets")));
   std::string text;
   TESSERA_RETURN_IF_ERROR(status.String("heartbeat", &text));
   TESSERA_RETURN_IF_ERROR(status.String("driverVersion", &text));
   TESSERA_RETURN_IF_ERROR(status.String("address", &text));
+  TESSERA_RETURN_IF_ERROR(status.String("bootId", &text));
   int64_t fence = 0;
   TESSERA_RETURN_IF_ERROR(status.Int("fenceSeconds", &fence, 0, 86400));
   TESSERA_RETURN_IF_ERROR(status.Finish());

@@ -4,14 +4,50 @@
 #include <cctype>
 #include <cstdio>
 
+#include "api/gpu_quarantine.h"
 #include "api/json_read.h"
 #include "api/object.h"
 #include "api/time.h"
 #include "core/mig.h"
+#include "core/xid.h"
 
 namespace tessera::api {
 
 using nlohmann::json;
+
+namespace {
+
+// The scheduling loop's Xid actions on the node (api/gpu_quarantine.h), as conditions kubectl
+// shows: GpuQuarantined (True naming the GPUs and Xids, else False) and RebootRequired.
+json QuarantineConditions(const json& node) {
+  json out = json::array();
+  auto q = QuarantineOf(node);
+  if (!q.ok()) return out;
+  json gpu = {{"type", "GpuQuarantined"}, {"status", q->gpus.empty() ? "False" : "True"}};
+  if (!q->gpus.empty()) {
+    std::string which;
+    int64_t since = q->gpus.front().since_ms;
+    for (const core::QuarantinedGpu& g : q->gpus) {
+      which += (which.empty() ? "" : "; ") + std::string("GPU ") + std::to_string(g.gpu) + ": " +
+               core::DescribeXid(g.xid);
+      since = std::min(since, g.since_ms);
+    }
+    gpu["reason"] = "XidAction";
+    gpu["message"] = which;
+    gpu["lastTransitionTime"] = FormatTime(since);
+  }
+  out.push_back(std::move(gpu));
+  if (q->reboot) {
+    out.push_back({{"type", "RebootRequired"},
+                   {"status", "True"},
+                   {"reason", "XidAction"},
+                   {"message", core::DescribeXid(q->reboot->xid)},
+                   {"lastTransitionTime", FormatTime(q->reboot->since_ms)}});
+  }
+  return out;
+}
+
+}  // namespace
 
 std::map<std::string, int64_t> GpuResources(const core::NodeSpec& node, bool healthy_only) {
   std::map<std::string, int64_t> out = {{"nvidia.com/gpu", 0}};
@@ -132,9 +168,11 @@ json KubeNode(const json& node, int64_t now_ms, int64_t grace_ms,
     ready["lastHeartbeatTime"] = beat;
     ready["lastTransitionTime"] = beat;
   }
+  json conditions = json::array({std::move(ready)});
+  for (json& c : QuarantineConditions(node)) conditions.push_back(std::move(c));
   json info = {{"machineID", ""},
                {"systemUUID", ""},
-               {"bootID", ""},
+               {"bootID", Str(status, "bootId")},
                {"kernelVersion", ""},
                {"osImage", ""},
                {"containerRuntimeVersion", ""},
@@ -144,7 +182,7 @@ json KubeNode(const json& node, int64_t now_ms, int64_t grace_ms,
                {"architecture", "amd64"}};
   json kstatus = {{"capacity", std::move(capacity)},
                   {"allocatable", std::move(allocatable)},
-                  {"conditions", json::array({std::move(ready)})},
+                  {"conditions", std::move(conditions)},
                   {"nodeInfo", std::move(info)}};
   // Where other nodes, and the node's pods' clients, reach it (the agent's advertised address).
   json addresses = json::array();

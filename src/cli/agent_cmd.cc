@@ -132,6 +132,14 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentOptions& o) {
   cmd->add_option("--ignore-xids", o.ignored_xids,
                   "XIDs that do not make a GPU unhealthy, comma-separated (default: those "
                   "NVIDIA's Xid catalog gives RESTART_APP or IGNORE: 13,31,43,63,68,92,94)");
+  cmd->add_flag("--allow-gpu-reset", o.allow_gpu_reset,
+                "Reset a GPU the server quarantined for an Xid whose action is RESET_GPU, once "
+                "no process uses it (default: never reset; the quarantine's event says what to "
+                "run)");
+  cmd->add_option("--gpu-reset-command", o.gpu_reset_command,
+                  "With --allow-gpu-reset: the command that resets GPU {index}, run without a "
+                  "shell")
+      ->capture_default_str();
   cmd->add_option("--stop-grace-seconds", o.stop_grace_seconds,
                   "Seconds between SIGTERM and SIGKILL when a task is stopped")
       ->capture_default_str();
@@ -205,6 +213,7 @@ int PrepareAgent(const AgentOptions& o, AgentSetup* setup, std::ostream& err) {
     for (const json& t : cfg.value("taints", json::array())) id.taints.push_back(t);
   }
   agent::MachineCapacity(o.reserved_cpu_milli, o.reserved_memory_mib, &id);
+  id.boot_id = agent::BootId();
 
   Result<agent::NodeGpus> gpus = agent::NodeGpus{};
   if (!o.fake_gpus.empty()) {

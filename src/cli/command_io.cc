@@ -78,4 +78,22 @@ int Stream(const ResourceOptions& o, const std::string& target,
   return 0;
 }
 
+int Update(const ResourceOptions& o, const std::string& target,
+           const std::function<bool(json&)>& edit, std::ostream& err) {
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    int code = 0;
+    auto got = Send(o, "GET", target, "", "", err, &code);
+    if (!got) return code;
+    if (got->status != 200) return Refused(*got, err);
+    json obj = json::parse(got->body);
+    if (!edit(obj)) return 0;
+    auto put = Send(o, "PUT", target, obj.dump(), "application/json", err, &code);
+    if (!put) return code;
+    if (put->status == 200) return 0;
+    if (put->status != 409) return Refused(*put, err);
+  }
+  err << "error: " << target << " kept changing; try again\n";
+  return kRefused;
+}
+
 }  // namespace tessera::cli

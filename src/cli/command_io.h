@@ -28,6 +28,10 @@ int Refused(const Response& r, std::ostream& err);
 std::optional<Response> Send(const ResourceOptions& o, const std::string& method,
                              const std::string& target, const std::string& body,
                              const std::string& content_type, std::ostream& err, int* code);
+// GETs `target`, lets `edit` change the object (false: nothing to do), PUTs it back based on
+// the version read; retried when someone else wrote in between. Returns the exit code.
+int Update(const ResourceOptions& o, const std::string& target,
+           const std::function<bool(nlohmann::json&)>& edit, std::ostream& err);
 // GETs a list; nullopt (with the exit code in *code) when it fails.
 std::optional<std::vector<nlohmann::json>> List(const ResourceOptions& o, const std::string& target,
                                                 std::ostream& err, int* code);

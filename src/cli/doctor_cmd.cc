@@ -68,6 +68,9 @@ bool Fetch(const ResourceOptions& o, api::DoctorInput* in, std::ostream& err, in
     if (!items) return false;
     *into = std::move(*items);
   }
+  auto events = List(o, base + "namespaces/tessera-system/events", err, code);
+  if (!events) return false;
+  in->system_events = std::move(*events);
   return true;
 }
 

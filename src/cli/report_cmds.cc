@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "api/gpu_quarantine.h"
 #include "api/kinds.h"
 #include "api/quantity.h"
 #include "api/time.h"
@@ -30,6 +31,24 @@ std::string Gpus(int64_t milli) {
   std::ostringstream s;
   s << std::fixed << std::setprecision(milli % 1000 == 0 ? 0 : 2) << milli / 1000.0;
   return s.str();
+}
+
+// A GPU's HEALTH in `top gpus`: what its agent reports, then the admin's per-GPU cordon and the
+// scheduling loop's quarantine for an Xid (api/gpu_quarantine.h).
+std::string GpuHealthText(const json& gpu, const std::string& uuid, int64_t index,
+                          const std::vector<std::string>& cordoned,
+                          const Result<core::NodeQuarantine>& quarantine) {
+  std::string health = gpu.value("health", "Healthy");
+  if (std::any_of(cordoned.begin(), cordoned.end(),
+                  [&](const std::string& c) { return api::NamesGpu(c, uuid, index); })) {
+    health += ",Cordoned";
+  }
+  if (quarantine.ok() &&
+      std::any_of(quarantine->gpus.begin(), quarantine->gpus.end(),
+                  [&](const core::QuarantinedGpu& q) { return q.gpu == index; })) {
+    health += ",Quarantined";
+  }
+  return health;
 }
 
 }  // namespace
@@ -178,15 +197,11 @@ int TopCommand(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
       rows.push_back({"NODE", "INDEX", "UUID", "MODEL", "ALLOCATED", "PODS", "HEALTH"});
       for (const json& n : *nodes) {
         const std::vector<std::string> cordoned = api::CordonedGpus(n);
+        const auto quarantine = api::QuarantineOf(n);
         for (const json& g : n.value("status", json::object()).value("gpus", json::array())) {
           const std::string uuid = g.value("uuid", "");
           const int64_t index = g.value("index", int64_t{0});
-          // The admin's per-GPU cordon, beside what the agent reports.
-          std::string health = g.value("health", "Healthy");
-          if (std::any_of(cordoned.begin(), cordoned.end(),
-                          [&](const std::string& c) { return api::NamesGpu(c, uuid, index); })) {
-            health += ",Cordoned";
-          }
+          const std::string health = GpuHealthText(g, uuid, index, cordoned, quarantine);
           rows.push_back({n["metadata"].value("name", ""), std::to_string(index), uuid,
                           g.value("model", ""), std::to_string(by_gpu[uuid] / 10) + "%",
                           std::to_string(pods_by_gpu[uuid]), health});

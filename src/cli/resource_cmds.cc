@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "api/gpu_quarantine.h"
 #include "api/job_array.h"
 #include "api/kinds.h"
 #include "api/object.h"
@@ -24,6 +25,7 @@
 #include "cli/client.h"
 #include "cli/command_io.h"
 #include "cli/doctor_cmd.h"
+#include "cli/node_cmds.h"
 #include "cli/report_cmds.h"
 
 namespace tessera::cli {
@@ -403,117 +405,6 @@ int TokenRevoke(const ResourceOptions& o, std::ostream& out, std::ostream& err) 
   if (!r) return code;
   if (r->status != 200) return Refused(*r, err);
   out << "token " << o.token_id << " revoked\n";
-  return 0;
-}
-
-// GETs `target`, lets `edit` change the object (false: nothing to do), PUTs it back based on
-// the version read; retried when someone else wrote in between. Returns the exit code.
-int Update(const ResourceOptions& o, const std::string& target,
-           const std::function<bool(json&)>& edit, std::ostream& err) {
-  for (int attempt = 0; attempt < 5; ++attempt) {
-    int code = 0;
-    auto got = Send(o, "GET", target, "", "", err, &code);
-    if (!got) return code;
-    if (got->status != 200) return Refused(*got, err);
-    json obj = json::parse(got->body);
-    if (!edit(obj)) return 0;
-    auto put = Send(o, "PUT", target, obj.dump(), "application/json", err, &code);
-    if (!put) return code;
-    if (put->status == 200) return 0;
-    if (put->status != 409) return Refused(*put, err);
-  }
-  err << "error: " << target << " kept changing; try again\n";
-  return kRefused;
-}
-
-// One card out of service or back (api::kCordonedGpusAnnotation, by UUID): named by its index
-// or UUID among the node's reported GPUs.
-int CordonGpu(const ResourceOptions& o, bool on, std::ostream& out, std::ostream& err) {
-  std::string uuid, missing;
-  const int code = Update(
-      o, "/apis/tessera.io/v1/nodes/" + o.name,
-      [&](json& node) {
-        const json& gpus = node["status"].is_object() ? node["status"].value("gpus", json::array())
-                                                      : json::array();
-        uuid.clear();
-        for (const json& g : gpus) {
-          if (!g.is_object()) continue;
-          const std::string u = g.value("uuid", "");
-          if (api::NamesGpu(o.gpu, u, g.value("index", int64_t{-1}))) uuid = u;
-        }
-        if (uuid.empty()) {
-          missing =
-              "error: node " + o.name + " reports no GPU \"" + o.gpu + "\" (an index or UUID)";
-          return false;
-        }
-        std::vector<std::string> list = api::CordonedGpus(node);
-        const bool there = std::find(list.begin(), list.end(), uuid) != list.end();
-        if (there == on) return false;
-        if (on) {
-          list.push_back(uuid);
-        } else {
-          std::erase(list, uuid);
-        }
-        std::string value;
-        for (const std::string& u : list) value += (value.empty() ? "" : ",") + u;
-        json& annotations = node["metadata"]["annotations"];
-        const std::string key(api::kCordonedGpusAnnotation);
-        if (value.empty()) {
-          if (annotations.is_object()) annotations.erase(key);
-        } else {
-          annotations[key] = value;
-        }
-        return true;
-      },
-      err);
-  if (code != 0) return code;
-  if (!missing.empty()) {
-    err << missing << "\n";
-    return kRefused;
-  }
-  out << "nodes/" << o.name << " GPU " << uuid << (on ? " cordoned" : " uncordoned") << "\n";
-  return 0;
-}
-
-int Cordon(const ResourceOptions& o, bool on, std::ostream& out, std::ostream& err) {
-  if (!o.gpu.empty()) return CordonGpu(o, on, out, err);
-  const int code = Update(
-      o, "/apis/tessera.io/v1/nodes/" + o.name,
-      [&](json& node) {
-        if (!node["spec"].is_object()) node["spec"] = json::object();
-        if (node["spec"].value("unschedulable", false) == on) return false;
-        node["spec"]["unschedulable"] = on;
-        return true;
-      },
-      err);
-  if (code == 0) out << "nodes/" << o.name << (on ? " cordoned" : " uncordoned") << "\n";
-  return code;
-}
-
-// Cordons the node, then evicts each pod on it through the eviction API, as kubectl drain does:
-// a running Job goes back to its queue whole, a finished one stays finished (its pod is removed).
-int Drain(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
-  if (int code = Cordon(o, true, out, err); code != 0) return code;
-  int code = 0;
-  auto pods = List(o, "/api/v1/pods?fieldSelector=spec.nodeName%3D" + o.name, err, &code);
-  if (!pods) return code;
-  int evicted = 0;
-  for (const json& pod : *pods) {
-    const std::string ns = pod["metadata"]["namespace"], name = pod["metadata"]["name"];
-    const json eviction = {{"apiVersion", "policy/v1"},
-                           {"kind", "Eviction"},
-                           {"metadata", {{"name", name}, {"namespace", ns}}}};
-    auto r = Send(o, "POST", "/api/v1/namespaces/" + ns + "/pods/" + name + "/eviction",
-                  eviction.dump(), "application/json", err, &code);
-    if (!r) return code;
-    if (r->status == 404) continue;  // gone meanwhile
-    if (r->status != 201) return Refused(*r, err);
-    out << "pods/" << name << " (namespace " << ns
-        << "): " << json::parse(r->body).value("message", "evicted") << "\n";
-    ++evicted;
-  }
-  out << "nodes/" << o.name << " drained (" << evicted << " pod" << (evicted == 1 ? "" : "s")
-      << " evicted)\n";
   return 0;
 }
 

@@ -98,9 +98,25 @@ void AddQueueingFlags(CLI::App* cmd, QueueingFlags& f) {
                   "Kueue's fairSharing.preemptionStrategies, in order "
                   "(LessThanOrEqualToFinalShare, LessThanInitialShare; default both)")
       ->delimiter(',');
+  cmd->add_flag("--no-gpu-quarantine", f.no_gpu_quarantine,
+                "Carry out no Xid action: a GPU with a critical Xid is only marked unhealthy by "
+                "its agent (default: RESET_GPU and workflow Xids quarantine the GPU and move its "
+                "jobs, RESTART_BM drains the node for a reboot)");
+  cmd->add_option("--quarantine-breaker-percent", f.quarantine_breaker_percent,
+                  "Circuit breaker: automatic quarantines within the window cover at most this "
+                  "share of the cluster's GPUs (always one node's worth)")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  cmd->add_option("--quarantine-window-minutes", f.quarantine_window_minutes,
+                  "The circuit breaker's window")
+      ->check(CLI::Range(1, 7 * 24 * 60))
+      ->capture_default_str();
 }
 
 Status ApplyQueueingFlags(const QueueingFlags& f, server::SchedulingLoopOptions* loop) {
+  loop->quarantine.enabled = !f.no_gpu_quarantine;
+  loop->quarantine.breaker_percent = f.quarantine_breaker_percent;
+  loop->quarantine.window_ms = int64_t{f.quarantine_window_minutes} * 60'000;
   loop->cycle.fair_sharing = f.fair_sharing;
   if (f.fair_strategies.empty()) return Status::Ok();
   if (!f.fair_sharing) {

@@ -36,6 +36,11 @@ struct QueueingFlags {
   bool fair_sharing = false;
   // LessThanOrEqualToFinalShare, LessThanInitialShare (Kueue's preemptionStrategies).
   std::vector<std::string> fair_strategies;
+  // Xid actions carried out (core/quarantine.h): off with --no-gpu-quarantine; the circuit
+  // breaker's share of the cluster's GPUs and its window.
+  bool no_gpu_quarantine = false;
+  int quarantine_breaker_percent = 10;
+  int quarantine_window_minutes = 30;
 };
 void AddQueueingFlags(CLI::App* cmd, QueueingFlags& flags);
 // Sets the admission cycle's options the flags name; InvalidArgument naming the flag.

@@ -123,6 +123,8 @@ class CycleReader::Reading {
   ObjectView& JobStatus(const StoredJson& s);
 
   void Cluster();
+  // Why a bound pod's devices no longer hold for a quarantined GPU ("" when they do).
+  std::string QuarantinedUnder(const json& pod) const;
   void ReadyNode(const StoredJson& s, const std::vector<api::GpuSharingConfigSpec>& sharing,
                  const std::map<std::string, const json*>& lease_of,
                  std::map<std::string, std::vector<std::string>>* invalid_sharing);
@@ -257,6 +259,7 @@ void CycleReader::Reading::Cluster() {
     }
   }
   snap_.nodes = List("Node");
+  snap_.quarantine = QuarantinePass(snap_.nodes, r_.quarantine_, now_ms_, writes_);
   std::map<std::string, const json*> lease_of;  // node -> its Lease
   const std::vector<StoredJson> leases = List("Lease");
   for (const StoredJson& l : leases) lease_of[NameOf(l.obj())] = &l.obj();
@@ -278,6 +281,16 @@ void CycleReader::Reading::ReadyNode(
   if (!node.ok()) {
     Skip(s, "Node", node.status());
     return;
+  }
+  if (auto reboot = snap_.quarantine.reboot.find(node->name);
+      reboot != snap_.quarantine.reboot.end()) {
+    snap_.not_ready[node->name] = reboot->second;
+    return;
+  }
+  if (auto q = snap_.quarantine.gpus.find(node->name); q != snap_.quarantine.gpus.end()) {
+    for (core::GpuDevice& d : node->gpus) {
+      if (q->second.contains(d.index)) d.health = core::GpuHealth::kCordoned;
+    }
   }
   const json& node_status = Member(s.obj(), "status");
   const auto lease = lease_of.find(node->name);
@@ -603,15 +616,32 @@ std::optional<core::Workload> CycleReader::Reading::WorkloadOf(size_t i, const a
 // A running Job holds the devices its status binds (then it is running), unless that binding no
 // longer holds (a node left, a GPU's sharing changed): then what was taken is given back and the
 // Job is pending again.
+std::string CycleReader::Reading::QuarantinedUnder(const json& pod) const {
+  const auto q = snap_.quarantine.gpus.find(Str(pod, "node"));
+  if (q == snap_.quarantine.gpus.end()) return "";
+  for (const json& d : ListOf(Member(pod, "devices"))) {
+    const json& index = Member(d, "index");
+    if (!index.is_number_integer()) continue;
+    if (auto g = q->second.find(index.get<int64_t>()); g != q->second.end()) return g->second;
+  }
+  return "";
+}
+
 void CycleReader::Reading::Place(size_t i, core::Workload w, const json& array_status) {
   const StoredJson& s = snap_.jobs[i];
   if (snap_.views[i]->phase == "Admitted") {
     core::AdmittedWorkload a = AdmittedFrom(w, Member(s.obj(), "status"));
     bool bound = true;
+    std::string why = "its node or devices are gone";
     for (const json& pod : ListOf(Member(array_status, "pods"))) {
       if (pod.is_null()) {
         a.placements.emplace_back();
         continue;
+      }
+      if (const std::string q = QuarantinedUnder(pod); !q.empty()) {
+        why = q;
+        bound = false;
+        break;
       }
       auto p = PlacementFromJson(snap_.state, pod);
       if (!p.ok() || !snap_.state.Allocate(*p).ok()) {
@@ -628,7 +658,6 @@ void CycleReader::Reading::Place(size_t i, core::Workload w, const json& array_s
     for (const std::optional<core::Placement>& p : a.placements) {
       if (p) (void)snap_.state.Release(*p);
     }
-    std::string why = "its node or devices are gone";
     for (const json& pod : ListOf(Member(array_status, "pods"))) {
       if (!pod.is_object()) continue;
       auto nr = snap_.not_ready.find(Str(pod, "node"));

@@ -33,6 +33,7 @@
 #include "server/control_plane.h"
 #include "server/cycle_writes.h"
 #include "server/metrics.h"
+#include "server/quarantine_pass.h"
 
 namespace tessera::server {
 
@@ -70,6 +71,7 @@ struct CycleSnapshot {
   std::vector<StoredJson> nodes;                 // every readable Node, ready or not
   std::map<std::string, std::string> addresses;  // node -> the address its agent advertises
   std::map<std::string, std::string> not_ready;  // node -> why it takes no work
+  QuarantineInForce quarantine;                  // GPUs quarantined, nodes to reboot
 
   // The queues, with the built-in unqueued queue and a local queue for each namespace using it
   // or a Volcano queue directly.
@@ -102,8 +104,8 @@ class CycleReader {
  public:
   // A node whose heartbeat is older than `node_grace_ms` (at least its fenceSeconds plus
   // kFenceMarginMs) is not ready; 0: never.
-  CycleReader(ControlPlane& plane, int64_t node_grace_ms)
-      : plane_(plane), node_grace_ms_(node_grace_ms) {}
+  CycleReader(ControlPlane& plane, int64_t node_grace_ms, core::QuarantinePolicy quarantine = {})
+      : plane_(plane), node_grace_ms_(node_grace_ms), quarantine_(quarantine) {}
 
   // The snapshot at `now_ms`; what is due is added to `writes`. The snapshot's views live until
   // the next Read.
@@ -114,6 +116,7 @@ class CycleReader {
 
   ControlPlane& plane_;
   const int64_t node_grace_ms_;
+  const core::QuarantinePolicy quarantine_;
   // What the cycles read of each stored object, computed once per version: keyed by the parsed
   // document the object cache shares until the object changes (the view holds it, so the key
   // is not reused while the entry lives); the objects of the last read only.

@@ -122,6 +122,9 @@ Result<bool> CycleReporter::Report(int64_t now_ms, CycleSnapshot& snap, const De
   }
   CycleGauges gauges = GaugesAfter(std::move(snap.state), decision.result, snap.running, snap.cfg);
   gauges.undecodable = std::move(snap.undecodable);
+  gauges.gpus_quarantined = snap.quarantine.gpus_quarantined;
+  gauges.nodes_to_reboot = static_cast<int64_t>(snap.quarantine.reboot.size());
+  gauges.quarantine_breaker_open = snap.quarantine.breaker_open;
   plane_.metrics().SetCycleGauges(std::move(gauges));
 
   // The accountant reads the Jobs that hold devices, and each ended Job once (the first cycle

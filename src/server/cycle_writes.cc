@@ -20,6 +20,12 @@ void CycleWrites::Put(const json& obj, std::optional<int64_t> version, std::opti
   if (note) b.push_back(MakeEvent(obj, *note));
 }
 
+void CycleWrites::Put(const json& obj, std::optional<int64_t> version,
+                      const std::vector<Note>& notes) {
+  Put(obj, version);
+  for (const Note& n : notes) objects_.back().push_back(MakeEvent(obj, n));
+}
+
 void CycleWrites::Delete(const json& obj, int64_t version) {
   objects_.push_back({{store::Write::Op::kDelete,
                        {Str(obj, "kind"), NamespaceOf(obj), NameOf(obj)},

@@ -48,6 +48,9 @@ class CycleWrites {
   // change wins: the next cycle decides again).
   void Put(const nlohmann::json& obj, std::optional<int64_t> version,
            std::optional<Note> note = std::nullopt);
+  // The same with several events about it, written or dropped with it.
+  void Put(const nlohmann::json& obj, std::optional<int64_t> version,
+           const std::vector<Note>& notes);
   void Delete(const nlohmann::json& obj, int64_t version);
   void Event(const nlohmann::json& about, const Note& note);
 

@@ -235,6 +235,16 @@ void AddCycleFamilies(const CycleGauges& cg, prometheus::Registry& r) {
   for (const CycleGauges::Undecodable& u : cg.undecodable) {
     undecodable.Add({{"kind", u.kind}, {"namespace", u.ns}, {"name", u.name}}).Set(1);
   }
+  Gauge(r, "tessera_gpus_quarantined", "GPUs quarantined for an Xid (last cycle)")
+      .Add({})
+      .Set(static_cast<double>(cg.gpus_quarantined));
+  Gauge(r, "tessera_nodes_reboot_required", "Nodes marked for reboot for an Xid (last cycle)")
+      .Add({})
+      .Set(static_cast<double>(cg.nodes_to_reboot));
+  Gauge(r, "tessera_quarantine_circuit_breaker_open",
+        "1 while the quarantine's circuit breaker stops automatic quarantine (last cycle)")
+      .Add({})
+      .Set(cg.quarantine_breaker_open ? 1 : 0);
 }
 
 // Pods holding GPUs idle for the idle window.

@@ -35,6 +35,11 @@ struct CycleGauges {
     std::string kind, ns, name, reason;
   };
   std::vector<Undecodable> undecodable;
+  // GPUs quarantined for their Xids, nodes marked for reboot, and whether the quarantine's
+  // circuit breaker is open (core/quarantine.h).
+  int64_t gpus_quarantined = 0;
+  int64_t nodes_to_reboot = 0;
+  bool quarantine_breaker_open = false;
 };
 
 // Counters the scheduling loop updates.

@@ -25,7 +25,7 @@ SchedulingLoop::SchedulingLoop(ControlPlane& plane, SchedulingLoopOptions option
     : plane_(plane),
       options_(std::move(options)),
       placer_(std::move(placer)),
-      reader_(plane, options_.node_grace_ms),
+      reader_(plane, options_.node_grace_ms, options_.quarantine),
       reporter_(plane),
       refresh_budget_(options_.pending_refreshes_per_s) {}
 

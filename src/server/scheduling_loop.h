@@ -40,6 +40,7 @@
 
 #include "core/accounting.h"
 #include "core/admission.h"
+#include "core/quarantine.h"
 #include "core/scheduler.h"
 #include "server/control_plane.h"
 #include "server/cycle_read.h"
@@ -73,6 +74,8 @@ struct SchedulingLoopOptions {
   int64_t preemption_hold_ms = 300'000;
   // Fair sharing and its strategies (Kueue's fairSharing config); classic preemption by default.
   core::CycleOptions cycle;
+  // Quarantine of GPUs and nodes for their Xids, with its circuit breaker (core/quarantine.h).
+  core::QuarantinePolicy quarantine;
   // Several replicas (on etcd): the fence while this replica leads, nullopt while it does not
   // (store/etcd_election.h). A cycle runs only while it leads, and each of its writes holds only
   // while the fence does. Unset: one replica, always leading.

@@ -331,3 +331,41 @@ TEST(DoctorTest, OutputOrdersBySeverityAndCounts) {
 
 }  // namespace
 }  // namespace tessera::api
+
+namespace tessera::api {
+namespace {
+
+TEST(DoctorTest, QuarantineAndTheBreakerAreReported) {
+  json n = Node("n1", 2);
+  n["metadata"]["annotations"]["tessera.io/gpu-quarantine"] =
+      R"({"gpus":[{"index":1,"xid":95,"since":"2027-01-15T07:59:00Z","resetRequested":true}],)"
+      R"("reboot":{"xid":79,"since":"2027-01-15T07:58:00Z","bootId":"b"}})";
+  ASSERT_TRUE(DecodeNode(n).ok()) << DecodeNode(n).status().message();
+  auto fs = CheckNode(n, kNow);
+  const Finding* q = Find(fs, "gpu.quarantined", "node/n1/gpu/1");
+  ASSERT_NE(q, nullptr) << Checks(fs);
+  EXPECT_NE(q->evidence[0].find("XID 95"), std::string::npos);
+  EXPECT_NE(q->fix.find("nvidia-smi --gpu-reset -i 1"), std::string::npos);
+  EXPECT_NE(Find(fs, "node.reboot-required", "node/n1"), nullptr);
+
+  DoctorInput in;
+  in.now_ms = kNow;
+  json old_event = {{"spec",
+                     {{"reason", "QuarantineCircuitBreakerOpen"},
+                      {"time", FormatTime(kNow - 2 * 3'600'000)},
+                      {"message", "old"}}}};
+  in.system_events = {old_event};
+  EXPECT_EQ(Find(CheckScheduling(in), "quarantine.breaker-open"), nullptr);  // hours ago
+  json event = old_event;
+  event["spec"]["time"] = FormatTime(kNow - 60'000);
+  event["spec"]["message"] = "circuit breaker open: ...";
+  in.system_events.push_back(event);
+  fs = CheckScheduling(in);
+  const Finding* b = Find(fs, "quarantine.breaker-open", "cluster");
+  ASSERT_NE(b, nullptr) << Checks(fs);
+  EXPECT_EQ(b->severity, Severity::kCritical);
+  EXPECT_NE(b->evidence[0].find("1 Xid(s) not acted on"), std::string::npos) << b->evidence[0];
+}
+
+}  // namespace
+}  // namespace tessera::api

@@ -26,9 +26,6 @@ cat <<'JSON' >"$WORK/gpus.json"
    "vbios": "96.00.89.00.01", "remappedUncorrectable": 8, "remapFailed": true}]}
 JSON
 export TESSERA_FAKE_NVML=$WORK/gpus.json TESSERA_FAKE_NVML_XIDS=$WORK/xids
-# Xids of each action class: 13 RESTART_APP, 63 IGNORE, 95 RESET_GPU, 79 RESTART_BM, 48 a
-# workflow.
-printf '0 13\n0 63\n2 95\n2 79\n2 48\n' >"$WORK/xids"
 "$TESSERA" agent --nvml-library "$FAKE_NVML" --name gpu-1 --join-token-file "$WORK/join.token" \
   --labels tessera.io/expected-gpus=4 --heartbeat-seconds 1 --work-dir "$WORK/agent" \
   --cgroup-root "" >"$WORK/agent.out" 2>&1 &
@@ -36,7 +33,6 @@ AGENT=$!
 trap 'kill -9 $AGENT 2>/dev/null || true; cleanup' EXIT
 for _ in $(seq 100); do grep -q registered "$WORK/agent.out" && break; sleep 0.05; done
 grep -q registered "$WORK/agent.out" || fail "agent: $(cat "$WORK/agent.out")"
-await_out '"xid": 48' "$TESSERA" get node gpu-1 -o json
 await_out '"remappedRows"' "$TESSERA" get node gpu-1 -o json
 
 # The queues: a Kueue ClusterQueue applied without a namespaceSelector, a LocalQueue pointing
@@ -88,6 +84,15 @@ YAML
 expect_exit 0 "$TESSERA" apply -f "$WORK/jobs.yaml"
 await_out '"phase": "Failed"' "$TESSERA" get job oom -o json
 
+# Xids of each action class: 13 RESTART_APP, 63 IGNORE, 95 RESET_GPU (GPU 2 quarantined), 79
+# RESTART_BM (the node marked for reboot and drained), 48 a workflow (the node is marked already).
+printf '0 13\n0 63\n2 95\n' >"$WORK/xids"
+await_out '"xid": 95' "$TESSERA" get node gpu-1 -o json
+await_out 'gpu-quarantine' "$TESSERA" get node gpu-1 -o json
+printf '2 79\n2 48\n' >"$WORK/xids"
+await_out '"xid": 48' "$TESSERA" get node gpu-1 -o json
+await_out 'reboot' "$TESSERA" get node gpu-1 -o json
+
 # The whole cluster: critical findings, so exit 1.
 expect_exit 1 "$TESSERA" doctor -o json
 echo "$OUT" >"$WORK/doctor.json"
@@ -113,6 +118,12 @@ has queue.namespace-not-admitted localqueue/default/team
 has localqueue.no-queue localqueue/default/lost
 has flavor.no-node resourceflavor/a100
 has job.never-fits job/default/big
+has gpu.quarantined node/gpu-1/gpu/2
+has node.reboot-required node/gpu-1
+# The agent runs without --allow-gpu-reset: the reset requested is never carried out.
+expect_exit 0 "$TESSERA" get node gpu-1 -o json
+if grep -q '"resets"' <<<"$OUT"; then fail "a GPU was reset without --allow-gpu-reset: $OUT"; fi
+expect_out '\"resetRequested\":true'
 # Each Xid by its catalog action.
 for want in "XID 13 (.*): RESTART_APP" "XID 63 (.*): IGNORE" "XID 95 (.*): RESET_GPU" \
   "XID 79 (.*): RESTART_BM" "XID 48 (.*): WORKFLOW"; do

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # GPU health through the real NVML code path (the fake libnvidia-ml.so): a critical XID makes a
 # GPU unhealthy, the scheduler stops using it and an event says why; an ignored XID changes
-# nothing; after a quiet period the GPU recovers by itself and work lands on it again.
+# nothing; after a quiet period the GPU recovers by itself and work lands on it again. The
+# server carries out no Xid action here (--no-gpu-quarantine): the agent's health alone is
+# tested; quarantine_test.sh tests the actions.
 source "$(dirname "$0")/server_env.sh" "$1"
 FAKE_NVML=$2
+SERVER_ARGS="${SERVER_ARGS:-} --no-gpu-quarantine"
 start_server
 expect_exit 0 "$TESSERA" token create --agent
 join=$OUT
