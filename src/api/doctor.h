@@ -18,8 +18,10 @@
 #define TESSERA_API_DOCTOR_H_
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tessera::api {
@@ -55,6 +57,15 @@ std::vector<Finding> CheckNode(const nlohmann::json& node, int64_t now_ms);
 std::vector<Finding> CheckScheduling(const DoctorInput& in);
 // A Job's checks: its pending state, CUDA OOM in its logs, its GPUs' use.
 std::vector<Finding> CheckJob(const nlohmann::json& job, const DoctorInput& in);
+
+// The control plane: the server's /metrics (Prometheus text) and, on etcd, `tessera store
+// status`'s report (null without one): commit failures, watch lag, no leader, lagging replicas,
+// unreachable members, the database near its quota, alarms (doctor_control.cc).
+std::vector<Finding> CheckControlPlane(const nlohmann::json* store_status,
+                                       std::string_view metrics);
+// `dcgmi diag -r 1 -j`'s report on this node: each failed or warned test (doctor_dcgm.cc).
+std::vector<Finding> CheckDcgmDiag(const std::string& node, const std::string& output,
+                                   int exit_code);
 
 // NVML could not start on this node (`tessera doctor --local`): the finding for its error text
 // ("Driver/library version mismatch", "Driver Not Loaded", no libnvidia-ml).

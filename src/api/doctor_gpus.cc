@@ -177,25 +177,28 @@ class NodeChecks {
                        "the node is marked for reboot and drained");
       f.evidence.push_back(core::DescribeXid(q->reboot->xid) + ", marked at " +
                            FormatTime(q->reboot->since_ms));
-      f.meaning = "NVIDIA's catalog says the node must be rebooted; it takes no work and its "
-                  "jobs were moved. The mark lifts when its agent reports a new boot.";
-      f.fix = "Reboot the node once its jobs have moved; or, to keep it in service without a "
-              "reboot, tessera uncordon " + name_ + ".";
+      f.meaning =
+          "NVIDIA's catalog says the node must be rebooted; it takes no work and its "
+          "jobs were moved. The mark lifts when its agent reports a new boot.";
+      f.fix =
+          "Reboot the node once its jobs have moved; or, to keep it in service without a "
+          "reboot, tessera uncordon " +
+          name_ + ".";
     }
     for (const core::QuarantinedGpu& g : q->gpus) {
       const GpuRef ref = Gpu(g.gpu);
       const std::string i = std::to_string(g.gpu);
       Finding& f = Add(Severity::kCritical, "gpu.quarantined", ref.subject,
                        ref.label + " is quarantined for an Xid");
-      f.evidence.push_back(core::DescribeXid(g.xid) + ", quarantined at " +
-                           FormatTime(g.since_ms));
+      f.evidence.push_back(core::DescribeXid(g.xid) + ", quarantined at " + FormatTime(g.since_ms));
       f.evidence.push_back(g.reset_requested ? "a reset is requested" : "no reset requested");
-      f.meaning = "It takes no work, and the jobs that ran on it were scheduled again. It comes "
-                  "back after a reset once it passes its checks, or when an admin uncordons it.";
+      f.meaning =
+          "It takes no work, and the jobs that ran on it were scheduled again. It comes "
+          "back after a reset once it passes its checks, or when an admin uncordons it.";
       f.fix = g.reset_requested
                   ? "With the agent's --allow-gpu-reset it resets the GPU when idle; otherwise "
-                    "on the node: nvidia-smi --gpu-reset -i " + i + ", then tessera uncordon " +
-                        name_ + " --gpu " + i + "."
+                    "on the node: nvidia-smi --gpu-reset -i " +
+                        i + ", then tessera uncordon " + name_ + " --gpu " + i + "."
                   : "On the node: dcgmi diag -r 2 -i " + i + "; when it passes, tessera uncordon " +
                         name_ + " --gpu " + i + ".";
     }

@@ -250,12 +250,14 @@ void CheckBreaker(const DoctorInput& in, std::vector<Finding>* out) {
   f.evidence.push_back(std::to_string(refused) + " Xid(s) not acted on in the last hour; the " +
                        "last at " + last_time);
   f.evidence.push_back((*last)["spec"].value("message", ""));
-  f.meaning = "Many GPUs were quarantined within the breaker's window: a shared cause (a driver "
-              "rollout, power, cooling, a fabric fault) is likelier than many failing cards, so "
-              "Tessera stopped taking GPUs out of service on its own.";
-  f.fix = "Find the shared cause (tessera doctor's Xid findings by node, dmesg, the rollout "
-          "history); quarantine the cards that need it by hand (tessera cordon NODE --gpu I). "
-          "The breaker closes by itself once its window holds fewer quarantines.";
+  f.meaning =
+      "Many GPUs were quarantined within the breaker's window: a shared cause (a driver "
+      "rollout, power, cooling, a fabric fault) is likelier than many failing cards, so "
+      "Tessera stopped taking GPUs out of service on its own.";
+  f.fix =
+      "Find the shared cause (tessera doctor's Xid findings by node, dmesg, the rollout "
+      "history); quarantine the cards that need it by hand (tessera cordon NODE --gpu I). "
+      "The breaker closes by itself once its window holds fewer quarantines.";
   out->push_back(std::move(f));
 }
 

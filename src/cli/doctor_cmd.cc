@@ -1,9 +1,13 @@
 #include "cli/doctor_cmd.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "agent/checkup.h"
@@ -13,6 +17,7 @@
 #include "api/doctor.h"
 #include "api/time.h"
 #include "cli/command_io.h"
+#include "cli/store_cmd.h"
 
 namespace tessera::cli {
 
@@ -33,10 +38,34 @@ std::string HostName() {
   return gethostname(buf, sizeof buf - 1) == 0 ? std::string(buf) : std::string("localhost");
 }
 
+// The path of `name` on PATH, "" when it is not there.
+std::string OnPath(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path ? path : "");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    const std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+// DCGM's level-1 diagnostics, when dcgmi is installed (seconds; killed after 2 minutes).
+std::vector<api::Finding> DcgmFindings(const std::string& host) {
+  const std::string dcgmi = OnPath("dcgmi");
+  if (dcgmi.empty() || dcgmi.find('\'') != std::string::npos) return {};
+  FILE* pipe = popen(("timeout 120 '" + dcgmi + "' diag -r 1 -j 2>&1").c_str(), "r");
+  if (pipe == nullptr) return {};
+  std::string output;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) output.append(buf, n);
+  const int status = pclose(pipe);
+  return api::CheckDcgmDiag(host, output, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
 // This machine through NVML, as its agent would report it: the node checks on that.
 std::vector<api::Finding> LocalFindings(const ResourceOptions& o) {
   const std::string host = HostName();
-  auto nvml = agent::Nvml::Load(o.nvml_library);
+  auto nvml = agent::Nvml::Load(o.doctor_flags.nvml_library);
   if (!nvml.ok()) return {api::NvmlStartFinding(host, nvml.status().message())};
   auto gpus = (*nvml)->Discover();
   if (!gpus.ok()) return {api::NvmlStartFinding(host, gpus.status().message())};
@@ -51,7 +80,44 @@ std::vector<api::Finding> LocalFindings(const ResourceOptions& o) {
   }
   if (auto c = (*nvml)->Checkup(); c.ok()) node["status"]["checkups"] = agent::CheckupJson(*c);
   // Xids come as events from now on: none to read of the past here (dmesg has them).
-  return api::CheckNode(node, NowMs());
+  std::vector<api::Finding> out = api::CheckNode(node, NowMs());
+  for (api::Finding& f : DcgmFindings(host)) out.push_back(std::move(f));
+  return out;
+}
+
+// The control plane: this server's /metrics, and on etcd `tessera store status`'s report.
+std::vector<api::Finding> ControlPlaneFindings(const ResourceOptions& o, std::ostream& err) {
+  std::string metrics;
+  std::ostringstream quiet;
+  int code = 0;
+  if (auto r = Send(o, "GET", "/metrics", "", "", quiet, &code); r && r->status == 200) {
+    metrics = r->body;
+  }
+  std::optional<json> store;
+  std::vector<api::Finding> out;
+  if (!o.doctor_flags.store.empty()) {
+    StoreStatusOptions so;
+    so.store = o.doctor_flags.store;
+    so.etcd_ca_file = o.doctor_flags.etcd_ca_file;
+    so.etcd_cert_file = o.doctor_flags.etcd_cert_file;
+    so.etcd_key_file = o.doctor_flags.etcd_key_file;
+    auto s = StoreStatus(so);
+    if (s.ok()) {
+      store = std::move(s).value();
+    } else {
+      api::Finding f = api::MakeFinding(api::Severity::kCritical, "store.unreachable",
+                                        "control-plane", "etcd cannot be read");
+      f.evidence.push_back(s.status().message());
+      f.meaning = "Without etcd the replicas take no write and elect no leader.";
+      f.fix = "Check the etcd members and the --store URL and certificates.";
+      out.push_back(std::move(f));
+      err << "warning: --store: " << s.status().message() << "\n";
+    }
+  }
+  for (api::Finding& f : api::CheckControlPlane(store ? &*store : nullptr, metrics)) {
+    out.push_back(std::move(f));
+  }
+  return out;
 }
 
 // The objects the checks read, from the server.
@@ -105,14 +171,23 @@ CLI::App* AddDoctorCommand(CLI::App& app, ResourceOptions& o) {
   CLI::App* doctor = app.add_subcommand("doctor",
                                         "What is wrong with the cluster, a node, a GPU or a job, "
                                         "and how to fix it");
-  doctor->add_option("target", o.doctor_target,
+  doctor->add_option("target", o.doctor_flags.target,
                      "node/NAME, gpu/NODE/INDEX or job/NAME (default: the whole cluster)");
   doctor->add_option("-n,--namespace", o.ns, "The job's namespace")->capture_default_str();
   doctor->add_option("-o,--output", o.output, "text or json")->capture_default_str();
-  doctor->add_flag("--local", o.doctor_local,
+  doctor->add_flag("--local", o.doctor_flags.local,
                    "Check this machine's GPUs through NVML (no server needed)");
-  doctor->add_option("--nvml-library", o.nvml_library, "With --local: the NVML library")
+  doctor
+      ->add_option("--nvml-library", o.doctor_flags.nvml_library, "With --local: the NVML library")
       ->capture_default_str();
+  doctor->add_option("--store", o.doctor_flags.store,
+                     "etcd://HOST:PORT[,...][/PREFIX]: check the replicas, the leader and etcd too "
+                     "(as tessera store status)");
+  doctor->add_option("--etcd-ca-file", o.doctor_flags.etcd_ca_file, "With --store: etcd's CA");
+  doctor->add_option("--etcd-cert-file", o.doctor_flags.etcd_cert_file,
+                     "With --store: a client certificate for etcd");
+  doctor->add_option("--etcd-key-file", o.doctor_flags.etcd_key_file,
+                     "With --store: the client certificate's key");
   doctor->footer(
       "Exit status: 0 nothing critical, 1 a critical finding, 2 usage, 3 server unreachable.\n"
       "Examples: tessera doctor; tessera doctor node/gpu-3; tessera doctor job/train -n team-a;\n"
@@ -126,7 +201,7 @@ int DoctorCommand(const ResourceOptions& o, std::ostream& out, std::ostream& err
     err << "error: -o: unknown output format \"" << o.output << "\" (text, json)\n";
     return kUsage;
   }
-  const std::string& t = o.doctor_target;
+  const std::string& t = o.doctor_flags.target;
   const size_t slash = t.find('/');
   const std::string what = t.substr(0, slash);
   const std::string rest = slash == std::string::npos ? "" : t.substr(slash + 1);
@@ -136,7 +211,7 @@ int DoctorCommand(const ResourceOptions& o, std::ostream& out, std::ostream& err
     return kUsage;
   }
   std::vector<api::Finding> findings;
-  if (o.doctor_local) {
+  if (o.doctor_flags.local) {
     if (!t.empty() && what != "gpu") {
       err << "error: doctor --local: checks this machine; name no " << what << "\n";
       return kUsage;
@@ -152,6 +227,7 @@ int DoctorCommand(const ResourceOptions& o, std::ostream& out, std::ostream& err
         for (api::Finding& f : api::CheckNode(n, in.now_ms)) findings.push_back(std::move(f));
       }
       for (api::Finding& f : api::CheckScheduling(in)) findings.push_back(std::move(f));
+      for (api::Finding& f : ControlPlaneFindings(o, err)) findings.push_back(std::move(f));
       for (const json& j : in.jobs) {
         for (api::Finding& f : api::CheckJob(j, in)) {
           // The cluster view keeps what is wrong; a job's place in line is for `doctor job/X`.
@@ -193,7 +269,7 @@ int DoctorCommand(const ResourceOptions& o, std::ostream& out, std::ostream& err
       findings = api::CheckJob(*j, in);
     }
   }
-  if (o.doctor_local && what == "gpu") {
+  if (o.doctor_flags.local && what == "gpu") {
     // --local gpu/INDEX: one card of this machine.
     std::erase_if(findings, [&](const api::Finding& f) {
       return !f.subject.ends_with("/gpu/" + rest) && f.subject.find("/gpu/") != std::string::npos;

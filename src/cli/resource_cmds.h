@@ -61,9 +61,13 @@ struct ResourceOptions {
   std::string since = "24h";
   std::string until;
   CLI::App* doctor = nullptr;
-  std::string doctor_target;  // "", node/N, gpu/N/I, job/J
-  bool doctor_local = false;  // --local: this machine through NVML
-  std::string nvml_library = "libnvidia-ml.so.1";
+  struct Doctor {
+    std::string target;  // "", node/N, gpu/N/I, job/J
+    bool local = false;  // --local: this machine through NVML (and dcgmi when installed)
+    std::string nvml_library = "libnvidia-ml.so.1";
+    // On etcd: `tessera store status`'s view for the control-plane checks.
+    std::string store, etcd_ca_file, etcd_cert_file, etcd_key_file;
+  } doctor_flags;
 };
 
 void AddResourceCommands(CLI::App& app, ResourceOptions& opts);

@@ -183,8 +183,6 @@ Status Copy(const StoreCopyOptions& o, std::ostream& out) {
 
 }  // namespace
 
-namespace {
-
 Result<nlohmann::json> StoreStatus(const StoreStatusOptions& o) {
   using nlohmann::json;
   auto etcd = store::ParseEtcdUrl(o.store);
@@ -261,8 +259,6 @@ Result<nlohmann::json> StoreStatus(const StoreStatusOptions& o) {
   }
   return out;
 }
-
-}  // namespace
 
 int RunStoreStatus(const StoreStatusOptions& o, std::ostream& out, std::ostream& err) {
   auto status = StoreStatus(o);

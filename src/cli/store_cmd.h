@@ -5,10 +5,13 @@
 #define TESSERA_CLI_STORE_CMD_H_
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 
 #include <CLI/CLI.hpp>
+
+#include "core/status.h"
 
 namespace tessera::cli {
 
@@ -24,6 +27,10 @@ struct StoreStatusOptions {
   int64_t quota_bytes = int64_t{2} << 30;  // etcd's --quota-backend-bytes (its default: 2 GiB)
   std::string output;                      // "" (text) or "json"
 };
+
+// What `tessera store status` reports: the leader, each replica's record and lag, each etcd
+// member's status and database size against the quota, etcd's alarms (as JSON).
+Result<nlohmann::json> StoreStatus(const StoreStatusOptions& o);
 
 // Returns the `store` command; its `copy` and `status` subcommands are `*copy` and `*status`.
 CLI::App* AddStoreCommand(CLI::App& app, StoreCopyOptions& o, CLI::App** copy,

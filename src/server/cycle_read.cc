@@ -259,7 +259,7 @@ void CycleReader::Reading::Cluster() {
     }
   }
   snap_.nodes = List("Node");
-  snap_.quarantine = QuarantinePass(snap_.nodes, r_.quarantine_, now_ms_, writes_);
+  snap_.quarantine = r_.quarantine_.Run(snap_.nodes, now_ms_, writes_);
   std::map<std::string, const json*> lease_of;  // node -> its Lease
   const std::vector<StoredJson> leases = List("Lease");
   for (const StoredJson& l : leases) lease_of[NameOf(l.obj())] = &l.obj();

@@ -116,7 +116,7 @@ class CycleReader {
 
   ControlPlane& plane_;
   const int64_t node_grace_ms_;
-  const core::QuarantinePolicy quarantine_;
+  QuarantinePass quarantine_;
   // What the cycles read of each stored object, computed once per version: keyed by the parsed
   // document the object cache shares until the object changes (the view holds it, so the key
   // is not reused while the entry lives); the objects of the last read only.

@@ -7,17 +7,27 @@ namespace tessera::server {
 
 using nlohmann::json;
 
-QuarantineInForce QuarantinePass(const std::vector<StoredJson>& nodes,
-                                 const core::QuarantinePolicy& policy, int64_t now_ms,
-                                 CycleWrites& writes) {
+QuarantineInForce QuarantinePass::Run(const std::vector<StoredJson>& nodes, int64_t now_ms,
+                                      CycleWrites& writes) {
   std::vector<core::NodeHealthReport> reports;
   std::map<std::string, const StoredJson*> stored;
+  std::map<std::string, std::pair<int64_t, std::optional<core::NodeHealthReport>>> seen;
   for (const StoredJson& s : nodes) {
-    if (!api::QuarantineOf(s.obj()).ok()) continue;  // DecodeNode skips it, with the reason
-    reports.push_back(api::HealthReportOf(s.obj()));
-    stored[reports.back().node] = &s;
+    const std::string name = NameOf(s.obj());
+    auto it = reports_.find(name);
+    auto& entry = seen[name];
+    if (it != reports_.end() && it->second.first == s.version) {
+      entry = std::move(it->second);
+    } else {
+      entry.first = s.version;
+      if (api::QuarantineOf(s.obj()).ok()) entry.second = api::HealthReportOf(s.obj());
+    }
+    if (!entry.second) continue;
+    reports.push_back(*entry.second);
+    stored[name] = &s;
   }
-  const core::QuarantineOutcome out = core::DecideQuarantine(reports, policy, now_ms);
+  reports_ = std::move(seen);  // nodes deleted are forgotten
+  const core::QuarantineOutcome out = core::DecideQuarantine(reports, policy_, now_ms);
   std::map<std::string, core::NodeQuarantine> in_force;
   for (const core::NodeHealthReport& r : reports) in_force[r.node] = r.state;
   std::map<std::string, std::vector<CycleWrites::Note>> notes;

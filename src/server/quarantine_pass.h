@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,9 +29,18 @@ struct QuarantineInForce {
   bool breaker_open = false;
 };
 
-QuarantineInForce QuarantinePass(const std::vector<StoredJson>& nodes,
-                                 const core::QuarantinePolicy& policy, int64_t now_ms,
-                                 CycleWrites& writes);
+class QuarantinePass {
+ public:
+  explicit QuarantinePass(core::QuarantinePolicy policy) : policy_(policy) {}
+
+  QuarantineInForce Run(const std::vector<StoredJson>& nodes, int64_t now_ms, CycleWrites& writes);
+
+ private:
+  const core::QuarantinePolicy policy_;
+  // What each Node says for the quarantine, read once per stored version (nullopt: its
+  // annotation is malformed, and DecodeNode skips it with the reason).
+  std::map<std::string, std::pair<int64_t, std::optional<core::NodeHealthReport>>> reports_;
+};
 
 }  // namespace tessera::server
 

@@ -369,3 +369,64 @@ TEST(DoctorTest, QuarantineAndTheBreakerAreReported) {
 
 }  // namespace
 }  // namespace tessera::api
+
+namespace tessera::api {
+namespace {
+
+TEST(DoctorTest, ControlPlaneFromMetricsAndStoreStatus) {
+  EXPECT_TRUE(CheckControlPlane(nullptr,
+                                "tessera_store_commit_failures_total 0\n"
+                                "tessera_store_watch_lag_revisions 3\n")
+                  .empty());
+  auto fs = CheckControlPlane(nullptr,
+                              "# HELP x\ntessera_store_commit_failures_total 7\n"
+                              "tessera_store_watch_lag_revisions 5000\n");
+  ASSERT_NE(Find(fs, "store.commit-failures"), nullptr) << Checks(fs);
+  EXPECT_EQ(Find(fs, "store.commit-failures")->evidence[0],
+            "tessera_store_commit_failures_total 7");
+  EXPECT_NE(Find(fs, "store.watch-lag"), nullptr);
+  // As `tessera store status -o json` reports it.
+  const json status = {
+      {"leader", ""},
+      {"revision", 99},
+      {"replicas", {{{"id", "r1"}, {"lag", 2}}, {{"id", "r2"}, {"lag", 4000}, {"at", "t"}}}},
+      {"members",
+       {{{"endpoint", "a:1"}, {"error", "connection refused"}},
+        {{"endpoint", "b:2"}, {"dbSize", 2000}, {"quotaUsedPercent", 96.5}},
+        {{"endpoint", "c:3"}, {"dbSize", 10}, {"quotaUsedPercent", 1.0}}}},
+      {"alarms", {"NOSPACE"}}};
+  fs = CheckControlPlane(&status, "");
+  EXPECT_NE(Find(fs, "scheduler.no-leader"), nullptr) << Checks(fs);
+  EXPECT_NE(Find(fs, "store.replica-lag", "replica/r2"), nullptr) << Checks(fs);
+  EXPECT_EQ(Find(fs, "store.replica-lag", "replica/r1"), nullptr);
+  const Finding* down = Find(fs, "store.member-down");
+  ASSERT_NE(down, nullptr);
+  EXPECT_EQ(down->severity, Severity::kWarning);  // 1 of 3: the majority stands
+  EXPECT_EQ(Find(fs, "store.quota", "etcd/b:2")->severity, Severity::kCritical);
+  EXPECT_EQ(Find(fs, "store.quota", "etcd/c:3"), nullptr);
+  EXPECT_EQ(Find(fs, "store.alarm")->evidence[0], "NOSPACE");
+}
+
+TEST(DoctorTest, DcgmLevelOneFailuresAndWarnings) {
+  const std::string report = R"({"DCGM GPU Diagnostic": {"test_categories": [
+    {"category": "Deployment", "tests": [
+      {"name": "Denylist", "results": [{"status": "Pass"}]},
+      {"name": "Persistence Mode", "results": [{"status": "Warn", "gpu_id": "1",
+        "warnings": [{"warning": "Persistence mode for GPU 1 is disabled."}]}]}]},
+    {"category": "Hardware", "tests": [
+      {"name": "GPU Memory", "results": [{"status": "Fail", "gpu_id": "0",
+        "warnings": [{"warning": "Error using CUDA API cudaMalloc"}]}]}]}]}})";
+  auto fs = CheckDcgmDiag("n1", report, 226);
+  ASSERT_EQ(fs.size(), 2u) << Checks(fs);
+  const Finding* fail = Find(fs, "dcgm.diag", "node/n1/gpu/0");
+  ASSERT_NE(fail, nullptr);
+  EXPECT_EQ(fail->severity, Severity::kCritical);
+  EXPECT_EQ(fail->summary, "DCGM diagnostic Hardware/GPU Memory: Fail");
+  EXPECT_EQ(fail->evidence[0], "Error using CUDA API cudaMalloc");
+  EXPECT_EQ(Find(fs, "dcgm.diag", "node/n1/gpu/1")->severity, Severity::kWarning);
+  fs = CheckDcgmDiag("n1", "Error: unable to establish a connection to the specified host", 255);
+  EXPECT_NE(Find(fs, "dcgm.diag-unreadable"), nullptr);
+}
+
+}  // namespace
+}  // namespace tessera::api

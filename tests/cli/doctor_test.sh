@@ -152,6 +152,18 @@ echo '{"initError": 18, "devices": []}' >"$WORK/mismatch.json"
 TESSERA_FAKE_NVML=$WORK/mismatch.json expect_exit 1 "$TESSERA" doctor --local --nvml-library "$FAKE_NVML"
 expect_out "NVML and the loaded kernel driver are of different versions"
 expect_out "Driver/library version mismatch"
-TESSERA_FAKE_NVML=$WORK/gpus.json expect_exit 1 "$TESSERA" doctor --local --nvml-library "$FAKE_NVML" -o json
+# DCGM's level-1 diagnostics when dcgmi is installed (a stand-in on PATH answering as dcgmi).
+mkdir -p "$WORK/bin"
+cat <<'SH' >"$WORK/bin/dcgmi"
+#!/bin/sh
+[ "$*" = "diag -r 1 -j" ] || { echo "unexpected: $*"; exit 2; }
+echo '{"DCGM GPU Diagnostic": {"test_categories": [{"category": "Hardware", "tests": [{"name": "GPU Memory", "results": [{"status": "Fail", "gpu_id": "2", "warnings": [{"warning": "Error using CUDA API cudaMalloc"}]}]}]}]}}'
+exit 226
+SH
+chmod +x "$WORK/bin/dcgmi"
+PATH="$WORK/bin:$PATH" TESSERA_FAKE_NVML=$WORK/gpus.json expect_exit 1 "$TESSERA" doctor --local \
+  --nvml-library "$FAKE_NVML" -o json
 expect_out '"gpu.row-remap-failed"'
+expect_out '"DCGM diagnostic Hardware/GPU Memory: Fail"'
+expect_out 'Error using CUDA API cudaMalloc'
 echo "doctor_test: ok"
