@@ -60,6 +60,10 @@ struct GpuSample {
   uint64_t ecc_uncorrected = 0;
   // NVLink data sent plus received since the driver loaded (KiB); absent without NVLink.
   std::optional<uint64_t> nvlink_data_kib;
+  // Throughput now, for the doctor's slow-training check: PCIe sent and received (NVML's
+  // sampled KB/s) and NVLink's both ways (the counter's rise over the last second).
+  std::optional<uint32_t> pcie_tx_kib_per_s, pcie_rx_kib_per_s;
+  std::optional<uint64_t> nvlink_kib_per_s;
   std::vector<ProcessUse> processes;
 };
 

@@ -53,6 +53,9 @@ json SampleJson(const std::vector<GpuSample>& samples) {
                    {"eccUncorrected", s.ecc_uncorrected},
                    {"processes", procs}});
     if (s.nvlink_data_kib) out.back()["nvlinkDataKiB"] = *s.nvlink_data_kib;
+    if (s.nvlink_kib_per_s) out.back()["nvlinkKiBps"] = *s.nvlink_kib_per_s;
+    if (s.pcie_tx_kib_per_s) out.back()["pcieTxKiBps"] = *s.pcie_tx_kib_per_s;
+    if (s.pcie_rx_kib_per_s) out.back()["pcieRxKiBps"] = *s.pcie_rx_kib_per_s;
   }
   return out;
 }

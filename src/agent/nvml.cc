@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <fstream>
 
@@ -321,6 +322,25 @@ Result<std::vector<GpuSample>> Nvml::Sample() {
       if (api.nvmlDeviceGetFieldValues(d, 2, f) == NVML_SUCCESS &&
           f[0].nvmlReturn == NVML_SUCCESS && f[1].nvmlReturn == NVML_SUCCESS) {
         s.nvlink_data_kib = f[0].value.ullVal + f[1].value.ullVal;
+        const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::steady_clock::now().time_since_epoch())
+                                .count();
+        auto seen = nvlink_seen_.find(i);
+        if (seen != nvlink_seen_.end() && now > seen->second.second &&
+            *s.nvlink_data_kib >= seen->second.first) {
+          s.nvlink_kib_per_s = (*s.nvlink_data_kib - seen->second.first) * 1000 /
+                               static_cast<uint64_t>(now - seen->second.second);
+        }
+        nvlink_seen_[i] = {*s.nvlink_data_kib, now};
+      }
+    }
+    if (api.nvmlDeviceGetPcieThroughput) {
+      unsigned int kbps = 0;
+      if (api.nvmlDeviceGetPcieThroughput(d, NVML_PCIE_UTIL_TX_BYTES, &kbps) == NVML_SUCCESS) {
+        s.pcie_tx_kib_per_s = kbps;
+      }
+      if (api.nvmlDeviceGetPcieThroughput(d, NVML_PCIE_UTIL_RX_BYTES, &kbps) == NVML_SUCCESS) {
+        s.pcie_rx_kib_per_s = kbps;
       }
     }
     if (api.nvmlDeviceGetComputeRunningProcesses) {

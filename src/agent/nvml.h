@@ -4,6 +4,7 @@
 #ifndef TESSERA_AGENT_NVML_H_
 #define TESSERA_AGENT_NVML_H_
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,6 +46,8 @@ class Nvml {
   std::unique_ptr<Api> api_;
   void* events_ = nullptr;  // nvmlEventSet_t, made on the first PollXids
   bool events_tried_ = false;
+  // Each GPU's NVLink counter and when it was read (steady ms), for its rate.
+  std::map<uint32_t, std::pair<uint64_t, int64_t>> nvlink_seen_;
 };
 
 }  // namespace tessera::agent

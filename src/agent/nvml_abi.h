@@ -101,6 +101,8 @@ enum : int {
 // nvmlInit's answer when the kernel module and the user-space library are of different driver
 // versions ("Driver/library version mismatch"), and when no driver is loaded.
 enum : int { NVML_ERROR_DRIVER_NOT_LOADED = 9, NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18 };
+// nvmlPcieUtilCounter_t: nvmlDeviceGetPcieThroughput's direction (KB/s over a 20 ms sample).
+enum : int { NVML_PCIE_UTIL_TX_BYTES = 0, NVML_PCIE_UTIL_RX_BYTES = 1 };
 // nvmlPageRetirementCause_t.
 enum : int {
   NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS = 0,
@@ -166,7 +168,8 @@ enum : unsigned long long {
   X(nvmlDeviceGetCurrPcieLinkWidth, (nvmlDevice_t, unsigned int*))                              \
   X(nvmlDeviceGetMaxPcieLinkWidth, (nvmlDevice_t, unsigned int*))                               \
   X(nvmlDeviceGetCurrentClocksThrottleReasons, (nvmlDevice_t, unsigned long long*))             \
-  X(nvmlDeviceGetNvLinkErrorCounter, (nvmlDevice_t, unsigned int, int, unsigned long long*))
+  X(nvmlDeviceGetNvLinkErrorCounter, (nvmlDevice_t, unsigned int, int, unsigned long long*))    \
+  X(nvmlDeviceGetPcieThroughput, (nvmlDevice_t, int, unsigned int*))
 
 // Each returns nvmlReturn_t. And:
 typedef const char* (*nvmlErrorString_fn)(nvmlReturn_t);  // nvmlErrorString

@@ -11,6 +11,12 @@ using nlohmann::json;
 
 namespace {
 
+// Counters and rates that move every second: never worth a write by themselves.
+bool IsRate(std::string_view field) {
+  return field == "nvlinkDataKiB" || field == "nvlinkKiBps" || field == "pcieTxKiBps" ||
+         field == "pcieRxKiBps";
+}
+
 // Whether numbers `a` (written) and `b` (now) differ beyond `field`'s noise.
 bool Moved(const std::string& field, const json& a, const json& b) {
   if (!a.is_number() || !b.is_number()) return a != b;
@@ -22,7 +28,7 @@ bool Moved(const std::string& field, const json& a, const json& b) {
   if (field == "temperatureC") return d >= 3;
   if (field == "powerMw") return d >= std::max(5000.0, 0.1 * std::fabs(x));
   if (field == "smClockMhz") return d >= 0.1 * std::fabs(x) && d > 0;
-  if (field == "nvlinkDataKiB") return false;
+  if (IsRate(field)) return false;
   return x != y;
 }
 
@@ -43,11 +49,11 @@ bool ValueMoved(const std::string& field, const json& a, const json& b) {
 
 bool ObjectMoved(const json& a, const json& b) {
   for (const auto& [k, v] : a.items()) {
-    if (!b.contains(k)) return k != "nvlinkDataKiB";
+    if (!b.contains(k)) return !IsRate(k);
     if (ValueMoved(k, v, b[k])) return true;
   }
   for (const auto& [k, v] : b.items()) {
-    if (!a.contains(k) && k != "nvlinkDataKiB") return true;
+    if (!a.contains(k) && !IsRate(k)) return true;
   }
   return false;
 }

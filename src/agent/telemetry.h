@@ -17,7 +17,8 @@ namespace tessera::agent {
 //   temperatureC                          3 degrees
 //   powerMw                               10% of the written value, at least 5 W
 //   smClockMhz                            10% of the written value
-//   nvlinkDataKiB (a counter)             never by itself
+//   nvlinkDataKiB (a counter), nvlinkKiBps, pcieTxKiBps, pcieRxKiBps (rates)  never by
+//                                         themselves
 // Anything else (the GPUs, their health, processes and the pods they belong to, ECC and Xid
 // counts, every field outside telemetry) counts at any change.
 bool StatusMoved(const nlohmann::json& written, const nlohmann::json& current);

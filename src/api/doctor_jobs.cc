@@ -2,10 +2,12 @@
 // whether it can ever fit; CUDA out-of-memory errors in its tasks' logs, tied to the memory its
 // devices give it; and the GPUs it holds, idle or slowed.
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <sstream>
 
 #include "api/doctor.h"
+#include "api/gpu_checkup.h"
 #include "api/kinds.h"
 #include "api/kinds_common.h"
 #include "api/time.h"
@@ -190,8 +192,111 @@ void OutOfMemory(const json& job, const DoctorInput& in, std::vector<Finding>* o
   }
 }
 
-// The GPUs a running Job holds, from their nodes' telemetry: idle ones, and the node findings
-// (NVLink, PCIe, throttling, Xids) about them.
+// A PCIe lane's rate one way by link generation (GB/s, after encoding), generations 1 to 6.
+constexpr double kPcieLaneGBps[] = {0, 0.25, 0.5, 0.985, 1.969, 3.938, 7.563};
+// NVLink's rate both ways summed per card (GB/s), by model: NVIDIA's figures.
+constexpr std::pair<const char*, double> kNvlinkGBps[] = {
+    {"V100", 300}, {"A100", 600}, {"A800", 400},   {"H100", 900},
+    {"H800", 400}, {"H200", 900}, {"GB200", 1800}, {"B200", 1800}};
+// A link this busy bounds the work; a GPU below this utilisation waits for it.
+constexpr double kBusyLink = 0.7;
+constexpr int64_t kStarvedUtilizationPct = 60;
+
+double NvlinkGBps(const std::string& model) {
+  for (const auto& [prefix, gbps] : kNvlinkGBps) {
+    if (model.starts_with(prefix)) return gbps;
+  }
+  return 0;
+}
+
+std::string Rate(double kib_per_s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GB/s", kib_per_s * 1024 / 1e9);
+  return buf;
+}
+
+// One device a running pod holds, by its node's telemetry: idle, or starved by a link that runs
+// near the card's figure (PCIe: the link's generation and width; NVLink: the model's).
+void GpuUse(const std::string& subject, const json& pod, const json& d, const json& node,
+            std::vector<Finding>* out) {
+  if (d.value("kind", "") != "whole") return;
+  const int64_t index = d.value("index", int64_t{-1});
+  const std::string name = MetaString(node, "name");
+  const json status = node.value("status", json::object());
+  const std::string where = "GPU " + std::to_string(index) + " on " + name;
+  for (const json& t : status.value("telemetry", json::array())) {
+    if (t.value("index", -1) != index) continue;
+    const int64_t util = t.value("utilizationPct", int64_t{0});
+    if (util < kIdleUtilizationPct) {
+      Finding f =
+          MakeFinding(Severity::kWarning, "job.gpu-idle", subject,
+                      "pod " + pod.value("name", "") + " holds " + where + " and barely uses it");
+      f.evidence.push_back("utilisation " + std::to_string(util) + "%, memory used " +
+                           std::to_string(t.value("memoryUsedMiB", 0)) + " MiB");
+      f.meaning =
+          "The task waits on something else (data loading, the network, a peer in its "
+          "gang) or is stuck; the card is held and idle.";
+      f.fix =
+          "tessera logs; check the input pipeline (CPU, storage) and the gang's other pods. "
+          "A share (tessera.io/gpu-milli) may fit the task better than a whole card.";
+      out->push_back(std::move(f));
+      continue;
+    }
+    if (util >= kStarvedUtilizationPct) continue;
+    // PCIe against the link's own rate.
+    int64_t gen = 0, width = 0;
+    if (auto c = DecodeCheckups(status.contains("checkups") ? &status["checkups"] : nullptr);
+        c.ok()) {
+      for (const GpuCheckupView& v : *c) {
+        if (v.index == index) {
+          gen = v.pcie_gen.value_or(0);
+          width = v.pcie_width.value_or(0);
+        }
+      }
+    }
+    const double pcie = std::max(t.value("pcieTxKiBps", 0.0), t.value("pcieRxKiBps", 0.0));
+    if (gen >= 1 && gen <= 6 && width > 0 && pcie > 0) {
+      const double capacity = kPcieLaneGBps[gen] * static_cast<double>(width) * 1e9 / 1024;
+      if (pcie >= kBusyLink * capacity) {
+        Finding f = MakeFinding(Severity::kWarning, "job.pcie-bound", subject,
+                                "pod " + pod.value("name", "") + " waits on PCIe on " + where);
+        f.evidence.push_back("utilisation " + std::to_string(util) + "%; PCIe " + Rate(pcie) +
+                             " of the link's " + Rate(capacity) + " (Gen" + std::to_string(gen) +
+                             " x" + std::to_string(width) + ")");
+        f.meaning =
+            "Copies between host and GPU fill the link and the GPU waits for them: the "
+            "input pipeline, or offloading, outruns PCIe.";
+        f.fix =
+            "Keep data on the GPU (pinned memory, larger batches per copy, GPU-side "
+            "augmentation); check the link runs at the card's maximum (gpu.pcie-degraded).";
+        out->push_back(std::move(f));
+      }
+    }
+    // NVLink against the card's figure.
+    std::string model;
+    for (const json& g : status.value("gpus", json::array())) {
+      if (g.value("index", -1) == index) model = g.value("model", "");
+    }
+    const double nvlink = t.value("nvlinkKiBps", 0.0);
+    const double figure = NvlinkGBps(model) * 1e9 / 1024;
+    if (figure > 0 && nvlink >= kBusyLink * figure) {
+      Finding f = MakeFinding(Severity::kWarning, "job.nvlink-bound", subject,
+                              "pod " + pod.value("name", "") + " waits on NVLink on " + where);
+      f.evidence.push_back("utilisation " + std::to_string(util) + "%; NVLink " + Rate(nvlink) +
+                           " of the " + model + "'s " + Rate(figure));
+      f.meaning =
+          "Collective communication (all-reduce, all-gather) fills the links and the "
+          "GPU waits for it: the job is bound by communication, not compute.";
+      f.fix =
+          "Overlap communication with compute (bucketed all-reduce), use larger micro-batches "
+          "or gradient accumulation, or shard differently (fewer GPUs per replica).";
+      out->push_back(std::move(f));
+    }
+  }
+}
+
+// The GPUs a running Job holds, from their nodes' telemetry: idle or starved ones (GpuUse), and the
+// node findings (NVLink, PCIe, throttling, Xids) about them.
 void HeldGpus(const json& job, const DoctorInput& in, std::vector<Finding>* out) {
   const std::string subject = "job/" + MetaString(job, "namespace") + "/" + MetaString(job, "name");
   std::map<std::string, const json*> nodes;
@@ -208,24 +313,7 @@ void HeldGpus(const json& job, const DoctorInput& in, std::vector<Finding>* out)
     for (const json& d : pod.value("devices", json::array())) {
       const int64_t index = d.value("index", int64_t{-1});
       const std::string gpu_subject = "node/" + node + "/gpu/" + std::to_string(index);
-      for (const json& t :
-           n->second->value("status", json::object()).value("telemetry", json::array())) {
-        if (t.value("index", -1) != index) continue;
-        const int64_t util = t.value("utilizationPct", int64_t{0});
-        if (util >= kIdleUtilizationPct || d.value("kind", "") != "whole") continue;
-        Finding f = MakeFinding(Severity::kWarning, "job.gpu-idle", subject,
-                                "pod " + pod.value("name", "") + " holds GPU " +
-                                    std::to_string(index) + " on " + node + " and barely uses it");
-        f.evidence.push_back("utilisation " + std::to_string(util) + "%, memory used " +
-                             std::to_string(t.value("memoryUsedMiB", 0)) + " MiB");
-        f.meaning =
-            "The task waits on something else (data loading, the network, a peer in its "
-            "gang) or is stuck; the card is held and idle.";
-        f.fix =
-            "tessera logs; check the input pipeline (CPU, storage) and the gang's other pods. "
-            "A share (tessera.io/gpu-milli) may fit the task better than a whole card.";
-        out->push_back(std::move(f));
-      }
+      GpuUse(subject, pod, d, *n->second, out);
       for (const Finding& nf : node_findings[node]) {
         if (nf.subject != gpu_subject) continue;
         Finding f = nf;

@@ -378,9 +378,10 @@ Result<core::NodeSpec> DecodeNode(const json& obj) {
     for (size_t i = 0; i < telemetry->size(); ++i) {
       Fields t((*telemetry)[i], Index("status.telemetry", i), false);
       int64_t v = 0;
-      for (const char* k : {"index", "utilizationPct", "memoryUtilizationPct", "memoryUsedMiB",
-                            "memoryFreeMiB", "temperatureC", "powerMw", "smClockMhz",
-                            "eccCorrected", "eccUncorrected", "xidCount", "nvlinkDataKiB"}) {
+      for (const char* k :
+           {"index", "utilizationPct", "memoryUtilizationPct", "memoryUsedMiB", "memoryFreeMiB",
+            "temperatureC", "powerMw", "smClockMhz", "eccCorrected", "eccUncorrected", "xidCount",
+            "nvlinkDataKiB", "nvlinkKiBps", "pcieTxKiBps", "pcieRxKiBps"}) {
         TESSERA_RETURN_IF_ERROR(t.Int(k, &v, 0, int64_t{1} << 53));
       }
       const json* procs = t.Get("processes");

@@ -21,7 +21,7 @@
 //           "remapFailed": false, "pcieGen": 3, "pcieGenMax": 5, "pcieWidth": 8,
 //           "pcieWidthMax": 16, "throttle": 8 (nvmlClocksThrottleReasons bits),
 //           "nvlinkDown": [1] (links of "nvlink" that are down), "nvlinkErrors": 12 (per link,
-//           in its replay counter).
+//           in its replay counter), "pcieTxKBps": 100, "pcieRxKBps": 24000000 (PCIe throughput).
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -305,6 +305,9 @@ nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t d, unsigned int* v) {
 }
 nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t d, unsigned long long* v) {
   return Fact(d, "throttle", v);
+}
+nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t d, int counter, unsigned int* kbps) {
+  return Fact(d, counter == NVML_PCIE_UTIL_TX_BYTES ? "pcieTxKBps" : "pcieRxKBps", kbps);
 }
 nvmlReturn_t nvmlDeviceGetNvLinkErrorCounter(nvmlDevice_t d, unsigned int link, int counter,
                                              unsigned long long* n) {

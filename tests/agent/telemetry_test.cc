@@ -79,6 +79,16 @@ TEST(StatusMovedTest, HealthErrorsAndEverythingOutsideTelemetryCountAtAnyChange)
   json links = written;
   links["telemetry"][0]["nvlinkDataKiB"] = 123456;  // a counter: refreshed once a minute
   EXPECT_FALSE(StatusMoved(written, links));
+  // Rates: refreshed once a minute too, whether they appear, change or go.
+  json rates = written;
+  rates["telemetry"][0]["nvlinkKiBps"] = 5;
+  rates["telemetry"][0]["pcieTxKiBps"] = 7;
+  rates["telemetry"][0]["pcieRxKiBps"] = 9;
+  EXPECT_FALSE(StatusMoved(written, rates));
+  json faster = rates;
+  faster["telemetry"][0]["pcieRxKiBps"] = 90000;
+  EXPECT_FALSE(StatusMoved(rates, faster));
+  EXPECT_FALSE(StatusMoved(rates, written));
   EXPECT_TRUE(StatusMoved(json(), written));  // nothing written yet
 }
 

@@ -430,3 +430,58 @@ TEST(DoctorTest, DcgmLevelOneFailuresAndWarnings) {
 
 }  // namespace
 }  // namespace tessera::api
+
+namespace tessera::api {
+namespace {
+
+TEST(DoctorTest, SlowTrainingIdleOrBoundByPcieOrNvlink) {
+  DoctorInput in;
+  in.now_ms = kNow;
+  json n = Node("n1", 4);
+  for (json& g : n["status"]["gpus"]) g["model"] = "H100-80GB";
+  auto& t = n["status"]["telemetry"];
+  t[0]["utilizationPct"] = 5;  // idle
+  t[1]["utilizationPct"] = 40;
+  t[1]["pcieRxKiBps"] = 23437500;  // 24 GB/s of a Gen4 x16 link's 31.5
+  t[2]["utilizationPct"] = 45;
+  t[2]["nvlinkKiBps"] = 683593750;  // 700 GB/s of an H100's 900
+  t[3]["utilizationPct"] = 95;           // busy: nothing to say
+  t[3]["pcieRxKiBps"] = 29296875;
+  n["status"]["checkups"] = json::array();
+  for (int i = 0; i < 4; ++i) {
+    n["status"]["checkups"].push_back(
+        {{"index", i}, {"pcie", {{"gen", 4}, {"maxGen", 4}, {"width", 16}, {"maxWidth", 16}}}});
+  }
+  ASSERT_TRUE(DecodeNode(n).ok()) << DecodeNode(n).status().message();
+  in.nodes = {n};
+  json j = Job("train", "team-a", "lq", 1, 4, "2027-01-15T08:00:00Z");
+  json pods = json::array();
+  for (int i = 0; i < 4; ++i) {
+    json device = {{"gpu", i}, {"index", i}, {"kind", "whole"}};
+    pods.push_back({{"name", "w-" + std::to_string(i)},
+                    {"node", "n1"},
+                    {"devices", json::array({device})},
+                    {"state", {{"phase", "Running"}}}});
+  }
+  j["status"] = {{"phase", "Admitted"}, {"pods", pods}};
+  const auto fs = CheckJob(j, in);
+  const Finding* idle = Find(fs, "job.gpu-idle");
+  ASSERT_NE(idle, nullptr) << Checks(fs);
+  EXPECT_NE(idle->summary.find("GPU 0 on n1"), std::string::npos) << idle->summary;
+  const Finding* pcie = Find(fs, "job.pcie-bound");
+  ASSERT_NE(pcie, nullptr) << Checks(fs);
+  EXPECT_NE(pcie->evidence[0].find("PCIe 24.0 GB/s of the link's 31.5 GB/s (Gen4 x16)"),
+            std::string::npos)
+      << pcie->evidence[0];
+  const Finding* nvlink = Find(fs, "job.nvlink-bound");
+  ASSERT_NE(nvlink, nullptr) << Checks(fs);
+  EXPECT_NE(nvlink->evidence[0].find("NVLink 700.0 GB/s of the H100-80GB's 900.0 GB/s"),
+            std::string::npos)
+      << nvlink->evidence[0];
+  int about_gpu3 = 0;
+  for (const Finding& f : fs) about_gpu3 += f.summary.find("GPU 3") != std::string::npos;
+  EXPECT_EQ(about_gpu3, 0) << Checks(fs);
+}
+
+}  // namespace
+}  // namespace tessera::api

@@ -21,7 +21,7 @@ cat <<'JSON' >"$WORK/gpus.json"
    "throttle": 8, "processes": []},
   {"uuid": "GPU-d1", "name": "NVIDIA H100 80GB HBM3", "memoryMiB": 81559, "busId": "00000000:2A:00.0",
    "vbios": "96.00.99.00.01", "pcieGen": 5, "pcieGenMax": 5, "pcieWidth": 8, "pcieWidthMax": 16,
-   "util": 95, "processes": [{"pid": 4242, "usedMiB": 3000}]},
+   "util": 95, "pcieRxKBps": 5000000, "processes": [{"pid": 4242, "usedMiB": 3000}]},
   {"uuid": "GPU-d2", "name": "NVIDIA H100 80GB HBM3", "memoryMiB": 81559, "busId": "00000000:3A:00.0",
    "vbios": "96.00.89.00.01", "remappedUncorrectable": 8, "remapFailed": true}]}
 JSON
@@ -34,6 +34,7 @@ trap 'kill -9 $AGENT 2>/dev/null || true; cleanup' EXIT
 for _ in $(seq 100); do grep -q registered "$WORK/agent.out" && break; sleep 0.05; done
 grep -q registered "$WORK/agent.out" || fail "agent: $(cat "$WORK/agent.out")"
 await_out '"remappedRows"' "$TESSERA" get node gpu-1 -o json
+expect_out '"pcieRxKiBps": 5000000'
 
 # The queues: a Kueue ClusterQueue applied without a namespaceSelector, a LocalQueue pointing
 # nowhere, a flavor no node has.
