@@ -422,8 +422,17 @@ int Beat(const Endpoint& ep, const std::string& node_name, AgentSetup& setup,
                           NowMs() - b.node_written_at >= kNodeRefreshMs;
   Result<Response> r = write_node ? WriteNode(ep, node_name, setup.node, status, b.registered, err)
                                   : RenewLease(ep, node_name);
+  // The scheduling loop wrote the Node between this agent's read and write (its quarantine
+  // annotation, say): read it again and write on top, once.
+  if (write_node && r.ok() && r->status == 409) {
+    r = WriteNode(ep, node_name, setup.node, status, b.registered, err);
+  }
   if (!r.ok()) {
     err << "warning: " << r.status().message() << "\n";
+    return -1;
+  }
+  if (r->status == 409 && write_node) {
+    err << "warning: the node kept changing; it is written again at the next beat\n";
     return -1;
   }
   if (r->status != 200 && r->status != 201) {
