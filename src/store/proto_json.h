@@ -2,7 +2,8 @@
 // it: original field names, 64-bit integers as strings, bytes in base64, enums by name, fields at
 // their default left out. The etcd client keeps a JSON interface over its gRPC messages; these two
 // walk the message by reflection, where protobuf's json_util prints text and parses it again
-// (about a tenth of the server's CPU on etcd's write path, measured in docs/BENCHMARKS.md).
+// (16% of the benchmark process's samples on etcd's write path, 4.4% by reflection: measured in
+// docs/BENCHMARKS.md).
 #ifndef TESSERA_STORE_PROTO_JSON_H_
 #define TESSERA_STORE_PROTO_JSON_H_
 
