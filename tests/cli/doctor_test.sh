@@ -37,7 +37,7 @@ await_out '"remappedRows"' "$TESSERA" get node gpu-1 -o json
 expect_out '"pcieRxKiBps": 5000000'
 
 # The queues: a Kueue ClusterQueue applied without a namespaceSelector, a LocalQueue pointing
-# nowhere, a flavor no node has.
+# nowhere, a flavor no node has, and 16 GPUs of quota promised on a node of 3.
 cat <<'YAML' >"$WORK/queues.yaml"
 apiVersion: kueue.x-k8s.io/v1beta1
 kind: ResourceFlavor
@@ -51,6 +51,19 @@ spec:
   resourceGroups:
   - coveredResources: [nvidia.com/gpu]
     flavors: [{name: a100, resources: [{name: nvidia.com/gpu, nominalQuota: 8}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: h100}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: promised}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors: [{name: h100, resources: [{name: nvidia.com/gpu, nominalQuota: 16}]}]
 ---
 apiVersion: kueue.x-k8s.io/v1beta1
 kind: LocalQueue
@@ -118,6 +131,7 @@ has gpu.xid node/gpu-1/gpu/2
 has queue.namespace-not-admitted localqueue/default/team
 has localqueue.no-queue localqueue/default/lost
 has flavor.no-node resourceflavor/a100
+has quota.above-capacity resourceflavor/h100
 has job.never-fits job/default/big
 has gpu.quarantined node/gpu-1/gpu/2
 has node.reboot-required node/gpu-1
