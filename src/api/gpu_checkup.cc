@@ -11,10 +11,6 @@ namespace {
 
 constexpr int64_t kCount = int64_t{1} << 40;  // counters: any sane value
 
-std::string Index(const char* list, size_t i) {
-  return std::string(list) + "[" + std::to_string(i) + "]";
-}
-
 Status OptionalInt(Fields& f, const char* key, std::optional<int64_t>* out) {
   if (f.Get(key) == nullptr) return Status::Ok();
   int64_t v = 0;

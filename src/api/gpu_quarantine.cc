@@ -4,6 +4,7 @@
 
 #include "api/fields.h"
 #include "api/gpu_checkup.h"
+#include "api/json_read.h"
 #include "api/time.h"
 
 namespace tessera::api {
@@ -11,13 +12,6 @@ namespace tessera::api {
 using nlohmann::json;
 
 namespace {
-
-const json& Member(const json& obj, const char* key) {
-  static const json kNull;
-  if (!obj.is_object()) return kNull;
-  auto it = obj.find(key);
-  return it == obj.end() ? kNull : *it;
-}
 
 constexpr const char* kPath = "metadata.annotations[tessera.io/gpu-quarantine]";
 
@@ -47,7 +41,7 @@ Result<core::NodeQuarantine> QuarantineOf(const json& node) {
   if (const json* gpus = top.Get("gpus")) {
     if (!gpus->is_array() || gpus->size() > 64) return Bad("gpus: must be a list of GPUs");
     for (size_t i = 0; i < gpus->size(); ++i) {
-      Fields g((*gpus)[i], std::string(kPath) + ".gpus[" + std::to_string(i) + "]", false);
+      Fields g((*gpus)[i], Index(std::string(kPath) + ".gpus", i), false);
       core::QuarantinedGpu e;
       int64_t xid = 0;
       TESSERA_RETURN_IF_ERROR(g.Int("index", &e.gpu, 0, 63, true));
@@ -108,15 +102,15 @@ json WithQuarantine(json node, const core::NodeQuarantine& q) {
   return node;
 }
 
-core::NodeHealthReport HealthReportOf(const json& node) {
+Result<core::NodeHealthReport> HealthReportOf(const json& node) {
+  auto state = QuarantineOf(node);
+  if (!state.ok()) return state.status();
   core::NodeHealthReport r;
-  r.node = Member(Member(node, "metadata"), "name").is_string()
-               ? node["metadata"]["name"].get<std::string>()
-               : "";
+  r.node = Str(Member(node, "metadata"), "name");
+  r.state = std::move(state).value();
   const json& status = Member(node, "status");
   const json& gpus = Member(status, "gpus");
   r.gpu_count = gpus.is_array() ? static_cast<int64_t>(gpus.size()) : 0;
-  if (auto q = QuarantineOf(node); q.ok()) r.state = std::move(q).value();
   if (auto x = DecodeXids(status.contains("xids") ? &status["xids"] : nullptr); x.ok()) {
     for (const XidSeen& s : *x) {
       r.xids.push_back({s.gpu, static_cast<uint64_t>(s.xid), ParseTime(s.time)});
@@ -161,7 +155,7 @@ Status ValidateResets(const json* resets) {
     return FieldError("status.resets", "must be a list of at most 64 resets");
   }
   for (size_t i = 0; i < resets->size(); ++i) {
-    Fields f((*resets)[i], "status.resets[" + std::to_string(i) + "]", false);
+    Fields f((*resets)[i], Index("status.resets", i), false);
     int64_t gpu = 0;
     bool ok = false;
     int64_t at = 0;

@@ -32,8 +32,9 @@ nlohmann::json WithQuarantine(nlohmann::json node, const core::NodeQuarantine& q
 
 // What its agent reports of a Node for the quarantine: its Xids (status.xids), GPU resets
 // (status.resets), the GPUs passing their checks (healthy, no uncorrected ECC error, no pending
-// page retirement or row remap, no failed remap), its boot (status.bootId), and its kept state.
-core::NodeHealthReport HealthReportOf(const nlohmann::json& node);
+// page retirement or row remap, no failed remap), its boot (status.bootId), and its kept state;
+// the error of QuarantineOf when its annotation is not one.
+Result<core::NodeHealthReport> HealthReportOf(const nlohmann::json& node);
 
 // status.resets as the agent writes it: [{"gpu": 3, "time": "...", "ok": true, "message": ""}].
 Status ValidateResets(const nlohmann::json* resets);

@@ -3,7 +3,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -26,12 +25,6 @@ using nlohmann::json;
 namespace {
 
 constexpr int kFoundCritical = 1;
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string HostName() {
   char buf[256] = {};
@@ -71,7 +64,7 @@ std::vector<api::Finding> LocalFindings(const ResourceOptions& o) {
   if (!gpus.ok()) return {api::NvmlStartFinding(host, gpus.status().message())};
   agent::NodeIdentity id;
   id.name = host;
-  json node = agent::NodeObject(id, *gpus, api::FormatTime(NowMs()));
+  json node = agent::NodeObject(id, *gpus, api::FormatTime(agent::NowMs()));
   if (auto s = (*nvml)->Sample(); s.ok()) {
     node["status"]["telemetry"] = agent::SampleJson(*s);
     // Which processes are Tessera's tasks only the node's agent knows: `tessera doctor
@@ -80,7 +73,7 @@ std::vector<api::Finding> LocalFindings(const ResourceOptions& o) {
   }
   if (auto c = (*nvml)->Checkup(); c.ok()) node["status"]["checkups"] = agent::CheckupJson(*c);
   // Xids come as events from now on: none to read of the past here (dmesg has them).
-  std::vector<api::Finding> out = api::CheckNode(node, NowMs());
+  std::vector<api::Finding> out = api::CheckNode(node, agent::NowMs());
   for (api::Finding& f : DcgmFindings(host)) out.push_back(std::move(f));
   return out;
 }
@@ -219,7 +212,7 @@ int DoctorCommand(const ResourceOptions& o, std::ostream& out, std::ostream& err
     findings = LocalFindings(o);
   } else {
     api::DoctorInput in;
-    in.now_ms = NowMs();
+    in.now_ms = agent::NowMs();
     int code = 0;
     if (!Fetch(o, &in, err, &code)) return code;
     if (t.empty()) {

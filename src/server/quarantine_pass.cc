@@ -20,7 +20,7 @@ QuarantineInForce QuarantinePass::Run(const std::vector<StoredJson>& nodes, int6
       entry = std::move(it->second);
     } else {
       entry.first = s.version;
-      if (api::QuarantineOf(s.obj()).ok()) entry.second = api::HealthReportOf(s.obj());
+      if (auto r = api::HealthReportOf(s.obj()); r.ok()) entry.second = std::move(r).value();
     }
     if (!entry.second) continue;
     reports.push_back(*entry.second);

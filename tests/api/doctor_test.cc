@@ -445,7 +445,7 @@ TEST(DoctorTest, SlowTrainingIdleOrBoundByPcieOrNvlink) {
   t[1]["pcieRxKiBps"] = 23437500;  // 24 GB/s of a Gen4 x16 link's 31.5
   t[2]["utilizationPct"] = 45;
   t[2]["nvlinkKiBps"] = 683593750;  // 700 GB/s of an H100's 900
-  t[3]["utilizationPct"] = 95;           // busy: nothing to say
+  t[3]["utilizationPct"] = 95;      // busy: nothing to say
   t[3]["pcieRxKiBps"] = 29296875;
   n["status"]["checkups"] = json::array();
   for (int i = 0; i < 4; ++i) {
