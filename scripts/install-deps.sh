@@ -16,6 +16,9 @@ PACKAGES=(
   python3-torch openmpi-bin
   # containers: real podman on a local image made from busybox-static, where the machine allows
   podman busybox-static
+  # the web console: its chart library, embedded at build time; its tests drive Debian's
+  # Chromium, headless, through chromium-driver and Selenium
+  libjs-dygraphs chromium chromium-driver python3-selenium
 )
 
 missing=()

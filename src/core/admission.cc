@@ -123,6 +123,7 @@ void CycleRun::ChargeRunning() {
 void CycleRun::ResolvePending() {
   info_.resize(pending_.size());
   out_.pending_reasons.assign(pending_.size(), "");
+  out_.pending_places.assign(pending_.size(), QueuePlace{});
   for (size_t i = 0; i < pending_.size(); ++i) {
     const Workload& w = pending_[i];
     PendingInfo& p = info_[i];
@@ -277,6 +278,13 @@ CycleResult CycleRun::Run(std::span<const Reservation> held) {
              std::make_tuple(-info_[b].priority, pending_[b].created_ms,
                              std::string_view(pending_[b].name));
     });
+  }
+  for (int q = 0; q < static_cast<int>(lists.size()); ++q) {
+    for (size_t k = 0; k < lists[q].size(); ++k) {
+      const size_t i = lists[q][k];
+      out_.pending_places[i] = {tree_.queue(q).name, static_cast<int64_t>(k + 1),
+                                static_cast<int64_t>(lists[q].size()), info_[i].priority};
+    }
   }
   std::vector<size_t> cursor(lists.size(), 0);
   // Queue heads (fair sharing: FairNextQueue): no borrowing first, then priority, age and name.

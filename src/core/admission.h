@@ -103,6 +103,21 @@ struct WaitingPod {
   std::string reason;
 };
 
+// Where a waiting workload stands in its queue's own order (priority, then age, then name): the
+// order the cycle tried its queue's workloads in. Unset (position 0) for one outside any queue's
+// order (its local queue or priority class is missing, it yields to its preemptor).
+struct QueuePlace {
+  std::string queue;
+  int64_t position = 0;  // 1: the queue's head
+  int64_t waiting = 0;   // workloads in that order
+  int32_t priority = 0;
+  // Whether its pods would fit with all running work ended, as the search for room to hold for
+  // a blocked queue head (backfill's) found: kNo, it waits for a change to the cluster, not for
+  // room. kUnknown: not searched this cycle (only a queue's blocked head is).
+  enum class Fit : uint8_t { kUnknown, kYes, kNo };
+  Fit fits_when_all_end = Fit::kUnknown;
+};
+
 struct CycleResult {
   std::vector<Admission> admissions;
   std::vector<Growth> growths;
@@ -111,6 +126,8 @@ struct CycleResult {
   std::vector<Reservation> reservations;
   // Parallel to the pending list: why each workload stays pending; empty when admitted.
   std::vector<std::string> pending_reasons;
+  // Parallel to the pending list: where each stood in its queue as the cycle began.
+  std::vector<QueuePlace> pending_places;
   int placement_attempts = 0;  // gang placements tried (admission, preemption, reservation)
   int placement_cache_hits = 0;
 };

@@ -137,8 +137,10 @@ void CycleRun::TryReserve(size_t idx, const Attempt& attempt, std::string* reaso
   }
   if (!found) {
     *reason += "; does not fit even when running work ends (no nodes reserved)";
+    out_.pending_places[idx].fits_when_all_end = QueuePlace::Fit::kNo;
     return;
   }
+  out_.pending_places[idx].fits_when_all_end = QueuePlace::Fit::kYes;
   DropReservation(idx);
   // Nodes whose labels match some pod's node selector (per label class).
   std::vector<int8_t> class_ok(state_.num_classes(), -1);
@@ -201,6 +203,7 @@ void CycleRun::TryReserve(size_t idx, const Attempt& attempt, std::string* reaso
   if (hi == 0) {
     release_first(0);
     *reason += "; does not fit even when running work ends (no nodes reserved)";
+    out_.pending_places[idx].fits_when_all_end = QueuePlace::Fit::kNo;
     return;
   }
   while (hi - lo > 1) {

@@ -39,6 +39,7 @@
 #include "api/yaml.h"
 #include "server/accountant.h"
 #include "server/api_common.h"
+#include "server/console.h"
 #include "server/files.h"
 #include "server/json_names.h"
 #include "server/log_stream.h"
@@ -441,6 +442,8 @@ HttpResponse ApiServer::HandleOnce(const HttpRequest& req) {
   }
   // As Kubernetes' system:public-info-viewer: the version is public.
   if (req.path == "/version" && req.method == "GET") return Json(200, api::VersionInfo());
+  // The console's page and scripts hold no data: they ask the API with the user's token.
+  if (std::optional<HttpResponse> r = ServeConsole(req)) return std::move(*r);
   Result<Principal> who = tokens_.Authenticate(req.authorization);
   if (!who.ok()) return Error(who.status());
   // Answering as the token while the client asked as another user would mislead it.
@@ -472,6 +475,10 @@ HttpResponse ApiServer::HandleOnce(const HttpRequest& req) {
   }
   if (req.path == GroupPath("/tokens") || req.path.starts_with(GroupPath("/tokens/"))) {
     return Tokens(req, *who);
+  }
+  if (req.path == GroupPath("/gpus") && req.method == "GET") return Gpus(req, *who);
+  if (req.path == GroupPath("/pendingworkloads") && req.method == "GET") {
+    return PendingWorkloads(req, *who);
   }
   if (req.path == GroupPath("/apply") && req.method == "POST") return ApplyDocuments(req, *who);
   return TesseraObjects(req, *who);

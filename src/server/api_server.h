@@ -186,6 +186,11 @@ class ApiServer {
                     LogStore::Runs runs = LogStore::Runs::kAll, const LogReadError& explain = {});
 
   HttpResponse Usage(const HttpRequest& req, const Principal& who);
+  // GET /apis/tessera.io/v1/gpus (gpu_list.cc): every GPU as the scheduler offers it.
+  HttpResponse Gpus(const HttpRequest& req, const Principal& who);
+  // GET /apis/tessera.io/v1/pendingworkloads (pending_workloads.cc): the waiting Jobs in their
+  // queues' order, from this replica's last scheduling cycle.
+  HttpResponse PendingWorkloads(const HttpRequest& req, const Principal& who);
   // `tessera exec` (exec_api.cc): POST /apis/tessera.io/v1/namespaces/{ns}/jobs/{job}/exec
   // opens a session on a running pod (admin, the namespace's token); GET
   // /apis/tessera.io/v1/execs/{id} streams its output to the token that opened it; GET

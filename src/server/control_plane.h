@@ -23,6 +23,7 @@
 #include "server/lease_book.h"
 #include "server/metrics.h"
 #include "server/object_cache.h"
+#include "server/queue_order_book.h"
 #include "store/store.h"
 
 namespace tessera::server {
@@ -55,6 +56,8 @@ class ControlPlane {
   ObjectCache& objects() { return objects_; }
   // Node lease renewals held in memory (lease_book.h): liveness is read through it.
   LeaseBook& leases() { return leases_; }
+  // Where the waiting Jobs stand in their queues, as this replica's last cycle ordered them.
+  QueueOrderBook& queue_order() { return queue_order_; }
   TokenAuthority& tokens() { return tokens_; }
   // The open `tessera exec` sessions (exec_hub.h); the scheduling loop expires them.
   ExecHub& exec() { return exec_; }
@@ -90,6 +93,7 @@ class ControlPlane {
   std::unique_ptr<EventCache> events_;
   ObjectCache objects_;
   LeaseBook leases_;
+  QueueOrderBook queue_order_;
   ExecHub exec_;
   SchedulerMetrics metrics_;
   std::unique_ptr<Accountant> accounting_;

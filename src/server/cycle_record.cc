@@ -392,8 +392,8 @@ void DecisionWriter::Grow(size_t running_index, const std::vector<const core::Gr
                   : std::optional(CycleWrites::Note{"Normal", "Scheduled", "Scheduled " + where}));
 }
 
-void DecisionWriter::Statuses(const core::CycleResult& result,
-                              const std::map<std::string, std::string>& inactive) {
+std::vector<std::string> DecisionWriter::Statuses(
+    const core::CycleResult& result, const std::map<std::string, std::string>& inactive) {
   // The waiting jobs' reasons, the longest unrefreshed first (a refresh spends the budget).
   std::vector<uint8_t> admitted(snap_.pending.size(), 0);
   for (const core::Admission& a : result.admissions) admitted[a.pending_index] = 1;
@@ -401,6 +401,7 @@ void DecisionWriter::Statuses(const core::CycleResult& result,
   for (size_t i = 0; i < snap_.pending.size(); ++i) {
     if (!admitted[i]) waiting_order.push_back(i);
   }
+  std::vector<std::string> reasons(snap_.pending.size());
   auto since = [&](size_t i) { return snap_.views[snap_.pending_jobs[i]]->pending_since; };
   std::stable_sort(waiting_order.begin(), waiting_order.end(),
                    [&](size_t a, size_t b) { return since(a) < since(b); });
@@ -413,6 +414,7 @@ void DecisionWriter::Statuses(const core::CycleResult& result,
       }
     }
     SetPending(snap_.pending_jobs[i], reason);
+    reasons[i] = std::move(reason);
   }
   // Arrays whose ended tasks were counted and that nothing else rewrote this cycle.
   for (auto& [j, obj] : advanced_) writes_.Put(obj, snap_.jobs[j].version);
@@ -427,6 +429,7 @@ void DecisionWriter::Statuses(const core::CycleResult& result,
     obj["status"] = status;
     writes_.Put(obj, s.version);
   }
+  return reasons;
 }
 
 }  // namespace tessera::server

@@ -79,8 +79,9 @@ class DecisionWriter {
   Recorded Decisions(const core::CycleResult& result);
   // The statuses after the decisions: the waiting Jobs' reasons (of a queue dropped as invalid:
   // `inactive` says why), the advanced arrays nothing else rewrote, and each Queue's activity.
-  void Statuses(const core::CycleResult& result,
-                const std::map<std::string, std::string>& inactive);
+  // Returns the reasons, parallel to the snapshot's pending list ("" for those admitted).
+  std::vector<std::string> Statuses(const core::CycleResult& result,
+                                    const std::map<std::string, std::string>& inactive);
 
  private:
   void Admit(const core::Admission& a, std::map<std::string, std::set<int64_t>>& ports,

@@ -4,9 +4,11 @@
 #include <chrono>
 #include <cstdio>
 #include <optional>
+#include <tuple>
 
 #include "api/json_text.h"
 #include "server/cycle_decide.h"
+#include "server/cycle_writes.h"
 
 namespace tessera::server {
 
@@ -102,7 +104,8 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   sum.preempted = recorded.preempted;
   sum.follow_up = sum.follow_up || recorded.follow_up;
   writes.Flush();
-  record.Statuses(decision->result, decision->inactive);
+  PublishOrder(snap, decision->result, record.Statuses(decision->result, decision->inactive),
+               now_ms);
   sum.inactive_queues = static_cast<int>(decision->inactive.size());
 
   // Report.
@@ -110,6 +113,25 @@ Result<CycleSummary> SchedulingLoop::Cycle(int64_t now_ms) {
   if (!reclaimed.ok()) return reclaimed.status();
   sum.follow_up = sum.follow_up || *reclaimed;
   return tally(sum);
+}
+
+void SchedulingLoop::PublishOrder(const CycleSnapshot& snap, const core::CycleResult& result,
+                                  std::vector<std::string> reasons, int64_t now_ms) {
+  QueueOrder order;
+  order.at_ms = now_ms;
+  for (size_t i = 0; i < snap.pending.size() && i < result.pending_places.size(); ++i) {
+    if (reasons[i].empty()) continue;  // admitted
+    const core::QueuePlace& place = result.pending_places[i];
+    const nlohmann::json& obj = snap.jobs[snap.pending_jobs[i]].obj();
+    order.entries.push_back({NamespaceOf(obj), NameOf(obj), place.queue, place.position,
+                             place.waiting, place.priority, place.fits_when_all_end,
+                             std::move(reasons[i])});
+  }
+  std::sort(order.entries.begin(), order.entries.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.queue, a.position, a.ns, a.name) <
+           std::tie(b.queue, b.position, b.ns, b.name);
+  });
+  plane_.queue_order().Publish(std::move(order));
 }
 
 void SchedulingLoop::RevokeStoppedJobsTokens(std::set<std::string> running,

@@ -126,6 +126,9 @@ class SchedulingLoop {
                  std::unique_ptr<core::Scheduler> placer);
   // The cycle as its stages: read a snapshot, decide, write the decisions and statuses, report.
   Result<CycleSummary> Cycle(int64_t now_ms);
+  // Publishes where each waiting Job of the cycle stands in its queue, with its reason.
+  void PublishOrder(const CycleSnapshot& snap, const core::CycleResult& result,
+                    std::vector<std::string> reasons, int64_t now_ms);
   // Revokes the exec tokens of Jobs no longer running (`running`: "ns/name/uid" of those that
   // are). The store's tokens are read only when a Job stopped, and at the first cycle.
   void RevokeStoppedJobsTokens(std::set<std::string> running, std::vector<std::string>* problems);

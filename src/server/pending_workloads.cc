@@ -1,0 +1,83 @@
+// GET /apis/tessera.io/v1/pendingworkloads: every waiting Job with its queue, its position in
+// the queue's order, the queue's length, its priority and the scheduler's reason, from the last
+// cycle of this replica's scheduling loop (server/queue_order_book.h). As Kueue's visibility
+// API (pendingworkloads of a ClusterQueue or LocalQueue): a namespace token sees its own Jobs,
+// placed among every namespace's. Query: queue, namespace (the admin's), limit, offset.
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "api/time.h"
+#include "server/api_server.h"
+
+namespace tessera::server {
+
+using json = nlohmann::json;
+
+HttpResponse ApiServer::PendingWorkloads(const HttpRequest& req, const Principal& who) {
+  if (who.role != Principal::Role::kAdmin && who.role != Principal::Role::kNamespace) {
+    return Error(
+        PermissionDenied("pending workloads are read with the admin or a namespace token"));
+  }
+  std::shared_ptr<const QueueOrder> order = plane_.queue_order().Last();
+  if (order == nullptr) {
+    return Error(Unavailable(
+        "this replica has not run a scheduling cycle: the queues' order is kept by the replica "
+        "that leads the scheduling loop (tessera store status names it)"));
+  }
+  auto number = [&](const char* key, int64_t fallback) -> Result<int64_t> {
+    auto it = req.query.find(key);
+    if (it == req.query.end()) return fallback;
+    try {
+      size_t used = 0;
+      const int64_t v = std::stoll(it->second, &used);
+      if (used == it->second.size() && v >= 0) return v;
+    } catch (const std::exception&) {
+    }
+    return InvalidArgument(std::string(key) + ": must be a whole number >= 0, got \"" + it->second +
+                           "\"");
+  };
+  auto limit = number("limit", 1000);
+  if (!limit.ok()) return Error(limit.status());
+  auto offset = number("offset", 0);
+  if (!offset.ok()) return Error(offset.status());
+  std::string ns;
+  if (auto it = req.query.find("namespace"); it != req.query.end()) ns = it->second;
+  if (who.role == Principal::Role::kNamespace) {
+    if (!ns.empty() && ns != who.ns) {
+      return Error(PermissionDenied("this token is limited to namespace " + who.ns));
+    }
+    ns = who.ns;
+  }
+  const std::string queue = req.query.contains("queue") ? req.query.at("queue") : "";
+  json items = json::array();
+  int64_t skipped = 0, matched = 0;
+  for (const QueueOrderEntry& e : order->entries) {
+    if ((!ns.empty() && e.ns != ns) || (!queue.empty() && e.queue != queue)) continue;
+    ++matched;
+    if (skipped < *offset) {
+      ++skipped;
+      continue;
+    }
+    if (static_cast<int64_t>(items.size()) >= *limit) continue;
+    json item = {{"metadata", {{"namespace", e.ns}, {"name", e.name}}},
+                 {"priority", e.priority},
+                 {"reason", e.reason}};
+    // Known for a queue's blocked head only: the cycle searched for room to hold for it.
+    if (e.fits_when_all_end != core::QueuePlace::Fit::kUnknown) {
+      item["fitsWhenRunningWorkEnds"] = e.fits_when_all_end == core::QueuePlace::Fit::kYes;
+    }
+    if (e.position > 0) {
+      item["queue"] = e.queue;
+      item["positionInClusterQueue"] = e.position;
+      item["waitingInClusterQueue"] = e.waiting;
+    }
+    items.push_back(std::move(item));
+  }
+  return Json(200,
+              {{"apiVersion", "tessera.io/v1"},
+               {"kind", "PendingWorkloadList"},
+               {"metadata", {{"orderedAt", api::FormatTime(order->at_ms)}, {"total", matched}}},
+               {"items", std::move(items)}});
+}
+
+}  // namespace tessera::server

@@ -1,0 +1,273 @@
+#!/usr/bin/env python3
+"""The web console in headless Chromium (chromium-driver + Selenium), against tessera dev as
+console_test.sh set it up: the GPU map's cells (which card, which slice, which job), a job's log
+followed live, a waiting job's reason and position, a GPU cordoned from the console and seen by
+kubectl, and a namespace token that sees its namespace only and whose admin actions are refused
+in the console and by the API. A screenshot of each view goes to --shots."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+from selenium import webdriver
+from selenium.common.exceptions import TimeoutException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+
+def fail(msg):
+    print("FAIL: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+class Console:
+    def __init__(self, url, shots):
+        opts = webdriver.ChromeOptions()
+        opts.binary_location = "/usr/bin/chromium"
+        for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                  "--window-size=1600,1100", "--ignore-certificate-errors",
+                  "--no-first-run", "--disable-extensions", "--disable-background-networking"):
+            opts.add_argument(a)
+        opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+        self.d = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+        self.url = url
+        self.shots = shots
+
+    def close(self):
+        self.d.quit()
+
+    def wait(self, what, cond, timeout=20):
+        try:
+            return WebDriverWait(self.d, timeout, poll_frequency=0.1).until(lambda d: cond())
+        except TimeoutException:
+            self.shot("failed-" + what.replace(" ", "-")[:40])
+            logs = [e["message"] for e in self.d.get_log("browser")]
+            fail("timed out waiting for " + what + "; browser log: " + json.dumps(logs[-10:]))
+
+    def css(self, sel):
+        return self.d.find_elements(By.CSS_SELECTOR, sel)
+
+    def shot(self, name):
+        self.d.save_screenshot(os.path.join(self.shots, name + ".png"))
+
+    def sign_in(self, token):
+        self.d.get(self.url)
+        self.wait("the sign-in form", lambda: self.d.find_element(By.ID, "signin").is_displayed())
+        box = self.d.find_element(By.ID, "token")
+        box.clear()
+        box.send_keys(token)
+        self.d.find_element(By.CSS_SELECTOR, "#signin button").click()
+        self.wait("signed in", lambda: self.d.find_element(By.ID, "who").text != "")
+
+    def sign_out(self):
+        self.d.find_element(By.ID, "signout").click()
+        self.wait("signed out", lambda: self.d.find_element(By.ID, "signin").is_displayed())
+
+    def go(self, hash_):
+        self.d.execute_script("location.hash = arguments[0]", hash_)
+
+    def card(self, node, gpu):
+        found = self.css('.card[data-node="%s"][data-gpu="%s"]' % (node, gpu))
+        return found[0] if found else None
+
+    # Cards are drawn again as their node reports: read and click them in one step, in the page.
+    def card_class(self, node, gpu):
+        return self.d.execute_script(
+            "const c = document.querySelector(arguments[0]); return c ? c.className : '';",
+            '.card[data-node="%s"][data-gpu="%s"]' % (node, gpu))
+
+    def click(self, selector):
+        if not self.d.execute_script(
+                "const e = document.querySelector(arguments[0]); if (e) e.click(); return !!e;",
+                selector):
+            fail("nothing to click at " + selector)
+
+    def holders(self, node, gpu):
+        """The jobs holding the card's parts, in the card's order ("" for a free part)."""
+        return self.d.execute_script(
+            "const c = document.querySelector(arguments[0]);"
+            "return c ? [...c.querySelectorAll('.part')].filter(p => !p.classList.contains('gap'))"
+            ".map(p => p.dataset.job || '') : null;",
+            '.card[data-node="%s"][data-gpu="%s"]' % (node, gpu))
+
+    def api(self, method, path, body=None):
+        """A request from the page, with the token it signed in with: what the API answers."""
+        return self.d.execute_async_script(
+            "const [m, p, b, done] = arguments;"
+            "fetch(p, {method: m, headers: {Authorization: 'Bearer ' + "
+            "sessionStorage.getItem('tessera.token'), 'Content-Type': 'application/json'},"
+            " body: b}).then(r => r.text().then(t => done([r.status, t])))"
+            ".catch(e => done([0, String(e)]));",
+            method, path, None if body is None else json.dumps(body))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--url", required=True)
+    ap.add_argument("--admin-token", required=True)
+    ap.add_argument("--namespace-token", required=True)
+    ap.add_argument("--shots", required=True)
+    ap.add_argument("--kubeconfig", required=True)
+    ap.add_argument("--tessera", required=True)
+    a = ap.parse_args()
+    c = Console(a.url, a.shots)
+    try:
+        run(c, a)
+    finally:
+        c.close()
+
+
+def run(c, a):
+    # The page itself loads nothing from elsewhere and allows no inline script.
+    c.d.get(a.url)
+    csp = c.d.execute_async_script(
+        "const done = arguments[0]; fetch(location.href).then(r => "
+        "done(r.headers.get('content-security-policy')))")
+    if not csp or "script-src 'self'" not in csp or "connect-src 'self'" not in csp:
+        fail("the console's Content-Security-Policy is missing or loose: %r" % csp)
+
+    # A wrong token is refused with the reason.
+    c.d.find_element(By.ID, "token").send_keys("nope.nope")
+    c.d.find_element(By.CSS_SELECTOR, "#signin button").click()
+    c.wait("the refusal", lambda: "does not know" in c.d.find_element(By.ID, "signin-error").text)
+    c.shot("0-sign-in")
+
+    # --- the admin: the GPU map -------------------------------------------------------------
+    c.sign_in(a.admin_token)
+    if c.d.find_element(By.ID, "who").text != "admin":
+        fail("signed in as %r, not admin" % c.d.find_element(By.ID, "who").text)
+    if c.d.execute_script("return localStorage.length") != 0:
+        fail("the console stored something in localStorage")
+    c.wait("the GPU map", lambda: c.card("dev", 7) is not None)
+    c.wait("trainer on two whole cards",
+           lambda: sorted([c.holders("dev", g)[0] for g in range(8)]).count("trainer") == 2)
+    trainer_cards = [g for g in range(8) if c.holders("dev", g) == ["trainer"]]
+    mig = c.holders("dev", 4)
+    if len(mig) != 7 or mig.count("infer") != 1 or mig.count("") != 6:
+        fail("GPU 4 should show 7 MIG slices, one held by infer: %r" % mig)
+    mode4 = c.d.execute_script("return document.querySelector("
+                               "'.card[data-node=dev][data-gpu=\"4\"] .mode').textContent")
+    if mode4 != "MIG":
+        fail("GPU 4's mode reads %r" % mode4)
+    slice_profiles = c.d.execute_script(
+        "return [...document.querySelectorAll('.card[data-node=dev][data-gpu=\"4\"] .part.slice')]"
+        ".map(p => p.dataset.profile)")
+    if slice_profiles != ["1g.10gb"] * 7:
+        fail("GPU 4's slices read %r" % slice_profiles)
+    replicas = c.holders("dev", 5)
+    if len(replicas) != 4 or replicas.count("sliced") != 1:
+        fail("GPU 5 should show 4 time-slice replicas, one held by sliced: %r" % replicas)
+    shares = c.holders("dev", 6)
+    if shares != ["notebook", ""]:
+        fail("GPU 6 should show notebook's 30%% share and the rest free: %r" % shares)
+    share_text = c.d.execute_script("return document.querySelector("
+                                    "'.card[data-node=dev][data-gpu=\"6\"] .part.held .what')"
+                                    ".textContent")
+    if share_text != "30%":
+        fail("notebook's share reads %r" % share_text)
+    c.shot("1-gpu-map")
+
+    # Filters: by namespace, only team-a's card stays lit.
+    c.d.find_element(By.CSS_SELECTOR, "select[aria-label=namespace] option[value=team-a]").click()
+    lit = c.d.execute_script("return [...document.querySelectorAll('.card:not(.dim)')]"
+                             ".map(e => e.dataset.gpu)")
+    if len(lit) != 1:
+        fail("the namespace filter left %r lit" % lit)
+    c.d.find_element(By.CSS_SELECTOR, "select[aria-label=namespace] option[value='']").click()
+
+    # --- a job: click its card, see its bindings, follow its log ----------------------------
+    c.click('.card[data-node="dev"][data-gpu="%d"] a.part.held' % trainer_cards[0])
+    c.wait("the job view", lambda: c.d.current_url.endswith("#/job/default/trainer"))
+    c.wait("trainer's pod and devices",
+           lambda: "GPU %d whole" % trainer_cards[0] in c.d.find_element(By.ID, "view").text)
+    c.wait("trainer's log", lambda: "tick" in c.d.find_element(By.ID, "log").text)
+
+    def last_tick():
+        lines = [l for l in c.d.find_element(By.ID, "log").text.splitlines() if l.startswith("tick")]
+        return int(lines[-1].split()[1]) if lines else 0
+    first = last_tick()
+    c.wait("the log to grow while followed", lambda: last_tick() >= first + 3)
+    c.wait("trainer's events", lambda: "Scheduled" in c.d.find_element(By.CSS_SELECTOR,
+                                                                        ".timeline").text)
+    c.shot("2-job")
+
+    # --- waiting work: reason, position, whether it can fit ---------------------------------
+    c.go("#/waiting")
+    c.wait("the waiting jobs", lambda: len(c.css('tr[data-job="default/huge"]')) == 1 and
+           len(c.css('tr[data-job="default/waiter"]')) == 1)
+    waiter = c.css('tr[data-job="default/waiter"]')[0].text
+    huge = c.css('tr[data-job="default/huge"]')[0].text
+    if "1 of 2" not in huge or "2 of 2" not in waiter:
+        fail("positions wrong: huge %r, waiter %r" % (huge, waiter))
+    # The head was searched for room: it never fits; the one behind it was not searched.
+    if "no: not even with all running work ended" not in huge or "not checked" not in waiter:
+        fail("whether they can fit is wrong: huge %r, waiter %r" % (huge, waiter))
+    if "insufficient free GPUs" not in waiter or "can never fit" not in huge:
+        fail("the rows lack the scheduler's reasons: huge %r, waiter %r" % (huge, waiter))
+    c.shot("3-waiting")
+
+    c.go("#/jobs")
+    c.wait("the job list", lambda: len(c.css('tr[data-job="team-a/tenant-job"]')) == 1)
+    c.shot("4-jobs")
+
+    # --- cordon a GPU from the console; kubectl sees it --------------------------------------
+    c.go("#/gpus")
+    c.wait("the GPU map again", lambda: c.card("dev", 7) is not None)
+    uuid7 = c.d.execute_script("return document.querySelector("
+                               "'.card[data-node=dev][data-gpu=\"7\"]').title")
+    c.click('.card[data-node="dev"][data-gpu="7"] button.act')
+    c.wait("GPU 7 shown cordoned", lambda: "cordoned" in c.card_class("dev", 7))
+    got = subprocess.run(["kubectl", "--kubeconfig", a.kubeconfig, "get", "node", "dev", "-o",
+                          "jsonpath={.metadata.annotations.tessera\\.io/cordoned-gpus}"],
+                         capture_output=True, text=True, timeout=30)
+    if got.returncode != 0 or got.stdout.strip() != uuid7:
+        fail("kubectl does not report GPU 7 (%s) cordoned: %r %r" % (uuid7, got.stdout, got.stderr))
+    top = subprocess.run([a.tessera, "top", "gpus"], capture_output=True, text=True, timeout=30)
+    if not any(l.split()[:2] == ["dev", "7"] and "Cordoned" in l for l in top.stdout.splitlines()):
+        fail("tessera top gpus does not show GPU 7 cordoned: " + top.stdout)
+    c.shot("5-gpu-map-cordoned")
+    c.click('.card[data-node="dev"][data-gpu="7"] button.act')
+    c.wait("GPU 7 uncordoned", lambda: "cordoned" not in c.card_class("dev", 7))
+    c.sign_out()
+    if c.d.execute_script("return sessionStorage.length") != 0:
+        fail("signing out left the token in the tab")
+
+    # --- a namespace token: its namespace only; admin actions refused ------------------------
+    c.sign_in(a.namespace_token)
+    if c.d.find_element(By.ID, "who").text != "namespace team-a":
+        fail("signed in as %r" % c.d.find_element(By.ID, "who").text)
+    c.wait("team-a's card", lambda: len(c.css(".card")) == 1)
+    if c.css(".card button.act, .node-head button.act"):
+        fail("a namespace token is offered the cordon")
+    held = c.d.execute_script("return [...document.querySelectorAll('.card .part')]"
+                              ".map(p => p.dataset.ns + '/' + (p.dataset.job || ''))")
+    if held != ["team-a/tenant-job"]:
+        fail("team-a's card does not show its job alone: %r" % held)
+    c.shot("6-namespace-gpu-map")
+    status, text = c.api("GET", "/apis/tessera.io/v1/nodes/dev")
+    if status != 403:
+        fail("a namespace token read a Node: %d %s" % (status, text))
+    status, text = c.api("PUT", "/apis/tessera.io/v1/nodes/dev",
+                         {"apiVersion": "tessera.io/v1", "kind": "Node", "metadata": {"name": "dev"}})
+    if status != 403:
+        fail("a namespace token wrote a Node: %d %s" % (status, text))
+    status, _ = c.api("GET", "/apis/tessera.io/v1/gpus")
+    if status != 403:
+        fail("a namespace token read the GPU list: %d" % status)
+    c.go("#/jobs")
+    c.wait("team-a's jobs", lambda: len(c.css('tr[data-job="team-a/tenant-job"]')) == 1)
+    if c.css('tr[data-job^="default/"]'):
+        fail("a namespace token sees default's jobs")
+    c.go("#/waiting")
+    c.wait("team-a's waiting view", lambda: "waiting" in c.d.find_element(By.ID, "view").text)
+    if c.css('tr[data-job^="default/"]'):
+        fail("a namespace token sees default's waiting jobs")
+    c.shot("7-namespace-waiting")
+    print("console: every check passed; screenshots in " + a.shots)
+
+
+if __name__ == "__main__":
+    main()

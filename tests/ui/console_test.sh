@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The web console in Debian's Chromium, headless, against `tessera dev` (console_test.py drives
+# it through chromium-driver and Selenium). Screenshots of each view go to $2.
+# Usage: console_test.sh TESSERA SCREENSHOT_DIR
+TEST_NAME=console
+HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/../cli/dev_env.sh"
+TESSERA=$1
+SHOTS=$2
+mkdir -p "$SHOTS"
+command -v chromium >/dev/null && command -v chromedriver >/dev/null ||
+  fail "chromium and chromium-driver are not installed (make deps installs them)"
+
+# Eight simulated H100s: GPU 4 cut into seven MIG slices, GPU 5 four time-slice replicas,
+# GPU 6 shared by fractions; the others whole.
+start_dev "$TESSERA" --fake-gpus 8xH100-80GB --data-dir "$WORK/state"
+# The tessera commands read the address, token and CA from the config dev wrote.
+addr=$(sed -n 's/^server: //p' "$HOME/.tessera/config")
+admin_token=$(sed -n 's/^token: //p' "$HOME/.tessera/config")
+[ -n "$addr" ] && [ -n "$admin_token" ] || fail "dev wrote no config"
+case $addr in http://* | https://*) ;; *) addr=https://$addr ;; esac
+cat >"$WORK/cluster.yaml" <<'YAML'
+apiVersion: tessera.io/v1
+kind: GpuSharingConfig
+metadata: {name: mig-4}
+spec: {nodeSelector: {tessera.io/dev: "true"}, gpus: ["4"], mig: {layout: {1g.10gb: 7}}}
+---
+apiVersion: tessera.io/v1
+kind: GpuSharingConfig
+metadata: {name: slices-5}
+spec: {nodeSelector: {tessera.io/dev: "true"}, gpus: ["5"], timeSlicing: {replicas: 4, renameByDefault: true}}
+---
+apiVersion: tessera.io/v1
+kind: GpuSharingConfig
+metadata: {name: shares-6}
+spec: {nodeSelector: {tessera.io/dev: "true"}, gpus: ["6"], shared: {mps: false}}
+YAML
+"$TESSERA" apply -f "$WORK/cluster.yaml" >/dev/null || fail "sharing configs not applied"
+job() {  # job NAME NAMESPACE RESOURCES [COMMAND]
+  cat <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: $1, namespace: $2}
+spec:
+  containers:
+  - name: c
+    command: [sh, -c, "${4:-sleep 600}"]
+    resources: {limits: {$3}}
+YAML
+}
+{
+  job trainer default "nvidia.com/gpu: 2" 'i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.2; done'
+  echo ---; job infer default "nvidia.com/mig-1g.10gb: 1"
+  echo ---; job notebook default "tessera.io/gpu-milli: 300"
+  echo ---; job sliced default "nvidia.com/gpu.shared: 1"
+  echo ---; job tenant-job team-a "nvidia.com/gpu: 1"
+} >"$WORK/jobs.yaml"
+"$TESSERA" apply -f "$WORK/jobs.yaml" >/dev/null || fail "jobs not applied"
+for j in trainer infer notebook sliced; do wait_phase "$TESSERA" "$j" Admitted; done
+# Two that wait, created in this order (the queue's order after priority): the head never fits
+# on this node's five whole cards; the other (four cards) waits for room behind it.
+job huge default "nvidia.com/gpu: 16" | "$TESSERA" apply -f - >/dev/null || fail "huge not applied"
+sleep 0.1
+job waiter default "nvidia.com/gpu: 4" | "$TESSERA" apply -f - >/dev/null || fail "waiter not applied"
+team_token=$("$TESSERA" token create --namespace team-a) || fail "no namespace token"
+
+/usr/bin/python3 "$HERE/console_test.py" --url "${addr%/}/ui/" \
+  --admin-token "$admin_token" --namespace-token "$team_token" --shots "$SHOTS" \
+  --kubeconfig "$HOME/.tessera/kubeconfig" --tessera "$TESSERA" || fail "the console test failed"
+echo PASS
