@@ -340,6 +340,7 @@ CycleResult CycleRun::Run(std::span<const Reservation> held) {
   }
   GrowRunning();
   out_.reservations = reservations_;
+  if (c_.options_.report_quotas) out_.quotas = ReportQuotas(tree_);
   return std::move(out_);
 }
 

@@ -19,6 +19,7 @@
 
 #include "core/cluster_state.h"
 #include "core/quota.h"
+#include "core/quota_report.h"
 #include "core/scheduler.h"
 #include "core/workload.h"
 
@@ -45,6 +46,8 @@ struct CycleOptions {
   bool backfill = true;
   // Most reservations made in one cycle (one per queue at most).
   int max_reservations = 16;
+  // Fill CycleResult::quotas (the control plane shows it; a simulation has no use for it).
+  bool report_quotas = false;
 };
 
 struct Admission {
@@ -128,6 +131,9 @@ struct CycleResult {
   std::vector<std::string> pending_reasons;
   // Parallel to the pending list: where each stood in its queue as the cycle began.
   std::vector<QueuePlace> pending_places;
+  // Each queue's and cohort's quota and usage after the cycle's decisions (with
+  // CycleOptions::report_quotas).
+  std::vector<QuotaNodeReport> quotas;
   int placement_attempts = 0;  // gang placements tried (admission, preemption, reservation)
   int placement_cache_hits = 0;
 };

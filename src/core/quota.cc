@@ -217,6 +217,12 @@ bool QuotaTree::BorrowingIn(int q, int flavor, QuotaResource r) const {
   return n.usage[fr] > n.subtree[fr];
 }
 
+QuotaTree::Figures QuotaTree::FiguresOf(int node, int flavor, QuotaResource r) const {
+  const Node& n = nodes_[node];
+  const int fr = Fr(flavor, r);
+  return {n.nominal[fr], n.borrowing[fr], n.lending[fr], n.subtree[fr], n.usage[fr]};
+}
+
 int64_t QuotaTree::Nominal(int q, int flavor, QuotaResource r) const {
   return nodes_[q].nominal[Fr(flavor, r)];
 }

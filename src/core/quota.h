@@ -109,6 +109,15 @@ class QuotaTree {
   // What the queue may still take of a flavor/resource.
   int64_t Available(int q, int flavor, QuotaResource r) const;
 
+  // A node's figures for one flavor/resource (-1: no limit), and its fair-sharing weight.
+  struct Figures {
+    int64_t nominal = 0, borrowing_limit = -1, lending_limit = -1;
+    int64_t subtree = 0;  // its quota and its children's, less what they keep from it
+    int64_t usage = 0;    // a queue's: what it holds; a cohort's: its children's above theirs
+  };
+  Figures FiguresOf(int node, int flavor, QuotaResource r) const;
+  int64_t WeightMilli(int node) const { return nodes_[node].weight_milli; }
+
  private:
   static constexpr int64_t kNoLimit = -1;
   struct Node {

@@ -480,6 +480,7 @@ HttpResponse ApiServer::HandleOnce(const HttpRequest& req) {
   if (req.path == GroupPath("/pendingworkloads") && req.method == "GET") {
     return PendingWorkloads(req, *who);
   }
+  if (req.path == GroupPath("/quotas") && req.method == "GET") return Quotas(*who);
   if (req.path == GroupPath("/apply") && req.method == "POST") return ApplyDocuments(req, *who);
   return TesseraObjects(req, *who);
 }

@@ -191,6 +191,9 @@ class ApiServer {
   // GET /apis/tessera.io/v1/pendingworkloads (pending_workloads.cc): the waiting Jobs in their
   // queues' order, from this replica's last scheduling cycle.
   HttpResponse PendingWorkloads(const HttpRequest& req, const Principal& who);
+  // GET /apis/tessera.io/v1/quotas (pending_workloads.cc): each queue's and cohort's quota and
+  // use after this replica's last cycle.
+  HttpResponse Quotas(const Principal& who);
   // `tessera exec` (exec_api.cc): POST /apis/tessera.io/v1/namespaces/{ns}/jobs/{job}/exec
   // opens a session on a running pod (admin, the namespace's token); GET
   // /apis/tessera.io/v1/execs/{id} streams its output to the token that opened it; GET

@@ -1,7 +1,8 @@
 // Where each waiting Job stands in its queue, as the scheduling loop's last cycle ordered them
-// (core::QueuePlace), with the reason it gave: kept in memory by the replica that runs the loop
-// and served by GET /apis/tessera.io/v1/pendingworkloads (server/pending_workloads.cc), as
-// Kueue's visibility API serves its queues' order. Writing the positions to the Jobs would
+// (core::QueuePlace), with the reason it gave, and each queue's and cohort's quota and usage
+// after the cycle (core::QuotaNodeReport): kept in memory by the replica that runs the loop and
+// served by GET /apis/tessera.io/v1/pendingworkloads and /quotas (server/pending_workloads.cc),
+// as Kueue's visibility API serves its queues' order. Writing the positions to the Jobs would
 // rewrite every waiting Job whenever the head of its queue moves.
 #ifndef TESSERA_SERVER_QUEUE_ORDER_BOOK_H_
 #define TESSERA_SERVER_QUEUE_ORDER_BOOK_H_
@@ -29,6 +30,7 @@ struct QueueOrderEntry {
 
 struct QueueOrder {
   std::vector<QueueOrderEntry> entries;  // by queue, then position
+  std::vector<core::QuotaNodeReport> quotas;  // after the cycle's decisions
   int64_t at_ms = 0;                     // the cycle's time
 };
 

@@ -29,7 +29,9 @@ SchedulingLoop::SchedulingLoop(ControlPlane& plane, SchedulingLoopOptions option
       placer_(std::move(placer)),
       reader_(plane, options_.node_grace_ms, options_.quarantine),
       reporter_(plane),
-      refresh_budget_(options_.pending_refreshes_per_s) {}
+      refresh_budget_(options_.pending_refreshes_per_s) {
+  options_.cycle.report_quotas = true;  // published with the queues' order
+}
 
 SchedulingLoop::~SchedulingLoop() { Stop(); }
 
@@ -131,6 +133,7 @@ void SchedulingLoop::PublishOrder(const CycleSnapshot& snap, const core::CycleRe
     return std::tie(a.queue, a.position, a.ns, a.name) <
            std::tie(b.queue, b.position, b.ns, b.name);
   });
+  order.quotas = result.quotas;
   plane_.queue_order().Publish(std::move(order));
 }
 

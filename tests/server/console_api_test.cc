@@ -208,5 +208,84 @@ value: 1000
   EXPECT_EQ(left["items"][0]["fitsWhenRunningWorkEnds"], false) << left.dump();
 }
 
+TEST_F(ConsoleApiTest, QuotasShowUseBorrowingAndLendingInTheCohort) {
+  EXPECT_EQ(Call("GET", "/apis/tessera.io/v1/quotas", admin_).status, 503);
+  ApplyNode("n1", 4);
+  Apply(R"(
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: a100}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: team-a}
+spec:
+  namespaceSelector: {}
+  cohort: research
+  fairSharing: {weight: "3"}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors: [{name: a100, resources: [{name: nvidia.com/gpu, nominalQuota: 1}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: team-b}
+spec:
+  namespaceSelector: {}
+  cohort: research
+  stopPolicy: Hold
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors: [{name: a100, resources: [{name: nvidia.com/gpu, nominalQuota: 3, lendingLimit: 2}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: a, namespace: default}
+spec: {clusterQueue: team-a}
+)");
+  for (const char* name : {"a1", "a2", "a3", "a4"}) {
+    Apply(std::string("apiVersion: v1\nkind: Pod\nmetadata: {name: ") + name +
+          ", labels: {kueue.x-k8s.io/queue-name: a}}\nspec:\n  containers:\n  - name: c\n"
+          "    resources: {limits: {nvidia.com/gpu: 1}}\n");
+  }
+  Cycle();
+  const json report = Get("/apis/tessera.io/v1/quotas");
+  auto node = [&](const std::string& name) {
+    for (const json& i : report["items"]) {
+      if (i["name"] == name) return i;
+    }
+    ADD_FAILURE() << name << " not in " << report.dump(2);
+    return json::object();
+  };
+  // team-a holds its own GPU and the two team-b lends (lendingLimit 2); the fourth waits.
+  const json a = node("team-a");
+  ASSERT_EQ(a["resources"].size(), 1u) << a.dump();
+  const json& fa = a["resources"][0];
+  EXPECT_EQ(fa["flavor"], "a100");
+  EXPECT_EQ(fa["resource"], "nvidia.com/gpu");
+  EXPECT_EQ(fa["nominal"], 1000);  // thousandths of a GPU
+  EXPECT_EQ(fa["used"], 3000);
+  EXPECT_EQ(fa["borrowed"], 2000);
+  EXPECT_EQ(fa["lent"], 0);
+  EXPECT_EQ(a["waiting"], 1);
+  EXPECT_EQ(a["cohort"], "research");
+  EXPECT_EQ(a["weight"], 3.0);
+  EXPECT_GT(a["share"].get<double>(), 0.0);
+  EXPECT_EQ(a["stopPolicy"], "None");
+  const json b = node("team-b");
+  const json& fb = b["resources"][0];
+  EXPECT_EQ(fb["used"], 0);
+  EXPECT_EQ(fb["lent"], 2000);
+  EXPECT_EQ(fb["lendingLimit"], 2000);
+  EXPECT_TRUE(fb["borrowingLimit"].is_null());
+  EXPECT_EQ(b["stopPolicy"], "Hold");
+  // The cohort's quota is what its queues lend it (1 + 2); weights 3 and 1 share it 3:1.
+  EXPECT_EQ(node("research")["kind"], "Cohort");
+  EXPECT_EQ(fa["deserved"], 2250);
+  EXPECT_EQ(fb["deserved"], 750);
+  // Queues are the admin's.
+  EXPECT_EQ(Call("GET", "/apis/tessera.io/v1/quotas", NamespaceToken("default")).status, 403);
+}
+
 }  // namespace
 }  // namespace tessera::server

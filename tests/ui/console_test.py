@@ -133,7 +133,7 @@ def run(c, a):
     c.d.find_element(By.ID, "token").send_keys("nope.nope")
     c.d.find_element(By.CSS_SELECTOR, "#signin button").click()
     c.wait("the refusal", lambda: "does not know" in c.d.find_element(By.ID, "signin-error").text)
-    c.shot("0-sign-in")
+    c.shot("00-sign-in")
 
     # --- the admin: the GPU map -------------------------------------------------------------
     c.sign_in(a.admin_token)
@@ -168,7 +168,7 @@ def run(c, a):
                                     ".textContent")
     if share_text != "30%":
         fail("notebook's share reads %r" % share_text)
-    c.shot("1-gpu-map")
+    c.shot("01-gpu-map")
 
     # Filters: by namespace, only team-a's card stays lit.
     c.d.find_element(By.CSS_SELECTOR, "select[aria-label=namespace] option[value=team-a]").click()
@@ -192,7 +192,7 @@ def run(c, a):
     c.wait("the log to grow while followed", lambda: last_tick() >= first + 3)
     c.wait("trainer's events", lambda: "Scheduled" in c.d.find_element(By.CSS_SELECTOR,
                                                                         ".timeline").text)
-    c.shot("2-job")
+    c.shot("02-job")
 
     # --- waiting work: reason, position, whether it can fit ---------------------------------
     c.go("#/waiting")
@@ -207,11 +207,56 @@ def run(c, a):
         fail("whether they can fit is wrong: huge %r, waiter %r" % (huge, waiter))
     if "insufficient free GPUs" not in waiter or "can never fit" not in huge:
         fail("the rows lack the scheduler's reasons: huge %r, waiter %r" % (huge, waiter))
-    c.shot("3-waiting")
+    c.shot("03-waiting")
 
     c.go("#/jobs")
     c.wait("the job list", lambda: len(c.css('tr[data-job="team-a/tenant-job"]')) == 1)
-    c.shot("4-jobs")
+    c.shot("04-jobs")
+
+    # --- queues: quota, use, borrowing and lending in the cohort; close and open -------------
+    c.go("#/queues")
+    c.wait("the cohort tree", lambda: len(c.css('li.cohort[data-queue="research"] '
+                                                 'li[data-queue="team-a-cq"]')) == 1)
+
+    def figures(queue):
+        return c.d.execute_script(
+            "const r = document.querySelector('li[data-queue=\"' + arguments[0] + '\"] "
+            "table.figures tbody tr'); if (!r) return null; const f = {};"
+            "for (const k of ['nominal', 'used', 'borrowed', 'lent', 'deserved'])"
+            " f[k] = r.querySelector('.' + k).textContent; return f;", queue)
+    c.wait("team-a-cq borrowing", lambda: (figures("team-a-cq") or {}).get("borrowed") == "1")
+    a_cq, b_cq = figures("team-a-cq"), figures("team-b-cq")
+    if a_cq["nominal"] != "1" or a_cq["used"] != "2" or b_cq["lent"] != "1" or b_cq["used"] != "0":
+        fail("queue figures wrong: team-a-cq %r, team-b-cq %r" % (a_cq, b_cq))
+    c.shot("05-queues")
+    c.click('li[data-queue="team-b-cq"] > .qnode-head button.act')
+    c.wait("team-b-cq closed", lambda: "Hold" in c.d.execute_script(
+        "const b = document.querySelector('li[data-queue=\"team-b-cq\"] > .qnode-head .badge');"
+        "return b ? b.textContent : ''"))
+    got = subprocess.run([a.tessera, "get", "queue", "team-b-cq", "-o", "json"],
+                         capture_output=True, text=True, timeout=30)
+    if '"stopPolicy": "Hold"' not in got.stdout:
+        fail("closing from the console did not hold team-b-cq: " + got.stdout + got.stderr)
+    c.click('li[data-queue="team-b-cq"] > .qnode-head button.act')
+    c.wait("team-b-cq open", lambda: "Open" == c.d.execute_script(
+        "const b = document.querySelector('li[data-queue=\"team-b-cq\"] > .qnode-head .badge');"
+        "return b ? b.textContent : ''"))
+    # A Volcano queue closes by a Command, as vcctl's; Volcano's own view says Closed.
+    c.wait("the Volcano queue", lambda: len(c.css('li[data-queue="volcano-q"]')) == 1)
+    c.click('li[data-queue="volcano-q"] > .qnode-head button.act')
+    c.wait("volcano-q closed", lambda: "Closed" == c.d.execute_script(
+        "const b = document.querySelector('li[data-queue=\"volcano-q\"] > .qnode-head .badge');"
+        "return b ? b.textContent : ''"))
+    got = subprocess.run(["kubectl", "--kubeconfig", a.kubeconfig, "get",
+                          "queues.scheduling.volcano.sh", "volcano-q", "-o",
+                          "jsonpath={.status.state}"], capture_output=True, text=True, timeout=30)
+    if got.stdout.strip() != "Closed":
+        fail("kubectl does not see volcano-q closed: %r %r" % (got.stdout, got.stderr))
+    c.shot("06-queues-closed")
+    c.click('li[data-queue="volcano-q"] > .qnode-head button.act')
+    c.wait("volcano-q open", lambda: "Open" == c.d.execute_script(
+        "const b = document.querySelector('li[data-queue=\"volcano-q\"] > .qnode-head .badge');"
+        "return b ? b.textContent : ''"))
 
     # --- cordon a GPU from the console; kubectl sees it --------------------------------------
     c.go("#/gpus")
@@ -228,7 +273,7 @@ def run(c, a):
     top = subprocess.run([a.tessera, "top", "gpus"], capture_output=True, text=True, timeout=30)
     if not any(l.split()[:2] == ["dev", "7"] and "Cordoned" in l for l in top.stdout.splitlines()):
         fail("tessera top gpus does not show GPU 7 cordoned: " + top.stdout)
-    c.shot("5-gpu-map-cordoned")
+    c.shot("07-gpu-map-cordoned")
     c.click('.card[data-node="dev"][data-gpu="7"] button.act')
     c.wait("GPU 7 uncordoned", lambda: "cordoned" not in c.card_class("dev", 7))
     c.sign_out()
@@ -246,7 +291,7 @@ def run(c, a):
                               ".map(p => p.dataset.ns + '/' + (p.dataset.job || ''))")
     if held != ["team-a/tenant-job"]:
         fail("team-a's card does not show its job alone: %r" % held)
-    c.shot("6-namespace-gpu-map")
+    c.shot("08-namespace-gpu-map")
     status, text = c.api("GET", "/apis/tessera.io/v1/nodes/dev")
     if status != 403:
         fail("a namespace token read a Node: %d %s" % (status, text))
@@ -265,7 +310,7 @@ def run(c, a):
     c.wait("team-a's waiting view", lambda: "waiting" in c.d.find_element(By.ID, "view").text)
     if c.css('tr[data-job^="default/"]'):
         fail("a namespace token sees default's waiting jobs")
-    c.shot("7-namespace-waiting")
+    c.shot("09-namespace-waiting")
     print("console: every check passed; screenshots in " + a.shots)
 
 

@@ -36,6 +36,43 @@ metadata: {name: shares-6}
 spec: {nodeSelector: {tessera.io/dev: "true"}, gpus: ["6"], shared: {mps: false}}
 YAML
 "$TESSERA" apply -f "$WORK/cluster.yaml" >/dev/null || fail "sharing configs not applied"
+# Kueue's queues in a cohort: team-a-cq borrows from team-b-cq; and a Volcano queue.
+cat >"$WORK/queues.yaml" <<'YAML'
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: h100}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: team-a-cq}
+spec:
+  namespaceSelector: {}
+  cohort: research
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors: [{name: h100, resources: [{name: nvidia.com/gpu, nominalQuota: 1}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: team-b-cq}
+spec:
+  namespaceSelector: {}
+  cohort: research
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors: [{name: h100, resources: [{name: nvidia.com/gpu, nominalQuota: 2, lendingLimit: 1}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: a, namespace: default}
+spec: {clusterQueue: team-a-cq}
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: volcano-q}
+spec: {weight: 2, reclaimable: true}
+YAML
+"$TESSERA" apply -f "$WORK/queues.yaml" >/dev/null || fail "queues not applied"
 job() {  # job NAME NAMESPACE RESOURCES [COMMAND]
   cat <<YAML
 apiVersion: v1
@@ -54,9 +91,13 @@ YAML
   echo ---; job notebook default "tessera.io/gpu-milli: 300"
   echo ---; job sliced default "nvidia.com/gpu.shared: 1"
   echo ---; job tenant-job team-a "nvidia.com/gpu: 1"
+  # In team-a-cq: the second borrows team-b-cq's GPU.
+  for q in qa1 qa2; do
+    echo ---; job $q default "nvidia.com/gpu: 1" | sed 's/^metadata: {\(.*\)}$/metadata: {\1, labels: {kueue.x-k8s.io\/queue-name: a}}/'
+  done
 } >"$WORK/jobs.yaml"
 "$TESSERA" apply -f "$WORK/jobs.yaml" >/dev/null || fail "jobs not applied"
-for j in trainer infer notebook sliced; do wait_phase "$TESSERA" "$j" Admitted; done
+for j in trainer infer notebook sliced qa1 qa2; do wait_phase "$TESSERA" "$j" Admitted; done
 # Two that wait, created in this order (the queue's order after priority): the head never fits
 # on this node's five whole cards; the other (four cards) waits for room behind it.
 job huge default "nvidia.com/gpu: 16" | "$TESSERA" apply -f - >/dev/null || fail "huge not applied"

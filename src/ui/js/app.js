@@ -4,9 +4,11 @@ import {ApiError, setToken, token, whoAmI} from './api.js';
 import {Collection} from './live.js';
 import {gpuMapView} from './gpumap.js';
 import {jobView, jobsView} from './job.js';
+import {queuesView} from './queues.js';
 import {waitingView} from './waiting.js';
 
-const views = {gpus: gpuMapView, waiting: waitingView, jobs: jobsView, job: jobView};
+const views = {gpus: gpuMapView, queues: queuesView, waiting: waitingView, jobs: jobsView,
+               job: jobView};
 
 // What every view reads: who signed in, and the watched collections (started on first use).
 export const session = {
