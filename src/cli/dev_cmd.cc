@@ -219,6 +219,9 @@ int RunDev(const DevOptions& o, std::ostream& out, std::ostream& err) {
       << "  tessera apply -f tests/data/seeds/01-pod-gpu-training.yaml\n"
       << "  tessera get jobs -A\n"
       << "  tessera top gpus\n"
+      << "web console: " << (ca.empty() ? "http://" : "") << addr
+      << "/ui/ (sign in with the token in " << o.data_dir << "/server/admin.token"
+      << (ca.empty() ? "" : "; the browser must trust " + ca) << ")\n"
       << std::flush;
   int sig = 0;
   sigwait(&stop, &sig);

@@ -282,6 +282,8 @@ int RunServer(const ServerOptions& opts, std::ostream& out, std::ostream& err) {
   out << "listening on " << (tls ? "https://" : "") << http.host << ":" << cp.http->port()
       << std::endl;
   out << "admin token: " << opts.data_dir << "/admin.token" << std::endl;
+  out << "web console: " << (tls ? "https://" : "http://") << http.host << ":" << cp.http->port()
+      << "/ui/" << std::endl;
   int sig = 0;
   sigwait(&stop, &sig);
   cp.Stop();

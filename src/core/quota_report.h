@@ -35,7 +35,7 @@ struct QuotaNodeReport {
   bool is_queue = true;
   std::string parent;  // "" at a root
   int64_t weight_milli = 1000;
-  int64_t share_milli = 0;  // Kueue's weighted dominant-resource share
+  int64_t share_milli = 0;              // Kueue's weighted dominant-resource share
   StopPolicy stop = StopPolicy::kNone;  // a queue's (Kueue's stopPolicy; a closed Volcano queue)
   std::string stop_reason;
   std::vector<QuotaFigures> figures;  // the flavors and resources it has quota in or uses

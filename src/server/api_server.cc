@@ -369,31 +369,62 @@ HttpResponse ApiServer::Usage(const HttpRequest& req, const Principal& who) {
   }
   std::optional<std::string> ns;
   if (who.role == Principal::Role::kNamespace) ns = who.ns;
-  auto rows = accounting_->Usage(by, *since, *until, ns);
-  if (!rows.ok()) return Error(rows.status());
-  json items = json::array();
-  for (const core::UsageRow& r : *rows) {
-    json item = {{"gpuHours", r.gpu_hours()},
-                 {"idleGpuHours", r.idle_gpu_hours()},
-                 {"cost", r.cost_hundredths / 100.0},
-                 {"wastedCost", r.wasted_cost_hundredths / 100.0},
-                 {"priced", !r.unpriced}};
-    if (by == core::UsageGroup::kJob) {
-      const size_t slash = r.key.find('/');
-      item["namespace"] = r.key.substr(0, slash);
-      item["job"] = r.key.substr(slash + 1);
-    } else {
-      item[by_text] = r.key;
+  // One group's figures over [from, to).
+  auto rows_of = [&](int64_t from, int64_t to) -> Result<json> {
+    auto rows = accounting_->Usage(by, from, to, ns);
+    if (!rows.ok()) return rows.status();
+    json items = json::array();
+    for (const core::UsageRow& r : *rows) {
+      json item = {{"gpuHours", r.gpu_hours()},
+                   {"idleGpuHours", r.idle_gpu_hours()},
+                   {"cost", r.cost_hundredths / 100.0},
+                   {"wastedCost", r.wasted_cost_hundredths / 100.0},
+                   {"priced", !r.unpriced}};
+      if (by == core::UsageGroup::kJob) {
+        const size_t slash = r.key.find('/');
+        item["namespace"] = r.key.substr(0, slash);
+        item["job"] = r.key.substr(slash + 1);
+      } else {
+        item[by_text] = r.key;
+      }
+      items.push_back(std::move(item));
     }
-    items.push_back(std::move(item));
+    return items;
+  };
+  auto items = rows_of(*since, *until);
+  if (!items.ok()) return Error(items.status());
+  json report = {{"kind", "UsageReport"},
+                 {"apiVersion", api::kApiVersion},
+                 {"by", by_text},
+                 {"since", FormatTime(*since)},
+                 {"until", FormatTime(*until)},
+                 {"currency", accounting_->options().currency},
+                 {"items", std::move(items).value()}};
+  // step: the same figures per interval of that length, oldest first (the console's charts).
+  if (auto it = req.query.find("step"); it != req.query.end()) {
+    auto step = api::ParseDurationMs(it->second, "step");
+    constexpr int64_t kMaxSteps = 1000;
+    if (!step.ok() || *step < 60'000) {
+      return Error(
+          InvalidArgument("step: must be a duration of a minute or more, such as 1h, "
+                          "got \"" +
+                          it->second + "\""));
+    }
+    if ((*until - *since) / *step >= kMaxSteps) {
+      return Error(InvalidArgument("step: " + it->second + " makes more than " +
+                                   std::to_string(kMaxSteps) + " intervals from since to until"));
+    }
+    json series = json::array();
+    for (int64_t from = *since; from < *until; from += *step) {
+      const int64_t to = std::min(*until, from + *step);
+      auto bucket = rows_of(from, to);
+      if (!bucket.ok()) return Error(bucket.status());
+      series.push_back(
+          {{"start", FormatTime(from)}, {"end", FormatTime(to)}, {"items", std::move(*bucket)}});
+    }
+    report["series"] = std::move(series);
   }
-  return Json(200, {{"kind", "UsageReport"},
-                    {"apiVersion", api::kApiVersion},
-                    {"by", by_text},
-                    {"since", FormatTime(*since)},
-                    {"until", FormatTime(*until)},
-                    {"currency", accounting_->options().currency},
-                    {"items", std::move(items)}});
+  return Json(200, std::move(report));
 }
 
 namespace {

@@ -46,7 +46,17 @@
 //                                                    the accounting ledger; T is RFC 3339 or a
 //                                                    duration before now ("24h"); since defaults
 //                                                    to the beginning, until to now; a
-//                                                    namespace token sees its namespace only
+//                                                    namespace token sees its namespace only;
+//                                                    &step=D adds the figures per interval D
+//   GET    G/gpus[?node=N]                           (admin) every GPU as the scheduler
+//                                                    offers it: sharing, health, cordon
+//   GET    G/pendingworkloads[?queue=Q][&namespace=NS][&limit=L][&offset=O]
+//                                                    waiting Jobs in their queues' order, with
+//                                                    the last cycle's reasons (a namespace
+//                                                    token: its own)
+//   GET    G/quotas                                  (admin) each queue's and cohort's quota,
+//                                                    use, borrowing, lending, share
+//   GET    /ui/...                                   the web console (no token: no data)
 //   GET    /metrics                                  Prometheus text: scheduler metrics and GPU
 //                                                    telemetry under DCGM field names (admin or
 //                                                    metrics token; a namespace token gets the

@@ -36,7 +36,8 @@ json Limit(int64_t v) { return v < 0 ? json() : json(v); }
 
 HttpResponse ApiServer::Quotas(const Principal& who) {
   if (who.role != Principal::Role::kAdmin) {
-    return Error(PermissionDenied("the queues' quotas are read with the admin token, as Queues are"));
+    return Error(
+        PermissionDenied("the queues' quotas are read with the admin token, as Queues are"));
   }
   auto last = LastOrder(plane_.queue_order());
   if (!last.ok()) return Error(last.status());

@@ -29,9 +29,9 @@ struct QueueOrderEntry {
 };
 
 struct QueueOrder {
-  std::vector<QueueOrderEntry> entries;  // by queue, then position
+  std::vector<QueueOrderEntry> entries;       // by queue, then position
   std::vector<core::QuotaNodeReport> quotas;  // after the cycle's decisions
-  int64_t at_ms = 0;                     // the cycle's time
+  int64_t at_ms = 0;                          // the cycle's time
 };
 
 class QueueOrderBook {

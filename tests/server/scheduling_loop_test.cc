@@ -700,6 +700,24 @@ TEST_F(LoopTest, AccountingChargesSharesByWhatTheyHoldAndSurvivesARestart) {
     EXPECT_EQ(out.status, 400) << key;
     EXPECT_NE(out.body.find(field), std::string::npos) << out.body;
   }
+  // Per interval (the console's charts): three hours by the hour, each job's half GPU in the
+  // first two, nothing in the third; too many intervals, or too short, are refused.
+  usage = Get("/apis/tessera.io/v1/usage?by=namespace&since=" + FormatTime(t0) +
+              "&until=" + FormatTime(t0 + 3 * kHour) + "&step=1h");
+  ASSERT_EQ(usage["series"].size(), 3u) << usage.dump();
+  EXPECT_EQ(usage["series"][0]["start"], FormatTime(t0));
+  EXPECT_EQ(usage["series"][2]["end"], FormatTime(t0 + 3 * kHour));
+  for (int h = 0; h < 2; ++h) {
+    ASSERT_EQ(usage["series"][h]["items"].size(), 2u) << usage["series"][h].dump();
+    EXPECT_DOUBLE_EQ(usage["series"][h]["items"][1]["gpuHours"].get<double>(), 0.5);
+  }
+  EXPECT_TRUE(usage["series"][2]["items"].empty()) << usage["series"][2].dump();
+  r.query = {{"since", "30d"}, {"step", "1m"}};
+  out = api_->Handle(r);
+  EXPECT_EQ(out.status, 400);
+  EXPECT_NE(out.body.find("more than 1000 intervals"), std::string::npos) << out.body;
+  r.query = {{"since", "1h"}, {"step", "1s"}};
+  EXPECT_EQ(api_->Handle(r).status, 400);
 }
 
 TEST_F(LoopTest, AccountingChargesMigSlicesAndTimeSliceReplicasByTheirFraction) {

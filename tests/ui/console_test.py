@@ -93,15 +93,15 @@ class Console:
             ".map(p => p.dataset.job || '') : null;",
             '.card[data-node="%s"][data-gpu="%s"]' % (node, gpu))
 
-    def api(self, method, path, body=None):
+    def api(self, method, path, body=None, ctype="application/json"):
         """A request from the page, with the token it signed in with: what the API answers."""
         return self.d.execute_async_script(
-            "const [m, p, b, done] = arguments;"
+            "const [m, p, b, ct, done] = arguments;"
             "fetch(p, {method: m, headers: {Authorization: 'Bearer ' + "
-            "sessionStorage.getItem('tessera.token'), 'Content-Type': 'application/json'},"
+            "sessionStorage.getItem('tessera.token'), 'Content-Type': ct},"
             " body: b}).then(r => r.text().then(t => done([r.status, t])))"
             ".catch(e => done([0, String(e)]));",
-            method, path, None if body is None else json.dumps(body))
+            method, path, None if body is None else json.dumps(body), ctype)
 
 
 def main():
@@ -193,6 +193,28 @@ def run(c, a):
     c.wait("trainer's events", lambda: "Scheduled" in c.d.find_element(By.CSS_SELECTOR,
                                                                         ".timeline").text)
     c.shot("02-job")
+    # Suspend and resume from the job's page: the API's spec.suspend, as kubectl would set it.
+    c.click("#view .actions button.act")  # Suspend
+    c.wait("trainer suspended", lambda: '"suspend": true' in subprocess.run(
+        [a.tessera, "get", "job", "trainer", "-o", "json"], capture_output=True,
+        text=True).stdout)
+    c.wait("the Resume button", lambda: c.d.execute_script(
+        "const b = document.querySelector('#view .actions button.act');"
+        "return b && b.textContent === 'Resume'"))
+    c.click("#view .actions button.act")  # Resume
+    c.wait("trainer resumed", lambda: '"suspend": false' in subprocess.run(
+        [a.tessera, "get", "job", "trainer", "-o", "json"], capture_output=True,
+        text=True).stdout)
+    # Delete, after the browser's confirmation.
+    c.go("#/job/default/sliced")
+    c.wait("sliced's page", lambda: c.d.execute_script(
+        "return [...document.querySelectorAll('#view .actions button.act')]"
+        ".some(b => b.textContent === 'Delete')"))
+    c.d.execute_script("[...document.querySelectorAll('#view .actions button.act')]"
+                       ".find(b => b.textContent === 'Delete').click()")
+    WebDriverWait(c.d, 10).until(lambda d: d.switch_to.alert).accept()
+    c.wait("sliced deleted", lambda: subprocess.run(
+        [a.tessera, "get", "job", "sliced"], capture_output=True).returncode != 0)
 
     # --- waiting work: reason, position, whether it can fit ---------------------------------
     c.go("#/waiting")
@@ -258,6 +280,21 @@ def run(c, a):
         "const b = document.querySelector('li[data-queue=\"volcano-q\"] > .qnode-head .badge');"
         "return b ? b.textContent : ''"))
 
+    # --- usage: charts over a range, totals per namespace and queue ---------------------------
+    c.go("#/usage")
+    c.wait("the usage totals", lambda: len(c.css('tr[data-group="default"]')) == 1 and
+           len(c.css('tr[data-group="team-a"]')) == 1)
+    c.wait("three charts drawn", lambda: c.d.execute_script(
+        "return ['hours', 'cost', 'alloc'].every(k => document.querySelector("
+        "'#chart-' + k + ' canvas'))"))
+    legend = c.d.execute_script("return document.querySelector('#chart-hours').textContent")
+    if "default" not in legend or "team-a" not in legend:
+        fail("the GPU-hours chart does not name the namespaces: %r" % legend)
+    c.shot("10-usage")
+    c.d.execute_script("const s = document.querySelector('select[aria-label=by]');"
+                       "s.value = 'queue'; s.dispatchEvent(new Event('change'));")
+    c.wait("usage by queue", lambda: len(c.css('tr[data-group="team-a-cq"]')) == 1)
+
     # --- cordon a GPU from the console; kubectl sees it --------------------------------------
     c.go("#/gpus")
     c.wait("the GPU map again", lambda: c.card("dev", 7) is not None)
@@ -276,6 +313,26 @@ def run(c, a):
     c.shot("07-gpu-map-cordoned")
     c.click('.card[data-node="dev"][data-gpu="7"] button.act')
     c.wait("GPU 7 uncordoned", lambda: "cordoned" not in c.card_class("dev", 7))
+    # A GPU the loop quarantined (its annotation, as the loop writes it after an Xid) shows it;
+    # uncordoning it from the console lifts the quarantine, as `tessera uncordon` does.
+    quarantine = json.dumps({"gpus": [{"index": 3, "xid": 79, "since": "2026-11-29T00:00:00.000Z",
+                                       "resetRequested": False}]})
+    got = subprocess.run(["kubectl", "--kubeconfig", a.kubeconfig, "annotate", "node", "dev",
+                          "tessera.io/gpu-quarantine=" + quarantine], capture_output=True,
+                         text=True, timeout=30)
+    if got.returncode != 0:
+        fail("kubectl annotate: " + got.stderr)
+    c.wait("GPU 3 quarantined", lambda: "quarantined" in c.card_class("dev", 3))
+    if "Xid 79" not in c.d.execute_script(
+            "return document.querySelector('.card[data-node=dev][data-gpu=\"3\"]').textContent"):
+        fail("GPU 3's card does not name the Xid")
+    c.click('.card[data-node="dev"][data-gpu="3"] button.act')  # Uncordon
+    c.wait("GPU 3 returned", lambda: "quarantined" not in c.card_class("dev", 3))
+    got = subprocess.run(["kubectl", "--kubeconfig", a.kubeconfig, "get", "node", "dev", "-o",
+                          "jsonpath={.metadata.annotations.tessera\\.io/gpu-quarantine}"],
+                         capture_output=True, text=True, timeout=30)
+    if got.returncode != 0 or '"index":3' in got.stdout:
+        fail("the quarantine of GPU 3 is still there: %r %r" % (got.stdout, got.stderr))
     c.sign_out()
     if c.d.execute_script("return sessionStorage.length") != 0:
         fail("signing out left the token in the tab")
@@ -302,6 +359,14 @@ def run(c, a):
     status, _ = c.api("GET", "/apis/tessera.io/v1/gpus")
     if status != 403:
         fail("a namespace token read the GPU list: %d" % status)
+    status, text = c.api("PATCH", "/apis/tessera.io/v1/queues/team-b-cq",
+                         {"spec": {"stopPolicy": "Hold"}}, "application/merge-patch+json")
+    if status != 403:
+        fail("a namespace token closed a queue: %d %s" % (status, text))
+    c.go("#/queues")
+    c.wait("team-a's queues view", lambda: "local queues" in c.d.find_element(By.ID, "view").text)
+    if c.css(".qnode-head button.act"):
+        fail("a namespace token is offered to close or open queues")
     c.go("#/jobs")
     c.wait("team-a's jobs", lambda: len(c.css('tr[data-job="team-a/tenant-job"]')) == 1)
     if c.css('tr[data-job^="default/"]'):

@@ -66,6 +66,17 @@ export async function whoAmI() {
 
 const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
 
+// Main-thread time spent reading watch events (parsing, handing on), for the views' own
+// accounting of an update's cost (gpumap.js); `take` returns it and starts again.
+export const watchWork = {
+  ms: 0,
+  take() {
+    const ms = this.ms;
+    this.ms = 0;
+    return ms;
+  },
+};
+
 // Lists `path`, then watches it from the list's resourceVersion, as client-go's reflector does:
 // onReset(items) after each list, onEvent(type, object) for each change; a watch that ends is
 // resumed from the last version seen, and one answered 410 Gone (a compacted version) lists
@@ -95,6 +106,7 @@ export function listAndWatch(path, {onReset, onEvent, onError}) {
           const line = buf.slice(0, nl).trim();
           buf = buf.slice(nl + 1);
           if (!line) continue;
+          const t0 = performance.now();
           const ev = JSON.parse(line);
           if (ev.type === 'ERROR') {
             if (ev.object && ev.object.code === 410) return;
@@ -103,6 +115,7 @@ export function listAndWatch(path, {onReset, onEvent, onError}) {
           const meta = (ev.object && ev.object.metadata) || {};
           if (meta.resourceVersion) rv = meta.resourceVersion;
           if (ev.type !== 'BOOKMARK') onEvent(ev.type, ev.object);
+          watchWork.ms += performance.now() - t0;
         }
       }
       if (stopped) return;

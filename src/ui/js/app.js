@@ -5,10 +5,11 @@ import {Collection} from './live.js';
 import {gpuMapView} from './gpumap.js';
 import {jobView, jobsView} from './job.js';
 import {queuesView} from './queues.js';
+import {usageView} from './usage.js';
 import {waitingView} from './waiting.js';
 
 const views = {gpus: gpuMapView, queues: queuesView, waiting: waitingView, jobs: jobsView,
-               job: jobView};
+               job: jobView, usage: usageView};
 
 // What every view reads: who signed in, and the watched collections (started on first use).
 export const session = {
