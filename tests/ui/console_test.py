@@ -141,10 +141,17 @@ def run(c, a):
         fail("signed in as %r, not admin" % c.d.find_element(By.ID, "who").text)
     if c.d.execute_script("return localStorage.length") != 0:
         fail("the console stored something in localStorage")
-    c.wait("the GPU map", lambda: c.card("dev", 7) is not None)
-    c.wait("trainer on two whole cards",
-           lambda: sorted([c.holders("dev", g)[0] for g in range(8)]).count("trainer") == 2)
-    trainer_cards = [g for g in range(8) if c.holders("dev", g) == ["trainer"]]
+    c.wait("the GPU map", lambda: c.card("dev", 15) is not None)
+    c.wait("trainer and seed 01 on two whole cards each",
+           lambda: [c.holders("dev", g)[0] for g in range(16)].count("trainer") == 2 and
+           [c.holders("dev", g)[0] for g in range(16)].count("gpu-training") == 2)
+    trainer_cards = [g for g in range(16) if c.holders("dev", g) == ["trainer"]]
+    seed_cards = [g for g in range(16) if c.holders("dev", g) == ["gpu-training"]]
+    pods = c.d.execute_script(
+        "return document.querySelector('.card[data-node=dev][data-gpu=\"%d\"] .part.held')"
+        ".title" % seed_cards[0])
+    if pods != "default/gpu-training/trainer-0":
+        fail("seed 01's card names %r" % pods)
     mig = c.holders("dev", 4)
     if len(mig) != 7 or mig.count("infer") != 1 or mig.count("") != 6:
         fail("GPU 4 should show 7 MIG slices, one held by infer: %r" % mig)
@@ -160,14 +167,15 @@ def run(c, a):
     replicas = c.holders("dev", 5)
     if len(replicas) != 4 or replicas.count("sliced") != 1:
         fail("GPU 5 should show 4 time-slice replicas, one held by sliced: %r" % replicas)
+    # Seed 03's two cGPU pods share GPU 6: 4 GiB, and 8 GiB with half the compute.
     shares = c.holders("dev", 6)
-    if shares != ["notebook", ""]:
-        fail("GPU 6 should show notebook's 30%% share and the rest free: %r" % shares)
-    share_text = c.d.execute_script("return document.querySelector("
-                                    "'.card[data-node=dev][data-gpu=\"6\"] .part.held .what')"
-                                    ".textContent")
-    if share_text != "30%":
-        fail("notebook's share reads %r" % share_text)
+    if sorted(shares) != ["", "cgpu-full-isolation", "cgpu-pod"]:
+        fail("GPU 6 should show seed 03's two shares and the rest free: %r" % shares)
+    share_text = c.d.execute_script(
+        "return [...document.querySelectorAll('.card[data-node=dev][data-gpu=\"6\"] "
+        ".part.held')].map(p => p.dataset.job + ' ' + p.querySelector('.what').textContent)")
+    if "cgpu-full-isolation 50%" not in share_text:
+        fail("seed 03's compute share reads %r" % share_text)
     c.shot("01-gpu-map")
 
     # Filters: by namespace, only team-a's card stays lit.
@@ -177,6 +185,29 @@ def run(c, a):
     if len(lit) != 1:
         fail("the namespace filter left %r lit" % lit)
     c.d.find_element(By.CSS_SELECTOR, "select[aria-label=namespace] option[value='']").click()
+    # By queue (the ClusterQueue that admitted them): team-a-cq's two jobs.
+    c.d.find_element(By.CSS_SELECTOR, "select[aria-label=queue] option[value=team-a-cq]").click()
+    lit = c.d.execute_script("return [...document.querySelectorAll('.card:not(.dim) .part.held')]"
+                             ".map(e => e.dataset.job).sort()")
+    if lit != ["qa1", "qa2"]:
+        fail("the queue filter left %r lit" % lit)
+    c.d.find_element(By.CSS_SELECTOR, "select[aria-label=queue] option[value='']").click()
+    # By node label: a label the node has keeps it; one it lacks hides it.
+    label = c.d.find_element(By.CSS_SELECTOR, "input[aria-label='node label']")
+    label.send_keys("accelerator=nvidia-tesla-v100")
+    if c.d.execute_script("return document.querySelector('section.node[data-node=dev]').hidden"):
+        fail("the label filter hid the node that has the label")
+    label.send_keys("x")
+    if not c.d.execute_script("return document.querySelector('section.node[data-node=dev]')"
+                              ".hidden"):
+        fail("the label filter kept a node without the label")
+    label.clear()
+    label.send_keys(" ")
+    # By model.
+    c.d.find_element(By.CSS_SELECTOR, "select[aria-label=model] option[value='H100-80GB']").click()
+    if c.css(".card.dim"):
+        fail("the model filter dimmed H100 cards")
+    c.d.find_element(By.CSS_SELECTOR, "select[aria-label=model] option[value='']").click()
 
     # --- a job: click its card, see its bindings, follow its log ----------------------------
     c.click('.card[data-node="dev"][data-gpu="%d"] a.part.held' % trainer_cards[0])
@@ -227,7 +258,8 @@ def run(c, a):
     # The head was searched for room: it never fits; the one behind it was not searched.
     if "no: not even with all running work ended" not in huge or "not checked" not in waiter:
         fail("whether they can fit is wrong: huge %r, waiter %r" % (huge, waiter))
-    if "insufficient free GPUs" not in waiter or "can never fit" not in huge:
+    if "insufficient free GPUs" not in waiter or \
+            "does not fit even when running work ends" not in huge:
         fail("the rows lack the scheduler's reasons: huge %r, waiter %r" % (huge, waiter))
     c.shot("03-waiting")
 
@@ -313,6 +345,18 @@ def run(c, a):
     c.shot("07-gpu-map-cordoned")
     c.click('.card[data-node="dev"][data-gpu="7"] button.act')
     c.wait("GPU 7 uncordoned", lambda: "cordoned" not in c.card_class("dev", 7))
+    # The whole node, cordoned and uncordoned: kubectl's spec.unschedulable.
+    c.click('section.node[data-node="dev"] .node-head button.act')
+
+    def unschedulable():
+        return subprocess.run(["kubectl", "--kubeconfig", a.kubeconfig, "get", "node", "dev",
+                               "-o", "jsonpath={.spec.unschedulable}"], capture_output=True,
+                              text=True, timeout=30).stdout.strip()
+    c.wait("the node cordoned", lambda: unschedulable() == "true")
+    c.wait("the node shown cordoned", lambda: "node cordoned" in c.d.execute_script(
+        "return document.querySelector('section.node[data-node=dev] .node-head').textContent"))
+    c.click('section.node[data-node="dev"] .node-head button.act')
+    c.wait("the node uncordoned", lambda: unschedulable() in ("", "false"))
     # A GPU the loop quarantined (its annotation, as the loop writes it after an Xid) shows it;
     # uncordoning it from the console lifts the quarantine, as `tessera uncordon` does.
     quarantine = json.dumps({"gpus": [{"index": 3, "xid": 79, "since": "2026-11-29T00:00:00.000Z",

@@ -1,19 +1,26 @@
 #!/usr/bin/env bash
 # The web console in Debian's Chromium, headless, against `tessera dev` (console_test.py drives
-# it through chromium-driver and Selenium). Screenshots of each view go to $2.
-# Usage: console_test.sh TESSERA SCREENSHOT_DIR
+# it through chromium-driver and Selenium), with seeds 01 and 03 placed among jobs of its own.
+# Screenshots of each view go to $2.
+# Usage: console_test.sh TESSERA SCREENSHOT_DIR SEEDS
 TEST_NAME=console
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../cli/dev_env.sh"
 TESSERA=$1
 SHOTS=$2
+SEEDS=$3
 mkdir -p "$SHOTS"
+trap 'pkill -f "sleep 311" || true; cleanup' EXIT
 command -v chromium >/dev/null && command -v chromedriver >/dev/null ||
   fail "chromium and chromium-driver are not installed (make deps installs them)"
 
-# Eight simulated H100s: GPU 4 cut into seven MIG slices, GPU 5 four time-slice replicas,
-# GPU 6 shared by fractions; the others whole.
-start_dev "$TESSERA" --fake-gpus 8xH100-80GB --data-dir "$WORK/state"
+# Sixteen simulated H100s: GPU 4 cut into seven MIG slices, GPU 5 four time-slice replicas,
+# GPU 6 shared by fractions; the others whole. The seeds' images run through a stand-in
+# runtime that records its calls and sleeps (they cannot be pulled here).
+mkdir -p "$WORK/bin"
+cp "$HERE/../cli/recording_runtime.sh" "$WORK/bin/podman"
+start_dev "$TESSERA" --fake-gpus 16xH100-80GB --data-dir "$WORK/state" \
+  --container-runtime "$WORK/bin/podman"
 # The tessera commands read the address, token and CA from the config dev wrote.
 addr=$(sed -n 's/^server: //p' "$HOME/.tessera/config")
 admin_token=$(sed -n 's/^token: //p' "$HOME/.tessera/config")
@@ -88,7 +95,6 @@ YAML
 {
   job trainer default "nvidia.com/gpu: 2" 'i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.2; done'
   echo ---; job infer default "nvidia.com/mig-1g.10gb: 1"
-  echo ---; job notebook default "tessera.io/gpu-milli: 300"
   echo ---; job sliced default "nvidia.com/gpu.shared: 1"
   echo ---; job tenant-job team-a "nvidia.com/gpu: 1"
   # In team-a-cq: the second borrows team-b-cq's GPU.
@@ -96,13 +102,21 @@ YAML
     echo ---; job $q default "nvidia.com/gpu: 1" | sed 's/^metadata: {\(.*\)}$/metadata: {\1, labels: {kueue.x-k8s.io\/queue-name: a}}/'
   done
 } >"$WORK/jobs.yaml"
+# Seed 03 first (Alibaba cGPU shares of memory, and of memory and compute): an empty shared
+# card may also be given whole, and the whole jobs below would be free to take GPU 6.
+"$TESSERA" apply -f "$SEEDS/03-cgpu-pods.yaml" >/dev/null || fail "seed 03 not applied"
+for j in cgpu-pod cgpu-full-isolation; do wait_phase "$TESSERA" "$j" Admitted; done
 "$TESSERA" apply -f "$WORK/jobs.yaml" >/dev/null || fail "jobs not applied"
-for j in trainer infer notebook sliced qa1 qa2; do wait_phase "$TESSERA" "$j" Admitted; done
+# Seed 01: two GPUs on a V100 node (its selector, given to dev's node).
+kubectl --kubeconfig "$HOME/.tessera/kubeconfig" label node dev accelerator=nvidia-tesla-v100 \
+  >/dev/null || fail "node not labelled"
+"$TESSERA" apply -f "$SEEDS/01-pod-gpu-training.yaml" >/dev/null || fail "seed 01 not applied"
+for j in trainer infer sliced qa1 qa2 gpu-training; do wait_phase "$TESSERA" "$j" Admitted; done
 # Two that wait, created in this order (the queue's order after priority): the head never fits
-# on this node's five whole cards; the other (four cards) waits for room behind it.
+# (sixteen whole cards; three of the node's are shared); the other (nine of 13) waits for room.
 job huge default "nvidia.com/gpu: 16" | "$TESSERA" apply -f - >/dev/null || fail "huge not applied"
 sleep 0.1
-job waiter default "nvidia.com/gpu: 4" | "$TESSERA" apply -f - >/dev/null || fail "waiter not applied"
+job waiter default "nvidia.com/gpu: 9" | "$TESSERA" apply -f - >/dev/null || fail "waiter not applied"
 team_token=$("$TESSERA" token create --namespace team-a) || fail "no namespace token"
 
 /usr/bin/python3 "$HERE/console_test.py" --url "${addr%/}/ui/" \

@@ -54,7 +54,7 @@ export function gpuMapView(root, session) {
         cards.push(ck);
         const list = holders.get(ck) || [];
         list.push({key, ns: meta.namespace, job: meta.name, pod: pod.name, device: d,
-                   queue: (job.spec && job.spec.queue) || st.queue || '',
+                   queue: st.queue || (job.spec && job.spec.queue) || '',
                    idleSince: st.idle && st.idle.since});
         holders.set(ck, list);
         if (!admin && !layouts.has(ck)) {
