@@ -314,6 +314,7 @@ CycleResult CycleRun::Run(std::span<const Reservation> held) {
     if (q < 0) break;
     const size_t idx = lists[q][cursor[q]];
     Attempt a = TryAdmit(idx);
+    if (a.never_fits) out_.pending_places[idx].fits_when_all_end = QueuePlace::Fit::kNo;
     if (a.block != Block::kNone) {
       std::string reason = std::move(a.reason);
       const bool preempting = a.preempting || TryPreempt(idx, a, &reason);

@@ -114,9 +114,11 @@ struct QueuePlace {
   int64_t position = 0;  // 1: the queue's head
   int64_t waiting = 0;   // workloads in that order
   int32_t priority = 0;
-  // Whether its pods would fit with all running work ended, as the search for room to hold for
-  // a blocked queue head (backfill's) found: kNo, it waits for a change to the cluster, not for
-  // room. kUnknown: not searched this cycle (only a queue's blocked head is).
+  // Whether its pods would fit with all running work ended: kNo when no node could ever hold
+  // one it needs (a selector, affinity or taint no node matches, more GPUs than any node has;
+  // kube-scheduler's UnschedulableAndUnresolvable), or when the search for room to hold for a
+  // blocked queue head (backfill's) found none; kYes when that search found room. It waits for
+  // a change to the cluster, not for room, when kNo. kUnknown: neither was found this cycle.
   enum class Fit : uint8_t { kUnknown, kYes, kNo };
   Fit fits_when_all_end = Fit::kUnknown;
 };

@@ -157,9 +157,10 @@ const CycleRun::Failure* CycleRun::KnownFailure(size_t idx, const std::string& k
   return nullptr;
 }
 
-void CycleRun::RecordFailure(size_t idx, const std::string& key, const std::string& reason) {
+void CycleRun::RecordFailure(size_t idx, const std::string& key, const std::string& reason,
+                             bool never) {
   if (OwnsReservation(idx)) return;
-  Failure f{RuntimeOrNoEnd(pending_[idx]), info_[idx].priority, reason, pending_[idx].name};
+  Failure f{RuntimeOrNoEnd(pending_[idx]), info_[idx].priority, reason, pending_[idx].name, never};
   if (reservations_.empty()) {
     f.runtime = std::numeric_limits<int64_t>::min();
     f.priority = std::numeric_limits<int32_t>::max();
@@ -183,6 +184,8 @@ Attempt CycleRun::TryAdmit(size_t idx) {
   const std::vector<Combo>& combos = Combos(idx);
   a.no_room.assign(combos.size(), 0);
   std::string quota_reason, placement_reason;
+  // Whether every flavor choice tried so far can never be placed.
+  bool never = true;
   const QueueSpec& spec = tree_.queue(p.queue);
   // flavorFungibility.whenCanBorrow TryNextFlavor: the choices that fit without borrowing
   // first, in order, then the others.
@@ -211,6 +214,7 @@ Attempt CycleRun::TryAdmit(size_t idx) {
     const Combo& combo = combos[ci];
     const QuotaCharge lower = ChargeFor(idx, combo, p.lower.sets);
     if (!tree_.Fits(p.queue, lower)) {
+      never = false;  // not placed: unknown
       std::string why = tree_.Explain(p.queue, lower);
       if (quota_reason.empty()) quota_reason = why;
       if (preempt_here(ci, std::move(why))) return a;
@@ -223,6 +227,7 @@ Attempt CycleRun::TryAdmit(size_t idx) {
     if (const Failure* f = KnownFailure(idx, key)) {
       ++out_.placement_cache_hits;
       a.no_room[ci] = 1;
+      never = never && f->never;
       if (placement_reason.empty()) {
         placement_reason =
             f->reason + " (found placing " + f->workload + ", of the same shape, in this cycle)";
@@ -241,7 +246,8 @@ Attempt CycleRun::TryAdmit(size_t idx) {
     GangOutcome g = PlaceGang(idx, pods, /*keep=*/true);
     if (!g.ok) {
       g.reason = NameReservations(idx, std::move(g.reason));
-      RecordFailure(idx, key, g.reason);
+      RecordFailure(idx, key, g.reason, g.never_fits);
+      never = never && g.never_fits;
       a.no_room[ci] = 1;
       if (placement_reason.empty()) placement_reason = g.reason;
       if (preempt_here(ci, g.reason)) return a;
@@ -262,6 +268,7 @@ Attempt CycleRun::TryAdmit(size_t idx) {
   }
   if (a.quota_fit_combo >= 0 && !placement_reason.empty()) {
     a.block = Block::kPlacement;
+    a.never_fits = never;
     a.reason = std::move(placement_reason);
   } else {
     a.reason = quota_reason.empty() ? std::move(placement_reason) : std::move(quota_reason);

@@ -128,6 +128,9 @@ struct Attempt {
   // Victims were chosen for it under a flavor choice before later choices were tried
   // (flavorFungibility.whenCanPreempt Preempt).
   bool preempting = false;
+  // Blocked by placement, and under every flavor choice its pods could never be placed
+  // (GangOutcome::never_fits), whatever ends.
+  bool never_fits = false;
 };
 
 // `amount` charged to `flavor` per resource; nothing where a resource has no flavor.
@@ -402,12 +405,13 @@ class CycleRun {
     int32_t priority = 0;
     std::string reason;
     std::string workload;  // whose placement failed
+    bool never = false;    // GangOutcome::never_fits
   };
   std::unordered_map<std::string, std::vector<Failure>> failed_shapes_;
   static std::string FailureKey(int shape, const Combo& combo);
   // The recorded failure that covers this workload under `key`, or null.
   const Failure* KnownFailure(size_t idx, const std::string& key) const;
-  void RecordFailure(size_t idx, const std::string& key, const std::string& reason);
+  void RecordFailure(size_t idx, const std::string& key, const std::string& reason, bool never);
   std::unordered_set<std::string> failed_preemptions_;
   std::unordered_map<std::string, int> shapes_;
   struct WordsHash {

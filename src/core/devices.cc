@@ -146,22 +146,27 @@ struct NodeView {
   const Candidate& base;
 };
 
-// Whole cards: free exclusive or shared cards, else replicas of time-sliced cards advertised as
-// plain GPUs.
-std::string_view ProposeWholeCards(const NodeView& v, const GpuRequest& gr,
-                                   std::vector<Candidate>& out) {
-  // All the node's cards of the model asked, healthy or not, and time-sliced ones as their
-  // replicas: fewer than asked never fit.
+// All the node's cards of the models `pod` accepts, healthy or not, and time-sliced ones as
+// their replicas: a whole-GPU request for more never fits there.
+int WholeCapacity(const PodSpec& pod, const NodeRecord& node, const NodeUsage& usage) {
+  const bool any_model = pod.gpu_models.empty();
   int capacity = 0;
-  for (int g = 0; g < v.ngpus; ++g) {
-    if (!v.any_model && !ModelAllowed(*v.req.pod, v.node.gpus[g].model)) continue;
-    const GpuSharing& s = v.node.gpus[g].sharing;
-    capacity += v.usage.gpus[g].mode == SharingMode::kTimeSlice && !s.rename &&
+  for (size_t g = 0; g < node.gpus.size(); ++g) {
+    if (!any_model && !ModelAllowed(pod, node.gpus[g].model)) continue;
+    const GpuSharing& s = node.gpus[g].sharing;
+    capacity += usage.gpus[g].mode == SharingMode::kTimeSlice && !s.rename &&
                         !s.fail_requests_greater_than_one
                     ? s.replicas
                     : 1;
   }
-  if (capacity < gr.count) return kTooFewGpus;
+  return capacity;
+}
+
+// Whole cards: free exclusive or shared cards, else replicas of time-sliced cards advertised as
+// plain GPUs.
+std::string_view ProposeWholeCards(const NodeView& v, const GpuRequest& gr,
+                                   std::vector<Candidate>& out) {
+  if (WholeCapacity(*v.req.pod, v.node, v.usage) < gr.count) return kTooFewGpus;
   GpuList free;
   GpuList ts;  // time-sliced cards advertised as plain nvidia.com/gpu
   for (int g : v.eligible) {
@@ -343,6 +348,14 @@ std::string_view ProposeReplicas(const NodeView& v, const GpuRequest& gr,
 }
 
 }  // namespace
+
+bool NeverFitsOnNode(std::string_view reason) { return reason == kTooFewGpus; }
+
+bool NeverHoldsWholeCards(const DeviceRequest& req, const ClusterState& state, NodeId id) {
+  const GpuRequest& gr = req.pod->gpu;
+  return gr.kind == GpuRequestKind::kWhole &&
+         WholeCapacity(*req.pod, state.node(id), state.usage(id)) < gr.count;
+}
 
 DeviceRequest MakeDeviceRequest(const PodSpec& pod) {
   DeviceRequest r;

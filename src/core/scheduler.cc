@@ -139,7 +139,10 @@ int Scheduler::NumFeasibleToFind(int nodes) const {
 // Counts of filter reasons, rendered as kube-scheduler does: most frequent first.
 class Diagnosis {
  public:
-  void Add(std::string_view reason) {
+  // `never`: node `id` can never hold the pod (Scheduler::Examine).
+  void Add(std::string_view reason, bool never, NodeId id) {
+    if (!never) resolvable_.push_back(id);
+    ++nodes_;
     for (auto& [r, n] : counts_) {
       if (r.size() == reason.size() && r == reason) {
         ++n;
@@ -161,8 +164,17 @@ class Diagnosis {
     return m + ".";
   }
 
+  // Every node examined failed, and those that failed for a reason that can pass (no room now,
+  // held for another) could never hold the pod either (`never_holds`).
+  template <typename NeverHolds>
+  bool NeverFits(NeverHolds never_holds) const {
+    return nodes_ > 0 && std::all_of(resolvable_.begin(), resolvable_.end(), never_holds);
+  }
+
  private:
   std::vector<std::pair<std::string, int>> counts_;
+  int nodes_ = 0;
+  std::vector<NodeId> resolvable_;
 };
 
 Status Scheduler::BeginCycle(CycleState& cycle, const ClusterState& state) {
@@ -194,7 +206,7 @@ bool Scheduler::BeginReuse(const CycleState& cycle, const ClusterState& state) {
 }
 
 std::string_view Scheduler::Examine(CycleState& cycle, const ClusterState& state,
-                                    const DeviceRequest& req, NodeId id) {
+                                    const DeviceRequest& req, NodeId id, bool* never) {
   for (size_t f = 0; f < filters_.size(); ++f) {
     FilterPlugin& plugin = *filters_[f];
     std::string_view reason;
@@ -213,9 +225,14 @@ std::string_view Scheduler::Examine(CycleState& cycle, const ClusterState& state
     } else {
       reason = plugin.Filter(cycle, state, id);
     }
-    if (!reason.empty()) return reason;
+    if (!reason.empty()) {
+      if (never != nullptr) *never = plugin.ClassScoped();
+      return reason;
+    }
   }
-  return ProposeCandidates(req, state, id, candidates_);
+  const std::string_view reason = ProposeCandidates(req, state, id, candidates_);
+  if (never != nullptr) *never = NeverFitsOnNode(reason);
+  return reason;
 }
 
 bool Scheduler::AnyFeasible(const ClusterState& state, const PodSpec& pod,
@@ -290,11 +307,12 @@ std::pair<int, int> Scheduler::Scan(CycleState& cycle, const ClusterState& state
       for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off);
     }
     const size_t before = candidates_.size();
-    const std::string_view reason = Examine(cycle, state, req, id);
+    bool never = false;
+    const std::string_view reason = Examine(cycle, state, req, id, &never);
     origin_.resize(candidates_.size(),
                    candidates_.size() == before + 1 ? Origin::kComputedAlone : Origin::kComputed);
     if (!reason.empty()) {
-      diag.Add(reason);
+      diag.Add(reason, never, id);
       continue;
     }
     ++feasible;
@@ -378,9 +396,10 @@ PlaceOutcome Scheduler::Place(const ClusterState& state, const PodSpec& pod,
   }
   if (candidates_.empty()) {
     for (NodeId id : passed_over_) {
-      const std::string_view reason = Examine(cycle, state, req, id);
+      bool never = false;
+      const std::string_view reason = Examine(cycle, state, req, id, &never);
       TESSERA_CHECK(!reason.empty());
-      diag.Add(reason);
+      diag.Add(reason, never, id);
     }
   }
   next_start_ = (start + static_cast<uint32_t>(looked)) % static_cast<uint32_t>(n);
@@ -388,6 +407,8 @@ PlaceOutcome Scheduler::Place(const ClusterState& state, const PodSpec& pod,
   out.feasible_nodes = feasible;
   if (candidates_.empty()) {
     out.reason = diag.Message(n);
+    out.never_fits =
+        diag.NeverFits([&](NodeId id) { return NeverHoldsWholeCards(req, state, id); });
     return out;
   }
   out.ok = true;
@@ -447,8 +468,8 @@ GangOutcome Scheduler::ScheduleGang(ClusterState& state, const GangPods& members
                    });
   GangContext gang;
   std::vector<std::pair<size_t, Placement>> placed;
-  size_t failed = 0, position = 0;
-  bool required_failed = false;
+  size_t failed = 0, position = 0, never = 0;
+  bool required_failed = false, required_never = false;
   std::string first_failure;
   for (size_t k = 0; k < order.size() && !required_failed; ++k) {
     const Segment& seg = order[k];
@@ -472,6 +493,10 @@ GangOutcome Scheduler::ScheduleGang(ClusterState& state, const GangPods& members
       }
       required_failed = k < required_segments;
       // Nothing changed since this member failed: the rest of its run fail alike.
+      if (o.never_fits) {
+        never += seg.end - i;
+        required_never = required_failed;
+      }
       failed += seg.end - i;
       position += seg.end - i;
       break;
@@ -495,6 +520,7 @@ GangOutcome Scheduler::ScheduleGang(ClusterState& state, const GangPods& members
     (void)s;
   }
   const size_t tried = placed.size() + failed;
+  out.never_fits = required_never || total - never < need;
   if (required_failed) {
     out.reason = "gang needs the minimum of each of its tasks placed; " + first_failure;
   } else if (tried == total) {

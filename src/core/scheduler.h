@@ -80,6 +80,10 @@ struct PlaceOutcome {
   Placement placement;
   // When !ok: "0/1523 nodes are available: 900 insufficient GPU memory, ...".
   std::string reason;
+  // When !ok: no node could ever hold the pod, whatever ends (kube-scheduler's
+  // UnschedulableAndUnresolvable on every node: a node selector, affinity or taint that does
+  // not match, fewer GPUs than asked); false when not diagnosed.
+  bool never_fits = false;
   int evaluated_nodes = 0;  // nodes looked at in this cycle
   int feasible_nodes = 0;   // of which passed every filter and the device step
 };
@@ -89,6 +93,9 @@ struct GangOutcome {
   // Per member, in the order given: the placement (reserved in the state). Empty when !ok.
   std::vector<std::optional<Placement>> placements;
   std::string reason;
+  // When !ok: members that can never be placed (PlaceOutcome::never_fits) leave fewer than the
+  // gang needs.
+  bool never_fits = false;
 };
 
 class Scheduler {
@@ -136,9 +143,10 @@ class Scheduler {
   // Runs the pre-filters and resets the per-class filter memo for a new cycle.
   Status BeginCycle(CycleState& cycle, const ClusterState& state);
   // Runs the filters, then the device step, on one node: empty when it is feasible (its
-  // candidates appended to candidates_), else the reason.
+  // candidates appended to candidates_), else the reason; `*never` (when given) says whether
+  // the node can never hold the pod (a class-scoped filter's reason, or too few GPUs).
   std::string_view Examine(CycleState& cycle, const ClusterState& state, const DeviceRequest& req,
-                           NodeId id);
+                           NodeId id, bool* never = nullptr);
   // True when every filter and every score plugin run this cycle (skipped_ set) is node-local,
   // and then points the result cache at the pod's row.
   bool BeginReuse(const CycleState& cycle, const ClusterState& state);

@@ -200,6 +200,52 @@ TEST(Scheduler, NodesPassedOverStillCountInTheExplanation) {
   EXPECT_EQ(o.evaluated_nodes, 6);
 }
 
+TEST(Scheduler, APodNoNodeCouldEverHoldSaysSo) {
+  // kube-scheduler's UnschedulableAndUnresolvable: when every node fails for a reason no
+  // ending work can change (a selector, a taint, more GPUs than the node has), the pod can
+  // never fit; one node that only lacks free room now is enough to say it may.
+  ClusterState s;
+  for (int i = 0; i < 3; ++i) {
+    NodeSpec n = MakeNode("n" + std::to_string(i), 2);
+    n.labels = {{"pool", i == 0 ? "a" : "b"}};
+    if (i == 2) n.taints = {{"gpu", "", TaintEffect::kNoSchedule}};
+    MustAdd(s, n);
+  }
+  auto sched = MustScheduler();
+  PodSpec wide = MakePod("wide", {{"nvidia.com/gpu", "4"}});
+  PlaceOutcome o = sched->Place(s, wide);
+  ASSERT_FALSE(o.ok);
+  EXPECT_TRUE(o.never_fits) << o.reason;
+  PodSpec elsewhere = MakePod("elsewhere", {{"nvidia.com/gpu", "1"}});
+  elsewhere.node_selector = {{"pool", "c"}};
+  o = sched->Place(s, elsewhere);
+  ASSERT_FALSE(o.ok);
+  EXPECT_TRUE(o.never_fits) << o.reason;
+  // n0 full: a 2-GPU pod with selector pool=a waits for room there; it may fit later.
+  PodSpec two = MakePod("two", {{"nvidia.com/gpu", "2"}});
+  two.node_selector = {{"pool", "a"}};
+  ASSERT_TRUE(sched->Schedule(s, two).ok);
+  o = sched->Place(s, two);
+  ASSERT_FALSE(o.ok);
+  EXPECT_FALSE(o.never_fits) << o.reason;
+  // A gang one of whose members could never be placed can never be whole; one whose members
+  // only lack room now may be.
+  std::vector<PodSpec> gang = {MakePod("w", {{"nvidia.com/gpu", "1"}}), wide};
+  GangOutcome g = sched->ScheduleGang(s, gang);
+  ASSERT_FALSE(g.ok);
+  EXPECT_TRUE(g.never_fits) << g.reason;
+  g = sched->ScheduleGang(s, std::vector<PodSpec>{two, two});
+  ASSERT_FALSE(g.ok);
+  EXPECT_FALSE(g.never_fits) << g.reason;
+  // With a minimum the gang can meet without the member that never fits, it is not "never".
+  g = sched->ScheduleGang(s, std::vector<PodSpec>{wide, two}, 1);
+  ASSERT_FALSE(g.ok);
+  EXPECT_FALSE(g.never_fits) << g.reason;
+  g = sched->ScheduleGang(s, std::vector<PodSpec>{wide, wide}, 1);
+  ASSERT_FALSE(g.ok);
+  EXPECT_TRUE(g.never_fits) << g.reason;
+}
+
 TEST(Scheduler, NodesWithoutRoomForTheRequestArePassedOverAndStillExplained) {
   // Three nodes of two shared cards, each card 600 milli taken: 400 free per card, two unheld
   // cards nowhere. A 500-milli share and a 1-GPU pod find no room on any node (their usage

@@ -173,10 +173,11 @@ value: 1000
   EXPECT_EQ(row("too-big")["positionInClusterQueue"], 4);
   EXPECT_EQ(row("older")["waitingInClusterQueue"], 4);
   EXPECT_EQ(row("older")["queue"], "tessera-unqueued");
-  // The blocked head was searched for room: it fits once the running job ends. The others
-  // were not searched this cycle.
+  // The blocked head was searched for room: it fits once the running job ends. Of the others,
+  // the one asking more GPUs than the node has can never fit; the rest were not searched.
   EXPECT_EQ(row("newer-but-high")["fitsWhenRunningWorkEnds"], true) << all.dump(2);
   EXPECT_FALSE(row("older").contains("fitsWhenRunningWorkEnds"));
+  EXPECT_EQ(row("too-big")["fitsWhenRunningWorkEnds"], false) << all.dump(2);
   // The scheduler's own words, as on the Job.
   EXPECT_EQ(row("older")["reason"], Job("older")["status"]["message"]);
   EXPECT_EQ(all["metadata"]["total"], 4);
