@@ -214,6 +214,8 @@ void Worker::StartPods(const std::vector<PodState*>& pods) {
       p.run_starts.emplace_back(log_ends[i], options_.node + "." + std::to_string(now_ms_) + "." +
                                                  std::to_string(++runs_started_));
       SaveShipped(p);
+      p.run_started_ms = now_ms_;
+      p.restart_at_ms = 0;
       p.state = {{"phase", "Running"}, {"restarts", p.restarts}};
       if (!p.limits.empty()) p.state["limits"] = p.limits;
     } else {
@@ -527,7 +529,10 @@ void Worker::Sync(const json& jobs, std::set<std::string>* wanted,
     } else {
       p.assignment.pod_index = a.pod_index;
     }
-    if (!p.finished && !fenced_ && !runner_.Running(p.assignment.key)) to_start->push_back(&p);
+    if (!p.finished && !fenced_ && !runner_.Running(p.assignment.key) &&
+        now_ms_ >= p.restart_at_ms) {
+      to_start->push_back(&p);
+    }
   }
   // What the server no longer binds here stops (deleted, preempted, moved, failed elsewhere).
   for (const std::string& key : runner_.Keys()) {
@@ -554,8 +559,34 @@ Status Worker::Reap(int64_t now_ms) {
 Status Worker::Ended(PodState& p, const Exit& e, int64_t now_ms) {
   const std::string& policy = p.assignment.restart_policy;
   const bool failed = e.exit_code != 0 || e.signal != 0;
-  if (policy == "Always" ||
-      (policy == "OnFailure" && failed && p.restarts < p.assignment.max_retries)) {
+  if (policy == "Always") {
+    ++p.restarts;
+    // Kubernetes' CrashLoopBackOff: a container that keeps ending soon after it starts waits
+    // 10 s, then 20 s, ... up to 5 minutes before each new run (here the first restart is at
+    // once); ten minutes of running clear it. Without it a container that exits at once would
+    // run and report its end many times a second, for ever (restartPolicy Always has no retry
+    // limit; OnFailure and Never stop at maxRetries).
+    if (now_ms - p.run_started_ms >= kBackoffResetMs) p.quick_exits = 0;
+    const int64_t delay =
+        p.quick_exits == 0
+            ? 0
+            : std::min(kBackoffMaxMs, kBackoffFirstMs << std::min(p.quick_exits - 1, 5));
+    ++p.quick_exits;
+    if (delay == 0) {
+      StartPod(p);
+      return Status::Ok();
+    }
+    p.restart_at_ms = now_ms + delay;
+    p.state = {{"phase", "Running"},
+               {"restarts", p.restarts},
+               {"reason", "CrashLoopBackOff"},
+               {"message", "back-off " + std::to_string(delay / 1000) +
+                               "s restarting the container, which ended " +
+                               (e.signal != 0 ? "by signal " + std::to_string(e.signal)
+                                              : "with exit code " + std::to_string(e.exit_code))}};
+    return Status::Ok();
+  }
+  if (policy == "OnFailure" && failed && p.restarts < p.assignment.max_retries) {
     ++p.restarts;
     StartPod(p);
     return Status::Ok();

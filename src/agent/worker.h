@@ -97,6 +97,11 @@ class Worker {
   const ExecTargets& exec_targets() const { return exec_targets_; }
 
  private:
+  // CrashLoopBackOff's delays (Kubernetes' kubelet): the first, the most, and how long a run
+  // lasts to clear them.
+  static constexpr int64_t kBackoffFirstMs = 10'000;
+  static constexpr int64_t kBackoffMaxMs = 300'000;
+  static constexpr int64_t kBackoffResetMs = 600'000;
   struct PodState {
     Assignment assignment;
     nlohmann::json state;     // {phase, exitCode?, signal?, restarts, message?}
@@ -114,6 +119,12 @@ class Worker {
     std::string cgroup_dir;
     std::string limits;  // what was applied, or why not
     int64_t uid = -1;    // the pod's own uid (UsersFor), -1: none
+    // restartPolicy Always, after Kubernetes' CrashLoopBackOff: when its last run began, how
+    // many runs in a row ended within kBackoffResetMs of their start, and when the next may
+    // start (0: now).
+    int64_t run_started_ms = 0;
+    int quick_exits = 0;
+    int64_t restart_at_ms = 0;
   };
   // Who the tasks of pod `key` run as when their spec names no user (see TaskUsers).
   TaskUsers UsersFor(const std::string& key);

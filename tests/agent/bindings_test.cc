@@ -315,5 +315,55 @@ TEST_F(WorkerTest, EachRunOfAContainerIsToldWithItsFirstOutput) {
   }
 }
 
+// restartPolicy Always, a container that ends at once: started again at once the first time,
+// then after Kubernetes' CrashLoopBackOff delays (10 s, 20 s, ...), its state saying so; not
+// many runs a second for ever.
+TEST_F(WorkerTest, AContainerThatKeepsEndingBacksOffAsKubernetesDoes) {
+  {
+    Worker worker(api_, gpus_, options_);
+    json job = Job("x", "n1", {"sh", "-c", "echo run; exit 2"});
+    job["spec"]["tasks"][0]["restartPolicy"] = "Always";
+    const json bound = json::array({job});
+    worker.FollowBindings([&] { return std::optional<json>(bound); });
+    api_.job = bound[0];
+    // Each run's output is shipped with a token of its own: one post per run.
+    auto runs = [&] {
+      std::lock_guard<std::mutex> lock(api_.mu);
+      return static_cast<int>(api_.posts.size());
+    };
+    // Two seconds of the agent's clock, a tick every 100 ms: the run and its one immediate
+    // restart; then a wait of 10 s.
+    int64_t t = 1'000;
+    for (; t < 3'000; t += 100) {
+      ASSERT_TRUE(worker.Tick(t).ok());
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_EQ(runs(), 2);
+    json state;
+    {
+      std::lock_guard<std::mutex> lock(api_.mu);
+      state = api_.job["status"]["pods"][0]["state"];
+    }
+    EXPECT_EQ(state["reason"], "CrashLoopBackOff") << state.dump();
+    EXPECT_EQ(state["restarts"], 2) << state.dump();
+    EXPECT_NE(state["message"].get<std::string>().find("back-off 10s"), std::string::npos)
+        << state.dump();
+    // Ten seconds after the second end: the third run, then 20 s.
+    for (; t < 14'000; t += 500) {
+      ASSERT_TRUE(worker.Tick(t).ok());
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_EQ(runs(), 3);
+    for (; t < 30'000; t += 1'000) ASSERT_TRUE(worker.Tick(t).ok());
+    EXPECT_EQ(runs(), 3) << "started again before 20 s";
+    {
+      std::lock_guard<std::mutex> lock(api_.mu);
+      state = api_.job["status"]["pods"][0]["state"];
+    }
+    EXPECT_NE(state["message"].get<std::string>().find("back-off 20s"), std::string::npos)
+        << state.dump();
+  }
+}
+
 }  // namespace
 }  // namespace tessera::agent
