@@ -268,7 +268,12 @@ void PodView(const json& job, const json& entry, const WaitingReasons& waiting_r
                {"imageID", ""},
                {"ready", out_phase == "Running"},
                {"restartCount", static_cast<int>(Num(state, "restarts"))}};
-    if (out_phase == "Running") {
+    if (out_phase == "Running" && Str(state, "reason") == "CrashLoopBackOff") {
+      // Between runs of a container that keeps ending (the agent's back-off), as kubelet says.
+      cs["ready"] = false;
+      cs["state"] = {
+          {"waiting", {{"reason", "CrashLoopBackOff"}, {"message", Str(state, "message")}}}};
+    } else if (out_phase == "Running") {
       cs["state"] = {{"running", {{"startedAt", admitted}}}};
     } else if (out_phase == "Succeeded" || out_phase == "Failed") {
       // Killed by a signal: 128 + the signal, as the container runtimes report it (137 for

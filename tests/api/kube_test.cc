@@ -256,6 +256,24 @@ TEST(Kube, AContainerThatNeverStartedEndsWithStartError) {
   EXPECT_EQ(done["reason"], "Completed");
 }
 
+// Between the runs of a container that keeps ending, the agent backs off: the Pod view says
+// CrashLoopBackOff as kubelet does (kubectl's STATUS column), not Running.
+TEST(Kube, AContainerBackingOffReadsCrashLoopBackOff) {
+  const json job = json::parse(R"({"apiVersion": "tessera.io/v1", "kind": "Job",
+      "metadata": {"name": "j", "namespace": "default", "uid": "u-1"},
+      "spec": {"tasks": [{"name": "worker", "command": ["false"]}]},
+      "status": {"phase": "Admitted", "admittedAt": "2026-01-01T00:00:00Z", "pods": [
+        {"name": "worker-0", "node": "n1", "state": {"phase": "Running", "restarts": 3,
+         "reason": "CrashLoopBackOff", "message": "back-off 20s restarting the container"}}]}})");
+  const std::vector<json> pods = JobPods(job);
+  ASSERT_EQ(pods.size(), 1u);
+  const json cs = pods[0]["status"]["containerStatuses"][0];
+  EXPECT_EQ(cs["state"]["waiting"]["reason"], "CrashLoopBackOff") << cs.dump();
+  EXPECT_EQ(cs["state"]["waiting"]["message"], "back-off 20s restarting the container");
+  EXPECT_EQ(cs["restartCount"], 3);
+  EXPECT_EQ(cs["ready"], false);
+}
+
 // A Pod no node can take reads as kube-scheduler's Warning FailedScheduling; a queue's wait
 // and other kinds' events keep Tessera's reason.
 TEST(Kube, UnschedulablePodEventsReadFailedScheduling) {
