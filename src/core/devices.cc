@@ -349,8 +349,6 @@ std::string_view ProposeReplicas(const NodeView& v, const GpuRequest& gr,
 
 }  // namespace
 
-bool NeverFitsOnNode(std::string_view reason) { return reason == kTooFewGpus; }
-
 bool NeverHoldsWholeCards(const DeviceRequest& req, const ClusterState& state, NodeId id) {
   const GpuRequest& gr = req.pod->gpu;
   return gr.kind == GpuRequestKind::kWhole &&

@@ -26,9 +26,6 @@ DeviceRequest MakeDeviceRequest(const PodSpec& pod);
 
 // Appends to `out` the candidates for the request on node `id`. Returns an empty view when at
 // least one was appended, else the reason none exists (valid while `req` lives).
-// Whether `reason` (ProposeCandidates') says the node can never hold the request, free or not:
-// more GPUs than the node has of the models asked.
-bool NeverFitsOnNode(std::string_view reason);
 // Whether node `id` could never hold the request however much of it were free: a whole-GPU
 // request for more cards than it has of the models asked (what ProposeCandidates checks first;
 // for a node another filter rejected before its cards were looked at).

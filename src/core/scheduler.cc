@@ -139,10 +139,7 @@ int Scheduler::NumFeasibleToFind(int nodes) const {
 // Counts of filter reasons, rendered as kube-scheduler does: most frequent first.
 class Diagnosis {
  public:
-  // `never`: node `id` can never hold the pod (Scheduler::Examine).
-  void Add(std::string_view reason, bool never, NodeId id) {
-    if (!never) resolvable_.push_back(id);
-    ++nodes_;
+  void Add(std::string_view reason) {
     for (auto& [r, n] : counts_) {
       if (r.size() == reason.size() && r == reason) {
         ++n;
@@ -164,17 +161,8 @@ class Diagnosis {
     return m + ".";
   }
 
-  // Every node examined failed, and those that failed for a reason that can pass (no room now,
-  // held for another) could never hold the pod either (`never_holds`).
-  template <typename NeverHolds>
-  bool NeverFits(NeverHolds never_holds) const {
-    return nodes_ > 0 && std::all_of(resolvable_.begin(), resolvable_.end(), never_holds);
-  }
-
  private:
   std::vector<std::pair<std::string, int>> counts_;
-  int nodes_ = 0;
-  std::vector<NodeId> resolvable_;
 };
 
 Status Scheduler::BeginCycle(CycleState& cycle, const ClusterState& state) {
@@ -206,7 +194,7 @@ bool Scheduler::BeginReuse(const CycleState& cycle, const ClusterState& state) {
 }
 
 std::string_view Scheduler::Examine(CycleState& cycle, const ClusterState& state,
-                                    const DeviceRequest& req, NodeId id, bool* never) {
+                                    const DeviceRequest& req, NodeId id) {
   for (size_t f = 0; f < filters_.size(); ++f) {
     FilterPlugin& plugin = *filters_[f];
     std::string_view reason;
@@ -225,14 +213,21 @@ std::string_view Scheduler::Examine(CycleState& cycle, const ClusterState& state
     } else {
       reason = plugin.Filter(cycle, state, id);
     }
-    if (!reason.empty()) {
-      if (never != nullptr) *never = plugin.ClassScoped();
-      return reason;
-    }
+    if (!reason.empty()) return reason;
   }
-  const std::string_view reason = ProposeCandidates(req, state, id, candidates_);
-  if (never != nullptr) *never = NeverFitsOnNode(reason);
-  return reason;
+  return ProposeCandidates(req, state, id, candidates_);
+}
+
+bool Scheduler::NeverFitsAnywhere(const ClusterState& state, const DeviceRequest& req) const {
+  if (state.size() == 0) return false;
+  for (uint32_t i = 0; i < state.size(); ++i) {
+    const NodeId id(i);
+    // A class-scoped filter (selector, affinity, taint) rejected the node's class this cycle,
+    // or the node has fewer GPUs than asked, however many were free.
+    if (class_failed_[state.node(id).cls.value()] || NeverHoldsWholeCards(req, state, id)) continue;
+    return false;
+  }
+  return true;
 }
 
 bool Scheduler::AnyFeasible(const ClusterState& state, const PodSpec& pod,
@@ -307,12 +302,11 @@ std::pair<int, int> Scheduler::Scan(CycleState& cycle, const ClusterState& state
       for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off);
     }
     const size_t before = candidates_.size();
-    bool never = false;
-    const std::string_view reason = Examine(cycle, state, req, id, &never);
+    const std::string_view reason = Examine(cycle, state, req, id);
     origin_.resize(candidates_.size(),
                    candidates_.size() == before + 1 ? Origin::kComputedAlone : Origin::kComputed);
     if (!reason.empty()) {
-      diag.Add(reason, never, id);
+      diag.Add(reason);
       continue;
     }
     ++feasible;
@@ -396,10 +390,9 @@ PlaceOutcome Scheduler::Place(const ClusterState& state, const PodSpec& pod,
   }
   if (candidates_.empty()) {
     for (NodeId id : passed_over_) {
-      bool never = false;
-      const std::string_view reason = Examine(cycle, state, req, id, &never);
+      const std::string_view reason = Examine(cycle, state, req, id);
       TESSERA_CHECK(!reason.empty());
-      diag.Add(reason, never, id);
+      diag.Add(reason);
     }
   }
   next_start_ = (start + static_cast<uint32_t>(looked)) % static_cast<uint32_t>(n);
@@ -407,8 +400,9 @@ PlaceOutcome Scheduler::Place(const ClusterState& state, const PodSpec& pod,
   out.feasible_nodes = feasible;
   if (candidates_.empty()) {
     out.reason = diag.Message(n);
-    out.never_fits =
-        diag.NeverFits([&](NodeId id) { return NeverHoldsWholeCards(req, state, id); });
+    // Every node was examined: each class's class-scoped filters ran (unless another filter
+    // rejected its nodes first, which leaves the answer "may fit").
+    out.never_fits = NeverFitsAnywhere(state, req);
     return out;
   }
   out.ok = true;

@@ -143,10 +143,12 @@ class Scheduler {
   // Runs the pre-filters and resets the per-class filter memo for a new cycle.
   Status BeginCycle(CycleState& cycle, const ClusterState& state);
   // Runs the filters, then the device step, on one node: empty when it is feasible (its
-  // candidates appended to candidates_), else the reason; `*never` (when given) says whether
-  // the node can never hold the pod (a class-scoped filter's reason, or too few GPUs).
+  // candidates appended to candidates_), else the reason.
   std::string_view Examine(CycleState& cycle, const ClusterState& state, const DeviceRequest& req,
-                           NodeId id, bool* never = nullptr);
+                           NodeId id);
+  // After a failed placement that examined every node: whether no node could ever hold the
+  // request (its class rejected by a class-scoped filter, or fewer GPUs than asked).
+  bool NeverFitsAnywhere(const ClusterState& state, const DeviceRequest& req) const;
   // True when every filter and every score plugin run this cycle (skipped_ set) is node-local,
   // and then points the result cache at the pod's row.
   bool BeginReuse(const CycleState& cycle, const ClusterState& state);
