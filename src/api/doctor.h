@@ -49,6 +49,10 @@ struct DoctorInput {
   std::vector<nlohmann::json> system_events;
   // A task's log by "namespace/job/pod" (only the Jobs a job check looks at).
   std::map<std::string, std::string> logs;
+  // Where each waiting Job stands, as the scheduler's last cycle ordered its queue: the items of
+  // GET /apis/tessera.io/v1/pendingworkloads by "namespace/name"; empty when the server has no
+  // order to give (a replica that does not lead), and then the checks count older Jobs ahead.
+  std::map<std::string, nlohmann::json> places;
 };
 
 // Node and GPU checks of one Node object.

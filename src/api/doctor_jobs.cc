@@ -56,13 +56,39 @@ Demand DemandOf(const JobSpec& spec) {
   return d;
 }
 
+void NeverFits(const std::string& subject, const JobSpec& spec, const DoctorInput& in,
+               std::vector<Finding>* out);
+
 void Pending(const json& job, const JobSpec& spec, const DoctorInput& in,
              std::vector<Finding>* out) {
   const std::string ns = MetaString(job, "namespace"), name = MetaString(job, "name");
   const std::string subject = "job/" + ns + "/" + name;
   const json& status = job.value("status", json::object());
   const std::string queue = QueueOfLocal(in, ns, spec.workload.local_queue);
-  // Place in line: the pending Jobs bound for the same queue, older first.
+  Finding f =
+      MakeFinding(Severity::kInfo, "job.pending", subject, "waits to be admitted and placed");
+  f.evidence.push_back("reason: " + status.value("message", std::string("(none given yet)")));
+  f.meaning = "The scheduler admits by queue order, priority and quota, then places the pods.";
+  f.fix = "tessera describe job " + name + " -n " + ns + " shows each pod's reason.";
+  // Place in line: the scheduler's own (priority, then age), when the server gives it.
+  if (auto place = in.places.find(ns + "/" + name); place != in.places.end()) {
+    const json& p = place->second;
+    if (p.contains("positionInClusterQueue")) {
+      f.evidence.push_back("queue " + p.value("queue", std::string()) + ": " +
+                           std::to_string(p.value("positionInClusterQueue", int64_t{0})) + " of " +
+                           std::to_string(p.value("waitingInClusterQueue", int64_t{0})) +
+                           " waiting (the scheduler's order: priority, then age)");
+    } else {
+      f.evidence.push_back("in no queue's order: " + p.value("reason", std::string()));
+    }
+    if (p.value("fitsWhenRunningWorkEnds", true) == false) {
+      f.evidence.push_back("the scheduler found it would not fit even with all running work ended");
+    }
+    out->push_back(std::move(f));
+    NeverFits(subject, spec, in, out);
+    return;
+  }
+  // Otherwise the pending Jobs bound for the same queue, older first.
   int ahead = 0, waiting = 0;
   const std::string created = job.value("metadata", json::object()).value("creationTimestamp", "");
   for (const json& other : in.jobs) {
@@ -76,18 +102,17 @@ void Pending(const json& job, const JobSpec& spec, const DoctorInput& in,
     const std::string oname = ons + "/" + MetaString(other, "name");
     if (oc < created || (oc == created && oname < ns + "/" + name)) ++ahead;
   }
-  Finding f =
-      MakeFinding(Severity::kInfo, "job.pending", subject, "waits to be admitted and placed");
-  f.evidence.push_back("reason: " + status.value("message", std::string("(none given yet)")));
   f.evidence.push_back(
       queue.empty() ? "no queue: its LocalQueue \"" + spec.workload.local_queue + "\" is not found"
                     : "queue " + queue + ": " + std::to_string(ahead + 1) + " of " +
                           std::to_string(waiting) + " waiting (older first)");
-  f.meaning = "The scheduler admits by queue order, priority and quota, then places the pods.";
-  f.fix = "tessera describe job " + name + " -n " + ns + " shows each pod's reason.";
   out->push_back(std::move(f));
+  NeverFits(subject, spec, in, out);
+}
 
-  // Whether it can ever fit: a pod larger than every node, a gang larger than the cluster.
+// Whether it can ever fit: a pod larger than every node, a gang larger than the cluster.
+void NeverFits(const std::string& subject, const JobSpec& spec, const DoctorInput& in,
+               std::vector<Finding>* out) {
   const Demand d = DemandOf(spec);
   int64_t largest = 0, cluster_gpus = 0;
   std::string largest_node;

@@ -275,6 +275,23 @@ TEST(DoctorTest, APendingJobsPlaceInLineAndWhetherItCanEverFit) {
   EXPECT_NE(never->evidence[0].find("24 GPU(s) in all; the nodes hold 16"), std::string::npos)
       << never->evidence[0];
   EXPECT_EQ(Find(CheckJob(in.jobs[3], in), "job.never-fits"), nullptr);
+
+  // With the scheduler's order from the server (/pendingworkloads), its place is the
+  // scheduler's (priority first), not a count of older Jobs; what the scheduler found of its fit
+  // is said too.
+  in.places["team-a/huge"] = {{"metadata", {{"namespace", "team-a"}, {"name", "huge"}}},
+                              {"queue", "q"},
+                              {"positionInClusterQueue", 1},
+                              {"waitingInClusterQueue", 4},
+                              {"fitsWhenRunningWorkEnds", false}};
+  fs = CheckJob(in.jobs[1], in);
+  pending = Find(fs, "job.pending");
+  ASSERT_NE(pending, nullptr) << Checks(fs);
+  EXPECT_EQ(pending->evidence[1],
+            "queue q: 1 of 4 waiting (the scheduler's order: priority, then age)");
+  EXPECT_EQ(pending->evidence[2],
+            "the scheduler found it would not fit even with all running work ended");
+  EXPECT_NE(Find(fs, "job.never-fits"), nullptr) << Checks(fs);
 }
 
 TEST(DoctorTest, CudaOutOfMemoryTiedToTheShare) {
