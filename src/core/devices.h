@@ -24,13 +24,13 @@ struct DeviceRequest {
 
 DeviceRequest MakeDeviceRequest(const PodSpec& pod);
 
-// Appends to `out` the candidates for the request on node `id`. Returns an empty view when at
-// least one was appended, else the reason none exists (valid while `req` lives).
 // Whether node `id` could never hold the request however much of it were free: a whole-GPU
 // request for more cards than it has of the models asked (what ProposeCandidates checks first;
 // for a node another filter rejected before its cards were looked at).
 bool NeverHoldsWholeCards(const DeviceRequest& req, const ClusterState& state, NodeId id);
 
+// Appends to `out` the candidates for the request on node `id`. Returns an empty view when at
+// least one was appended, else the reason none exists (valid while `req` lives).
 std::string_view ProposeCandidates(const DeviceRequest& req, const ClusterState& state, NodeId id,
                                    std::vector<Candidate>& out);
 

@@ -180,6 +180,18 @@ bool QueryFlag(const HttpRequest& req, const std::string& name) {
   return v == "1" || v == "t" || v == "T" || v == "true" || v == "True" || v == "TRUE";
 }
 
+Status QueryCount(const HttpRequest& req, const char* param, const char* what, int64_t* out) {
+  auto it = req.query.find(param);
+  if (it == req.query.end()) return Status::Ok();
+  const std::string& v = it->second;
+  if (v.empty() || v.size() > 12 ||
+      !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return InvalidArgument(std::string(param) + ": must be " + what);
+  }
+  *out = std::stoll(v);
+  return Status::Ok();
+}
+
 Result<int> TimeoutSeconds(const HttpRequest& req, int fallback, int max) {
   auto it = req.query.find("timeoutSeconds");
   if (it == req.query.end()) return fallback;

@@ -64,6 +64,9 @@ bool QueryFlag(const HttpRequest& req, const std::string& name);
 // The request's timeoutSeconds, at least 1 and at most `max`; `fallback` when it has none.
 // InvalidArgument when it is not a number.
 Result<int> TimeoutSeconds(const HttpRequest& req, int fallback, int max);
+// A query parameter that counts something (tailLines, limit, offset): left as it is in `*out`
+// when absent; else digits only, at most 12 of them, or "<param>: must be <what>".
+Status QueryCount(const HttpRequest& req, const char* param, const char* what, int64_t* out);
 
 // Whether the request asks to watch (QueryFlag "watch").
 bool Watching(const HttpRequest& req);

@@ -74,25 +74,15 @@ HttpResponse ApiServer::Logs(const HttpRequest& req, const std::string& ns, cons
   }
   // Kubernetes' PodLogOptions: tailLines, sinceSeconds or sinceTime, timestamps, limitBytes.
   LogStore::ReadOptions options;
-  auto count = [&](const char* param, const char* what, int64_t* out) -> Status {
-    auto it = req.query.find(param);
-    if (it == req.query.end()) return Status::Ok();
-    if (it->second.empty() || it->second.size() > 12 ||
-        !std::all_of(it->second.begin(), it->second.end(),
-                     [](char c) { return c >= '0' && c <= '9'; })) {
-      return InvalidArgument(std::string(param) + ": must be " + what);
-    }
-    *out = std::stoll(it->second);
-    return Status::Ok();
-  };
   int64_t since_seconds = -1;
-  if (Status s = count("tailLines", "a number of lines", &options.tail_lines); !s.ok()) {
+  if (Status s = QueryCount(req, "tailLines", "a number of lines", &options.tail_lines); !s.ok()) {
     return Error(s);
   }
-  if (Status s = count("sinceSeconds", "a number of seconds", &since_seconds); !s.ok()) {
+  if (Status s = QueryCount(req, "sinceSeconds", "a number of seconds", &since_seconds); !s.ok()) {
     return Error(s);
   }
-  if (Status s = count("limitBytes", "a number of bytes", &options.limit_bytes); !s.ok()) {
+  if (Status s = QueryCount(req, "limitBytes", "a number of bytes", &options.limit_bytes);
+      !s.ok()) {
     return Error(s);
   }
   if (since_seconds == 0 || options.limit_bytes == 0) {

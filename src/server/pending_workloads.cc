@@ -12,6 +12,7 @@
 #include <string>
 
 #include "api/time.h"
+#include "server/api_common.h"
 #include "server/api_server.h"
 
 namespace tessera::server {
@@ -88,22 +89,10 @@ HttpResponse ApiServer::PendingWorkloads(const HttpRequest& req, const Principal
   auto last = LastOrder(plane_.queue_order());
   if (!last.ok()) return Error(last.status());
   const std::shared_ptr<const QueueOrder>& order = *last;
-  auto number = [&](const char* key, int64_t fallback) -> Result<int64_t> {
-    auto it = req.query.find(key);
-    if (it == req.query.end()) return fallback;
-    try {
-      size_t used = 0;
-      const int64_t v = std::stoll(it->second, &used);
-      if (used == it->second.size() && v >= 0) return v;
-    } catch (const std::exception&) {
-    }
-    return InvalidArgument(std::string(key) + ": must be a whole number >= 0, got \"" + it->second +
-                           "\"");
-  };
-  auto limit = number("limit", 1000);
-  if (!limit.ok()) return Error(limit.status());
-  auto offset = number("offset", 0);
-  if (!offset.ok()) return Error(offset.status());
+  int64_t limit = 1000, offset = 0;
+  for (auto [key, value] : {std::pair{"limit", &limit}, std::pair{"offset", &offset}}) {
+    if (Status s = QueryCount(req, key, "a whole number", value); !s.ok()) return Error(s);
+  }
   std::string ns;
   if (auto it = req.query.find("namespace"); it != req.query.end()) ns = it->second;
   if (who.role == Principal::Role::kNamespace) {
@@ -118,11 +107,11 @@ HttpResponse ApiServer::PendingWorkloads(const HttpRequest& req, const Principal
   for (const QueueOrderEntry& e : order->entries) {
     if ((!ns.empty() && e.ns != ns) || (!queue.empty() && e.queue != queue)) continue;
     ++matched;
-    if (skipped < *offset) {
+    if (skipped < offset) {
       ++skipped;
       continue;
     }
-    if (static_cast<int64_t>(items.size()) >= *limit) continue;
+    if (static_cast<int64_t>(items.size()) >= limit) continue;
     json item = {{"metadata", {{"namespace", e.ns}, {"name", e.name}}},
                  {"priority", e.priority},
                  {"reason", e.reason}};

@@ -50,6 +50,14 @@ export async function request(method, path, body, contentType) {
 
 export const get = (path) => request('GET', path);
 
+// A GET whose body comes over time (a watch, a followed log): the response, to be read as it
+// arrives; an ApiError with the server's message when refused. `signal` aborts it.
+export async function openStream(path, signal) {
+  const r = await fetch(path, {headers: headers(), signal, cache: 'no-store', credentials: 'omit'});
+  if (!r.ok) throw await errorOf(r);
+  return r;
+}
+
 // Who the token is (a SelfSubjectReview): {admin, namespace, username}.
 export async function whoAmI() {
   const r = await request('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews',
@@ -90,10 +98,13 @@ export function listAndWatch(path, {onReset, onEvent, onError}) {
       aborter = new AbortController();
       const url = path + sep + 'watch=1&allowWatchBookmarks=true&resourceVersion=' +
                   encodeURIComponent(rv);
-      const r = await fetch(url, {headers: headers(), signal: aborter.signal, cache: 'no-store',
-                                  credentials: 'omit'});
-      if (r.status === 410) return;  // list again
-      if (!r.ok) throw await errorOf(r);
+      let r;
+      try {
+        r = await openStream(url, aborter.signal);
+      } catch (e) {
+        if (e instanceof ApiError && e.status === 410) return;  // list again
+        throw e;
+      }
       const reader = r.body.getReader();
       const decoder = new TextDecoder();
       let buf = '';

@@ -1,7 +1,7 @@
 // Jobs: the list (live), and one job: its pods with their bindings down to the GPU or MIG
 // slice, its events as a timeline, its log followed live, its GPU-hours and cost so far, and
 // the actions its owner may take (suspend, resume, delete), under the API's own rules.
-import {get, request, token} from './api.js';
+import {get, openStream, request} from './api.js';
 import {h, jobHref, since, table} from './dom.js';
 
 export function jobsView(root, session) {
@@ -140,13 +140,8 @@ export function jobView(root, session, [ns, name]) {
     if (!pod) return;
     follow = new AbortController();
     try {
-      const r = await fetch(path + '/logs?follow=true&pod=' + encodeURIComponent(pod),
-                            {headers: {Authorization: 'Bearer ' + token()}, signal: follow.signal,
-                             cache: 'no-store', credentials: 'omit'});
-      if (!r.ok) {
-        logBox.textContent = (await r.text()).slice(0, 2000);
-        return;
-      }
+      const r = await openStream(path + '/logs?follow=true&pod=' + encodeURIComponent(pod),
+                                 follow.signal);
       const reader = r.body.getReader();
       const dec = new TextDecoder();
       for (;;) {
