@@ -18,6 +18,7 @@
 #include "api/gpu_quarantine.h"
 #include "api/job_array.h"
 #include "api/kinds.h"
+#include "api/kube_table.h"
 #include "api/object.h"
 #include "api/quantity.h"
 #include "api/time.h"
@@ -219,6 +220,59 @@ void PrintTable(const std::vector<json>& items, bool with_ns, bool wide, std::os
   PrintRows(rows, out);
 }
 
+// A Kubernetes Table (meta.k8s.io/v1) as kubectl prints it: the columns of priority 0, and the
+// others too when `wide`, names upper-cased.
+void PrintKubeTable(const json& table, bool wide, std::ostream& out) {
+  const json& rows = table["rows"];
+  if (rows.empty()) {
+    out << "No resources found.\n";
+    return;
+  }
+  std::vector<size_t> shown;
+  std::vector<std::vector<std::string>> lines(1);
+  const json& columns = table["columnDefinitions"];
+  for (size_t c = 0; c < columns.size(); ++c) {
+    if (!wide && columns[c].value("priority", 0) > 0) continue;
+    shown.push_back(c);
+    std::string name = columns[c].value("name", "");
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
+    lines[0].push_back(std::move(name));
+  }
+  for (const json& row : rows) {
+    std::vector<std::string>& line = lines.emplace_back();
+    for (size_t c : shown) {
+      const json& cell = row["cells"][c];
+      line.push_back(cell.is_string() ? cell.get<std::string>() : cell.dump());
+    }
+  }
+  PrintRows(lines, out);
+}
+
+// `tessera get nodes` in a table: the columns `kubectl get nodes` shows (STATUS from the Ready
+// condition the server derives from the agents' heartbeats, ROLES, AGE, VERSION, GPUS), read
+// from the Kubernetes view of the nodes (`query`: a name or a label selector, as for other
+// kinds).
+int PrintNodes(const ResourceOptions& o, const std::string& query, std::ostream& out,
+               std::ostream& err) {
+  int code = 0;
+  auto r = Send(o, "GET", "/api/v1/nodes" + query, "", "", err, &code);
+  if (!r) return code;
+  if (r->status != 200) return Refused(*r, err);
+  const json body = json::parse(r->body, nullptr, false);
+  std::vector<json> nodes;
+  if (o.name.empty()) {
+    for (const json& n : body.value("items", json::array())) nodes.push_back(n);
+  } else {
+    nodes.push_back(body);
+  }
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  PrintKubeTable(api::NodeTable(nodes, "", now_ms), o.output == "wide", out);
+  return 0;
+}
+
 int Apply(const ResourceOptions& o, std::istream& in, std::ostream& out, std::ostream& err) {
   std::vector<std::pair<std::string, std::string>> sources;  // name, text
   for (const std::string& f : o.files) {
@@ -294,8 +348,8 @@ int Get(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
     return kUsage;
   }
   const bool all = o.all_namespaces || !kind->namespaced;
-  std::string target = CollectionPath(*kind, o.all_namespaces ? "" : o.ns);
-  if (!o.name.empty()) target += "/" + o.name;
+  std::string query;  // after the collection's path: a name or a label selector
+  if (!o.name.empty()) query += "/" + o.name;
   if (!o.selector.empty() && o.name.empty()) {
     std::string enc;
     for (char c : o.selector) {
@@ -309,8 +363,12 @@ int Get(const ResourceOptions& o, std::ostream& out, std::ostream& err) {
         enc += h.str();
       }
     }
-    target += "?labelSelector=" + enc;
+    query += "?labelSelector=" + enc;
   }
+  if (kind->kind == "Node" && (o.output.empty() || o.output == "wide")) {
+    return PrintNodes(o, query, out, err);
+  }
+  const std::string target = CollectionPath(*kind, o.all_namespaces ? "" : o.ns) + query;
   int code = 0;
   auto r = Send(o, "GET", target, "", "", err, &code);
   if (!r) return code;

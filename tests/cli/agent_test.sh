@@ -65,15 +65,22 @@ expect_exit 0 "$TESSERA" get lease fake-1 -o json
 expect_exit 0 "$TESSERA" get node fake-1 -o json
 [ "$(grep -o '"resourceVersion": "[^"]*"' <<<"$OUT")" = "$node_version" ] ||
   fail "the beats rewrote the Node: $node_version, now $(grep -o '"resourceVersion": "[^"]*"' <<<"$OUT")"
-# kubectl's view of the node is Ready by the Lease.
+# kubectl's view of the node is Ready by the Lease; `tessera get nodes` shows the columns
+# `kubectl get nodes` has, with the GPUs (healthy of all).
 expect_exit 0 "$TESSERA" get nodes
 expect_out "fake-1"
+grep -qE '^NAME +STATUS +ROLES +AGE +VERSION +GPUS$' <<<"$OUT" || fail "node columns: $OUT"
+grep -qE '^fake-1 +Ready +<none> +[0-9]+s +tessera-agent +3/3$' <<<"$OUT" || fail "node row: $OUT"
+expect_exit 0 "$TESSERA" get node fake-1 -o wide
+grep -qE '^fake-1 +Ready .* 3/3 +H100-80GB ' <<<"$OUT" || fail "wide node row: $OUT"
 
 # A cordon survives the agent's heartbeats.
 expect_exit 0 "$TESSERA" cordon fake-1
 sleep 1.5
 expect_exit 0 "$TESSERA" get node fake-1 -o json
 expect_out '"unschedulable": true'
+expect_exit 0 "$TESSERA" get nodes
+grep -qE '^fake-1 +Ready,SchedulingDisabled ' <<<"$OUT" || fail "cordoned node's status: $OUT"
 expect_exit 0 "$TESSERA" uncordon fake-1
 
 # A job that tolerates the taint lands on the agent's H100s.

@@ -29,8 +29,8 @@ for name in second third; do
     >"$WORK/$name.out" 2>&1 &
   AGENTS+=($!)
 done
-for _ in $(seq 200); do [ "$("$TESSERA" get nodes 2>/dev/null | grep -c "^\(dev\|second\|third\)$")" = 3 ] && break; sleep 0.05; done
-[ "$("$TESSERA" get nodes | grep -c "^\(dev\|second\|third\)$")" = 3 ] || fail "nodes: $("$TESSERA" get nodes)"
+for _ in $(seq 200); do [ "$("$TESSERA" get nodes 2>/dev/null | grep -c "^\(dev\|second\|third\) ")" = 3 ] && break; sleep 0.05; done
+[ "$("$TESSERA" get nodes | grep -c "^\(dev\|second\|third\) ")" = 3 ] || fail "nodes: $("$TESSERA" get nodes)"
 kubectl label node dev accelerator=nvidia-tesla-v100 >/dev/null
 "$TESSERA" apply -f "$SEEDS/01-pod-gpu-training.yaml" >/dev/null
 "$TESSERA" apply -f "$SEEDS/05-volcano-gang.yaml" >/dev/null
@@ -77,7 +77,7 @@ DEV_PID=
 # No runtime: the Pod fails, and says why and what to do.
 rm -rf "$WORK/.tessera"
 start_dev "$TESSERA" --fake-gpus 8xV100-32GB --container-runtime none
-for _ in $(seq 100); do "$TESSERA" get nodes 2>/dev/null | grep -q "^dev$" && break; sleep 0.05; done
+for _ in $(seq 100); do "$TESSERA" get nodes 2>/dev/null | grep -q "^dev " && break; sleep 0.05; done
 kubectl label node dev accelerator=nvidia-tesla-v100 >/dev/null
 "$TESSERA" apply -f "$SEEDS/01-pod-gpu-training.yaml" >/dev/null
 wait_phase "$TESSERA" gpu-training Failed
