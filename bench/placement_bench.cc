@@ -5,13 +5,19 @@
 //   items_per_second is the placement rate. The cluster is refilled from a fresh copy whenever
 //   it runs out of room, outside the timed region.
 //   BM_PlaceAll/<policy>/<nodes>: the same with every feasible node scored
-//   (percentage_of_nodes_to_score = 100).
+//   (percentage_of_nodes_to_score = 100), one node per class of identical state examined and
+//   scored (StateClasses).
+//   BM_PlaceAllByNode/<policy>/<nodes>: the same with every node examined and scored on its own
+//   (group_identical_nodes = false), to compare by turns in one run.
+//   BM_PlaceAllSteady/<policy>/<nodes> (and ...SteadyByNode): every node scored on a cluster
+//   kept 70% allocated, the oldest placement released as each new one lands (RunSteady).
 //   BM_StateBytesPerNode/<nodes>: heap bytes held by a ClusterState per node, counted by
 //   replacing the global operator new.
 #include <benchmark/benchmark.h>
 
 #include <atomic>
 #include <cstdlib>
+#include <deque>
 #include <new>
 #include <string>
 #include <vector>
@@ -45,7 +51,7 @@ void operator delete(void* p, size_t) noexcept { operator delete(p); }
 namespace tessera::core {
 namespace {
 
-void RunPlace(benchmark::State& st, const char* policy, int pct) {
+void RunPlace(benchmark::State& st, const char* policy, int pct, bool group = true) {
   const int nodes = static_cast<int>(st.range(0));
   const ClusterState fresh = MakeCluster(nodes);
   const std::vector<PodSpec> pods = MakePods();
@@ -53,6 +59,7 @@ void RunPlace(benchmark::State& st, const char* policy, int pct) {
   config.policy = policy;
   config.seed = 42;
   config.percentage_of_nodes_to_score = pct;
+  config.group_identical_nodes = group;
   auto sched = Scheduler::Create(config).value();
   ClusterState state = fresh;
   size_t i = 0;
@@ -74,6 +81,51 @@ void RunPlace(benchmark::State& st, const char* policy, int pct) {
   st.counters["placed_frac"] = static_cast<double>(placed) / static_cast<double>(st.iterations());
 }
 
+// A cluster kept about 70% allocated: each iteration places one pod of the mix and, while the
+// cluster is above 70%, releases the oldest placement (first in, first out), so node states
+// drift apart as on a running cluster. The fill to 70% is not timed.
+void RunSteady(benchmark::State& st, const char* policy, bool group) {
+  const int nodes = static_cast<int>(st.range(0));
+  ClusterState state = MakeCluster(nodes);
+  const std::vector<PodSpec> pods = MakePods();
+  SchedulerConfig config;
+  config.policy = policy;
+  config.seed = 42;
+  config.percentage_of_nodes_to_score = 100;
+  config.group_identical_nodes = group;
+  auto sched = Scheduler::Create(config).value();
+  const int64_t target = state.total_gpu_milli() * 7 / 10;
+  std::deque<std::pair<size_t, Placement>> held;
+  size_t i = 0;
+  for (int misses = 0; state.allocated_gpu_milli() < target && misses < 100;) {
+    const size_t k = i++ % pods.size();
+    PlaceOutcome o = sched->Schedule(state, pods[k]);
+    misses = o.ok ? 0 : misses + 1;
+    if (o.ok) held.emplace_back(k, std::move(o.placement));
+  }
+  int64_t placed = 0;
+  int64_t classes = 0;
+  for (auto _ : st) {
+    const size_t k = i++ % pods.size();
+    PlaceOutcome o = sched->Schedule(state, pods[k]);
+    classes += static_cast<int64_t>(sched->state_classes());
+    if (o.ok) {
+      ++placed;
+      held.emplace_back(k, std::move(o.placement));
+    }
+    while (state.allocated_gpu_milli() > target && !held.empty()) {
+      if (!sched->Unreserve(state, pods[held.front().first], held.front().second).ok()) {
+        std::abort();
+      }
+      held.pop_front();
+    }
+  }
+  st.SetItemsProcessed(static_cast<int64_t>(st.iterations()));
+  st.counters["placed_frac"] = static_cast<double>(placed) / static_cast<double>(st.iterations());
+  // Classes of identical node state per placement (0 when placing node by node).
+  st.counters["classes"] = static_cast<double>(classes) / static_cast<double>(st.iterations());
+}
+
 void BM_StateBytesPerNode(benchmark::State& st) {
   const int nodes = static_cast<int>(st.range(0));
   double per_node = 0;
@@ -88,18 +140,36 @@ void BM_StateBytesPerNode(benchmark::State& st) {
   st.counters["bytes_per_node"] = per_node;
 }
 
-#define TESSERA_PLACE_BENCH(policy)                                               \
-  void BM_Place_##policy(benchmark::State& st) { RunPlace(st, #policy, 0); }      \
-  BENCHMARK(BM_Place_##policy)                                                    \
-      ->Name("BM_Place/" #policy)                                                 \
-      ->Arg(1000)                                                                 \
-      ->Arg(10000)                                                                \
-      ->Unit(benchmark::kMicrosecond);                                            \
-  void BM_PlaceAll_##policy(benchmark::State& st) { RunPlace(st, #policy, 100); } \
-  BENCHMARK(BM_PlaceAll_##policy)                                                 \
-      ->Name("BM_PlaceAll/" #policy)                                              \
-      ->Arg(1000)                                                                 \
-      ->Arg(10000)                                                                \
+#define TESSERA_PLACE_BENCH(policy)                                                            \
+  void BM_Place_##policy(benchmark::State& st) { RunPlace(st, #policy, 0); }                   \
+  BENCHMARK(BM_Place_##policy)                                                                 \
+      ->Name("BM_Place/" #policy)                                                              \
+      ->Arg(1000)                                                                              \
+      ->Arg(10000)                                                                             \
+      ->Unit(benchmark::kMicrosecond);                                                         \
+  void BM_PlaceAll_##policy(benchmark::State& st) { RunPlace(st, #policy, 100); }              \
+  BENCHMARK(BM_PlaceAll_##policy)                                                              \
+      ->Name("BM_PlaceAll/" #policy)                                                           \
+      ->Arg(1000)                                                                              \
+      ->Arg(10000)                                                                             \
+      ->Unit(benchmark::kMicrosecond);                                                         \
+  void BM_PlaceAllByNode_##policy(benchmark::State& st) { RunPlace(st, #policy, 100, false); } \
+  BENCHMARK(BM_PlaceAllByNode_##policy)                                                        \
+      ->Name("BM_PlaceAllByNode/" #policy)                                                     \
+      ->Arg(1000)                                                                              \
+      ->Arg(10000)                                                                             \
+      ->Unit(benchmark::kMicrosecond);
+
+#define TESSERA_STEADY_BENCH(policy)                                                             \
+  void BM_PlaceAllSteady_##policy(benchmark::State& st) { RunSteady(st, #policy, true); }        \
+  BENCHMARK(BM_PlaceAllSteady_##policy)                                                          \
+      ->Name("BM_PlaceAllSteady/" #policy)                                                       \
+      ->Arg(10000)                                                                               \
+      ->Unit(benchmark::kMicrosecond);                                                           \
+  void BM_PlaceAllSteadyByNode_##policy(benchmark::State& st) { RunSteady(st, #policy, false); } \
+  BENCHMARK(BM_PlaceAllSteadyByNode_##policy)                                                    \
+      ->Name("BM_PlaceAllSteadyByNode/" #policy)                                                 \
+      ->Arg(10000)                                                                               \
       ->Unit(benchmark::kMicrosecond);
 
 TESSERA_PLACE_BENCH(bestfit)
@@ -108,6 +178,10 @@ TESSERA_PLACE_BENCH(gpupacking)
 TESSERA_PLACE_BENCH(dotproduct)
 TESSERA_PLACE_BENCH(random)
 TESSERA_PLACE_BENCH(fgd)
+TESSERA_PLACE_BENCH(fragpack)
+TESSERA_STEADY_BENCH(bestfit)
+TESSERA_STEADY_BENCH(fgd)
+TESSERA_STEADY_BENCH(fragpack)
 
 BENCHMARK(BM_StateBytesPerNode)
     ->Arg(1000)

@@ -57,9 +57,12 @@ int64_t TakenMilli(const GpuDevice& g, const GpuUsage& u) {
   return 0;
 }
 
-std::string ClassKey(const Labels& labels, const std::vector<Taint>& taints) {
+// `skip_hostname`: without the kubernetes.io/hostname label (the key of the class's pool).
+std::string ClassKey(const Labels& labels, const std::vector<Taint>& taints,
+                     bool skip_hostname = false) {
   std::string k;
   for (const auto& [key, value] : labels) {
+    if (skip_hostname && key == kHostnameLabel) continue;
     k.append(key).push_back('\x01');
     k.append(value).push_back('\x02');
   }
@@ -77,6 +80,9 @@ std::string ClassKey(const Labels& labels, const std::vector<Taint>& taints) {
 
 NodeClassId ClusterState::InternClass(const Labels& labels, const std::vector<Taint>& taints) {
   std::string key = ClassKey(labels, taints);
+  // `labels` and `taints` may be those of a class of this state (a change to one of the two):
+  // read them before the class vectors grow.
+  std::string pool_key = ClassKey(labels, taints, /*skip_hostname=*/true);
   Topology& t = MutableTopology();
   auto it = t.class_index.find(key);
   if (it != t.class_index.end()) return it->second;
@@ -86,6 +92,9 @@ NodeClassId ClusterState::InternClass(const Labels& labels, const std::vector<Ta
   t.class_labels.push_back(labels);
   t.class_taints.push_back(taints);
   t.class_index.emplace(std::move(key), id);
+  const auto pool =
+      t.pool_index.emplace(std::move(pool_key), static_cast<uint32_t>(t.pool_index.size()));
+  t.class_pool.push_back(pool.first->second);
   return id;
 }
 
@@ -380,6 +389,28 @@ void ClusterState::Touch(NodeId id) {
   last_usage_version_ = NextVersion();
   usage_[id.value()].version = last_usage_version_;
   last_changed_node_ = id;
+  if (log_size_ == kChangeLog) log_floor_ = log_[log_head_].version;  // the oldest falls out
+  log_[log_head_] = {last_usage_version_, id};
+  log_head_ = (log_head_ + 1) % kChangeLog;
+  log_size_ = std::min(log_size_ + 1, kChangeLog);
+}
+
+bool ClusterState::ChangedSince(uint64_t version, std::vector<NodeId>& nodes) const {
+  if (version == last_usage_version_) return true;
+  // Walk from the oldest logged change to the newest: the changes after `version` follow the
+  // one whose predecessor is `version`.
+  uint64_t before = log_floor_;
+  for (size_t k = 0; k < log_size_; ++k) {
+    const Change& c = log_[(log_head_ + kChangeLog - log_size_ + k) % kChangeLog];
+    if (before == version) {
+      for (size_t j = k; j < log_size_; ++j) {
+        nodes.push_back(log_[(log_head_ + kChangeLog - log_size_ + j) % kChangeLog].node);
+      }
+      return true;
+    }
+    before = c.version;
+  }
+  return false;
 }
 
 Status ClusterState::Allocate(const Placement& p) {

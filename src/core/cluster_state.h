@@ -3,6 +3,7 @@
 #ifndef TESSERA_CORE_CLUSTER_STATE_H_
 #define TESSERA_CORE_CLUSTER_STATE_H_
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -22,6 +23,9 @@ namespace tessera::core {
 
 // What is held on one GPU, next to copies of the card's static facts that the placement scan
 // needs, so that scanning a node reads this small contiguous array and not its GpuDevice records.
+// The label every Kubernetes node carries with its own name.
+inline constexpr std::string_view kHostnameLabel = "kubernetes.io/hostname";
+
 struct GpuUsage {
   int64_t memory_mib = 0;  // memory held
   int32_t milli = 0;       // compute milli-GPUs held (a whole card holds 1000)
@@ -108,6 +112,10 @@ class ClusterState {
 
   // Interned label/taint sets: nodes with identical labels and taints share a class.
   size_t num_classes() const { return topo_->class_labels.size(); }
+  // The class's pool: classes equal but for the kubernetes.io/hostname label (which every node
+  // of a Kubernetes cluster has, its own name) share one. Nodes of one pool differ only to pods
+  // that name the label.
+  uint32_t class_pool(NodeClassId c) const { return topo_->class_pool[c.value()]; }
   const Labels& class_labels(NodeClassId c) const { return topo_->class_labels[c.value()]; }
   const std::vector<Taint>& class_taints(NodeClassId c) const {
     return topo_->class_taints[c.value()];
@@ -160,6 +168,12 @@ class ClusterState {
   uint64_t last_usage_version() const { return last_usage_version_; }
   uint64_t previous_usage_version() const { return previous_usage_version_; }
   NodeId last_changed_node() const { return last_changed_node_; }
+  // The same for a reader that saw this state's history at any recent usage version: true when
+  // the state's log of recent changes reaches back to `version` (a usage version of this state
+  // or of the copy it was taken from), with the nodes changed since appended to `nodes` (a node
+  // once per change, oldest first); false when it does not, and the reader must compare every
+  // node's version. A record or class change (shape_version) is not in the log.
+  bool ChangedSince(uint64_t version, std::vector<NodeId>& nodes) const;
 
  private:
   // Gives node `id`'s usage record a new version and records it as the latest change.
@@ -178,6 +192,8 @@ class ClusterState {
     std::vector<Labels> class_labels;
     std::vector<std::vector<Taint>> class_taints;
     std::map<std::string, NodeClassId> class_index;
+    std::vector<uint32_t> class_pool;  // per class
+    std::map<std::string, uint32_t> pool_index;
     std::vector<std::string> models;
   };
   Topology& MutableTopology();
@@ -193,6 +209,17 @@ class ClusterState {
   uint64_t last_usage_version_ = 0;
   uint64_t previous_usage_version_ = 0;
   NodeId last_changed_node_;
+  // The latest usage changes, a ring: log_size_ entries ending before log_head_; log_floor_ is
+  // the usage version before the oldest of them.
+  struct Change {
+    uint64_t version = 0;
+    NodeId node;
+  };
+  static constexpr size_t kChangeLog = 32;
+  std::array<Change, kChangeLog> log_{};
+  size_t log_head_ = 0;
+  size_t log_size_ = 0;
+  uint64_t log_floor_ = 0;
 };
 
 // Free GPU capacity, and how much of it is fragmented: free milli-GPUs on GPUs that are partly

@@ -55,11 +55,12 @@ const std::array<MigGeometry, 6> kCatalog = {{
     {"H200-141GB", 7, 8, kH200_141},
 }};
 
+// ASCII only, without the C library's locale-aware call per character (placement compares a
+// pod's MIG profile with each MIG card's profiles).
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
+  auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(),
+                                            [&](char x, char y) { return lower(x) == lower(y); });
 }
 
 uint8_t SliceMask(const MigProfile& p, int start) {

@@ -139,14 +139,14 @@ int Scheduler::NumFeasibleToFind(int nodes) const {
 // Counts of filter reasons, rendered as kube-scheduler does: most frequent first.
 class Diagnosis {
  public:
-  void Add(std::string_view reason) {
+  void Add(std::string_view reason, int nodes = 1) {
     for (auto& [r, n] : counts_) {
       if (r.size() == reason.size() && r == reason) {
-        ++n;
+        n += nodes;
         return;
       }
     }
-    counts_.emplace_back(std::string(reason), 1);
+    counts_.emplace_back(std::string(reason), nodes);
   }
   std::string Message(int total) const {
     auto sorted = counts_;
@@ -218,16 +218,40 @@ std::string_view Scheduler::Examine(CycleState& cycle, const ClusterState& state
   return ProposeCandidates(req, state, id, candidates_);
 }
 
-bool Scheduler::NeverFitsAnywhere(const ClusterState& state, const DeviceRequest& req) const {
+bool Scheduler::NeverFitsAnywhere(const ClusterState& state, const DeviceRequest& req,
+                                  bool by_class) const {
   if (state.size() == 0) return false;
+  // A class-scoped filter (selector, affinity, taint) rejected the node's class this cycle, or
+  // the node has fewer GPUs than asked, however many were free.
+  auto never = [&](NodeId id) {
+    return class_failed_[state.node(id).cls.value()] || NeverHoldsWholeCards(req, state, id);
+  };
+  if (by_class) {
+    for (const StateClasses::Live& c : states_.live()) {
+      if (!never(c.first)) return false;
+    }
+    return true;
+  }
   for (uint32_t i = 0; i < state.size(); ++i) {
-    const NodeId id(i);
-    // A class-scoped filter (selector, affinity, taint) rejected the node's class this cycle,
-    // or the node has fewer GPUs than asked, however many were free.
-    if (class_failed_[state.node(id).cls.value()] || NeverHoldsWholeCards(req, state, id)) continue;
-    return false;
+    if (!never(NodeId(i))) return false;
   }
   return true;
+}
+
+bool Scheduler::GroupsIdenticalNodes(const CycleState& cycle) const {
+  if (!config_.group_identical_nodes || !filters_node_local_) return false;
+  for (size_t p = 0; p < scores_.size(); ++p) {
+    if (!skipped_[p] && !scores_[p].plugin->NodeLocal(cycle)) return false;
+  }
+  const PodSpec& pod = cycle.pod();
+  auto names = [](const NodeSelectorTerm& t) {
+    return std::any_of(t.requirements.begin(), t.requirements.end(),
+                       [](const LabelRequirement& r) { return r.key == kHostnameLabel; });
+  };
+  return !pod.node_selector.contains(kHostnameLabel) &&
+         std::none_of(pod.required_terms.begin(), pod.required_terms.end(), names) &&
+         std::none_of(pod.preferred_terms.begin(), pod.preferred_terms.end(),
+                      [&](const PreferredTerm& t) { return names(t.term); });
 }
 
 bool Scheduler::AnyFeasible(const ClusterState& state, const PodSpec& pod,
@@ -247,32 +271,84 @@ namespace {
 
 // True only when `node` certainly cannot hold `gr` (ProposeCandidates would find no device),
 // from the node's usage summary.
-bool NoRoom(const GpuRequest& gr, const NodeRecord& node, const NodeUsage& usage) {
+template <typename SharingModes>
+bool NoRoom(const GpuRequest& gr, int16_t max_share_milli, uint8_t unheld_cards,
+            const SharingModes& sharing_modes) {
   switch (gr.kind) {
     case GpuRequestKind::kShare:
-      return usage.max_share_milli < gr.milli;
+      return max_share_milli < gr.milli;
     case GpuRequestKind::kWhole:
       // Time-sliced cards may stand in for whole ones; without them, unheld cards are needed.
-      return usage.unheld_cards < gr.count &&
-             !(node.sharing_modes & (1u << static_cast<int>(SharingMode::kTimeSlice)));
+      return unheld_cards < gr.count &&
+             !(sharing_modes() & (1u << static_cast<int>(SharingMode::kTimeSlice)));
     default:
       return false;
   }
 }
 
+// True when the scan may pass over a node unexamined: a node of a label/taint class `cls` some
+// filter already rejected, with no free milli-GPU for a GPU request of any kind, without a card
+// of a model the pod accepts (`models`), or whose usage summary shows no room for the request
+// (NoRoom). Reads the summary fields of NodeUsage (or of a StateClasses::Live, which copies them).
+// `sharing_modes` returns NodeRecord::sharing_modes, read only when needed.
+template <typename Summary, typename SharingModes>
+bool PassOver(const PodSpec& pod, uint64_t models, std::span<const uint8_t> class_failed,
+              const Summary& u, NodeClassId cls, const SharingModes& sharing_modes) {
+  const bool wants_gpu = pod.gpu.kind != GpuRequestKind::kNone;
+  return (wants_gpu && u.gpu_free_milli == 0) || class_failed[cls.value()] ||
+         (wants_gpu && (u.model_mask & models) == 0) ||
+         NoRoom(pod.gpu, u.max_share_milli, u.unheld_cards, sharing_modes);
+}
+
+uint64_t AcceptedModels(const ClusterState& state, const PodSpec& pod) {
+  return pod.gpu.kind != GpuRequestKind::kNone ? state.AcceptedModelMask(pod.gpu_models)
+                                               : ~uint64_t{0};
+}
+
 }  // namespace
+
+std::pair<int, int> Scheduler::ScanClasses(CycleState& cycle, const ClusterState& state,
+                                           const DeviceRequest& req, bool reuse, Diagnosis& diag) {
+  const PodSpec& pod = *req.pod;
+  const uint64_t models = AcceptedModels(state, pod);
+  states_.Sync(state);
+  int feasible = 0;
+  for (const StateClasses::Live& c : states_.live()) {
+    const NodeId id = c.first;
+    const int size = c.size;
+    if (PassOver(pod, models, class_failed_, c, c.cls, [&] { return c.sharing_modes; })) {
+      passed_over_.emplace_back(id, size);
+      continue;
+    }
+    // A class's first node is mostly the same node cycle after cycle: its results are reused
+    // as a single node's are.
+    if (reuse) {
+      if (const Candidate* cached = cache_->Find(id, c.version)) {
+        candidates_.push_back(*cached);
+        origin_.push_back(Origin::kCached);
+        feasible += size;
+        continue;
+      }
+    }
+    const std::string_view reason = ExamineAndRecord(cycle, state, req, id);
+    if (!reason.empty()) {
+      diag.Add(reason, size);
+      continue;
+    }
+    feasible += size;
+  }
+  return {static_cast<int>(state.size()), feasible};
+}
 
 std::pair<int, int> Scheduler::Scan(CycleState& cycle, const ClusterState& state,
                                     const DeviceRequest& req, uint32_t start, int want, bool reuse,
                                     Diagnosis& diag) {
   const PodSpec& pod = *req.pod;
   const int n = static_cast<int>(state.size());
-  // A node of a class some filter already rejected, with no free milli-GPU for a GPU request of
-  // any kind, without a card of a model the pod accepts, or whose usage summary shows no room
-  // for the request (NoRoom), is passed over unexamined, and examined for the diagnosis only if
-  // the scan finds no node at all.
+  // A node passed over (PassOver) is examined for the diagnosis only if the scan finds no node
+  // at all.
   const bool wants_gpu = pod.gpu.kind != GpuRequestKind::kNone;
-  const uint64_t models = wants_gpu ? state.AcceptedModelMask(pod.gpu_models) : ~uint64_t{0};
+  const uint64_t models = AcceptedModels(state, pod);
   uint32_t next_index = start;
   int looked = 0;
   int feasible = 0;
@@ -281,9 +357,9 @@ std::pair<int, int> Scheduler::Scan(CycleState& cycle, const ClusterState& state
     next_index = next_index + 1 == static_cast<uint32_t>(n) ? 0 : next_index + 1;
     ++looked;
     const NodeUsage& usage = state.usage(id);
-    if ((wants_gpu && usage.gpu_free_milli == 0) || class_failed_[usage.cls.value()] ||
-        (wants_gpu && (usage.model_mask & models) == 0) || NoRoom(pod.gpu, state.node(id), usage)) {
-      passed_over_.push_back(id);
+    if (PassOver(pod, models, class_failed_, usage, usage.cls,
+                 [&] { return state.node(id).sharing_modes; })) {
+      passed_over_.emplace_back(id, 1);
       continue;
     }
     if (reuse) {
@@ -301,10 +377,7 @@ std::pair<int, int> Scheduler::Scan(CycleState& cycle, const ClusterState& state
       const size_t bytes = next.gpus.size() * sizeof(GpuUsage);
       for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off);
     }
-    const size_t before = candidates_.size();
-    const std::string_view reason = Examine(cycle, state, req, id);
-    origin_.resize(candidates_.size(),
-                   candidates_.size() == before + 1 ? Origin::kComputedAlone : Origin::kComputed);
+    const std::string_view reason = ExamineAndRecord(cycle, state, req, id);
     if (!reason.empty()) {
       diag.Add(reason);
       continue;
@@ -312,6 +385,15 @@ std::pair<int, int> Scheduler::Scan(CycleState& cycle, const ClusterState& state
     ++feasible;
   }
   return {looked, feasible};
+}
+
+std::string_view Scheduler::ExamineAndRecord(CycleState& cycle, const ClusterState& state,
+                                             const DeviceRequest& req, NodeId id) {
+  const size_t before = candidates_.size();
+  const std::string_view reason = Examine(cycle, state, req, id);
+  origin_.resize(candidates_.size(),
+                 candidates_.size() == before + 1 ? Origin::kComputedAlone : Origin::kComputed);
+  return reason;
 }
 
 size_t Scheduler::PickBest(CycleState& cycle, const ClusterState& state, bool reuse) {
@@ -324,7 +406,8 @@ size_t Scheduler::PickBest(CycleState& cycle, const ClusterState& state, bool re
       }
     }
   }
-  std::vector<int64_t> total(m, 0);
+  std::vector<int64_t>& total = totals_;
+  total.assign(m, 0);
   for (size_t p = 0; p < scores_.size(); ++p) {
     ScorePlugin& plugin = *scores_[p].plugin;
     if (skipped_[p]) continue;
@@ -379,20 +462,23 @@ PlaceOutcome Scheduler::Place(const ClusterState& state, const PodSpec& pod,
   passed_over_.clear();
   origin_.clear();
   for (size_t p = 0; p < scores_.size(); ++p) skipped_[p] = scores_[p].plugin->Skip(cycle, state);
+  const int want = NumFeasibleToFind(n);
+  const bool by_class = want >= n && GroupsIdenticalNodes(cycle);
   const bool reuse = BeginReuse(cycle, state);
   Diagnosis diag;
   const uint32_t start = next_start_ % static_cast<uint32_t>(n);
-  const auto [looked, feasible] = Scan(cycle, state, req, start, NumFeasibleToFind(n), reuse, diag);
+  const auto [looked, feasible] = by_class ? ScanClasses(cycle, state, req, reuse, diag)
+                                           : Scan(cycle, state, req, start, want, reuse, diag);
   if (candidates_.empty() && !config_.diagnose_failures) {
     out.evaluated_nodes = looked;
     out.reason = "0/" + std::to_string(n) + " nodes are available.";
     return out;
   }
   if (candidates_.empty()) {
-    for (NodeId id : passed_over_) {
+    for (const auto& [id, nodes] : passed_over_) {
       const std::string_view reason = Examine(cycle, state, req, id);
       TESSERA_CHECK(!reason.empty());
-      diag.Add(reason);
+      diag.Add(reason, nodes);
     }
   }
   next_start_ = (start + static_cast<uint32_t>(looked)) % static_cast<uint32_t>(n);
@@ -402,7 +488,7 @@ PlaceOutcome Scheduler::Place(const ClusterState& state, const PodSpec& pod,
     out.reason = diag.Message(n);
     // Every node was examined: each class's class-scoped filters ran (unless another filter
     // rejected its nodes first, which leaves the answer "may fit").
-    out.never_fits = NeverFitsAnywhere(state, req);
+    out.never_fits = NeverFitsAnywhere(state, req, by_class);
     return out;
   }
   out.ok = true;

@@ -20,6 +20,7 @@
 #include "core/gang_pods.h"
 #include "core/pod.h"
 #include "core/result_cache.h"
+#include "core/state_classes.h"
 
 namespace tessera::core {
 
@@ -44,6 +45,10 @@ struct SchedulerConfig {
   // kube-scheduler style "0/N nodes are available: ..." reason). Callers that never read the
   // reason (the simulator) turn it off; a failure then says only that no node fits.
   bool diagnose_failures = true;
+  // When every node is to be scored and the profile's filters and scores this cycle are
+  // node-local, examine and score one node per class of identical state (StateClasses) instead
+  // of every node. Placements are the same either way; off only to check that.
+  bool group_identical_nodes = true;
 };
 
 // Builds plugins by name; the default registry holds every built-in plugin.
@@ -132,6 +137,10 @@ class Scheduler {
   // room". Changes nothing but scratch.
   bool AnyFeasible(const ClusterState& state, const PodSpec& pod, std::span<const NodeId> nodes);
 
+  // How many classes of identical node state the last placement that scored every node by
+  // class saw (0 before any).
+  size_t state_classes() const { return states_.live().size(); }
+
  private:
   struct WeightedScore {
     std::unique_ptr<ScorePlugin> plugin;
@@ -148,7 +157,12 @@ class Scheduler {
                            NodeId id);
   // After a failed placement that examined every node: whether no node could ever hold the
   // request (its class rejected by a class-scoped filter, or fewer GPUs than asked).
-  bool NeverFitsAnywhere(const ClusterState& state, const DeviceRequest& req) const;
+  // `by_class`: the cycle examined one node per state class (ScanClasses).
+  bool NeverFitsAnywhere(const ClusterState& state, const DeviceRequest& req, bool by_class) const;
+  // True when this cycle may examine one node per state class: grouping is on, every filter
+  // and every score plugin run this cycle is node-local, and the pod does not name the
+  // hostname label (which state classes do not tell apart).
+  bool GroupsIdenticalNodes(const CycleState& cycle) const;
   // True when every filter and every score plugin run this cycle (skipped_ set) is node-local,
   // and then points the result cache at the pod's row.
   bool BeginReuse(const CycleState& cycle, const ClusterState& state);
@@ -157,6 +171,13 @@ class Scheduler {
   // and how many were feasible. Nodes certain to fail are passed over (passed_over_) unexamined.
   std::pair<int, int> Scan(CycleState& cycle, const ClusterState& state, const DeviceRequest& req,
                            uint32_t start, int want, bool reuse, Diagnosis& diag);
+  // Scan over every node by state class: the first node of each class is examined for all of
+  // it (candidates of that node only; rejections and passed-over nodes counted by class size).
+  std::pair<int, int> ScanClasses(CycleState& cycle, const ClusterState& state,
+                                  const DeviceRequest& req, bool reuse, Diagnosis& diag);
+  // Examine, recording where each candidate it appends came from (origin_).
+  std::string_view ExamineAndRecord(CycleState& cycle, const ClusterState& state,
+                                    const DeviceRequest& req, NodeId id);
   // Scores candidates_ with every score plugin not skipped this cycle; the index of the best,
   // ties broken by node id.
   size_t PickBest(CycleState& cycle, const ClusterState& state, bool reuse);
@@ -170,8 +191,10 @@ class Scheduler {
   uint32_t next_start_ = 0;
   // Scratch reused across cycles.
   std::vector<Candidate> candidates_;
-  std::vector<NodeId> passed_over_;
+  // Nodes passed over unexamined, each standing for this many nodes (its class, or itself).
+  std::vector<std::pair<NodeId, int>> passed_over_;
   std::vector<std::vector<int64_t>> raw_scores_;
+  std::vector<int64_t> totals_;  // per candidate: the weighted sum of its scores
   // Per score plugin: whether it skips this cycle (ScorePlugin::Skip, asked once per cycle).
   std::vector<uint8_t> skipped_;
   // Per class-scoped filter and node class: 0 unknown, 1 pass, 2 fail.
@@ -185,6 +208,7 @@ class Scheduler {
   enum class Origin : uint8_t { kComputed, kComputedAlone, kCached };
   std::vector<Origin> origin_;
   std::vector<uint64_t> generations_;
+  StateClasses states_;
 };
 
 }  // namespace tessera::core
