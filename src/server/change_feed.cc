@@ -26,7 +26,13 @@ void ChangeFeed::CatchUp() {
         head_ = c.revision;
         kinds.insert(c.object.key.kind);
         ++published;
-        recent_.push_back(std::move(c));
+        auto p = std::make_shared<Published>();
+        p->change = std::move(c);
+        if (router_ && !routed_.empty()) {
+          p->routes = router_(p->change);
+          p->routed = true;
+        }
+        recent_.push_back(std::move(p));
         if (recent_.size() > kept_) recent_.pop_front();
       }
       if (changes->size() < 4096) break;
@@ -58,8 +64,9 @@ void ChangeFeed::CatchUp() {
     }
     for (size_t i = recent_.size() - published;
          all_kept && router_ && !routed_.empty() && i < recent_.size(); ++i) {
-      const store::Change& c = recent_[i];
-      for (const std::string& route : router_(c)) {
+      const Published& p = *recent_[i];
+      const store::Change& c = p.change;
+      for (const std::string& route : p.routed ? p.routes : router_(c)) {
         auto ids = by_route_.find(route);
         if (ids == by_route_.end()) continue;
         std::vector<uint64_t> woken;
@@ -78,20 +85,38 @@ void ChangeFeed::CatchUp() {
 }
 
 Result<std::vector<store::Change>> ChangeFeed::After(int64_t after, size_t limit) {
+  auto shared = AfterShared(after, limit);
+  if (!shared.ok()) return shared.status();
+  std::vector<store::Change> out;
+  out.reserve(shared->size());
+  for (const Shared& p : *shared) out.push_back(p->change);
+  return out;
+}
+
+Result<std::vector<ChangeFeed::Shared>> ChangeFeed::AfterShared(int64_t after, size_t limit) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (after >= head_) return std::vector<store::Change>{};
-    if (!recent_.empty() && recent_.front().revision <= after + 1) {
+    if (after >= head_) return std::vector<Shared>{};
+    if (!recent_.empty() && recent_.front()->change.revision <= after + 1) {
       // Revisions increase along recent_: start at the first after `after`.
-      auto it =
-          std::upper_bound(recent_.begin(), recent_.end(), after,
-                           [](int64_t rev, const store::Change& c) { return rev < c.revision; });
-      std::vector<store::Change> out;
+      auto it = std::upper_bound(
+          recent_.begin(), recent_.end(), after,
+          [](int64_t rev, const Shared& p) { return rev < p->change.revision; });
+      std::vector<Shared> out;
       for (; it != recent_.end() && out.size() < limit; ++it) out.push_back(*it);
       return out;
     }
   }
-  return store_.ChangesAfter(after, limit);
+  auto changes = store_.ChangesAfter(after, limit);
+  if (!changes.ok()) return changes.status();
+  std::vector<Shared> out;
+  out.reserve(changes->size());
+  for (store::Change& c : *changes) {
+    auto p = std::make_shared<Published>();
+    p->change = std::move(c);
+    out.push_back(std::move(p));
+  }
+  return out;
 }
 
 std::optional<uint64_t> ChangeFeed::Subscribe(int64_t after, std::function<void()> wake,

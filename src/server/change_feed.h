@@ -8,6 +8,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -22,6 +23,16 @@ namespace tessera::server {
 
 class ChangeFeed {
  public:
+  // A published change, shared by every reader (not copied per watcher), with its routes (see
+  // set_router) when they were worked out at publication (`routed`: a router is set and routed
+  // waiters were waiting).
+  struct Published {
+    store::Change change;
+    std::vector<std::string> routes;
+    bool routed = false;
+  };
+  using Shared = std::shared_ptr<const Published>;
+
   explicit ChangeFeed(store::Store& store, size_t kept = 16384)
       : store_(store), kept_(kept), head_(store.Revision()) {}
 
@@ -32,6 +43,9 @@ class ChangeFeed {
   // Changes with revision > `after`, oldest first, at most `limit`; FailedPrecondition when
   // they were compacted away.
   Result<std::vector<store::Change>> After(int64_t after, size_t limit);
+  // The same without copying the changes: a thousand watches reading one burst share it.
+  // Changes read from the store's log (older than those kept) come without routes.
+  Result<std::vector<Shared>> AfterShared(int64_t after, size_t limit);
 
   // Registers `wake` to be called once, on the publishing thread (inside CatchUp, with no lock
   // of the feed held), when a change after `after` is published. Never calls `wake` itself: when
@@ -71,7 +85,7 @@ class ChangeFeed {
   store::Store& store_;
   const size_t kept_;
   mutable std::mutex mu_;
-  std::deque<store::Change> recent_;  // the newest kept_ changes
+  std::deque<Shared> recent_;  // the newest kept_ changes
   int64_t head_;                      // revision of the newest change published
   uint64_t next_id_ = 1;
   struct Waiter {

@@ -114,7 +114,8 @@ class WatchStream : public WaitingStream {
         selector_(std::move(selector)),
         render_(std::move(render)),
         bookmarks_(std::move(bookmarks)),
-        bound_to_(std::move(bound_to)) {}
+        bound_to_(std::move(bound_to)),
+        node_route_(bound_to_ ? NodeRoute(*bound_to_) : std::string()) {}
 
   // Starts after `revision`, first sending `initial` objects as ADDED, then, when
   // `initial_events_end`, the bookmark that says they are all sent.
@@ -133,15 +134,19 @@ class WatchStream : public WaitingStream {
       pending_.clear();
       if (ended_) return emit(std::nullopt);
       while (out.empty()) {
-        auto changes = feed_.After(last_, 512);
+        auto changes = feed_.AfterShared(last_, 512);
         if (!changes.ok()) {
           ended_ = true;
           const json status = json::parse(StatusJson(410, "Expired", changes.status().message()));
           return emit(json{{"type", "ERROR"}, {"object", status}}.dump() + "\n");
         }
-        for (const store::Change& c : *changes) {
+        for (const ChangeFeed::Shared& published : *changes) {
+          const store::Change& c = published->change;
           last_ = c.revision;
           if (!Wanted(c.object.key)) continue;
+          // A watch bound to a node passes over, by the routes worked out once at publication,
+          // the changes of Jobs neither bound to its node nor shown by it (most of a cluster's).
+          if (bound_to_ && published->routed && !Concerns(*published)) continue;
           const size_t had = out.size();
           if (bound_to_) {
             const std::shared_ptr<const EventCache::Event> e = events_.Get(c);
@@ -186,6 +191,14 @@ class WatchStream : public WaitingStream {
  private:
   bool Wanted(const store::ObjectKey& key) const {
     return (kind_.empty() || key.kind == kind_) && (!ns_ || key.ns == *ns_);
+  }
+
+  // For a watch bound to a node: whether a change routed to `p.routes` may concern it (its
+  // node's route, or a Job it shows).
+  bool Concerns(const ChangeFeed::Published& p) const {
+    if (std::find(p.routes.begin(), p.routes.end(), node_route_) != p.routes.end()) return true;
+    const store::ObjectKey& key = p.change.object.key;
+    return shown_.contains(std::make_pair(key.ns, key.name));
   }
 
   // For a watch bound to a node, the routes of the changes that concern it (feed router):
@@ -233,6 +246,7 @@ class WatchStream : public WaitingStream {
   const WatchRender render_;
   const std::optional<Bookmarks> bookmarks_;
   const std::optional<std::string> bound_to_;
+  const std::string node_route_;  // bound_to_: NodeRoute of it
   std::set<std::pair<std::string, std::string>> shown_;  // bound_to_: Jobs shown as bound
   int64_t last_ = 0;
   int64_t told_ = 0;     // the watcher has seen every change it shows up to here

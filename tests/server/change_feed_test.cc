@@ -76,6 +76,34 @@ TEST_F(ChangeFeedTest, ARoutedWaiterWakesOnlyForAChangeOnItsRoutesAndAnUnsubscri
   EXPECT_TRUE(routed.empty());
 }
 
+TEST_F(ChangeFeedTest, ReadersShareEachChangeWithTheRoutesWorkedOutOnceAtPublication) {
+  int asked = 0;
+  feed_->set_router([&](const store::Change& c) {
+    ++asked;
+    return std::vector<std::string>{"node:" + c.object.key.name};
+  });
+  const int64_t start = feed_->head();
+  Put("Job", "before");  // no routed waiter: published without routes
+  ASSERT_TRUE(feed_->SubscribeRouted(feed_->head(), [] {}, "Job", {"node:x"}));
+  Put("Job", "x");
+  EXPECT_EQ(asked, 1);
+  auto a = feed_->AfterShared(start, 10);
+  auto b = feed_->AfterShared(start, 10);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->size(), 2u);
+  EXPECT_EQ((*a)[1].get(), (*b)[1].get());  // one copy for every reader
+  EXPECT_FALSE((*a)[0]->routed);
+  EXPECT_TRUE((*a)[1]->routed);
+  EXPECT_EQ((*a)[1]->routes, std::vector<std::string>{"node:x"});
+  EXPECT_EQ(asked, 1);  // the waiter's wake-up used the routes worked out at publication
+  // The copying read gives the same changes.
+  auto copies = feed_->After(start, 10);
+  ASSERT_TRUE(copies.ok());
+  ASSERT_EQ(copies->size(), 2u);
+  EXPECT_EQ((*copies)[1].object.key.name, "x");
+  EXPECT_EQ((*copies)[1].revision, (*a)[1]->change.revision);
+}
+
 TEST_F(ChangeFeedTest, ARoutedWaiterMovesOnOnceTheHeadIsFarAhead) {
   feed_->set_router([](const store::Change&) { return std::vector<std::string>{}; });
   const int64_t from = feed_->head();
