@@ -1,5 +1,6 @@
 #include "server/http_server.h"
 
+#include <malloc.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -35,6 +36,20 @@ int HexValue(char c) {
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
+}
+
+// Response bodies from this size on hand their memory back once sent (ReturnFreeMemory).
+constexpr size_t kLargeBody = 1 << 20;
+
+// Returns the allocator's free memory to the system (glibc's malloc_trim), one thread at a time
+// (another large response meanwhile trims after it): the server's lists are built from many
+// small allocations on whichever thread served them, which glibc keeps in that thread's arena
+// otherwise.
+void ReturnFreeMemory() {
+  static std::atomic<bool> busy = false;
+  if (busy.exchange(true)) return;
+  malloc_trim(0);
+  busy = false;
 }
 
 }  // namespace
@@ -478,9 +493,18 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     res->body() = std::move(body);
     res->prepare_payload();
     StampActivity();
+    const bool large = res->body().size() >= kLargeBody;
     http::async_write(
         stream_, *res,
-        [self = this->shared_from_this(), res, keep_alive](beast::error_code ec, size_t) {
+        [self = this->shared_from_this(), res, keep_alive, large](beast::error_code ec, size_t) {
+          if (large) {
+            // A large body (a list of every Job) was built from many small allocations, freed
+            // now: hand the memory back to the system rather than keep it in the allocator's
+            // arenas for good.
+            res->body().clear();
+            res->body().shrink_to_fit();
+            ReturnFreeMemory();
+          }
           if (ec || !keep_alive) {
             self->Close();
             return;
