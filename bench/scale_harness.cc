@@ -75,6 +75,7 @@ struct Options {
   std::string out = "scale.json";
   uint64_t seed = 1;
   int timeout_s = 600;
+  int submitters = 1;  // connections creating Jobs side by side
 };
 
 // Per-second counts and the samples that go into the timeline.
@@ -265,22 +266,27 @@ class FakeNode {
     }
   }
 
+  // A Job's binding to this node seen: each pod newly bound here starts (a pod that left and
+  // came back, a gang bound again, starts again), as the agent's work loop does.
   void OnEvent(std::string_view line) {
     json ev = json::parse(line, nullptr, false);
-    if (!ev.is_object() || Str(ev, "type") == "BOOKMARK" || Str(ev, "type") == "DELETED") return;
+    if (!ev.is_object() || Str(ev, "type") == "BOOKMARK") return;
     const json& job = Member(ev, "object");
     if (!job.is_object() || !Member(job, "metadata").is_object()) return;
     const std::string path = JobPath(job);
     const int64_t now = NowMs();
     std::lock_guard<std::mutex> l(mu_);
     Remember(path, job);
-    if (PhaseOf(job) != "Admitted") return;
+    std::set<std::string> here;
     const json& pods = Member(Member(job, "status"), "pods");
-    if (!pods.is_array()) return;
-    for (const json& pod : pods) {
-      if (Str(pod, "node") != name_) continue;
-      const std::string key = path + "#" + Str(pod, "name");
-      if (!seen_.insert(key).second) continue;
+    if (Str(ev, "type") != "DELETED" && PhaseOf(job) == "Admitted" && pods.is_array()) {
+      for (const json& pod : pods) {
+        if (Str(pod, "node") == name_) here.insert(Str(pod, "name"));
+      }
+    }
+    std::set<std::string>& seen = seen_[path];
+    for (const std::string& pod : here) {
+      if (seen.contains(pod)) continue;
       rec_.Started(path, now);
       double seconds = 1;
       const json& tasks = Member(Member(job, "spec"), "tasks");
@@ -288,8 +294,10 @@ class FakeNode {
       if (cmd.is_array() && cmd.size() == 2 && cmd[1].is_string()) {
         seconds = std::stod(cmd[1].get<std::string>());
       }
-      due_.push_back({now, path, Str(pod, "name"), false, seconds});
+      due_.push_back({now, path, pod, false, seconds});
     }
+    seen = std::move(here);
+    if (seen.empty()) seen_.erase(path);
     cv_.notify_one();
   }
 
@@ -391,7 +399,7 @@ class FakeNode {
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Due> due_;
-  std::set<std::string> seen_;
+  std::unordered_map<std::string, std::set<std::string>> seen_;  // per Job: its pods bound here
   std::unordered_map<std::string, json> known_;
   int64_t lease_due_ = 0;
 };
@@ -607,25 +615,35 @@ int Run(const Options& o) {
   });
   Sampler sampler(o, rec);
   std::thread sampling([&] { sampler.Run(stop); });
-  // Submissions at the rate asked.
-  std::mt19937_64 rng(o.seed);
+  // Submissions at the rate asked, from --submitters connections (job i from connection
+  // i mod K), each job drawn from its own seed so that the mix does not depend on K.
   const int64_t first_create = NowMs();
-  for (int i = 0; i < o.jobs; ++i) {
-    if (o.rate > 0) {
-      const int64_t due = first_create + static_cast<int64_t>(i * 1000.0 / o.rate);
-      if (const int64_t wait = due - NowMs(); wait > 0) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(wait));
+  std::atomic<bool> failed = false;
+  std::vector<std::thread> submitters;
+  for (int k = 0; k < o.submitters; ++k) {
+    submitters.emplace_back([&, k] {
+      Connection conn(EndpointOf(o.server, o.token));
+      for (int i = k; i < o.jobs && !failed.load(); i += o.submitters) {
+        if (o.rate > 0) {
+          const int64_t due = first_create + static_cast<int64_t>(i * 1000.0 / o.rate);
+          if (const int64_t wait = due - NowMs(); wait > 0) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(wait));
+          }
+        }
+        std::mt19937_64 rng(o.seed * 1'000'003 + static_cast<uint64_t>(i));
+        const json job = MakeJob(i, rng, o);
+        rec.Created(JobPath(job), NowMs());
+        auto r = conn.Request("POST", "/apis/tessera.io/v1/namespaces/scale/jobs", job.dump(),
+                              "application/json");
+        if (!r.ok() || r->status != 201) {
+          std::cerr << "create " << i << ": " << (r.ok() ? r->body : r.status().message()) << "\n";
+          failed = true;
+        }
       }
-    }
-    const json job = MakeJob(i, rng, o);
-    const int64_t at = NowMs();
-    rec.Created(JobPath(job), at);
-    auto r = post("/apis/tessera.io/v1/namespaces/scale/jobs", job);
-    if (!r.ok() || r->status != 201) {
-      std::cerr << "create " << i << ": " << (r.ok() ? r->body : r.status().message()) << "\n";
-      return 1;
-    }
+    });
   }
+  for (std::thread& t : submitters) t.join();
+  if (failed.load()) std::_Exit(1);
   std::cerr << o.jobs << " jobs created in " << (NowMs() - first_create) << " ms\n";
   const int64_t deadline = NowMs() + int64_t{o.timeout_s} * 1000;
   while (ended.load() < o.jobs && NowMs() < deadline) {
@@ -679,6 +697,9 @@ int main(int argc, char** argv) {
   app.add_option("--server-pid", o.server_pid, "The server's process, sampled for CPU and RSS");
   app.add_option("--data-dir", o.data_dir, "The server's data directory, sampled for its size");
   app.add_option("--out", o.out, "Where the results go (JSON)")->capture_default_str();
+  app.add_option("--submitters", o.submitters, "Connections creating Jobs side by side")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
   app.add_option("--seed", o.seed, "Seed of the job mix")->capture_default_str();
   app.add_option("--timeout", o.timeout_s, "Seconds to wait for the jobs to end")
       ->capture_default_str();
