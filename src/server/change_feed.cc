@@ -99,9 +99,9 @@ Result<std::vector<ChangeFeed::Shared>> ChangeFeed::AfterShared(int64_t after, s
     if (after >= head_) return std::vector<Shared>{};
     if (!recent_.empty() && recent_.front()->change.revision <= after + 1) {
       // Revisions increase along recent_: start at the first after `after`.
-      auto it = std::upper_bound(
-          recent_.begin(), recent_.end(), after,
-          [](int64_t rev, const Shared& p) { return rev < p->change.revision; });
+      auto it =
+          std::upper_bound(recent_.begin(), recent_.end(), after,
+                           [](int64_t rev, const Shared& p) { return rev < p->change.revision; });
       std::vector<Shared> out;
       for (; it != recent_.end() && out.size() < limit; ++it) out.push_back(*it);
       return out;

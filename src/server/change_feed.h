@@ -86,7 +86,7 @@ class ChangeFeed {
   const size_t kept_;
   mutable std::mutex mu_;
   std::deque<Shared> recent_;  // the newest kept_ changes
-  int64_t head_;                      // revision of the newest change published
+  int64_t head_;               // revision of the newest change published
   uint64_t next_id_ = 1;
   struct Waiter {
     int64_t after = 0;

@@ -246,7 +246,7 @@ class WatchStream : public WaitingStream {
   const WatchRender render_;
   const std::optional<Bookmarks> bookmarks_;
   const std::optional<std::string> bound_to_;
-  const std::string node_route_;  // bound_to_: NodeRoute of it
+  const std::string node_route_;                         // bound_to_: NodeRoute of it
   std::set<std::pair<std::string, std::string>> shown_;  // bound_to_: Jobs shown as bound
   int64_t last_ = 0;
   int64_t told_ = 0;     // the watcher has seen every change it shows up to here
