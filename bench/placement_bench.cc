@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <deque>
+#include <memory>
 #include <new>
 #include <string>
 #include <vector>
@@ -51,16 +52,22 @@ void operator delete(void* p, size_t) noexcept { operator delete(p); }
 namespace tessera::core {
 namespace {
 
-void RunPlace(benchmark::State& st, const char* policy, int pct, bool group = true) {
-  const int nodes = static_cast<int>(st.range(0));
-  const ClusterState fresh = MakeCluster(nodes);
-  const std::vector<PodSpec> pods = MakePods();
+// The benchmarks' scheduler: `policy`, seed 42, scoring `pct`% of the nodes (0: adaptive),
+// grouping identical nodes or not.
+std::unique_ptr<Scheduler> MakeScheduler(const char* policy, int pct, bool group) {
   SchedulerConfig config;
   config.policy = policy;
   config.seed = 42;
   config.percentage_of_nodes_to_score = pct;
   config.group_identical_nodes = group;
-  auto sched = Scheduler::Create(config).value();
+  return Scheduler::Create(config).value();
+}
+
+void RunPlace(benchmark::State& st, const char* policy, int pct, bool group = true) {
+  const int nodes = static_cast<int>(st.range(0));
+  const ClusterState fresh = MakeCluster(nodes);
+  const std::vector<PodSpec> pods = MakePods();
+  auto sched = MakeScheduler(policy, pct, group);
   ClusterState state = fresh;
   size_t i = 0;
   int64_t placed = 0;
@@ -88,12 +95,7 @@ void RunSteady(benchmark::State& st, const char* policy, bool group) {
   const int nodes = static_cast<int>(st.range(0));
   ClusterState state = MakeCluster(nodes);
   const std::vector<PodSpec> pods = MakePods();
-  SchedulerConfig config;
-  config.policy = policy;
-  config.seed = 42;
-  config.percentage_of_nodes_to_score = 100;
-  config.group_identical_nodes = group;
-  auto sched = Scheduler::Create(config).value();
+  auto sched = MakeScheduler(policy, 100, group);
   const int64_t target = state.total_gpu_milli() * 7 / 10;
   std::deque<std::pair<size_t, Placement>> held;
   size_t i = 0;

@@ -64,9 +64,10 @@ void ChangeFeed::CatchUp() {
     }
     for (size_t i = recent_.size() - published;
          all_kept && router_ && !routed_.empty() && i < recent_.size(); ++i) {
+      // Published above, under this lock, while routed waiters waited: its routes are worked out.
       const Published& p = *recent_[i];
       const store::Change& c = p.change;
-      for (const std::string& route : p.routed ? p.routes : router_(c)) {
+      for (const std::string& route : p.routes) {
         auto ids = by_route_.find(route);
         if (ids == by_route_.end()) continue;
         std::vector<uint64_t> woken;
