@@ -5,14 +5,17 @@
 // the Node registered with fake GPUs (agent/node_object.h, agent/fake_gpus.h), its Lease renewed
 // every 5 s, a watch of the Jobs bound to it, and each pod's state written into its Job (Running
 // when it starts, Succeeded with finishedAt when it ends, the Job Succeeded when all its pods
-// are; a 409 reads the Job again), over a kept connection. A task is a timer: its command is
+// are; a 409 reads the Job again; a report lost on the way or answered 5xx is written again half a
+// second later, as the agent's next tick would), over a kept connection. A task is a timer: its
+// command is
 // ["sleep", SECONDS] and nothing runs, so the machine measures the control plane, not fork.
 //
 // Jobs are created at --rate per second (0: as fast as one connection goes) from a mix of one-GPU
 // jobs, fractional shares, MIG slices, 2- to 8-GPU jobs, gangs of 2-16 nodes and arrays. An
 // admin watch of every Job sees each end. Every second the harness samples the server process
 // (CPU, RSS from /proc), the state database's size and the scheduler's cycle histogram
-// (/metrics). The results (a timeline per second and a summary) go to --out as JSON.
+// (/metrics). The results (a timeline per second and a summary) go to --out as JSON, every 10 s
+// while the run goes (summary.partial true) and at its end.
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -101,6 +104,10 @@ class Recorder {
     Bucket(at).completed++;
     return static_cast<int>(ended_.size());
   }
+  // A pod's report that did not reach the server (a connection lost, a 5xx): tried again.
+  void ReportRetried() { report_retries_++; }
+  // One refused for good (a 4xx other than 409): its pod never gets that state.
+  void ReportRefused() { report_refused_++; }
   void Sample(int64_t at, json s) {
     std::lock_guard<std::mutex> l(mu_);
     samples_.emplace_back(at, std::move(s));
@@ -139,6 +146,8 @@ class Recorder {
               {"seconds_first_create_to_last_end", span_s},
               {"jobs_completed_per_s", static_cast<double>(ended_.size()) / span_s},
               {"pods_started_per_s", static_cast<double>(started) / span_s},
+              {"reports_retried", report_retries_.load()},
+              {"reports_refused", report_refused_.load()},
               {"start_latency_ms", {{"p50", pct(0.5)}, {"p99", pct(0.99)}, {"max", pct(1.0)}}}}},
             {"timeline", timeline}};
   }
@@ -155,6 +164,7 @@ class Recorder {
   std::map<int64_t, Counts> buckets_;
   std::vector<int64_t> latencies_;  // creation to start, per pod
   std::vector<std::pair<int64_t, json>> samples_;
+  std::atomic<int64_t> report_retries_ = 0, report_refused_ = 0;
 };
 
 Endpoint EndpointOf(const std::string& server, const std::string& token) {
@@ -340,9 +350,10 @@ class FakeNode {
       }
       if (job.is_null()) {
         auto got = conn_.Request("GET", d.path);
-        if (!got.ok() || got->status != 200) return;
+        if (!got.ok() || got->status >= 500) return Retry(std::move(d));
+        if (got->status != 200) return;  // deleted
         job = json::parse(got->body, nullptr, false);
-        if (!job.is_object()) return;
+        if (!job.is_object()) return Retry(std::move(d));
       }
       if (PhaseOf(job) != "Admitted" || !Member(Member(job, "status"), "pods").is_array()) return;
       json& status = job["status"];
@@ -364,9 +375,10 @@ class FakeNode {
         status["message"] = "all pods succeeded";
       }
       auto put = conn_.Request("PUT", d.path, job.dump(), "application/json");
-      if (!put.ok()) {
-        std::cerr << name_ << ": PUT " << d.path << ": " << put.status().message() << "\n";
-        return;
+      if (!put.ok() || put->status >= 500 || put->status == 429) {
+        // Lost on the way, or the server could not take it now: the real agent's next tick
+        // writes it again, and so does this one.
+        return Retry(std::move(d));
       }
       if (put->status == 200) {
         std::lock_guard<std::mutex> l(mu_);
@@ -380,6 +392,7 @@ class FakeNode {
       }
       if (put->status != 409) {
         std::cerr << name_ << ": PUT " << d.path << ": " << put->status << " " << put->body << "\n";
+        rec_.ReportRefused();
         return;
       }
       std::lock_guard<std::mutex> l(mu_);
@@ -387,6 +400,15 @@ class FakeNode {
     }
     std::lock_guard<std::mutex> l(mu_);
     d.at = NowMs() + 20 + static_cast<int64_t>(due_.size() % 50);
+    due_.push_back(std::move(d));
+  }
+
+  // A report tried again half a second later.
+  void Retry(Due d) {
+    rec_.ReportRetried();
+    std::lock_guard<std::mutex> l(mu_);
+    known_.erase(d.path);
+    d.at = NowMs() + 500;
     due_.push_back(std::move(d));
   }
 
@@ -642,6 +664,20 @@ int Run(const Options& o) {
       }
     });
   }
+  // The results so far, written every 10 s, so that a run stopped early still leaves them.
+  std::thread checkpoints([&] {
+    while (!stop.load()) {
+      for (int i = 0; i < 100 && !stop.load(); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+      if (stop.load()) break;
+      json partial = rec.Result(o, first_create, std::max(last_end.load(), first_create + 1));
+      partial["summary"]["partial"] = true;
+      const std::string tmp = o.out + ".tmp";
+      std::ofstream(tmp) << partial.dump(1) << "\n";
+      std::rename(tmp.c_str(), o.out.c_str());
+    }
+  });
   for (std::thread& t : submitters) t.join();
   if (failed.load()) std::_Exit(1);
   std::cerr << o.jobs << " jobs created in " << (NowMs() - first_create) << " ms\n";
@@ -650,7 +686,9 @@ int Run(const Options& o) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   stop = true;
+  checkpoints.join();
   json result = rec.Result(o, first_create, std::max(last_end.load(), first_create + 1));
+  result["summary"]["partial"] = false;
   std::ofstream(o.out) << result.dump(1) << "\n";
   std::cerr << result["summary"].dump() << "\n";
   const bool all = ended.load() >= o.jobs;

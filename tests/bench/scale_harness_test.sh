@@ -19,6 +19,9 @@ assert s["jobs_created"] == 300, s
 assert s["jobs_completed"] == 300, s
 # The mix has multi-pod jobs (gangs, arrays): more pods start than there are jobs.
 assert s["pods_started"] > 300, s
+# The final results, not a checkpoint; no pod's report was refused.
+assert s["partial"] is False, s
+assert s["reports_refused"] == 0, s
 lat = s["start_latency_ms"]
 assert 0 <= lat["p50"] <= lat["p99"] <= lat["max"], lat
 rows = d["timeline"]
