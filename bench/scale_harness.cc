@@ -6,9 +6,9 @@
 // every 5 s, a watch of the Jobs bound to it, and each pod's state written into its Job (Running
 // when it starts, Succeeded with finishedAt when it ends, the Job Succeeded when all its pods
 // are; a 409 reads the Job again; a report lost on the way or answered 5xx is written again half a
-// second later, as the agent's next tick would), over a kept connection. A task is a timer: its
-// command is
-// ["sleep", SECONDS] and nothing runs, so the machine measures the control plane, not fork.
+// second later, as the agent's next tick would), over a kept connection. A task is a timer:
+// its command is ["sleep", SECONDS] and nothing runs, so the machine measures the control
+// plane, not fork.
 //
 // Jobs are created at --rate per second (0: as fast as one connection goes) from a mix of one-GPU
 // jobs, fractional shares, MIG slices, 2- to 8-GPU jobs, gangs of 2-16 nodes and arrays. An
