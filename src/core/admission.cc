@@ -128,7 +128,8 @@ void CycleRun::ResolvePending() {
     const Workload& w = pending_[i];
     PendingInfo& p = info_[i];
     std::string& reason = out_.pending_reasons[i];
-    auto lq = c_.local_queues_.find(w.namespace_name + "/" + w.local_queue);
+    lq_key_.assign(w.namespace_name).append("/").append(w.local_queue);
+    auto lq = c_.local_queues_.find(lq_key_);
     if (lq == c_.local_queues_.end()) {
       reason = "local queue " + w.namespace_name + "/" + w.local_queue + " does not exist";
       continue;
@@ -227,6 +228,51 @@ std::string CycleRun::NamespaceExplain(int ns, const QuotaVector& amount) const 
   return "";
 }
 
+CycleRun::VerdictKey CycleRun::VerdictKeyOf(size_t idx) {
+  const PendingInfo& p = info_[idx];
+  // A runtime matters only where reservations are in force (who may use their nodes, which
+  // failures cover which runtimes); making or dropping one changes the epoch.
+  const int64_t runtime = reservations_.empty() ? 0 : RuntimeOrNoEnd(pending_[idx]);
+  return {p.queue, ShapeOf(idx), p.ns, p.priority, p.can_preempt, runtime};
+}
+
+bool CycleRun::Decide(size_t idx, uint8_t& reserved_queue, int& reservations_made) {
+  // An owner of a reservation is tried as itself: the reservation is open to it alone.
+  const bool reuse = c_.options_.reuse_equal_verdicts && !OwnsReservation(idx);
+  const Epoch before = CurrentEpoch();
+  VerdictKey key;
+  if (reuse) {
+    key = VerdictKeyOf(idx);
+    if (auto it = verdicts_.find(key); it != verdicts_.end() && it->second.epoch == before) {
+      out_.pending_reasons[idx] = it->second.reason;
+      out_.pending_places[idx].fits_when_all_end = it->second.fit;
+      ++out_.reused_verdicts;
+      return false;
+    }
+  }
+  Attempt a = TryAdmit(idx);
+  if (a.never_fits) out_.pending_places[idx].fits_when_all_end = QueuePlace::Fit::kNo;
+  if (a.block == Block::kNone) return true;
+  std::string reason = std::move(a.reason);
+  const bool preempting = a.preempting || TryPreempt(idx, a, &reason);
+  // The queue's reservation is tried once: a verdict found trying it is not one an equal
+  // workload after it would get.
+  const bool reserving = !preempting && a.block == Block::kPlacement && c_.options_.backfill &&
+                         !reserved_queue && reservations_made < c_.options_.max_reservations;
+  if (reserving) {
+    reserved_queue = 1;
+    ++reservations_made;
+    TryReserve(idx, a, &reason);
+  }
+  if (!preempting) HoldForStrictHead(idx);
+  out_.pending_reasons[idx] = std::move(reason);
+  if (reuse && !reserving && CurrentEpoch() == before) {
+    verdicts_[key] = {before, out_.pending_reasons[idx],
+                      out_.pending_places[idx].fits_when_all_end};
+  }
+  return false;
+}
+
 CycleResult CycleRun::Run(std::span<const Reservation> held) {
   ChargeRunning();
   ResolvePending();
@@ -313,19 +359,7 @@ CycleResult CycleRun::Run(std::span<const Reservation> held) {
     }
     if (q < 0) break;
     const size_t idx = lists[q][cursor[q]];
-    Attempt a = TryAdmit(idx);
-    if (a.never_fits) out_.pending_places[idx].fits_when_all_end = QueuePlace::Fit::kNo;
-    if (a.block != Block::kNone) {
-      std::string reason = std::move(a.reason);
-      const bool preempting = a.preempting || TryPreempt(idx, a, &reason);
-      if (!preempting && a.block == Block::kPlacement && c_.options_.backfill &&
-          !reserved_queue[q] && reservations_made < c_.options_.max_reservations) {
-        reserved_queue[q] = 1;
-        ++reservations_made;
-        TryReserve(idx, a, &reason);
-      }
-      out_.pending_reasons[idx] = std::move(reason);
-      if (!preempting) HoldForStrictHead(idx);
+    if (!Decide(idx, reserved_queue[q], reservations_made)) {
       if (tree_.queue(q).strategy == QueueingStrategy::kStrictFifo) {
         for (size_t k = cursor[q] + 1; k < lists[q].size(); ++k) {
           out_.pending_reasons[lists[q][k]] = "waiting behind " + pending_[idx].name +

@@ -48,6 +48,11 @@ struct CycleOptions {
   int max_reservations = 16;
   // Fill CycleResult::quotas (the control plane shows it; a simulation has no use for it).
   bool report_quotas = false;
+  // A waiting workload whose equal (same queue, shape, priority, runtime and namespace) was
+  // found waiting while nothing has changed since (no admission, preemption, reservation or
+  // newly found failure) waits for the same reason without being tried again. The results are
+  // those of trying it (tests run both ways); off only to compare.
+  bool reuse_equal_verdicts = true;
 };
 
 struct Admission {
@@ -138,6 +143,8 @@ struct CycleResult {
   std::vector<QuotaNodeReport> quotas;
   int placement_attempts = 0;  // gang placements tried (admission, preemption, reservation)
   int placement_cache_hits = 0;
+  // Waiting workloads given an equal one's verdict (CycleOptions::reuse_equal_verdicts).
+  int reused_verdicts = 0;
 };
 
 namespace cycle {

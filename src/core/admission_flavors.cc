@@ -16,8 +16,12 @@ namespace tessera::core::cycle {
 int CycleRun::ShapeOf(size_t idx) {
   int& shape = info_[idx].shape;
   if (shape < 0) {
-    shape =
-        shapes_.emplace(ShapeKey(pending_[idx]), static_cast<int>(shapes_.size())).first->second;
+    std::string key = ShapeKey(pending_[idx]);
+    auto it = shapes_.find(key);
+    if (it == shapes_.end()) {
+      it = shapes_.emplace(std::move(key), static_cast<int>(shapes_.size())).first;
+    }
+    shape = it->second;
   }
   return shape;
 }
@@ -172,6 +176,7 @@ void CycleRun::RecordFailure(size_t idx, const std::string& key, const std::stri
   std::erase_if(
       known, [&](const Failure& k) { return k.runtime >= f.runtime && k.priority <= f.priority; });
   known.push_back(std::move(f));
+  ++changes_;
 }
 
 Attempt CycleRun::TryAdmit(size_t idx) {

@@ -416,6 +416,7 @@ bool CycleRun::TryPreempt(size_t idx, const Attempt& attempt, std::string* reaso
     if (PreemptIn(idx, ci, attempt, reason)) return true;
   }
   failed_preemptions_.insert(PreemptionKey(idx));
+  ++changes_;
   return false;
 }
 
@@ -636,6 +637,7 @@ void CycleRun::CommitPreemption(size_t idx, const Combo& combo, const Search& s,
     h.victim = true;
     // A victim frees its room now, as far as reservations are concerned.
     h.end_ms = now_;
+    by_end_valid_ = false;
     Preemption& pr = out_.preemptions.emplace_back();
     pr.running_index = h.running_index;
     pr.cause = c.cause;

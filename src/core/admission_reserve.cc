@@ -102,8 +102,12 @@ bool CycleRun::FitsWhenAllEnd(size_t idx, const std::string& key, const GangPods
         if (p) (void)all_ended_->Release(*p);
       }
     }
+    // Only the nodes reservations cordoned are opened (a node written needlessly would cost a
+    // copy of the whole topology on the first write).
     for (uint32_t n = 0; n < all_ended_->size(); ++n) {
-      if (!cordoned_by_snapshot_[n]) (void)all_ended_->SetUnschedulable(NodeId(n), false);
+      if (!cordoned_by_snapshot_[n] && all_ended_->node(NodeId(n)).unschedulable) {
+        (void)all_ended_->SetUnschedulable(NodeId(n), false);
+      }
     }
   }
   ++out_.placement_attempts;
@@ -122,6 +126,26 @@ void CycleRun::Unplace(const GangPods& pods, const GangOutcome& g) {
       (void)s;
     }
   }
+}
+
+const std::vector<size_t>& CycleRun::HoldersByEnd() {
+  // Ties by holder index: running work in input order, then this cycle's admissions.
+  auto before = [&](size_t a, size_t b) {
+    const Holder& x = holders_[a];
+    const Holder& y = holders_[b];
+    return std::tie(x.end_ms, x.admitted_ms, a) < std::tie(y.end_ms, y.admitted_ms, b);
+  };
+  if (!by_end_valid_) {
+    by_end_.resize(holders_.size());
+    for (size_t i = 0; i < holders_.size(); ++i) by_end_[i] = i;
+    std::sort(by_end_.begin(), by_end_.end(), before);
+    by_end_valid_ = true;
+  }
+  // Holders admitted since: each put in its place.
+  for (size_t i = by_end_.size(); i < holders_.size(); ++i) {
+    by_end_.insert(std::lower_bound(by_end_.begin(), by_end_.end(), i, before), i);
+  }
+  return by_end_;
 }
 
 void CycleRun::TryReserve(size_t idx, const Attempt& attempt, std::string* reason) {
@@ -144,8 +168,13 @@ void CycleRun::TryReserve(size_t idx, const Attempt& attempt, std::string* reaso
   DropReservation(idx);
   // Nodes whose labels match some pod's node selector (per label class).
   std::vector<int8_t> class_ok(state_.num_classes(), -1);
+  if (node_class_.empty()) {
+    node_class_.resize(state_.size());
+    for (uint32_t n = 0; n < state_.size(); ++n)
+      node_class_[n] = state_.node(NodeId(n)).cls.value();
+  }
   auto relevant = [&](NodeId n) {
-    int8_t& ok = class_ok[state_.node(n).cls.value()];
+    int8_t& ok = class_ok[node_class_[n.value()]];
     if (ok < 0) {
       const Labels& labels = state_.labels(n);
       ok = false;
@@ -155,22 +184,21 @@ void CycleRun::TryReserve(size_t idx, const Attempt& attempt, std::string* reaso
     }
     return ok == 1;
   };
-  // Holders on such nodes, in the order they are expected to free their room.
-  std::vector<size_t> order;
+  // Holders on such nodes (found in their own order, which reads memory in order), in the
+  // order they are expected to free their room.
+  std::vector<uint8_t> on_relevant(holders_.size(), 0);
   for (size_t i = 0; i < holders_.size(); ++i) {
     for (const std::optional<Placement>& p : PlacementsOf(holders_[i])) {
       if (p && relevant(p->node)) {
-        order.push_back(i);
+        on_relevant[i] = 1;
         break;
       }
     }
   }
-  // Ties by holder index: running work in input order, then this cycle's admissions.
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    const Holder& x = holders_[a];
-    const Holder& y = holders_[b];
-    return std::tie(x.end_ms, x.admitted_ms, a) < std::tie(y.end_ms, y.admitted_ms, b);
-  });
+  std::vector<size_t> order;
+  for (size_t i : HoldersByEnd()) {
+    if (on_relevant[i]) order.push_back(i);
+  }
   // The fewest holders (a prefix of `order`) whose end makes room: found by doubling, then
   // bisection, moving placements in and out of the state incrementally.
   size_t released = 0;
@@ -226,6 +254,7 @@ void CycleRun::TryReserve(size_t idx, const Attempt& attempt, std::string* reaso
                          : "when running work ends (runtimes unknown)");
   reservations_.push_back(std::move(r));
   reservation_owner_.push_back(idx);
+  ++changes_;
 }
 
 void CycleRun::DropReservation(size_t owner) {
@@ -234,6 +263,7 @@ void CycleRun::DropReservation(size_t owner) {
     SetCordon(reservations_[r].nodes, false);
     reservations_.erase(reservations_.begin() + static_cast<std::ptrdiff_t>(r));
     reservation_owner_.erase(reservation_owner_.begin() + static_cast<std::ptrdiff_t>(r));
+    ++changes_;
     return;
   }
 }
@@ -241,28 +271,49 @@ void CycleRun::DropReservation(size_t owner) {
 int CycleRun::FairNextQueue(const std::vector<std::vector<size_t>>& lists,
                             const std::vector<size_t>& cursor) {
   const int nq = tree_.num_queues();
-  if (head_shares_generation_ != tree_.generation()) {
+  // Between two calls only the queue returned last has a new head, unless usage changed.
+  const bool all = head_shares_generation_ != tree_.generation();
+  if (all) {
     head_shares_.assign(nq, {});
     root_winner_.assign(tree_.num_nodes(), -2);
   } else if (last_fair_queue_ >= 0 && tree_.RootOf(last_fair_queue_) >= 0) {
     root_winner_[tree_.RootOf(last_fair_queue_)] = -2;
   }
-  for (int q = 0; q < nq; ++q) {
+  if (fair_entrants_.empty()) {
+    // Each cohort tree once, and each queue outside cohorts; no two heads tie (names differ),
+    // so the order they are compared in does not matter.
+    std::vector<uint8_t> seen(tree_.num_nodes(), 0);
+    for (int q = 0; q < nq; ++q) {
+      const int root = tree_.RootOf(q);
+      if (root < 0) {
+        fair_entrants_.emplace_back(q, -1);
+      } else if (!seen[root]) {
+        seen[root] = 1;
+        fair_entrants_.emplace_back(-1, root);
+      }
+    }
+  }
+  auto refresh = [&](int q) {
     const int parent = tree_.ParentOf(q);
-    if (cursor[q] >= lists[q].size() || parent < 0) continue;
+    if (cursor[q] >= lists[q].size() || parent < 0) return;
     const size_t i = lists[q][cursor[q]];
     HeadShares& hs = head_shares_[q];
-    if (hs.head == i) continue;
+    if (hs.head == i) return;
     hs.head = i;
     hs.at.clear();
     const QuotaCharge charge = ChargeFor(i, Combos(i).front(), info_[i].lower.sets);
     hs.at.emplace_back(parent, tree_.ShareMilli(q, &charge));
-    if (tree_.ParentOf(parent) < 0) continue;  // a queue's own share needs no simulation
+    if (tree_.ParentOf(parent) < 0) return;  // a queue's own share needs no simulation
     tree_.AddUsage(q, charge, +1);
     for (int n = parent; tree_.ParentOf(n) >= 0; n = tree_.ParentOf(n)) {
       hs.at.emplace_back(tree_.ParentOf(n), tree_.NodeShareMilli(n));
     }
     tree_.AddUsage(q, charge, -1);
+  };
+  if (all) {
+    for (int q = 0; q < nq; ++q) refresh(q);
+  } else if (last_fair_queue_ >= 0) {
+    refresh(last_fair_queue_);
   }
   head_shares_generation_ = tree_.generation();
   auto share_at = [&](int q, int cohort) -> int64_t {
@@ -288,16 +339,13 @@ int CycleRun::FairNextQueue(const std::vector<std::vector<size_t>>& lists,
   };
   int best = -1;
   int best_root = -1;
-  std::vector<uint8_t> root_done(tree_.num_nodes(), 0);
-  for (int q = 0; q < nq; ++q) {
-    if (cursor[q] >= lists[q].size()) continue;
-    const int root = tree_.RootOf(q);
-    int cand = q;
+  for (const auto& [queue, root] : fair_entrants_) {
+    int cand = queue;
     if (root >= 0) {
-      if (root_done[root]) continue;
-      root_done[root] = 1;
       if (root_winner_[root] == -2) root_winner_[root] = winner(winner, root);
       cand = root_winner_[root];
+    } else if (cursor[queue] >= lists[queue].size()) {
+      continue;
     }
     if (cand < 0) continue;
     if (best < 0 || key(cand, root) < key(best, best_root)) {

@@ -199,6 +199,10 @@ class CycleRun {
 
   void ChargeRunning();
   void ResolvePending();
+  // Tries pending workload `idx`, the head of its queue, or gives it the verdict of an equal
+  // one; false when it stays waiting (its reason set). `reserved_queue`: whether its queue
+  // has tried a reservation in this cycle.
+  bool Decide(size_t idx, uint8_t& reserved_queue, int& reservations_made);
   // The workload's flavor choices, in the order they are tried (cached per queue and the set of
   // resource groups the workload uses).
   const std::vector<Combo>& Combos(size_t idx);
@@ -305,6 +309,14 @@ class CycleRun {
   // Kueue since fair sharing became hierarchical).
   bool FairMinimal(Search& s, const std::vector<Cand>& cands);
   void TryReserve(size_t idx, const Attempt& attempt, std::string* reason);
+  // Every holder, in the order it is expected to free its room (end, start, index); kept
+  // from one reservation to the next.
+  const std::vector<size_t>& HoldersByEnd();
+  std::vector<size_t> by_end_;
+  bool by_end_valid_ = false;
+  // Each node's label class (cordons, the only node changes in a cycle, leave it), for
+  // TryReserve's scans.
+  std::vector<uint32_t> node_class_;
   // Whether workload `idx` may use the nodes of reservation `r`: its own, one it ends before,
   // or one of a lower-priority owner.
   bool MayUse(size_t idx, size_t r) const;
@@ -376,6 +388,9 @@ class CycleRun {
   // queue it last returned, whose head has moved on since.
   std::vector<int> root_winner_;
   int last_fair_queue_ = -1;
+  // FairNextQueue's top-level entrants: (queue, -1) for a queue outside cohorts, (-1, root)
+  // for a cohort tree.
+  std::vector<std::pair<int, int>> fair_entrants_;
   std::vector<Holder> holders_;
   // Holders per queue and flavor (a holder is listed under each flavor it is charged to).
   std::vector<std::vector<std::vector<size_t>>> by_queue_flavor_;
@@ -387,6 +402,7 @@ class CycleRun {
   std::vector<int> root_;                                  // per queue: root cohort node, -1: none
   std::unordered_map<int, std::vector<int>> root_queues_;  // root cohort node -> its queues
   std::vector<PendingInfo> info_;
+  std::string lq_key_;                      // ResolvePending's working space
   std::vector<std::vector<Group>> groups_;  // per queue
   std::vector<ResourceFlavors> group_of_;   // per queue and resource: the group covering it
   // Namespaces with a quota, by index: the quota and what the cycle's holders use of it.
@@ -413,6 +429,43 @@ class CycleRun {
   const Failure* KnownFailure(size_t idx, const std::string& key) const;
   void RecordFailure(size_t idx, const std::string& key, const std::string& reason, bool never);
   std::unordered_set<std::string> failed_preemptions_;
+  // Verdicts of waiting workloads, for their equals (CycleOptions::reuse_equal_verdicts). The
+  // epoch names the working state: the node state's versions, the quota tree's generation and
+  // a count of the cycle's other changes (failures recorded, preemptions found impossible,
+  // reservations made or dropped). A verdict is kept only from a try that changed none of it,
+  // and reused only while the epoch is the one it was found in.
+  struct Epoch {
+    uint64_t shape = 0, usage = 0, quota = 0, other = 0;
+    bool operator==(const Epoch&) const = default;
+  };
+  Epoch CurrentEpoch() const {
+    return {state_.shape_version(), state_.last_usage_version(), tree_.generation(), changes_};
+  }
+  struct VerdictKey {
+    int queue = -1, shape = -1, ns = -1;
+    int32_t priority = 0;
+    bool can_preempt = false;
+    int64_t runtime = 0;
+    bool operator==(const VerdictKey&) const = default;
+  };
+  struct VerdictKeyHash {
+    size_t operator()(const VerdictKey& k) const {
+      uint64_t h = 1469598103934665603ULL;
+      for (uint64_t x : {uint64_t(k.queue), uint64_t(k.shape), uint64_t(k.ns), uint64_t(k.priority),
+                         uint64_t(k.can_preempt), uint64_t(k.runtime)}) {
+        h = (h ^ x) * 1099511628211ULL;
+      }
+      return h;
+    }
+  };
+  struct Verdict {
+    Epoch epoch;
+    std::string reason;
+    QueuePlace::Fit fit = QueuePlace::Fit::kUnknown;
+  };
+  VerdictKey VerdictKeyOf(size_t idx);
+  std::unordered_map<VerdictKey, Verdict, VerdictKeyHash> verdicts_;
+  uint64_t changes_ = 0;
   std::unordered_map<std::string, int> shapes_;
   struct WordsHash {
     size_t operator()(const std::vector<uint64_t>& v) const {

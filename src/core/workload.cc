@@ -1,6 +1,7 @@
 #include "core/workload.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 namespace tessera::core {
@@ -88,9 +89,11 @@ std::vector<QuotaVector> SetPlacedAmounts(const ClusterState& state, const Workl
 
 namespace {
 
+// Fixed-width bytes, not decimal text: the key is only compared, never shown.
 void Append(std::string& k, int64_t v) {
-  k += std::to_string(v);
-  k += ',';
+  char bytes[sizeof v];
+  std::memcpy(bytes, &v, sizeof v);
+  k.append(bytes, sizeof v);
 }
 
 void Append(std::string& k, const std::string& s) {
@@ -112,6 +115,7 @@ void AppendTerm(std::string& k, const NodeSelectorTerm& t) {
 
 std::string ShapeKey(const Workload& w) {
   std::string k;
+  k.reserve(192);
   Append(k, w.min_member);
   for (const PodSet& set : w.pod_sets) {
     const PodSpec& p = set.pod;

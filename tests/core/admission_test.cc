@@ -733,8 +733,10 @@ TEST(Admission, NamespaceQuotaCapsAdmittedWork) {
 
 TEST(Admission, DeterministicAndCachesEqualShapes) {
   // 200 identical 8-GPU jobs on a full cluster: one placement attempt fails, the other 199
-  // reuse that failure; two runs give identical results.
-  AdmissionCycle cycle = MustCycle(Config({Queue("a", "", 1000)}), {.backfill = false});
+  // reuse that failure; two runs give identical results. (Verdicts are not reused here: the
+  // test is of the placement failures kept.)
+  AdmissionCycle cycle =
+      MustCycle(Config({Queue("a", "", 1000)}), {.backfill = false, .reuse_equal_verdicts = false});
   Sim sim(2, 4);
   for (int i = 0; i < 200; ++i) sim.pending.push_back(Job("a", "j" + std::to_string(i), 8, 1, i));
   CycleResult r1 = cycle.Run(*sim.placer, sim.state, sim.pending, sim.running, 0);
@@ -752,13 +754,22 @@ TEST(Admission, DeterministicAndCachesEqualShapes) {
   CycleResult r3 = cycle.Run(*sim.placer, sim.state, sim.pending, sim.running, 0);
   EXPECT_EQ(r3.placement_attempts, 1);
   EXPECT_EQ(r3.placement_cache_hits, 199);
+  // With verdicts reused: the first job is tried, the second reuses its failure and so
+  // changes nothing, and the 198 after it take the second's verdict.
+  AdmissionCycle reusing = MustCycle(Config({Queue("a", "", 1000)}), {.backfill = false});
+  CycleResult r4 = reusing.Run(*sim.placer, sim.state, sim.pending, sim.running, 0);
+  EXPECT_EQ(r4.placement_attempts, 1);
+  EXPECT_EQ(r4.placement_cache_hits, 2);
+  EXPECT_EQ(r4.reused_verdicts, 197);
+  EXPECT_EQ(r4.pending_reasons, r3.pending_reasons);
 }
 
 TEST(Admission, PlacementFailuresCoverLongerAndLowerWorkWhileReservationsHold) {
   // The full node is reserved for a's head. A failure covers work of a runtime at least its
   // own and a priority at most its own: the failure of b's high-priority 50 s job covers none
   // of the shorter low-priority jobs behind it, the first of those covers the others.
-  AdmissionCycle cycle = MustCycle(Config({Queue("a", "", 1000), Queue("b", "", 1000)}));
+  AdmissionCycle cycle = MustCycle(Config({Queue("a", "", 1000), Queue("b", "", 1000)}),
+                                   {.reuse_equal_verdicts = false});
   Sim sim(1, 8);
   sim.Run(cycle, Job("b", "running", 8, 1, 0, "", 10'000));
   sim.pending = {Job("a", "head", 8, 1, 1, "high", 60'000)};
