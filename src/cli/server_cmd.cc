@@ -111,9 +111,16 @@ void AddQueueingFlags(CLI::App* cmd, QueueingFlags& f) {
                   "The circuit breaker's window")
       ->check(CLI::Range(1, 7 * 24 * 60))
       ->capture_default_str();
+  cmd->add_option("--ttl-seconds-after-finished", f.ttl_seconds_after_finished,
+                  "For Jobs that set no ttlSecondsAfterFinished: seconds after a Job ends that it "
+                  "is deleted (-1: kept); what it used stays in the accounting")
+      ->check(CLI::Range(int64_t{-1}, int64_t{10} * 365 * 86400))
+      ->capture_default_str();
 }
 
 Status ApplyQueueingFlags(const QueueingFlags& f, server::SchedulingLoopOptions* loop) {
+  loop->finished_ttl_ms =
+      f.ttl_seconds_after_finished < 0 ? -1 : f.ttl_seconds_after_finished * 1000;
   loop->quarantine.enabled = !f.no_gpu_quarantine;
   loop->quarantine.breaker_percent = f.quarantine_breaker_percent;
   loop->quarantine.window_ms = int64_t{f.quarantine_window_minutes} * 60'000;

@@ -41,6 +41,8 @@ struct QueueingFlags {
   bool no_gpu_quarantine = false;
   int quarantine_breaker_percent = 10;
   int quarantine_window_minutes = 30;
+  // Seconds after it ends that a Job setting no ttlSecondsAfterFinished is deleted; -1: kept.
+  int64_t ttl_seconds_after_finished = 86'400;
 };
 void AddQueueingFlags(CLI::App* cmd, QueueingFlags& flags);
 // Sets the admission cycle's options the flags name; InvalidArgument naming the flag.

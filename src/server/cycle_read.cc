@@ -238,9 +238,10 @@ ObjectView& CycleReader::Reading::JobStatus(const StoredJson& s) {
   }
   v.ended = v.phase == "Succeeded" || v.phase == "Failed";
   const json& ttl = Member(Member(s.obj(), "spec"), "ttlSecondsAfterFinished");
-  if (v.ended && ttl.is_number_integer()) {
+  const int64_t ttl_ms = ttl.is_number_integer() ? ttl.get<int64_t>() * 1000 : r_.finished_ttl_ms_;
+  if (v.ended && ttl_ms >= 0) {
     const int64_t finished = ParseTime(Str(status, "finishedAt"));
-    if (finished > 0) v.delete_at_ms = finished + ttl.get<int64_t>() * 1000;
+    if (finished > 0) v.delete_at_ms = finished + ttl_ms;
   }
   return v;
 }
@@ -481,8 +482,9 @@ void CycleReader::Reading::Jobs() {
 bool CycleReader::Reading::Due(size_t i) {
   const StoredJson& s = snap_.jobs[i];
   const ObjectView& fields = *snap_.views[i];
-  // Finished work holds nothing and waits for nothing; with ttlSecondsAfterFinished it is
-  // deleted that long after it ended, as Kubernetes' TTL controller does.
+  // Finished work holds nothing and waits for nothing; with ttlSecondsAfterFinished (or the
+  // server's default for it) it is deleted that long after it ended, as Kubernetes' TTL
+  // controller does.
   if (fields.ended) {
     if (fields.delete_at_ms > 0 && now_ms_ >= fields.delete_at_ms) {
       writes_.Delete(s.obj(), s.version);

@@ -5,10 +5,10 @@
 // back (suspended, scheduling-gated, outside their queue's namespaceSelector).
 //
 // Reading also finds what is due regardless of any decision, and hands it to the cycle's writes:
-// Jobs past their activeDeadlineSeconds fail, ended Jobs past ttlSecondsAfterFinished are
-// deleted, arrays count their ended tasks, a sharing config says where it does not fit, a lost
-// binding is told, and an object that cannot be read is skipped with a Warning event (once per
-// version) and named in the snapshot.
+// Jobs past their activeDeadlineSeconds fail, ended Jobs past ttlSecondsAfterFinished (or the
+// server's default for it) are deleted, arrays count their ended tasks, a sharing config says where
+// it does not fit, a lost binding is told, and an object that cannot be read is skipped with a
+// Warning event (once per version) and named in the snapshot.
 //
 // Each stored version is read once: the reader keeps what it computed of each object (its
 // checks, a Job's decoded spec) until the object changes.
@@ -48,7 +48,8 @@ struct ObjectView {
   int64_t pending_since = -1;
   // Of a Job, read once per version: status.phase and status.message (a pointer into `doc`;
   // null when it has none), whether it ended (Succeeded or Failed), when an ended Job is to be
-  // deleted (ttlSecondsAfterFinished; -1: never), and whether its end was given to the
+  // deleted (ttlSecondsAfterFinished, or the reader's default; -1: never), and whether its end
+  // was given to the
   // accountant.
   bool status_read = false;
   std::string phase;
@@ -103,9 +104,14 @@ struct CycleSnapshot {
 class CycleReader {
  public:
   // A node whose heartbeat is older than `node_grace_ms` (at least its fenceSeconds plus
-  // kFenceMarginMs) is not ready; 0: never.
-  CycleReader(ControlPlane& plane, int64_t node_grace_ms, core::QuarantinePolicy quarantine = {})
-      : plane_(plane), node_grace_ms_(node_grace_ms), quarantine_(quarantine) {}
+  // kFenceMarginMs) is not ready; 0: never. An ended Job that sets no ttlSecondsAfterFinished
+  // is deleted `finished_ttl_ms` after it ended; -1: kept.
+  CycleReader(ControlPlane& plane, int64_t node_grace_ms, core::QuarantinePolicy quarantine = {},
+              int64_t finished_ttl_ms = -1)
+      : plane_(plane),
+        node_grace_ms_(node_grace_ms),
+        finished_ttl_ms_(finished_ttl_ms),
+        quarantine_(quarantine) {}
 
   // The snapshot at `now_ms`; what is due is added to `writes`. The snapshot's views live until
   // the next Read.
@@ -116,6 +122,7 @@ class CycleReader {
 
   ControlPlane& plane_;
   const int64_t node_grace_ms_;
+  const int64_t finished_ttl_ms_;
   QuarantinePass quarantine_;
   // What the cycles read of each stored object, computed once per version: keyed by the parsed
   // document the object cache shares until the object changes (the view holds it, so the key

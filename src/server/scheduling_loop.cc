@@ -27,7 +27,7 @@ SchedulingLoop::SchedulingLoop(ControlPlane& plane, SchedulingLoopOptions option
     : plane_(plane),
       options_(std::move(options)),
       placer_(std::move(placer)),
-      reader_(plane, options_.node_grace_ms, options_.quarantine),
+      reader_(plane, options_.node_grace_ms, options_.quarantine, options_.finished_ttl_ms),
       reporter_(plane),
       refresh_budget_(options_.pending_refreshes_per_s) {
   options_.cycle.report_quotas = true;  // published with the queues' order

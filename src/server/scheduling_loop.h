@@ -72,6 +72,11 @@ struct SchedulingLoopOptions {
   // How long a preemptor holds the quota it freed from its victims while it waits to be
   // admitted (core::Workload::yields_to): its victims stand aside that long at most.
   int64_t preemption_hold_ms = 300'000;
+  // An ended Job that sets no ttlSecondsAfterFinished is deleted this long after it ended
+  // (-1: kept), so that the state of finished work does not grow without end: Slurm purges an
+  // ended job from its controller after MinJobAge (300 s by default); the accounting keeps
+  // what the Job used (usage.db), and its Events and logs expire on their own schedules.
+  int64_t finished_ttl_ms = 86'400'000;
   // Fair sharing and its strategies (Kueue's fairSharing config); classic preemption by default.
   core::CycleOptions cycle;
   // Quarantine of GPUs and nodes for their Xids, with its circuit breaker (core/quarantine.h).

@@ -240,6 +240,46 @@ spec:
   EXPECT_EQ(left["items"][0]["metadata"]["name"], "next");
 }
 
+// A Job that sets no ttlSecondsAfterFinished goes the server's default for it after it ended
+// (SchedulingLoopOptions::finished_ttl_ms, `--ttl-seconds-after-finished`), so that ended
+// state does not pile up; one that sets its own keeps to it, and -1 keeps ended Jobs.
+TEST_F(LoopTest, EndedJobsGoAfterTheServersDefaultTtlUnlessTheySetTheirOwn) {
+  SchedulingLoopOptions options;
+  options.finished_ttl_ms = 3000;
+  loop_ = SchedulingLoop::Create(*plane_, options).value();
+  ApplyNode("n1", 2);
+  auto job = [](const std::string& name, const std::string& extra) {
+    return "apiVersion: batch/v1\nkind: Job\nmetadata: {name: " + name +
+           "}\nspec:\n  activeDeadlineSeconds: 1\n" + extra +
+           "  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: c, "
+           "command: [sleep, \"600\"], resources: {limits: {nvidia.com/gpu: 1}}}]\n";
+  };
+  Apply(job("plain", ""));
+  Apply(job("own-ttl", "  ttlSecondsAfterFinished: 100\n"));
+  Cycle();
+  ASSERT_EQ(Job("plain")["status"]["phase"], "Admitted");
+  Cycle();  // 1 s after admission: both fail
+  ASSERT_EQ(Job("plain")["status"]["phase"], "Failed");
+  ASSERT_EQ(Job("own-ttl")["status"]["phase"], "Failed");
+  Cycle();
+  Cycle();  // 2 s after: kept
+  EXPECT_EQ(Get("/apis/tessera.io/v1/namespaces/default/jobs")["items"].size(), 2u);
+  Cycle();  // 3 s: the one without a TTL of its own is gone
+  json left = Get("/apis/tessera.io/v1/namespaces/default/jobs");
+  ASSERT_EQ(left["items"].size(), 1u);
+  EXPECT_EQ(left["items"][0]["metadata"]["name"], "own-ttl");
+
+  // -1: ended Jobs are kept.
+  options.finished_ttl_ms = -1;
+  loop_ = SchedulingLoop::Create(*plane_, options).value();
+  Apply(job("kept", ""));
+  Cycle();
+  Cycle();
+  ASSERT_EQ(Job("kept")["status"]["phase"], "Failed");
+  for (int i = 0; i < 10; ++i) Cycle();
+  EXPECT_EQ(Job("kept")["status"]["phase"], "Failed");
+}
+
 // Kueue's ClusterQueue namespaceSelector (clusterqueue_types.go: "Defaults to null which is a
 // nothing selector (no namespaces eligible). If set to an empty selector {}, then all
 // namespaces are eligible"), read against the namespaces' labels as written.
