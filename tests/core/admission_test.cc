@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/quota.h"
+#include "cycle_apply.h"
 #include "test_cluster.h"
 
 namespace tessera::core {
@@ -85,37 +86,9 @@ struct Sim {
   CycleResult Cycle(const AdmissionCycle& cycle) {
     CycleResult r = cycle.Run(*placer, state, pending, running, now, held);
     held = r.reservations;
-    std::vector<uint8_t> preempted(running.size(), 0);
-    for (const Preemption& p : r.preemptions) preempted[p.running_index] = 1;
-    std::vector<AdmittedWorkload> still;
-    for (size_t i = 0; i < running.size(); ++i) {
-      if (!preempted[i]) {
-        still.push_back(std::move(running[i]));
-        continue;
-      }
-      for (const std::optional<Placement>& p : running[i].placements) {
-        if (p) {
-          EXPECT_TRUE(state.Release(*p).ok());
-        }
-      }
-      pending.push_back(running[i].workload);
+    for (Workload& w : testing::ApplyCycle(r, state, pending, running)) {
+      pending.push_back(std::move(w));
     }
-    std::vector<uint8_t> admitted(pending.size(), 0);
-    for (const Admission& a : r.admissions) {
-      admitted[a.pending_index] = 1;
-      for (const std::optional<Placement>& p : a.admitted.placements) {
-        if (p) {
-          EXPECT_TRUE(state.Allocate(*p).ok());
-        }
-      }
-      still.push_back(a.admitted);
-    }
-    running = std::move(still);
-    std::vector<Workload> left;
-    for (size_t i = 0; i < pending.size(); ++i) {
-      if (i >= admitted.size() || !admitted[i]) left.push_back(std::move(pending[i]));
-    }
-    pending = std::move(left);
     return r;
   }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/admission.h"
+#include "cycle_apply.h"
 #include "test_cluster.h"
 
 namespace tessera::core {
@@ -175,50 +176,14 @@ class Driver {
  private:
   void Apply(const CycleResult& r, int64_t now) {
     held_ = r.reservations;
-    for (const Growth& g : r.growths) {
-      ASSERT_TRUE(state_.Allocate(g.placement).ok());
-      running_[g.running_index].placements[g.pod_index] = g.placement;
-    }
-    std::vector<uint8_t> gone(running_.size(), 0);
-    for (const Preemption& p : r.preemptions) gone[p.running_index] = 1;
     // Some running work ends.
-    for (size_t i = 0; i < running_.size(); ++i) {
-      if (!gone[i] && rng_() % 5 == 0) gone[i] = 2;
-    }
-    std::vector<AdmittedWorkload> still;
-    std::vector<Workload> back;
-    for (size_t i = 0; i < running_.size(); ++i) {
-      if (!gone[i]) {
-        still.push_back(std::move(running_[i]));
-        continue;
-      }
-      for (const std::optional<Placement>& p : running_[i].placements) {
-        if (p) {
-          ASSERT_TRUE(state_.Release(*p).ok());
-        }
-      }
-      if (gone[i] == 1) back.push_back(running_[i].workload);
-    }
-    std::vector<uint8_t> admitted(pending_.size(), 0);
-    for (const Admission& a : r.admissions) {
-      admitted[a.pending_index] = 1;
-      for (const std::optional<Placement>& p : a.admitted.placements) {
-        if (p) {
-          ASSERT_TRUE(state_.Allocate(*p).ok());
-        }
-      }
-      still.push_back(a.admitted);
-    }
-    running_ = std::move(still);
-    std::vector<Workload> left;
-    for (size_t i = 0; i < pending_.size(); ++i) {
-      if (!admitted[i]) left.push_back(std::move(pending_[i]));
-    }
-    for (Workload& w : back) {
+    std::vector<uint8_t> ends(running_.size(), 0);
+    for (uint8_t& e : ends) e = rng_() % 5 == 0 ? 1 : 0;
+    for (const Preemption& p : r.preemptions) ends[p.running_index] = 0;
+    for (Workload& w : testing::ApplyCycle(r, state_, pending_, running_, ends)) {
       w.created_ms = now;
-      left.push_back(std::move(w));
+      pending_.push_back(std::move(w));
     }
-    pending_ = std::move(left);
   }
 
   std::mt19937_64 rng_;
