@@ -108,6 +108,8 @@ class Recorder {
   void ReportRetried() { report_retries_++; }
   // One refused for good (a 4xx other than 409): its pod never gets that state.
   void ReportRefused() { report_refused_++; }
+  // A lease renewal that failed (tried again a second later).
+  void LeaseRetried() { lease_retries_++; }
   void Sample(int64_t at, json s) {
     std::lock_guard<std::mutex> l(mu_);
     samples_.emplace_back(at, std::move(s));
@@ -148,6 +150,7 @@ class Recorder {
               {"pods_started_per_s", static_cast<double>(started) / span_s},
               {"reports_retried", report_retries_.load()},
               {"reports_refused", report_refused_.load()},
+              {"lease_retries", lease_retries_.load()},
               {"start_latency_ms", {{"p50", pct(0.5)}, {"p99", pct(0.99)}, {"max", pct(1.0)}}}}},
             {"timeline", timeline}};
   }
@@ -164,7 +167,7 @@ class Recorder {
   std::map<int64_t, Counts> buckets_;
   std::vector<int64_t> latencies_;  // creation to start, per pod
   std::vector<std::pair<int64_t, json>> samples_;
-  std::atomic<int64_t> report_retries_ = 0, report_refused_ = 0;
+  std::atomic<int64_t> report_retries_ = 0, report_refused_ = 0, lease_retries_ = 0;
 };
 
 Endpoint EndpointOf(const std::string& server, const std::string& token) {
@@ -205,7 +208,11 @@ std::string PhaseOf(const json& obj) { return Str(Member(obj, "status"), "phase"
 class FakeNode {
  public:
   FakeNode(const Options& o, std::string name, std::string token, Recorder& rec)
-      : name_(std::move(name)), ep_(EndpointOf(o.server, token)), conn_(ep_), rec_(rec) {}
+      : name_(std::move(name)),
+        ep_(EndpointOf(o.server, token)),
+        conn_(ep_),
+        lease_conn_(ep_),
+        rec_(rec) {}
 
   tessera::Status Register(const std::string& gpus,
                            const std::map<std::string, std::string>& labels) {
@@ -229,10 +236,27 @@ class FakeNode {
     stop_ = &stop;
     watcher_ = std::thread([this] { Watch(); });
     worker_ = std::thread([this] { Work(); });
+    // The lease on a thread and connection of its own, as the agent's heartbeat: reports that
+    // wait on a busy server do not hold it back (a node whose lease lapses is NotReady and its
+    // Jobs are scheduled again). A renewal that fails is tried again a second later.
+    leaser_ = std::thread([this] {
+      int64_t due = NowMs() + 5000;
+      while (!stop_->load()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        if (NowMs() < due) continue;
+        if (tessera::Status st = RenewLease(); !st.ok()) {
+          rec_.LeaseRetried();
+          due = NowMs() + 1000;
+        } else {
+          due = NowMs() + 5000;
+        }
+      }
+    });
   }
   void Detach() {
     watcher_.detach();
     worker_.detach();
+    leaser_.detach();
   }
 
  private:
@@ -248,13 +272,17 @@ class FakeNode {
                         {"kind", "Lease"},
                         {"metadata", {{"name", name_}}},
                         {"spec", {{"holderIdentity", name_}}}};
-    auto r = conn_.Request("PUT", "/apis/tessera.io/v1/leases/" + name_, lease.dump(),
-                           "application/json");
+    auto r = lease_conn_.Request("PUT", "/apis/tessera.io/v1/leases/" + name_, lease.dump(),
+                                 "application/json");
     if (r.ok() && r->status == 404) {
-      r = conn_.Request("POST", "/apis/tessera.io/v1/leases", lease.dump(), "application/json");
+      r = lease_conn_.Request("POST", "/apis/tessera.io/v1/leases", lease.dump(),
+                              "application/json");
     }
     if (!r.ok()) return r.status();
-    lease_due_ = NowMs() + 5000;
+    if (r->status != 200 && r->status != 201) {
+      return tessera::Internal("lease of " + name_ + ": " + std::to_string(r->status) + " " +
+                               r->body);
+    }
     return tessera::Status::Ok();
   }
 
@@ -294,6 +322,12 @@ class FakeNode {
         if (Str(pod, "node") == name_) here.insert(Str(pod, "name"));
       }
     }
+    // Admitted anew (its binding lost, say): each pod bound here starts again, also one bound
+    // here before.
+    const std::string admitted = Str(Member(job, "status"), "admittedAt");
+    if (auto it = admitted_at_.find(path); it != admitted_at_.end() && it->second != admitted) {
+      seen_.erase(path);
+    }
     std::set<std::string>& seen = seen_[path];
     for (const std::string& pod : here) {
       if (seen.contains(pod)) continue;
@@ -307,7 +341,12 @@ class FakeNode {
       due_.push_back({now, path, pod, false, seconds});
     }
     seen = std::move(here);
-    if (seen.empty()) seen_.erase(path);
+    if (seen.empty()) {
+      seen_.erase(path);
+      admitted_at_.erase(path);
+    } else {
+      admitted_at_[path] = admitted;
+    }
     cv_.notify_one();
   }
 
@@ -326,7 +365,7 @@ class FakeNode {
       std::vector<Due> ready;
       {
         std::unique_lock<std::mutex> l(mu_);
-        int64_t next = lease_due_;
+        int64_t next = NowMs() + 1000;
         for (const Due& d : due_) next = std::min(next, d.at);
         cv_.wait_for(l, std::chrono::milliseconds(std::max<int64_t>(1, next - NowMs())));
         const int64_t now = NowMs();
@@ -334,7 +373,6 @@ class FakeNode {
         for (Due& d : due_) (d.at <= now ? ready : later).push_back(std::move(d));
         due_ = std::move(later);
       }
-      if (NowMs() >= lease_due_) (void)RenewLease();
       for (Due& d : ready) Report(d);
     }
   }
@@ -415,15 +453,16 @@ class FakeNode {
   std::string name_;
   Endpoint ep_;
   Connection conn_;
+  Connection lease_conn_;
   Recorder& rec_;
   std::atomic<bool>* stop_ = nullptr;
-  std::thread watcher_, worker_;
+  std::thread watcher_, worker_, leaser_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Due> due_;
   std::unordered_map<std::string, std::set<std::string>> seen_;  // per Job: its pods bound here
+  std::unordered_map<std::string, std::string> admitted_at_;     // per Job: its admittedAt
   std::unordered_map<std::string, json> known_;
-  int64_t lease_due_ = 0;
 };
 
 // The node pools: whole H100s, A100s with two MIG cards, T4 and A10 shared cards.
