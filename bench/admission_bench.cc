@@ -10,8 +10,8 @@
 //   priority) admit what fits, preempt for the high-priority ones and admit those, the backlog
 //   topped up to <pending> before each. Then <churn> per mille of the running workloads finish
 //   and the timed cycle runs from there: a steady state with a deep backlog.
-//   Counters: admissions, preemptions, reservations, gang placements tried and placement
-//   failures reused in the timed cycle.
+//   Counters: admissions, preemptions, reservations, gang placements tried, placement
+//   failures reused and waiting workloads given an equal one's verdict in the timed cycle.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
@@ -173,6 +173,7 @@ void BM_AdmissionCycle(benchmark::State& st) {
   st.counters["reserved"] = static_cast<double>(last.reservations.size());
   st.counters["placements"] = last.placement_attempts;
   st.counters["cache_hits"] = last.placement_cache_hits;
+  st.counters["reused"] = last.reused_verdicts;
 }
 
 BENCHMARK(BM_AdmissionCycle)
