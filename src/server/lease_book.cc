@@ -79,11 +79,17 @@ std::optional<json> LeaseBook::Renew(const json& lease, int64_t now_ms) {
 
 int64_t LeaseBook::LastBeat(const json& node, const json* lease) {
   const int64_t beat = api::ParseTime(api::Str(api::Member(node, "status"), "heartbeat"));
-  const int64_t stored_ms = lease == nullptr ? -1 : RenewTimeOf(*lease);
+  int64_t stored_ms = lease == nullptr ? -1 : RenewTimeOf(*lease);
   const std::string name = api::Str(api::Member(node, "metadata"), "name");
   std::lock_guard<std::mutex> lock(mu_);
+  auto it = leases_.find(name);
+  // The caller's copy of the Lease may be older than the last write the book saw: a renewal
+  // just persisted clears the renewals held before it, and a reader whose snapshot still has
+  // the version before would otherwise read the node as silent since then (a node declared
+  // NotReady persist_ms after its last stored renewal, its work moved while it runs).
+  if (it != leases_.end()) stored_ms = std::max(stored_ms, it->second.stored_ms);
   int64_t renewed = stored_ms;
-  if (auto it = leases_.find(name); it != leases_.end() && it->second.renewed_ms >= 0) {
+  if (it != leases_.end() && it->second.renewed_ms >= 0) {
     renewed = std::max(renewed, it->second.renewed_ms);
   } else if (stored_ms >= 0) {
     // Renewals of before the start may have gone unstored for up to persist_ms.

@@ -78,6 +78,27 @@ TEST(LeaseBookTest, LastBeatAndTheServedLeaseSeeHeldRenewals) {
   EXPECT_FALSE(book.Renew(Lease("n1", kT0 + 41'000), kT0 + 41'000).has_value());
 }
 
+// A renewal persisted clears the renewals held before it; a reader whose copy of the Lease is
+// the version before (its snapshot not yet caught up) still sees the latest renewal, not the
+// older stored one: at 1,000 nodes such reads declared nodes NotReady exactly persist_ms after
+// their last stored renewal, and their running gangs were scheduled again.
+TEST(LeaseBookTest, AReaderWithAnOlderCopyOfTheLeaseSeesTheLatestRenewal) {
+  LeaseBook book(60'000);
+  book.set_started(kT0 - 1'000'000);
+  const json old_lease = Lease("n1", kT0);
+  const std::string old_text = old_lease.dump();
+  book.Stored("n1", &old_text, 3);
+  ASSERT_TRUE(book.Renew(Lease("n1", kT0 + 55'000), kT0 + 55'000).has_value());
+  // Due for the store at kT0 + 60 s: written, and the book told.
+  ASSERT_FALSE(book.Renew(Lease("n1", kT0 + 60'000), kT0 + 60'000).has_value());
+  const std::string new_text = Lease("n1", kT0 + 60'000).dump();
+  book.Stored("n1", &new_text, 4);
+  EXPECT_EQ(book.LastBeat(Node("n1", 0), &old_lease), kT0 + 60'000);
+  // Renewals held after it count as before.
+  ASSERT_TRUE(book.Renew(Lease("n1", kT0 + 65'000), kT0 + 65'000).has_value());
+  EXPECT_EQ(book.LastBeat(Node("n1", 0), &old_lease), kT0 + 65'000);
+}
+
 // After a restart nothing is held: a lease stored at T may have been renewed unstored until
 // T + persist_ms, so its node counts as alive until then (capped at the server's start), never
 // dead early.
