@@ -69,6 +69,7 @@ std::vector<Assignment> AssignedTo(const json& jobs, const std::string& node) {
       a.pod_index = i;
       a.task = *task_of[i];
       a.devices = pods[i].value("devices", json::array());
+      a.admitted_at = Str(status, "admittedAt");
       a.restart_policy =
           Str(a.task, "restartPolicy").empty() ? "Never" : Str(a.task, "restartPolicy");
       a.max_retries = static_cast<int>(Int(a.task, "maxRetries"));

@@ -21,6 +21,9 @@ struct Assignment {
   size_t pod_index = 0;    // into the Job's status.pods
   nlohmann::json task;     // the Job's spec.tasks entry of this pod
   nlohmann::json devices;  // status.pods[i].devices
+  // The Job's status.admittedAt: each admission is a run of its own (a Job whose binding was
+  // lost and made again runs again, also a pod bound here again on the same devices).
+  std::string admitted_at;
   std::string restart_policy = "Never";
   int max_retries = 0;
   int64_t cpu_milli = 0;  // from the binding

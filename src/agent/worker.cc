@@ -514,9 +514,10 @@ void Worker::Sync(const json& jobs, std::set<std::string>* wanted,
     if (fresh) {
       p.assignment = std::move(a);
       if (runner_.Running(p.assignment.key)) AdoptPod(p);
-    } else if (a.devices != p.assignment.devices) {
-      // Bound here again on other devices (its GPU was quarantined, say): the run on the old
-      // ones stops, and the pod starts again on the new ones once it has.
+    } else if (a.devices != p.assignment.devices || a.admitted_at != p.assignment.admitted_at) {
+      // Bound here again on other devices (its GPU was quarantined, say), or by a new
+      // admission (the Job's binding was lost and made again, also where it finished here): the
+      // run on the old binding stops, and the pod starts again on the new one once it has.
       if (runner_.Running(p.assignment.key)) {
         runner_.Stop(p.assignment.key, now_ms_, GraceMs(p.assignment.key));
       }

@@ -210,6 +210,35 @@ TEST_F(WorkerTest, AWorkerStartsWhatTheWatchShowsAndReportsItsEndWithoutListing)
   }
 }
 
+// Each admission of a Job is a run of its own: a pod that finished here and is bound here
+// again, on the same devices, by a new admission (its Job's binding lost on another node and
+// made again) runs again; the admission it finished under does not start it twice.
+TEST_F(WorkerTest, APodBoundHereAgainByANewAdmissionRunsAgain) {
+  Worker worker(api_, gpus_, options_);
+  json job = Job("x", "n1", {"true"});
+  job["status"]["admittedAt"] = "2026-11-29T10:00:00Z";
+  json bound = json::array({job});
+  worker.FollowBindings([&] { return std::optional<json>(bound); });
+  api_.job = job;
+  ASSERT_TRUE(worker.Tick(1'000).ok());
+  ASSERT_EQ(worker.runner().Keys(), std::vector<std::string>{"a/x/main-0"});
+  const std::vector<int> fds = worker.runner().ExitFds();
+  ASSERT_EQ(fds.size(), 1u);
+  pollfd p{fds[0], POLLIN, 0};
+  ASSERT_EQ(poll(&p, 1, 10'000), 1);
+  ASSERT_TRUE(worker.Tick(2'000).ok());
+  ASSERT_TRUE(worker.runner().Keys().empty());
+  ASSERT_TRUE(worker.Tick(3'000).ok());
+  EXPECT_TRUE(worker.runner().Keys().empty()) << "finished under this admission: not again";
+
+  job["status"]["admittedAt"] = "2026-11-29T10:05:00Z";
+  bound = json::array({job});
+  api_.job = job;
+  ASSERT_TRUE(worker.Tick(4'000).ok());  // the old run ended: the new one starts next round
+  ASSERT_TRUE(worker.Tick(5'000).ok());
+  EXPECT_EQ(worker.runner().Keys(), std::vector<std::string>{"a/x/main-0"});
+}
+
 // A report based on a version that is no longer current is refused, and made again on the Job
 // as it is now.
 TEST_F(WorkerTest, AReportOnAStaleVersionReadsTheJobAndTriesAgain) {
