@@ -96,7 +96,26 @@ std::string NamespaceView(std::string_view text, const std::string& ns) {
 
 }  // namespace
 
-Status ApiServer::AuthorizeWrite(const Principal& who, json* obj) {
+Result<const std::optional<store::StoredObject>*> StoredRead::Object() {
+  if (!object_) object_ = store_.Get(key_);
+  if (!object_->ok()) return object_->status();
+  return &object_->value();
+}
+
+Result<const json*> StoredRead::Parsed() {
+  auto object = Object();
+  if (!object.ok()) return object.status();
+  if (!**object) return static_cast<const json*>(nullptr);
+  if (!parsed_) {
+    parsed_ = json::parse((**object)->body, nullptr, false);
+    if (parsed_->is_discarded()) {
+      return Internal(store::Describe(key_) + ": the stored object is not valid JSON");
+    }
+  }
+  return &*parsed_;
+}
+
+Status ApiServer::AuthorizeWrite(const Principal& who, json* obj, StoredRead& stored) {
   const WriteStrategy& strategy = StrategyOf(api::IdOf(*obj).kind->kind);
   if (who.role == Principal::Role::kNamespace && strategy.tenant != nullptr) {
     return (this->*strategy.tenant)(who, *obj);
@@ -105,7 +124,7 @@ Status ApiServer::AuthorizeWrite(const Principal& who, json* obj) {
   if (strategy.agent == nullptr) {
     return PermissionDenied("an agent token writes only its node's objects");
   }
-  return (this->*strategy.agent)(who, obj);
+  return (this->*strategy.agent)(who, obj, stored);
 }
 
 ApiServer::ApiServer(ControlPlane& plane)
@@ -132,22 +151,24 @@ ApiServer::~ApiServer() = default;
 
 namespace {}  // namespace
 
-Status ApiServer::KeepSystemFields(const Principal& who, json* obj, store::Write* w) {
+Status ApiServer::KeepSystemFields(const Principal& who, json* obj, store::Write* w,
+                                   StoredRead& read) {
   const bool may_set_status = who.role != Principal::Role::kNamespace && obj->contains("status");
   // Every object a client writes, however it was made (create, replace, patch, apply), is held
   // to the object size limit before anything else is done with it.
   TESSERA_RETURN_IF_ERROR(api::CheckObjectBounds(*obj, store::Describe(w->key)));
-  auto existing = store_->Get(w->key);
+  auto existing = read.Object();
   if (!existing.ok()) return existing.status();
+  auto parsed = read.Parsed();
+  if (!parsed.ok()) return parsed.status();
   json& meta = (*obj)["metadata"];
-  const std::optional<json> stored =
-      existing->has_value() ? std::optional<json>(json::parse((*existing)->body)) : std::nullopt;
+  const json* stored = *parsed;
   const WriteStrategy& strategy = StrategyOf(w->key.kind);
   if (who.role != Principal::Role::kAgent) {
     if (strategy.user != nullptr) {
-      TESSERA_RETURN_IF_ERROR((this->*strategy.user)(w->key, *obj, stored ? &*stored : nullptr));
+      TESSERA_RETURN_IF_ERROR((this->*strategy.user)(w->key, *obj, stored));
     }
-    TESSERA_RETURN_IF_ERROR(CheckNamespaceLimits(*obj, w->key, stored ? &*stored : nullptr));
+    TESSERA_RETURN_IF_ERROR(CheckNamespaceLimits(*obj, w->key, stored));
   }
   if (stored) {
     const json& old = *stored;
@@ -162,7 +183,7 @@ Status ApiServer::KeepSystemFields(const Principal& who, json* obj, store::Write
       if (old_meta.contains(k)) meta[k] = old_meta[k];
     }
     // What was read must still be the object's when the write lands.
-    if (!w->expected_version) w->expected_version = (*existing)->version;
+    if (!w->expected_version) w->expected_version = (**existing)->version;
   } else {
     if (!may_set_status) obj->erase("status");
     meta["creationTimestamp"] = FormatTime(clock_());

@@ -125,6 +125,25 @@ struct KubeCall;     // a request to a Kubernetes kind's path (kube_api.cc)
 struct KubeMade;     // a stored object made from a Kubernetes kind's object
 struct KubeWriting;  // a write to a Kubernetes kind as its stages make it
 
+// The stored object a write replaces, read from the store and parsed at most once for the
+// write's checks (AuthorizeWrite, KeepSystemFields): both see one version, and an agent's
+// report of a pod's state costs one read and one parse, not two.
+class StoredRead {
+ public:
+  StoredRead(store::Store& store, store::ObjectKey key) : store_(store), key_(std::move(key)) {}
+  const store::ObjectKey& key() const { return key_; }
+  // The stored object; nullopt when there is none.
+  Result<const std::optional<store::StoredObject>*> Object();
+  // The stored object parsed; null when there is none. An unreadable one is an error.
+  Result<const nlohmann::json*> Parsed();
+
+ private:
+  store::Store& store_;
+  const store::ObjectKey key_;
+  std::optional<Result<std::optional<store::StoredObject>>> object_;
+  std::optional<nlohmann::json> parsed_;
+};
+
 class ApiServer {
  public:
   // Whether `path` names a Kubernetes kind Kube serves (server/kube_api.cc).
@@ -350,7 +369,7 @@ class ApiServer {
   HttpResponse Tokens(const HttpRequest& req, const Principal& who);
   // Object-level rules for a write of `obj` by `who` (see docs/SECURITY.md). An agent's write
   // of a Job keeps the stored spec and metadata: it reports status only.
-  Status AuthorizeWrite(const Principal& who, nlohmann::json* obj);
+  Status AuthorizeWrite(const Principal& who, nlohmann::json* obj, StoredRead& stored);
   // What a write of one Tessera kind checks and keeps beyond what every write does, after
   // kube-apiserver's registry strategies (write_strategy.cc). AuthorizeWrite runs `tenant` and
   // `agent`, KeepSystemFields `user` and `keep`.
@@ -359,7 +378,8 @@ class ApiServer {
     Status (ApiServer::*tenant)(const Principal& who, const nlohmann::json& obj) = nullptr;
     // A node agent's write: whether it may, and what the server sets in it (none: agents may
     // not write the kind).
-    Status (ApiServer::*agent)(const Principal& who, nlohmann::json* obj) = nullptr;
+    Status (ApiServer::*agent)(const Principal& who, nlohmann::json* obj,
+                               StoredRead& stored) = nullptr;
     // A write by anyone but an agent: what may not change of `stored` (null: a create), and
     // what must hold of the object.
     Status (ApiServer::*user)(const store::ObjectKey& key, const nlohmann::json& obj,
@@ -370,10 +390,10 @@ class ApiServer {
   // The strategy of `kind` (one without hooks for a kind that has none).
   static const WriteStrategy& StrategyOf(std::string_view kind);
   Status TenantWritesLocalQueue(const Principal& who, const nlohmann::json& obj);
-  Status AgentWritesNode(const Principal& who, nlohmann::json* obj);
-  Status AgentWritesLease(const Principal& who, nlohmann::json* obj);
-  Status AgentWritesEvent(const Principal& who, nlohmann::json* obj);
-  Status AgentWritesJob(const Principal& who, nlohmann::json* obj);
+  Status AgentWritesNode(const Principal& who, nlohmann::json* obj, StoredRead& stored);
+  Status AgentWritesLease(const Principal& who, nlohmann::json* obj, StoredRead& stored);
+  Status AgentWritesEvent(const Principal& who, nlohmann::json* obj, StoredRead& stored);
+  Status AgentWritesJob(const Principal& who, nlohmann::json* obj, StoredRead& stored);
   Status UserWritesJob(const store::ObjectKey& key, const nlohmann::json& obj,
                        const nlohmann::json* stored);
   Status UserWritesPodGroup(const store::ObjectKey& key, const nlohmann::json& obj,
@@ -401,7 +421,9 @@ class ApiServer {
   // `w->body` and pins `w->expected_version` to the version read. Refuses a change to what is
   // immutable (a placed Job's tasks, queue, priority class, pod group), and a Job or PodGroup
   // sent to a Volcano Queue that is not Open (CheckVolcanoQueueOpen).
-  Status KeepSystemFields(const Principal& who, nlohmann::json* obj, store::Write* w);
+  // `stored`: the object w->key names as read for this write.
+  Status KeepSystemFields(const Principal& who, nlohmann::json* obj, store::Write* w,
+                          StoredRead& stored);
   // Kubernetes' quota admission for object counts: a new object in a namespace already holding
   // NamespaceLimits::objects counted objects, or a Job whose pods would take the namespace's
   // unfinished Jobs' pods past the tighter of NamespaceLimits::pods and its ResourceQuotas'

@@ -145,7 +145,8 @@ HttpResponse ApiServer::NodeChange(const HttpRequest& req, const Principal& who,
   if (!next.ok()) return Error(next.status());
   if (Status s = CheckObject(*next); !s.ok()) return Error(s);
   store::Write w{store::Write::Op::kPut, key, "", (*got)->version};
-  if (Status s = KeepSystemFields(who, &*next, &w); !s.ok()) return Error(s);
+  StoredRead read(*store_, key);
+  if (Status s = KeepSystemFields(who, &*next, &w, read); !s.ok()) return Error(s);
   // A server dry run (kubectl taint/cordon --dry-run=server) answers what would be written.
   if (DryRun(req)) {
     return Json(200, api::KubeNode(WithLease(Served({key, (*got)->version, w.body})), clock_(),

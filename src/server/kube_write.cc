@@ -316,7 +316,8 @@ std::optional<HttpResponse> ApiServer::KubeWritesOf(
         !s.ok()) {
       return Error(s);
     }
-    if (Status s = AuthorizeWrite(who, &obj); !s.ok()) return Error(s);
+    StoredRead read(*store_, KeyOf(id));
+    if (Status s = AuthorizeWrite(who, &obj, read); !s.ok()) return Error(s);
     const bool own = api::MadeFrom(obj, kind, ns, Str(meta, "name"));
     if (own) {
       primary = i;
@@ -335,7 +336,7 @@ std::optional<HttpResponse> ApiServer::KubeWritesOf(
     // name); the ones Volcano queues share are kept up to date.
     store::Write w{create && own ? store::Write::Op::kCreate : store::Write::Op::kPut, KeyOf(id),
                    "", std::nullopt};
-    if (Status s = KeepSystemFields(who, &obj, &w); !s.ok()) return Error(s);
+    if (Status s = KeepSystemFields(who, &obj, &w, read); !s.ok()) return Error(s);
     if (!create && own) {
       const auto held =
           std::find_if(before.begin(), before.end(), [&](const Made& m) { return m.key == w.key; });

@@ -214,7 +214,8 @@ HttpResponse ApiServer::NativeWrite(const KubeCall& c) {
   auto obj = ParseObject(*body, &c.route);
   if (!obj.ok()) return Error(obj.status());
   const api::ObjectId id = api::IdOf(*obj);
-  if (Status s = AuthorizeWrite(who, &*obj); !s.ok()) return Error(s);
+  StoredRead read(*store_, KeyOf(id));
+  if (Status s = AuthorizeWrite(who, &*obj, read); !s.ok()) return Error(s);
   if (kind == "Lease" && req.method == "PUT" && who.role == Principal::Role::kAgent) {
     // A renewal (stamped by AuthorizeWrite) is held in memory while the stored Lease is recent.
     if (auto renewed = leases_.Renew(*obj, clock_())) return Json(200, *renewed);
@@ -222,7 +223,7 @@ HttpResponse ApiServer::NativeWrite(const KubeCall& c) {
   const bool create = req.method == "POST";
   store::Write w{create ? store::Write::Op::kCreate : store::Write::Op::kPut, KeyOf(id), "",
                  create ? std::nullopt : RequestedVersion(*obj)};
-  if (Status s = KeepSystemFields(who, &*obj, &w); !s.ok()) return Error(s);
+  if (Status s = KeepSystemFields(who, &*obj, &w, read); !s.ok()) return Error(s);
   if (DryRun(req)) {
     json out = Served({w.key, store_->Revision(), w.body});
     return Json(create ? 201 : 200, out);
@@ -295,9 +296,10 @@ HttpResponse ApiServer::ApplyDocuments(const HttpRequest& req, const Principal& 
     if (Status s = Authorize(who, *id.kind, id.ns, id.name, Verb::kWrite); !s.ok()) {
       return Error(s);
     }
-    if (Status s = AuthorizeWrite(who, &*obj); !s.ok()) return Error(s);
+    StoredRead read(*store_, KeyOf(id));
+    if (Status s = AuthorizeWrite(who, &*obj, read); !s.ok()) return Error(s);
     store::Write w{store::Write::Op::kPut, KeyOf(id), "", RequestedVersion(*obj)};
-    if (Status s = KeepSystemFields(who, &*obj, &w); !s.ok()) return Error(s);
+    if (Status s = KeepSystemFields(who, &*obj, &w, read); !s.ok()) return Error(s);
     writes.push_back(std::move(w));
     ids.push_back(id);
   }

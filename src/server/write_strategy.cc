@@ -146,7 +146,7 @@ Status ApiServer::TenantWritesLocalQueue(const Principal& who, const json& obj) 
 }
 
 // An agent registers and updates its own node; the heartbeat is stamped by the server.
-Status ApiServer::AgentWritesNode(const Principal& who, json* obj) {
+Status ApiServer::AgentWritesNode(const Principal& who, json* obj, StoredRead&) {
   const api::ObjectId id = api::IdOf(*obj);
   if (id.name != who.node) {
     return PermissionDenied("an agent token registers and updates node " + who.node + " only");
@@ -164,7 +164,7 @@ Status ApiServer::AgentWritesNode(const Principal& who, json* obj) {
 }
 
 // An agent renews its own node's Lease, stamped by the server.
-Status ApiServer::AgentWritesLease(const Principal& who, json* obj) {
+Status ApiServer::AgentWritesLease(const Principal& who, json* obj, StoredRead&) {
   const api::ObjectId id = api::IdOf(*obj);
   if (id.name != who.node) {
     return PermissionDenied("an agent token renews the lease of node " + who.node + " only");
@@ -178,7 +178,7 @@ Status ApiServer::AgentWritesLease(const Principal& who, json* obj) {
 }
 
 // An agent reports events about its own node, in tessera-system.
-Status ApiServer::AgentWritesEvent(const Principal& who, json* obj) {
+Status ApiServer::AgentWritesEvent(const Principal& who, json* obj, StoredRead&) {
   const api::ObjectId id = api::IdOf(*obj);
   const json& about = Member(Member(*obj, "spec"), "involvedObject");
   if (id.ns != "tessera-system" || Str(about, "kind") != "Node" || Str(about, "name") != who.node) {
@@ -189,11 +189,13 @@ Status ApiServer::AgentWritesEvent(const Principal& who, json* obj) {
 }
 
 // An agent reports the status of a Job bound to its node: its pods there and the outcome.
-Status ApiServer::AgentWritesJob(const Principal& who, json* obj) {
+Status ApiServer::AgentWritesJob(const Principal& who, json* obj, StoredRead& stored) {
   const api::ObjectId id = api::IdOf(*obj);
-  auto got = store_->Get(KeyOf(id));
+  auto got = stored.Object();
   if (!got.ok()) return got.status();
-  const json old = got->has_value() ? json::parse((*got)->body, nullptr, false) : json();
+  auto parsed = stored.Parsed();
+  static const json kNone;
+  const json& old = parsed.ok() && *parsed != nullptr ? **parsed : kNone;
   if (!BoundTo(old, who.node)) {
     return PermissionDenied("Job " + id.ns + "/" + id.name + " has no pod bound to node " +
                             who.node);
@@ -202,9 +204,9 @@ Status ApiServer::AgentWritesJob(const Principal& who, json* obj) {
   // and reports at once) before what it says is compared with the stored status, where another
   // node's newer pod state would read as a forbidden change.
   const json& sent = Member(Member(*obj, "metadata"), "resourceVersion");
-  if (sent.is_string() && sent.get<std::string>() != std::to_string((*got)->version)) {
+  if (sent.is_string() && sent.get<std::string>() != std::to_string((**got)->version)) {
     return Conflict("Job " + id.ns + "/" + id.name + ": version " + sent.get<std::string>() +
-                    " is stale, the object is at version " + std::to_string((*got)->version));
+                    " is stale, the object is at version " + std::to_string((**got)->version));
   }
   if (Status s = CheckAgentStatus(who, old, *obj); !s.ok()) return s;
   // Status only: the spec and metadata stay as stored (the version read is still checked).
