@@ -95,6 +95,13 @@ struct PendingInfo {
   int shape = -1;  // interned ShapeKey, -1 until first needed
 };
 
+// FNV-1a over 64-bit words: the cycle's hash keys of interned choices and verdicts.
+inline size_t HashWords(std::span<const uint64_t> words) {
+  uint64_t h = 1469598103934665603ULL;
+  for (uint64_t x : words) h = (h ^ x) * 1099511628211ULL;
+  return h;
+}
+
 // A resource group of a queue: the resources it covers and its flavors, in order.
 struct Group {
   std::vector<QuotaResource> covered;
@@ -450,12 +457,9 @@ class CycleRun {
   };
   struct VerdictKeyHash {
     size_t operator()(const VerdictKey& k) const {
-      uint64_t h = 1469598103934665603ULL;
-      for (uint64_t x : {uint64_t(k.queue), uint64_t(k.shape), uint64_t(k.ns), uint64_t(k.priority),
-                         uint64_t(k.can_preempt), uint64_t(k.runtime)}) {
-        h = (h ^ x) * 1099511628211ULL;
-      }
-      return h;
+      const uint64_t words[] = {uint64_t(k.queue),    uint64_t(k.shape),       uint64_t(k.ns),
+                                uint64_t(k.priority), uint64_t(k.can_preempt), uint64_t(k.runtime)};
+      return HashWords(words);
     }
   };
   struct Verdict {
@@ -468,11 +472,7 @@ class CycleRun {
   uint64_t changes_ = 0;
   std::unordered_map<std::string, int> shapes_;
   struct WordsHash {
-    size_t operator()(const std::vector<uint64_t>& v) const {
-      uint64_t h = 1469598103934665603ULL;
-      for (uint64_t x : v) h = (h ^ x) * 1099511628211ULL;
-      return h;
-    }
+    size_t operator()(const std::vector<uint64_t>& v) const { return HashWords(v); }
   };
   std::unordered_map<std::vector<uint64_t>, std::vector<Combo>, WordsHash> combos_;
   std::vector<const std::vector<Combo>*> combos_of_;  // per pending workload, once looked up

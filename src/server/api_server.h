@@ -131,7 +131,9 @@ struct KubeWriting;  // a write to a Kubernetes kind as its stages make it
 class StoredRead {
  public:
   StoredRead(store::Store& store, store::ObjectKey key) : store_(store), key_(std::move(key)) {}
-  const store::ObjectKey& key() const { return key_; }
+  // The object as the caller has already read it (nullopt: there is none).
+  StoredRead(store::Store& store, store::ObjectKey key, std::optional<store::StoredObject> read)
+      : store_(store), key_(std::move(key)), object_(std::move(read)) {}
   // The stored object; nullopt when there is none.
   Result<const std::optional<store::StoredObject>*> Object();
   // The stored object parsed; null when there is none. An unreadable one is an error.

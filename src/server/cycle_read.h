@@ -49,8 +49,7 @@ struct ObjectView {
   // Of a Job, read once per version: status.phase and status.message (a pointer into `doc`;
   // null when it has none), whether it ended (Succeeded or Failed), when an ended Job is to be
   // deleted (ttlSecondsAfterFinished, or the reader's default; -1: never), and whether its end
-  // was given to the
-  // accountant.
+  // was given to the accountant.
   bool status_read = false;
   std::string phase;
   const std::string* message = nullptr;
