@@ -13,7 +13,7 @@
 #include "server/http_server.h"
 #include "server/scheduling_loop.h"
 #include "server/serving_cert.h"
-#include "store/etcd_store.h"
+#include "store/etcd_module.h"
 
 namespace tessera::cli {
 
@@ -256,9 +256,13 @@ int RunServer(const ServerOptions& opts, std::ostream& out, std::ostream& err) {
       id = std::string(name) + ":" + std::to_string(http.port);
       if (http.port == 0) id += "-" + std::to_string(getpid());  // a port picked at start
     }
-    cp.election =
-        std::make_unique<store::EtcdElection>(**etcd, "scheduler", id, opts.leader_ttl_seconds);
-    store::EtcdElection* election = cp.election.get();
+    auto module = store::LoadEtcdModule();
+    if (!module.ok()) {
+      err << "error: " << module.status().message() << "\n";
+      return 1;
+    }
+    cp.election = (*module)->open_election(**etcd, "scheduler", id, opts.leader_ttl_seconds);
+    store::Election* election = cp.election.get();
     loop_options.leadership = [election] { return election->Leading(); };
     loop_options.transitions = [election] { return election->transitions(); };
   }
@@ -268,7 +272,7 @@ int RunServer(const ServerOptions& opts, std::ostream& out, std::ostream& err) {
     return code;
   }
   if (cp.election) {
-    store::EtcdElection* election = cp.election.get();
+    store::Election* election = cp.election.get();
     server::ControlPlane* plane = cp.plane.get();
     const std::string address = http.host + ":" + std::to_string(cp.http->port());
     election->SetReport([plane, election, address] {
@@ -349,7 +353,11 @@ Result<std::optional<store::EtcdOptions>> EtcdOf(const ServerOptions& opts) {
 server::ControlPlane::StoreOpener StoreOf(const ServerOptions& opts,
                                           const std::optional<store::EtcdOptions>& etcd) {
   if (!etcd) return server::ControlPlane::Sqlite(opts.store);
-  return [options = *etcd](const std::string&) { return store::OpenEtcdStore({.etcd = options}); };
+  return [options = *etcd](const std::string&) -> Result<std::unique_ptr<store::Store>> {
+    auto module = store::LoadEtcdModule();
+    if (!module.ok()) return module.status();
+    return (*module)->open_store({.etcd = options});
+  };
 }
 
 sigset_t BlockStopSignals() {

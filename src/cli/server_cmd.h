@@ -16,7 +16,8 @@
 #include "server/http_server.h"
 #include "server/scheduling_loop.h"
 #include "store/compactor.h"
-#include "store/etcd_election.h"
+#include "store/election.h"
+#include "store/etcd_wire.h"
 
 namespace tessera::cli {
 
@@ -91,7 +92,7 @@ sigset_t BlockStopSignals();
 // The control plane's state over `data_dir` (its store built here and handed in), the API
 // server and the scheduling loop over it, and the HTTP server, all started.
 struct Serving {
-  std::unique_ptr<store::EtcdElection> election;  // on etcd; outlives the loop that asks it
+  std::unique_ptr<store::Election> election;  // on etcd; outlives the loop that asks it
   std::unique_ptr<server::ControlPlane> plane;
   std::unique_ptr<server::ApiServer> api;
   std::unique_ptr<server::SchedulingLoop> loop;

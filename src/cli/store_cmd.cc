@@ -10,9 +10,7 @@
 #include <vector>
 
 #include "server/files.h"
-#include "store/etcd_election.h"
-#include "store/etcd_store.h"
-#include "store/etcd_usage_store.h"
+#include "store/etcd_module.h"
 #include "store/store.h"
 
 namespace tessera::cli {
@@ -89,7 +87,9 @@ Status CopyLedger(const std::string& path, const store::EtcdOptions& etcd, std::
   }
   auto from = store::UsageStore::Open(path);
   if (!from.ok()) return from.status();
-  auto to = store::OpenEtcdUsageStore(etcd);
+  auto module = store::LoadEtcdModule();
+  if (!module.ok()) return module.status();
+  auto to = (*module)->open_usage_store(etcd);
   if (!to.ok()) return to.status();
   auto there = AllSegments(**to);
   if (!there.ok()) return there.status();
@@ -137,7 +137,9 @@ Status Copy(const StoreCopyOptions& o, std::ostream& out) {
   etcd->ca_file = o.etcd_ca_file;
   etcd->cert_file = o.etcd_cert_file;
   etcd->key_file = o.etcd_key_file;
-  auto to = store::OpenEtcdStore({.etcd = *etcd});
+  auto module = store::LoadEtcdModule();
+  if (!module.ok()) return module.status();
+  auto to = (*module)->open_store({.etcd = *etcd});
   if (!to.ok()) return to.status();
   auto there = (*to)->ListKinds();
   if (!there.ok()) return there.status();
@@ -190,14 +192,16 @@ Result<nlohmann::json> StoreStatus(const StoreStatusOptions& o) {
   etcd->ca_file = o.etcd_ca_file;
   etcd->cert_file = o.etcd_cert_file;
   etcd->key_file = o.etcd_key_file;
-  store::EtcdClient client(*etcd);
+  auto module = store::LoadEtcdModule();
+  if (!module.ok()) return module.status();
+  std::unique_ptr<store::EtcdCaller> client = (*module)->open_caller(*etcd);
   json out = {{"store", o.store}, {"quotaBytes", o.quota_bytes}};
   // The leader, and each replica's record (store/etcd_election.h), in one read at one revision.
-  const std::string replicas = store::EtcdElection::ReplicasPrefix(*etcd);
-  auto read = client.Call(
+  const std::string replicas = store::EtcdReplicasPrefix(*etcd);
+  auto read = client->Call(
       "kv/txn",
       {{"success",
-        {{{"request_range", {{"key", store::Base64(etcd->prefix + "_election/scheduler")}}}},
+        {{{"request_range", {{"key", store::Base64(store::EtcdElectionKey(*etcd, "scheduler"))}}}},
          {{"request_range",
            {{"key", store::Base64(replicas)},
             {"range_end", store::Base64(store::PrefixEnd(replicas))}}}}}}});
@@ -231,9 +235,9 @@ Result<nlohmann::json> StoreStatus(const StoreStatusOptions& o) {
   for (const std::string& endpoint : etcd->endpoints) {
     store::EtcdOptions one = *etcd;
     one.endpoints = {endpoint};
-    store::EtcdClient member(one);
+    std::unique_ptr<store::EtcdCaller> member = (*module)->open_caller(one);
     json m = {{"endpoint", endpoint}};
-    auto st = member.Call("maintenance/status", json::object());
+    auto st = member->Call("maintenance/status", json::object());
     if (!st.ok()) {
       m["error"] = st.status().message();
     } else {
@@ -250,7 +254,7 @@ Result<nlohmann::json> StoreStatus(const StoreStatusOptions& o) {
     }
     out["members"].push_back(std::move(m));
   }
-  auto alarms = client.Call("maintenance/alarm", {{"action", "GET"}});
+  auto alarms = client->Call("maintenance/alarm", {{"action", "GET"}});
   out["alarms"] = json::array();
   if (alarms.ok()) {
     for (const json& a : alarms->value("alarms", json::array())) {

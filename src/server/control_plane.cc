@@ -5,7 +5,7 @@
 
 #include "server/accountant.h"
 #include "server/watch.h"
-#include "store/etcd_usage_store.h"
+#include "store/usage_store.h"
 
 namespace tessera::server {
 
@@ -51,7 +51,9 @@ Result<std::unique_ptr<ControlPlane>> ControlPlane::Open(const std::string& data
   if (!store.ok()) return store.status();
   std::unique_ptr<ControlPlane> plane(
       new ControlPlane(data_dir, std::move(owner).value(), std::move(store).value()));
-  auto ledger = store::OpenLedgerFor(*plane->store_, data_dir + "/usage.db");
+  // The ledger goes with the state: in etcd beside an etcd store, else in its own SQLite file.
+  auto ledger = plane->store_->OwnLedger();
+  if (ledger.ok() && *ledger == nullptr) ledger = store::UsageStore::Open(data_dir + "/usage.db");
   if (!ledger.ok()) return ledger.status();
   auto accounting = Accountant::Open(std::move(ledger).value());
   if (!accounting.ok()) return accounting.status();

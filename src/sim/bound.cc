@@ -1,7 +1,5 @@
 #include "sim/bound.h"
 
-#include <glpk.h>
-
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -12,6 +10,7 @@
 #include <tuple>
 
 #include "core/resources.h"
+#include "sim/glpk.h"
 #include "sim/parallel.h"
 
 namespace tessera::sim {
@@ -203,30 +202,33 @@ Result<int64_t> Solve(const std::vector<NodeClass>& classes, const std::vector<S
       ar.push_back(a);
     }
   }
+  auto glpk = LoadGlpk();
+  if (!glpk.ok()) return glpk.status();
+  const Glpk& g = **glpk;
   std::lock_guard<std::mutex> lock(glpk_mu);
-  glp_term_out(GLP_OFF);
-  glp_prob* lp = glp_create_prob();
-  glp_set_obj_dir(lp, GLP_MAX);
-  glp_add_rows(lp, static_cast<int>(rows.size()));
+  g.term_out(GLP_OFF);
+  glp_prob* lp = g.create_prob();
+  g.set_obj_dir(lp, GLP_MAX);
+  g.add_rows(lp, static_cast<int>(rows.size()));
   for (size_t i = 0; i < rows.size(); ++i) {
-    glp_set_row_bnds(lp, static_cast<int>(i) + 1, GLP_UP, 0.0, rows[i].rhs);
+    g.set_row_bnds(lp, static_cast<int>(i) + 1, GLP_UP, 0.0, rows[i].rhs);
   }
-  glp_add_cols(lp, static_cast<int>(cols.size()));
+  g.add_cols(lp, static_cast<int>(cols.size()));
   for (size_t c = 0; c < cols.size(); ++c) {
-    glp_set_col_bnds(lp, static_cast<int>(c) + 1, GLP_LO, 0.0, 0.0);
-    glp_set_obj_coef(lp, static_cast<int>(c) + 1,
-                     static_cast<double>(shapes[cols[c].shape].DemandMilli()));
+    g.set_col_bnds(lp, static_cast<int>(c) + 1, GLP_LO, 0.0, 0.0);
+    g.set_obj_coef(lp, static_cast<int>(c) + 1,
+                   static_cast<double>(shapes[cols[c].shape].DemandMilli()));
   }
-  glp_load_matrix(lp, static_cast<int>(ar.size()) - 1, ia.data(), ja.data(), ar.data());
-  glp_scale_prob(lp, GLP_SF_AUTO);
+  g.load_matrix(lp, static_cast<int>(ar.size()) - 1, ia.data(), ja.data(), ar.data());
+  g.scale_prob(lp, GLP_SF_AUTO);
   glp_smcp parm;
-  glp_init_smcp(&parm);
+  g.init_smcp(&parm);
   parm.msg_lev = GLP_MSG_OFF;
   parm.presolve = GLP_ON;
-  const int rc = glp_simplex(lp, &parm);
-  const int status = glp_get_status(lp);
-  const double obj = glp_get_obj_val(lp);
-  glp_delete_prob(lp);
+  const int rc = g.simplex(lp, &parm);
+  const int status = g.get_status(lp);
+  const double obj = g.get_obj_val(lp);
+  g.delete_prob(lp);
   if (rc != 0 || status != GLP_OPT) {
     return Internal("the bound's linear program was not solved (glp_simplex " + std::to_string(rc) +
                     ", status " + std::to_string(status) + ")");

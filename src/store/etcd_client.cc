@@ -9,88 +9,11 @@
 #include <utility>
 
 #include "src/store/etcd_rpc.grpc.pb.h"  // generated into the build tree
+#include "store/proto_json.h"
 
 namespace tessera::store {
 
 using nlohmann::json;
-
-Result<EtcdOptions> ParseEtcdUrl(std::string_view url) {
-  EtcdOptions o;
-  if (url.starts_with("etcd://")) {
-    url.remove_prefix(7);
-  } else if (url.starts_with("etcds://")) {
-    url.remove_prefix(8);
-    o.tls = true;
-  } else {
-    return InvalidArgument("store: \"" + std::string(url) +
-                           "\" is not etcd://host:port[,host:port...][/prefix] (or etcds://)");
-  }
-  const size_t slash = url.find('/');
-  std::string_view hosts = url.substr(0, slash);
-  if (slash != std::string_view::npos) {
-    std::string_view path = url.substr(slash);
-    while (path.ends_with('/')) path.remove_suffix(1);
-    if (!path.empty()) o.prefix = std::string(path) + "/";
-  }
-  while (!hosts.empty()) {
-    const size_t comma = hosts.find(',');
-    const std::string_view host = hosts.substr(0, comma);
-    const size_t colon = host.rfind(':');
-    if (host.empty() || colon == std::string_view::npos || colon == 0 || colon + 1 == host.size() ||
-        !std::all_of(host.begin() + colon + 1, host.end(),
-                     [](char c) { return c >= '0' && c <= '9'; })) {
-      return InvalidArgument("store: \"" + std::string(host) + "\" is not host:port");
-    }
-    o.endpoints.emplace_back(host);
-    hosts.remove_prefix(comma == std::string_view::npos ? hosts.size() : comma + 1);
-  }
-  if (o.endpoints.empty()) return InvalidArgument("store: etcd:// names no member");
-  return o;
-}
-
-json EtcdModIs(const std::string& key, int64_t revision) {
-  return {{"key", Base64(key)},
-          {"target", "MOD"},
-          {"result", "EQUAL"},
-          {"mod_revision", std::to_string(revision)}};
-}
-json EtcdPut(const std::string& key, const std::string& value) {
-  return {{"request_put", {{"key", Base64(key)}, {"value", Base64(value)}}}};
-}
-json EtcdDelete(const std::string& key) {
-  return {{"request_delete_range", {{"key", Base64(key)}}}};
-}
-
-std::string EtcdText(const json& kv, const char* field) {
-  if (!kv.is_object() || !kv.contains(field) || !kv[field].is_string()) return "";
-  auto bytes = Unbase64(kv[field].get_ref<const std::string&>());
-  return bytes.ok() ? std::move(bytes).value() : std::string();
-}
-
-int64_t EtcdInt(const json& message, const char* field) {
-  if (!message.is_object()) return 0;
-  auto it = message.find(field);
-  if (it == message.end()) return 0;
-  if (it->is_number_integer()) return it->get<int64_t>();
-  if (it->is_string()) {
-    const std::string& s = it->get_ref<const std::string&>();
-    if (!s.empty() && s.size() <= 19 && std::all_of(s.begin(), s.end(), ::isdigit)) {
-      return std::stoll(s);
-    }
-  }
-  return 0;
-}
-
-std::string PrefixEnd(std::string prefix) {
-  while (!prefix.empty()) {
-    if (static_cast<unsigned char>(prefix.back()) < 0xff) {
-      ++prefix.back();
-      return prefix;
-    }
-    prefix.pop_back();
-  }
-  return std::string(1, '\0');  // every key
-}
 
 namespace {
 

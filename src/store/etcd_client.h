@@ -23,41 +23,13 @@
 #include <vector>
 
 #include "core/status.h"
-#include "store/proto_json.h"
+#include "store/etcd_wire.h"
 
 namespace grpc {
 class Status;
 }
 
 namespace tessera::store {
-
-// Where etcd is and how to reach it.
-struct EtcdOptions {
-  std::vector<std::string> endpoints;  // host:port of each member
-  bool tls = false;                    // https:// (etcds:// in the URL)
-  std::string ca_file;                 // PEM bundle that verifies the members' certificates
-  std::string cert_file, key_file;     // a client certificate, for --client-cert-auth
-  std::string prefix = "/tessera/";    // every key Tessera writes starts with it
-  // etcd's limits on one request: --max-txn-ops (128) and --max-request-bytes (1.5 MiB).
-  size_t max_txn_ops = 128;
-  size_t max_request_bytes = 1536 * 1024;
-};
-
-// "etcd://h1:2379,h2:2379" (etcds:// for TLS), with an optional path as the key prefix
-// ("etcd://h1:2379/team-cluster" -> "/team-cluster/").
-Result<EtcdOptions> ParseEtcdUrl(std::string_view url);
-
-// The pieces of a transaction: a comparison of a key's mod_revision (0: the key is absent), a
-// put, a delete.
-nlohmann::json EtcdModIs(const std::string& key, int64_t revision);
-nlohmann::json EtcdPut(const std::string& key, const std::string& value);
-nlohmann::json EtcdDelete(const std::string& key);
-// A base64 field of the gateway's messages (a key, a value), decoded; "" when absent.
-std::string EtcdText(const nlohmann::json& kv, const char* field);
-// A 64-bit integer of the gateway: a string of digits, a number, or absent (0).
-int64_t EtcdInt(const nlohmann::json& message, const char* field);
-// The first key after every key that starts with `prefix` (etcd's range_end for a prefix).
-std::string PrefixEnd(std::string prefix);
 
 // Ends a stream being read on another thread: Cancel cancels its gRPC call, and the reading
 // call returns. A cancel before the stream opens ends it as soon as it does.

@@ -14,9 +14,9 @@ constexpr std::chrono::milliseconds kCampaignRetry{1000};
 
 EtcdElection::EtcdElection(EtcdOptions etcd, std::string name, std::string id, int ttl_seconds)
     : client_(etcd),
-      key_(etcd.prefix + "_election/" + name),
+      key_(EtcdElectionKey(etcd, name)),
       id_(std::move(id)),
-      report_key_(ReplicasPrefix(etcd) + id_),
+      report_key_(EtcdReplicasPrefix(etcd) + id_),
       ttl_seconds_(ttl_seconds) {
   runner_ = std::thread([this] { Run(); });
 }

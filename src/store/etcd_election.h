@@ -20,32 +20,29 @@
 #include <string>
 #include <thread>
 
+#include "store/election.h"
 #include "store/etcd_client.h"
 #include "store/store.h"
 
 namespace tessera::store {
 
-class EtcdElection {
+class EtcdElection : public Election {
  public:
   // Campaigns as `id` (a name for this replica) for `name` ("scheduler").
   EtcdElection(EtcdOptions etcd, std::string name, std::string id, int ttl_seconds = 10);
   // Resigns: revokes the lease, so another replica leads at once.
-  ~EtcdElection();
+  ~EtcdElection() override;
   EtcdElection(const EtcdElection&) = delete;
   EtcdElection& operator=(const EtcdElection&) = delete;
 
-  // The fence of this replica's leadership; nullopt while it does not lead.
-  std::optional<Fence> Leading();
-  // Who leads (the leader's id), "" when nobody does; as last read.
-  std::string Leader();
-  // How many times this replica became the leader or stopped being it.
-  int64_t transitions();
+  std::optional<Fence> Leading() override;
+  std::string Leader() override;
+  int64_t transitions() override;
   const std::string& key() const { return key_; }
   // What this replica publishes about itself at each renewal, under <prefix>_replicas/<id> with
   // its lease (so the record goes when the replica does): `report`'s value, for `tessera store
   // status`.
-  void SetReport(std::function<std::string()> report);
-  static std::string ReplicasPrefix(const EtcdOptions& etcd) { return etcd.prefix + "_replicas/"; }
+  void SetReport(std::function<std::string()> report) override;
 
  private:
   void Run();

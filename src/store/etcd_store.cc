@@ -5,6 +5,8 @@
 #include <map>
 #include <utility>
 
+#include "store/etcd_usage_store.h"
+
 namespace tessera::store {
 
 using nlohmann::json;
@@ -574,6 +576,10 @@ int64_t FenceRevision(const json& range_response) {
   return range_response.contains("kvs") && !range_response["kvs"].empty()
              ? EtcdInt(range_response["kvs"][0], "create_revision")
              : 0;
+}
+
+Result<std::unique_ptr<UsageStore>> EtcdStore::OwnLedger() const {
+  return OpenEtcdUsageStore(options_.etcd);
 }
 
 }  // namespace tessera::store

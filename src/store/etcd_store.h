@@ -43,12 +43,6 @@
 
 namespace tessera::store {
 
-struct EtcdStoreOptions {
-  EtcdOptions etcd;
-  size_t retained_changes = 16'384;  // in memory, for watches
-  int64_t wait_ms = 10'000;          // how long ChangesAfter waits for this store's own commit
-};
-
 // The leader's fence in an etcd transaction: a comparison that its key is still the one created
 // at its revision; and what a write refused by it returns.
 nlohmann::json FenceHolds(const Fence& fence);
@@ -86,6 +80,8 @@ class EtcdStore : public Store {
   // listener may wait for what it brings.
   void OnChange(std::function<void()> listener) override;
   bool shared() const override { return true; }
+  // The ledger in etcd, beside the state (store/etcd_usage_store.h).
+  Result<std::unique_ptr<UsageStore>> OwnLedger() const override;
   const EtcdOptions& etcd_options() const { return options_.etcd; }
 
  private:

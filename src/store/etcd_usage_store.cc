@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "store/etcd_store.h"
+#include "store/etcd_store.h"  // the fence
 
 namespace tessera::store {
 
@@ -212,14 +212,6 @@ Result<std::unique_ptr<UsageStore>> OpenEtcdUsageStore(const EtcdOptions& etcd) 
   auto open = store->LoadOpen();
   if (!open.ok()) return open.status();
   return std::unique_ptr<UsageStore>(std::move(store));
-}
-
-Result<std::unique_ptr<UsageStore>> OpenLedgerFor(const Store& state,
-                                                  const std::string& sqlite_path) {
-  if (const auto* etcd = dynamic_cast<const EtcdStore*>(&state)) {
-    return OpenEtcdUsageStore(etcd->etcd_options());
-  }
-  return UsageStore::Open(sqlite_path);
 }
 
 }  // namespace tessera::store

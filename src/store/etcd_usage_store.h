@@ -28,11 +28,6 @@ namespace tessera::store {
 
 Result<std::unique_ptr<UsageStore>> OpenEtcdUsageStore(const EtcdOptions& etcd);
 
-// Where the ledger goes with the state: in etcd beside an etcd store (EtcdStore), else in the
-// SQLite file at `sqlite_path`.
-Result<std::unique_ptr<UsageStore>> OpenLedgerFor(const Store& state,
-                                                  const std::string& sqlite_path);
-
 }  // namespace tessera::store
 
 #endif  // TESSERA_STORE_ETCD_USAGE_STORE_H_

@@ -2,13 +2,14 @@
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
-#include <openssl/evp.h>
 
 #include <algorithm>
 #include <charconv>
 #include <limits>
 #include <string>
 #include <vector>
+
+#include "store/etcd_wire.h"
 
 namespace tessera::store {
 
@@ -17,33 +18,6 @@ using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 using google::protobuf::Reflection;
 using nlohmann::json;
-
-std::string Base64(std::string_view bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3), '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(bytes.data()),
-                                static_cast<int>(bytes.size()));
-  out.resize(n);
-  return out;
-}
-
-Result<std::string> Unbase64(std::string_view text) {
-  if (text.size() % 4 != 0) return Internal("etcd: a value is not base64");
-  std::string out(3 * (text.size() / 4), '\0');
-  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(text.data()),
-                                static_cast<int>(text.size()));
-  if (n < 0) return Internal("etcd: a value is not base64");
-  // EVP_DecodeBlock counts the padding's bytes as decoded zeros.
-  size_t len = static_cast<size_t>(n);
-  if (text.ends_with("==")) {
-    len -= 2;
-  } else if (text.ends_with('=')) {
-    len -= 1;
-  }
-  out.resize(len);
-  return out;
-}
 
 namespace {
 

@@ -19,10 +19,6 @@ class Message;
 
 namespace tessera::store {
 
-// Bytes in base64 (standard alphabet, padded) and back, as the mapping writes a bytes field.
-std::string Base64(std::string_view bytes);
-Result<std::string> Unbase64(std::string_view text);
-
 // `in` into `out` (cleared first). Field names as declared or in lowerCamelCase; a 64-bit integer
 // as a string or a number; an enum by name or number; null leaves a field at its default. A field
 // the message does not have, or a value of the wrong type, is an error naming it.

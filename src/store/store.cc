@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <tuple>
 
+#include "store/usage_store.h"
+
 namespace tessera::store {
 
 std::string Describe(const ObjectKey& key) {
@@ -55,6 +57,10 @@ std::vector<StoredObject> StateAt(std::vector<StoredObject> current,
   std::inplace_merge(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(unchanged), out.end(),
                      by_name);
   return out;
+}
+
+Result<std::unique_ptr<UsageStore>> Store::OwnLedger() const {
+  return std::unique_ptr<UsageStore>();
 }
 
 }  // namespace tessera::store

@@ -76,6 +76,8 @@ struct Fence {
 // delete. Every Store implementation checks its writes with it.
 Status CheckWrite(const Write& w, bool exists, int64_t current);
 
+class UsageStore;  // store/usage_store.h
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -129,6 +131,9 @@ class Store {
   // Whether other processes write the same state (replicas on etcd): what one replica holds in
   // memory, others do not see.
   virtual bool shared() const { return false; }
+  // The accounting ledger kept with this state: etcd's beside an etcd store
+  // (store/etcd_usage_store.h); null where the ledger is a file of its own (SQLite).
+  virtual Result<std::unique_ptr<UsageStore>> OwnLedger() const;
 };
 
 // What ListAt and GetAt share. Whether a read at `revision` can be served, with the history

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Moving to replicas: a server's state on SQLite copied to etcd (`tessera store copy`), then a
 # server on etcd serves the same objects and the same accounting, and the tokens made before work
-# there. A running
-# server's directory, an etcd prefix that holds objects, and a bad URL are refused.
+# there. A running server's directory, an etcd prefix that holds objects, and a bad URL are
+# refused. The etcd client is a module of its own, and the binary runs without it.
 source "$(dirname "$0")/server_env.sh" "$1"
 command -v etcd >/dev/null || fail "Debian's etcd-server is not installed"
 SERVER_ARGS=--plain-http start_server
@@ -62,4 +62,16 @@ TESSERA_TOKEN=$team expect_exit 1 "$TESSERA" get jobs -n team-b
 # The accounting came along: j1's two GPU-hours, read from etcd's ledger.
 expect_exit 0 "$TESSERA" usage --by job --since 7d -o csv
 expect_out "team-a,j1,2.000000,"
+
+# etcd's client is a module beside the binary (store/etcd_module.h): the binary itself needs none
+# of gRPC's libraries, and a command that reaches etcd without the module says what is missing.
+if readelf -d "$TESSERA" | grep -E "NEEDED.*(grpc|protobuf|absl)"; then
+  fail "the binary links gRPC's libraries itself"
+fi
+mkdir "$WORK/alone"
+cp "$TESSERA" "$WORK/alone/tessera"
+expect_exit 1 "$WORK/alone/tessera" store status --store "etcd://127.0.0.1:$port/moved"
+expect_out "libtessera-etcd.so (built with this binary, kept beside it) cannot be loaded"
+expect_exit 0 "$WORK/alone/tessera" get jobs -n team-a
+expect_out "j1"
 echo "store_copy_test: ok"

@@ -1,6 +1,7 @@
 // store/proto_json against protobuf's own json_util, on etcd's messages: the same JSON out of
 // the same message, the same message out of the same JSON.
 #include "store/proto_json.h"
+#include "store/etcd_wire.h"
 
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/message_differencer.h>
