@@ -19,6 +19,9 @@ PACKAGES=(
   # the web console: its chart library, embedded at build time; its tests drive Debian's
   # Chromium, headless, through chromium-driver and Selenium
   libjs-dygraphs chromium chromium-driver python3-selenium
+  # Slurm on this machine, for comparisons (bench/slurm_env.sh starts its own munged and
+  # slurmctld)
+  slurm-wlm
 )
 
 missing=()
