@@ -376,6 +376,41 @@ Status Paginate(const HttpRequest& req, std::vector<json>* items, json* list_met
   return Status::Ok();
 }
 
+// The keys in the order a document of the list dumps them (nlohmann's objects are sorted):
+// apiVersion, items, kind, metadata.
+ListText::ListText(std::string_view list_kind, std::string_view api_version)
+    : list_kind_(list_kind),
+      text_("{\"apiVersion\":" + json(api_version).dump() + ",\"items\":["),
+      head_(text_.size()) {}
+
+void ListText::Add(const json& item) {
+  Item it{NsName(item), 0, 0};
+  if (!items_.empty()) {
+    if (it.key < items_.back().key) ordered_ = false;
+    text_ += ',';
+  }
+  it.offset = text_.size();
+  text_ += item.dump();
+  it.size = text_.size() - it.offset;
+  items_.push_back(std::move(it));
+}
+
+std::string ListText::Finish(const json& meta) && {
+  const std::string tail =
+      "],\"kind\":" + json(list_kind_).dump() + ",\"metadata\":" + meta.dump() + "}";
+  if (ordered_) return std::move(text_) + tail;
+  std::stable_sort(items_.begin(), items_.end(),
+                   [](const Item& a, const Item& b) { return a.key < b.key; });
+  std::string out;
+  out.reserve(text_.size() + tail.size());
+  out.append(text_, 0, head_);
+  for (size_t i = 0; i < items_.size(); ++i) {
+    if (i > 0) out += ',';
+    out.append(text_, items_[i].offset, items_[i].size);
+  }
+  return out + tail;
+}
+
 Status Authorize(const Principal& p, const api::KindInfo& kind,
                  const std::optional<std::string>& ns, const std::optional<std::string>& name,
                  Verb verb) {

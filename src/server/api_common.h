@@ -97,6 +97,30 @@ HttpResponse ListReadError(const Status& s, const HttpRequest& req);
 Status Paginate(const HttpRequest& req, std::vector<nlohmann::json>* items,
                 nlohmann::json* list_meta);
 
+// A list served whole (no limit, no continue, no Table) as JSON text made item by item: each item
+// is written out as it is made and its document dropped, so a list never holds a document of
+// every item at once (a list's documents take about eight times its text). Items come out in
+// Paginate's order, (namespace, name): items added in that order (a store's list) are the
+// response as they come; others are put in order once, at the end. The text is what the same
+// list's document would dump.
+class ListText {
+ public:
+  ListText(std::string_view list_kind, std::string_view api_version);
+  void Add(const nlohmann::json& item);
+  std::string Finish(const nlohmann::json& meta) &&;
+
+ private:
+  struct Item {
+    std::pair<std::string, std::string> key;  // namespace, name
+    size_t offset, size;                      // in text_
+  };
+  std::string list_kind_;
+  std::string text_;  // the list's head, then the items as added, comma-separated
+  size_t head_;
+  std::vector<Item> items_;
+  bool ordered_ = true;
+};
+
 enum class Verb : uint8_t { kRead, kWatch, kWrite, kDelete };
 
 // May `p` use `verb` on objects of `kind` in namespace `ns` (nullopt: all namespaces, or a

@@ -204,7 +204,8 @@ class ApiServer {
   HttpResponse TesseraObjects(const HttpRequest& req, const Principal& who);
   // The hooks of the REST stages for Tessera's own kinds: the objects a read serves, and a
   // create, replace or patch of one object.
-  Result<std::vector<nlohmann::json>> NativeObjects(const KubeCall& c);
+  // Each object the read serves, in the store's order, to `each`.
+  Status NativeObjects(const KubeCall& c, const std::function<void(nlohmann::json&&)>& each);
   HttpResponse NativeWrite(const KubeCall& c);
   HttpResponse ApplyDocuments(const HttpRequest& req, const Principal& who);
   // GET (read, follow) and POST (ship, agents) of
@@ -250,7 +251,8 @@ class ApiServer {
   std::vector<nlohmann::json> KubeViews(const KubeCall& c, const std::vector<KubeMade>& made);
   Status KubeAddStatus(const KubeCall& c, const std::vector<KubeMade>& made,
                        std::vector<nlohmann::json>* found);
-  Result<std::vector<nlohmann::json>> KubePods(const KubeCall& c, const std::string& name);
+  Status KubePods(const KubeCall& c, const std::string& name,
+                  const std::function<void(nlohmann::json&&)>& each);
   HttpResponse KubeServe(KubeCall& c);  // the stages of every kind, Tessera's own included
   HttpResponse KubeRead(KubeCall& c);   // get, list
   HttpResponse KubeWatch(const KubeCall& c, const std::optional<api::LabelSelector>& selector,

@@ -228,17 +228,19 @@ Status ApiServer::KubeAddStatus(const KubeCall& c, const std::vector<KubeMade>& 
 
 // Every Pod of the Jobs in the route's namespace (all namespaces without one), or the one named
 // `name`.
-Result<std::vector<json>> ApiServer::KubePods(const KubeCall& c, const std::string& name) {
+Status ApiServer::KubePods(const KubeCall& c, const std::string& name,
+                           const std::function<void(json&&)>& each) {
   auto jobs = ListStored("Job", c.route.ns, c.list_at);
   if (!jobs.ok()) return jobs.status();
-  std::vector<json> out;
-  for (const store::StoredObject& o : *jobs) {
-    for (json& pod : api::JobPods(Served(o))) {
+  for (store::StoredObject& o : *jobs) {
+    json job = Served(o);
+    std::string().swap(o.body);  // its text goes once its document is made
+    for (json& pod : api::JobPods(job)) {
       if (!name.empty() && Str(pod["metadata"], "name") != name) continue;
-      out.push_back(std::move(pod));
+      each(std::move(pod));
     }
   }
-  return out;
+  return Status::Ok();
 }
 
 HttpResponse ApiServer::KubeRead(KubeCall& c) {
@@ -275,34 +277,54 @@ HttpResponse ApiServer::KubeRead(KubeCall& c) {
     if (!at.ok()) return ListReadError(at.status(), req);
     c.list_at = *at;
   }
-  Result<std::vector<json>> found = std::vector<json>();
-  if (kind.kind == "Pod") {
-    found = KubePods(c, route.name.value_or(""));
-  } else if (kind.kind == "Workload") {
-    found = Workloads(route.ns, route.name.value_or(""), c.list_at);
-  } else if (api::IsNative(kind)) {
-    found = NativeObjects(c);
-  } else if (kind.kind == "Event") {
-    found = EventViews(route.ns, route.name.value_or(""), c.list_at);
-    if (found.ok() && kind.group == "events.k8s.io") {
-      for (json& e : *found) e = api::EventsV1(e);
-    }
-  } else {
-    auto made = KubeMadeFrom(c, route.ns.value_or(""), route.name.value_or(""));
-    if (!made.ok()) return c.list_at ? ListReadError(made.status(), req) : Error(made.status());
-    found = KubeViews(c, *made);
-    if (Status s = KubeAddStatus(c, *made, &*found); !s.ok()) return Error(s);
-  }
-  if (!found.ok()) return c.list_at ? ListReadError(found.status(), req) : Error(found.status());
+  // A list served whole is written out item by item (ListText); a page, a Table or one object
+  // is cut, laid out or answered from the items' documents.
+  const bool whole = !one && !api::WantsTable(req.accept) && !req.query.contains("limit") &&
+                     !req.query.contains("continue");
+  ListText text(std::string(kind.kind) + "List", kind.GroupVersion());
   std::vector<json> items;
-  for (json& v : *found) {
-    if (!Selected(*selector, *fields, v)) continue;
-    items.push_back(std::move(v));
+  auto take = [&](json&& v) {
+    if (!Selected(*selector, *fields, v)) return;
+    if (whole) {
+      text.Add(v);
+    } else {
+      items.push_back(std::move(v));
+    }
+  };
+  Status read = Status::Ok();
+  if (kind.kind == "Pod") {
+    read = KubePods(c, route.name.value_or(""), take);
+  } else if (api::IsNative(kind)) {
+    read = NativeObjects(c, take);
+  } else {
+    Result<std::vector<json>> found = std::vector<json>();
+    if (kind.kind == "Workload") {
+      found = Workloads(route.ns, route.name.value_or(""), c.list_at);
+    } else if (kind.kind == "Event") {
+      found = EventViews(route.ns, route.name.value_or(""), c.list_at);
+      if (found.ok() && kind.group == "events.k8s.io") {
+        for (json& e : *found) e = api::EventsV1(e);
+      }
+    } else {
+      auto made = KubeMadeFrom(c, route.ns.value_or(""), route.name.value_or(""));
+      if (!made.ok()) return c.list_at ? ListReadError(made.status(), req) : Error(made.status());
+      found = KubeViews(c, *made);
+      if (Status s = KubeAddStatus(c, *made, &*found); !s.ok()) return Error(s);
+    }
+    if (found.ok()) {
+      for (json& v : *found) take(std::move(v));
+    } else {
+      read = found.status();
+    }
   }
+  if (!read.ok()) return c.list_at ? ListReadError(read, req) : Error(read);
   if (one && items.empty()) return Error(NotFound(Named(kind, *route.name) + " not found"));
   const std::string version = one ? Str(items[0]["metadata"], "resourceVersion")
                                   : std::to_string(c.list_at ? *c.list_at : store_->Revision());
   json meta = {{"resourceVersion", version}};
+  if (whole) {
+    return Reply(200, "application/json", std::move(text).Finish(meta));
+  }
   if (!one) {
     if (Status s = Paginate(req, &items, &meta); !s.ok()) return Error(s);
   }
@@ -380,10 +402,11 @@ std::optional<HttpResponse> ApiServer::KubeCheckPodWrite(const KubeCall& c) {
   if (kind.kind == "Pod" && route.name && req.method != "POST") {
     auto made = KubeMadeFrom(c, *route.ns, *route.name);
     if (!made.ok()) return Error(made.status());
-    auto pods = KubePods(c, *route.name);
-    if (!pods.ok()) return Error(pods.status());
-    if (made->empty() && !pods->empty()) {
-      const json& owner = Member(Member((*pods)[0], "metadata"), "ownerReferences")[0];
+    std::vector<json> pods;
+    Status read = KubePods(c, *route.name, [&](json&& pod) { pods.push_back(std::move(pod)); });
+    if (!read.ok()) return Error(read);
+    if (made->empty() && !pods.empty()) {
+      const json& owner = Member(Member(pods[0], "metadata"), "ownerReferences")[0];
       return Reply(405, "application/json",
                    StatusJson(405, "MethodNotAllowed",
                               "pod " + *route.name + " is one of the pods of " +

@@ -161,31 +161,31 @@ HttpResponse ApiServer::TesseraObjects(const HttpRequest& req, const Principal& 
 // The stored objects of a native kind a read serves: the one named, or the list at the call's
 // revision; Leases as renewed in memory. An agent sees the Jobs bound to its node only (of a
 // list, those still running there).
-Result<std::vector<json>> ApiServer::NativeObjects(const KubeCall& c) {
+Status ApiServer::NativeObjects(const KubeCall& c, const std::function<void(json&&)>& each) {
   const std::string kind(c.kind.kind);
   const bool agent_jobs = c.who.role == Principal::Role::kAgent && kind == "Job";
-  std::vector<json> out;
   if (c.route.name) {
     auto got = store_->Get({kind, c.route.ns.value_or(""), *c.route.name});
     if (!got.ok()) return got.status();
-    if (!got->has_value()) return out;
+    if (!got->has_value()) return Status::Ok();
     json obj = Served(**got);
     if (kind == "Lease") leases_.Overlay(&obj);
-    if (!agent_jobs || BoundTo(obj, c.who.node)) out.push_back(std::move(obj));
-    return out;
+    if (!agent_jobs || BoundTo(obj, c.who.node)) each(std::move(obj));
+    return Status::Ok();
   }
   auto list = ListStored(kind, c.route.ns, c.list_at);
   if (!list.ok()) return list.status();
-  for (const store::StoredObject& o : *list) {
+  for (store::StoredObject& o : *list) {
     json obj = Served(o);
+    std::string().swap(o.body);  // its text goes once its document is made
     if (kind == "Lease") leases_.Overlay(&obj);
     if (agent_jobs) {
       const std::vector<std::string> nodes = FollowingNodes(obj);
       if (std::find(nodes.begin(), nodes.end(), c.who.node) == nodes.end()) continue;
     }
-    out.push_back(std::move(obj));
+    each(std::move(obj));
   }
-  return out;
+  return Status::Ok();
 }
 
 // A create (POST), replace (PUT) or patch (PATCH: the stored object patched, written as a

@@ -140,5 +140,41 @@ TEST_F(ListRevisionTest, PagesAreOneConsistentList) {
   EXPECT_NE(r.body.find("continue parameter is too old"), std::string::npos) << r.body;
 }
 
+// A list served whole is written item by item (ListText in server/api_common.h), without a
+// document of the whole list: it is the same text, in the same order, as the same list read as
+// one page of a document (`limit` above its size), for native objects and for views, in a
+// namespace and across them, with a selector.
+TEST_F(ListRevisionTest, AListServedWholeIsTheTextOfItsOnePageDocument) {
+  Apply(R"(apiVersion: tessera.io/v1
+kind: Job
+metadata: {name: a, namespace: team-a, labels: {tier: x}}
+spec:
+  tasks: [{name: main, replicas: 2, command: ["true"]}]
+)");
+  Apply(JobYaml("a-b"));
+  Apply(JobYaml("b"));
+  Apply(R"(apiVersion: tessera.io/v1
+kind: Job
+metadata: {name: a, namespace: team-b, labels: {tier: x}}
+spec:
+  tasks: [{name: main, command: ["true"]}]
+)");
+  for (const std::string path :
+       {jobs_, pods_, std::string("/apis/tessera.io/v1/jobs"), std::string("/api/v1/pods"),
+        std::string("/apis/batch/v1/jobs")}) {
+    for (const std::string selector : {"", "labelSelector=tier%3Dx"}) {
+      const HttpResponse whole = List(path, selector);
+      const HttpResponse page = List(path, "limit=100" + (selector.empty() ? "" : "&" + selector));
+      ASSERT_EQ(whole.status, 200) << path << ": " << whole.body;
+      EXPECT_EQ(whole.body, page.body) << path << "?" << selector;
+    }
+  }
+  // Pods in (namespace, name) order, not their Jobs' order: a-b's pod before a's.
+  EXPECT_EQ(Names(List(pods_, "")),
+            (std::vector<std::string>{"a-b-main-0", "a-main-0", "a-main-1", "b-main-0"}));
+  EXPECT_EQ(Names(List("/api/v1/pods", "labelSelector=tier%3Dx")),
+            (std::vector<std::string>{"a-main-0", "a-main-1", "a-main-0"}));
+}
+
 }  // namespace
 }  // namespace tessera::server
