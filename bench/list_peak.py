@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The memory one list takes in `tessera server`: N Jobs created over HTTP (one task, one GPU
-each), then each list read twice, its peak resident memory above the resident memory before it
+each), then each list read twice (whole, and a first page of 500), its peak resident memory above the resident memory before it
 (VmHWM after resetting it through /proc/PID/clear_refs), the body's size and the time to read it.
 Each binary given gets a server of its own, in turn.
 Usage: bench/list_peak.py N TESSERA [TESSERA...]"""
@@ -13,7 +13,9 @@ import sys
 import tempfile
 import time
 
-PATHS = ["/apis/tessera.io/v1/namespaces/m/jobs", "/api/v1/namespaces/m/pods"]
+# Each list, and how many items it holds (None: every Job's).
+PATHS = [("/apis/tessera.io/v1/namespaces/m/jobs", None), ("/api/v1/namespaces/m/pods", None),
+         ("/apis/tessera.io/v1/namespaces/m/jobs?limit=500", 500)]
 
 
 def measure(tessera, jobs):
@@ -49,7 +51,7 @@ def measure(tessera, jobs):
             r = c.getresponse()
             r.read()
             assert r.status == 201, r.status
-        for path in PATHS:
+        for path, want in PATHS:
             for _ in range(2):
                 time.sleep(0.5)
                 with open(f"/proc/{srv.pid}/clear_refs", "w") as f:
@@ -60,7 +62,7 @@ def measure(tessera, jobs):
                 r = c.getresponse()
                 body = r.read()
                 took = time.time() - t
-                assert r.status == 200 and len(json.loads(body)["items"]) >= jobs
+                assert r.status == 200 and len(json.loads(body)["items"]) == (want or jobs)
                 print(f"{tessera} {path}: {len(body) / 1e6:.1f} MB, {took * 1000:.0f} ms, "
                       f"peak RSS {status_mb('VmHWM') - before:.0f} MB above {before:.0f} MB",
                       flush=True)

@@ -308,7 +308,7 @@ Result<std::optional<int64_t>> ListRevision(const HttpRequest& req, int64_t late
       return InvalidArgument(
           "continue: Forbidden: specifying resource version is not allowed when using continue");
     }
-    // A token that is not one of ours is refused by Paginate (400, as kube-apiserver does).
+    // A token that is not one of ours is refused by Page::Of (400, as kube-apiserver does).
     auto token = ParseContinue(cont);
     return token.ok() ? token->revision : std::nullopt;
   }
@@ -338,42 +338,50 @@ HttpResponse ListReadError(const Status& s, const HttpRequest& req) {
   return Error(s);
 }
 
-Status Paginate(const HttpRequest& req, std::vector<json>* items, json* list_meta) {
-  int64_t limit = 0;
+Result<Page> Page::Of(const HttpRequest& req) {
+  Page page;
   if (auto it = req.query.find("limit"); it != req.query.end() && !it->second.empty()) {
     const std::string& v = it->second;
     if (v.size() > 9 || !std::all_of(v.begin(), v.end(), ::isdigit)) {
       return InvalidArgument("limit: must be a whole number");
     }
-    limit = std::stoll(v);
-  }
-  {
-    // By namespace and name, each read once.
-    std::vector<std::pair<std::pair<std::string, std::string>, size_t>> order;
-    order.reserve(items->size());
-    for (size_t i = 0; i < items->size(); ++i) order.emplace_back(NsName((*items)[i]), i);
-    std::sort(order.begin(), order.end());
-    std::vector<json> sorted;
-    sorted.reserve(items->size());
-    for (const auto& [key, i] : order) sorted.push_back(std::move((*items)[i]));
-    *items = std::move(sorted);
+    page.limit_ = std::stoll(v);
   }
   if (auto it = req.query.find("continue"); it != req.query.end() && !it->second.empty()) {
     auto token = ParseContinue(it->second);
     if (!token.ok()) return token.status();
-    const std::pair<std::string, std::string> after{token->ns, token->name};
-    items->erase(items->begin(), std::find_if(items->begin(), items->end(),
-                                              [&](const json& o) { return NsName(o) > after; }));
+    page.after_ = Key{token->ns, token->name};
   }
-  if (limit <= 0 || static_cast<int64_t>(items->size()) <= limit) return Status::Ok();
-  const int64_t remaining = static_cast<int64_t>(items->size()) - limit;
-  items->resize(limit);
-  const auto [ns, name] = NsName(items->back());
-  const std::string revision = api::Str(*list_meta, "resourceVersion");
-  (*list_meta)["continue"] =
-      Hex(revision + std::string(1, '\0') + ns + std::string(1, '\0') + name);
-  (*list_meta)["remainingItemCount"] = remaining;
-  return Status::Ok();
+  return page;
+}
+
+void Page::Add(json&& item) {
+  Key key = NsName(item);
+  if (after_ && !(key > *after_)) return;
+  ++seen_;
+  if (limit_ > 0 && static_cast<int64_t>(kept_.size()) == limit_) {
+    if (!(key < kept_.front().first)) return;  // after every kept one
+    std::pop_heap(kept_.begin(), kept_.end(), Later());
+    kept_.pop_back();
+  }
+  kept_.emplace_back(std::move(key), std::move(item));
+  std::push_heap(kept_.begin(), kept_.end(), Later());
+}
+
+std::vector<json> Page::Finish(json* list_meta) && {
+  std::sort_heap(kept_.begin(), kept_.end(), Later());
+  std::vector<json> items;
+  items.reserve(kept_.size());
+  for (auto& [key, item] : kept_) items.push_back(std::move(item));
+  const int64_t remaining = seen_ - static_cast<int64_t>(items.size());
+  if (remaining > 0) {
+    const auto& [ns, name] = kept_.back().first;
+    const std::string revision = api::Str(*list_meta, "resourceVersion");
+    (*list_meta)["continue"] =
+        Hex(revision + std::string(1, '\0') + ns + std::string(1, '\0') + name);
+    (*list_meta)["remainingItemCount"] = remaining;
+  }
+  return items;
 }
 
 // The keys in the order a document of the list dumps them (nlohmann's objects are sorted):

@@ -90,17 +90,37 @@ Result<std::optional<int64_t>> ListRevision(const HttpRequest& req, int64_t late
 // when that revision was compacted, 422 Invalid for ListRevision's refusals.
 HttpResponse ListReadError(const Status& s, const HttpRequest& req);
 
-// Cuts a list's items to the page the request's `limit` and `continue` ask for, in order of
-// (namespace, name); when more remain, sets `continue` (an opaque token naming the list's
-// revision, list_meta's resourceVersion, and the last item given) and `remainingItemCount` in
-// `list_meta`. A malformed limit or token is an error.
-Status Paginate(const HttpRequest& req, std::vector<nlohmann::json>* items,
-                nlohmann::json* list_meta);
+// The page of a list that the request's `limit` and `continue` ask for, in order of
+// (namespace, name), taken as the items come: it keeps only the first `limit` items after the
+// token's (a page's documents, not the list's), and counts the rest. Finish sets `continue` (an
+// opaque token naming the list's revision, list_meta's resourceVersion, and the last item given)
+// and `remainingItemCount` in `list_meta` when more remain. A malformed limit or token is an error
+// from Of.
+class Page {
+ public:
+  static Result<Page> Of(const HttpRequest& req);
+  void Add(nlohmann::json&& item);
+  std::vector<nlohmann::json> Finish(nlohmann::json* list_meta) &&;
+
+ private:
+  using Key = std::pair<std::string, std::string>;  // namespace, name
+  struct Later {
+    bool operator()(const std::pair<Key, nlohmann::json>& a,
+                    const std::pair<Key, nlohmann::json>& b) const {
+      return a.first < b.first;
+    }
+  };
+  int64_t limit_ = 0;  // 0: every item
+  std::optional<Key> after_;
+  // The smallest `limit_` keys seen, the largest on top.
+  std::vector<std::pair<Key, nlohmann::json>> kept_;
+  int64_t seen_ = 0;  // items after the token
+};
 
 // A list served whole (no limit, no continue, no Table) as JSON text made item by item: each item
 // is written out as it is made and its document dropped, so a list never holds a document of
 // every item at once (a list's documents take about eight times its text). Items come out in
-// Paginate's order, (namespace, name): items added in that order (a store's list) are the
+// a Page's order, (namespace, name): items added in that order (a store's list) are the
 // response as they come; others are put in order once, at the end. The text is what the same
 // list's document would dump.
 class ListText {

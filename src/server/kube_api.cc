@@ -277,16 +277,24 @@ HttpResponse ApiServer::KubeRead(KubeCall& c) {
     if (!at.ok()) return ListReadError(at.status(), req);
     c.list_at = *at;
   }
-  // A list served whole is written out item by item (ListText); a page, a Table or one object
-  // is cut, laid out or answered from the items' documents.
+  // A list served whole is written out item by item (ListText); of a page (or a Table) only its
+  // items' documents are kept as they come (Page); one object is answered from its document.
   const bool whole = !one && !api::WantsTable(req.accept) && !req.query.contains("limit") &&
                      !req.query.contains("continue");
   ListText text(std::string(kind.kind) + "List", kind.GroupVersion());
+  std::optional<Page> page;  // a list not served whole
+  if (!one && !whole) {
+    auto p = Page::Of(req);
+    if (!p.ok()) return Error(p.status());
+    page = std::move(p).value();
+  }
   std::vector<json> items;
   auto take = [&](json&& v) {
     if (!Selected(*selector, *fields, v)) return;
     if (whole) {
       text.Add(v);
+    } else if (page) {
+      page->Add(std::move(v));
     } else {
       items.push_back(std::move(v));
     }
@@ -325,9 +333,7 @@ HttpResponse ApiServer::KubeRead(KubeCall& c) {
   if (whole) {
     return Reply(200, "application/json", std::move(text).Finish(meta));
   }
-  if (!one) {
-    if (Status s = Paginate(req, &items, &meta); !s.ok()) return Error(s);
-  }
+  if (page) items = std::move(*page).Finish(&meta);
   if (api::WantsTable(req.accept)) {
     json table = api::IsNative(kind)
                      ? api::TesseraTable(std::string(kind.kind), items, version, clock_())

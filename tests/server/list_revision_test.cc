@@ -174,6 +174,20 @@ spec:
             (std::vector<std::string>{"a-b-main-0", "a-main-0", "a-main-1", "b-main-0"}));
   EXPECT_EQ(Names(List("/api/v1/pods", "labelSelector=tier%3Dx")),
             (std::vector<std::string>{"a-main-0", "a-main-1", "a-main-0"}));
+  // Pages of two, kept as the pods come (Page): the same order, the rest counted.
+  std::vector<std::string> paged;
+  std::vector<int64_t> remaining;
+  std::string token;
+  do {
+    const HttpResponse r = List(pods_, "limit=2" + (token.empty() ? "" : "&continue=" + token));
+    ASSERT_EQ(r.status, 200) << r.body;
+    const json meta = json::parse(r.body)["metadata"];
+    for (const std::string& n : Names(r)) paged.push_back(n);
+    remaining.push_back(meta.value("remainingItemCount", int64_t{0}));
+    token = meta.value("continue", "");
+  } while (!token.empty());
+  EXPECT_EQ(paged, Names(List(pods_, "")));
+  EXPECT_EQ(remaining, (std::vector<int64_t>{2, 0}));
 }
 
 }  // namespace
