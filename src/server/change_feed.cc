@@ -19,6 +19,8 @@ void ChangeFeed::CatchUp() {
         // the store's revision; older revisions are served from the store or refused.
         recent_.clear();
         head_ = store_.Revision();
+        route_log_.clear();
+        index_from_ = head_;
         compacted = true;
         break;
       }
@@ -31,9 +33,16 @@ void ChangeFeed::CatchUp() {
         if (router_ && !routed_.empty()) {
           p->routes = router_(p->change);
           p->routed = true;
+          for (const std::string& route : p->routes) route_log_[route].push_back(p);
+        } else {
+          index_from_ = p->change.revision;  // its routes are not known
         }
         recent_.push_back(std::move(p));
-        if (recent_.size() > kept_) recent_.pop_front();
+        if (recent_.size() > kept_) {
+          index_from_ = std::max(index_from_, recent_.front()->change.revision);
+          recent_.pop_front();
+        }
+        if (++since_sweep_ >= kept_) SweepRoutes();
       }
       if (changes->size() < 4096) break;
     }
@@ -118,6 +127,48 @@ Result<std::vector<ChangeFeed::Shared>> ChangeFeed::AfterShared(int64_t after, s
     out.push_back(std::move(p));
   }
   return out;
+}
+
+std::optional<ChangeFeed::RoutedChanges> ChangeFeed::AfterRoutes(
+    int64_t after, const std::vector<std::string>& routes, size_t limit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!router_ || after < index_from_) return std::nullopt;
+  RoutedChanges out;
+  for (const std::string& route : routes) {
+    auto log = route_log_.find(route);
+    if (log == route_log_.end()) continue;
+    std::deque<Shared>& changes = log->second;
+    while (!changes.empty() && changes.front()->change.revision <= index_from_) {
+      changes.pop_front();
+    }
+    auto it =
+        std::upper_bound(changes.begin(), changes.end(), after,
+                         [](int64_t rev, const Shared& p) { return rev < p->change.revision; });
+    out.changes.insert(out.changes.end(), it, changes.end());
+  }
+  // A change on several of the routes (a Job bound to the node and shown by it) is read once.
+  auto older = [](const Shared& a, const Shared& b) {
+    return a->change.revision < b->change.revision;
+  };
+  std::sort(out.changes.begin(), out.changes.end(), older);
+  out.changes.erase(std::unique(out.changes.begin(), out.changes.end()), out.changes.end());
+  out.through = head_;
+  if (out.changes.size() > limit) {
+    out.changes.resize(limit);
+    out.through = out.changes.back()->change.revision;
+  }
+  return out;
+}
+
+void ChangeFeed::SweepRoutes() {
+  since_sweep_ = 0;
+  for (auto it = route_log_.begin(); it != route_log_.end();) {
+    std::deque<Shared>& changes = it->second;
+    while (!changes.empty() && changes.front()->change.revision <= index_from_) {
+      changes.pop_front();
+    }
+    it = changes.empty() ? route_log_.erase(it) : std::next(it);
+  }
 }
 
 std::optional<uint64_t> ChangeFeed::Subscribe(int64_t after, std::function<void()> wake,

@@ -34,7 +34,7 @@ class ChangeFeed {
   using Shared = std::shared_ptr<const Published>;
 
   explicit ChangeFeed(store::Store& store, size_t kept = 16384)
-      : store_(store), kept_(kept), head_(store.Revision()) {}
+      : store_(store), kept_(kept), head_(store.Revision()), index_from_(head_) {}
 
   // Reads what was committed since the last call from the store's log and wakes the watchers
   // waiting for it. Call after every commit (any writer).
@@ -64,6 +64,19 @@ class ChangeFeed {
   std::optional<uint64_t> SubscribeRouted(int64_t after, std::function<void()> wake,
                                           std::string kind, std::vector<std::string> routes);
   static constexpr int64_t kRoutedCatchUp = 4096;
+  // A routed reader's read: the changes after `after` on any of `routes`, oldest first, at most
+  // `limit`, found through an index of the kept changes by route, so that reading costs what
+  // concerns the reader and not every change since its last read (a thousand agents' watches
+  // each reading the whole cluster's changes cost the server more than the changes themselves).
+  // `through`: every change up to it on those routes is in `changes`. Nullopt when the routes of
+  // some change after `after` are not known (published while no routed waiter waited, or no
+  // longer kept): the reader reads them all (AfterShared) and sorts them itself.
+  struct RoutedChanges {
+    std::vector<Shared> changes;
+    int64_t through = 0;
+  };
+  std::optional<RoutedChanges> AfterRoutes(int64_t after, const std::vector<std::string>& routes,
+                                           size_t limit);
   // What a change concerns, as routes (for a Job, the nodes it is bound to and itself); called
   // once per published change while routed waiters wait, on the publishing thread with the
   // feed's lock held: it must neither block nor call the feed. Set before any subscription.
@@ -105,6 +118,13 @@ class ChangeFeed {
   std::map<uint64_t, Waiter> routed_;
   std::unordered_map<std::string, std::set<uint64_t>> by_route_;
   std::set<std::pair<int64_t, uint64_t>> by_after_;  // routed waiters by `after`
+  // The kept changes by route (AfterRoutes), each route's oldest first. Every kept change after
+  // index_from_ is in it under each of its routes; entries at or before it are dropped as
+  // routes are read, and all of them every kept_ publications.
+  std::unordered_map<std::string, std::deque<Shared>> route_log_;
+  int64_t index_from_;
+  size_t since_sweep_ = 0;
+  void SweepRoutes();
   std::function<std::vector<std::string>(const store::Change&)> router_;
   std::function<void()> before_subscribe_;
 };

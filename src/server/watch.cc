@@ -134,6 +134,34 @@ class WatchStream : public WaitingStream {
       pending_.clear();
       if (ended_) return emit(std::nullopt);
       while (out.empty()) {
+        // A watch bound to a node reads the changes on its routes only, where the feed knows
+        // them all; else every change since its last read, passing over the others below.
+        if (bound_to_) {
+          if (auto routed = feed_.AfterRoutes(last_, Routes(), 512)) {
+            bool more_routes = false;
+            for (const ChangeFeed::Shared& published : routed->changes) {
+              const store::Change& c = published->change;
+              if (!Wanted(c.object.key) || !Concerns(*published)) continue;
+              const size_t had = out.size();
+              const std::shared_ptr<const EventCache::Event> e = events_.Get(c);
+              const auto id = std::make_pair(c.object.key.ns, c.object.key.name);
+              const bool shown_before = shown_.contains(id);
+              AddBound(out, c.type, c.object.key, e->nodes, e->object);
+              if (out.size() > had) told_ = c.revision;
+              if (!shown_before && shown_.contains(id)) {
+                // A Job newly shown: its later changes come on its own route too (when it
+                // leaves the node), which this read did not ask for. Read on from here.
+                last_ = c.revision;
+                more_routes = true;
+                break;
+              }
+            }
+            if (more_routes) break;  // `out` holds the Job's ADDED line
+            last_ = routed->through;
+            if (routed->changes.size() < 512) break;
+            continue;
+          }
+        }
         auto changes = feed_.AfterShared(last_, 512);
         if (!changes.ok()) {
           ended_ = true;

@@ -661,6 +661,39 @@ TEST_F(ApiServerTest, AnAgentsWatchShowsTheJobsBoundToItsNodeOnly) {
   EXPECT_EQ(ev[5]["object"]["metadata"]["name"], "c");
 }
 
+// A Job bound to the node and moved off it in one commit reaches the node's watch as ADDED, then
+// DELETED. The watch reads the changes on its routes only (ChangeFeed::AfterRoutes); the Job's
+// leaving comes on the Job's own route, which the watch asks for once it shows the Job, so it
+// reads on from the change that made it show it.
+TEST_F(ApiServerTest, AJobBoundHereAndMovedAwayInOneCommitIsAddedThenDeleted) {
+  ASSERT_EQ(Post(kJobs, admin_, JobObj("team-a", "d")).status, 201);
+  const std::string n1 =
+      Post("/apis/tessera.io/v1/tokens", admin_, {{"role", "agent"}, {"node", "n1"}}).body["token"];
+  WatchClient w(http_->port(),
+                "/apis/tessera.io/v1/jobs?watch=1&allowWatchBookmarks=true&sendInitialEvents=true"
+                "&resourceVersionMatch=NotOlderThan",
+                n1);
+  ASSERT_EQ(w.Status(), 200);
+  auto ev = w.Events(1);
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0]["type"], "BOOKMARK");  // nothing bound here yet
+  json job = Get(kJobs + "/d", admin_).body;
+  job["status"] = {{"phase", "Admitted"}, {"pods", {{{"name", "main-0"}, {"node", "n1"}}}}};
+  const std::string here = job.dump();
+  job["status"]["pods"][0]["node"] = "n2";
+  const std::string away = job.dump();
+  const store::ObjectKey key{"Job", "team-a", "d"};
+  const std::vector<store::Write> writes = {{store::Write::Op::kPut, key, here, {}},
+                                            {store::Write::Op::kPut, key, away, {}}};
+  ASSERT_TRUE(api_->plane().Commit(writes).ok());
+  ev = w.Events(3);
+  ASSERT_EQ(ev.size(), 3u);
+  EXPECT_EQ(ev[1]["type"], "ADDED");
+  EXPECT_EQ(ev[1]["object"]["status"]["pods"][0]["node"], "n1");
+  EXPECT_EQ(ev[2]["type"], "DELETED");
+  EXPECT_EQ(ev[2]["object"]["status"]["pods"][0]["node"], "n2");
+}
+
 // An agent follows a Job until it ends: its listing and watch leave out ended Jobs (a node
 // turns over thousands), a watch shows a Job's end as DELETED, and the ended Job can still be
 // read by name (a late report of another pod is checked against it).

@@ -104,6 +104,61 @@ TEST_F(ChangeFeedTest, ReadersShareEachChangeWithTheRoutesWorkedOutOnceAtPublica
   EXPECT_EQ((*copies)[1].revision, (*a)[1]->change.revision);
 }
 
+// A routed reader reads the kept changes on its routes through the feed's index: each once, in
+// order, up to a limit; nothing when the routes of some change it would read are not known.
+TEST_F(ChangeFeedTest, ARoutedReaderReadsOnlyTheChangesOnItsRoutes) {
+  // Routes: "job:<name>", and "node:<n>" for a name "<n>-..." .
+  feed_->set_router([](const store::Change& c) {
+    const std::string& name = c.object.key.name;
+    return std::vector<std::string>{"job:" + name, "node:" + name.substr(0, name.find('-'))};
+  });
+  Put("Job", "a-before");  // no routed waiter: its routes are not worked out
+  const int64_t before = feed_->head();
+  EXPECT_FALSE(feed_->AfterRoutes(before - 1, {"node:a"}, 10).has_value());
+  ASSERT_TRUE(feed_->SubscribeRouted(feed_->head(), [] {}, "Job", {"node:z"}));
+  ASSERT_TRUE(feed_->SubscribeRouted(feed_->head(), [] {}, "Job", {"node:z"}));
+  Put("Job", "a-1");
+  Put("Job", "b-1");
+  Put("Job", "a-2");
+  Put("Lease", "a-3");
+  Put("Job", "b-2");
+  auto names = [](const ChangeFeed::RoutedChanges& r) {
+    std::vector<std::string> out;
+    for (const ChangeFeed::Shared& p : r.changes) out.push_back(p->change.object.key.name);
+    return out;
+  };
+  auto a = feed_->AfterRoutes(before, {"node:a", "job:a-2"}, 10);
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(names(*a), (std::vector<std::string>{"a-1", "a-2", "a-3"}));  // a-2 once
+  EXPECT_EQ(a->through, feed_->head());
+  // A limit cuts the read: `through` is the last change given.
+  auto first = feed_->AfterRoutes(before, {"node:a"}, 1);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(names(*first), std::vector<std::string>{"a-1"});
+  EXPECT_EQ(first->through, first->changes[0]->change.revision);
+  auto rest = feed_->AfterRoutes(first->through, {"node:a"}, 10);
+  ASSERT_TRUE(rest.has_value());
+  EXPECT_EQ(names(*rest), (std::vector<std::string>{"a-2", "a-3"}));
+  EXPECT_TRUE(feed_->AfterRoutes(feed_->head(), {"node:a"}, 10)->changes.empty());
+  EXPECT_TRUE(feed_->AfterRoutes(before, {"node:c"}, 10)->changes.empty());
+}
+
+// The index keeps what the feed keeps: a reader behind the kept changes reads them all.
+TEST_F(ChangeFeedTest, ARoutedReaderBehindTheKeptChangesIsToldToReadThemAll) {
+  feed_ = std::make_unique<ChangeFeed>(*store_, 4);
+  feed_->set_router([](const store::Change& c) {
+    return std::vector<std::string>{"node:" + c.object.key.name.substr(0, 1)};
+  });
+  ASSERT_TRUE(feed_->SubscribeRouted(feed_->head(), [] {}, "Job", {"node:z"}));
+  const int64_t start = feed_->head();
+  for (const char* name : {"a1", "b1", "b2", "b3", "b4", "a2"}) Put("Job", name);
+  EXPECT_FALSE(feed_->AfterRoutes(start, {"node:a"}, 10).has_value());
+  auto kept = feed_->AfterRoutes(feed_->head() - 4, {"node:a"}, 10);
+  ASSERT_TRUE(kept.has_value());
+  ASSERT_EQ(kept->changes.size(), 1u);
+  EXPECT_EQ(kept->changes[0]->change.object.key.name, "a2");
+}
+
 TEST_F(ChangeFeedTest, ARoutedWaiterMovesOnOnceTheHeadIsFarAhead) {
   feed_->set_router([](const store::Change&) { return std::vector<std::string>{}; });
   const int64_t from = feed_->head();
