@@ -106,6 +106,13 @@ Result<const json*> StoredRead::Parsed() {
   auto object = Object();
   if (!object.ok()) return object.status();
   if (!**object) return static_cast<const json*>(nullptr);
+  if (cached_) return cached_.get();
+  if (!parsed_ && cache_ != nullptr) {
+    if (auto kept = cache_->Peek(key_); kept && kept->version == (**object)->version) {
+      cached_ = kept->doc;
+      return cached_.get();
+    }
+  }
   if (!parsed_) {
     parsed_ = json::parse((**object)->body, nullptr, false);
     if (parsed_->is_discarded()) {

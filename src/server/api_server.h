@@ -130,10 +130,14 @@ struct KubeWriting;  // a write to a Kubernetes kind as its stages make it
 // report of a pod's state costs one read and one parse, not two.
 class StoredRead {
  public:
-  StoredRead(store::Store& store, store::ObjectKey key) : store_(store), key_(std::move(key)) {}
+  // With `cache`, the parse is the cache's document where it holds the version read (an agent's
+  // report of its pods checks the Job the scheduling loop keeps parsed).
+  StoredRead(store::Store& store, store::ObjectKey key, ObjectCache* cache = nullptr)
+      : store_(store), key_(std::move(key)), cache_(cache) {}
   // The object as the caller has already read it (nullopt: there is none).
-  StoredRead(store::Store& store, store::ObjectKey key, std::optional<store::StoredObject> read)
-      : store_(store), key_(std::move(key)), object_(std::move(read)) {}
+  StoredRead(store::Store& store, store::ObjectKey key, std::optional<store::StoredObject> read,
+             ObjectCache* cache = nullptr)
+      : store_(store), key_(std::move(key)), cache_(cache), object_(std::move(read)) {}
   // The stored object; nullopt when there is none.
   Result<const std::optional<store::StoredObject>*> Object();
   // The stored object parsed; null when there is none. An unreadable one is an error.
@@ -142,8 +146,10 @@ class StoredRead {
  private:
   store::Store& store_;
   const store::ObjectKey key_;
+  ObjectCache* const cache_;
   std::optional<Result<std::optional<store::StoredObject>>> object_;
   std::optional<nlohmann::json> parsed_;
+  std::shared_ptr<const nlohmann::json> cached_;  // the cache's, of the version read
 };
 
 class ApiServer {

@@ -145,7 +145,7 @@ HttpResponse ApiServer::NodeChange(const HttpRequest& req, const Principal& who,
   if (!next.ok()) return Error(next.status());
   if (Status s = CheckObject(*next); !s.ok()) return Error(s);
   store::Write w{store::Write::Op::kPut, key, "", (*got)->version};
-  StoredRead read(*store_, key, *got);  // the version the change was made from
+  StoredRead read(*store_, key, *got, &plane_.objects());  // the version the change was made from
   if (Status s = KeepSystemFields(who, &*next, &w, read); !s.ok()) return Error(s);
   // A server dry run (kubectl taint/cordon --dry-run=server) answers what would be written.
   if (DryRun(req)) {

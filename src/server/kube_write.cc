@@ -316,7 +316,7 @@ std::optional<HttpResponse> ApiServer::KubeWritesOf(
         !s.ok()) {
       return Error(s);
     }
-    StoredRead read(*store_, KeyOf(id));
+    StoredRead read(*store_, KeyOf(id), &plane_.objects());
     if (Status s = AuthorizeWrite(who, &obj, read); !s.ok()) return Error(s);
     const bool own = api::MadeFrom(obj, kind, ns, Str(meta, "name"));
     if (own) {

@@ -121,4 +121,13 @@ Result<ObjectCache::Tally> ObjectCache::TallyOf(std::string_view kind, std::stri
   return t == entry.tallies.end() ? Tally{} : t->second;
 }
 
+std::optional<StoredJson> ObjectCache::Peek(const store::ObjectKey& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto kind = kinds_.find(key.kind);
+  if (kind == kinds_.end()) return std::nullopt;
+  auto it = kind->second.objects.find({key.ns, key.name});
+  if (it == kind->second.objects.end()) return std::nullopt;
+  return it->second;
+}
+
 }  // namespace tessera::server

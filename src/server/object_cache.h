@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -44,6 +45,11 @@ class ObjectCache {
     int64_t measured = 0;
   };
   Result<Tally> TallyOf(std::string_view kind, std::string_view ns, Measure measure);
+
+  // The object at `key` as the cache last caught up with it, when its kind is kept (listed
+  // before) and it is there; nullopt otherwise. Reads nothing and parses nothing: a caller that
+  // has read the object's version from the store uses the document where the versions agree.
+  std::optional<StoredJson> Peek(const store::ObjectKey& key);
 
  private:
   struct Kind {

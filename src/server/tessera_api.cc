@@ -214,7 +214,7 @@ HttpResponse ApiServer::NativeWrite(const KubeCall& c) {
   auto obj = ParseObject(*body, &c.route);
   if (!obj.ok()) return Error(obj.status());
   const api::ObjectId id = api::IdOf(*obj);
-  StoredRead read(*store_, KeyOf(id));
+  StoredRead read(*store_, KeyOf(id), &plane_.objects());
   if (Status s = AuthorizeWrite(who, &*obj, read); !s.ok()) return Error(s);
   if (kind == "Lease" && req.method == "PUT" && who.role == Principal::Role::kAgent) {
     // A renewal (stamped by AuthorizeWrite) is held in memory while the stored Lease is recent.
@@ -296,7 +296,7 @@ HttpResponse ApiServer::ApplyDocuments(const HttpRequest& req, const Principal& 
     if (Status s = Authorize(who, *id.kind, id.ns, id.name, Verb::kWrite); !s.ok()) {
       return Error(s);
     }
-    StoredRead read(*store_, KeyOf(id));
+    StoredRead read(*store_, KeyOf(id), &plane_.objects());
     if (Status s = AuthorizeWrite(who, &*obj, read); !s.ok()) return Error(s);
     store::Write w{store::Write::Op::kPut, KeyOf(id), "", RequestedVersion(*obj)};
     if (Status s = KeepSystemFields(who, &*obj, &w, read); !s.ok()) return Error(s);

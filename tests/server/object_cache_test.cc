@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "server/api_server.h"
 #include "store/memory_store.h"
 
 namespace tessera::server {
@@ -62,6 +63,33 @@ TEST_F(ObjectCacheTest, ListingsFollowTheFeed) {
   // Unchanged objects are not parsed again: the same document is shared.
   auto third = cache_.List("Job");
   EXPECT_EQ((*third)[0].doc.get(), (*second)[0].doc.get());
+}
+
+// Peek gives what the cache holds of one object without reading or parsing (nothing for a kind
+// never listed); StoredRead (server/api_server.h) takes its document where the version it read
+// from the store is the cache's, and parses the stored body where the cache is behind.
+TEST_F(ObjectCacheTest, PeekGivesTheKeptDocumentAndAWritesReadUsesItAtTheSameVersion) {
+  Commit({Put("Job", "a", "x", R"({"n":"a/x"})"), Put("Queue", "", "q", R"({"n":"q"})")});
+  EXPECT_FALSE(cache_.Peek({"Job", "a", "x"}).has_value());  // Jobs not listed yet
+  ASSERT_TRUE(cache_.List("Job").ok());
+  auto kept = cache_.Peek({"Job", "a", "x"});
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_EQ(kept->obj()["n"], "a/x");
+  EXPECT_FALSE(cache_.Peek({"Job", "a", "none"}).has_value());
+  EXPECT_FALSE(cache_.Peek({"Queue", "", "q"}).has_value());
+
+  StoredRead same(store_, {"Job", "a", "x"}, &cache_);
+  auto parsed = same.Parsed();
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(*parsed, kept->doc.get());
+  // Changed in the store and not yet in the cache (its listing not caught up): parsed anew.
+  const std::vector<store::Write> change = {Put("Job", "a", "x", R"({"n":"a/x2"})")};
+  ASSERT_TRUE(store_.Commit(change).ok());
+  StoredRead newer(store_, {"Job", "a", "x"}, &cache_);
+  parsed = newer.Parsed();
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_NE(*parsed, kept->doc.get());
+  EXPECT_EQ((**parsed)["n"], "a/x2");
 }
 
 int64_t Pods(const json& job) { return job.value("pods", 0); }
