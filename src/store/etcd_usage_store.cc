@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -17,6 +20,15 @@ namespace {
 using nlohmann::json;
 
 constexpr int kTries = 16;  // reads again after a concurrent writer
+
+// How long to wait before reading again after the `attempt`th write lost to another writer: a
+// random time up to 1, 2, 4 ... 64 ms, so that two writers racing for the counter stop colliding
+// (without it, two replicas writing at once could each lose every try under load).
+std::chrono::milliseconds Backoff(int attempt) {
+  thread_local std::minstd_rand random(std::random_device{}());
+  std::uniform_int_distribution<int> ms(0, 1 << std::min(attempt, 6));
+  return std::chrono::milliseconds(ms(random));
+}
 
 std::string Padded(int64_t n) {
   char buf[24];
@@ -195,6 +207,7 @@ class EtcdUsageStore : public UsageStore {
         }
         return Status::Ok();
       }
+      std::this_thread::sleep_for(Backoff(attempt));
     }
     return Conflict("usage ledger: concurrent writers kept changing it; not written");
   }
