@@ -154,8 +154,13 @@ std::optional<ChangeFeed::RoutedChanges> ChangeFeed::AfterRoutes(
   out.changes.erase(std::unique(out.changes.begin(), out.changes.end()), out.changes.end());
   out.through = head_;
   if (out.changes.size() > limit) {
-    out.changes.resize(limit);
-    out.through = out.changes.back()->change.revision;
+    // Cut after the last change of a revision: one transaction's changes (on etcd) share it,
+    // and a reader goes on after `through`.
+    size_t end = limit;
+    const int64_t last = out.changes[end - 1]->change.revision;
+    while (end < out.changes.size() && out.changes[end]->change.revision == last) ++end;
+    out.changes.resize(end);
+    out.through = last;
   }
   return out;
 }

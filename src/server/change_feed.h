@@ -65,12 +65,13 @@ class ChangeFeed {
                                           std::string kind, std::vector<std::string> routes);
   static constexpr int64_t kRoutedCatchUp = 4096;
   // A routed reader's read: the changes after `after` on any of `routes`, oldest first, at most
-  // `limit`, found through an index of the kept changes by route, so that reading costs what
-  // concerns the reader and not every change since its last read (a thousand agents' watches
-  // each reading the whole cluster's changes cost the server more than the changes themselves).
-  // `through`: every change up to it on those routes is in `changes`. Nullopt when the routes of
-  // some change after `after` are not known (published while no routed waiter waited, or no
-  // longer kept): the reader reads them all (AfterShared) and sorts them itself.
+  // `limit` (more where the last revision's changes, one etcd transaction's, go beyond it), found
+  // through an index of the kept changes by route, so that reading costs what concerns the reader
+  // and not every change since its last read (a thousand agents' watches each reading the whole
+  // cluster's changes cost the server more than the changes themselves). `through`: every change up
+  // to it on those routes is in `changes`. Nullopt when the routes of some change after `after` are
+  // not known (published while no routed waiter waited, or no longer kept): the reader reads them
+  // all (AfterShared) and sorts them itself.
   struct RoutedChanges {
     std::vector<Shared> changes;
     int64_t through = 0;

@@ -138,9 +138,13 @@ class WatchStream : public WaitingStream {
         // them all; else every change since its last read, passing over the others below.
         if (bound_to_) {
           if (auto routed = feed_.AfterRoutes(last_, Routes(), 512)) {
-            bool more_routes = false;
+            // A Job newly shown: its later changes come on its own route too (when it leaves
+            // the node), which this read did not ask for. Read on from its revision, once the
+            // changes of that revision (one transaction's, on etcd) are read.
+            int64_t read_on_from = -1;
             for (const ChangeFeed::Shared& published : routed->changes) {
               const store::Change& c = published->change;
+              if (read_on_from >= 0 && c.revision > read_on_from) break;
               if (!Wanted(c.object.key) || !Concerns(*published)) continue;
               const size_t had = out.size();
               const std::shared_ptr<const EventCache::Event> e = events_.Get(c);
@@ -148,15 +152,12 @@ class WatchStream : public WaitingStream {
               const bool shown_before = shown_.contains(id);
               AddBound(out, c.type, c.object.key, e->nodes, e->object);
               if (out.size() > had) told_ = c.revision;
-              if (!shown_before && shown_.contains(id)) {
-                // A Job newly shown: its later changes come on its own route too (when it
-                // leaves the node), which this read did not ask for. Read on from here.
-                last_ = c.revision;
-                more_routes = true;
-                break;
-              }
+              if (!shown_before && shown_.contains(id)) read_on_from = c.revision;
             }
-            if (more_routes) break;  // `out` holds the Job's ADDED line
+            if (read_on_from >= 0) {
+              last_ = read_on_from;
+              break;  // `out` holds the Job's ADDED line
+            }
             last_ = routed->through;
             if (routed->changes.size() < 512) break;
             continue;

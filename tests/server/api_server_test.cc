@@ -661,12 +661,14 @@ TEST_F(ApiServerTest, AnAgentsWatchShowsTheJobsBoundToItsNodeOnly) {
   EXPECT_EQ(ev[5]["object"]["metadata"]["name"], "c");
 }
 
-// A Job bound to the node and moved off it in one commit reaches the node's watch as ADDED, then
-// DELETED. The watch reads the changes on its routes only (ChangeFeed::AfterRoutes); the Job's
-// leaving comes on the Job's own route, which the watch asks for once it shows the Job, so it
-// reads on from the change that made it show it.
-TEST_F(ApiServerTest, AJobBoundHereAndMovedAwayInOneCommitIsAddedThenDeleted) {
+// Jobs bound to the node, in one commit, and one of them moved off it in the next, before the
+// node's watch reads: ADDED each, then DELETED the one moved. The watch reads the changes on its
+// routes only (ChangeFeed::AfterRoutes); a Job's leaving comes on the Job's own route, which the
+// watch asks for once it shows the Job, so it reads on from the revision that made it show it,
+// that revision's other changes included (on etcd one commit's writes share a revision).
+TEST_F(ApiServerTest, JobsBoundHereAndOneMovedAwayBeforeTheWatchReadsAreAddedThenDeleted) {
   ASSERT_EQ(Post(kJobs, admin_, JobObj("team-a", "d")).status, 201);
+  ASSERT_EQ(Post(kJobs, admin_, JobObj("team-a", "e")).status, 201);
   const std::string n1 =
       Post("/apis/tessera.io/v1/tokens", admin_, {{"role", "agent"}, {"node", "n1"}}).body["token"];
   WatchClient w(http_->port(),
@@ -677,21 +679,28 @@ TEST_F(ApiServerTest, AJobBoundHereAndMovedAwayInOneCommitIsAddedThenDeleted) {
   auto ev = w.Events(1);
   ASSERT_EQ(ev.size(), 1u);
   EXPECT_EQ(ev[0]["type"], "BOOKMARK");  // nothing bound here yet
-  json job = Get(kJobs + "/d", admin_).body;
-  job["status"] = {{"phase", "Admitted"}, {"pods", {{{"name", "main-0"}, {"node", "n1"}}}}};
-  const std::string here = job.dump();
-  job["status"]["pods"][0]["node"] = "n2";
-  const std::string away = job.dump();
-  const store::ObjectKey key{"Job", "team-a", "d"};
-  const std::vector<store::Write> writes = {{store::Write::Op::kPut, key, here, {}},
-                                            {store::Write::Op::kPut, key, away, {}}};
-  ASSERT_TRUE(api_->plane().Commit(writes).ok());
-  ev = w.Events(3);
-  ASSERT_EQ(ev.size(), 3u);
+  auto bound = [&](const std::string& name, const std::string& node) {
+    json job = Get(kJobs + "/" + name, admin_).body;
+    job["status"] = {{"phase", "Admitted"}, {"pods", {{{"name", "main-0"}, {"node", node}}}}};
+    return store::Write{store::Write::Op::kPut, {"Job", "team-a", name}, job.dump(), {}};
+  };
+  // Two commits published together (one CatchUp of the feed), so that the watch reads them at
+  // once where the store does not publish on its own (SQLite); on etcd its watch may deliver
+  // them apart, and the watch must show the same.
+  const std::vector<store::Write> both_here = {bound("d", "n1"), bound("e", "n1")};
+  const std::vector<store::Write> d_away = {bound("d", "n2")};
+  ASSERT_TRUE(api_->plane().store().Commit(both_here).ok());
+  ASSERT_TRUE(api_->plane().store().Commit(d_away).ok());
+  api_->plane().feed().CatchUp();
+  ev = w.Events(4);
+  ASSERT_EQ(ev.size(), 4u);
   EXPECT_EQ(ev[1]["type"], "ADDED");
-  EXPECT_EQ(ev[1]["object"]["status"]["pods"][0]["node"], "n1");
-  EXPECT_EQ(ev[2]["type"], "DELETED");
-  EXPECT_EQ(ev[2]["object"]["status"]["pods"][0]["node"], "n2");
+  EXPECT_EQ(ev[1]["object"]["metadata"]["name"], "d");
+  EXPECT_EQ(ev[2]["type"], "ADDED");
+  EXPECT_EQ(ev[2]["object"]["metadata"]["name"], "e");
+  EXPECT_EQ(ev[3]["type"], "DELETED");
+  EXPECT_EQ(ev[3]["object"]["metadata"]["name"], "d");
+  EXPECT_EQ(ev[3]["object"]["status"]["pods"][0]["node"], "n2");
 }
 
 // An agent follows a Job until it ends: its listing and watch leave out ended Jobs (a node
