@@ -48,10 +48,10 @@ class StreamCancel {
   bool cancelled_ = false;
 };
 
-class EtcdClient {
+class EtcdClient : public EtcdCaller {
  public:
   explicit EtcdClient(EtcdOptions options);
-  ~EtcdClient();
+  ~EtcdClient() override;
   EtcdClient(const EtcdClient&) = delete;
   EtcdClient& operator=(const EtcdClient&) = delete;
 
@@ -59,7 +59,7 @@ class EtcdClient {
 
   // `method` ("kv/range", "kv/txn", "kv/put", "kv/compaction", "lease/grant", "lease/revoke",
   // "maintenance/status", "maintenance/alarm": the gateway's paths) with `request`; etcd's answer.
-  Result<nlohmann::json> Call(std::string_view method, const nlohmann::json& request);
+  Result<nlohmann::json> Call(std::string_view method, const nlohmann::json& request) override;
 
   // Every key in [from, end) in pages of 1,000, all read at one revision: `*revision` when it is
   // above 0, else the first page's (written back). `each` gets each key-value; an error it

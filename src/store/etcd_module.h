@@ -20,13 +20,6 @@
 
 namespace tessera::store {
 
-// etcd's API, one call at a time (store/etcd_client.h: EtcdClient::Call).
-class EtcdCaller {
- public:
-  virtual ~EtcdCaller() = default;
-  virtual Result<nlohmann::json> Call(std::string_view method, const nlohmann::json& request) = 0;
-};
-
 // Bumped whenever the table or a type it passes changes shape.
 inline constexpr int kEtcdModuleVersion = 1;
 

@@ -1,6 +1,5 @@
 // The table the etcd module exports (store/etcd_module.h): its one entry point.
 #include <memory>
-#include <utility>
 
 #include "store/etcd_client.h"
 #include "store/etcd_election.h"
@@ -11,17 +10,6 @@
 namespace tessera::store {
 namespace {
 
-class Caller final : public EtcdCaller {
- public:
-  explicit Caller(EtcdOptions etcd) : client_(std::move(etcd)) {}
-  Result<nlohmann::json> Call(std::string_view method, const nlohmann::json& request) override {
-    return client_.Call(method, request);
-  }
-
- private:
-  EtcdClient client_;
-};
-
 constexpr EtcdModule kModule = {
     .version = kEtcdModuleVersion,
     .open_store = OpenEtcdStore,
@@ -31,7 +19,7 @@ constexpr EtcdModule kModule = {
       return std::make_unique<EtcdElection>(etcd, name, id, ttl_seconds);
     },
     .open_caller = [](const EtcdOptions& etcd) -> std::unique_ptr<EtcdCaller> {
-      return std::make_unique<Caller>(etcd);
+      return std::make_unique<EtcdClient>(etcd);
     },
 };
 

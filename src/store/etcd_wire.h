@@ -45,6 +45,14 @@ inline std::string EtcdReplicasPrefix(const EtcdOptions& etcd) {
   return etcd.prefix + "_replicas/";
 }
 
+// etcd's API, one call at a time: the client (store/etcd_client.h), as `tessera store status`
+// reaches it through the etcd module (store/etcd_module.h).
+class EtcdCaller {
+ public:
+  virtual ~EtcdCaller() = default;
+  virtual Result<nlohmann::json> Call(std::string_view method, const nlohmann::json& request) = 0;
+};
+
 // "etcd://h1:2379,h2:2379" (etcds:// for TLS), with an optional path as the key prefix
 // ("etcd://h1:2379/team-cluster" -> "/team-cluster/").
 Result<EtcdOptions> ParseEtcdUrl(std::string_view url);

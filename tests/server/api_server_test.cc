@@ -613,6 +613,11 @@ void ExpectStateOfOneThenItsEnd(const std::vector<json>& ev, const std::string& 
   EXPECT_EQ(ev[1]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
 }
 
+// An agent's watch of the Jobs bound to its node, as the agent opens it (watch-list).
+const char kAgentWatch[] =
+    "/apis/tessera.io/v1/jobs?watch=1&allowWatchBookmarks=true&sendInitialEvents=true"
+    "&resourceVersionMatch=NotOlderThan";
+
 // An agent follows the Jobs bound to its node by watch: it is shown those only, from the state
 // on (the watch-list protocol), and a Job that stops being bound there, or is deleted, as
 // DELETED, as Kubernetes shows an object leaving a watch's field selector.
@@ -632,10 +637,7 @@ TEST_F(ApiServerTest, AnAgentsWatchShowsTheJobsBoundToItsNodeOnly) {
   const std::string n1 =
       Post("/apis/tessera.io/v1/tokens", admin_, {{"role", "agent"}, {"node", "n1"}}).body["token"];
   EXPECT_EQ(Call(http::verb::delete_, kJobs + "/a", n1, "").status, 403);
-  WatchClient w(http_->port(),
-                "/apis/tessera.io/v1/jobs?watch=1&allowWatchBookmarks=true&sendInitialEvents=true"
-                "&resourceVersionMatch=NotOlderThan",
-                n1);
+  WatchClient w(http_->port(), kAgentWatch, n1);
   ASSERT_EQ(w.Status(), 200);
   auto ev = w.Events(2);
   ExpectStateOfOneThenItsEnd(ev, "a");
@@ -671,10 +673,7 @@ TEST_F(ApiServerTest, JobsBoundHereAndOneMovedAwayBeforeTheWatchReadsAreAddedThe
   ASSERT_EQ(Post(kJobs, admin_, JobObj("team-a", "e")).status, 201);
   const std::string n1 =
       Post("/apis/tessera.io/v1/tokens", admin_, {{"role", "agent"}, {"node", "n1"}}).body["token"];
-  WatchClient w(http_->port(),
-                "/apis/tessera.io/v1/jobs?watch=1&allowWatchBookmarks=true&sendInitialEvents=true"
-                "&resourceVersionMatch=NotOlderThan",
-                n1);
+  WatchClient w(http_->port(), kAgentWatch, n1);
   ASSERT_EQ(w.Status(), 200);
   auto ev = w.Events(1);
   ASSERT_EQ(ev.size(), 1u);
@@ -725,10 +724,7 @@ TEST_F(ApiServerTest, AnAgentFollowsAJobBoundToItsNodeUntilItEnds) {
   ASSERT_EQ(list["items"].size(), 1u) << list.dump();
   EXPECT_EQ(list["items"][0]["metadata"]["name"], "running");
   EXPECT_EQ(Get(kJobs + "/done", n1).status, 200);
-  WatchClient w(http_->port(),
-                "/apis/tessera.io/v1/jobs?watch=1&allowWatchBookmarks=true&sendInitialEvents=true"
-                "&resourceVersionMatch=NotOlderThan",
-                n1);
+  WatchClient w(http_->port(), kAgentWatch, n1);
   ASSERT_EQ(w.Status(), 200);
   auto ev = w.Events(2);
   ExpectStateOfOneThenItsEnd(ev, "running");

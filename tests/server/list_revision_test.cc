@@ -159,8 +159,9 @@ metadata: {name: a, namespace: team-b, labels: {tier: x}}
 spec:
   tasks: [{name: main, command: ["true"]}]
 )");
-  for (const std::string path : {jobs_, pods_, std::string("/apis/tessera.io/v1/jobs"),
-                                 std::string("/api/v1/pods"), std::string("/apis/batch/v1/jobs")}) {
+  for (const std::string& path :
+       {jobs_, pods_, std::string("/apis/tessera.io/v1/jobs"), std::string("/api/v1/pods"),
+        std::string("/apis/batch/v1/jobs")}) {
     for (const std::string selector : {"", "labelSelector=tier%3Dx"}) {
       const HttpResponse whole = List(path, selector);
       const HttpResponse page = List(path, "limit=100" + (selector.empty() ? "" : "&" + selector));
